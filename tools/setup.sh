@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs every Debian package psflow needs to build, test and run its
+# default job on a fresh Debian 12 machine. Idempotent: packages already
+# present are skipped, so a second run finishes in seconds.
+# Works as root or through sudo.
+set -euo pipefail
+
+PACKAGES=(
+  # Build: Bazel 4.2.3 (pulls a JDK), the C++ toolchain, pkg-config.
+  bazel-bootstrap g++ pkg-config
+  # System libraries wrapped in //third_party.
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libgtest-dev libgmock-dev zlib1g-dev libssl-dev
+  # Real data for the default job and the training tests.
+  dataset-fashion-mnist
+  # Test and benchmark helpers (independent readers, loopback baseline).
+  python3 iperf3 procps
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages already installed"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo"
+  else
+    echo "setup: need root or sudo to install: ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "setup: done"
