@@ -15,6 +15,8 @@ PACKAGES=(
   dataset-fashion-mnist
   # Test and benchmark helpers (independent readers, loopback baseline).
   python3 iperf3 procps
+  # Formatting check in CI.
+  clang-format
 )
 
 missing=()

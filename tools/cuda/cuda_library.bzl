@@ -69,6 +69,10 @@ def cuda_library(name, srcs, hdrs = [], deps = [], nvcc_flags = [], **kwargs):
         srcs = objects + other_srcs,
         hdrs = hdrs,
         deps = deps + ["@local_config_cuda//:cuda"],
+        # cudart is a static archive: the objects that call into it must be
+        # linked into the binary itself, not a per-library shared object,
+        # or the linker never pulls the runtime's symbols in.
+        linkstatic = True,
         target_compatible_with = cuda_target_compatible_with(),
         **kwargs
     )
