@@ -1,0 +1,72 @@
+// Optimizers applied on the parameter server, with their slots (per-element
+// state such as Adam's moments) stored beside each variable.
+//
+//   sgd:       p -= lr * g
+//   momentum:  v = momentum * v + g;  p -= lr * v
+//              nesterov: p -= lr * (g + momentum * v)
+//              (the TF1 MomentumOptimizer / PyTorch form)
+//   adagrad:   a += g^2;  p -= lr * g / (sqrt(a) + epsilon)
+//              (a starts at initial_accumulator_value, as in Keras)
+//   adam:      m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+//              p -= lr * m_hat / (sqrt(v_hat) + epsilon), with bias
+//              corrections m_hat = m / (1 - b1^t), v_hat = v / (1 - b2^t)
+//   adamw:     p -= lr * weight_decay * p (decoupled), then adam
+//
+// `t` is the number of updates applied to the variable, from 1. Apply()
+// works element-wise, so callers may split a tensor into ranges and apply
+// them on several threads. Optimizer objects are immutable and thread-safe.
+#ifndef PSFLOW_PS_OPTIMIZER_H_
+#define PSFLOW_PS_OPTIMIZER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace psflow {
+
+struct OptimizerConfig {
+  enum class Kind { kSgd, kMomentum, kAdagrad, kAdam, kAdamW };
+  Kind kind = Kind::kSgd;
+  double momentum = 0.9;                   // kMomentum
+  bool nesterov = false;                   // kMomentum
+  double initial_accumulator_value = 0.1;  // kAdagrad
+  double beta1 = 0.9;                      // kAdam, kAdamW
+  double beta2 = 0.999;                    // kAdam, kAdamW
+  double epsilon = 1e-7;                   // kAdagrad, kAdam, kAdamW
+  double weight_decay = 0.0;               // kAdamW
+};
+
+// "sgd", "momentum", "adagrad", "adam", "adamw".
+const char* OptimizerKindName(OptimizerConfig::Kind kind);
+
+class Optimizer {
+ public:
+  // InvalidArgument naming the field for out-of-range hyperparameters.
+  static absl::StatusOr<std::unique_ptr<Optimizer>> Create(
+      const OptimizerConfig& config);
+
+  virtual ~Optimizer() = default;
+
+  // Names of the slots kept per variable, in the order Apply() takes them:
+  // {} for sgd, {"momentum"}, {"accumulator"}, {"m", "v"}.
+  virtual const std::vector<std::string>& slot_names() const = 0;
+
+  // The value every element of slot `slot` starts at.
+  virtual float slot_initial_value(int slot) const { return 0.0f; }
+
+  // One update of `param` by `grad` at learning rate `lr`, the `step`-th
+  // update of this variable (from 1). `slots` holds one span per slot name,
+  // each as long as `param`. The caller has checked sizes and that `grad`
+  // is finite.
+  virtual void Apply(double lr, int64_t step, absl::Span<float> param,
+                     absl::Span<const float> grad,
+                     absl::Span<const absl::Span<float>> slots) const = 0;
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_PS_OPTIMIZER_H_

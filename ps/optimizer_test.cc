@@ -1,0 +1,168 @@
+#include "ps/optimizer.h"
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "common/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace psflow {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using Kind = OptimizerConfig::Kind;
+
+// One scalar variable with its slots, updated step by step.
+class ScalarVariable {
+ public:
+  explicit ScalarVariable(const OptimizerConfig& config, float initial = 1.0f)
+      : param_(1, initial) {
+    absl::StatusOr<std::unique_ptr<Optimizer>> optimizer =
+        Optimizer::Create(config);
+    EXPECT_OK(optimizer);
+    optimizer_ = *std::move(optimizer);
+    for (size_t i = 0; i < optimizer_->slot_names().size(); ++i) {
+      slots_.emplace_back(1, optimizer_->slot_initial_value(i));
+    }
+  }
+
+  float Step(double lr, float grad) {
+    std::vector<absl::Span<float>> spans;
+    for (auto& slot : slots_) spans.push_back(absl::MakeSpan(slot));
+    std::vector<float> g = {grad};
+    optimizer_->Apply(lr, ++step_, absl::MakeSpan(param_), g, spans);
+    return param_[0];
+  }
+
+  const Optimizer& optimizer() const { return *optimizer_; }
+
+ private:
+  std::unique_ptr<Optimizer> optimizer_;
+  std::vector<float> param_;
+  std::vector<std::vector<float>> slots_;
+  int64_t step_ = 0;
+};
+
+OptimizerConfig Config(Kind kind) {
+  OptimizerConfig c;
+  c.kind = kind;
+  return c;
+}
+
+// References below were computed by hand (and double-checked in double
+// precision); float results agree to ~1e-7 relative.
+constexpr float kTol = 2e-7f;
+
+TEST(OptimizerTest, SgdStepsAgainstTheGradient) {
+  ScalarVariable var(Config(Kind::kSgd));
+  EXPECT_TRUE(var.optimizer().slot_names().empty());
+  EXPECT_NEAR(var.Step(0.1, 0.5f), 0.95f, kTol);
+  EXPECT_NEAR(var.Step(0.1, -1.0f), 1.05f, kTol);
+}
+
+TEST(OptimizerTest, MomentumAccumulatesVelocity) {
+  OptimizerConfig c = Config(Kind::kMomentum);
+  c.momentum = 0.9;
+  ScalarVariable var(c);
+  EXPECT_THAT(var.optimizer().slot_names(), ElementsAre("momentum"));
+  // v = 0.5, p = 1 - 0.1 * 0.5
+  EXPECT_NEAR(var.Step(0.1, 0.5f), 0.95f, kTol);
+  // v = 0.9 * 0.5 + 0.5 = 0.95, p = 0.95 - 0.095
+  EXPECT_NEAR(var.Step(0.1, 0.5f), 0.855f, kTol);
+}
+
+TEST(OptimizerTest, NesterovLooksAhead) {
+  OptimizerConfig c = Config(Kind::kMomentum);
+  c.momentum = 0.9;
+  c.nesterov = true;
+  ScalarVariable var(c);
+  // v = 0.5, p = 1 - 0.1 * (0.5 + 0.9 * 0.5)
+  EXPECT_NEAR(var.Step(0.1, 0.5f), 0.905f, kTol);
+  // v = 0.95, p = 0.905 - 0.1 * (0.5 + 0.855)
+  EXPECT_NEAR(var.Step(0.1, 0.5f), 0.7695f, kTol);
+}
+
+TEST(OptimizerTest, AdagradScalesByAccumulatedSquares) {
+  ScalarVariable var(Config(Kind::kAdagrad));
+  // a = 0.1 + 0.25, p = 1 - 0.1 * 0.5 / (sqrt(0.35) + 1e-7)
+  EXPECT_NEAR(var.Step(0.1, 0.5f), 0.9154845888f, kTol);
+  // a = 0.35 + 0.0625
+  EXPECT_NEAR(var.Step(0.1, -0.25f), 0.9544095300f, kTol);
+}
+
+TEST(OptimizerTest, AdamCorrectsBias) {
+  ScalarVariable var(Config(Kind::kAdam));
+  EXPECT_THAT(var.optimizer().slot_names(), ElementsAre("m", "v"));
+  // Step 1: m_hat = g, v_hat = g^2, so the step is lr * g / |g| = 0.1.
+  EXPECT_NEAR(var.Step(0.1, 0.5f), 0.9000000200f, kTol);
+  EXPECT_NEAR(var.Step(0.1, -0.25f), 0.8733663228f, kTol);
+}
+
+TEST(OptimizerTest, AdamWDecaysWeightsDecoupledFromTheGradient) {
+  OptimizerConfig c = Config(Kind::kAdamW);
+  c.weight_decay = 0.01;
+  ScalarVariable var(c);
+  // p = 1 * (1 - 0.1 * 0.01) - 0.1 * 0.9999998
+  EXPECT_NEAR(var.Step(0.1, 0.5f), 0.8990000200f, kTol);
+  EXPECT_NEAR(var.Step(0.1, -0.25f), 0.8714673228f, kTol);
+}
+
+TEST(OptimizerTest, ApplyingInRangesEqualsApplyingWhole) {
+  OptimizerConfig c = Config(Kind::kAdam);
+  absl::StatusOr<std::unique_ptr<Optimizer>> opt = Optimizer::Create(c);
+  ASSERT_OK(opt);
+  constexpr size_t kN = 1001;
+  std::vector<float> p1(kN), p2(kN), g(kN), m1(kN), v1(kN), m2(kN), v2(kN);
+  for (size_t i = 0; i < kN; ++i) {
+    p1[i] = p2[i] = std::sin(i * 0.1f);
+    g[i] = std::cos(i * 0.37f);
+  }
+  std::vector<absl::Span<float>> whole = {absl::MakeSpan(m1),
+                                          absl::MakeSpan(v1)};
+  (*opt)->Apply(0.01, 3, absl::MakeSpan(p1), g, whole);
+  for (size_t begin = 0; begin < kN; begin += 100) {
+    size_t len = std::min<size_t>(100, kN - begin);
+    std::vector<absl::Span<float>> part = {
+        absl::MakeSpan(m2).subspan(begin, len),
+        absl::MakeSpan(v2).subspan(begin, len)};
+    (*opt)->Apply(0.01, 3, absl::MakeSpan(p2).subspan(begin, len),
+                  absl::MakeConstSpan(g).subspan(begin, len), part);
+  }
+  EXPECT_EQ(p1, p2);
+  EXPECT_EQ(m1, m2);
+  EXPECT_EQ(v1, v2);
+}
+
+TEST(OptimizerTest, BadHyperparametersNameTheField) {
+  OptimizerConfig momentum = Config(Kind::kMomentum);
+  momentum.momentum = 1.5;
+  EXPECT_THAT(Optimizer::Create(momentum),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("momentum is 1.5")));
+  OptimizerConfig adam = Config(Kind::kAdam);
+  adam.beta2 = 1.0;
+  EXPECT_THAT(
+      Optimizer::Create(adam),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("beta2 is 1")));
+  adam.beta2 = 0.999;
+  adam.epsilon = 0;
+  EXPECT_THAT(
+      Optimizer::Create(adam),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("epsilon is 0")));
+  adam.epsilon = 1e-7;
+  adam.weight_decay = 0.1;
+  EXPECT_THAT(
+      Optimizer::Create(adam),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("use adamw")));
+  OptimizerConfig adagrad = Config(Kind::kAdagrad);
+  adagrad.initial_accumulator_value = -1;
+  EXPECT_THAT(Optimizer::Create(adagrad),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("initial_accumulator_value is -1")));
+}
+
+}  // namespace
+}  // namespace psflow
