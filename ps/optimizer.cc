@@ -161,25 +161,25 @@ absl::Status CheckEpsilon(double epsilon) {
 
 }  // namespace
 
-const char* OptimizerKindName(OptimizerConfig::Kind kind) {
+const char* OptimizerKindName(OptimizerParams::Kind kind) {
   switch (kind) {
-    case OptimizerConfig::Kind::kSgd:
+    case OptimizerParams::Kind::kSgd:
       return "sgd";
-    case OptimizerConfig::Kind::kMomentum:
+    case OptimizerParams::Kind::kMomentum:
       return "momentum";
-    case OptimizerConfig::Kind::kAdagrad:
+    case OptimizerParams::Kind::kAdagrad:
       return "adagrad";
-    case OptimizerConfig::Kind::kAdam:
+    case OptimizerParams::Kind::kAdam:
       return "adam";
-    case OptimizerConfig::Kind::kAdamW:
+    case OptimizerParams::Kind::kAdamW:
       return "adamw";
   }
   return "unknown";
 }
 
 absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(
-    const OptimizerConfig& c) {
-  using Kind = OptimizerConfig::Kind;
+    const OptimizerParams& c) {
+  using Kind = OptimizerParams::Kind;
   switch (c.kind) {
     case Kind::kSgd:
       return std::unique_ptr<Optimizer>(new Sgd);

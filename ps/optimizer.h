@@ -28,7 +28,7 @@
 
 namespace psflow {
 
-struct OptimizerConfig {
+struct OptimizerParams {
   enum class Kind { kSgd, kMomentum, kAdagrad, kAdam, kAdamW };
   Kind kind = Kind::kSgd;
   double momentum = 0.9;                   // kMomentum
@@ -41,13 +41,13 @@ struct OptimizerConfig {
 };
 
 // "sgd", "momentum", "adagrad", "adam", "adamw".
-const char* OptimizerKindName(OptimizerConfig::Kind kind);
+const char* OptimizerKindName(OptimizerParams::Kind kind);
 
 class Optimizer {
  public:
   // InvalidArgument naming the field for out-of-range hyperparameters.
   static absl::StatusOr<std::unique_ptr<Optimizer>> Create(
-      const OptimizerConfig& config);
+      const OptimizerParams& config);
 
   virtual ~Optimizer() = default;
 

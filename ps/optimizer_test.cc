@@ -13,12 +13,12 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using Kind = OptimizerConfig::Kind;
+using Kind = OptimizerParams::Kind;
 
 // One scalar variable with its slots, updated step by step.
 class ScalarVariable {
  public:
-  explicit ScalarVariable(const OptimizerConfig& config, float initial = 1.0f)
+  explicit ScalarVariable(const OptimizerParams& config, float initial = 1.0f)
       : param_(1, initial) {
     absl::StatusOr<std::unique_ptr<Optimizer>> optimizer =
         Optimizer::Create(config);
@@ -46,8 +46,8 @@ class ScalarVariable {
   int64_t step_ = 0;
 };
 
-OptimizerConfig Config(Kind kind) {
-  OptimizerConfig c;
+OptimizerParams Config(Kind kind) {
+  OptimizerParams c;
   c.kind = kind;
   return c;
 }
@@ -64,7 +64,7 @@ TEST(OptimizerTest, SgdStepsAgainstTheGradient) {
 }
 
 TEST(OptimizerTest, MomentumAccumulatesVelocity) {
-  OptimizerConfig c = Config(Kind::kMomentum);
+  OptimizerParams c = Config(Kind::kMomentum);
   c.momentum = 0.9;
   ScalarVariable var(c);
   EXPECT_THAT(var.optimizer().slot_names(), ElementsAre("momentum"));
@@ -75,7 +75,7 @@ TEST(OptimizerTest, MomentumAccumulatesVelocity) {
 }
 
 TEST(OptimizerTest, NesterovLooksAhead) {
-  OptimizerConfig c = Config(Kind::kMomentum);
+  OptimizerParams c = Config(Kind::kMomentum);
   c.momentum = 0.9;
   c.nesterov = true;
   ScalarVariable var(c);
@@ -102,7 +102,7 @@ TEST(OptimizerTest, AdamCorrectsBias) {
 }
 
 TEST(OptimizerTest, AdamWDecaysWeightsDecoupledFromTheGradient) {
-  OptimizerConfig c = Config(Kind::kAdamW);
+  OptimizerParams c = Config(Kind::kAdamW);
   c.weight_decay = 0.01;
   ScalarVariable var(c);
   // p = 1 * (1 - 0.1 * 0.01) - 0.1 * 0.9999998
@@ -111,7 +111,7 @@ TEST(OptimizerTest, AdamWDecaysWeightsDecoupledFromTheGradient) {
 }
 
 TEST(OptimizerTest, ApplyingInRangesEqualsApplyingWhole) {
-  OptimizerConfig c = Config(Kind::kAdam);
+  OptimizerParams c = Config(Kind::kAdam);
   absl::StatusOr<std::unique_ptr<Optimizer>> opt = Optimizer::Create(c);
   ASSERT_OK(opt);
   constexpr size_t kN = 1001;
@@ -137,12 +137,12 @@ TEST(OptimizerTest, ApplyingInRangesEqualsApplyingWhole) {
 }
 
 TEST(OptimizerTest, BadHyperparametersNameTheField) {
-  OptimizerConfig momentum = Config(Kind::kMomentum);
+  OptimizerParams momentum = Config(Kind::kMomentum);
   momentum.momentum = 1.5;
   EXPECT_THAT(Optimizer::Create(momentum),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("momentum is 1.5")));
-  OptimizerConfig adam = Config(Kind::kAdam);
+  OptimizerParams adam = Config(Kind::kAdam);
   adam.beta2 = 1.0;
   EXPECT_THAT(
       Optimizer::Create(adam),
@@ -157,7 +157,7 @@ TEST(OptimizerTest, BadHyperparametersNameTheField) {
   EXPECT_THAT(
       Optimizer::Create(adam),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("use adamw")));
-  OptimizerConfig adagrad = Config(Kind::kAdagrad);
+  OptimizerParams adagrad = Config(Kind::kAdagrad);
   adagrad.initial_accumulator_value = -1;
   EXPECT_THAT(Optimizer::Create(adagrad),
               StatusIs(absl::StatusCode::kInvalidArgument,

@@ -39,7 +39,7 @@ def cc_grpc_proto_library(name, srcs, deps = [], grpc = True, **kwargs):
     cmd += " " + " ".join(["$(location %s)" % s for s in srcs])
     native.genrule(
         name = name + "_codegen",
-        srcs = [name + "_protos"],
+        srcs = srcs + [name + "_protos"],
         outs = outs,
         cmd = cmd,
         visibility = ["//visibility:private"],

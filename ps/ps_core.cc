@@ -1,0 +1,293 @@
+#include "ps/ps_core.h"
+
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
+#include "common/status_macros.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "ps/proto_config.h"
+
+namespace psflow {
+namespace {
+
+// A single variable larger than this is a client bug, not a model.
+constexpr int64_t kMaxElements = int64_t{1} << 36;
+
+// Returns the index of the first NaN/Inf in `values`, or -1. The fast path
+// is one vectorizable pass: x * 0 is NaN exactly when x is NaN or Inf.
+int64_t FirstNonFinite(absl::Span<const float> values) {
+  const float* __restrict__ v = values.data();
+  const size_t n = values.size();
+  float probe = 0.0f;
+  for (size_t i = 0; i < n; ++i) probe += v[i] * 0.0f;
+  if (probe == 0.0f) return -1;
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(v[i])) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+absl::Status CheckProtocol(uint32_t version) {
+  if (version == kProtocolVersion) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "protocol version ", version,
+      " from the client, but this parameter "
+      "server speaks version ",
+      kProtocolVersion, "; run the same psflow release on every task"));
+}
+
+std::string ShapeString(const google::protobuf::RepeatedField<int64_t>& dims) {
+  return absl::StrCat("[", absl::StrJoin(dims, ", "), "]");
+}
+
+}  // namespace
+
+ParameterServerCore::ParameterServerCore(Options options)
+    : chunk_elements_(std::max<int64_t>(
+          1, options.chunk_bytes / static_cast<int64_t>(sizeof(float)))) {}
+
+absl::StatusOr<ConfigureResponse> ParameterServerCore::Configure(
+    const ConfigureRequest& request) {
+  RETURN_IF_ERROR(CheckProtocol(request.protocol_version()));
+  ConfigureResponse response;
+  response.set_chunk_elements(chunk_elements_);
+  absl::MutexLock lock(&mu_);
+  if (configured_) {
+    if (google::protobuf::util::MessageDifferencer::Equals(configuration_,
+                                                           request)) {
+      return response;
+    }
+    return absl::FailedPreconditionError(
+        "this parameter server was already configured differently "
+        "(optimizer, schedule or mode); restart it to run another job");
+  }
+  ASSIGN_OR_RETURN(OptimizerParams params,
+                   OptimizerParamsFromProto(request.optimizer()));
+  ASSIGN_OR_RETURN(auto optimizer, Optimizer::Create(params));
+  ASSIGN_OR_RETURN(LrScheduleConfig schedule_config,
+                   LrScheduleFromProto(request.learning_rate()));
+  ASSIGN_OR_RETURN(LrSchedule schedule, LrSchedule::Create(schedule_config));
+  UpdateRule rule;
+  switch (request.mode()) {
+    case ASYNC:
+      break;
+    case SYNC:
+      if (request.num_workers() < 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("num_workers is ", request.num_workers(),
+                         "; sync mode needs the "
+                         "number of workers (1 or more)"));
+      }
+      if (request.replicas_to_aggregate() < 1 ||
+          request.replicas_to_aggregate() > request.num_workers()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "replicas_to_aggregate is ", request.replicas_to_aggregate(),
+            " with ", request.num_workers(), " workers; use 1..",
+            request.num_workers(),
+            " (fewer than the workers makes the rest "
+            "backups)"));
+      }
+      rule.sync = true;
+      rule.replicas_to_aggregate = request.replicas_to_aggregate();
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "mode is ", UpdateMode_Name(request.mode()), "; use ASYNC or SYNC"));
+  }
+  optimizer_ = std::move(optimizer);
+  schedule_ = std::make_unique<LrSchedule>(schedule);
+  rule.optimizer = optimizer_.get();
+  rule.schedule = schedule_.get();
+  rule_ = rule;
+  configuration_ = request;
+  configured_ = true;
+  return response;
+}
+
+absl::Status ParameterServerCore::CheckConfiguredLocked() const {
+  if (configured_) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      "this parameter server is not configured yet; the chief sends "
+      "Configure (optimizer, mode) before creating variables");
+}
+
+absl::Status ParameterServerCore::CreateVariables(
+    const CreateVariablesRequest& request) {
+  RETURN_IF_ERROR(CheckProtocol(request.protocol_version()));
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckConfiguredLocked());
+  // Validate everything first so that a bad request creates nothing.
+  std::map<std::string, int64_t> sizes;
+  for (const VariableSpec& spec : request.variables()) {
+    if (spec.name().empty() || spec.name().size() > 1024) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("variable name \"", spec.name().substr(0, 64),
+                       "\" is empty or longer than 1024 bytes"));
+    }
+    int64_t elements = 1;
+    for (int64_t dim : spec.shape()) {
+      if (dim <= 0 || elements > kMaxElements / dim) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "variable \"", spec.name(), "\" has shape ",
+            ShapeString(spec.shape()),
+            "; every dimension must be positive and the total at most 2^36 "
+            "elements"));
+      }
+      elements *= dim;
+    }
+    auto it = variables_.find(spec.name());
+    if (it != variables_.end()) {
+      const auto& shape = it->second->shape();
+      if (!std::equal(shape.begin(), shape.end(), spec.shape().begin(),
+                      spec.shape().end())) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "variable \"", spec.name(), "\" exists with shape [",
+            absl::StrJoin(shape, ", "), "], not ", ShapeString(spec.shape()),
+            "; use another name or restart the parameter servers"));
+      }
+    }
+    if (!sizes.emplace(spec.name(), elements).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "variable \"", spec.name(), "\" is listed twice in one request"));
+    }
+  }
+  for (const VariableSpec& spec : request.variables()) {
+    if (variables_.count(spec.name()) > 0) continue;
+    const int64_t elements = sizes[spec.name()];
+    variables_.emplace(
+        spec.name(),
+        std::make_unique<Variable>(
+            spec.name(),
+            std::vector<int64_t>(spec.shape().begin(), spec.shape().end()),
+            elements, chunk_elements_, rule_));
+    total_elements_ += elements;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ChunkRef> ParameterServerCore::Resolve(
+    uint32_t protocol_version, absl::string_view variable,
+    int64_t offset_elements, int64_t num_elements) const {
+  RETURN_IF_ERROR(CheckProtocol(protocol_version));
+  absl::ReaderMutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckConfiguredLocked());
+  auto it = variables_.find(variable);
+  if (it == variables_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("variable \"", variable,
+                     "\" is not on this parameter server (it "
+                     "holds ",
+                     variables_.size(),
+                     " variables); the chief creates "
+                     "variables at start: check the placement"));
+  }
+  Variable* var = it->second.get();
+  ASSIGN_OR_RETURN(int chunk, var->ChunkFor(offset_elements, num_elements));
+  return ChunkRef{var, chunk, offset_elements, num_elements};
+}
+
+absl::Status ParameterServerCore::Assign(const ChunkRef& ref,
+                                         absl::Span<const float> values) {
+  if (static_cast<int64_t>(values.size()) != ref.num_elements) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "assign to \"", ref.variable->name(), "\": ", values.size(),
+        " values for a chunk of ", ref.num_elements));
+  }
+  const int64_t bad = FirstNonFinite(values);
+  if (bad >= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "assign to \"", ref.variable->name(), "\": value ", values[bad],
+        " at element ", bad, " of the chunk is not finite"));
+  }
+  ref.variable->Write(ref.chunk, values);
+  return absl::OkStatus();
+}
+
+PullResponse ParameterServerCore::Pull(const ChunkRef& ref,
+                                       absl::Span<float> out) {
+  pulls_.fetch_add(1, std::memory_order_relaxed);
+  PullResponse response;
+  response.set_version(ref.variable->Read(ref.chunk, out));
+  return response;
+}
+
+absl::StatusOr<PushResponse> ParameterServerCore::Push(
+    const ChunkRef& ref, const PushRequest& request,
+    absl::Span<const float> gradient) {
+  pushes_.fetch_add(1, std::memory_order_relaxed);
+  if (static_cast<int64_t>(gradient.size()) != ref.num_elements) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "push to \"", ref.variable->name(), "\": ", gradient.size(),
+        " gradient values for a chunk of ", ref.num_elements));
+  }
+  const int64_t bad = FirstNonFinite(gradient);
+  if (bad >= 0) {
+    nonfinite_rejected_.fetch_add(1, std::memory_order_relaxed);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "push to \"", ref.variable->name(), "\" from worker ",
+        request.worker_index(), ": gradient value ", gradient[bad],
+        " at element ", ref.offset_elements + bad,
+        " is not finite; the update was rejected and the variable is "
+        "untouched (lower the learning rate or check the loss)"));
+  }
+  absl::StatusOr<std::pair<PushOutcome, int64_t>> outcome = ref.variable->Push(
+      ref.chunk, gradient, request.version(), request.worker_index());
+  if (!outcome.ok()) {
+    if (absl::IsAborted(outcome.status())) {
+      stale_dropped_.fetch_add(1, std::memory_order_relaxed);
+    }
+    return outcome.status();
+  }
+  if (outcome->first == PushOutcome::kApplied) {
+    updates_applied_.fetch_add(1, std::memory_order_relaxed);
+  }
+  PushResponse response;
+  response.set_version(outcome->second);
+  return response;
+}
+
+absl::StatusOr<PullResponse> ParameterServerCore::PullBlocking(
+    const ChunkRef& ref, int64_t min_version, absl::Time deadline,
+    absl::Span<float> out) {
+  auto ready = std::make_shared<absl::Notification>();
+  const uint64_t id = ref.variable->WhenVersion(ref.chunk, min_version,
+                                                [ready] { ready->Notify(); });
+  if (!ready->WaitForNotificationWithDeadline(deadline)) {
+    if (ref.variable->CancelWait(ref.chunk, id)) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "pull of \"", ref.variable->name(), "\" chunk ", ref.chunk,
+          " waited for step ", min_version, " but it is still at step ",
+          ref.variable->Version(ref.chunk),
+          "; the workers of that step may be slow or gone"));
+    }
+    ready->WaitForNotification();  // Raced with the version advancing.
+  }
+  return Pull(ref, out);
+}
+
+StatsResponse ParameterServerCore::Stats() const {
+  StatsResponse stats;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    stats.set_num_variables(static_cast<int64_t>(variables_.size()));
+    stats.set_total_elements(total_elements_);
+  }
+  stats.set_pulls(pulls_.load());
+  stats.set_pushes(pushes_.load());
+  stats.set_updates_applied(updates_applied_.load());
+  stats.set_stale_gradients_dropped(stale_dropped_.load());
+  stats.set_nonfinite_gradients_rejected(nonfinite_rejected_.load());
+  stats.set_bytes_received(bytes_received_.load());
+  stats.set_bytes_sent(bytes_sent_.load());
+  return stats;
+}
+
+void ParameterServerCore::CountBytes(int64_t received, int64_t sent) {
+  bytes_received_.fetch_add(received, std::memory_order_relaxed);
+  bytes_sent_.fetch_add(sent, std::memory_order_relaxed);
+}
+
+}  // namespace psflow

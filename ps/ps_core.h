@@ -1,0 +1,125 @@
+// The parameter server's logic, free of any transport: configuration,
+// variables, pulls, pushes (async and sync) and counters. The gRPC server
+// (grpc_ps_server.h) and the in-process client both drive this class, so
+// one conformance suite covers both paths.
+//
+// Lifecycle: Configure once (optimizer, schedule, mode), then
+// CreateVariables, then any mix of Assign/Pull/Push. Variables are never
+// removed, so a ChunkRef stays valid for the core's lifetime.
+//
+// Thread-safe: any number of threads may call any method.
+#ifndef PSFLOW_PS_PS_CORE_H_
+#define PSFLOW_PS_PS_CORE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "proto/ps.pb.h"
+#include "ps/lr_schedule.h"
+#include "ps/optimizer.h"
+#include "ps/variable.h"
+
+namespace psflow {
+
+// The wire protocol version this build speaks (proto/ps.proto).
+inline constexpr uint32_t kProtocolVersion = 1;
+
+// One chunk of one variable: the target of a bulk request.
+struct ChunkRef {
+  Variable* variable = nullptr;
+  int chunk = 0;
+  int64_t offset_elements = 0;  // where the chunk starts in the variable
+  int64_t num_elements = 0;
+};
+
+class ParameterServerCore {
+ public:
+  struct Options {
+    // Size of the unit of locking, versioning and transfer. 1-4 MB keeps
+    // several RPCs in flight per PS for large tensors.
+    int64_t chunk_bytes = 2 << 20;
+  };
+
+  explicit ParameterServerCore(Options options);
+  ParameterServerCore(const ParameterServerCore&) = delete;
+  ParameterServerCore& operator=(const ParameterServerCore&) = delete;
+
+  // Sets the update rule. Idempotent for an identical request;
+  // FailedPrecondition for a different one.
+  absl::StatusOr<ConfigureResponse> Configure(const ConfigureRequest& request);
+
+  // Creates zero-filled variables (FailedPrecondition before Configure or
+  // when a name exists with another shape; InvalidArgument for bad specs).
+  absl::Status CreateVariables(const CreateVariablesRequest& request);
+
+  // Resolves a bulk request's target chunk: checks the protocol version,
+  // that the server is configured, the variable exists (NotFound) and the
+  // range is exactly one chunk (InvalidArgument).
+  absl::StatusOr<ChunkRef> Resolve(uint32_t protocol_version,
+                                   absl::string_view variable,
+                                   int64_t offset_elements,
+                                   int64_t num_elements) const;
+
+  // Overwrites the chunk's values with `values` (num_elements of them).
+  absl::Status Assign(const ChunkRef& ref, absl::Span<const float> values);
+
+  // Copies the chunk into `out` (num_elements long) without waiting.
+  PullResponse Pull(const ChunkRef& ref, absl::Span<float> out);
+
+  // Applies (async) or aggregates (sync) a gradient. InvalidArgument when it
+  // holds NaN/Inf (counted; the variable is untouched), Aborted when it is
+  // stale (sync; counted).
+  absl::StatusOr<PushResponse> Push(const ChunkRef& ref,
+                                    const PushRequest& request,
+                                    absl::Span<const float> gradient);
+
+  // Pull for in-process callers: waits until the chunk reaches
+  // `min_version` or `deadline` passes (DeadlineExceeded).
+  absl::StatusOr<PullResponse> PullBlocking(const ChunkRef& ref,
+                                            int64_t min_version,
+                                            absl::Time deadline,
+                                            absl::Span<float> out);
+
+  StatsResponse Stats() const;
+
+  // Elements per chunk (constant).
+  int64_t chunk_elements() const { return chunk_elements_; }
+
+  // Counts bytes moved by the transport, for Stats.
+  void CountBytes(int64_t received, int64_t sent);
+
+ private:
+  absl::Status CheckConfiguredLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  const int64_t chunk_elements_;
+
+  mutable absl::Mutex mu_;
+  bool configured_ ABSL_GUARDED_BY(mu_) = false;
+  ConfigureRequest configuration_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<Optimizer> optimizer_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<LrSchedule> schedule_ ABSL_GUARDED_BY(mu_);
+  UpdateRule rule_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::unique_ptr<Variable>, std::less<>> variables_
+      ABSL_GUARDED_BY(mu_);
+  int64_t total_elements_ ABSL_GUARDED_BY(mu_) = 0;
+
+  std::atomic<int64_t> pulls_{0};
+  std::atomic<int64_t> pushes_{0};
+  std::atomic<int64_t> updates_applied_{0};
+  std::atomic<int64_t> stale_dropped_{0};
+  std::atomic<int64_t> nonfinite_rejected_{0};
+  std::atomic<int64_t> bytes_received_{0};
+  std::atomic<int64_t> bytes_sent_{0};
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_PS_PS_CORE_H_

@@ -1,0 +1,362 @@
+#include "ps/ps_core.h"
+
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "common/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace psflow {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::Each;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// Tiny chunks (4 elements) so that multi-chunk paths are exercised.
+constexpr int64_t kChunkBytes = 4 * sizeof(float);
+
+ConfigureRequest Sgd(double lr, UpdateMode mode = ASYNC, int workers = 1,
+                     int replicas = 1) {
+  ConfigureRequest request;
+  request.set_protocol_version(kProtocolVersion);
+  request.mutable_optimizer()->set_kind(OptimizerConfig::SGD);
+  request.mutable_learning_rate()->set_learning_rate(lr);
+  request.set_mode(mode);
+  request.set_num_workers(workers);
+  request.set_replicas_to_aggregate(replicas);
+  return request;
+}
+
+CreateVariablesRequest Vars(
+    std::vector<std::pair<std::string, std::vector<int64_t>>> specs) {
+  CreateVariablesRequest request;
+  request.set_protocol_version(kProtocolVersion);
+  for (auto& [name, shape] : specs) {
+    VariableSpec* spec = request.add_variables();
+    spec->set_name(name);
+    for (int64_t d : shape) spec->add_shape(d);
+  }
+  return request;
+}
+
+PushRequest PushHeader(int64_t version = 0, int worker = 0) {
+  PushRequest request;
+  request.set_version(version);
+  request.set_worker_index(worker);
+  return request;
+}
+
+class PsCoreTest : public ::testing::Test {
+ protected:
+  PsCoreTest() : core_(ParameterServerCore::Options{kChunkBytes}) {}
+
+  // Sets up "w" with 10 elements (chunks of 4, 4, 2).
+  void SetUpVariable(const ConfigureRequest& config) {
+    ASSERT_OK(core_.Configure(config));
+    ASSERT_OK(core_.CreateVariables(Vars({{"w", {2, 5}}})));
+  }
+
+  ChunkRef Ref(int64_t offset, int64_t count, const std::string& name = "w") {
+    absl::StatusOr<ChunkRef> ref =
+        core_.Resolve(kProtocolVersion, name, offset, count);
+    EXPECT_OK(ref);
+    return *ref;
+  }
+
+  std::vector<float> ReadAll() {
+    std::vector<float> all;
+    for (int64_t offset = 0; offset < 10; offset += 4) {
+      int64_t n = std::min<int64_t>(4, 10 - offset);
+      std::vector<float> part(n);
+      core_.Pull(Ref(offset, n), absl::MakeSpan(part));
+      all.insert(all.end(), part.begin(), part.end());
+    }
+    return all;
+  }
+
+  ParameterServerCore core_;
+};
+
+TEST_F(PsCoreTest, ConfigureReportsTheChunkSize) {
+  ASSERT_OK_AND_ASSIGN(ConfigureResponse response, core_.Configure(Sgd(0.1)));
+  EXPECT_EQ(response.chunk_elements(), 4);
+}
+
+TEST_F(PsCoreTest, RepeatingAnIdenticalConfigureIsANoOp) {
+  ASSERT_OK(core_.Configure(Sgd(0.1)));
+  EXPECT_OK(core_.Configure(Sgd(0.1)));
+}
+
+TEST_F(PsCoreTest, ConfiguringDifferentlyIsRefused) {
+  ASSERT_OK(core_.Configure(Sgd(0.1)));
+  EXPECT_THAT(core_.Configure(Sgd(0.2)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("already configured differently")));
+}
+
+TEST_F(PsCoreTest, UnspecifiedModeIsRejected) {
+  EXPECT_THAT(core_.Configure(Sgd(0.1, UPDATE_MODE_UNSPECIFIED)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("use ASYNC or SYNC")));
+}
+
+TEST_F(PsCoreTest, SyncReplicasMustFitTheWorkers) {
+  EXPECT_THAT(core_.Configure(Sgd(0.1, SYNC, 2, 3)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("replicas_to_aggregate is 3 with 2 workers; "
+                                 "use 1..2")));
+}
+
+TEST_F(PsCoreTest, BadOptimizerIsRejectedByField) {
+  ConfigureRequest request = Sgd(0.1);
+  request.mutable_optimizer()->set_kind(OptimizerConfig::KIND_UNSPECIFIED);
+  EXPECT_THAT(core_.Configure(request),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("optimizer.kind is KIND_UNSPECIFIED")));
+  request = Sgd(-1);
+  EXPECT_THAT(core_.Configure(request),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("learning_rate is -1")));
+}
+
+TEST_F(PsCoreTest, OtherProtocolVersionsAreRefused) {
+  ConfigureRequest request = Sgd(0.1);
+  request.set_protocol_version(7);
+  EXPECT_THAT(core_.Configure(request),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("protocol version 7 from the client")));
+}
+
+TEST_F(PsCoreTest, CreatingBeforeConfigureIsRefused) {
+  EXPECT_THAT(core_.CreateVariables(Vars({{"w", {3}}})),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("not configured yet")));
+}
+
+TEST_F(PsCoreTest, BadShapesAreRejectedAndNothingIsCreated) {
+  ASSERT_OK(core_.Configure(Sgd(0.1)));
+  EXPECT_THAT(core_.CreateVariables(Vars({{"ok", {3}}, {"bad", {3, 0}}})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("\"bad\" has shape [3, 0]")));
+  EXPECT_EQ(core_.Stats().num_variables(), 0);
+}
+
+TEST_F(PsCoreTest, RecreatingWithTheSameShapeIsANoOpAndAnotherShapeFails) {
+  SetUpVariable(Sgd(0.1));
+  EXPECT_OK(core_.CreateVariables(Vars({{"w", {2, 5}}})));
+  EXPECT_THAT(core_.CreateVariables(Vars({{"w", {10}}})),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("exists with shape [2, 5], not [10]")));
+  EXPECT_EQ(core_.Stats().num_variables(), 1);
+  EXPECT_EQ(core_.Stats().total_elements(), 10);
+}
+
+TEST_F(PsCoreTest, UnknownVariableIsNotFound) {
+  SetUpVariable(Sgd(0.1));
+  EXPECT_THAT(core_.Resolve(kProtocolVersion, "nope", 0, 4),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("variable \"nope\" is not on this")));
+}
+
+TEST_F(PsCoreTest, RangesMustBeExactlyOneChunk) {
+  SetUpVariable(Sgd(0.1));
+  EXPECT_THAT(core_.Resolve(kProtocolVersion, "w", 2, 4),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("range [2, 6) is not one chunk")));
+  EXPECT_THAT(core_.Resolve(kProtocolVersion, "w", 8, 4),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("(e.g. 2 elements)")));
+  EXPECT_THAT(core_.Resolve(kProtocolVersion, "w", 12, 4),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_OK(core_.Resolve(kProtocolVersion, "w", 8, 2));
+}
+
+TEST_F(PsCoreTest, AssignThenPullRoundTripsEveryChunk) {
+  SetUpVariable(Sgd(0.1));
+  for (int64_t offset = 0; offset < 10; offset += 4) {
+    int64_t n = std::min<int64_t>(4, 10 - offset);
+    std::vector<float> values(n);
+    for (int64_t i = 0; i < n; ++i) values[i] = offset + i + 0.5f;
+    ASSERT_OK(core_.Assign(Ref(offset, n), values));
+  }
+  EXPECT_THAT(ReadAll(), ElementsAre(0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f,
+                                     7.5f, 8.5f, 9.5f));
+}
+
+TEST_F(PsCoreTest, AsyncPushAppliesTheOptimizerAtOnce) {
+  SetUpVariable(Sgd(0.5));
+  std::vector<float> grad = {1, 2, 3, 4};
+  ASSERT_OK_AND_ASSIGN(PushResponse response,
+                       core_.Push(Ref(0, 4), PushHeader(), grad));
+  EXPECT_EQ(response.version(), 1);
+  EXPECT_THAT(ReadAll(),
+              ElementsAre(-0.5f, -1.0f, -1.5f, -2.0f, 0, 0, 0, 0, 0, 0));
+  EXPECT_EQ(core_.Stats().updates_applied(), 1);
+}
+
+TEST_F(PsCoreTest, TheScheduleFollowsTheChunkVersion) {
+  ConfigureRequest config = Sgd(1.0);
+  config.mutable_learning_rate()->set_kind(
+      LearningRateSchedule::EXPONENTIAL_DECAY);
+  config.mutable_learning_rate()->set_decay_steps(1);
+  config.mutable_learning_rate()->set_decay_rate(0.5);
+  SetUpVariable(config);
+  std::vector<float> grad = {1, 1};
+  ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(), grad));  // lr 1
+  ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(), grad));  // lr 0.5
+  ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(), grad));  // lr 0.25
+  EXPECT_THAT(ReadAll(), ElementsAre(0, 0, 0, 0, 0, 0, 0, 0, -1.75f, -1.75f));
+}
+
+TEST_F(PsCoreTest, NonFiniteGradientsAreRejectedCountedAndChangeNothing) {
+  SetUpVariable(Sgd(0.5));
+  std::vector<float> nan_grad = {1, NAN, 3, 4};
+  EXPECT_THAT(core_.Push(Ref(4, 4), PushHeader(0, 3), nan_grad),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("from worker 3"),
+                             HasSubstr("value nan at element 5"),
+                             HasSubstr("untouched"))));
+  std::vector<float> inf_grad = {1, 2, 3, -INFINITY};
+  EXPECT_THAT(core_.Push(Ref(4, 4), PushHeader(), inf_grad),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("value -inf at element 7")));
+  EXPECT_THAT(ReadAll(), Each(0.0f));
+  EXPECT_EQ(core_.Stats().nonfinite_gradients_rejected(), 2);
+  EXPECT_EQ(core_.Stats().updates_applied(), 0);
+}
+
+TEST_F(PsCoreTest, WrongGradientSizeIsRejected) {
+  SetUpVariable(Sgd(0.5));
+  std::vector<float> grad = {1, 2, 3};
+  EXPECT_THAT(core_.Push(Ref(0, 4), PushHeader(), grad),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("3 gradient values for a chunk of 4")));
+}
+
+TEST_F(PsCoreTest, ConcurrentAsyncPushesNeverLoseAnUpdate) {
+  SetUpVariable(Sgd(1.0));
+  constexpr int kThreads = 8;
+  constexpr int kPushes = 500;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kPushes; ++i) {
+        for (int64_t offset = 0; offset < 10; offset += 4) {
+          int64_t n = std::min<int64_t>(4, 10 - offset);
+          std::vector<float> grad(n, -1.0f);
+          ASSERT_OK(core_.Push(Ref(offset, n), PushHeader(), grad));
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  // Integers below 2^24 are exact in float: any lost update would show.
+  EXPECT_THAT(ReadAll(), Each(float{kThreads * kPushes}));
+  EXPECT_EQ(core_.Stats().updates_applied(), kThreads * kPushes * 3);
+}
+
+TEST_F(PsCoreTest, SyncAppliesTheAverageOnceAllReplicasArrived) {
+  SetUpVariable(Sgd(1.0, SYNC, 3, 3));
+  std::vector<float> g0 = {3, 0}, g1 = {0, 3}, g2 = {3, 3};
+  ASSERT_OK_AND_ASSIGN(auto r0, core_.Push(Ref(8, 2), PushHeader(0, 0), g0));
+  ASSERT_OK_AND_ASSIGN(auto r1, core_.Push(Ref(8, 2), PushHeader(0, 1), g1));
+  EXPECT_EQ(r1.version(), 0);
+  EXPECT_THAT(ReadAll(), Each(0.0f)) << "applied before K gradients";
+  ASSERT_OK_AND_ASSIGN(auto r2, core_.Push(Ref(8, 2), PushHeader(0, 2), g2));
+  EXPECT_EQ(r2.version(), 1);
+  EXPECT_THAT(ReadAll(), ElementsAre(0, 0, 0, 0, 0, 0, 0, 0, -2.0f, -2.0f));
+  EXPECT_EQ(core_.Stats().updates_applied(), 1);
+}
+
+TEST_F(PsCoreTest, SyncCountsAWorkerOncePerStep) {
+  SetUpVariable(Sgd(1.0, SYNC, 2, 2));
+  std::vector<float> g = {2, 2};
+  ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(0, 0), g));
+  ASSERT_OK_AND_ASSIGN(auto again, core_.Push(Ref(8, 2), PushHeader(0, 0), g));
+  EXPECT_EQ(again.version(), 0) << "a retried push must not complete a step";
+  ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(0, 1), g));
+  EXPECT_THAT(ReadAll(), ElementsAre(0, 0, 0, 0, 0, 0, 0, 0, -2.0f, -2.0f));
+}
+
+TEST_F(PsCoreTest, SyncBackupWorkersGradientsAreDroppedAsStale) {
+  SetUpVariable(Sgd(1.0, SYNC, 3, 2));
+  std::vector<float> g = {1, 1};
+  ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(0, 2), g));
+  ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(0, 0), g));
+  EXPECT_THAT(core_.Push(Ref(8, 2), PushHeader(0, 1), g),
+              StatusIs(absl::StatusCode::kAborted,
+                       HasSubstr("computed at step 0 is stale; the chunk is "
+                                 "at step 1")));
+  EXPECT_EQ(core_.Stats().stale_gradients_dropped(), 1);
+  EXPECT_THAT(ReadAll(), ElementsAre(0, 0, 0, 0, 0, 0, 0, 0, -1.0f, -1.0f));
+}
+
+TEST_F(PsCoreTest, SyncGradientFromTheFutureIsRejected) {
+  SetUpVariable(Sgd(1.0, SYNC, 2, 2));
+  std::vector<float> g = {1, 1};
+  EXPECT_THAT(core_.Push(Ref(8, 2), PushHeader(5, 0), g),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("claims step 5 but the chunk is at step 0")));
+}
+
+TEST_F(PsCoreTest, PullForAFutureStepWaitsUntilItIsApplied) {
+  SetUpVariable(Sgd(1.0, SYNC, 2, 2));
+  std::vector<float> g = {4, 4};
+  ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(0, 0), g));
+  absl::Notification pulled;
+  std::vector<float> out(2);
+  absl::StatusOr<PullResponse> result;
+  std::thread puller([&] {
+    result = core_.PullBlocking(Ref(8, 2), 1, absl::Now() + absl::Seconds(30),
+                                absl::MakeSpan(out));
+    pulled.Notify();
+  });
+  EXPECT_FALSE(pulled.WaitForNotificationWithTimeout(absl::Milliseconds(50)))
+      << "the pull returned before step 1 was applied";
+  ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(0, 1), g));
+  puller.join();
+  ASSERT_OK(result);
+  EXPECT_EQ(result->version(), 1);
+  EXPECT_THAT(out, ElementsAre(-4.0f, -4.0f));
+}
+
+TEST_F(PsCoreTest, PullForAFutureStepGivesUpAtTheDeadline) {
+  SetUpVariable(Sgd(1.0, SYNC, 2, 2));
+  std::vector<float> out(2);
+  EXPECT_THAT(
+      core_.PullBlocking(Ref(8, 2), 1, absl::Now() + absl::Milliseconds(20),
+                         absl::MakeSpan(out)),
+      StatusIs(absl::StatusCode::kDeadlineExceeded,
+               HasSubstr("waited for step 1 but it is still at step "
+                         "0")));
+}
+
+TEST_F(PsCoreTest, PullForAnAppliedStepDoesNotWait) {
+  SetUpVariable(Sgd(1.0));
+  std::vector<float> out(4);
+  ASSERT_OK_AND_ASSIGN(
+      PullResponse response,
+      core_.PullBlocking(Ref(0, 4), 0, absl::Now(), absl::MakeSpan(out)));
+  EXPECT_EQ(response.version(), 0);
+}
+
+TEST_F(PsCoreTest, AdamSlotsLiveBesideTheVariable) {
+  ConfigureRequest config = Sgd(0.1);
+  config.mutable_optimizer()->set_kind(OptimizerConfig::ADAM);
+  SetUpVariable(config);
+  std::vector<float> grad = {0.5f, 0.5f};
+  ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(), grad));
+  ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(), grad));
+  std::vector<float> all = ReadAll();
+  // Two equal gradients: each step moves by lr (bias-corrected m/sqrt(v)=1).
+  EXPECT_NEAR(all[8], -0.2f, 1e-6);
+  EXPECT_NEAR(all[9], -0.2f, 1e-6);
+}
+
+}  // namespace
+}  // namespace psflow

@@ -1,0 +1,176 @@
+#include "ps/variable.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace psflow {
+namespace {
+
+std::atomic<uint64_t> next_waiter_id{1};
+
+}  // namespace
+
+Variable::Variable(std::string name, std::vector<int64_t> shape,
+                   int64_t num_elements, int64_t chunk_elements,
+                   const UpdateRule& rule)
+    : name_(std::move(name)),
+      shape_(std::move(shape)),
+      num_elements_(num_elements),
+      chunk_elements_(chunk_elements),
+      rule_(rule),
+      values_(new float[std::max<int64_t>(num_elements, 1)]) {
+  std::fill_n(values_.get(), num_elements_, 0.0f);
+  const auto& slot_names = rule_.optimizer->slot_names();
+  for (size_t s = 0; s < slot_names.size(); ++s) {
+    slots_.emplace_back(new float[std::max<int64_t>(num_elements, 1)]);
+    std::fill_n(slots_.back().get(), num_elements_,
+                rule_.optimizer->slot_initial_value(static_cast<int>(s)));
+  }
+  for (int64_t begin = 0; begin < num_elements_; begin += chunk_elements_) {
+    auto chunk = std::make_unique<Chunk>();
+    chunk->begin = begin;
+    chunk->size = std::min(chunk_elements_, num_elements_ - begin);
+    chunks_.push_back(std::move(chunk));
+  }
+}
+
+Variable::~Variable() = default;
+
+absl::StatusOr<int> Variable::ChunkFor(int64_t offset, int64_t count) const {
+  if (offset >= 0 && offset < num_elements_ && offset % chunk_elements_ == 0) {
+    const int index = static_cast<int>(offset / chunk_elements_);
+    if (count == chunks_[index]->size) return index;
+  }
+  const int64_t want = (offset >= 0 && offset < num_elements_)
+                           ? std::min(chunk_elements_, num_elements_ - offset)
+                           : std::min(chunk_elements_, num_elements_);
+  return absl::InvalidArgumentError(
+      absl::StrCat("variable \"", name_, "\" (", num_elements_,
+                   " elements): range [", offset, ", ", offset + count,
+                   ") is not one chunk; requests must start at a multiple of ",
+                   chunk_elements_, " elements and cover one chunk (e.g. ",
+                   want, " elements)"));
+}
+
+int64_t Variable::Read(int chunk, absl::Span<float> out) const {
+  const Chunk& c = *chunks_[chunk];
+  absl::MutexLock lock(&c.mu);
+  std::memcpy(out.data(), values_.get() + c.begin, c.size * sizeof(float));
+  return c.version;
+}
+
+void Variable::Write(int chunk, absl::Span<const float> values) {
+  Chunk& c = *chunks_[chunk];
+  absl::MutexLock lock(&c.mu);
+  std::memcpy(values_.get() + c.begin, values.data(), c.size * sizeof(float));
+}
+
+int64_t Variable::Version(int chunk) const {
+  const Chunk& c = *chunks_[chunk];
+  absl::MutexLock lock(&c.mu);
+  return c.version;
+}
+
+void Variable::ApplyLocked(Chunk& c, absl::Span<const float> gradient) {
+  std::vector<absl::Span<float>> slot_spans;
+  slot_spans.reserve(slots_.size());
+  for (auto& slot : slots_) {
+    slot_spans.push_back(absl::MakeSpan(slot.get() + c.begin, c.size));
+  }
+  rule_.optimizer->Apply(rule_.schedule->At(c.version), c.version + 1,
+                         absl::MakeSpan(values_.get() + c.begin, c.size),
+                         gradient, slot_spans);
+}
+
+std::vector<std::function<void()>> Variable::AdvanceLocked(Chunk& c) {
+  ++c.version;
+  std::vector<std::function<void()>> ready;
+  auto keep =
+      std::remove_if(c.waiters.begin(), c.waiters.end(), [&](Waiter& w) {
+        if (w.min_version > c.version) return false;
+        ready.push_back(std::move(w.ready));
+        return true;
+      });
+  c.waiters.erase(keep, c.waiters.end());
+  return ready;
+}
+
+absl::StatusOr<std::pair<PushOutcome, int64_t>> Variable::Push(
+    int chunk, absl::Span<const float> gradient, int64_t version, int worker) {
+  Chunk& c = *chunks_[chunk];
+  std::vector<std::function<void()>> ready;
+  std::pair<PushOutcome, int64_t> result;
+  {
+    absl::MutexLock lock(&c.mu);
+    if (!rule_.sync) {
+      ApplyLocked(c, gradient);
+      ready = AdvanceLocked(c);
+      result = {PushOutcome::kApplied, c.version};
+    } else {
+      if (version < c.version) {
+        return absl::AbortedError(
+            absl::StrCat("variable \"", name_, "\" chunk ", chunk,
+                         ": gradient computed at step ", version,
+                         " is stale; the chunk is at step ", c.version,
+                         " (dropped; pull again)"));
+      }
+      if (version > c.version) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "variable \"", name_, "\" chunk ", chunk, ": gradient claims step ",
+            version, " but the chunk is at step ", c.version,
+            "; push the version your pull returned"));
+      }
+      if (!c.contributors.insert(worker).second) {
+        return std::make_pair(PushOutcome::kDuplicate, c.version);
+      }
+      if (c.sum.empty()) c.sum.assign(c.size, 0.0f);
+      float* __restrict__ sum = c.sum.data();
+      const float* __restrict__ g = gradient.data();
+      for (int64_t i = 0; i < c.size; ++i) sum[i] += g[i];
+      if (static_cast<int>(c.contributors.size()) <
+          rule_.replicas_to_aggregate) {
+        return std::make_pair(PushOutcome::kAccumulated, c.version);
+      }
+      const float scale = 1.0f / rule_.replicas_to_aggregate;
+      for (int64_t i = 0; i < c.size; ++i) sum[i] *= scale;
+      ApplyLocked(c, c.sum);
+      std::fill(c.sum.begin(), c.sum.end(), 0.0f);
+      c.contributors.clear();
+      ready = AdvanceLocked(c);
+      result = {PushOutcome::kApplied, c.version};
+    }
+  }
+  for (auto& callback : ready) callback();
+  return result;
+}
+
+uint64_t Variable::WhenVersion(int chunk, int64_t min_version,
+                               std::function<void()> ready) {
+  Chunk& c = *chunks_[chunk];
+  {
+    absl::MutexLock lock(&c.mu);
+    if (c.version < min_version) {
+      const uint64_t id = next_waiter_id.fetch_add(1);
+      c.waiters.push_back(Waiter{id, min_version, std::move(ready)});
+      return id;
+    }
+  }
+  ready();
+  return 0;
+}
+
+bool Variable::CancelWait(int chunk, uint64_t id) {
+  Chunk& c = *chunks_[chunk];
+  absl::MutexLock lock(&c.mu);
+  auto it = std::find_if(c.waiters.begin(), c.waiters.end(),
+                         [id](const Waiter& w) { return w.id == id; });
+  if (it == c.waiters.end()) return false;
+  c.waiters.erase(it);
+  return true;
+}
+
+}  // namespace psflow

@@ -1,0 +1,136 @@
+// One dense float32 variable held by a parameter server, with its optimizer
+// slots, split into fixed-size chunks.
+//
+// Each chunk is the unit of locking, versioning and sync aggregation, so
+// pushes to different chunks (the client sends 1-4 MB chunks concurrently)
+// apply in parallel on different threads, while pushes to the same chunk
+// serialize and never lose an update.
+//
+// A chunk's version counts the updates applied to it: in async mode one per
+// push, in sync mode one per aggregated step. It is the global step used by
+// the learning-rate schedule and Adam's bias correction.
+//
+// Thread-safe. Callbacks registered with WhenVersion() run on the thread
+// that advanced the version, after its lock is released.
+#ifndef PSFLOW_PS_VARIABLE_H_
+#define PSFLOW_PS_VARIABLE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "ps/lr_schedule.h"
+#include "ps/optimizer.h"
+
+namespace psflow {
+
+// How a variable turns gradients into updates; shared by all variables of a
+// server and constant after Configure.
+struct UpdateRule {
+  const Optimizer* optimizer = nullptr;
+  const LrSchedule* schedule = nullptr;
+  bool sync = false;
+  int replicas_to_aggregate = 1;  // sync only
+};
+
+// What a push did, for the server's counters.
+enum class PushOutcome {
+  kApplied,      // an update was applied (async, or the K-th sync gradient)
+  kAccumulated,  // sync: counted towards the current step
+  kDuplicate,    // sync: this worker already contributed to this step
+};
+
+class Variable {
+ public:
+  Variable(std::string name, std::vector<int64_t> shape, int64_t num_elements,
+           int64_t chunk_elements, const UpdateRule& rule);
+  Variable(const Variable&) = delete;
+  Variable& operator=(const Variable&) = delete;
+  ~Variable();
+
+  const std::string& name() const { return name_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  int64_t num_elements() const { return num_elements_; }
+  int64_t chunk_elements() const { return chunk_elements_; }
+  int num_chunks() const { return static_cast<int>(chunks_.size()); }
+
+  // Checks that [offset, offset + count) is exactly one chunk; returns its
+  // index. InvalidArgument naming the variable and the expected range.
+  absl::StatusOr<int> ChunkFor(int64_t offset, int64_t count) const;
+
+  // Copies chunk `chunk`'s values into `out` (its full length); returns the
+  // chunk's version at the time of the copy.
+  int64_t Read(int chunk, absl::Span<float> out) const;
+
+  // Overwrites chunk `chunk`'s values (not its slots or version).
+  void Write(int chunk, absl::Span<const float> values);
+
+  // Applies or accumulates a finite gradient for chunk `chunk`.
+  // `version` and `worker` matter in sync mode only: a gradient computed
+  // from an older version is Aborted (stale), from a newer one
+  // InvalidArgument. Returns the outcome and the version after the push.
+  absl::StatusOr<std::pair<PushOutcome, int64_t>> Push(
+      int chunk, absl::Span<const float> gradient, int64_t version, int worker);
+
+  // The chunk's current version.
+  int64_t Version(int chunk) const;
+
+  // Calls `ready` once chunk `chunk` has version >= min_version: at once
+  // (before returning) when it already has. Returns an id for
+  // CancelWait(), or 0 when `ready` already ran.
+  uint64_t WhenVersion(int chunk, int64_t min_version,
+                       std::function<void()> ready);
+
+  // Drops a pending WhenVersion() callback. Returns true when it was still
+  // pending (it will now never run).
+  bool CancelWait(int chunk, uint64_t id);
+
+ private:
+  struct Waiter {
+    uint64_t id;
+    int64_t min_version;
+    std::function<void()> ready;
+  };
+
+  struct Chunk {
+    int64_t begin = 0;  // element offset; constant
+    int64_t size = 0;   // elements; constant
+    mutable absl::Mutex mu;
+    int64_t version ABSL_GUARDED_BY(mu) = 0;
+    // Sync aggregation for the current version.
+    std::vector<float> sum ABSL_GUARDED_BY(mu);
+    std::set<int> contributors ABSL_GUARDED_BY(mu);
+    std::vector<Waiter> waiters ABSL_GUARDED_BY(mu);
+  };
+
+  // Applies `gradient` to chunk `c` as update number c.version + 1.
+  void ApplyLocked(Chunk& c, absl::Span<const float> gradient)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu);
+
+  // Advances the version and removes the waiters it satisfies; the caller
+  // runs them after unlocking.
+  std::vector<std::function<void()>> AdvanceLocked(Chunk& c)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu);
+
+  // Constant after construction.
+  const std::string name_;
+  const std::vector<int64_t> shape_;
+  const int64_t num_elements_;
+  const int64_t chunk_elements_;
+  const UpdateRule rule_;
+  std::unique_ptr<float[]> values_;  // elements guarded by their chunk's mu
+  std::vector<std::unique_ptr<float[]>> slots_;  // likewise
+  std::vector<std::unique_ptr<Chunk>> chunks_;
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_PS_VARIABLE_H_
