@@ -1,0 +1,131 @@
+#include "proto/bulk_frame.h"
+
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace psflow {
+namespace {
+
+// Releases the owner handle when gRPC frees the payload slice.
+void ReleaseOwner(void* user_data) {
+  delete static_cast<std::shared_ptr<const void>*>(user_data);
+}
+
+size_t EncodeVarint32(uint32_t value, char* out) {
+  size_t n = 0;
+  while (value >= 0x80) {
+    out[n++] = static_cast<char>(value | 0x80);
+    value >>= 7;
+  }
+  out[n++] = static_cast<char>(value);
+  return n;
+}
+
+}  // namespace
+
+grpc::ByteBuffer EncodeBulkFrame(const google::protobuf::MessageLite& header,
+                                 absl::Span<const float> payload,
+                                 std::shared_ptr<const void> owner) {
+  const size_t header_size = header.ByteSizeLong();
+  std::string prefix(5 + header_size, '\0');
+  size_t n = EncodeVarint32(static_cast<uint32_t>(header_size), &prefix[0]);
+  header.SerializeWithCachedSizesToArray(
+      reinterpret_cast<uint8_t*>(&prefix[n]));
+  prefix.resize(n + header_size);
+  grpc::Slice slices[2] = {grpc::Slice(prefix), grpc::Slice()};
+  size_t count = 1;
+  if (!payload.empty()) {
+    slices[1] = grpc::Slice(const_cast<float*>(payload.data()),
+                            payload.size() * sizeof(float), &ReleaseOwner,
+                            new std::shared_ptr<const void>(std::move(owner)));
+    count = 2;
+  }
+  return grpc::ByteBuffer(slices, count);
+}
+
+absl::StatusOr<BulkFrame> BulkFrame::Parse(
+    const grpc::ByteBuffer& buffer, google::protobuf::MessageLite& header) {
+  BulkFrame frame;
+  grpc::Status dumped = buffer.Dump(&frame.slices_);
+  if (!dumped.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bulk frame unreadable: ", dumped.error_message()));
+  }
+  // Reads bytes across slice boundaries from a cursor.
+  size_t slice = 0, offset = 0;
+  auto read_byte = [&](uint8_t& byte) {
+    while (slice < frame.slices_.size() &&
+           offset >= frame.slices_[slice].size()) {
+      ++slice;
+      offset = 0;
+    }
+    if (slice >= frame.slices_.size()) return false;
+    byte = frame.slices_[slice].begin()[offset++];
+    return true;
+  };
+  uint32_t header_size = 0;
+  for (int shift = 0;; shift += 7) {
+    uint8_t byte;
+    if (shift > 28 || !read_byte(byte)) {
+      return absl::InvalidArgumentError(
+          "bulk frame truncated or garbled: no valid header size");
+    }
+    header_size |= static_cast<uint32_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) break;
+  }
+  if (header_size > kMaxBulkHeaderBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bulk frame header claims ", header_size, " bytes (limit ",
+        kMaxBulkHeaderBytes, "); the peer is not speaking psflow's protocol"));
+  }
+  std::string header_bytes(header_size, '\0');
+  for (uint32_t i = 0; i < header_size; ++i) {
+    uint8_t byte;
+    if (!read_byte(byte)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "bulk frame truncated inside its ", header_size, "-byte header"));
+    }
+    header_bytes[i] = static_cast<char>(byte);
+  }
+  if (!header.ParseFromString(header_bytes)) {
+    return absl::InvalidArgumentError("bulk frame header does not parse");
+  }
+  while (slice < frame.slices_.size() &&
+         offset >= frame.slices_[slice].size()) {
+    ++slice;
+    offset = 0;
+  }
+  frame.payload_slice_ = slice;
+  frame.payload_offset_ = offset;
+  size_t bytes = 0;
+  for (size_t s = slice; s < frame.slices_.size(); ++s) {
+    bytes += frame.slices_[s].size() - (s == slice ? offset : 0);
+  }
+  if (bytes % sizeof(float) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bulk frame payload is ", bytes,
+        " bytes, not a whole number of float32 values (truncated?)"));
+  }
+  frame.payload_bytes_ = bytes;
+  return frame;
+}
+
+absl::Status BulkFrame::CopyPayload(absl::Span<float> out) const {
+  if (out.size() * sizeof(float) != payload_bytes_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "payload holds ", payload_floats(), " values but the header says ",
+        out.size(), " (truncated or oversized payload)"));
+  }
+  char* dst = reinterpret_cast<char*>(out.data());
+  for (size_t s = payload_slice_; s < slices_.size(); ++s) {
+    const size_t skip = s == payload_slice_ ? payload_offset_ : 0;
+    const size_t n = slices_[s].size() - skip;
+    std::memcpy(dst, slices_[s].begin() + skip, n);
+    dst += n;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace psflow

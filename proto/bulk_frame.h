@@ -1,0 +1,63 @@
+// Framing for bulk tensor RPCs (Pull, Push, Assign):
+//
+//   varint32(header size) | header (serialized protobuf) | payload
+//
+// The payload is raw little-endian float32 values. Encoding does not copy
+// the payload: the frame's last slice points at the caller's memory, kept
+// alive by an owner handle until gRPC has sent it. Decoding leaves the
+// payload in gRPC's receive slices until the caller copies it once into its
+// destination. See docs/wire-protocol.md.
+#ifndef PSFLOW_PROTO_BULK_FRAME_H_
+#define PSFLOW_PROTO_BULK_FRAME_H_
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "google/protobuf/message_lite.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/slice.h"
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the bulk wire format is little-endian float32; add byte "
+              "swapping before building on a big-endian machine");
+
+namespace psflow {
+
+// Headers larger than this are garbage, not requests.
+inline constexpr size_t kMaxBulkHeaderBytes = 64 * 1024;
+
+// Builds a frame. `payload` must stay valid and unchanged until gRPC drops
+// the frame; `owner` (may be null for empty payloads) is held until then.
+grpc::ByteBuffer EncodeBulkFrame(const google::protobuf::MessageLite& header,
+                                 absl::Span<const float> payload,
+                                 std::shared_ptr<const void> owner);
+
+// A received frame whose payload is still in gRPC's slices.
+class BulkFrame {
+ public:
+  // Parses the header into `header`. InvalidArgument for a truncated or
+  // garbled frame, or a payload that is not a whole number of floats.
+  static absl::StatusOr<BulkFrame> Parse(const grpc::ByteBuffer& buffer,
+                                         google::protobuf::MessageLite& header);
+
+  size_t payload_bytes() const { return payload_bytes_; }
+  size_t payload_floats() const { return payload_bytes_ / sizeof(float); }
+
+  // Copies the payload into `out`, which must hold exactly payload_floats()
+  // values (InvalidArgument otherwise: a truncated or oversized payload).
+  absl::Status CopyPayload(absl::Span<float> out) const;
+
+ private:
+  BulkFrame() = default;
+  std::vector<grpc::Slice> slices_;
+  size_t payload_slice_ = 0;   // slice where the payload starts
+  size_t payload_offset_ = 0;  // byte offset in that slice
+  size_t payload_bytes_ = 0;
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_PROTO_BULK_FRAME_H_

@@ -1,0 +1,153 @@
+#include "proto/bulk_frame.h"
+
+#include <numeric>
+#include <vector>
+
+#include "common/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/ps.pb.h"
+
+namespace psflow {
+namespace {
+
+using ::testing::HasSubstr;
+
+PushRequest Header() {
+  PushRequest header;
+  header.set_protocol_version(1);
+  header.set_variable("dense/kernel");
+  header.set_offset_elements(524288);
+  header.set_num_elements(5);
+  header.set_version(42);
+  return header;
+}
+
+// Re-slices a frame's bytes at arbitrary points, as the network does.
+grpc::ByteBuffer Resliced(const grpc::ByteBuffer& frame,
+                          std::vector<size_t> cuts) {
+  grpc::Slice whole;
+  EXPECT_TRUE(frame.DumpToSingleSlice(&whole).ok());
+  std::string bytes(reinterpret_cast<const char*>(whole.begin()), whole.size());
+  std::vector<grpc::Slice> slices;
+  size_t start = 0;
+  cuts.push_back(bytes.size());
+  for (size_t cut : cuts) {
+    slices.emplace_back(bytes.substr(start, cut - start));
+    start = cut;
+  }
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+TEST(BulkFrameTest, RoundTripsHeaderAndPayload) {
+  auto payload = std::make_shared<std::vector<float>>(
+      std::vector<float>{1.5f, -2.0f, 3.25f, 0.0f, 1e-30f});
+  grpc::ByteBuffer frame = EncodeBulkFrame(Header(), *payload, payload);
+  PushRequest header;
+  ASSERT_OK_AND_ASSIGN(BulkFrame parsed, BulkFrame::Parse(frame, header));
+  EXPECT_EQ(header.variable(), "dense/kernel");
+  EXPECT_EQ(header.offset_elements(), 524288);
+  EXPECT_EQ(header.version(), 42);
+  ASSERT_EQ(parsed.payload_floats(), 5u);
+  std::vector<float> out(5);
+  ASSERT_OK(parsed.CopyPayload(absl::MakeSpan(out)));
+  EXPECT_EQ(out, *payload);
+}
+
+TEST(BulkFrameTest, EncodingDoesNotCopyThePayload) {
+  auto payload = std::make_shared<std::vector<float>>(1 << 20, 1.0f);
+  std::weak_ptr<std::vector<float>> weak = payload;
+  {
+    grpc::ByteBuffer frame = EncodeBulkFrame(Header(), *payload, payload);
+    std::vector<grpc::Slice> slices;
+    ASSERT_TRUE(frame.Dump(&slices).ok());
+    ASSERT_EQ(slices.size(), 2u);
+    EXPECT_EQ(reinterpret_cast<const void*>(slices[1].begin()),
+              reinterpret_cast<const void*>(payload->data()));
+    payload.reset();
+    EXPECT_FALSE(weak.expired()) << "the frame must keep its payload alive";
+  }
+  EXPECT_TRUE(weak.expired()) << "the frame must release its payload";
+}
+
+TEST(BulkFrameTest, ParsesFramesSplitAcrossSlicesAnywhere) {
+  std::vector<float> values(100);
+  std::iota(values.begin(), values.end(), 0.0f);
+  auto owner = std::make_shared<std::vector<float>>(values);
+  grpc::ByteBuffer frame = EncodeBulkFrame(Header(), *owner, owner);
+  for (std::vector<size_t> cuts :
+       {std::vector<size_t>{1}, {1, 2, 3}, {7}, {20, 21, 203}, {41, 42}}) {
+    PushRequest header;
+    ASSERT_OK_AND_ASSIGN(BulkFrame parsed,
+                         BulkFrame::Parse(Resliced(frame, cuts), header));
+    EXPECT_EQ(header.variable(), "dense/kernel");
+    std::vector<float> out(100);
+    ASSERT_OK(parsed.CopyPayload(absl::MakeSpan(out)));
+    EXPECT_EQ(out, values);
+  }
+}
+
+TEST(BulkFrameTest, EmptyPayloadIsFine) {
+  PullRequest pull;
+  pull.set_variable("w");
+  grpc::ByteBuffer frame = EncodeBulkFrame(pull, {}, nullptr);
+  PullRequest header;
+  ASSERT_OK_AND_ASSIGN(BulkFrame parsed, BulkFrame::Parse(frame, header));
+  EXPECT_EQ(header.variable(), "w");
+  EXPECT_EQ(parsed.payload_bytes(), 0u);
+}
+
+TEST(BulkFrameTest, TruncatedPayloadIsRejected) {
+  auto owner = std::make_shared<std::vector<float>>(5, 1.0f);
+  grpc::Slice whole;
+  ASSERT_TRUE(
+      EncodeBulkFrame(Header(), *owner, owner).DumpToSingleSlice(&whole).ok());
+  grpc::Slice cut(whole.begin(), whole.size() - 2);
+  grpc::ByteBuffer truncated(&cut, 1);
+  PushRequest header;
+  EXPECT_THAT(BulkFrame::Parse(truncated, header),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("not a whole number of float32")));
+}
+
+TEST(BulkFrameTest, PayloadSizeMustMatchTheDestination) {
+  auto owner = std::make_shared<std::vector<float>>(5, 1.0f);
+  grpc::ByteBuffer frame = EncodeBulkFrame(Header(), *owner, owner);
+  PushRequest header;
+  ASSERT_OK_AND_ASSIGN(BulkFrame parsed, BulkFrame::Parse(frame, header));
+  std::vector<float> small(4), big(6);
+  EXPECT_THAT(parsed.CopyPayload(absl::MakeSpan(small)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("holds 5 values but the header says 4")));
+  EXPECT_THAT(parsed.CopyPayload(absl::MakeSpan(big)),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST(BulkFrameTest, TruncatedHeaderIsRejected) {
+  grpc::Slice whole;
+  auto owner = std::make_shared<std::vector<float>>(5, 1.0f);
+  ASSERT_TRUE(
+      EncodeBulkFrame(Header(), *owner, owner).DumpToSingleSlice(&whole).ok());
+  grpc::Slice cut(whole.begin(), 6);
+  grpc::ByteBuffer truncated(&cut, 1);
+  PushRequest header;
+  EXPECT_THAT(BulkFrame::Parse(truncated, header),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("truncated inside its")));
+}
+
+TEST(BulkFrameTest, GarbageIsRejected) {
+  std::string garbage = "\xff\xff\xff\xff\x0f garbage";
+  grpc::Slice slice(garbage);
+  grpc::ByteBuffer buffer(&slice, 1);
+  PushRequest header;
+  EXPECT_THAT(BulkFrame::Parse(buffer, header),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("not speaking psflow's protocol")));
+  grpc::ByteBuffer empty;
+  EXPECT_THAT(BulkFrame::Parse(empty, header),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+}  // namespace
+}  // namespace psflow
