@@ -253,10 +253,10 @@ absl::StatusOr<PullResponse> ParameterServerCore::PullBlocking(
     const ChunkRef& ref, int64_t min_version, absl::Time deadline,
     absl::Span<float> out) {
   auto ready = std::make_shared<absl::Notification>();
-  const uint64_t id = ref.variable->WhenVersion(ref.chunk, min_version,
-                                                [ready] { ready->Notify(); });
-  if (!ready->WaitForNotificationWithDeadline(deadline)) {
-    if (ref.variable->CancelWait(ref.chunk, id)) {
+  std::optional<uint64_t> id = ref.variable->WhenVersionReached(
+      ref.chunk, min_version, [ready] { ready->Notify(); });
+  if (id.has_value() && !ready->WaitForNotificationWithDeadline(deadline)) {
+    if (ref.variable->CancelWait(ref.chunk, *id)) {
       return absl::DeadlineExceededError(absl::StrCat(
           "pull of \"", ref.variable->name(), "\" chunk ", ref.chunk,
           " waited for step ", min_version, " but it is still at step ",

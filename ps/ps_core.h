@@ -22,15 +22,13 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "proto/protocol.h"
 #include "proto/ps.pb.h"
 #include "ps/lr_schedule.h"
 #include "ps/optimizer.h"
 #include "ps/variable.h"
 
 namespace psflow {
-
-// The wire protocol version this build speaks (proto/ps.proto).
-inline constexpr uint32_t kProtocolVersion = 1;
 
 // One chunk of one variable: the target of a bulk request.
 struct ChunkRef {

@@ -148,19 +148,14 @@ absl::StatusOr<std::pair<PushOutcome, int64_t>> Variable::Push(
   return result;
 }
 
-uint64_t Variable::WhenVersion(int chunk, int64_t min_version,
-                               std::function<void()> ready) {
+std::optional<uint64_t> Variable::WhenVersionReached(
+    int chunk, int64_t min_version, std::function<void()> ready) {
   Chunk& c = *chunks_[chunk];
-  {
-    absl::MutexLock lock(&c.mu);
-    if (c.version < min_version) {
-      const uint64_t id = next_waiter_id.fetch_add(1);
-      c.waiters.push_back(Waiter{id, min_version, std::move(ready)});
-      return id;
-    }
-  }
-  ready();
-  return 0;
+  absl::MutexLock lock(&c.mu);
+  if (c.version >= min_version) return std::nullopt;
+  const uint64_t id = next_waiter_id.fetch_add(1);
+  c.waiters.push_back(Waiter{id, min_version, std::move(ready)});
+  return id;
 }
 
 bool Variable::CancelWait(int chunk, uint64_t id) {

@@ -10,7 +10,7 @@
 // push, in sync mode one per aggregated step. It is the global step used by
 // the learning-rate schedule and Adam's bias correction.
 //
-// Thread-safe. Callbacks registered with WhenVersion() run on the thread
+// Thread-safe. Callbacks registered with WhenVersionReached() run on the thread
 // that advanced the version, after its lock is released.
 #ifndef PSFLOW_PS_VARIABLE_H_
 #define PSFLOW_PS_VARIABLE_H_
@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -83,14 +84,14 @@ class Variable {
   // The chunk's current version.
   int64_t Version(int chunk) const;
 
-  // Calls `ready` once chunk `chunk` has version >= min_version: at once
-  // (before returning) when it already has. Returns an id for
-  // CancelWait(), or 0 when `ready` already ran.
-  uint64_t WhenVersion(int chunk, int64_t min_version,
-                       std::function<void()> ready);
+  // When chunk `chunk` is below `min_version`, arranges for `ready` to run
+  // once it gets there and returns an id for CancelWait(). Returns nullopt,
+  // without ever calling `ready`, when the chunk is already there.
+  std::optional<uint64_t> WhenVersionReached(int chunk, int64_t min_version,
+                                             std::function<void()> ready);
 
-  // Drops a pending WhenVersion() callback. Returns true when it was still
-  // pending (it will now never run).
+  // Drops a pending WhenVersionReached() callback. Returns true when it was
+  // still pending (it will now never run).
   bool CancelWait(int chunk, uint64_t id);
 
  private:

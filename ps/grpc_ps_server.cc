@@ -1,0 +1,329 @@
+#include "ps/grpc_ps_server.h"
+
+#include <atomic>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "common/logging.h"
+#include "grpcpp/generic/async_generic_service.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+#include "proto/bulk_frame.h"
+#include "proto/protocol.h"
+#include "proto/ps.grpc.pb.h"
+
+namespace psflow {
+
+// ---- Control RPCs ----------------------------------------------------------
+
+class GrpcParameterServer::ControlService final
+    : public ParameterServer::CallbackService {
+ public:
+  explicit ControlService(GrpcParameterServer* server) : server_(server) {}
+
+  grpc::ServerUnaryReactor* Configure(grpc::CallbackServerContext* context,
+                                      const ConfigureRequest* request,
+                                      ConfigureResponse* response) override {
+    absl::StatusOr<ConfigureResponse> result =
+        server_->core().Configure(*request);
+    if (result.ok()) {
+      *response = *result;
+      LOG(INFO) << "configured: optimizer "
+                << OptimizerConfig::Kind_Name(request->optimizer().kind())
+                << ", mode " << UpdateMode_Name(request->mode())
+                << (request->mode() == SYNC
+                        ? absl::StrCat(" (", request->replicas_to_aggregate(),
+                                       " of ", request->num_workers(),
+                                       " workers)")
+                        : "")
+                << ", chunks of " << result->chunk_elements() << " floats";
+    }
+    return Done(context, result.status());
+  }
+
+  grpc::ServerUnaryReactor* CreateVariables(
+      grpc::CallbackServerContext* context,
+      const CreateVariablesRequest* request,
+      CreateVariablesResponse* response) override {
+    absl::Status status = server_->core().CreateVariables(*request);
+    if (status.ok()) {
+      StatsResponse stats = server_->core().Stats();
+      LOG(INFO) << "holding " << stats.num_variables() << " variables, "
+                << stats.total_elements() << " elements";
+    }
+    return Done(context, status);
+  }
+
+  grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* context,
+                                  const StatsRequest* request,
+                                  StatsResponse* response) override {
+    *response = server_->core().Stats();
+    return Done(context, absl::OkStatus());
+  }
+
+  grpc::ServerUnaryReactor* Shutdown(grpc::CallbackServerContext* context,
+                                     const ShutdownRequest* request,
+                                     ShutdownResponse* response) override {
+    server_->RequestShutdown(request->reason().empty()
+                                 ? std::string("Shutdown RPC")
+                                 : request->reason());
+    return Done(context, absl::OkStatus());
+  }
+
+ private:
+  static grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context,
+                                        const absl::Status& status) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(ToGrpcStatus(status));
+    return reactor;
+  }
+
+  GrpcParameterServer* const server_;
+};
+
+// ---- Bulk RPCs -------------------------------------------------------------
+
+namespace {
+
+// Serves one bulk RPC: reads the request frame, answers with one frame.
+// Deletes itself when gRPC is done with it (OnDone).
+class BulkReactor final : public grpc::ServerGenericBidiReactor {
+ public:
+  BulkReactor(grpc::GenericCallbackServerContext* context,
+              ParameterServerCore* core, BufferPool* pool)
+      : context_(context), core_(core), pool_(pool) {
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Reply(absl::InvalidArgumentError("the bulk request carried no message"));
+      return;
+    }
+    request_bytes_ = request_.Length();
+    const std::string& method = context_->method();
+    if (method == kBulkPullMethod) {
+      HandlePull();  // Replies now or when the awaited step is applied.
+    } else if (method == kBulkPushMethod) {
+      Reply(HandlePush());
+    } else if (method == kBulkAssignMethod) {
+      Reply(HandleAssign());
+    } else {
+      Reply(absl::UnimplementedError(
+          absl::StrCat("unknown method ", method,
+                       "; is the client from another psflow release?")));
+    }
+  }
+
+  void OnCancel() override {
+    bool cancelled_wait = false;
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+      if (wait_id_ != 0 && ref_.variable->CancelWait(ref_.chunk, wait_id_)) {
+        wait_id_ = 0;
+        cancelled_wait = true;
+      }
+    }
+    if (cancelled_wait) {
+      Reply(absl::DeadlineExceededError(absl::StrCat(
+          "pull of \"", ref_.variable->name(), "\" chunk ", ref_.chunk,
+          " was cancelled while waiting for step ", min_version_,
+          " (the chunk is at step ", ref_.variable->Version(ref_.chunk), ")")));
+    }
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void HandlePull() {
+    PullRequest header;
+    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, header);
+    if (!frame.ok()) return Reply(frame.status());
+    absl::StatusOr<ChunkRef> ref =
+        core_->Resolve(header.protocol_version(), header.variable(),
+                       header.offset_elements(), header.num_elements());
+    if (!ref.ok()) return Reply(ref.status());
+    ref_ = *ref;
+    min_version_ = header.min_version();
+    std::optional<uint64_t> id;
+    {
+      absl::MutexLock lock(&mu_);
+      if (cancelled_) {
+        // Cancelled before we could wait: answer without registering.
+      } else {
+        id = ref_.variable->WhenVersionReached(ref_.chunk, min_version_,
+                                               [this] { OnVersionReached(); });
+        if (id.has_value()) wait_id_ = *id;
+      }
+    }
+    if (!id.has_value()) SendPull();
+    // Otherwise OnVersionReached() or OnCancel() replies; `this` may be gone.
+  }
+
+  // Runs on the thread whose push completed the awaited step.
+  void OnVersionReached() {
+    {
+      absl::MutexLock lock(&mu_);
+      wait_id_ = 0;
+    }
+    SendPull();
+  }
+
+  void SendPull() {
+    std::shared_ptr<PooledBuffer> buffer = pool_->Acquire(ref_.num_elements);
+    PullResponse response = core_->Pull(ref_, buffer->span());
+    response_ = EncodeBulkFrame(response, buffer->span(), buffer);
+    Reply(absl::OkStatus());
+  }
+
+  absl::Status HandlePush() {
+    PushRequest header;
+    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, header);
+    if (!frame.ok()) return frame.status();
+    absl::StatusOr<ChunkRef> ref =
+        core_->Resolve(header.protocol_version(), header.variable(),
+                       header.offset_elements(), header.num_elements());
+    if (!ref.ok()) return ref.status();
+    std::shared_ptr<PooledBuffer> gradient = pool_->Acquire(ref->num_elements);
+    absl::Status copied = frame->CopyPayload(gradient->span());
+    if (!copied.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "push to \"", header.variable(), "\": ", copied.message()));
+    }
+    request_.Clear();  // Release gRPC's receive slices early.
+    absl::StatusOr<PushResponse> response =
+        core_->Push(*ref, header, gradient->span());
+    if (!response.ok()) return response.status();
+    response_ = EncodeBulkFrame(*response, {}, nullptr);
+    return absl::OkStatus();
+  }
+
+  absl::Status HandleAssign() {
+    AssignRequest header;
+    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, header);
+    if (!frame.ok()) return frame.status();
+    absl::StatusOr<ChunkRef> ref =
+        core_->Resolve(header.protocol_version(), header.variable(),
+                       header.offset_elements(), header.num_elements());
+    if (!ref.ok()) return ref.status();
+    std::shared_ptr<PooledBuffer> values = pool_->Acquire(ref->num_elements);
+    absl::Status copied = frame->CopyPayload(values->span());
+    if (!copied.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "assign to \"", header.variable(), "\": ", copied.message()));
+    }
+    absl::Status assigned = core_->Assign(*ref, values->span());
+    if (!assigned.ok()) return assigned;
+    response_ = EncodeBulkFrame(AssignResponse(), {}, nullptr);
+    return absl::OkStatus();
+  }
+
+  // Answers exactly once; must be the caller's last use of `this`.
+  void Reply(const absl::Status& status) {
+    if (replied_.exchange(true)) return;
+    if (status.ok()) {
+      core_->CountBytes(request_bytes_, response_.Length());
+      StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+    } else {
+      core_->CountBytes(request_bytes_, 0);
+      Finish(ToGrpcStatus(status));
+    }
+  }
+
+  grpc::GenericCallbackServerContext* const context_;
+  ParameterServerCore* const core_;
+  BufferPool* const pool_;
+  grpc::ByteBuffer request_;
+  grpc::ByteBuffer response_;
+  int64_t request_bytes_ = 0;
+  std::atomic<bool> replied_{false};
+  // Pull state, set before any wait is registered.
+  ChunkRef ref_;
+  int64_t min_version_ = 0;
+  absl::Mutex mu_;
+  uint64_t wait_id_ ABSL_GUARDED_BY(mu_) = 0;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace
+
+class GrpcParameterServer::BulkService final
+    : public grpc::CallbackGenericService {
+ public:
+  BulkService(ParameterServerCore* core, BufferPool* pool)
+      : core_(core), pool_(pool) {}
+
+  grpc::ServerGenericBidiReactor* CreateReactor(
+      grpc::GenericCallbackServerContext* context) override {
+    return new BulkReactor(context, core_, pool_);
+  }
+
+ private:
+  ParameterServerCore* const core_;
+  BufferPool* const pool_;
+};
+
+// ---- Lifecycle -------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
+    const Options& options) {
+  std::unique_ptr<GrpcParameterServer> server(new GrpcParameterServer);
+  server->grace_ = options.grace;
+  server->core_ = std::make_unique<ParameterServerCore>(options.core);
+  // Idle chunk buffers kept for reuse: enough for many in-flight chunks.
+  server->pool_ = BufferPool::Create(size_t{256} << 20);
+  server->control_ = std::make_unique<ControlService>(server.get());
+  server->bulk_ =
+      std::make_unique<BulkService>(server->core_.get(), server->pool_.get());
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen_address,
+                           grpc::InsecureServerCredentials(), &server->port_);
+  builder.SetMaxReceiveMessageSize(kMaxBulkMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxBulkMessageBytes);
+  builder.RegisterService(server->control_.get());
+  builder.RegisterCallbackGenericService(server->bulk_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", options.listen_address,
+        ": the port is in use or the address is not local; free the port or "
+        "fix the task's address in TF_CONFIG"));
+  }
+  return server;
+}
+
+void GrpcParameterServer::RequestShutdown(const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  if (shutdown_requested_.HasBeenNotified()) return;
+  reason_ = reason;
+  shutdown_requested_.Notify();
+}
+
+std::string GrpcParameterServer::Wait() {
+  shutdown_requested_.WaitForNotification();
+  absl::MutexLock lock(&mu_);
+  if (!drained_) {
+    if (auto* health = server_->GetHealthCheckService()) {
+      health->SetServingStatus(false);
+    }
+    // Shutdown() must not run under a handler; Wait() is the owner's thread.
+    server_->Shutdown(absl::ToChronoTime(absl::Now() + grace_));
+    server_->Wait();
+    drained_ = true;
+  }
+  return reason_;
+}
+
+GrpcParameterServer::~GrpcParameterServer() {
+  if (server_ == nullptr) return;
+  RequestShutdown("server destroyed");
+  Wait();
+}
+
+}  // namespace psflow

@@ -1,0 +1,84 @@
+// Serves a ParameterServerCore over gRPC: the typed control service
+// (Configure, CreateVariables, Stats, Shutdown), the bulk tensor methods
+// (Pull, Push, Assign; see proto/bulk_frame.h) and grpc.health.v1.Health.
+//
+// Lifecycle (a small state machine):
+//   Start()    -> serving; port() is the bound port (useful with port 0)
+//   Shutdown RPC or RequestShutdown()
+//              -> draining: health reports NOT_SERVING, in-flight RPCs get
+//                 `grace` to finish, then are cancelled
+//   Wait()     returns once drained; the destructor also drains.
+//
+// Handlers never block a gRPC thread: a pull waiting for a sync step
+// registers a callback on the chunk and is answered by the push that
+// completes the step, or cancelled at the client's deadline.
+//
+// Thread-safe.
+#ifndef PSFLOW_PS_GRPC_PS_SERVER_H_
+#define PSFLOW_PS_GRPC_PS_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "common/buffer_pool.h"
+#include "grpcpp/server.h"
+#include "ps/ps_core.h"
+
+namespace psflow {
+
+class GrpcParameterServer {
+ public:
+  struct Options {
+    // host:port to listen on; port 0 picks a free port.
+    std::string listen_address = "0.0.0.0:0";
+    ParameterServerCore::Options core;
+    // How long in-flight RPCs may run after shutdown is requested.
+    absl::Duration grace = absl::Seconds(5);
+  };
+
+  // Binds and starts serving. Unavailable when the address cannot be bound
+  // (port in use, bad host).
+  static absl::StatusOr<std::unique_ptr<GrpcParameterServer>> Start(
+      const Options& options);
+
+  ~GrpcParameterServer();
+
+  int port() const { return port_; }
+  ParameterServerCore& core() { return *core_; }
+
+  // Starts draining; `reason` is logged. Safe to call more than once and
+  // from any thread (not from a signal handler).
+  void RequestShutdown(const std::string& reason);
+
+  // Blocks until shutdown was requested and the server has drained.
+  // Returns the reason given to RequestShutdown or the Shutdown RPC.
+  std::string Wait();
+
+  class ControlService;
+  class BulkService;
+
+ private:
+  GrpcParameterServer() = default;
+
+  std::unique_ptr<ParameterServerCore> core_;
+  std::shared_ptr<BufferPool> pool_;
+  std::unique_ptr<ControlService> control_;
+  std::unique_ptr<BulkService> bulk_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  absl::Duration grace_;
+
+  absl::Notification shutdown_requested_;
+  absl::Mutex mu_;
+  std::string reason_ ABSL_GUARDED_BY(mu_);
+  bool drained_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_PS_GRPC_PS_SERVER_H_

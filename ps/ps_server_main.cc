@@ -1,0 +1,120 @@
+// ps_server: one parameter-server task.
+//
+//   export TF_CONFIG='{"cluster": {...}, "task": {"type": "ps", "index": 0}}'
+//   ps_server [--tf_config=<file or JSON>] [--bind_host=0.0.0.0]
+//
+// Listens on the port its TF_CONFIG entry names (on all interfaces by
+// default, as TensorFlow does), serves until the chief's Shutdown RPC or
+// SIGTERM/SIGINT, drains in-flight RPCs and exits 0. Exits 1 with a message
+// naming the problem when the configuration is bad or the port is taken.
+#include <iostream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "common/host_port.h"
+#include "common/logging.h"
+#include "common/port_file.h"
+#include "common/signals.h"
+#include "common/tf_config_loader.h"
+#include "ps/grpc_ps_server.h"
+
+ABSL_FLAG(std::string, tf_config, "",
+          "TF_CONFIG as inline JSON or a file path; defaults to the TF_CONFIG "
+          "environment variable");
+ABSL_FLAG(std::string, bind_host, "0.0.0.0",
+          "Interface to listen on; the port comes from TF_CONFIG");
+ABSL_FLAG(std::string, port_file, "",
+          "If set, write the bound port here once serving (for launchers "
+          "that use port 0)");
+ABSL_FLAG(int64_t, chunk_bytes, 2 << 20,
+          "Bytes per variable chunk: the unit of transfer, locking and sync "
+          "aggregation (1-4 MB is best)");
+ABSL_FLAG(int32_t, shutdown_grace_ms, 5000,
+          "How long in-flight RPCs may finish after shutdown is requested");
+
+namespace psflow {
+namespace {
+
+int Run() {
+  absl::StatusOr<LoadedTfConfig> loaded =
+      LoadTfConfigFromFlagOrEnvironment(absl::GetFlag(FLAGS_tf_config));
+  if (!loaded.ok()) {
+    LOG(ERROR) << loaded.status().message();
+    return 1;
+  }
+  const TfConfig& config = loaded->config;
+  if (config.task.type != TaskType::kPs) {
+    LOG(ERROR) << "ps_server runs \"ps\" tasks, but TF_CONFIG (from "
+               << loaded->source << ") names task " << config.task.ToString()
+               << "; start the " << TaskTypeName(config.task.type)
+               << " binary for it";
+    return 1;
+  }
+  SetLogTag(config.task.ToString());
+  for (const std::string& warning : config.warnings) {
+    LOG(WARNING) << "TF_CONFIG: " << warning;
+  }
+  absl::StatusOr<HostPort> address = ParseHostPort(*config.TaskAddress());
+  if (!address.ok()) {
+    LOG(ERROR) << address.status().message();
+    return 1;
+  }
+  const int64_t chunk_bytes = absl::GetFlag(FLAGS_chunk_bytes);
+  if (chunk_bytes < 1024 || chunk_bytes > (64 << 20)) {
+    LOG(ERROR) << "--chunk_bytes=" << chunk_bytes
+               << " is out of range; use 1024 to 67108864 (1-4 MB is best)";
+    return 1;
+  }
+
+  GrpcParameterServer::Options options;
+  options.listen_address =
+      HostPort{absl::GetFlag(FLAGS_bind_host), address->port}.ToString();
+  options.core.chunk_bytes = chunk_bytes;
+  options.grace = absl::Milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms));
+  absl::StatusOr<std::unique_ptr<GrpcParameterServer>> server =
+      GrpcParameterServer::Start(options);
+  if (!server.ok()) {
+    LOG(ERROR) << server.status().message();
+    return 1;
+  }
+  LOG(INFO) << "serving on " << absl::GetFlag(FLAGS_bind_host) << ":"
+            << (*server)->port() << " (TF_CONFIG address "
+            << *config.TaskAddress() << ", "
+            << config.cluster.NumTasks(TaskType::kPs) << " ps, "
+            << config.cluster.NumTasks(TaskType::kWorker) << " workers)";
+  const std::string port_file = absl::GetFlag(FLAGS_port_file);
+  if (!port_file.empty()) {
+    absl::Status written = WritePortFile(port_file, (*server)->port());
+    if (!written.ok()) {
+      LOG(ERROR) << written.message();
+      return 1;
+    }
+  }
+  GrpcParameterServer* raw = server->get();
+  WatchTerminationSignals([raw](const std::string& signal) {
+    raw->RequestShutdown(absl::StrCat("received ", signal));
+  });
+  const std::string reason = (*server)->Wait();
+  StatsResponse stats = (*server)->core().Stats();
+  LOG(INFO) << "stopped (" << reason << ") after " << stats.pulls()
+            << " pulls and " << stats.pushes() << " pushes ("
+            << stats.updates_applied() << " updates applied, "
+            << stats.stale_gradients_dropped() << " stale dropped, "
+            << stats.nonfinite_gradients_rejected() << " non-finite rejected)";
+  return 0;
+}
+
+}  // namespace
+}  // namespace psflow
+
+int main(int argc, char** argv) {
+  // Before any thread starts, so all threads inherit the blocked signals.
+  psflow::BlockTerminationSignals();
+  absl::SetProgramUsageMessage(
+      "ps_server: a psflow parameter-server task, configured by TF_CONFIG");
+  absl::ParseCommandLine(argc, argv);
+  return psflow::Run();
+}
