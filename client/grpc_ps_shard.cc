@@ -1,0 +1,197 @@
+#include "client/grpc_ps_shard.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/support/channel_arguments.h"
+#include "proto/bulk_frame.h"
+#include "proto/protocol.h"
+
+namespace psflow {
+
+struct GrpcPsShard::BulkCall {
+  const char* method = nullptr;
+  std::string what;  // "pull of \"w\" [0, 4096)" for errors
+  grpc::ByteBuffer request;
+  absl::Time deadline;
+  bool idempotent = true;
+  int attempt = 0;
+  // Per attempt.
+  std::unique_ptr<grpc::ClientContext> context;
+  grpc::ByteBuffer response;
+  // Called once with the final status and response.
+  std::function<void(const grpc::Status&, const grpc::ByteBuffer&)> finish;
+};
+
+GrpcPsShard::GrpcPsShard(const std::string& address, std::string name,
+                         const Options& options)
+    : name_(std::move(name)), options_(options) {
+  const int connections = std::max(1, options.connections);
+  for (int i = 0; i < connections; ++i) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(kMaxBulkMessageBytes);
+    args.SetMaxSendMessageSize(kMaxBulkMessageBytes);
+    // A private subchannel pool gives each channel its own TCP connection.
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+    channels_.push_back(grpc::CreateCustomChannel(
+        address, grpc::InsecureChannelCredentials(), args));
+    bulk_stubs_.push_back(std::make_unique<grpc::GenericStub>(channels_[i]));
+  }
+  control_ = ParameterServer::NewStub(channels_[0]);
+}
+
+GrpcPsShard::~GrpcPsShard() = default;
+
+namespace {
+
+// Idempotent control calls wait for the connection (until the deadline)
+// instead of failing fast: that is the retry of Unavailable.
+std::unique_ptr<grpc::ClientContext> ControlContext(absl::Time deadline) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(absl::ToChronoTime(deadline));
+  context->set_wait_for_ready(true);
+  return context;
+}
+
+std::string Range(const std::string& variable, int64_t offset, int64_t n) {
+  return absl::StrCat("\"", variable, "\" [", offset, ", ", offset + n, ")");
+}
+
+}  // namespace
+
+absl::StatusOr<ConfigureResponse> GrpcPsShard::Configure(
+    const ConfigureRequest& request, absl::Time deadline) {
+  ConfigureResponse response;
+  auto context = ControlContext(deadline);
+  grpc::Status status = control_->Configure(context.get(), request, &response);
+  if (!status.ok()) return FromGrpcStatus(status, "configure " + name_);
+  return response;
+}
+
+absl::Status GrpcPsShard::CreateVariables(const CreateVariablesRequest& request,
+                                          absl::Time deadline) {
+  CreateVariablesResponse response;
+  auto context = ControlContext(deadline);
+  return FromGrpcStatus(
+      control_->CreateVariables(context.get(), request, &response),
+      "create variables on " + name_);
+}
+
+absl::StatusOr<StatsResponse> GrpcPsShard::Stats(absl::Time deadline) {
+  StatsResponse response;
+  auto context = ControlContext(deadline);
+  grpc::Status status =
+      control_->Stats(context.get(), StatsRequest(), &response);
+  if (!status.ok()) return FromGrpcStatus(status, "stats of " + name_);
+  return response;
+}
+
+absl::Status GrpcPsShard::Shutdown(const std::string& reason,
+                                   absl::Time deadline) {
+  ShutdownRequest request;
+  request.set_reason(reason);
+  ShutdownResponse response;
+  auto context = ControlContext(deadline);
+  return FromGrpcStatus(control_->Shutdown(context.get(), request, &response),
+                        "shut down " + name_);
+}
+
+void GrpcPsShard::StartBulk(std::shared_ptr<BulkCall> call) {
+  ++call->attempt;
+  call->context = std::make_unique<grpc::ClientContext>();
+  call->context->set_deadline(absl::ToChronoTime(call->deadline));
+  // Retries wait for the connection to come back rather than failing fast.
+  call->context->set_wait_for_ready(call->attempt > 1);
+  call->response.Clear();
+  const size_t index = next_connection_.fetch_add(1) % bulk_stubs_.size();
+  bulk_stubs_[index]->UnaryCall(
+      call->context.get(), call->method, grpc::StubOptions(), &call->request,
+      &call->response, [this, call](grpc::Status status) {
+        if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+            call->idempotent && call->attempt < options_.max_attempts &&
+            absl::Now() < call->deadline) {
+          StartBulk(call);
+          return;
+        }
+        call->finish(status, call->response);
+      });
+}
+
+void GrpcPsShard::Pull(const PullRequest& header, absl::Span<float> out,
+                       absl::Time deadline,
+                       std::function<void(absl::StatusOr<PullResponse>)> done) {
+  auto call = std::make_shared<BulkCall>();
+  call->method = kBulkPullMethod;
+  call->what = absl::StrCat(
+      "pull of ",
+      Range(header.variable(), header.offset_elements(), header.num_elements()),
+      " from ", name_);
+  call->request = EncodeBulkFrame(header, {}, nullptr);
+  call->deadline = deadline;
+  call->finish = [what = call->what, out, done = std::move(done)](
+                     const grpc::Status& status,
+                     const grpc::ByteBuffer& response) {
+    if (!status.ok()) return done(FromGrpcStatus(status, what));
+    PullResponse header;
+    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, header);
+    if (!frame.ok()) return done(frame.status());
+    absl::Status copied = frame->CopyPayload(out);
+    if (!copied.ok()) {
+      return done(absl::Status(copied.code(),
+                               absl::StrCat(what, ": ", copied.message())));
+    }
+    done(header);
+  };
+  StartBulk(std::move(call));
+}
+
+void GrpcPsShard::Push(const PushRequest& header, absl::Span<const float> data,
+                       std::shared_ptr<const void> owner, absl::Time deadline,
+                       std::function<void(absl::StatusOr<PushResponse>)> done) {
+  auto call = std::make_shared<BulkCall>();
+  call->method = kBulkPushMethod;
+  call->what = absl::StrCat(
+      "push to ",
+      Range(header.variable(), header.offset_elements(), header.num_elements()),
+      " on ", name_);
+  call->request = EncodeBulkFrame(header, data, std::move(owner));
+  call->deadline = deadline;
+  // An async push that reached the server must not be applied twice.
+  call->idempotent = false;
+  call->finish = [what = call->what, done = std::move(done)](
+                     const grpc::Status& status,
+                     const grpc::ByteBuffer& response) {
+    if (!status.ok()) return done(FromGrpcStatus(status, what));
+    PushResponse header;
+    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, header);
+    if (!frame.ok()) return done(frame.status());
+    done(header);
+  };
+  StartBulk(std::move(call));
+}
+
+void GrpcPsShard::Assign(const AssignRequest& header,
+                         absl::Span<const float> data,
+                         std::shared_ptr<const void> owner, absl::Time deadline,
+                         std::function<void(absl::Status)> done) {
+  auto call = std::make_shared<BulkCall>();
+  call->method = kBulkAssignMethod;
+  call->what = absl::StrCat(
+      "assign to ",
+      Range(header.variable(), header.offset_elements(), header.num_elements()),
+      " on ", name_);
+  call->request = EncodeBulkFrame(header, data, std::move(owner));
+  call->deadline = deadline;
+  call->finish = [what = call->what, done = std::move(done)](
+                     const grpc::Status& status, const grpc::ByteBuffer&) {
+    done(FromGrpcStatus(status, what));
+  };
+  StartBulk(std::move(call));
+}
+
+}  // namespace psflow

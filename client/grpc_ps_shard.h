@@ -1,0 +1,75 @@
+// PsShard over gRPC: control calls on the typed stub, bulk tensor calls on
+// generic byte-buffer calls spread over several TCP connections.
+//
+// Sends are zero-copy (the frame's payload slice points at the caller's
+// buffer); a pull response is copied once, from gRPC's receive slices into
+// the caller's buffer. Idempotent calls (everything but Push) that fail
+// with Unavailable are retried, waiting for the connection to come back,
+// until their deadline.
+//
+// Thread-safe.
+#ifndef PSFLOW_CLIENT_GRPC_PS_SHARD_H_
+#define PSFLOW_CLIENT_GRPC_PS_SHARD_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/ps_shard.h"
+#include "grpcpp/channel.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "proto/ps.grpc.pb.h"
+
+namespace psflow {
+
+class GrpcPsShard final : public PsShard {
+ public:
+  struct Options {
+    // TCP connections for bulk calls; chunks are spread round-robin.
+    int connections = 2;
+    // Attempts for an idempotent call that fails with Unavailable.
+    int max_attempts = 5;
+  };
+
+  // Connects lazily to `address` (host:port). `name` is used in errors,
+  // e.g. "ps-1 at 10.0.0.3:2222".
+  GrpcPsShard(const std::string& address, std::string name,
+              const Options& options);
+  ~GrpcPsShard() override;
+
+  const std::string& name() const override { return name_; }
+  absl::StatusOr<ConfigureResponse> Configure(const ConfigureRequest& request,
+                                              absl::Time deadline) override;
+  absl::Status CreateVariables(const CreateVariablesRequest& request,
+                               absl::Time deadline) override;
+  absl::StatusOr<StatsResponse> Stats(absl::Time deadline) override;
+  absl::Status Shutdown(const std::string& reason,
+                        absl::Time deadline) override;
+  void Pull(const PullRequest& header, absl::Span<float> out,
+            absl::Time deadline,
+            std::function<void(absl::StatusOr<PullResponse>)> done) override;
+  void Push(const PushRequest& header, absl::Span<const float> data,
+            std::shared_ptr<const void> owner, absl::Time deadline,
+            std::function<void(absl::StatusOr<PushResponse>)> done) override;
+  void Assign(const AssignRequest& header, absl::Span<const float> data,
+              std::shared_ptr<const void> owner, absl::Time deadline,
+              std::function<void(absl::Status)> done) override;
+
+ private:
+  struct BulkCall;
+
+  // Starts (or restarts) a bulk call on the next connection.
+  void StartBulk(std::shared_ptr<BulkCall> call);
+
+  const std::string name_;
+  const Options options_;
+  std::vector<std::shared_ptr<grpc::Channel>> channels_;
+  std::vector<std::unique_ptr<grpc::GenericStub>> bulk_stubs_;
+  std::unique_ptr<ParameterServer::Stub> control_;
+  std::atomic<uint64_t> next_connection_{0};
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_CLIENT_GRPC_PS_SHARD_H_

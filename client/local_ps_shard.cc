@@ -1,0 +1,92 @@
+#include "client/local_ps_shard.h"
+
+#include <thread>
+#include <utility>
+
+namespace psflow {
+
+LocalPsShard::LocalPsShard(ParameterServerCore* core, std::string name)
+    : core_(core), name_(std::move(name)) {}
+
+LocalPsShard::~LocalPsShard() {
+  // Pulls waiting for a version run on their own threads; let them finish
+  // (each is bounded by its deadline) before the shard goes away.
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](int* waiting) { return *waiting == 0; }, &waiting_pulls_));
+}
+
+absl::StatusOr<ConfigureResponse> LocalPsShard::Configure(
+    const ConfigureRequest& request, absl::Time) {
+  return core_->Configure(request);
+}
+
+absl::Status LocalPsShard::CreateVariables(
+    const CreateVariablesRequest& request, absl::Time) {
+  return core_->CreateVariables(request);
+}
+
+absl::StatusOr<StatsResponse> LocalPsShard::Stats(absl::Time) {
+  return core_->Stats();
+}
+
+absl::Status LocalPsShard::Shutdown(const std::string&, absl::Time) {
+  absl::MutexLock lock(&mu_);
+  shutdown_requested_ = true;
+  return absl::OkStatus();
+}
+
+bool LocalPsShard::shutdown_requested() const {
+  absl::MutexLock lock(&mu_);
+  return shutdown_requested_;
+}
+
+void LocalPsShard::Pull(
+    const PullRequest& header, absl::Span<float> out, absl::Time deadline,
+    std::function<void(absl::StatusOr<PullResponse>)> done) {
+  absl::StatusOr<ChunkRef> ref =
+      core_->Resolve(header.protocol_version(), header.variable(),
+                     header.offset_elements(), header.num_elements());
+  if (!ref.ok()) return done(ref.status());
+  if (static_cast<int64_t>(out.size()) != ref->num_elements) {
+    return done(absl::InvalidArgumentError("pull buffer size mismatch"));
+  }
+  if (ref->variable->Version(ref->chunk) >= header.min_version()) {
+    return done(core_->Pull(*ref, out));
+  }
+  // Waiting must not block the caller: wait on a thread of its own.
+  {
+    absl::MutexLock lock(&mu_);
+    ++waiting_pulls_;
+  }
+  std::thread([this, ref = *ref, min = header.min_version(), deadline, out,
+               done = std::move(done)] {
+    done(core_->PullBlocking(ref, min, deadline, out));
+    absl::MutexLock lock(&mu_);
+    --waiting_pulls_;
+  }).detach();
+}
+
+void LocalPsShard::Push(
+    const PushRequest& header, absl::Span<const float> data,
+    std::shared_ptr<const void>, absl::Time,
+    std::function<void(absl::StatusOr<PushResponse>)> done) {
+  absl::StatusOr<ChunkRef> ref =
+      core_->Resolve(header.protocol_version(), header.variable(),
+                     header.offset_elements(), header.num_elements());
+  if (!ref.ok()) return done(ref.status());
+  done(core_->Push(*ref, header, data));
+}
+
+void LocalPsShard::Assign(const AssignRequest& header,
+                          absl::Span<const float> data,
+                          std::shared_ptr<const void>, absl::Time,
+                          std::function<void(absl::Status)> done) {
+  absl::StatusOr<ChunkRef> ref =
+      core_->Resolve(header.protocol_version(), header.variable(),
+                     header.offset_elements(), header.num_elements());
+  if (!ref.ok()) return done(ref.status());
+  done(core_->Assign(*ref, data));
+}
+
+}  // namespace psflow

@@ -1,0 +1,61 @@
+// A connection to one parameter server: the transport-free interface that
+// the sharded client (ps_client.h) drives. Two implementations: gRPC
+// (grpc_ps_shard.h) and an in-process twin over ParameterServerCore
+// (local_ps_shard.h) for tests; one conformance suite runs against both.
+//
+// Control calls block until done or `deadline`. Bulk calls are
+// asynchronous: they return at once and run `done` exactly once, on an
+// arbitrary thread, when the call completes. Buffers passed to a bulk call
+// must stay valid until `done` runs; a push's `owner` is held for as long
+// as the transport may read its data.
+//
+// Thread-safe.
+#ifndef PSFLOW_CLIENT_PS_SHARD_H_
+#define PSFLOW_CLIENT_PS_SHARD_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "proto/ps.pb.h"
+
+namespace psflow {
+
+class PsShard {
+ public:
+  virtual ~PsShard() = default;
+
+  // "ps-1 at 10.0.0.3:2222": used in every error message.
+  virtual const std::string& name() const = 0;
+
+  virtual absl::StatusOr<ConfigureResponse> Configure(
+      const ConfigureRequest& request, absl::Time deadline) = 0;
+  virtual absl::Status CreateVariables(const CreateVariablesRequest& request,
+                                       absl::Time deadline) = 0;
+  virtual absl::StatusOr<StatsResponse> Stats(absl::Time deadline) = 0;
+  virtual absl::Status Shutdown(const std::string& reason,
+                                absl::Time deadline) = 0;
+
+  // Reads header.num_elements values into `out`. With min_version > 0 the
+  // server answers once the chunk reaches that version (or the deadline).
+  virtual void Pull(const PullRequest& header, absl::Span<float> out,
+                    absl::Time deadline,
+                    std::function<void(absl::StatusOr<PullResponse>)> done) = 0;
+
+  // Sends a gradient chunk without copying it.
+  virtual void Push(const PushRequest& header, absl::Span<const float> data,
+                    std::shared_ptr<const void> owner, absl::Time deadline,
+                    std::function<void(absl::StatusOr<PushResponse>)> done) = 0;
+
+  // Overwrites a chunk's values without copying them on the client.
+  virtual void Assign(const AssignRequest& header, absl::Span<const float> data,
+                      std::shared_ptr<const void> owner, absl::Time deadline,
+                      std::function<void(absl::Status)> done) = 0;
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_CLIENT_PS_SHARD_H_
