@@ -1,0 +1,241 @@
+#include "client/ps_client.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "proto/protocol.h"
+
+namespace psflow {
+
+// Shared by the handle, every in-flight RPC and every send buffer's owner.
+struct PsHandle::State {
+  absl::Mutex mu;
+  int pending ABSL_GUARDED_BY(mu) = 1;  // the issuing thread holds one
+  bool released ABSL_GUARDED_BY(mu) = false;
+  absl::Status status ABSL_GUARDED_BY(mu);
+  int64_t min_version ABSL_GUARDED_BY(mu) = std::numeric_limits<int64_t>::max();
+
+  void Finish(const absl::Status& result, int64_t version) {
+    absl::MutexLock lock(&mu);
+    if (!result.ok() && status.ok()) status = result;
+    if (version >= 0) min_version = std::min(min_version, version);
+    --pending;
+  }
+};
+
+namespace {
+
+// Marks the handle's send buffers released when the transport drops the
+// last reference to it.
+struct ReleaseGuard {
+  explicit ReleaseGuard(std::shared_ptr<PsHandle::State> s)
+      : state(std::move(s)) {}
+  ~ReleaseGuard() {
+    absl::MutexLock lock(&state->mu);
+    state->released = true;
+  }
+  std::shared_ptr<PsHandle::State> state;
+};
+
+}  // namespace
+
+absl::Status PsHandle::Wait() {
+  absl::MutexLock lock(&state_->mu);
+  state_->mu.Await(absl::Condition(
+      +[](State* s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return s->pending == 0 && s->released;
+      },
+      state_.get()));
+  return state_->status;
+}
+
+int64_t PsHandle::min_version() const {
+  absl::MutexLock lock(&state_->mu);
+  return state_->min_version == std::numeric_limits<int64_t>::max()
+             ? -1
+             : state_->min_version;
+}
+
+ParameterClient::ParameterClient(std::vector<std::unique_ptr<PsShard>> shards,
+                                 Placement placement, const Options& options)
+    : shards_(std::move(shards)),
+      placement_(std::move(placement)),
+      options_(options) {}
+
+absl::Status ParameterClient::Configure(const ConfigureRequest& request) {
+  const absl::Time deadline = absl::Now() + options_.rpc_timeout;
+  int64_t chunk = 0;
+  for (const auto& shard : shards_) {
+    absl::StatusOr<ConfigureResponse> response =
+        shard->Configure(request, deadline);
+    if (!response.ok()) return response.status();
+    if (chunk != 0 && response->chunk_elements() != chunk) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          shard->name(), " uses chunks of ", response->chunk_elements(),
+          " elements but ", shards_[0]->name(), " uses ", chunk,
+          "; start every ps_server with the same --chunk_bytes"));
+    }
+    chunk = response->chunk_elements();
+  }
+  chunk_elements_ = chunk;
+  return absl::OkStatus();
+}
+
+absl::Status ParameterClient::CreateVariables() {
+  std::vector<CreateVariablesRequest> requests(shards_.size());
+  for (auto& request : requests) request.set_protocol_version(kProtocolVersion);
+  for (const PlacedVariable& variable : placement_.variables) {
+    for (const VariablePart& part : variable.parts) {
+      VariableSpec* spec = requests[part.ps].add_variables();
+      spec->set_name(part.name);
+      for (int64_t d : part.shape) spec->add_shape(d);
+    }
+  }
+  const absl::Time deadline = absl::Now() + options_.rpc_timeout;
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    absl::Status status = shards_[i]->CreateVariables(requests[i], deadline);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+std::shared_ptr<PsHandle> ParameterClient::Pull(
+    const std::vector<Mutable>& variables, int64_t min_version) {
+  return Issue(Op::kPull, variables, min_version, 0);
+}
+
+std::shared_ptr<PsHandle> ParameterClient::Push(
+    const std::vector<Const>& gradients, int64_t version, int worker) {
+  std::vector<Mutable> targets;
+  targets.reserve(gradients.size());
+  for (const auto& [name, data] : gradients) {
+    // Pushes only read the buffer; Issue() takes one signature for all ops.
+    targets.emplace_back(
+        name, absl::MakeSpan(const_cast<float*>(data.data()), data.size()));
+  }
+  return Issue(Op::kPush, targets, version, worker);
+}
+
+std::shared_ptr<PsHandle> ParameterClient::Assign(
+    const std::vector<Const>& values) {
+  std::vector<Mutable> targets;
+  targets.reserve(values.size());
+  for (const auto& [name, data] : values) {
+    targets.emplace_back(
+        name, absl::MakeSpan(const_cast<float*>(data.data()), data.size()));
+  }
+  return Issue(Op::kAssign, targets, 0, 0);
+}
+
+std::shared_ptr<PsHandle> ParameterClient::Issue(
+    Op op, const std::vector<Mutable>& targets, int64_t version, int worker) {
+  auto state = std::make_shared<PsHandle::State>();
+  auto handle = std::shared_ptr<PsHandle>(new PsHandle(state));
+  auto guard = std::make_shared<ReleaseGuard>(state);
+  const absl::Time deadline = absl::Now() + options_.rpc_timeout;
+
+  auto fail = [&](absl::Status status) {
+    state->Finish(status, -1);
+    return handle;
+  };
+  if (chunk_elements_ == 0) {
+    return fail(absl::FailedPreconditionError(
+        "ParameterClient used before Configure(); configure it first"));
+  }
+  for (const auto& [name, buffer] : targets) {
+    const PlacedVariable* variable = placement_.Find(name);
+    if (variable == nullptr) {
+      return fail(absl::NotFoundError(absl::StrCat(
+          "variable \"", name, "\" is not in the placement (",
+          placement_.variables.size(), " variables); check the model")));
+    }
+    if (static_cast<int64_t>(buffer.size()) != variable->num_elements) {
+      return fail(absl::InvalidArgumentError(
+          absl::StrCat("variable \"", name, "\" has ", variable->num_elements,
+                       " elements but the buffer holds ", buffer.size())));
+    }
+  }
+  for (const auto& [name, buffer] : targets) {
+    const PlacedVariable& variable = *placement_.Find(name);
+    for (const VariablePart& part : variable.parts) {
+      PsShard& shard = *shards_[part.ps];
+      for (int64_t offset = 0; offset < part.num_elements;
+           offset += chunk_elements_) {
+        const int64_t n = std::min(chunk_elements_, part.num_elements - offset);
+        absl::Span<float> data =
+            buffer.subspan(part.element_offset + offset, n);
+        {
+          absl::MutexLock lock(&state->mu);
+          ++state->pending;
+        }
+        switch (op) {
+          case Op::kPull: {
+            PullRequest header;
+            header.set_protocol_version(kProtocolVersion);
+            header.set_variable(part.name);
+            header.set_offset_elements(offset);
+            header.set_num_elements(n);
+            header.set_min_version(version);
+            shard.Pull(header, data, deadline,
+                       [state](absl::StatusOr<PullResponse> r) {
+                         state->Finish(r.status(), r.ok() ? r->version() : -1);
+                       });
+            break;
+          }
+          case Op::kPush: {
+            PushRequest header;
+            header.set_protocol_version(kProtocolVersion);
+            header.set_variable(part.name);
+            header.set_offset_elements(offset);
+            header.set_num_elements(n);
+            header.set_version(version);
+            header.set_worker_index(worker);
+            shard.Push(header, data, guard, deadline,
+                       [state](absl::StatusOr<PushResponse> r) {
+                         state->Finish(r.status(), r.ok() ? r->version() : -1);
+                       });
+            break;
+          }
+          case Op::kAssign: {
+            AssignRequest header;
+            header.set_protocol_version(kProtocolVersion);
+            header.set_variable(part.name);
+            header.set_offset_elements(offset);
+            header.set_num_elements(n);
+            shard.Assign(header, data, guard, deadline,
+                         [state](absl::Status s) { state->Finish(s, -1); });
+            break;
+          }
+        }
+      }
+    }
+  }
+  guard.reset();  // Released once the transport drops its references too.
+  state->Finish(absl::OkStatus(), -1);
+  return handle;
+}
+
+absl::StatusOr<std::vector<StatsResponse>> ParameterClient::Stats() {
+  const absl::Time deadline = absl::Now() + options_.rpc_timeout;
+  std::vector<StatsResponse> all;
+  for (const auto& shard : shards_) {
+    absl::StatusOr<StatsResponse> stats = shard->Stats(deadline);
+    if (!stats.ok()) return stats.status();
+    all.push_back(*std::move(stats));
+  }
+  return all;
+}
+
+absl::Status ParameterClient::ShutdownAll(const std::string& reason) {
+  const absl::Time deadline = absl::Now() + options_.rpc_timeout;
+  absl::Status first;
+  for (const auto& shard : shards_) {
+    absl::Status status = shard->Shutdown(reason, deadline);
+    if (!status.ok() && first.ok()) first = status;
+  }
+  return first;
+}
+
+}  // namespace psflow

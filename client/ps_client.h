@@ -1,0 +1,112 @@
+// ParameterClient: what workers, the chief and the evaluator use to reach
+// the parameter servers.
+//
+// Callers name logical variables; the client scatters and gathers their
+// parts over the servers as the placement says, in chunks of the servers'
+// chunk size, all in flight at once. Calls are asynchronous and return a
+// handle to Wait() on, in the shape of ps-lite's KVWorker:
+//
+//   auto pull = client.Pull({{"dense/kernel", kernel}, {"dense/bias", bias}});
+//   ... compute something else ...
+//   RETURN_IF_ERROR(pull->Wait());
+//
+// Buffers given to Pull/Push/Assign must stay valid and (for pushes and
+// assigns) unchanged until Wait() returns; they are never copied on send.
+// Every RPC carries a deadline (Options::rpc_timeout).
+//
+// Thread-safe; handles may be waited on from any thread.
+#ifndef PSFLOW_CLIENT_PS_CLIENT_H_
+#define PSFLOW_CLIENT_PS_CLIENT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "client/placement.h"
+#include "client/ps_shard.h"
+
+namespace psflow {
+
+// A pending Pull, Push or Assign.
+class PsHandle {
+ public:
+  // Blocks until every RPC finished and the transport released every send
+  // buffer. Returns the first error, naming the variable and the server.
+  absl::Status Wait();
+
+  // After Wait(): the lowest chunk version seen (pulls and pushes), i.e.
+  // the global step the values belong to. -1 if none was reported.
+  int64_t min_version() const;
+
+  // Opaque; defined in ps_client.cc.
+  struct State;
+
+ private:
+  friend class ParameterClient;
+  explicit PsHandle(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  std::shared_ptr<State> state_;
+};
+
+class ParameterClient {
+ public:
+  struct Options {
+    absl::Duration rpc_timeout = absl::Seconds(60);
+  };
+
+  // `shards[i]` is parameter server i of the placement.
+  ParameterClient(std::vector<std::unique_ptr<PsShard>> shards,
+                  Placement placement, const Options& options);
+
+  // Sends the job's update rule to every server (idempotent, so every
+  // role may call it) and learns the chunk size. Must precede the rest.
+  absl::Status Configure(const ConfigureRequest& request);
+
+  // Creates every variable part on its server (the chief does this once).
+  absl::Status CreateVariables();
+
+  using Mutable = std::pair<std::string, absl::Span<float>>;
+  using Const = std::pair<std::string, absl::Span<const float>>;
+
+  // Reads variables into the buffers (each exactly the variable's size).
+  // With min_version > 0 (sync mode), waits until that step is applied.
+  std::shared_ptr<PsHandle> Pull(const std::vector<Mutable>& variables,
+                                 int64_t min_version = 0);
+
+  // Sends gradients. `version` is the step the gradient was computed at
+  // (sync mode); `worker` the pushing worker's index.
+  std::shared_ptr<PsHandle> Push(const std::vector<Const>& gradients,
+                                 int64_t version = 0, int worker = 0);
+
+  // Overwrites variable values (initialization, restore).
+  std::shared_ptr<PsHandle> Assign(const std::vector<Const>& values);
+
+  // Counters of every server, in server order.
+  absl::StatusOr<std::vector<StatsResponse>> Stats();
+
+  // Asks every server to exit; returns the first error.
+  absl::Status ShutdownAll(const std::string& reason);
+
+  const Placement& placement() const { return placement_; }
+  int num_shards() const { return static_cast<int>(shards_.size()); }
+
+ private:
+  enum class Op { kPull, kPush, kAssign };
+
+  // Issues one RPC per chunk of every part of every variable.
+  std::shared_ptr<PsHandle> Issue(Op op, const std::vector<Mutable>& targets,
+                                  int64_t version, int worker);
+
+  const std::vector<std::unique_ptr<PsShard>> shards_;
+  const Placement placement_;
+  const Options options_;
+  int64_t chunk_elements_ = 0;  // set by Configure
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_CLIENT_PS_CLIENT_H_
