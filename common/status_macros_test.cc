@@ -58,6 +58,12 @@ TEST(StatusMacrosTest, AssignOrReturnPropagatesTheError) {
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("no int")));
 }
 
+TEST(StatusMatchersTest, IsOkAndHoldsChecksTheValue) {
+  EXPECT_THAT(AddBoxed(false, 2, 3), IsOkAndHolds(5));
+  EXPECT_THAT(AddBoxed(false, 2, 3), ::testing::Not(IsOkAndHolds(6)));
+  EXPECT_THAT(AddBoxed(true, 2, 3), ::testing::Not(IsOkAndHolds(5)));
+}
+
 TEST(StatusMatchersTest, IsOkRejectsAnError) {
   EXPECT_THAT(FailIf(true), ::testing::Not(IsOk()));
   EXPECT_THAT(MakeIntOrFail(true, 1), ::testing::Not(IsOk()));

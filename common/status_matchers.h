@@ -57,6 +57,15 @@ MATCHER_P(StatusIs, code, "has code " + absl::StatusCodeToString(code)) {
   return status.code() == code;
 }
 
+// Matches a StatusOr holding a value that matches `value_matcher`.
+MATCHER_P(IsOkAndHolds, value_matcher, "is OK and holds a matching value") {
+  if (!arg.ok()) {
+    *result_listener << "status is " << arg.status();
+    return false;
+  }
+  return ::testing::ExplainMatchResult(value_matcher, *arg, result_listener);
+}
+
 }  // namespace psflow
 
 #define EXPECT_OK(expr) EXPECT_THAT((expr), ::psflow::IsOk())

@@ -284,6 +284,9 @@ absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address,
                            grpc::InsecureServerCredentials(), &server->port_);
+  // gRPC enables SO_REUSEPORT by default: a second server on a busy port
+  // would silently share it and split the clients. Fail instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(kMaxBulkMessageBytes);
   builder.SetMaxSendMessageSize(kMaxBulkMessageBytes);
   builder.RegisterService(server->control_.get());

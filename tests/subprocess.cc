@@ -1,0 +1,147 @@
+#include "tests/subprocess.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+extern char** environ;
+
+namespace psflow::testing {
+namespace {
+
+std::atomic<int> next_id{0};
+
+}  // namespace
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(dir ? dir : "/tmp", "/", name, "-", getpid(), "-",
+                      next_id.fetch_add(1));
+}
+
+std::string RunfilePath(const std::string& workspace_relative) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  return absl::StrCat(srcdir ? srcdir : ".", "/",
+                      workspace ? workspace : "psflow", "/",
+                      workspace_relative);
+}
+
+Subprocess::Subprocess(std::vector<std::string> argv,
+                       std::map<std::string, std::string> env)
+    : argv_(std::move(argv)), env_(std::move(env)) {
+  log_path_ = TempPath("subprocess.log");
+}
+
+Subprocess::~Subprocess() {
+  if (pid_ > 0 && !exited_) {
+    kill(pid_, SIGKILL);
+    int status;
+    waitpid(pid_, &status, 0);
+  }
+}
+
+absl::Status Subprocess::Start() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry(*e);
+    size_t eq = entry.find('=');
+    if (eq != std::string::npos)
+      env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  for (const auto& [key, value] : env_) env[key] = value;
+  std::vector<std::string> env_strings;
+  for (const auto& [key, value] : env) env_strings.push_back(key + "=" + value);
+  std::vector<char*> envp, argv;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  for (auto& s : argv_) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  int log = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (log < 0) {
+    return absl::InternalError(absl::StrCat("cannot open ", log_path_));
+  }
+  pid_ = fork();
+  if (pid_ < 0) {
+    close(log);
+    return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  }
+  if (pid_ == 0) {
+    dup2(log, STDOUT_FILENO);
+    dup2(log, STDERR_FILENO);
+    // Undo any signal mask the test process set.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  close(log);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> Subprocess::Wait(absl::Duration timeout) {
+  if (exited_) return exit_code_;
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    int status = 0;
+    pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      exited_ = true;
+      exit_code_ =
+          WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      return exit_code_;
+    }
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat(argv_[0], " still running after ",
+                       absl::FormatDuration(timeout), "; output:\n", Output()));
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+}
+
+void Subprocess::Signal(int signal) {
+  if (pid_ > 0 && !exited_) kill(pid_, signal);
+}
+
+std::string Subprocess::Output() const {
+  std::ifstream in(log_path_);
+  std::stringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+absl::StatusOr<int> WaitForPortFile(const std::string& path,
+                                    absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    std::ifstream in(path);
+    std::string text;
+    if (in && std::getline(in, text)) {
+      int port = 0;
+      if (absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &port) &&
+          port > 0) {
+        return port;
+      }
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return absl::DeadlineExceededError(absl::StrCat(
+      "no port in ", path, " after ", absl::FormatDuration(timeout)));
+}
+
+}  // namespace psflow::testing

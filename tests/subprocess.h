@@ -1,0 +1,70 @@
+// Starts real processes for multi-process tests and cleans them up.
+//
+//   Subprocess ps({PsServerPath(), "--port_file=" + file}, {{"TF_CONFIG",
+//   json}}); ASSERT_OK(ps.Start());
+//   ... ASSERT_OK_AND_ASSIGN(int port, WaitForPortFile(file,
+//   absl::Seconds(20))); EXPECT_THAT(ps.Wait(absl::Seconds(10)),
+//   IsOkAndHolds(0));
+//
+// Output (stdout and stderr) goes to a log file that tests can read and
+// that is printed when a test fails to find what it waited for. The
+// destructor kills a process that is still running. Not thread-safe.
+#ifndef PSFLOW_TESTS_SUBPROCESS_H_
+#define PSFLOW_TESTS_SUBPROCESS_H_
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace psflow::testing {
+
+class Subprocess {
+ public:
+  // `env` is added to (and overrides) the test's own environment.
+  Subprocess(std::vector<std::string> argv,
+             std::map<std::string, std::string> env);
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+  ~Subprocess();
+
+  absl::Status Start();
+
+  // Waits for exit; returns the exit code, or 128 + signal when killed.
+  // DeadlineExceeded when it is still running after `timeout`.
+  absl::StatusOr<int> Wait(absl::Duration timeout);
+
+  // Sends `signal` (if still running).
+  void Signal(int signal);
+
+  // Everything the process wrote so far.
+  std::string Output() const;
+
+  pid_t pid() const { return pid_; }
+
+ private:
+  std::vector<std::string> argv_;
+  std::map<std::string, std::string> env_;
+  std::string log_path_;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  int exit_code_ = 0;
+};
+
+// Path of a binary from the test's runfiles, e.g. "ps/ps_server".
+std::string RunfilePath(const std::string& workspace_relative);
+
+// A fresh file path under the test's temporary directory.
+std::string TempPath(const std::string& name);
+
+// Polls `path` until it holds a port number (see common/port_file.h).
+absl::StatusOr<int> WaitForPortFile(const std::string& path,
+                                    absl::Duration timeout);
+
+}  // namespace psflow::testing
+
+#endif  // PSFLOW_TESTS_SUBPROCESS_H_
