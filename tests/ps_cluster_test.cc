@@ -13,18 +13,17 @@
 #include "client/ps_client.h"
 #include "common/status_macros.h"
 #include "common/status_matchers.h"
+#include "common/subprocess.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/protocol.h"
-#include "tests/subprocess.h"
+#include "tests/test_paths.h"
 
 namespace psflow {
 namespace {
 
 using ::psflow::testing::RunfilePath;
-using ::psflow::testing::Subprocess;
 using ::psflow::testing::TempPath;
-using ::psflow::testing::WaitForPortFile;
 using ::testing::HasSubstr;
 
 constexpr int64_t kChunkBytes = 64 * 1024;
@@ -57,7 +56,8 @@ absl::StatusOr<PsProcess> StartPs(int index, int num_ps) {
           "--bind_host=127.0.0.1", absl::StrCat("--chunk_bytes=", kChunkBytes),
           "--shutdown_grace_ms=500"},
       std::map<std::string, std::string>{
-          {"TF_CONFIG", PsTfConfig(index, num_ps)}});
+          {"TF_CONFIG", PsTfConfig(index, num_ps)}},
+      TempPath("ps.log"));
   RETURN_IF_ERROR(ps.process->Start());
   absl::StatusOr<int> port = WaitForPortFile(port_file, absl::Seconds(30));
   if (!port.ok()) {
@@ -176,7 +176,8 @@ TEST(PsClusterTest, BadTfConfigExitsWithTheProblemNamed) {
   Subprocess ps(
       {RunfilePath("ps/ps_server")},
       {{"TF_CONFIG",
-        R"({"cluster": {"ps": ["127.0.0.1:0"]}, "task": {"type": "ps"}})"}});
+        R"({"cluster": {"ps": ["127.0.0.1:0"]}, "task": {"type": "ps"}})"}},
+      TempPath("ps.log"));
   ASSERT_OK(ps.Start());
   EXPECT_THAT(ps.Wait(absl::Seconds(15)), IsOkAndHolds(1));
   EXPECT_THAT(ps.Output(), HasSubstr("has no \"worker\" tasks"));
@@ -189,7 +190,8 @@ TEST(PsClusterTest, PortInUseExitsWithTheProblemNamed) {
       {{"TF_CONFIG",
         absl::StrCat(
             R"({"cluster": {"ps": ["127.0.0.1:)", first.port,
-            R"("], "worker": ["127.0.0.1:39999"]}, "task": {"type": "ps"}})")}});
+            R"("], "worker": ["127.0.0.1:39999"]}, "task": {"type": "ps"}})")}},
+      TempPath("ps.log"));
   ASSERT_OK(second.Start());
   EXPECT_THAT(second.Wait(absl::Seconds(15)), IsOkAndHolds(1));
   EXPECT_THAT(second.Output(), HasSubstr("the port is in use"));

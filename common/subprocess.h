@@ -21,13 +21,14 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
-namespace psflow::testing {
+namespace psflow {
 
 class Subprocess {
  public:
-  // `env` is added to (and overrides) the test's own environment.
+  // `env` is added to (and overrides) this process's environment. The
+  // child's stdout and stderr go to `log_path`.
   Subprocess(std::vector<std::string> argv,
-             std::map<std::string, std::string> env);
+             std::map<std::string, std::string> env, std::string log_path);
   Subprocess(const Subprocess&) = delete;
   Subprocess& operator=(const Subprocess&) = delete;
   ~Subprocess();
@@ -55,16 +56,10 @@ class Subprocess {
   int exit_code_ = 0;
 };
 
-// Path of a binary from the test's runfiles, e.g. "ps/ps_server".
-std::string RunfilePath(const std::string& workspace_relative);
-
-// A fresh file path under the test's temporary directory.
-std::string TempPath(const std::string& name);
-
 // Polls `path` until it holds a port number (see common/port_file.h).
 absl::StatusOr<int> WaitForPortFile(const std::string& path,
                                     absl::Duration timeout);
 
-}  // namespace psflow::testing
+}  // namespace psflow
 
-#endif  // PSFLOW_TESTS_SUBPROCESS_H_
+#endif  // PSFLOW_COMMON_SUBPROCESS_H_

@@ -1,11 +1,10 @@
-#include "tests/subprocess.h"
+#include "common/subprocess.h"
 
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -18,32 +17,13 @@
 
 extern char** environ;
 
-namespace psflow::testing {
-namespace {
-
-std::atomic<int> next_id{0};
-
-}  // namespace
-
-std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(dir ? dir : "/tmp", "/", name, "-", getpid(), "-",
-                      next_id.fetch_add(1));
-}
-
-std::string RunfilePath(const std::string& workspace_relative) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* workspace = std::getenv("TEST_WORKSPACE");
-  return absl::StrCat(srcdir ? srcdir : ".", "/",
-                      workspace ? workspace : "psflow", "/",
-                      workspace_relative);
-}
-
+namespace psflow {
 Subprocess::Subprocess(std::vector<std::string> argv,
-                       std::map<std::string, std::string> env)
-    : argv_(std::move(argv)), env_(std::move(env)) {
-  log_path_ = TempPath("subprocess.log");
-}
+                       std::map<std::string, std::string> env,
+                       std::string log_path)
+    : argv_(std::move(argv)),
+      env_(std::move(env)),
+      log_path_(std::move(log_path)) {}
 
 Subprocess::~Subprocess() {
   if (pid_ > 0 && !exited_) {
@@ -144,4 +124,4 @@ absl::StatusOr<int> WaitForPortFile(const std::string& path,
       "no port in ", path, " after ", absl::FormatDuration(timeout)));
 }
 
-}  // namespace psflow::testing
+}  // namespace psflow
