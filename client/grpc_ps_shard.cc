@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/grpc_tuning.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
@@ -21,7 +22,9 @@ struct GrpcPsShard::BulkCall {
   int attempt = 0;
   // Per attempt.
   std::unique_ptr<grpc::ClientContext> context;
+  std::unique_ptr<grpc::GenericClientAsyncResponseReader> reader;
   grpc::ByteBuffer response;
+  grpc::Status status;
   // Called once with the final status and response.
   std::function<void(const grpc::Status&, const grpc::ByteBuffer&)> finish;
 };
@@ -38,14 +41,48 @@ GrpcPsShard::GrpcPsShard(const std::string& address, std::string name,
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
-    channels_.push_back(grpc::CreateCustomChannel(
-        address, grpc::InsecureChannelCredentials(), args));
-    bulk_stubs_.push_back(std::make_unique<grpc::GenericStub>(channels_[i]));
+    for (const auto& [name, value] : BulkTransportChannelArgs()) {
+      args.SetInt(name, value);
+    }
+    auto connection = std::make_unique<Connection>();
+    connection->channel = grpc::CreateCustomChannel(
+        address, grpc::InsecureChannelCredentials(), args);
+    connection->stub = std::make_unique<grpc::GenericStub>(connection->channel);
+    connections_.push_back(std::move(connection));
   }
-  control_ = ParameterServer::NewStub(channels_[0]);
+  for (auto& connection : connections_) {
+    connection->poller = std::thread([this, c = connection.get()] { Poll(c); });
+  }
+  control_ = ParameterServer::NewStub(connections_[0]->channel);
 }
 
-GrpcPsShard::~GrpcPsShard() = default;
+GrpcPsShard::~GrpcPsShard() {
+  {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](int* n) { return *n == 0; }, &in_flight_));
+  }
+  for (auto& connection : connections_) connection->queue.Shutdown();
+  for (auto& connection : connections_) connection->poller.join();
+}
+
+void GrpcPsShard::Poll(Connection* connection) {
+  void* tag = nullptr;
+  bool ok = false;
+  while (connection->queue.Next(&tag, &ok)) {
+    auto* call = static_cast<BulkCall*>(tag);
+    if (call->status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+        call->idempotent && call->attempt < options_.max_attempts &&
+        absl::Now() < call->deadline) {
+      StartBulk(call);
+      continue;
+    }
+    call->finish(call->status, call->response);
+    delete call;
+    absl::MutexLock lock(&mu_);
+    --in_flight_;
+  }
+}
 
 namespace {
 
@@ -101,31 +138,30 @@ absl::Status GrpcPsShard::Shutdown(const std::string& reason,
                         "shut down " + name_);
 }
 
-void GrpcPsShard::StartBulk(std::shared_ptr<BulkCall> call) {
+void GrpcPsShard::StartBulk(BulkCall* call) {
+  if (call->attempt == 0) {
+    absl::MutexLock lock(&mu_);
+    ++in_flight_;
+  }
   ++call->attempt;
   call->context = std::make_unique<grpc::ClientContext>();
   call->context->set_deadline(absl::ToChronoTime(call->deadline));
   // Retries wait for the connection to come back rather than failing fast.
   call->context->set_wait_for_ready(call->attempt > 1);
   call->response.Clear();
-  const size_t index = next_connection_.fetch_add(1) % bulk_stubs_.size();
-  bulk_stubs_[index]->UnaryCall(
-      call->context.get(), call->method, grpc::StubOptions(), &call->request,
-      &call->response, [this, call](grpc::Status status) {
-        if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-            call->idempotent && call->attempt < options_.max_attempts &&
-            absl::Now() < call->deadline) {
-          StartBulk(call);
-          return;
-        }
-        call->finish(status, call->response);
-      });
+  call->status = grpc::Status();
+  Connection& connection =
+      *connections_[next_connection_.fetch_add(1) % connections_.size()];
+  call->reader = connection.stub->PrepareUnaryCall(
+      call->context.get(), call->method, call->request, &connection.queue);
+  call->reader->StartCall();
+  call->reader->Finish(&call->response, &call->status, call);
 }
 
 void GrpcPsShard::Pull(const PullRequest& header, absl::Span<float> out,
                        absl::Time deadline,
                        std::function<void(absl::StatusOr<PullResponse>)> done) {
-  auto call = std::make_shared<BulkCall>();
+  auto* call = new BulkCall;
   call->method = kBulkPullMethod;
   call->what = absl::StrCat(
       "pull of ",
@@ -147,13 +183,13 @@ void GrpcPsShard::Pull(const PullRequest& header, absl::Span<float> out,
     }
     done(header);
   };
-  StartBulk(std::move(call));
+  StartBulk(call);
 }
 
 void GrpcPsShard::Push(const PushRequest& header, absl::Span<const float> data,
                        std::shared_ptr<const void> owner, absl::Time deadline,
                        std::function<void(absl::StatusOr<PushResponse>)> done) {
-  auto call = std::make_shared<BulkCall>();
+  auto* call = new BulkCall;
   call->method = kBulkPushMethod;
   call->what = absl::StrCat(
       "push to ",
@@ -172,14 +208,14 @@ void GrpcPsShard::Push(const PushRequest& header, absl::Span<const float> data,
     if (!frame.ok()) return done(frame.status());
     done(header);
   };
-  StartBulk(std::move(call));
+  StartBulk(call);
 }
 
 void GrpcPsShard::Assign(const AssignRequest& header,
                          absl::Span<const float> data,
                          std::shared_ptr<const void> owner, absl::Time deadline,
                          std::function<void(absl::Status)> done) {
-  auto call = std::make_shared<BulkCall>();
+  auto* call = new BulkCall;
   call->method = kBulkAssignMethod;
   call->what = absl::StrCat(
       "assign to ",
@@ -191,7 +227,7 @@ void GrpcPsShard::Assign(const AssignRequest& header,
                      const grpc::Status& status, const grpc::ByteBuffer&) {
     done(FromGrpcStatus(status, what));
   };
-  StartBulk(std::move(call));
+  StartBulk(call);
 }
 
 }  // namespace psflow

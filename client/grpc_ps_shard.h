@@ -7,6 +7,13 @@
 // with Unavailable are retried, waiting for the connection to come back,
 // until their deadline.
 //
+// Bulk calls use the completion-queue API with one queue and one poller
+// thread per connection; `done` callbacks run on those threads. The
+// destructor waits for in-flight calls, shuts the queues down and joins the
+// pollers before any channel is destroyed: gRPC's callback API races when a
+// channel dies right after its last callback (grpc/grpc#40213), this order
+// cannot.
+//
 // Thread-safe.
 #ifndef PSFLOW_CLIENT_GRPC_PS_SHARD_H_
 #define PSFLOW_CLIENT_GRPC_PS_SHARD_H_
@@ -14,10 +21,14 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "client/ps_shard.h"
 #include "grpcpp/channel.h"
+#include "grpcpp/completion_queue.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "proto/ps.grpc.pb.h"
 
@@ -58,16 +69,26 @@ class GrpcPsShard final : public PsShard {
 
  private:
   struct BulkCall;
+  struct Connection {
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<grpc::GenericStub> stub;
+    grpc::CompletionQueue queue;
+    std::thread poller;
+  };
 
-  // Starts (or restarts) a bulk call on the next connection.
-  void StartBulk(std::shared_ptr<BulkCall> call);
+  // Starts (or restarts, for a retry) `call` on the next connection.
+  void StartBulk(BulkCall* call);
+  // Handles completions of one connection's queue until it shuts down.
+  void Poll(Connection* connection);
 
   const std::string name_;
   const Options options_;
-  std::vector<std::shared_ptr<grpc::Channel>> channels_;
-  std::vector<std::unique_ptr<grpc::GenericStub>> bulk_stubs_;
+  std::vector<std::unique_ptr<Connection>> connections_;
   std::unique_ptr<ParameterServer::Stub> control_;
   std::atomic<uint64_t> next_connection_{0};
+
+  absl::Mutex mu_;
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace psflow

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/grpc_tuning.h"
 #include "common/logging.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -149,6 +150,7 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     if (!ref.ok()) return Reply(ref.status());
     ref_ = *ref;
     min_version_ = header.min_version();
+    consistent_snapshot_ = header.consistent_snapshot();
     std::optional<uint64_t> id;
     {
       absl::MutexLock lock(&mu_);
@@ -174,9 +176,16 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   }
 
   void SendPull() {
-    std::shared_ptr<PooledBuffer> buffer = pool_->Acquire(ref_.num_elements);
-    PullResponse response = core_->Pull(ref_, buffer->span());
-    response_ = EncodeBulkFrame(response, buffer->span(), buffer);
+    if (consistent_snapshot_) {
+      std::shared_ptr<PooledBuffer> buffer = pool_->Acquire(ref_.num_elements);
+      PullResponse response = core_->Pull(ref_, buffer->span());
+      response_ = EncodeBulkFrame(response, buffer->span(), buffer);
+    } else {
+      // Zero-copy: the frame points into the variable, which lives as long
+      // as the core, and the core outlives the drained server.
+      PullView view = core_->View(ref_);
+      response_ = EncodeBulkFrame(view.response, view.values, nullptr);
+    }
     Reply(absl::OkStatus());
   }
 
@@ -244,6 +253,7 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   // Pull state, set before any wait is registered.
   ChunkRef ref_;
   int64_t min_version_ = 0;
+  bool consistent_snapshot_ = false;
   absl::Mutex mu_;
   uint64_t wait_id_ ABSL_GUARDED_BY(mu_) = 0;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
@@ -289,6 +299,9 @@ absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(kMaxBulkMessageBytes);
   builder.SetMaxSendMessageSize(kMaxBulkMessageBytes);
+  for (const auto& [name, value] : BulkTransportChannelArgs()) {
+    builder.AddChannelArgument(name, value);
+  }
   builder.RegisterService(server->control_.get());
   builder.RegisterCallbackGenericService(server->bulk_.get());
   server->server_ = builder.BuildAndStart();

@@ -1,6 +1,8 @@
 #include "ps/ps_core.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -17,13 +19,20 @@ namespace {
 constexpr int64_t kMaxElements = int64_t{1} << 36;
 
 // Returns the index of the first NaN/Inf in `values`, or -1. The fast path
-// is one vectorizable pass: x * 0 is NaN exactly when x is NaN or Inf.
+// is one vectorizable pass: NaN and Inf are exactly the floats whose
+// exponent bits are all ones, and an integer max reduction (unlike a float
+// sum) may be reordered, so gcc vectorizes it.
 int64_t FirstNonFinite(absl::Span<const float> values) {
-  const float* __restrict__ v = values.data();
+  constexpr uint32_t kExponent = 0x7f800000u;
+  const float* v = values.data();
   const size_t n = values.size();
-  float probe = 0.0f;
-  for (size_t i = 0; i < n; ++i) probe += v[i] * 0.0f;
-  if (probe == 0.0f) return -1;
+  uint32_t max_exponent = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &v[i], sizeof(bits));
+    max_exponent = std::max(max_exponent, bits & kExponent);
+  }
+  if (max_exponent != kExponent) return -1;
   for (size_t i = 0; i < n; ++i) {
     if (!std::isfinite(v[i])) return static_cast<int64_t>(i);
   }
@@ -204,6 +213,14 @@ absl::Status ParameterServerCore::Assign(const ChunkRef& ref,
   }
   ref.variable->Write(ref.chunk, values);
   return absl::OkStatus();
+}
+
+PullView ParameterServerCore::View(const ChunkRef& ref) {
+  pulls_.fetch_add(1, std::memory_order_relaxed);
+  PullView view;
+  view.values = ref.variable->Values(ref.chunk);
+  view.response.set_version(ref.variable->Version(ref.chunk));
+  return view;
 }
 
 PullResponse ParameterServerCore::Pull(const ChunkRef& ref,

@@ -38,12 +38,18 @@ struct ChunkRef {
   int64_t num_elements = 0;
 };
 
+// A chunk's values in place, for sending without a copy.
+struct PullView {
+  PullResponse response;
+  absl::Span<const float> values;  // valid for the core's lifetime
+};
+
 class ParameterServerCore {
  public:
   struct Options {
     // Size of the unit of locking, versioning and transfer. 1-4 MB keeps
     // several RPCs in flight per PS for large tensors.
-    int64_t chunk_bytes = 2 << 20;
+    int64_t chunk_bytes = 4 << 20;
   };
 
   explicit ParameterServerCore(Options options);
@@ -69,8 +75,16 @@ class ParameterServerCore {
   // Overwrites the chunk's values with `values` (num_elements of them).
   absl::Status Assign(const ChunkRef& ref, absl::Span<const float> values);
 
-  // Copies the chunk into `out` (num_elements long) without waiting.
+  // Copies the chunk into `out` (num_elements long) under the chunk's lock:
+  // the values are exactly those of the returned version.
   PullResponse Pull(const ChunkRef& ref, absl::Span<float> out);
+
+  // The chunk's values in place (no copy), for zero-copy sends. Pushes may
+  // change them while they are read, so a reader racing a push to the same
+  // chunk can see part of that update: the usual asynchronous-PS (Hogwild,
+  // TensorFlow PS) semantics. Use Pull() when a consistent snapshot is
+  // needed (checkpoints, evaluation).
+  PullView View(const ChunkRef& ref);
 
   // Applies (async) or aggregates (sync) a gradient. InvalidArgument when it
   // holds NaN/Inf (counted; the variable is untouched), Aborted when it is

@@ -17,6 +17,7 @@
 #include "common/host_port.h"
 #include "common/logging.h"
 #include "common/port_file.h"
+#include "common/process_setup.h"
 #include "common/signals.h"
 #include "common/tf_config_loader.h"
 #include "ps/grpc_ps_server.h"
@@ -29,7 +30,7 @@ ABSL_FLAG(std::string, bind_host, "0.0.0.0",
 ABSL_FLAG(std::string, port_file, "",
           "If set, write the bound port here once serving (for launchers "
           "that use port 0)");
-ABSL_FLAG(int64_t, chunk_bytes, 2 << 20,
+ABSL_FLAG(int64_t, chunk_bytes, 4 << 20,
           "Bytes per variable chunk: the unit of transfer, locking and sync "
           "aggregation (1-4 MB is best)");
 ABSL_FLAG(int32_t, shutdown_grace_ms, 5000,
@@ -113,6 +114,7 @@ int Run() {
 int main(int argc, char** argv) {
   // Before any thread starts, so all threads inherit the blocked signals.
   psflow::BlockTerminationSignals();
+  psflow::SetUpProcessForBulkTransfers();
   absl::SetProgramUsageMessage(
       "ps_server: a psflow parameter-server task, configured by TF_CONFIG");
   absl::ParseCommandLine(argc, argv);

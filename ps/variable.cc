@@ -63,6 +63,11 @@ int64_t Variable::Read(int chunk, absl::Span<float> out) const {
   return c.version;
 }
 
+absl::Span<const float> Variable::Values(int chunk) const {
+  const Chunk& c = *chunks_[chunk];
+  return absl::MakeConstSpan(values_.get() + c.begin, c.size);
+}
+
 void Variable::Write(int chunk, absl::Span<const float> values) {
   Chunk& c = *chunks_[chunk];
   absl::MutexLock lock(&c.mu);

@@ -71,6 +71,10 @@ class Variable {
   // chunk's version at the time of the copy.
   int64_t Read(int chunk, absl::Span<float> out) const;
 
+  // Chunk `chunk`'s values in place. Writers may change them at any time;
+  // see ParameterServerCore::View.
+  absl::Span<const float> Values(int chunk) const;
+
   // Overwrites chunk `chunk`'s values (not its slots or version).
   void Write(int chunk, absl::Span<const float> values);
 

@@ -1,0 +1,329 @@
+// ps_bench: parameter-server transport and optimizer throughput, beside the
+// physical limits measured in the same run.
+//
+//   bazel run --config=opt //bench:ps_bench            # full table
+//   bazel run --config=opt //bench:ps_bench -- --sizes_mb=4,40 --repeats=3
+//
+// Starts real ps_server processes on 127.0.0.1, pushes and pulls one
+// variable of each size (split over the servers), and prints a Markdown
+// report for bench/RESULTS.md. Every number is GB/s = 1e9 bytes/s of
+// tensor payload (push+pull counts both directions).
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "bench/baselines.h"
+#include "client/grpc_ps_shard.h"
+#include "client/ps_client.h"
+#include "common/process_setup.h"
+#include "common/subprocess.h"
+#include "proto/protocol.h"
+#include "ps/optimizer.h"
+
+ABSL_FLAG(std::string, sizes_mb, "4,40,400", "Variable sizes in MB (1e6)");
+ABSL_FLAG(int, repeats, 5, "Timed repetitions per measurement (median)");
+ABSL_FLAG(int64_t, chunk_bytes, 4 << 20, "ps_server --chunk_bytes");
+ABSL_FLAG(int, connections, 2, "TCP connections per client per server");
+ABSL_FLAG(std::string, ps_server, "",
+          "Path of ps_server; default: from this binary's runfiles");
+ABSL_FLAG(int64_t, optimizer_elements, 16 << 20,
+          "Elements per optimizer apply measurement (64 MiB of floats)");
+
+namespace psflow::bench {
+namespace {
+
+std::string PsServerPath(const char* argv0) {
+  if (!absl::GetFlag(FLAGS_ps_server).empty()) {
+    return absl::GetFlag(FLAGS_ps_server);
+  }
+  for (std::string candidate :
+       {std::string("ps/ps_server"),
+        absl::StrCat(argv0, ".runfiles/psflow/ps/ps_server")}) {
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "ps/ps_server";
+}
+
+std::string CpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (absl::StartsWith(line, "model name")) {
+      return std::string(
+          absl::StripAsciiWhitespace(line.substr(line.find(':') + 1)));
+    }
+  }
+  return "unknown CPU";
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Real ps_server processes on free ports.
+class Cluster {
+ public:
+  static absl::StatusOr<std::unique_ptr<Cluster>> Start(
+      const std::string& binary, int num_ps, const std::string& dir) {
+    static int generation = 0;
+    ++generation;
+    auto cluster = std::make_unique<Cluster>();
+    for (int i = 0; i < num_ps; ++i) {
+      std::vector<std::string> ps;
+      for (int j = 0; j < num_ps; ++j) {
+        ps.push_back(j == i ? "\"127.0.0.1:0\""
+                            : absl::StrCat("\"127.0.0.1:", 40000 + j, "\""));
+      }
+      const std::string tf_config = absl::StrCat(
+          R"({"cluster": {"ps": [)", absl::StrJoin(ps, ", "),
+          R"(], "worker": ["127.0.0.1:39999"]}, "task": {"type": "ps", "index": )",
+          i, "}}");
+      // Unique per start: a stale file from a previous cluster would name a
+      // dead port.
+      const std::string port_file =
+          absl::StrCat(dir, "/ps-", i, "-", generation, ".port");
+      auto process = std::make_unique<Subprocess>(
+          std::vector<std::string>{
+              binary, "--bind_host=127.0.0.1", "--port_file=" + port_file,
+              absl::StrCat("--chunk_bytes=", absl::GetFlag(FLAGS_chunk_bytes))},
+          std::map<std::string, std::string>{{"TF_CONFIG", tf_config}},
+          absl::StrCat(dir, "/ps-", i, "-", generation, ".log"));
+      absl::Status started = process->Start();
+      if (!started.ok()) return started;
+      absl::StatusOr<int> port = WaitForPortFile(port_file, absl::Seconds(30));
+      if (!port.ok()) {
+        return absl::UnavailableError(
+            absl::StrCat("ps_server did not start: ", process->Output()));
+      }
+      cluster->ports_.push_back(*port);
+      cluster->processes_.push_back(std::move(process));
+    }
+    return cluster;
+  }
+
+  // A client of its own (own connections), as a separate worker would be.
+  std::unique_ptr<ParameterClient> NewClient(const Placement& placement) {
+    std::vector<std::unique_ptr<PsShard>> shards;
+    GrpcPsShard::Options options;
+    options.connections = absl::GetFlag(FLAGS_connections);
+    for (size_t i = 0; i < ports_.size(); ++i) {
+      shards.push_back(
+          std::make_unique<GrpcPsShard>(absl::StrCat("127.0.0.1:", ports_[i]),
+                                        absl::StrCat("ps-", i), options));
+    }
+    return std::make_unique<ParameterClient>(std::move(shards), placement,
+                                             ParameterClient::Options());
+  }
+
+  ~Cluster() {
+    for (auto& p : processes_) p->Signal(SIGTERM);
+    for (auto& p : processes_) (void)p->Wait(absl::Seconds(10));
+  }
+
+ private:
+  std::vector<int> ports_;
+  std::vector<std::unique_ptr<Subprocess>> processes_;
+};
+
+struct TransferResult {
+  double push = 0, pull = 0, push_pull = 0;
+};
+
+absl::StatusOr<TransferResult> MeasureTransfers(Cluster& cluster, int workers,
+                                                int num_ps, int64_t bytes,
+                                                int repeats) {
+  const int64_t n = bytes / static_cast<int64_t>(sizeof(float));
+  absl::StatusOr<Placement> placement =
+      PlaceVariables({{"v", {n}}}, num_ps, /*split_threshold_bytes=*/1);
+  if (!placement.ok()) return placement.status();
+  ConfigureRequest config;
+  config.set_protocol_version(kProtocolVersion);
+  config.mutable_optimizer()->set_kind(OptimizerConfig::SGD);
+  config.mutable_learning_rate()->set_learning_rate(1e-9);
+  config.set_mode(ASYNC);
+  std::vector<std::unique_ptr<ParameterClient>> clients;
+  std::vector<std::vector<float>> grads, values;
+  for (int w = 0; w < workers; ++w) {
+    clients.push_back(cluster.NewClient(*placement));
+    absl::Status s = clients.back()->Configure(config);
+    if (!s.ok()) return s;
+    grads.emplace_back(n, 1e-3f);  // touched now, not while timing
+    values.emplace_back(n, 0.0f);
+  }
+  absl::Status created = clients[0]->CreateVariables();
+  if (!created.ok()) return created;
+
+  enum Kind { kPush, kPull, kBoth };
+  auto run = [&](Kind kind) -> absl::StatusOr<double> {
+    std::vector<std::shared_ptr<PsHandle>> handles;
+    const absl::Time start = absl::Now();
+    for (int w = 0; w < workers; ++w) {
+      if (kind != kPull) handles.push_back(clients[w]->Push({{"v", grads[w]}}));
+      if (kind != kPush) {
+        handles.push_back(clients[w]->Pull({{"v", absl::MakeSpan(values[w])}}));
+      }
+    }
+    for (auto& h : handles) {
+      absl::Status s = h->Wait();
+      if (!s.ok()) return s;
+    }
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    return static_cast<double>(bytes) * handles.size() / seconds / 1e9;
+  };
+  TransferResult result;
+  for (Kind kind : {kPush, kPull, kBoth}) {
+    absl::StatusOr<double> warm = run(kind);
+    if (!warm.ok()) return warm.status();
+    std::vector<double> samples;
+    for (int r = 0; r < repeats; ++r) {
+      absl::StatusOr<double> gbps = run(kind);
+      if (!gbps.ok()) return gbps.status();
+      samples.push_back(*gbps);
+    }
+    (kind == kPush   ? result.push
+     : kind == kPull ? result.pull
+                     : result.push_pull) = Median(samples);
+  }
+  return result;
+}
+
+struct OptimizerResult {
+  std::string name;
+  double gbps;  // memory traffic of the update
+  double melems_per_s;
+};
+
+std::vector<OptimizerResult> MeasureOptimizers(int64_t n, int repeats) {
+  using Kind = OptimizerParams::Kind;
+  std::vector<OptimizerResult> results;
+  for (Kind kind : {Kind::kSgd, Kind::kMomentum, Kind::kAdagrad, Kind::kAdam,
+                    Kind::kAdamW}) {
+    OptimizerParams params;
+    params.kind = kind;
+    if (kind == Kind::kAdamW) params.weight_decay = 0.01;
+    std::unique_ptr<Optimizer> optimizer = *Optimizer::Create(params);
+    std::vector<float> param(n, 0.5f), grad(n, 1e-3f);
+    std::vector<std::vector<float>> slots(optimizer->slot_names().size(),
+                                          std::vector<float>(n, 0.1f));
+    std::vector<absl::Span<float>> spans;
+    for (auto& s : slots) spans.push_back(absl::MakeSpan(s));
+    double best = 1e9;
+    for (int r = 0; r <= repeats; ++r) {
+      const absl::Time start = absl::Now();
+      optimizer->Apply(0.01, r + 1, absl::MakeSpan(param), grad, spans);
+      if (r > 0) {
+        best = std::min(best, absl::ToDoubleSeconds(absl::Now() - start));
+      }
+    }
+    // param read+write, grad read, each slot read+write.
+    const double bytes = 4.0 * n * (3 + 2 * slots.size());
+    results.push_back(
+        {OptimizerKindName(kind), bytes / best / 1e9, n / best / 1e6});
+  }
+  return results;
+}
+
+int Main(int argc, char** argv) {
+  SetUpProcessForBulkTransfers();
+  absl::ParseCommandLine(argc, argv);
+  const int repeats = std::max(1, absl::GetFlag(FLAGS_repeats));
+  std::vector<int64_t> sizes;
+  for (absl::string_view s :
+       absl::StrSplit(absl::GetFlag(FLAGS_sizes_mb), ',')) {
+    int64_t mb = 0;
+    if (!absl::SimpleAtoi(s, &mb) || mb <= 0) {
+      std::fprintf(stderr, "--sizes_mb: \"%s\" is not a positive number\n",
+                   std::string(s).c_str());
+      return 2;
+    }
+    sizes.push_back(mb * 1000000);
+  }
+  char dir_template[] = "/tmp/ps_bench.XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const std::string binary = PsServerPath(argv[0]);
+
+  std::printf("## ps_bench\n\n");
+  std::printf("- machine: %s, %ld cores\n", CpuModel().c_str(),
+              sysconf(_SC_NPROCESSORS_ONLN));
+  std::printf(
+      "- chunk %lld bytes, %d connection(s) per client per server, "
+      "median of %d\n\n",
+      static_cast<long long>(absl::GetFlag(FLAGS_chunk_bytes)),
+      absl::GetFlag(FLAGS_connections), repeats);
+
+  const int64_t probe_bytes = 400000000;
+  absl::StatusOr<double> tcp1 = LoopbackTcpGBps(probe_bytes, 1, 3);
+  absl::StatusOr<double> tcp2 = LoopbackTcpGBps(probe_bytes / 2, 2, 3);
+  if (!tcp1.ok() || !tcp2.ok()) {
+    std::fprintf(stderr, "loopback probe failed\n");
+    return 1;
+  }
+  const double triad = TriadGBps(absl::GetFlag(FLAGS_optimizer_elements), 5);
+  std::printf("### Baselines\n\n| baseline | GB/s |\n|---|---:|\n");
+  std::printf("| loopback TCP, 1 stream | %.2f |\n", *tcp1);
+  std::printf("| loopback TCP, 2 streams (aggregate) | %.2f |\n", *tcp2);
+  std::printf("| memory triad, 1 thread | %.2f |\n\n", triad);
+
+  std::printf("### Transfers (real ps_server processes)\n\n");
+  std::printf(
+      "| workers x ps | MB | push GB/s | pull GB/s | push+pull GB/s "
+      "| push / base | pull / base |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
+  std::fflush(stdout);
+  for (auto [workers, num_ps] : {std::pair<int, int>{1, 1}, {2, 2}}) {
+    const double base = workers == 1 ? *tcp1 : *tcp2;
+    for (int64_t bytes : sizes) {
+      absl::StatusOr<std::unique_ptr<Cluster>> cluster =
+          Cluster::Start(binary, num_ps, dir);
+      if (!cluster.ok()) {
+        std::fprintf(stderr, "%s\n", cluster.status().ToString().c_str());
+        return 1;
+      }
+      absl::StatusOr<TransferResult> r =
+          MeasureTransfers(**cluster, workers, num_ps, bytes, repeats);
+      if (!r.ok()) {
+        std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
+        return 1;
+      }
+      std::printf("| %d x %d | %lld | %.2f | %.2f | %.2f | %.2fx | %.2fx |\n",
+                  workers, num_ps, static_cast<long long>(bytes / 1000000),
+                  r->push, r->pull, r->push_pull, r->push / base,
+                  r->pull / base);
+      std::fflush(stdout);
+    }
+  }
+  std::printf("\n(base: 1 stream for 1 x 1, 2 streams for 2 x 2)\n\n");
+
+  std::printf("### Optimizer apply (one thread, %lld elements)\n\n",
+              static_cast<long long>(absl::GetFlag(FLAGS_optimizer_elements)));
+  std::printf("| optimizer | GB/s moved | M elements/s | / triad |\n");
+  std::printf("|---|---:|---:|---:|\n");
+  for (const OptimizerResult& r :
+       MeasureOptimizers(absl::GetFlag(FLAGS_optimizer_elements), repeats)) {
+    std::printf("| %s | %.2f | %.0f | %.2fx |\n", r.name.c_str(), r.gbps,
+                r.melems_per_s, r.gbps / triad);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace psflow::bench
+
+int main(int argc, char** argv) { return psflow::bench::Main(argc, argv); }

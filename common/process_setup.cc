@@ -1,0 +1,17 @@
+#include "common/process_setup.h"
+
+#include <malloc.h>
+
+#include "absl/synchronization/mutex.h"
+
+namespace psflow {
+
+void SetUpProcessForBulkTransfers() {
+  // Serve allocations up to 512 MiB from the heap and keep up to 1 GiB of
+  // freed memory instead of returning it to the kernel.
+  mallopt(M_MMAP_THRESHOLD, 512 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+}
+
+}  // namespace psflow

@@ -1,0 +1,17 @@
+// Process-wide settings every psflow binary applies first thing in main().
+#ifndef PSFLOW_COMMON_PROCESS_SETUP_H_
+#define PSFLOW_COMMON_PROCESS_SETUP_H_
+
+namespace psflow {
+
+// - Keeps freed large blocks in the heap for reuse (glibc otherwise maps
+//   every allocation above 128 KiB freshly and unmaps it on free, so each
+//   received message would page-fault its way in at ~2 GB/s).
+// - Turns off abseil's mutex deadlock detection, which Debian's build
+//   leaves on and which costs a graph lookup per lock; lock order is
+//   checked by clang's thread-safety analysis and tests instead.
+void SetUpProcessForBulkTransfers();
+
+}  // namespace psflow
+
+#endif  // PSFLOW_COMMON_PROCESS_SETUP_H_
