@@ -4,18 +4,23 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/grpc_ps_shard.h"
+#include "client/health_check.h"
 #include "client/local_ps_shard.h"
 #include "client/ps_client.h"
 #include "common/status_macros.h"
 #include "common/status_matchers.h"
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
+#include "proto/bulk_frame.h"
 #include "proto/protocol.h"
 #include "tests/test_paths.h"
 
@@ -219,6 +224,127 @@ TEST(PsClusterTest, UnreachableServerFailsWithinTheDeadline) {
   EXPECT_THAT(status, StatusIs(absl::StatusCode::kDeadlineExceeded,
                                HasSubstr("ps-0 at the dead port")));
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+}
+
+TEST(PsClusterTest, HealthIsServingWhileRunningAndGoneAfterShutdown) {
+  ASSERT_OK_AND_ASSIGN(PsProcess ps, StartPs(0, 1));
+  const std::string address = absl::StrCat("127.0.0.1:", ps.port);
+  EXPECT_OK(CheckHealth(address, absl::Now() + absl::Seconds(10)));
+  ps.process->Signal(SIGTERM);
+  ASSERT_THAT(ps.process->Wait(absl::Seconds(15)), IsOkAndHolds(0));
+  EXPECT_THAT(CheckHealth(address, absl::Now() + absl::Seconds(2)),
+              ::testing::Not(IsOk()));
+}
+
+TEST(PsClusterTest, WaitUntilHealthyNamesTheMissingTask) {
+  int dead_port = 0;
+  {
+    ASSERT_OK_AND_ASSIGN(PsProcess ps, StartPs(0, 1));
+    dead_port = ps.port;
+    ps.process->Signal(SIGTERM);
+    ASSERT_OK(ps.process->Wait(absl::Seconds(15)));
+  }
+  const absl::Time start = absl::Now();
+  EXPECT_THAT(WaitUntilHealthy(absl::StrCat("127.0.0.1:", dead_port),
+                               "ps-3 at 127.0.0.1", start + absl::Seconds(1)),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       HasSubstr("ps-3 at 127.0.0.1 is not healthy")));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+TEST(PsClusterTest, ClientWaitsForAServerThatStartsLate) {
+  // Learn a free port, then leave it free until the server takes it.
+  int port = 0;
+  {
+    ASSERT_OK_AND_ASSIGN(PsProcess probe, StartPs(0, 1));
+    port = probe.port;
+    probe.process->Signal(SIGTERM);
+    ASSERT_OK(probe.process->Wait(absl::Seconds(15)));
+  }
+  std::vector<std::unique_ptr<PsShard>> shards;
+  shards.push_back(std::make_unique<GrpcPsShard>(
+      absl::StrCat("127.0.0.1:", port), "ps-0", GrpcPsShard::Options()));
+  ASSERT_OK_AND_ASSIGN(Placement placement, ModelPlacement(1));
+  ParameterClient client(std::move(shards), placement, {});
+  absl::Status configured;
+  std::thread configure([&] { configured = client.Configure(AdamConfig()); });
+  absl::SleepFor(absl::Milliseconds(500));  // The client is already waiting.
+  Subprocess late(
+      {RunfilePath("ps/ps_server"), "--bind_host=127.0.0.1"},
+      {{"TF_CONFIG",
+        absl::StrCat(
+            R"({"cluster": {"ps": ["127.0.0.1:)", port,
+            R"("], "worker": ["127.0.0.1:39999"]}, "task": {"type": "ps"}})")}},
+      TempPath("ps.log"));
+  ASSERT_OK(late.Start());
+  configure.join();
+  EXPECT_OK(configured) << late.Output();
+  EXPECT_OK(client.ShutdownAll("done"));
+  EXPECT_THAT(late.Wait(absl::Seconds(15)), IsOkAndHolds(0));
+}
+
+// Sends one raw bulk request to a server and returns its status.
+grpc::Status RawBulkCall(int port, const char* method,
+                         const grpc::ByteBuffer& request) {
+  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+                                     grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::CompletionQueue queue;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  grpc::ByteBuffer response;
+  grpc::Status status;
+  auto reader = stub.PrepareUnaryCall(&context, method, request, &queue);
+  reader->StartCall();
+  reader->Finish(&response, &status, reinterpret_cast<void*>(1));
+  void* tag;
+  bool ok;
+  queue.Next(&tag, &ok);
+  queue.Shutdown();
+  while (queue.Next(&tag, &ok)) {
+  }
+  return status;
+}
+
+TEST(PsClusterTest, MalformedAndTruncatedBulkRequestsAreRejected) {
+  ASSERT_OK_AND_ASSIGN(PsProcess ps, StartPs(0, 1));
+  std::vector<std::unique_ptr<PsShard>> shards;
+  shards.push_back(std::make_unique<GrpcPsShard>(
+      absl::StrCat("127.0.0.1:", ps.port), "ps-0", GrpcPsShard::Options()));
+  ASSERT_OK_AND_ASSIGN(Placement placement, ModelPlacement(1));
+  ParameterClient client(std::move(shards), placement, {});
+  ASSERT_OK(client.Configure(AdamConfig()));
+  ASSERT_OK(client.CreateVariables());
+
+  std::string garbage = "\xff\xff\xff\xff\x0f not a frame";
+  grpc::Slice slice(garbage);
+  grpc::Status status =
+      RawBulkCall(ps.port, kBulkPushMethod, grpc::ByteBuffer(&slice, 1));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("not speaking psflow"));
+
+  // The header promises 100 values of "bias"; the payload holds 99.
+  PushRequest header;
+  header.set_protocol_version(kProtocolVersion);
+  header.set_variable("bias");
+  header.set_num_elements(100);
+  auto short_payload = std::make_shared<std::vector<float>>(99, 1.0f);
+  status = RawBulkCall(ps.port, kBulkPushMethod,
+                       EncodeBulkFrame(header, *short_payload, short_payload));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("payload holds 99 values but the header says 100"));
+
+  status = RawBulkCall(ps.port, "/psflow.ParameterServerBulk/Frobnicate",
+                       EncodeBulkFrame(header, {}, nullptr));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+
+  // Nothing reached the variable.
+  std::vector<float> bias(100);
+  ASSERT_OK(client.Pull({{"bias", absl::MakeSpan(bias)}})->Wait());
+  EXPECT_THAT(bias, ::testing::Each(0.0f));
+  ASSERT_OK(client.ShutdownAll("done"));
+  EXPECT_THAT(ps.process->Wait(absl::Seconds(15)), IsOkAndHolds(0));
 }
 
 }  // namespace

@@ -1,0 +1,52 @@
+#include "client/health_check.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "proto/health.grpc.pb.h"
+
+namespace psflow {
+
+using ::grpc::health::v1::Health;
+using ::grpc::health::v1::HealthCheckRequest;
+using ::grpc::health::v1::HealthCheckResponse;
+
+absl::Status CheckHealth(const std::string& address, absl::Time deadline) {
+  auto channel =
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  auto stub = Health::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(deadline));
+  HealthCheckResponse response;
+  grpc::Status status = stub->Check(&context, HealthCheckRequest(), &response);
+  if (!status.ok()) return FromGrpcStatus(status, "health check");
+  if (response.status() != HealthCheckResponse::SERVING) {
+    return absl::UnavailableError(absl::StrCat(
+        "health check: ",
+        HealthCheckResponse::ServingStatus_Name(response.status())));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WaitUntilHealthy(const std::string& address,
+                              const std::string& what, absl::Time deadline,
+                              absl::Duration interval) {
+  absl::Status last;
+  while (true) {
+    const absl::Time now = absl::Now();
+    // Each probe gets a bounded slice of the remaining time.
+    last = CheckHealth(
+        address,
+        std::min(deadline, now + std::max(interval, absl::Seconds(1))));
+    if (last.ok()) return last;
+    if (absl::Now() + interval >= deadline) break;
+    absl::SleepFor(interval);
+  }
+  return absl::Status(last.code(),
+                      absl::StrCat(what, " is not healthy: ", last.message()));
+}
+
+}  // namespace psflow
