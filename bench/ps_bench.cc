@@ -42,6 +42,8 @@ ABSL_FLAG(int64_t, chunk_bytes, 4 << 20, "ps_server --chunk_bytes");
 ABSL_FLAG(int, connections, 2, "TCP connections per client per server");
 ABSL_FLAG(std::string, ps_server, "",
           "Path of ps_server; default: from this binary's runfiles");
+ABSL_FLAG(std::string, ops, "push,pull,both",
+          "Transfers to measure (for profiling one at a time)");
 ABSL_FLAG(int64_t, optimizer_elements, 16 << 20,
           "Elements per optimizer apply measurement (64 MiB of floats)");
 
@@ -188,7 +190,10 @@ absl::StatusOr<TransferResult> MeasureTransfers(Cluster& cluster, int workers,
     return static_cast<double>(bytes) * handles.size() / seconds / 1e9;
   };
   TransferResult result;
+  const std::string ops = absl::GetFlag(FLAGS_ops);
   for (Kind kind : {kPush, kPull, kBoth}) {
+    const char* name = kind == kPush ? "push" : kind == kPull ? "pull" : "both";
+    if (!absl::StrContains(ops, name)) continue;
     absl::StatusOr<double> warm = run(kind);
     if (!warm.ok()) return warm.status();
     std::vector<double> samples;

@@ -19,6 +19,7 @@ struct GrpcPsShard::BulkCall {
   grpc::ByteBuffer request;
   absl::Time deadline;
   bool idempotent = true;
+  int64_t bytes = 0;  // tensor bytes, counted against the in-flight budget
   int attempt = 0;
   // Per attempt.
   std::unique_ptr<grpc::ClientContext> context;
@@ -74,13 +75,26 @@ void GrpcPsShard::Poll(Connection* connection) {
     if (call->status.error_code() == grpc::StatusCode::UNAVAILABLE &&
         call->idempotent && call->attempt < options_.max_attempts &&
         absl::Now() < call->deadline) {
-      StartBulk(call);
+      Send(call);
       continue;
     }
+    const int64_t bytes = call->bytes;
     call->finish(call->status, call->response);
     delete call;
-    absl::MutexLock lock(&mu_);
-    --in_flight_;
+    std::vector<BulkCall*> ready;
+    {
+      absl::MutexLock lock(&mu_);
+      --in_flight_;
+      in_flight_bytes_ -= bytes;
+      while (!queued_.empty() && (in_flight_bytes_ == 0 ||
+                                  in_flight_bytes_ + queued_.front()->bytes <=
+                                      options_.max_in_flight_bytes)) {
+        in_flight_bytes_ += queued_.front()->bytes;
+        ready.push_back(queued_.front());
+        queued_.pop_front();
+      }
+    }
+    for (BulkCall* next : ready) Send(next);
   }
 }
 
@@ -139,10 +153,22 @@ absl::Status GrpcPsShard::Shutdown(const std::string& reason,
 }
 
 void GrpcPsShard::StartBulk(BulkCall* call) {
-  if (call->attempt == 0) {
+  {
     absl::MutexLock lock(&mu_);
     ++in_flight_;
+    // One call always goes, however large; the rest wait their turn.
+    if (!queued_.empty() ||
+        (in_flight_bytes_ > 0 &&
+         in_flight_bytes_ + call->bytes > options_.max_in_flight_bytes)) {
+      queued_.push_back(call);
+      return;
+    }
+    in_flight_bytes_ += call->bytes;
   }
+  Send(call);
+}
+
+void GrpcPsShard::Send(BulkCall* call) {
   ++call->attempt;
   call->context = std::make_unique<grpc::ClientContext>();
   call->context->set_deadline(absl::ToChronoTime(call->deadline));
@@ -168,6 +194,7 @@ void GrpcPsShard::Pull(const PullRequest& header, absl::Span<float> out,
       Range(header.variable(), header.offset_elements(), header.num_elements()),
       " from ", name_);
   call->request = EncodeBulkFrame(header, {}, nullptr);
+  call->bytes = header.num_elements() * static_cast<int64_t>(sizeof(float));
   call->deadline = deadline;
   call->finish = [what = call->what, out, done = std::move(done)](
                      const grpc::Status& status,
@@ -196,6 +223,7 @@ void GrpcPsShard::Push(const PushRequest& header, absl::Span<const float> data,
       Range(header.variable(), header.offset_elements(), header.num_elements()),
       " on ", name_);
   call->request = EncodeBulkFrame(header, data, std::move(owner));
+  call->bytes = static_cast<int64_t>(data.size() * sizeof(float));
   call->deadline = deadline;
   // An async push that reached the server must not be applied twice.
   call->idempotent = false;
@@ -222,6 +250,7 @@ void GrpcPsShard::Assign(const AssignRequest& header,
       Range(header.variable(), header.offset_elements(), header.num_elements()),
       " on ", name_);
   call->request = EncodeBulkFrame(header, data, std::move(owner));
+  call->bytes = static_cast<int64_t>(data.size() * sizeof(float));
   call->deadline = deadline;
   call->finish = [what = call->what, done = std::move(done)](
                      const grpc::Status& status, const grpc::ByteBuffer&) {

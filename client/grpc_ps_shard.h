@@ -19,6 +19,7 @@
 #define PSFLOW_CLIENT_GRPC_PS_SHARD_H_
 
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <string>
 #include <thread>
@@ -41,6 +42,10 @@ class GrpcPsShard final : public PsShard {
     int connections = 2;
     // Attempts for an idempotent call that fails with Unavailable.
     int max_attempts = 5;
+    // Tensor bytes in flight to this server at once; more calls wait in
+    // the client. Bounds the server's buffer memory when many workers push
+    // large models, and keeps its reused buffers warm.
+    int64_t max_in_flight_bytes = int64_t{64} << 20;
   };
 
   // Connects lazily to `address` (host:port). `name` is used in errors,
@@ -76,8 +81,10 @@ class GrpcPsShard final : public PsShard {
     std::thread poller;
   };
 
-  // Starts (or restarts, for a retry) `call` on the next connection.
+  // Starts `call` now, or queues it while the in-flight budget is spent.
   void StartBulk(BulkCall* call);
+  // Sends (or, for a retry, resends) `call` on the next connection.
+  void Send(BulkCall* call);
   // Handles completions of one connection's queue until it shuts down.
   void Poll(Connection* connection);
 
@@ -88,7 +95,9 @@ class GrpcPsShard final : public PsShard {
   std::atomic<uint64_t> next_connection_{0};
 
   absl::Mutex mu_;
-  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;            // started or queued
+  int64_t in_flight_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // started only
+  std::deque<BulkCall*> queued_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace psflow

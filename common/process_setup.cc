@@ -11,6 +11,10 @@ void SetUpProcessForBulkTransfers() {
   // freed memory instead of returning it to the kernel.
   mallopt(M_MMAP_THRESHOLD, 512 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  // Per-thread arenas live in 64 MiB heaps that glibc unmaps whenever they
+  // empty, whatever the trim threshold: every burst of receive buffers
+  // would fault fresh pages in again. One arena keeps them.
+  mallopt(M_ARENA_MAX, 1);
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 }
 
