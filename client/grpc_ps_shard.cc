@@ -20,6 +20,9 @@ struct GrpcPsShard::BulkCall {
   absl::Time deadline;
   bool idempotent = true;
   int64_t bytes = 0;  // tensor bytes, counted against the in-flight budget
+  // Pulls that wait for a sync step bypass the budget: holding it while
+  // waiting would queue the very pushes that complete the step.
+  bool bypass_budget = false;
   int attempt = 0;
   // Per attempt.
   std::unique_ptr<grpc::ClientContext> context;
@@ -156,13 +159,16 @@ void GrpcPsShard::StartBulk(BulkCall* call) {
   {
     absl::MutexLock lock(&mu_);
     ++in_flight_;
-    // One call always goes, however large; the rest wait their turn.
-    if (!queued_.empty() ||
-        (in_flight_bytes_ > 0 &&
-         in_flight_bytes_ + call->bytes > options_.max_in_flight_bytes)) {
-      queued_.push_back(call);
-      return;
-    }
+    if (call->bypass_budget) {
+      call->bytes = 0;
+    } else
+      // One call always goes, however large; the rest wait their turn.
+      if (!queued_.empty() ||
+          (in_flight_bytes_ > 0 &&
+           in_flight_bytes_ + call->bytes > options_.max_in_flight_bytes)) {
+        queued_.push_back(call);
+        return;
+      }
     in_flight_bytes_ += call->bytes;
   }
   Send(call);
@@ -195,6 +201,7 @@ void GrpcPsShard::Pull(const PullRequest& header, absl::Span<float> out,
       " from ", name_);
   call->request = EncodeBulkFrame(header, {}, nullptr);
   call->bytes = header.num_elements() * static_cast<int64_t>(sizeof(float));
+  call->bypass_budget = header.min_version() > 0;
   call->deadline = deadline;
   call->finish = [what = call->what, out, done = std::move(done)](
                      const grpc::Status& status,

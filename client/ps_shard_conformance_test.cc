@@ -42,30 +42,39 @@ struct LocalHarness : Harness {
 };
 
 struct GrpcHarness : Harness {
-  GrpcHarness() {
+  explicit GrpcHarness(const GrpcPsShard::Options& client_options) {
     GrpcParameterServer::Options options;
     options.listen_address = "127.0.0.1:0";
     options.core.chunk_bytes = kChunk * sizeof(float);
     options.grace = absl::Milliseconds(200);
     server = *GrpcParameterServer::Start(options);
     remote = std::make_unique<GrpcPsShard>(
-        absl::StrCat("127.0.0.1:", server->port()), "ps-0",
-        GrpcPsShard::Options());
+        absl::StrCat("127.0.0.1:", server->port()), "ps-0", client_options);
   }
   PsShard& shard() override { return *remote; }
   std::unique_ptr<GrpcParameterServer> server;
   std::unique_ptr<GrpcPsShard> remote;
 };
 
-enum class Transport { kLocal, kGrpc };
+enum class Transport { kLocal, kGrpc, kGrpcOneChunkInFlight };
 
 class PsShardConformanceTest : public ::testing::TestWithParam<Transport> {
  protected:
   void SetUp() override {
-    if (GetParam() == Transport::kLocal) {
-      harness_ = std::make_unique<LocalHarness>();
-    } else {
-      harness_ = std::make_unique<GrpcHarness>();
+    GrpcPsShard::Options options;
+    switch (GetParam()) {
+      case Transport::kLocal:
+        harness_ = std::make_unique<LocalHarness>();
+        break;
+      case Transport::kGrpc:
+        harness_ = std::make_unique<GrpcHarness>(options);
+        break;
+      case Transport::kGrpcOneChunkInFlight:
+        // Every other call queues in the client: exercises the budget.
+        options.max_in_flight_bytes = kChunk * sizeof(float);
+        options.connections = 3;
+        harness_ = std::make_unique<GrpcHarness>(options);
+        break;
     }
   }
 
@@ -227,6 +236,21 @@ TEST_P(PsShardConformanceTest, SyncPullWaitsForTheStepThenAnswers) {
   EXPECT_THAT(out, Each(-3.0f));
 }
 
+// A worker that prefetches the next step's values while pushing this
+// step's gradient must not deadlock, however small the client's budget.
+TEST_P(PsShardConformanceTest, WaitingPullDoesNotBlockThePushCompletingIt) {
+  Setup(SYNC, 1, 1);
+  std::vector<float> out(4);
+  absl::StatusOr<PullResponse> pulled;
+  std::thread prefetch([&] { pulled = Pull(0, out, /*min_version=*/1); });
+  absl::SleepFor(absl::Milliseconds(50));  // The pull is waiting by now.
+  ASSERT_OK(Push(0, {1, 1, 1, 1}, 0, 0));
+  prefetch.join();
+  ASSERT_OK(pulled);
+  EXPECT_EQ(pulled->version(), 1);
+  EXPECT_THAT(out, Each(-1.0f));
+}
+
 TEST_P(PsShardConformanceTest, SyncPullGivesUpAtItsDeadline) {
   Setup(SYNC, 2, 2);
   std::vector<float> out(4);
@@ -280,11 +304,18 @@ TEST_P(PsShardConformanceTest, ShutdownIsAcknowledged) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, PsShardConformanceTest,
-                         ::testing::Values(Transport::kLocal, Transport::kGrpc),
+                         ::testing::Values(Transport::kLocal, Transport::kGrpc,
+                                           Transport::kGrpcOneChunkInFlight),
                          [](const auto& info) {
-                           return info.param == Transport::kLocal
-                                      ? std::string("InProcess")
-                                      : std::string("Grpc");
+                           switch (info.param) {
+                             case Transport::kLocal:
+                               return std::string("InProcess");
+                             case Transport::kGrpc:
+                               return std::string("Grpc");
+                             case Transport::kGrpcOneChunkInFlight:
+                               return std::string("GrpcOneChunkInFlight");
+                           }
+                           return std::string("Unknown");
                          });
 
 }  // namespace
