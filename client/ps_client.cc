@@ -102,8 +102,9 @@ absl::Status ParameterClient::CreateVariables() {
 }
 
 std::shared_ptr<PsHandle> ParameterClient::Pull(
-    const std::vector<Mutable>& variables, int64_t min_version) {
-  return Issue(Op::kPull, variables, min_version, 0);
+    const std::vector<Mutable>& variables, int64_t min_version,
+    bool consistent_snapshot) {
+  return Issue(Op::kPull, variables, min_version, 0, consistent_snapshot);
 }
 
 std::shared_ptr<PsHandle> ParameterClient::Push(
@@ -130,7 +131,8 @@ std::shared_ptr<PsHandle> ParameterClient::Assign(
 }
 
 std::shared_ptr<PsHandle> ParameterClient::Issue(
-    Op op, const std::vector<Mutable>& targets, int64_t version, int worker) {
+    Op op, const std::vector<Mutable>& targets, int64_t version, int worker,
+    bool consistent_snapshot) {
   auto state = std::make_shared<PsHandle::State>();
   auto handle = std::shared_ptr<PsHandle>(new PsHandle(state));
   auto guard = std::make_shared<ReleaseGuard>(state);
@@ -178,6 +180,7 @@ std::shared_ptr<PsHandle> ParameterClient::Issue(
             header.set_offset_elements(offset);
             header.set_num_elements(n);
             header.set_min_version(version);
+            header.set_consistent_snapshot(consistent_snapshot);
             shard.Pull(header, data, deadline,
                        [state](absl::StatusOr<PullResponse> r) {
                          state->Finish(r.status(), r.ok() ? r->version() : -1);

@@ -74,8 +74,11 @@ class ParameterClient {
 
   // Reads variables into the buffers (each exactly the variable's size).
   // With min_version > 0 (sync mode), waits until that step is applied.
+  // `consistent_snapshot` makes each chunk exactly one version (for
+  // evaluation and checkpoints; costs a copy on the server).
   std::shared_ptr<PsHandle> Pull(const std::vector<Mutable>& variables,
-                                 int64_t min_version = 0);
+                                 int64_t min_version = 0,
+                                 bool consistent_snapshot = false);
 
   // Sends gradients. `version` is the step the gradient was computed at
   // (sync mode); `worker` the pushing worker's index.
@@ -99,7 +102,8 @@ class ParameterClient {
 
   // Issues one RPC per chunk of every part of every variable.
   std::shared_ptr<PsHandle> Issue(Op op, const std::vector<Mutable>& targets,
-                                  int64_t version, int worker);
+                                  int64_t version, int worker,
+                                  bool consistent_snapshot = false);
 
   const std::vector<std::unique_ptr<PsShard>> shards_;
   const Placement placement_;

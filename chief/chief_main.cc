@@ -1,0 +1,76 @@
+// chief: coordinates a psflow job (see chief_runner.h).
+//
+//   chief --job=configs/fashion_mnist_mlp.json [--tf_config=<file or JSON>]
+//
+// Exits 0 when the job succeeded, 1 with the reason otherwise.
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "chief/chief_runner.h"
+#include "client/job_config.h"
+#include "common/logging.h"
+#include "common/process_setup.h"
+#include "common/signals.h"
+#include "common/tf_config_loader.h"
+
+ABSL_FLAG(std::string, tf_config, "",
+          "TF_CONFIG as inline JSON or a file path; defaults to $TF_CONFIG");
+ABSL_FLAG(std::string, job, "", "Job config (JSON); required");
+ABSL_FLAG(std::string, bind_host, "0.0.0.0", "Interface to listen on");
+ABSL_FLAG(std::string, port_file, "", "Write the bound port here");
+ABSL_FLAG(int32_t, startup_timeout_s, 120,
+          "Seconds to wait for parameter servers and workers");
+ABSL_FLAG(int32_t, heartbeat_timeout_s, 60,
+          "Seconds of silence after which a worker is declared lost");
+
+int main(int argc, char** argv) {
+  psflow::BlockTerminationSignals();
+  psflow::SetUpProcessForBulkTransfers();
+  absl::ParseCommandLine(argc, argv);
+  using namespace psflow;
+  absl::StatusOr<LoadedTfConfig> loaded =
+      LoadTfConfigFromFlagOrEnvironment(absl::GetFlag(FLAGS_tf_config));
+  if (!loaded.ok()) {
+    LOG(ERROR) << loaded.status().message();
+    return 1;
+  }
+  if (loaded->config.task.type != TaskType::kChief) {
+    LOG(ERROR) << "the chief binary runs the \"chief\" task, but TF_CONFIG "
+                  "names "
+               << loaded->config.task.ToString()
+               << " (without a chief job, worker 0 runs the chief's duties)";
+    return 1;
+  }
+  SetLogTag(loaded->config.task.ToString());
+  if (absl::GetFlag(FLAGS_job).empty()) {
+    LOG(ERROR) << "--job is required: the job config (e.g. "
+                  "configs/fashion_mnist_mlp.json)";
+    return 1;
+  }
+  absl::StatusOr<JobConfig> job = LoadJobConfigFile(absl::GetFlag(FLAGS_job));
+  if (!job.ok()) {
+    LOG(ERROR) << job.status().message();
+    return 1;
+  }
+  ChiefOptions options;
+  options.tf_config = loaded->config;
+  options.job = *job;
+  options.bind_host = absl::GetFlag(FLAGS_bind_host);
+  options.port_file = absl::GetFlag(FLAGS_port_file);
+  options.startup_timeout =
+      absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
+  options.heartbeat_timeout =
+      absl::Seconds(absl::GetFlag(FLAGS_heartbeat_timeout_s));
+  WatchTerminationSignals([](const std::string& signal) {
+    LOG(ERROR) << "received " << signal << "; exiting";
+    std::_Exit(1);
+  });
+  absl::Status result = RunChief(options);
+  if (!result.ok()) {
+    LOG(ERROR) << "job failed: " << result.message();
+    return 1;
+  }
+  LOG(INFO) << "job succeeded";
+  return 0;
+}

@@ -1,0 +1,225 @@
+#include "chief/chief_runner.h"
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "chief/coordinator_service.h"
+#include "chief/job_coordinator.h"
+#include "client/cluster_client.h"
+#include "client/health_check.h"
+#include "client/job_config.h"
+#include "client/placement_proto.h"
+#include "common/host_port.h"
+#include "common/logging.h"
+#include "common/port_file.h"
+#include "common/status_macros.h"
+#include "proto/protocol.h"
+#include "worker/data/dataset.h"
+#include "worker/model/mlp.h"
+#include "worker/model/model_config.h"
+
+namespace psflow {
+namespace {
+
+// Waits for every parameter server, each named with its address.
+absl::Status WaitForParameterServers(const TfConfig& config,
+                                     absl::Time deadline) {
+  std::vector<std::string> missing;
+  std::vector<std::thread> probes;
+  std::vector<absl::Status> results(config.cluster.NumTasks(TaskType::kPs));
+  int i = 0;
+  for (const auto& [index, address] : config.cluster.job(TaskType::kPs)) {
+    probes.emplace_back([&, slot = i++, index = index, address = address] {
+      results[slot] = WaitUntilHealthy(
+          address, absl::StrCat("ps-", index, " at ", address), deadline);
+    });
+  }
+  for (auto& p : probes) p.join();
+  for (const absl::Status& s : results) {
+    if (!s.ok()) missing.push_back(std::string(s.message()));
+  }
+  if (missing.empty()) return absl::OkStatus();
+  return absl::UnavailableError(
+      absl::StrCat("parameter servers missing at the startup deadline: ",
+                   absl::StrJoin(missing, "; ")));
+}
+
+struct Prepared {
+  JobSpec spec;
+  std::unique_ptr<ParameterClient> client;
+};
+
+absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
+                                    absl::Time deadline) {
+  const TfConfig& tf = options.tf_config;
+  const JobConfig& job = options.job;
+  ASSIGN_OR_RETURN(Dataset train, LoadIdxDataset(job.data().train_images(),
+                                                 job.data().train_labels()));
+  const int num_workers = tf.cluster.NumTasks(TaskType::kWorker);
+  MlpSpec model =
+      MlpSpecFromConfig(job.model(), train.num_features, train.num_classes);
+  RETURN_IF_ERROR(ValidateMlpSpec(model));
+  ASSIGN_OR_RETURN(
+      Placement placement,
+      PlaceVariables(MlpVariables(model), tf.cluster.NumTasks(TaskType::kPs),
+                     job.training().split_threshold_bytes()));
+
+  Prepared prepared;
+  JobSpec& spec = prepared.spec;
+  *spec.mutable_config() = job;
+  PlacementToProto(placement, spec);
+  ConfigureRequest& ps = *spec.mutable_ps_config();
+  ps.set_protocol_version(kProtocolVersion);
+  *ps.mutable_optimizer() = job.optimizer();
+  *ps.mutable_learning_rate() = job.learning_rate();
+  ps.set_mode(job.training().mode());
+  ps.set_num_workers(num_workers);
+  ps.set_replicas_to_aggregate(ReplicasToAggregate(job, num_workers));
+  spec.set_total_steps(TotalGlobalSteps(job, train.num_examples, num_workers));
+  spec.set_num_workers(num_workers);
+  spec.set_input_size(train.num_features);
+  spec.set_num_classes(train.num_classes);
+
+  RETURN_IF_ERROR(WaitForParameterServers(tf, deadline));
+  ParameterClient::Options client_options;
+  client_options.rpc_timeout = absl::Seconds(60);
+  prepared.client = ConnectToParameterServers(tf, placement, client_options);
+  RETURN_IF_ERROR(prepared.client->Configure(ps));
+  RETURN_IF_ERROR(prepared.client->CreateVariables());
+  std::vector<std::vector<float>> initial =
+      MlpInitialValues(model, job.training().seed());
+  std::vector<ParameterClient::Const> values;
+  const auto variables = MlpVariables(model);
+  for (size_t v = 0; v < variables.size(); ++v) {
+    values.emplace_back(variables[v].name, initial[v]);
+  }
+  RETURN_IF_ERROR(prepared.client->Assign(values)->Wait());
+  LOG(INFO) << "initialized " << variables.size() << " variables ("
+            << absl::StrJoin(placement.bytes_per_ps, ", ") << " bytes per ps); "
+            << spec.total_steps() << " global steps over " << num_workers
+            << " workers";
+  return prepared;
+}
+
+void LogProgress(const JobCoordinator& coordinator, absl::Time start) {
+  StatusResponse status = coordinator.Status();
+  double rate = 0, loss = 0, accuracy = 0;
+  int reporting = 0;
+  for (const ProgressReport& r : coordinator.LastReports()) {
+    if (r.local_steps() == 0 || r.finished()) continue;
+    rate += r.examples_per_sec();
+    loss += r.loss();
+    accuracy += r.accuracy();
+    ++reporting;
+  }
+  if (reporting > 0) {
+    loss /= reporting;
+    accuracy /= reporting;
+  }
+  const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
+  const double fraction =
+      status.total_steps() > 0
+          ? static_cast<double>(status.global_step()) / status.total_steps()
+          : 0;
+  const double eta = fraction > 0 ? elapsed * (1 - fraction) / fraction : 0;
+  LOG(INFO) << absl::StrFormat(
+      "step %d/%d (%.0f%%), %.0f examples/s, loss %.4f, accuracy %.4f, "
+      "ETA %.0fs",
+      status.global_step(), status.total_steps(), 100 * fraction, rate, loss,
+      accuracy, eta);
+}
+
+}  // namespace
+
+absl::Status RunChief(const ChiefOptions& options) {
+  const TfConfig& tf = options.tf_config;
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = start + options.startup_timeout;
+  JobCoordinator::Options coordinator_options;
+  coordinator_options.num_workers = tf.cluster.NumTasks(TaskType::kWorker);
+  for (const auto& [index, address] : tf.cluster.job(TaskType::kWorker)) {
+    coordinator_options.worker_addresses[index] = address;
+  }
+  coordinator_options.heartbeat_timeout = options.heartbeat_timeout;
+  JobCoordinator coordinator(coordinator_options);
+
+  ASSIGN_OR_RETURN(HostPort own,
+                   ParseHostPort(*tf.cluster.Address(tf.ChiefTask())));
+  ASSIGN_OR_RETURN(
+      auto server,
+      CoordinatorServer::Start(HostPort{options.bind_host, own.port}.ToString(),
+                               &coordinator));
+  if (!options.port_file.empty()) {
+    RETURN_IF_ERROR(WritePortFile(options.port_file, server->port()));
+  }
+  LOG(INFO) << "coordinating " << JobConfigSummary(options.job)
+            << "; serving on port " << server->port();
+
+  // Ends the job: tells every task, lets them hear it, stops serving.
+  auto finish = [&](absl::Status result,
+                    ParameterClient* client) -> absl::Status {
+    if (result.ok()) {
+      coordinator.Succeed();
+    } else {
+      coordinator.Fail(std::string(result.message()));
+    }
+    if (client != nullptr) {
+      absl::Status shutdown =
+          client->ShutdownAll(result.ok() ? "job finished" : "job failed");
+      if (!shutdown.ok()) LOG(WARNING) << shutdown.message();
+    }
+    // Tasks poll about once a second: let them learn the outcome.
+    absl::SleepFor(absl::Seconds(2));
+    server->Stop(absl::Seconds(1));
+    return result;
+  };
+
+  absl::StatusOr<Prepared> prepared = PrepareJob(options, deadline);
+  if (!prepared.ok()) return finish(prepared.status(), nullptr);
+  coordinator.SetSpec(prepared->spec);
+  ParameterClient* client = prepared->client.get();
+
+  std::vector<std::string> missing = coordinator.WaitForWorkers(deadline);
+  if (!missing.empty() && coordinator.state() == TRAINING &&
+      coordinator.Status().global_step() >= prepared->spec.total_steps()) {
+    LOG(WARNING) << "training reached its end without "
+                 << absl::StrJoin(missing, ", ");
+  } else if (!missing.empty()) {
+    return finish(absl::DeadlineExceededError(absl::StrCat(
+                      "workers that never joined by the startup deadline (",
+                      absl::FormatDuration(options.startup_timeout),
+                      "): ", absl::StrJoin(missing, ", "))),
+                  client);
+  }
+  LOG(INFO) << "all " << coordinator_options.num_workers
+            << " workers joined; training";
+  const absl::Time training_start = absl::Now();
+  while (!coordinator.WaitForTrainingEnd(absl::Now() + options.log_interval)) {
+    LogProgress(coordinator, training_start);
+  }
+  if (coordinator.state() == FAILED) {
+    return finish(absl::AbortedError(coordinator.Status().message()), client);
+  }
+  LOG(INFO) << "training finished after "
+            << absl::FormatDuration(absl::Trunc(absl::Now() - training_start,
+                                                absl::Milliseconds(100)));
+  if (tf.cluster.HasJob(TaskType::kEvaluator) &&
+      !options.job.data().test_images().empty()) {
+    std::optional<EvaluationReport> final_eval = coordinator.RunFinalEvaluation(
+        absl::Now() + options.final_evaluation_timeout);
+    if (final_eval.has_value()) {
+      LOG(INFO) << absl::StrFormat(
+          "final evaluation at step %d: test accuracy %.4f, loss %.4f",
+          final_eval->global_step(), final_eval->accuracy(),
+          final_eval->loss());
+    } else {
+      LOG(WARNING) << "the evaluator sent no final evaluation within "
+                   << absl::FormatDuration(options.final_evaluation_timeout);
+    }
+  }
+  return finish(absl::OkStatus(), client);
+}
+
+}  // namespace psflow

@@ -1,0 +1,44 @@
+// The chief's duties, as a library: the chief binary runs them, and so
+// does worker 0 (on a thread) when the cluster has no "chief" job.
+//
+//  1. serve the Coordinator (tasks that come early hear "initializing");
+//  2. wait for every parameter server's health (deadline; names each
+//     missing task and address);
+//  3. read the training data's shape, place the model's variables, send
+//     the update rule, create and initialize the variables;
+//  4. wait for every worker to join (deadline; names the missing ones);
+//  5. log progress until training ends, declaring silent workers lost;
+//  6. let the evaluator run its final evaluation (bounded);
+//  7. shut the parameter servers down and tell every task the result.
+#ifndef PSFLOW_CHIEF_CHIEF_RUNNER_H_
+#define PSFLOW_CHIEF_CHIEF_RUNNER_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "common/tf_config.h"
+#include "proto/job_config.pb.h"
+
+namespace psflow {
+
+struct ChiefOptions {
+  TfConfig tf_config;
+  JobConfig job;
+  std::string bind_host = "0.0.0.0";
+  // Written once the Coordinator serves (for launchers using port 0).
+  std::string port_file;
+  absl::Duration startup_timeout = absl::Seconds(120);
+  absl::Duration heartbeat_timeout = absl::Seconds(60);
+  absl::Duration final_evaluation_timeout = absl::Seconds(120);
+  // Progress lines at this interval.
+  absl::Duration log_interval = absl::Seconds(2);
+};
+
+// Runs the job to its end. OK when it succeeded; otherwise the reason,
+// which every task also learns from the Coordinator.
+absl::Status RunChief(const ChiefOptions& options);
+
+}  // namespace psflow
+
+#endif  // PSFLOW_CHIEF_CHIEF_RUNNER_H_

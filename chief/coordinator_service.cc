@@ -1,0 +1,88 @@
+#include "chief/coordinator_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+
+namespace psflow {
+
+class CoordinatorServer::Service final : public Coordinator::CallbackService {
+ public:
+  explicit Service(JobCoordinator* coordinator) : coordinator_(coordinator) {}
+
+  grpc::ServerUnaryReactor* RegisterTask(
+      grpc::CallbackServerContext* context, const RegisterTaskRequest* request,
+      RegisterTaskResponse* response) override {
+    absl::StatusOr<JobSpec> spec = coordinator_->Register(*request);
+    if (spec.ok()) *response->mutable_spec() = *std::move(spec);
+    return Done(context, spec.status());
+  }
+
+  grpc::ServerUnaryReactor* ReportProgress(grpc::CallbackServerContext* context,
+                                           const ProgressReport* report,
+                                           StatusResponse* response) override {
+    *response = coordinator_->Progress(*report);
+    return Done(context, absl::OkStatus());
+  }
+
+  grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context,
+                                      const StatusRequest*,
+                                      StatusResponse* response) override {
+    *response = coordinator_->Status();
+    return Done(context, absl::OkStatus());
+  }
+
+  grpc::ServerUnaryReactor* ReportEvaluation(
+      grpc::CallbackServerContext* context, const EvaluationReport* report,
+      EvaluationAck*) override {
+    coordinator_->Evaluation(*report);
+    return Done(context, absl::OkStatus());
+  }
+
+ private:
+  static grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context,
+                                        const absl::Status& status) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(ToGrpcStatus(status));
+    return reactor;
+  }
+
+  JobCoordinator* const coordinator_;
+};
+
+absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
+    const std::string& listen_address, JobCoordinator* coordinator) {
+  std::unique_ptr<CoordinatorServer> server(new CoordinatorServer);
+  server->service_ = std::make_unique<Service>(coordinator);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(),
+                           &server->port_);
+  builder.RegisterService(server->service_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", listen_address,
+                     ": the port is in use or the address is not local"));
+  }
+  return server;
+}
+
+void CoordinatorServer::Stop(absl::Duration grace) {
+  if (stopped_) return;
+  stopped_ = true;
+  if (auto* health = server_->GetHealthCheckService()) {
+    health->SetServingStatus(false);
+  }
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  server_->Wait();
+}
+
+CoordinatorServer::~CoordinatorServer() {
+  if (server_ != nullptr) Stop(absl::Seconds(1));
+}
+
+}  // namespace psflow

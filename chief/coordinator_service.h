@@ -1,0 +1,40 @@
+// Serves a JobCoordinator over gRPC (psflow.Coordinator) together with
+// grpc.health.v1, on the chief's TF_CONFIG address.
+#ifndef PSFLOW_CHIEF_COORDINATOR_SERVICE_H_
+#define PSFLOW_CHIEF_COORDINATOR_SERVICE_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "chief/job_coordinator.h"
+#include "grpcpp/server.h"
+#include "proto/coordinator.grpc.pb.h"
+
+namespace psflow {
+
+class CoordinatorServer {
+ public:
+  // Listens on `listen_address` (port 0 picks one). Unavailable when the
+  // port is taken.
+  static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(
+      const std::string& listen_address, JobCoordinator* coordinator);
+  ~CoordinatorServer();
+
+  int port() const { return port_; }
+
+  // Stops serving, letting in-flight calls finish for up to `grace`.
+  void Stop(absl::Duration grace);
+
+ private:
+  class Service;
+  CoordinatorServer() = default;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_CHIEF_COORDINATOR_SERVICE_H_

@@ -1,0 +1,220 @@
+#include "chief/job_coordinator.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "proto/protocol.h"
+
+namespace psflow {
+
+JobCoordinator::JobCoordinator(const Options& options)
+    : options_(options), workers_(std::max(0, options.num_workers)) {}
+
+void JobCoordinator::SetSpec(const JobSpec& spec) {
+  absl::MutexLock lock(&mu_);
+  if (state_ != INITIALIZING) return;
+  spec_ = spec;
+  state_ = TRAINING;
+}
+
+void JobCoordinator::Fail(const std::string& message) {
+  absl::MutexLock lock(&mu_);
+  if (state_ == SUCCEEDED || state_ == FAILED) return;
+  state_ = FAILED;
+  message_ = message;
+}
+
+void JobCoordinator::Succeed() {
+  absl::MutexLock lock(&mu_);
+  if (state_ == FAILED) return;
+  state_ = SUCCEEDED;
+  message_ = "job finished";
+}
+
+std::string JobCoordinator::WorkerNameLocked(int index) const {
+  auto it = options_.worker_addresses.find(index);
+  return it == options_.worker_addresses.end()
+             ? absl::StrCat("worker-", index)
+             : absl::StrCat("worker-", index, " at ", it->second);
+}
+
+absl::StatusOr<JobSpec> JobCoordinator::Register(
+    const RegisterTaskRequest& request) {
+  if (request.protocol_version() != kProtocolVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("protocol version ", request.protocol_version(),
+                     " from the task, but the chief speaks ", kProtocolVersion,
+                     "; run the same psflow release on every task"));
+  }
+  absl::MutexLock lock(&mu_);
+  if (state_ == INITIALIZING) {
+    return absl::FailedPreconditionError(
+        "the chief is still initializing (waiting for parameter servers)");
+  }
+  if (state_ == FAILED) {
+    return absl::AbortedError(absl::StrCat("the job failed: ", message_));
+  }
+  if (request.task_type() == "worker") {
+    const int index = request.task_index();
+    if (index < 0 || index >= static_cast<int>(workers_.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("worker ", index, " is not in this job's cluster (",
+                       workers_.size(), " workers); check its TF_CONFIG"));
+    }
+    Worker& worker = workers_[index];
+    if (worker.registered && worker.incarnation != request.incarnation()) {
+      LOG(WARNING) << WorkerNameLocked(index) << " restarted (new incarnation)";
+    }
+    worker.registered = true;
+    worker.lost = false;
+    worker.incarnation = request.incarnation();
+    worker.last_contact = absl::Now();
+    LOG(INFO) << WorkerNameLocked(index) << " joined";
+  } else if (request.task_type() != "evaluator") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task type \"", request.task_type(),
+                     "\" does not register with the chief"));
+  }
+  return spec_;
+}
+
+StatusResponse JobCoordinator::Progress(const ProgressReport& report) {
+  absl::MutexLock lock(&mu_);
+  const int index = report.worker_index();
+  if (index >= 0 && index < static_cast<int>(workers_.size())) {
+    Worker& worker = workers_[index];
+    worker.registered = true;
+    worker.lost = false;
+    worker.last_contact = absl::Now();
+    worker.last = report;
+    global_step_ = std::max(global_step_, report.global_step());
+    if (!report.error().empty() && state_ == TRAINING) {
+      state_ = FAILED;
+      message_ =
+          absl::StrCat(WorkerNameLocked(index), " failed: ", report.error());
+    }
+  }
+  return StatusLocked();
+}
+
+StatusResponse JobCoordinator::StatusLocked() const {
+  StatusResponse status;
+  status.set_state(state_);
+  status.set_global_step(global_step_);
+  status.set_total_steps(spec_.total_steps());
+  status.set_message(message_);
+  return status;
+}
+
+StatusResponse JobCoordinator::Status() const {
+  absl::MutexLock lock(&mu_);
+  return StatusLocked();
+}
+
+void JobCoordinator::Evaluation(const EvaluationReport& report) {
+  absl::MutexLock lock(&mu_);
+  evaluation_ = report;
+  if (report.final()) final_evaluation_received_ = true;
+}
+
+std::vector<std::string> JobCoordinator::WaitForWorkers(absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  auto all_joined = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (state_ == FAILED) return true;
+    bool all = true, any_finished = false;
+    for (const Worker& w : workers_) {
+      all &= w.registered;
+      any_finished |= w.last.finished();
+    }
+    // The others already trained the job to its end: stop waiting.
+    return all || any_finished;
+  };
+  mu_.AwaitWithDeadline(absl::Condition(&all_joined), deadline);
+  std::vector<std::string> missing;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    if (!workers_[i].registered) missing.push_back(WorkerNameLocked(i));
+  }
+  return missing;
+}
+
+bool JobCoordinator::TrainingOverLocked() const {
+  if (state_ != TRAINING) return true;
+  bool any_finished = false;
+  for (const Worker& w : workers_) {
+    // A worker that never joined only matters until another one reached
+    // the end of training.
+    if (!w.registered) continue;
+    if (!w.lost && !w.last.finished()) return false;
+    any_finished |= w.last.finished();
+  }
+  return any_finished;
+}
+
+bool JobCoordinator::WaitForTrainingEnd(absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    const absl::Time now = absl::Now();
+    if (state_ == TRAINING) {
+      for (size_t i = 0; i < workers_.size(); ++i) {
+        Worker& w = workers_[i];
+        if (w.lost || w.last.finished() ||
+            now - w.last_contact < options_.heartbeat_timeout) {
+          continue;
+        }
+        w.lost = true;
+        const std::string what = absl::StrCat(
+            WorkerNameLocked(i), " stopped reporting (no heartbeat for ",
+            absl::FormatDuration(options_.heartbeat_timeout), ")");
+        if (spec_.config().training().mode() == SYNC) {
+          state_ = FAILED;
+          message_ = absl::StrCat(what, "; a sync job cannot continue");
+        } else {
+          LOG(WARNING) << what << "; async training continues without it";
+        }
+      }
+      bool anyone_left = false;
+      for (const Worker& w : workers_) anyone_left |= !w.lost;
+      if (state_ == TRAINING && !anyone_left) {
+        state_ = FAILED;
+        message_ = "every worker was lost";
+      }
+    }
+    if (TrainingOverLocked()) return true;
+    if (now >= deadline) return false;
+    mu_.AwaitWithTimeout(
+        absl::Condition(this, &JobCoordinator::TrainingOverLocked),
+        std::min(absl::Seconds(1), deadline - now));
+  }
+}
+
+std::optional<EvaluationReport> JobCoordinator::RunFinalEvaluation(
+    absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  if (state_ == TRAINING) state_ = FINAL_EVALUATION;
+  auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return final_evaluation_received_ || state_ == FAILED;
+  };
+  mu_.AwaitWithDeadline(absl::Condition(&done), deadline);
+  if (!final_evaluation_received_) return std::nullopt;
+  return evaluation_;
+}
+
+JobState JobCoordinator::state() const {
+  absl::MutexLock lock(&mu_);
+  return state_;
+}
+
+std::vector<ProgressReport> JobCoordinator::LastReports() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<ProgressReport> reports;
+  for (const Worker& w : workers_) reports.push_back(w.last);
+  return reports;
+}
+
+std::optional<EvaluationReport> JobCoordinator::last_evaluation() const {
+  absl::MutexLock lock(&mu_);
+  return evaluation_;
+}
+
+}  // namespace psflow

@@ -1,0 +1,104 @@
+// The chief's view of a running job, free of any transport: the job's
+// state machine, which tasks have joined, their heartbeats and progress,
+// and the evaluator's results. The gRPC Coordinator service
+// (coordinator_service.h) and the chief's main loop both drive it.
+//
+//   INITIALIZING --SetSpec--> TRAINING --every worker done--> FINAL_EVALUATION
+//        |                       |                                 |
+//        +-------Fail------------+--------> FAILED        SUCCEEDED <+
+//
+// Thread-safe.
+#ifndef PSFLOW_CHIEF_JOB_COORDINATOR_H_
+#define PSFLOW_CHIEF_JOB_COORDINATOR_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "proto/coordinator.pb.h"
+
+namespace psflow {
+
+class JobCoordinator {
+ public:
+  struct Options {
+    int num_workers = 1;
+    // Worker addresses from TF_CONFIG, for messages about missing tasks.
+    std::map<int, std::string> worker_addresses;
+    // A worker silent for this long is declared lost.
+    absl::Duration heartbeat_timeout = absl::Seconds(60);
+  };
+
+  explicit JobCoordinator(const Options& options);
+
+  // INITIALIZING -> TRAINING; from now on tasks can register.
+  void SetSpec(const JobSpec& spec);
+
+  // Moves to FAILED (from any state but SUCCEEDED) with `message`.
+  void Fail(const std::string& message);
+
+  // FINAL_EVALUATION -> SUCCEEDED (or TRAINING -> SUCCEEDED with no
+  // evaluator).
+  void Succeed();
+
+  // RPC handlers.
+  absl::StatusOr<JobSpec> Register(const RegisterTaskRequest& request);
+  StatusResponse Progress(const ProgressReport& report);
+  StatusResponse Status() const;
+  void Evaluation(const EvaluationReport& report);
+
+  // Blocks until every worker has registered, one has already finished
+  // training (the job does not need the rest), the job failed, or
+  // `deadline`; returns the workers still missing, as
+  // "worker-1 at host:port".
+  std::vector<std::string> WaitForWorkers(absl::Time deadline);
+
+  // Blocks until every worker finished (or was lost, in async mode),
+  // the job failed, or `deadline`. Declares silent workers lost: a lost
+  // worker fails a sync job; an async job continues without it unless no
+  // worker is left. Returns true when training is over (finished or
+  // failed: see state()), false at the deadline.
+  bool WaitForTrainingEnd(absl::Time deadline);
+
+  // TRAINING -> FINAL_EVALUATION, then blocks until the evaluator reports
+  // its final evaluation or `deadline`; returns that report if it came.
+  std::optional<EvaluationReport> RunFinalEvaluation(absl::Time deadline);
+
+  JobState state() const;
+  // Each worker's latest heartbeat (empty reports for silent workers).
+  std::vector<ProgressReport> LastReports() const;
+  std::optional<EvaluationReport> last_evaluation() const;
+
+ private:
+  struct Worker {
+    bool registered = false;
+    uint64_t incarnation = 0;
+    absl::Time last_contact;
+    ProgressReport last;
+    bool lost = false;
+  };
+
+  StatusResponse StatusLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  bool TrainingOverLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  std::string WorkerNameLocked(int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  const Options options_;
+  mutable absl::Mutex mu_;
+  JobState state_ ABSL_GUARDED_BY(mu_) = INITIALIZING;
+  std::string message_ ABSL_GUARDED_BY(mu_);
+  JobSpec spec_ ABSL_GUARDED_BY(mu_);
+  std::vector<Worker> workers_ ABSL_GUARDED_BY(mu_);
+  int64_t global_step_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<EvaluationReport> evaluation_ ABSL_GUARDED_BY(mu_);
+  bool final_evaluation_received_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_CHIEF_JOB_COORDINATOR_H_

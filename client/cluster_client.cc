@@ -1,0 +1,21 @@
+#include "client/cluster_client.h"
+
+#include "absl/strings/str_cat.h"
+#include "client/grpc_ps_shard.h"
+
+namespace psflow {
+
+std::unique_ptr<ParameterClient> ConnectToParameterServers(
+    const TfConfig& config, const Placement& placement,
+    const ParameterClient::Options& options) {
+  std::vector<std::unique_ptr<PsShard>> shards;
+  for (const auto& [index, address] : config.cluster.job(TaskType::kPs)) {
+    shards.push_back(std::make_unique<GrpcPsShard>(
+        address, absl::StrCat("ps-", index, " at ", address),
+        GrpcPsShard::Options()));
+  }
+  return std::make_unique<ParameterClient>(std::move(shards), placement,
+                                           options);
+}
+
+}  // namespace psflow

@@ -1,0 +1,90 @@
+#include "client/coordinator_client.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "proto/protocol.h"
+
+namespace psflow {
+namespace {
+
+std::unique_ptr<grpc::ClientContext> Context(absl::Time deadline) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(absl::ToChronoTime(deadline));
+  return context;
+}
+
+}  // namespace
+
+CoordinatorClient::CoordinatorClient(const std::string& address,
+                                     std::string chief)
+    : chief_(std::move(chief)),
+      stub_(Coordinator::NewStub(
+          grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+
+absl::StatusOr<JobSpec> CoordinatorClient::Register(const TaskId& task,
+                                                    uint64_t incarnation,
+                                                    absl::Time deadline) {
+  RegisterTaskRequest request;
+  request.set_protocol_version(kProtocolVersion);
+  request.set_task_type(std::string(TaskTypeName(task.type)));
+  request.set_task_index(task.index);
+  request.set_incarnation(incarnation);
+  grpc::Status last;
+  while (true) {
+    // Wait for the connection (bounded per attempt) rather than fail fast.
+    auto context = Context(std::min(deadline, absl::Now() + absl::Seconds(5)));
+    context->set_wait_for_ready(true);
+    RegisterTaskResponse response;
+    last = stub_->RegisterTask(context.get(), request, &response);
+    if (last.ok()) return response.spec();
+    const bool retry =
+        last.error_code() == grpc::StatusCode::UNAVAILABLE ||
+        last.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+        last.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+    if (!retry || absl::Now() + absl::Milliseconds(200) >= deadline) break;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  absl::Status status =
+      FromGrpcStatus(last, absl::StrCat("joining the job at ", chief_));
+  if (status.code() == absl::StatusCode::kFailedPrecondition ||
+      status.code() == absl::StatusCode::kUnavailable) {
+    return absl::DeadlineExceededError(
+        absl::StrCat(status.message(),
+                     " (gave up at the startup deadline; is the chief "
+                     "running and its address in TF_CONFIG right?)"));
+  }
+  return status;
+}
+
+absl::StatusOr<StatusResponse> CoordinatorClient::ReportProgress(
+    const ProgressReport& report, absl::Duration timeout) {
+  StatusResponse response;
+  auto context = Context(absl::Now() + timeout);
+  grpc::Status status = stub_->ReportProgress(context.get(), report, &response);
+  if (!status.ok()) return FromGrpcStatus(status, "report to " + chief_);
+  return response;
+}
+
+absl::StatusOr<StatusResponse> CoordinatorClient::GetStatus(
+    absl::Duration timeout) {
+  StatusResponse response;
+  auto context = Context(absl::Now() + timeout);
+  grpc::Status status =
+      stub_->GetStatus(context.get(), StatusRequest(), &response);
+  if (!status.ok()) return FromGrpcStatus(status, "status from " + chief_);
+  return response;
+}
+
+absl::Status CoordinatorClient::ReportEvaluation(const EvaluationReport& report,
+                                                 absl::Duration timeout) {
+  EvaluationAck ack;
+  auto context = Context(absl::Now() + timeout);
+  return FromGrpcStatus(stub_->ReportEvaluation(context.get(), report, &ack),
+                        "evaluation report to " + chief_);
+}
+
+}  // namespace psflow

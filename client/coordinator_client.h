@@ -1,0 +1,41 @@
+// How workers and the evaluator talk to the chief's Coordinator service.
+// Every call has a deadline; errors name the chief and its address.
+// Thread-safe.
+#ifndef PSFLOW_CLIENT_COORDINATOR_CLIENT_H_
+#define PSFLOW_CLIENT_COORDINATOR_CLIENT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/task.h"
+#include "proto/coordinator.grpc.pb.h"
+
+namespace psflow {
+
+class CoordinatorClient {
+ public:
+  // `chief` names it in errors, e.g. "chief-0 at 10.0.0.2:2222".
+  CoordinatorClient(const std::string& address, std::string chief);
+
+  // Joins the job and returns its spec, retrying while the chief is not
+  // up yet or still initializing, until `deadline` (DeadlineExceeded,
+  // naming the chief, then).
+  absl::StatusOr<JobSpec> Register(const TaskId& task, uint64_t incarnation,
+                                   absl::Time deadline);
+
+  absl::StatusOr<StatusResponse> ReportProgress(const ProgressReport& report,
+                                                absl::Duration timeout);
+  absl::StatusOr<StatusResponse> GetStatus(absl::Duration timeout);
+  absl::Status ReportEvaluation(const EvaluationReport& report,
+                                absl::Duration timeout);
+
+ private:
+  const std::string chief_;
+  std::unique_ptr<Coordinator::Stub> stub_;
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_CLIENT_COORDINATOR_CLIENT_H_

@@ -1,0 +1,95 @@
+// evaluator: evaluates the job's model on held-out data at an interval
+// and once more after training ends (see evaluator_runner.h).
+//
+//   evaluator [--tf_config=<file or JSON>] [--device=auto|cpu|cuda]
+//
+// Exits 0 when the job succeeded, 1 with the reason otherwise.
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "client/coordinator_client.h"
+#include "common/health_server.h"
+#include "common/host_port.h"
+#include "common/logging.h"
+#include "common/process_setup.h"
+#include "common/signals.h"
+#include "common/tf_config_loader.h"
+#include "evaluator/evaluator_runner.h"
+#include "worker/device/select_device.h"
+
+ABSL_FLAG(std::string, tf_config, "",
+          "TF_CONFIG as inline JSON or a file path; defaults to $TF_CONFIG");
+ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
+ABSL_FLAG(std::string, bind_host, "0.0.0.0", "Interface to listen on");
+ABSL_FLAG(int32_t, startup_timeout_s, 120, "Seconds to wait for the chief");
+
+namespace psflow {
+namespace {
+
+int Run() {
+  absl::StatusOr<LoadedTfConfig> loaded =
+      LoadTfConfigFromFlagOrEnvironment(absl::GetFlag(FLAGS_tf_config));
+  if (!loaded.ok()) {
+    LOG(ERROR) << loaded.status().message();
+    return 1;
+  }
+  const TfConfig& tf = loaded->config;
+  if (tf.task.type != TaskType::kEvaluator) {
+    LOG(ERROR) << "the evaluator binary runs the \"evaluator\" task, but "
+                  "TF_CONFIG names "
+               << tf.task.ToString();
+    return 1;
+  }
+  SetLogTag(tf.task.ToString());
+  std::unique_ptr<grpc::Server> health;
+  if (std::optional<std::string> address = tf.TaskAddress()) {
+    absl::StatusOr<HostPort> own = ParseHostPort(*address);
+    absl::StatusOr<std::unique_ptr<grpc::Server>> server =
+        own.ok() ? StartHealthServer(
+                       HostPort{absl::GetFlag(FLAGS_bind_host), own->port}
+                           .ToString())
+                 : absl::StatusOr<std::unique_ptr<grpc::Server>>(own.status());
+    if (!server.ok()) {
+      LOG(ERROR) << server.status().message();
+      return 1;
+    }
+    health = *std::move(server);
+  }
+  absl::StatusOr<std::unique_ptr<Device>> device =
+      SelectDevice(absl::GetFlag(FLAGS_device), 1);
+  if (!device.ok()) {
+    LOG(ERROR) << device.status().message();
+    return 1;
+  }
+  const TaskId chief = tf.ChiefTask();
+  const std::string chief_address = *tf.cluster.Address(chief);
+  CoordinatorClient coordinator(
+      chief_address, absl::StrCat(chief.ToString(), " at ", chief_address));
+  EvaluatorOptions options;
+  options.tf_config = tf;
+  options.device = device->get();
+  options.coordinator = &coordinator;
+  options.startup_timeout =
+      absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
+  absl::Status result = RunEvaluator(options);
+  if (health != nullptr) health->Shutdown(absl::ToChronoTime(absl::Now()));
+  if (!result.ok()) {
+    LOG(ERROR) << result.message();
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace psflow
+
+int main(int argc, char** argv) {
+  psflow::BlockTerminationSignals();
+  psflow::SetUpProcessForBulkTransfers();
+  absl::ParseCommandLine(argc, argv);
+  psflow::WatchTerminationSignals([](const std::string& signal) {
+    LOG(ERROR) << "received " << signal << "; exiting";
+    std::_Exit(1);
+  });
+  return psflow::Run();
+}

@@ -1,0 +1,153 @@
+#include "evaluator/evaluator_runner.h"
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "client/cluster_client.h"
+#include "client/placement_proto.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "worker/data/batch_stream.h"
+#include "worker/model/mlp.h"
+#include "worker/model/model_config.h"
+
+namespace psflow {
+absl::StatusOr<EvaluationReport> EvaluateOnce(const JobSpec& spec,
+                                              ParameterClient& client,
+                                              Device& device,
+                                              const Dataset& data) {
+  const MlpSpec model_spec = MlpSpecFromConfig(
+      spec.config().model(), spec.input_size(), spec.num_classes());
+  const auto vars = MlpVariables(model_spec);
+  std::vector<std::vector<float>> values;
+  std::vector<ParameterClient::Mutable> targets;
+  for (const auto& v : vars) {
+    int64_t n = 1;
+    for (int64_t d : v.shape) n *= d;
+    values.emplace_back(n);
+  }
+  for (size_t i = 0; i < vars.size(); ++i) {
+    targets.emplace_back(vars[i].name, absl::MakeSpan(values[i]));
+  }
+  auto pull = client.Pull(targets, 0, /*consistent_snapshot=*/true);
+  RETURN_IF_ERROR(pull->Wait());
+  const int batch_size = std::max(1, spec.config().evaluation().batch_size());
+  ASSIGN_OR_RETURN(auto model, Mlp::Create(model_spec, &device, batch_size));
+  RETURN_IF_ERROR(model->LoadParameters(
+      std::vector<absl::Span<const float>>(values.begin(), values.end())));
+
+  std::vector<int64_t> class_total(spec.num_classes()),
+      class_correct(spec.num_classes());
+  double loss = 0;
+  int64_t correct = 0, seen = 0;
+  std::vector<float> features;
+  std::vector<int32_t> labels, predictions;
+  for (int64_t begin = 0; begin < data.num_examples; begin += batch_size) {
+    const int64_t n = std::min<int64_t>(batch_size, data.num_examples - begin);
+    features.resize(n * data.num_features);
+    labels.resize(n);
+    predictions.resize(n);
+    for (int64_t i = 0; i < n * data.num_features; ++i) {
+      features[i] = data.features[begin * data.num_features + i] / 255.0f;
+    }
+    for (int64_t i = 0; i < n; ++i) labels[i] = data.labels[begin + i];
+    ASSIGN_OR_RETURN(
+        BatchStats stats,
+        model->Evaluate(n, features, labels, absl::MakeSpan(predictions)));
+    loss += stats.loss_sum;
+    correct += stats.correct;
+    seen += n;
+    for (int64_t i = 0; i < n; ++i) {
+      ++class_total[labels[i]];
+      class_correct[labels[i]] += predictions[i] == labels[i];
+    }
+  }
+  EvaluationReport report;
+  report.set_global_step(pull->min_version());
+  report.set_loss(seen > 0 ? loss / seen : 0);
+  report.set_accuracy(seen > 0 ? static_cast<double>(correct) / seen : 0);
+  for (size_t c = 0; c < class_total.size(); ++c) {
+    report.add_per_class_accuracy(class_total[c] > 0
+                                      ? static_cast<double>(class_correct[c]) /
+                                            class_total[c]
+                                      : 0);
+  }
+  return report;
+}
+
+absl::Status RunEvaluator(const EvaluatorOptions& options) {
+  std::mt19937_64 random(std::random_device{}());
+  ASSIGN_OR_RETURN(JobSpec spec, options.coordinator->Register(
+                                     options.tf_config.task, random(),
+                                     absl::Now() + options.startup_timeout));
+  const JobConfig& job = spec.config();
+  if (job.data().test_images().empty()) {
+    LOG(WARNING) << "the job config names no test data; nothing to evaluate";
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(Dataset test, LoadIdxDataset(job.data().test_images(),
+                                                job.data().test_labels()));
+  if (test.num_features != spec.input_size()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the test data has ", test.num_features,
+                     " features per example but "
+                     "the model takes ",
+                     spec.input_size()));
+  }
+  ASSIGN_OR_RETURN(Placement placement,
+                   PlacementFromProto(spec, options.tf_config.cluster.NumTasks(
+                                                TaskType::kPs)));
+  auto client = ConnectToParameterServers(options.tf_config, placement,
+                                          ParameterClient::Options());
+  RETURN_IF_ERROR(client->Configure(spec.ps_config()));
+  LOG(INFO) << "evaluating on " << test.num_examples << " examples every "
+            << job.evaluation().every_secs() << "s on "
+            << options.device->Describe();
+
+  const absl::Duration interval =
+      absl::Seconds(std::max(0.1, job.evaluation().every_secs()));
+  absl::Time next = absl::Now() + interval;
+  absl::Time last_contact = absl::Now();
+  while (true) {
+    absl::StatusOr<StatusResponse> status =
+        options.coordinator->GetStatus(absl::Seconds(5));
+    if (!status.ok()) {
+      if (absl::Now() - last_contact > options.chief_timeout) {
+        return absl::UnavailableError(
+            absl::StrCat("lost the chief: ", status.status().message()));
+      }
+      absl::SleepFor(absl::Milliseconds(500));
+      continue;
+    }
+    last_contact = absl::Now();
+    if (status->state() == FAILED) {
+      return absl::AbortedError(
+          absl::StrCat("the job failed: ", status->message()));
+    }
+    if (status->state() == SUCCEEDED) return absl::OkStatus();
+    const bool final = status->state() == FINAL_EVALUATION;
+    if (final || absl::Now() >= next) {
+      next = absl::Now() + interval;
+      ASSIGN_OR_RETURN(EvaluationReport report,
+                       EvaluateOnce(spec, *client, *options.device, test));
+      report.set_final(final);
+      std::vector<std::string> per_class;
+      for (double a : report.per_class_accuracy()) {
+        per_class.push_back(absl::StrFormat("%.2f", a));
+      }
+      LOG(INFO) << absl::StrFormat(
+          "%sstep %d: test loss %.4f, accuracy %.4f; per class [%s]",
+          final ? "final evaluation, " : "", report.global_step(),
+          report.loss(), report.accuracy(), absl::StrJoin(per_class, " "));
+      absl::Status reported =
+          options.coordinator->ReportEvaluation(report, absl::Seconds(10));
+      if (!reported.ok()) LOG(WARNING) << reported.message();
+      if (final) return absl::OkStatus();
+    }
+    absl::SleepFor(absl::Milliseconds(250));
+  }
+}
+
+}  // namespace psflow

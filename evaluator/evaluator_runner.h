@@ -1,0 +1,44 @@
+// The evaluator's loop: join the job through the chief, then evaluate the
+// current model on the held-out set at an interval (read-only, consistent
+// pulls from the parameter servers), report each result to the chief, run
+// one final evaluation when the chief says training ended, and exit.
+// Training never waits for the evaluator.
+#ifndef PSFLOW_EVALUATOR_EVALUATOR_RUNNER_H_
+#define PSFLOW_EVALUATOR_EVALUATOR_RUNNER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "client/coordinator_client.h"
+#include "client/ps_client.h"
+#include "common/tf_config.h"
+#include "proto/coordinator.pb.h"
+#include "worker/data/dataset.h"
+#include "worker/device/device.h"
+
+namespace psflow {
+
+struct EvaluatorOptions {
+  TfConfig tf_config;
+  Device* device = nullptr;
+  CoordinatorClient* coordinator = nullptr;
+  absl::Duration startup_timeout = absl::Seconds(120);
+  // Gives up when the chief cannot be reached for this long.
+  absl::Duration chief_timeout = absl::Seconds(30);
+};
+
+// OK when the job succeeded (after the final evaluation); the job's error
+// when it failed.
+absl::Status RunEvaluator(const EvaluatorOptions& options);
+
+// One evaluation of the model in `client` on `data` (every example).
+absl::StatusOr<EvaluationReport> EvaluateOnce(const JobSpec& spec,
+                                              ParameterClient& client,
+                                              Device& device,
+                                              const Dataset& data);
+
+}  // namespace psflow
+
+#endif  // PSFLOW_EVALUATOR_EVALUATOR_RUNNER_H_

@@ -1,0 +1,192 @@
+#include "worker/trainer.h"
+
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/cluster_client.h"
+#include "client/placement_proto.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "worker/data/batch_stream.h"
+#include "worker/data/dataset.h"
+#include "worker/model/mlp.h"
+#include "worker/model/model_config.h"
+
+namespace psflow {
+namespace {
+
+// Host buffers for every variable, in model order.
+struct HostTensors {
+  std::vector<std::vector<float>> values;
+  std::vector<ParameterClient::Mutable> Mutable(
+      const std::vector<LogicalVariable>& vars) {
+    std::vector<ParameterClient::Mutable> out;
+    for (size_t i = 0; i < vars.size(); ++i) {
+      out.emplace_back(vars[i].name, absl::MakeSpan(values[i]));
+    }
+    return out;
+  }
+  std::vector<ParameterClient::Const> Const(
+      const std::vector<LogicalVariable>& vars) const {
+    std::vector<ParameterClient::Const> out;
+    for (size_t i = 0; i < vars.size(); ++i) {
+      out.emplace_back(vars[i].name, absl::MakeConstSpan(values[i]));
+    }
+    return out;
+  }
+  std::vector<absl::Span<const float>> ConstSpans() const {
+    return std::vector<absl::Span<const float>>(values.begin(), values.end());
+  }
+  std::vector<absl::Span<float>> Spans() {
+    std::vector<absl::Span<float>> out;
+    for (auto& v : values) out.push_back(absl::MakeSpan(v));
+    return out;
+  }
+};
+
+HostTensors Allocate(const std::vector<LogicalVariable>& vars) {
+  HostTensors t;
+  for (const LogicalVariable& v : vars) {
+    int64_t n = 1;
+    for (int64_t d : v.shape) n *= d;
+    t.values.emplace_back(n, 0.0f);
+  }
+  return t;
+}
+
+// Progress since the last heartbeat.
+struct Window {
+  double loss = 0;
+  int64_t correct = 0, examples = 0;
+  absl::Time start = absl::Now();
+};
+
+}  // namespace
+
+absl::Status RunTrainer(const TrainerOptions& options) {
+  const JobSpec& spec = options.spec;
+  const JobConfig& job = spec.config();
+  const int index = options.tf_config.task.index;
+  const int num_workers = spec.num_workers();
+  const bool sync = job.training().mode() == SYNC;
+
+  ASSIGN_OR_RETURN(Dataset train, LoadIdxDataset(job.data().train_images(),
+                                                 job.data().train_labels()));
+  if (train.num_features != spec.input_size() ||
+      train.num_classes > spec.num_classes()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "this worker's training data has ", train.num_features,
+        " features and ", train.num_classes, " classes, but the chief's has ",
+        spec.input_size(), " and ", spec.num_classes(),
+        "; every task must see the same data files"));
+  }
+  auto shard = std::make_shared<Dataset>(ShardOf(train, index, num_workers));
+  LOG(INFO) << "training on shard " << index << " of " << num_workers << " ("
+            << shard->num_examples << " examples) on "
+            << options.device->Describe();
+  BatchStream::Options stream_options;
+  stream_options.batch_size = job.training().batch_size();
+  stream_options.seed = job.training().seed();
+  BatchStream batches(shard, stream_options);
+
+  const MlpSpec model_spec = MlpSpecFromConfig(
+      spec.config().model(), spec.input_size(), spec.num_classes());
+  const std::vector<LogicalVariable> vars = MlpVariables(model_spec);
+  ASSIGN_OR_RETURN(auto model, Mlp::Create(model_spec, options.device,
+                                           job.training().batch_size()));
+  ASSIGN_OR_RETURN(Placement placement,
+                   PlacementFromProto(spec, options.tf_config.cluster.NumTasks(
+                                                TaskType::kPs)));
+  auto client = ConnectToParameterServers(options.tf_config, placement,
+                                          ParameterClient::Options());
+  RETURN_IF_ERROR(client->Configure(spec.ps_config()));
+
+  HostTensors params[2] = {Allocate(vars), Allocate(vars)};
+  HostTensors grads = Allocate(vars);
+  int current = 0;
+  int64_t local_steps = 0, examples = 0, stale = 0, version = 0;
+  Window window;
+  absl::Time next_heartbeat = absl::Now() + options.heartbeat_interval;
+  const int log_every = std::max(1, job.logging().log_every_steps());
+
+  auto heartbeat = [&](bool finished) -> absl::StatusOr<StatusResponse> {
+    ProgressReport report;
+    report.set_worker_index(index);
+    report.set_incarnation(options.incarnation);
+    report.set_local_steps(local_steps);
+    report.set_examples(examples);
+    report.set_global_step(version);
+    const double seconds =
+        std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - window.start));
+    if (window.examples > 0) {
+      report.set_loss(window.loss / window.examples);
+      report.set_accuracy(static_cast<double>(window.correct) /
+                          window.examples);
+      report.set_examples_per_sec(window.examples / seconds);
+    }
+    report.set_finished(finished);
+    window = Window();
+    return options.coordinator->ReportProgress(report, absl::Seconds(10));
+  };
+
+  std::shared_ptr<PsHandle> pull =
+      client->Pull(params[current].Mutable(vars), sync ? version : 0);
+  while (true) {
+    RETURN_IF_ERROR(pull->Wait());
+    version = pull->min_version();
+    if (version >= spec.total_steps()) break;
+    std::optional<Batch> batch = batches.Next();
+    if (!batch.has_value()) break;  // Streams are endless; defensive.
+    RETURN_IF_ERROR(model->LoadParameters(params[current].ConstSpans()));
+    if (!sync) {
+      // Fetch the next step's parameters while this one computes.
+      pull = client->Pull(params[1 - current].Mutable(vars));
+    }
+    ASSIGN_OR_RETURN(BatchStats stats,
+                     model->TrainStep(batch->size, batch->features,
+                                      batch->labels, grads.Spans()));
+    absl::Status pushed =
+        client->Push(grads.Const(vars), version, index)->Wait();
+    if (absl::IsAborted(pushed)) {
+      ++stale;  // Sync: the step closed before this gradient arrived.
+    } else if (!pushed.ok()) {
+      return pushed;
+    }
+    ++local_steps;
+    examples += batch->size;
+    window.loss += stats.loss_sum;
+    window.correct += stats.correct;
+    window.examples += stats.examples;
+    if (local_steps % log_every == 0) {
+      LOG(INFO) << absl::StrFormat(
+          "step %d (global %d/%d), epoch %d, batch loss %.4f, accuracy %.3f",
+          local_steps, version, spec.total_steps(), batch->epoch,
+          stats.loss_sum / stats.examples,
+          static_cast<double>(stats.correct) / stats.examples);
+    }
+    if (absl::Now() >= next_heartbeat) {
+      next_heartbeat = absl::Now() + options.heartbeat_interval;
+      absl::StatusOr<StatusResponse> status = heartbeat(false);
+      if (status.ok() && status->state() == FAILED) {
+        return absl::AbortedError(
+            absl::StrCat("the chief ended the job: ", status->message()));
+      }
+      if (!status.ok()) LOG(WARNING) << status.status().message();
+    }
+    if (sync) {
+      pull = client->Pull(params[current].Mutable(vars), version + 1);
+    } else {
+      current = 1 - current;
+    }
+  }
+  LOG(INFO) << "finished: " << local_steps << " steps, " << examples
+            << " examples" << (sync ? absl::StrCat(", ", stale, " stale") : "")
+            << "; global step " << version;
+  absl::StatusOr<StatusResponse> status = heartbeat(true);
+  if (!status.ok()) LOG(WARNING) << status.status().message();
+  return absl::OkStatus();
+}
+
+}  // namespace psflow

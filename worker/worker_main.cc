@@ -1,0 +1,163 @@
+// worker: trains on its shard of the data (see trainer.h).
+//
+//   worker [--tf_config=<file or JSON>] [--device=auto|cpu|cuda]
+//          [--job=<file>  (only when worker 0 runs the chief's duties)]
+//
+// Without a "chief" job in TF_CONFIG, worker 0 also runs the chief's
+// duties (TensorFlow and TFJob semantics) and needs --job. Exits 0 when
+// the job succeeded, 1 with the reason otherwise.
+#include <random>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "chief/chief_runner.h"
+#include "client/coordinator_client.h"
+#include "client/job_config.h"
+#include "common/health_server.h"
+#include "common/host_port.h"
+#include "common/logging.h"
+#include "common/process_setup.h"
+#include "common/signals.h"
+#include "common/tf_config_loader.h"
+#include "worker/device/select_device.h"
+#include "worker/trainer.h"
+
+ABSL_FLAG(std::string, tf_config, "",
+          "TF_CONFIG as inline JSON or a file path; defaults to $TF_CONFIG");
+ABSL_FLAG(std::string, job, "",
+          "Job config, needed only when this worker runs the chief's duties");
+ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
+ABSL_FLAG(std::string, bind_host, "0.0.0.0", "Interface to listen on");
+ABSL_FLAG(int32_t, startup_timeout_s, 120,
+          "Seconds to wait for the chief (and, as chief, for the cluster)");
+
+namespace psflow {
+namespace {
+
+int Run() {
+  absl::StatusOr<LoadedTfConfig> loaded =
+      LoadTfConfigFromFlagOrEnvironment(absl::GetFlag(FLAGS_tf_config));
+  if (!loaded.ok()) {
+    LOG(ERROR) << loaded.status().message();
+    return 1;
+  }
+  const TfConfig& tf = loaded->config;
+  if (tf.task.type != TaskType::kWorker) {
+    LOG(ERROR) << "the worker binary runs \"worker\" tasks, but TF_CONFIG "
+                  "names "
+               << tf.task.ToString();
+    return 1;
+  }
+  SetLogTag(tf.task.ToString());
+  for (const std::string& w : tf.warnings) LOG(WARNING) << "TF_CONFIG: " << w;
+  const absl::Duration startup =
+      absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
+  absl::StatusOr<HostPort> own = ParseHostPort(*tf.TaskAddress());
+  if (!own.ok()) {
+    LOG(ERROR) << own.status().message();
+    return 1;
+  }
+  const std::string listen =
+      HostPort{absl::GetFlag(FLAGS_bind_host), own->port}.ToString();
+
+  // Worker 0 without a chief job runs the chief's duties on its own port.
+  std::thread chief;
+  absl::Status chief_result;
+  std::unique_ptr<grpc::Server> health;
+  if (tf.IsChief()) {
+    if (absl::GetFlag(FLAGS_job).empty()) {
+      LOG(ERROR) << "this worker runs the chief's duties (TF_CONFIG has no "
+                    "\"chief\" job) and needs --job=<job config>";
+      return 1;
+    }
+    absl::StatusOr<JobConfig> job = LoadJobConfigFile(absl::GetFlag(FLAGS_job));
+    if (!job.ok()) {
+      LOG(ERROR) << job.status().message();
+      return 1;
+    }
+    ChiefOptions options;
+    options.tf_config = tf;
+    options.job = *job;
+    options.bind_host = absl::GetFlag(FLAGS_bind_host);
+    options.startup_timeout = startup;
+    LOG(INFO) << "no \"chief\" job in TF_CONFIG: this worker also runs the "
+                 "chief's duties";
+    chief = std::thread(
+        [options, &chief_result] { chief_result = RunChief(options); });
+  } else {
+    absl::StatusOr<std::unique_ptr<grpc::Server>> server =
+        StartHealthServer(listen);
+    if (!server.ok()) {
+      LOG(ERROR) << server.status().message();
+      return 1;
+    }
+    health = *std::move(server);
+  }
+
+  const TaskId chief_task = tf.ChiefTask();
+  const std::string chief_address = *tf.cluster.Address(chief_task);
+  CoordinatorClient coordinator(
+      chief_address,
+      absl::StrCat(chief_task.ToString(), " at ", chief_address));
+  absl::Status result;
+  absl::StatusOr<std::unique_ptr<Device>> device =
+      SelectDevice(absl::GetFlag(FLAGS_device), /*cpu_threads=*/1);
+  std::mt19937_64 random(std::random_device{}());
+  const uint64_t incarnation = random();
+  if (!device.ok()) {
+    result = device.status();
+  } else {
+    absl::StatusOr<JobSpec> spec =
+        coordinator.Register(tf.task, incarnation, absl::Now() + startup);
+    if (!spec.ok()) {
+      result = spec.status();
+    } else {
+      if (spec->config().training().cpu_threads() > 1 &&
+          absl::GetFlag(FLAGS_device) != "cuda") {
+        device = SelectDevice(absl::GetFlag(FLAGS_device),
+                              spec->config().training().cpu_threads());
+      }
+      TrainerOptions options;
+      options.tf_config = tf;
+      options.spec = *spec;
+      options.device = device->get();
+      options.coordinator = &coordinator;
+      options.incarnation = incarnation;
+      result = RunTrainer(options);
+    }
+  }
+  if (!result.ok()) {
+    LOG(ERROR) << result.message();
+    ProgressReport report;
+    report.set_worker_index(tf.task.index);
+    report.set_incarnation(incarnation);
+    report.set_error(std::string(result.message()));
+    (void)coordinator.ReportProgress(report, absl::Seconds(5));
+  }
+  if (chief.joinable()) {
+    chief.join();
+    if (!chief_result.ok()) {
+      LOG(ERROR) << "job failed: " << chief_result.message();
+      return 1;
+    }
+    LOG(INFO) << "job succeeded";
+  }
+  if (health != nullptr) health->Shutdown(absl::ToChronoTime(absl::Now()));
+  return result.ok() ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace psflow
+
+int main(int argc, char** argv) {
+  psflow::BlockTerminationSignals();
+  psflow::SetUpProcessForBulkTransfers();
+  absl::ParseCommandLine(argc, argv);
+  psflow::WatchTerminationSignals([](const std::string& signal) {
+    LOG(ERROR) << "received " << signal << "; exiting";
+    std::_Exit(1);
+  });
+  return psflow::Run();
+}
