@@ -18,6 +18,8 @@ ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG as inline JSON or a file path; defaults to $TF_CONFIG");
 ABSL_FLAG(std::string, job, "", "Job config (JSON); required");
 ABSL_FLAG(std::string, bind_host, "0.0.0.0", "Interface to listen on");
+ABSL_FLAG(std::string, result_file, "",
+          "As chief: write the job's outcome here as JSON");
 ABSL_FLAG(std::string, port_file, "", "Write the bound port here");
 ABSL_FLAG(int32_t, startup_timeout_s, 120,
           "Seconds to wait for parameter servers and workers");
@@ -57,6 +59,7 @@ int main(int argc, char** argv) {
   options.tf_config = loaded->config;
   options.job = *job;
   options.bind_host = absl::GetFlag(FLAGS_bind_host);
+  options.result_file = absl::GetFlag(FLAGS_result_file);
   options.port_file = absl::GetFlag(FLAGS_port_file);
   options.startup_timeout =
       absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));

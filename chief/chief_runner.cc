@@ -1,5 +1,7 @@
 #include "chief/chief_runner.h"
 
+#include <cstdio>
+#include <fstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +14,7 @@
 #include "client/job_config.h"
 #include "client/placement_proto.h"
 #include "common/host_port.h"
+#include "common/json.h"
 #include "common/logging.h"
 #include "common/port_file.h"
 #include "common/status_macros.h"
@@ -131,6 +134,39 @@ void LogProgress(const JobCoordinator& coordinator, absl::Time start) {
       accuracy, eta);
 }
 
+absl::Status WriteResult(const std::string& path, const JobCoordinator& c,
+                         double training_seconds) {
+  StatusResponse status = c.Status();
+  std::string json = absl::StrCat(
+      "{\"state\": ", JsonQuote(JobState_Name(status.state())),
+      ", \"message\": ", JsonQuote(status.message()),
+      ", \"global_step\": ", status.global_step(),
+      ", \"total_steps\": ", status.total_steps(),
+      ", \"training_seconds\": ", absl::StrFormat("%.3f", training_seconds));
+  if (std::optional<EvaluationReport> eval = c.last_evaluation();
+      eval.has_value() && eval->final()) {
+    absl::StrAppend(
+        &json,
+        ", \"test_accuracy\": ", absl::StrFormat("%.6f", eval->accuracy()),
+        ", \"test_loss\": ", absl::StrFormat("%.6f", eval->loss()),
+        ", \"per_class_accuracy\": [",
+        absl::StrJoin(eval->per_class_accuracy(), ", ",
+                      [](std::string* out, double a) {
+                        absl::StrAppend(out, absl::StrFormat("%.6f", a));
+                      }),
+        "]");
+  }
+  json += "}\n";
+  std::ofstream out(path + ".tmp");
+  out << json;
+  out.close();
+  if (!out || std::rename((path + ".tmp").c_str(), path.c_str()) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot write the result file ", path));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RunChief(const ChiefOptions& options) {
@@ -157,6 +193,7 @@ absl::Status RunChief(const ChiefOptions& options) {
   LOG(INFO) << "coordinating " << JobConfigSummary(options.job)
             << "; serving on port " << server->port();
 
+  absl::Time training_start = absl::Now();
   // Ends the job: tells every task, lets them hear it, stops serving.
   auto finish = [&](absl::Status result,
                     ParameterClient* client) -> absl::Status {
@@ -165,11 +202,25 @@ absl::Status RunChief(const ChiefOptions& options) {
     } else {
       coordinator.Fail(std::string(result.message()));
     }
-    if (client != nullptr) {
-      absl::Status shutdown =
-          client->ShutdownAll(result.ok() ? "job finished" : "job failed");
-      if (!shutdown.ok()) LOG(WARNING) << shutdown.message();
+    if (!options.result_file.empty()) {
+      absl::Status written =
+          WriteResult(options.result_file, coordinator,
+                      absl::ToDoubleSeconds(absl::Now() - training_start));
+      if (!written.ok()) LOG(ERROR) << written.message();
     }
+    // Every parameter server is told to stop, even when the job failed
+    // before the chief connected to them, so no process outlives the job.
+    std::unique_ptr<ParameterClient> fallback;
+    if (client == nullptr) {
+      ParameterClient::Options shutdown_options;
+      shutdown_options.rpc_timeout = absl::Seconds(5);
+      fallback = ConnectToParameterServers(tf, Placement(), shutdown_options);
+      client = fallback.get();
+    }
+    LOG(INFO) << "stopping " << client->num_shards() << " parameter servers";
+    absl::Status shutdown =
+        client->ShutdownAll(result.ok() ? "job finished" : "job failed");
+    if (!shutdown.ok()) LOG(WARNING) << shutdown.message();
     // Tasks poll about once a second: let them learn the outcome.
     absl::SleepFor(absl::Seconds(2));
     server->Stop(absl::Seconds(1));
@@ -195,7 +246,7 @@ absl::Status RunChief(const ChiefOptions& options) {
   }
   LOG(INFO) << "all " << coordinator_options.num_workers
             << " workers joined; training";
-  const absl::Time training_start = absl::Now();
+  training_start = absl::Now();
   while (!coordinator.WaitForTrainingEnd(absl::Now() + options.log_interval)) {
     LogProgress(coordinator, training_start);
   }

@@ -31,6 +31,11 @@ struct ChiefOptions {
   absl::Duration startup_timeout = absl::Seconds(120);
   absl::Duration heartbeat_timeout = absl::Seconds(60);
   absl::Duration final_evaluation_timeout = absl::Seconds(120);
+  // If set, the job's outcome is written here as JSON when it ends:
+  // {"state", "message", "global_step", "total_steps", "training_seconds",
+  //  "test_accuracy", "test_loss", "per_class_accuracy"} (test fields only
+  // after a final evaluation).
+  std::string result_file;
   // Progress lines at this interval.
   absl::Duration log_interval = absl::Seconds(2);
 };

@@ -1,10 +1,13 @@
 // psctl: the operator's command-line tool.
 //
 //   psctl tfconfig check [--tf_config=<file or JSON>]
+//   psctl local --job=<file> --ps=N --workers=M [--evaluator] --dir=<dir>
 //
 // More subcommands (local clusters, checkpoints, deployment) join as the
 // features behind them land. Exit status: 0 success, 1 the command failed
 // (the message says why), 2 usage error.
+#include <unistd.h>
+
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -14,12 +17,27 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_join.h"
+#include "client/local_cluster.h"
 #include "client/tfconfig_report.h"
 #include "common/tf_config_loader.h"
 
 ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG as inline JSON or a path to a JSON file; defaults to the "
           "TF_CONFIG environment variable");
+ABSL_FLAG(std::string, job, "configs/fashion_mnist_mlp.json",
+          "local: the job config");
+ABSL_FLAG(int32_t, ps, 1, "local: parameter servers");
+ABSL_FLAG(int32_t, workers, 2, "local: workers");
+ABSL_FLAG(bool, evaluator, true, "local: run an evaluator");
+ABSL_FLAG(bool, chief, false,
+          "local: run a separate chief (otherwise worker 0 is the chief)");
+ABSL_FLAG(std::string, dir, "/tmp/psflow-local",
+          "local: directory for logs, TF_CONFIGs and result.json");
+ABSL_FLAG(std::string, bin_dir, "",
+          "local: directory holding ps/, worker/, chief/, evaluator/ "
+          "binaries; defaults to the one psctl was built into");
+ABSL_FLAG(std::string, device, "auto", "local: worker device");
+ABSL_FLAG(int32_t, timeout_s, 0, "local: give up after this many seconds");
 
 namespace psflow {
 namespace {
@@ -30,7 +48,10 @@ constexpr char kUsage[] =
     "Usage:\n"
     "  psctl tfconfig check [--tf_config=<file or JSON>]\n"
     "      Validate this process's TF_CONFIG (environment variable or flag),\n"
-    "      print its task, whether it acts as chief, and every peer.\n";
+    "      print its task, whether it acts as chief, and every peer.\n"
+    "  psctl local [--job=<file>] [--ps=N] [--workers=M] [--evaluator]\n"
+    "              [--chief] [--dir=<dir>] [--device=auto|cpu|cuda]\n"
+    "      Run a whole cluster on 127.0.0.1 and exit with the job's result.\n";
 
 int RunTfConfigCheck() {
   absl::StatusOr<LoadedTfConfig> loaded =
@@ -41,6 +62,37 @@ int RunTfConfigCheck() {
   }
   std::cout << FormatTfConfigReport(*loaded);
   return 0;
+}
+
+// bazel-bin/client/psctl -> bazel-bin: where the role binaries are built.
+std::string DefaultBinDir() {
+  char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) return ".";
+  std::string exe(path, n);
+  std::string dir = exe.substr(0, exe.rfind('/'));
+  return dir.substr(0, dir.rfind('/'));
+}
+
+int RunLocal() {
+  LocalClusterOptions options;
+  options.job_path = absl::GetFlag(FLAGS_job);
+  options.num_ps = absl::GetFlag(FLAGS_ps);
+  options.num_workers = absl::GetFlag(FLAGS_workers);
+  options.evaluator = absl::GetFlag(FLAGS_evaluator);
+  options.chief = absl::GetFlag(FLAGS_chief);
+  options.dir = absl::GetFlag(FLAGS_dir);
+  options.bin_dir = absl::GetFlag(FLAGS_bin_dir).empty()
+                        ? DefaultBinDir()
+                        : absl::GetFlag(FLAGS_bin_dir);
+  options.device = absl::GetFlag(FLAGS_device);
+  options.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
+  absl::StatusOr<int> code = RunLocalCluster(options, std::cout);
+  if (!code.ok()) {
+    std::cerr << "psctl local: " << code.status().message() << "\n";
+    return 2;
+  }
+  return *code;
 }
 
 int UsageError(const std::vector<std::string>& args) {
@@ -61,6 +113,7 @@ int Main(int argc, char** argv) {
   if (args == std::vector<std::string>{"tfconfig", "check"}) {
     return RunTfConfigCheck();
   }
+  if (args == std::vector<std::string>{"local"}) return RunLocal();
   return UsageError(args);
 }
 

@@ -31,6 +31,7 @@ Subprocess::~Subprocess() {
     int status;
     waitpid(pid_, &status, 0);
   }
+  if (output_fd_ >= 0) close(output_fd_);
 }
 
 absl::Status Subprocess::Start() {
@@ -50,9 +51,20 @@ absl::Status Subprocess::Start() {
   for (auto& s : argv_) argv.push_back(s.data());
   argv.push_back(nullptr);
 
-  int log = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (log < 0) {
-    return absl::InternalError(absl::StrCat("cannot open ", log_path_));
+  int log = -1;
+  if (log_path_.empty()) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+      return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+    }
+    output_fd_ = fds[0];
+    log = fds[1];
+  } else {
+    log =
+        open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (log < 0) {
+      return absl::InternalError(absl::StrCat("cannot open ", log_path_));
+    }
   }
   pid_ = fork();
   if (pid_ < 0) {
@@ -99,6 +111,7 @@ void Subprocess::Signal(int signal) {
 }
 
 std::string Subprocess::Output() const {
+  if (log_path_.empty()) return "";
   std::ifstream in(log_path_);
   std::stringstream out;
   out << in.rdbuf();

@@ -26,7 +26,8 @@ namespace psflow {
 class Subprocess {
  public:
   // `env` is added to (and overrides) this process's environment. The
-  // child's stdout and stderr go to `log_path`.
+  // child's stdout and stderr go to `log_path`, or, when it is empty, to a
+  // pipe the caller reads from output_fd().
   Subprocess(std::vector<std::string> argv,
              std::map<std::string, std::string> env, std::string log_path);
   Subprocess(const Subprocess&) = delete;
@@ -47,11 +48,16 @@ class Subprocess {
 
   pid_t pid() const { return pid_; }
 
+  // Read end of the output pipe (pipe mode only; -1 otherwise). The caller
+  // reads it until end of file; the destructor closes it.
+  int output_fd() const { return output_fd_; }
+
  private:
   std::vector<std::string> argv_;
   std::map<std::string, std::string> env_;
   std::string log_path_;
   pid_t pid_ = -1;
+  int output_fd_ = -1;
   bool exited_ = false;
   int exit_code_ = 0;
 };

@@ -30,6 +30,8 @@ ABSL_FLAG(std::string, job, "",
           "Job config, needed only when this worker runs the chief's duties");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
 ABSL_FLAG(std::string, bind_host, "0.0.0.0", "Interface to listen on");
+ABSL_FLAG(std::string, result_file, "",
+          "As chief: write the job's outcome here as JSON");
 ABSL_FLAG(int32_t, startup_timeout_s, 120,
           "Seconds to wait for the chief (and, as chief, for the cluster)");
 
@@ -81,6 +83,7 @@ int Run() {
     options.tf_config = tf;
     options.job = *job;
     options.bind_host = absl::GetFlag(FLAGS_bind_host);
+    options.result_file = absl::GetFlag(FLAGS_result_file);
     options.startup_timeout = startup;
     LOG(INFO) << "no \"chief\" job in TF_CONFIG: this worker also runs the "
                  "chief's duties";

@@ -1,0 +1,154 @@
+#include "chief/job_coordinator.h"
+
+#include <thread>
+
+#include "common/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/protocol.h"
+
+namespace psflow {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+JobSpec Spec(UpdateMode mode, int64_t total_steps = 100) {
+  JobSpec spec;
+  spec.set_total_steps(total_steps);
+  spec.mutable_config()->mutable_training()->set_mode(mode);
+  return spec;
+}
+
+JobCoordinator::Options TwoWorkers(
+    absl::Duration heartbeat = absl::Seconds(60)) {
+  JobCoordinator::Options options;
+  options.num_workers = 2;
+  options.worker_addresses = {{0, "h0:1"}, {1, "h1:1"}};
+  options.heartbeat_timeout = heartbeat;
+  return options;
+}
+
+RegisterTaskRequest Worker(int index) {
+  RegisterTaskRequest request;
+  request.set_protocol_version(kProtocolVersion);
+  request.set_task_type("worker");
+  request.set_task_index(index);
+  return request;
+}
+
+ProgressReport Report(int index, int64_t step, bool finished = false) {
+  ProgressReport report;
+  report.set_worker_index(index);
+  report.set_global_step(step);
+  report.set_finished(finished);
+  return report;
+}
+
+TEST(JobCoordinatorTest, RegistrationWaitsForTheSpec) {
+  JobCoordinator c(TwoWorkers());
+  EXPECT_THAT(c.Register(Worker(0)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("still initializing")));
+  c.SetSpec(Spec(ASYNC, 42));
+  ASSERT_OK_AND_ASSIGN(JobSpec spec, c.Register(Worker(0)));
+  EXPECT_EQ(spec.total_steps(), 42);
+}
+
+TEST(JobCoordinatorTest, StrangersAndOtherVersionsAreRefused) {
+  JobCoordinator c(TwoWorkers());
+  c.SetSpec(Spec(ASYNC));
+  EXPECT_THAT(c.Register(Worker(5)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("worker 5 is not in this job's cluster")));
+  RegisterTaskRequest old = Worker(0);
+  old.set_protocol_version(kProtocolVersion + 1);
+  EXPECT_THAT(c.Register(old), StatusIs(absl::StatusCode::kFailedPrecondition));
+}
+
+TEST(JobCoordinatorTest, WaitForWorkersNamesTheMissingOnes) {
+  JobCoordinator c(TwoWorkers());
+  c.SetSpec(Spec(ASYNC));
+  ASSERT_OK(c.Register(Worker(0)));
+  EXPECT_THAT(c.WaitForWorkers(absl::Now() + absl::Milliseconds(50)),
+              ElementsAre("worker-1 at h1:1"));
+  ASSERT_OK(c.Register(Worker(1)));
+  EXPECT_THAT(c.WaitForWorkers(absl::Now()), IsEmpty());
+}
+
+TEST(JobCoordinatorTest, TrainingEndsWhenEveryWorkerFinished) {
+  JobCoordinator c(TwoWorkers());
+  c.SetSpec(Spec(ASYNC));
+  ASSERT_OK(c.Register(Worker(0)));
+  ASSERT_OK(c.Register(Worker(1)));
+  c.Progress(Report(0, 100, /*finished=*/true));
+  EXPECT_FALSE(c.WaitForTrainingEnd(absl::Now() + absl::Milliseconds(50)));
+  EXPECT_EQ(c.state(), TRAINING);
+  c.Progress(Report(1, 101, /*finished=*/true));
+  EXPECT_TRUE(c.WaitForTrainingEnd(absl::Now() + absl::Seconds(5)));
+  EXPECT_EQ(c.state(), TRAINING);
+  EXPECT_EQ(c.Status().global_step(), 101);
+}
+
+TEST(JobCoordinatorTest, AWorkerErrorFailsTheJob) {
+  JobCoordinator c(TwoWorkers());
+  c.SetSpec(Spec(ASYNC));
+  ProgressReport report = Report(1, 3);
+  report.set_error("out of memory");
+  StatusResponse status = c.Progress(report);
+  EXPECT_EQ(status.state(), FAILED);
+  EXPECT_THAT(status.message(), HasSubstr("worker-1 at h1:1 failed: out of"));
+  EXPECT_TRUE(c.WaitForTrainingEnd(absl::Now()));
+}
+
+TEST(JobCoordinatorTest, AsyncContinuesWithoutALostWorker) {
+  JobCoordinator c(TwoWorkers(absl::Milliseconds(100)));
+  c.SetSpec(Spec(ASYNC));
+  ASSERT_OK(c.Register(Worker(0)));
+  ASSERT_OK(c.Register(Worker(1)));
+  std::thread reporter([&] {
+    for (int i = 0; i < 10; ++i) {
+      c.Progress(Report(0, i));
+      absl::SleepFor(absl::Milliseconds(30));
+    }
+    c.Progress(Report(0, 100, true));
+  });
+  EXPECT_TRUE(c.WaitForTrainingEnd(absl::Now() + absl::Seconds(10)));
+  reporter.join();
+  EXPECT_EQ(c.state(), TRAINING) << c.Status().message();
+}
+
+TEST(JobCoordinatorTest, SyncFailsWhenAWorkerIsLost) {
+  JobCoordinator c(TwoWorkers(absl::Milliseconds(100)));
+  c.SetSpec(Spec(SYNC));
+  ASSERT_OK(c.Register(Worker(0)));
+  ASSERT_OK(c.Register(Worker(1)));
+  EXPECT_TRUE(c.WaitForTrainingEnd(absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ(c.state(), FAILED);
+  EXPECT_THAT(c.Status().message(),
+              HasSubstr("stopped reporting (no heartbeat for 100ms); a sync "
+                        "job cannot continue"));
+}
+
+TEST(JobCoordinatorTest, FinalEvaluationIsAwaitedWithADeadline) {
+  JobCoordinator c(TwoWorkers());
+  c.SetSpec(Spec(ASYNC));
+  EXPECT_FALSE(
+      c.RunFinalEvaluation(absl::Now() + absl::Milliseconds(30)).has_value());
+  EXPECT_EQ(c.state(), FINAL_EVALUATION);
+  EvaluationReport report;
+  report.set_accuracy(0.9);
+  report.set_final(true);
+  c.Evaluation(report);
+  auto final_eval = c.RunFinalEvaluation(absl::Now());
+  ASSERT_TRUE(final_eval.has_value());
+  EXPECT_EQ(final_eval->accuracy(), 0.9);
+  c.Succeed();
+  EXPECT_EQ(c.state(), SUCCEEDED);
+  c.Fail("too late");
+  EXPECT_EQ(c.state(), SUCCEEDED) << "a finished job stays finished";
+}
+
+}  // namespace
+}  // namespace psflow

@@ -1,0 +1,201 @@
+// Whole jobs on 127.0.0.1 through `psctl local` and the role binaries:
+// real processes, real Fashion-MNIST data, bounded time.
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "common/json.h"
+#include "common/status_matchers.h"
+#include "common/subprocess.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/test_paths.h"
+
+namespace psflow {
+namespace {
+
+using ::psflow::testing::RunfilePath;
+using ::psflow::testing::TempPath;
+using ::testing::HasSubstr;
+
+constexpr char kData[] = "/usr/share/datasets/fashion-mnist/";
+
+// A small job: `steps` global steps of an MLP, in `mode`.
+std::string Job(const std::string& mode, int steps,
+                const std::string& train_images =
+                    std::string(kData) + "train-images-idx3-ubyte.gz") {
+  return absl::StrCat(R"({
+    "name": "test",
+    "model": {"mlp": {"hidden_sizes": [64]}},
+    "optimizer": {"kind": "ADAM"},
+    "learning_rate": {"learning_rate": 0.002},
+    "data": {"train_images": ")",
+                      train_images, R"(",
+             "train_labels": ")",
+                      kData, R"(train-labels-idx1-ubyte.gz",
+             "test_images": ")",
+                      kData, R"(t10k-images-idx3-ubyte.gz",
+             "test_labels": ")",
+                      kData, R"(t10k-labels-idx1-ubyte.gz"},
+    "training": {"batch_size": 64, "steps": )",
+                      steps, R"(, "mode": ")", mode, R"(", "seed": 3},
+    "logging": {"log_every_steps": 1000},
+    "evaluation": {"every_secs": 2, "batch_size": 2000}
+  })");
+}
+
+std::string WriteFile(const std::string& name, const std::string& text) {
+  const std::string path = TempPath(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+struct LocalRun {
+  int exit_code = -1;
+  std::string output;
+  std::string dir;
+  absl::StatusOr<JsonValue> Result() const {
+    std::ifstream in(dir + "/result.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    return ParseJson(text.str());
+  }
+};
+
+LocalRun RunLocal(const std::string& job_path, std::vector<std::string> flags) {
+  LocalRun run;
+  run.dir = TempPath("local");
+  std::vector<std::string> argv = {RunfilePath("client/psctl"),
+                                   "local",
+                                   "--job=" + job_path,
+                                   "--dir=" + run.dir,
+                                   "--bin_dir=" + RunfilePath(""),
+                                   "--device=cpu",
+                                   "--timeout_s=200"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  const std::string log = TempPath("psctl.log");
+  Subprocess psctl(argv, {}, log);
+  EXPECT_OK(psctl.Start());
+  absl::StatusOr<int> code = psctl.Wait(absl::Seconds(240));
+  run.output = psctl.Output();
+  run.exit_code = code.ok() ? *code : -1;
+  return run;
+}
+
+double TestAccuracy(const LocalRun& run) {
+  absl::StatusOr<JsonValue> result = run.Result();
+  EXPECT_OK(result) << run.output;
+  if (!result.ok()) return 0;
+  const JsonValue* accuracy = result->Find("test_accuracy");
+  EXPECT_NE(accuracy, nullptr) << run.output;
+  return accuracy == nullptr ? 0 : accuracy->number_value();
+}
+
+TEST(TrainingTest, AsyncJobWithWorkerZeroAsChiefLearns) {
+  LocalRun run = RunLocal(WriteFile("async.json", Job("ASYNC", 1500)),
+                          {"--ps=2", "--workers=2"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_GE(TestAccuracy(run), 0.80) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("[worker-0]"));
+  EXPECT_THAT(run.output, HasSubstr("[ps-1]"));
+  EXPECT_THAT(run.output, HasSubstr("this worker also runs the chief's"));
+  EXPECT_THAT(run.output, HasSubstr("job SUCCEEDED"));
+}
+
+TEST(TrainingTest, SyncJobWithASeparateChiefLearns) {
+  LocalRun run = RunLocal(WriteFile("sync.json", Job("SYNC", 400)),
+                          {"--ps=1", "--workers=2", "--chief"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_GE(TestAccuracy(run), 0.80) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("[chief-0]"));
+  // Every step averages both workers' gradients (replicas default to all).
+  EXPECT_THAT(run.output, HasSubstr("mode SYNC (2 of 2 workers)"));
+}
+
+TEST(TrainingTest, BadJobConfigIsRefusedBeforeAnythingStarts) {
+  std::string job = Job("ASYNC", 10);
+  job =
+      absl::StrReplaceAll(job, {{"\"batch_size\": 64", "\"batch_size\": -1"}});
+  LocalRun run = RunLocal(WriteFile("bad.json", job), {});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("training.batch_size is -1"));
+}
+
+TEST(TrainingTest, MissingDataFileFailsTheJobWithTheFileNamed) {
+  LocalRun run = RunLocal(
+      WriteFile("missing.json", Job("ASYNC", 10, "/nonexistent/train.gz")),
+      {"--workers=1", "--evaluator=false"});
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("/nonexistent/train.gz"));
+  ASSERT_OK_AND_ASSIGN(JsonValue result, run.Result());
+  EXPECT_EQ(result.Find("state")->string_value(), "FAILED");
+  EXPECT_THAT(run.output, ::testing::Not(HasSubstr("did not exit in time")));
+}
+
+TEST(TrainingTest, TruncatedDataFileFailsTheJobAsDataLoss) {
+  std::ifstream in(std::string(kData) + "train-images-idx3-ubyte.gz",
+                   std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+  const std::string cut =
+      WriteFile("cut.gz", bytes.substr(0, bytes.size() / 3));
+  LocalRun run = RunLocal(WriteFile("cut.json", Job("ASYNC", 10, cut)),
+                          {"--workers=1", "--evaluator=false"});
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(run.output, HasSubstr(cut));
+}
+
+// A chief whose worker never comes fails after its startup deadline and
+// says which task at which address is missing.
+TEST(TrainingTest, MissingWorkerFailsTheChiefAfterItsDeadline) {
+  const std::string job = WriteFile("job.json", Job("ASYNC", 10));
+  // The ps binds port 0 and reports it; the chief must know it.
+  const std::string port_file = TempPath("ps.port");
+  Subprocess ps(
+      {RunfilePath("ps/ps_server"), "--bind_host=127.0.0.1",
+       "--port_file=" + port_file},
+      {{"TF_CONFIG",
+        R"({"cluster": {"ps": ["127.0.0.1:0"], "worker": ["127.0.0.1:1"]},
+                      "task": {"type": "ps", "index": 0}})"}},
+      TempPath("ps.log"));
+  ASSERT_OK(ps.Start());
+  ASSERT_OK_AND_ASSIGN(int ps_port,
+                       WaitForPortFile(port_file, absl::Seconds(30)));
+  const std::string chief_config = absl::StrCat(
+      R"({"cluster": {"chief": ["127.0.0.1:0"], "ps": ["127.0.0.1:)", ps_port,
+      R"("], "worker": ["127.0.0.1:1"]}, "task": {"type": "chief", "index": 0}})");
+  Subprocess chief({RunfilePath("chief/chief"), "--job=" + job,
+                    "--bind_host=127.0.0.1", "--startup_timeout_s=3"},
+                   {{"TF_CONFIG", chief_config}}, TempPath("chief.log"));
+  const absl::Time start = absl::Now();
+  ASSERT_OK(chief.Start());
+  EXPECT_THAT(chief.Wait(absl::Seconds(60)), IsOkAndHolds(1));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30));
+  EXPECT_THAT(chief.Output(),
+              HasSubstr("workers that never joined by the startup deadline "
+                        "(3s): worker-0 at 127.0.0.1:1"));
+  // The chief told the ps to stop on its way out.
+  EXPECT_THAT(ps.Wait(absl::Seconds(15)), IsOkAndHolds(0)) << ps.Output();
+}
+
+TEST(TrainingTest, MissingParameterServerFailsTheChiefAfterItsDeadline) {
+  const std::string job = WriteFile("job.json", Job("ASYNC", 10));
+  Subprocess chief(
+      {RunfilePath("chief/chief"), "--job=" + job, "--bind_host=127.0.0.1",
+       "--startup_timeout_s=2"},
+      {{"TF_CONFIG",
+        R"({"cluster": {"chief": ["127.0.0.1:0"], "ps": ["127.0.0.1:1"],
+                        "worker": ["127.0.0.1:2"]},
+            "task": {"type": "chief", "index": 0}})"}},
+      TempPath("chief.log"));
+  const absl::Time start = absl::Now();
+  ASSERT_OK(chief.Start());
+  EXPECT_THAT(chief.Wait(absl::Seconds(60)), IsOkAndHolds(1));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30));
+  EXPECT_THAT(chief.Output(), HasSubstr("ps-0 at 127.0.0.1:1 is not healthy"));
+}
+
+}  // namespace
+}  // namespace psflow
