@@ -1,24 +1,15 @@
 #!/usr/bin/env bash
 # The README's "run the main job" command: installs what is needed (Debian
-# 12), builds with the optimized config and runs psflow's main job.
-#
-# Until the training job lands (a local cluster on Fashion-MNIST), the main
-# job is the parameter-server smoke run: it validates a Kubeflow-style
-# TF_CONFIG, then starts real ps_server processes on 127.0.0.1 and pushes
-# and pulls tensors through them with the client library, printing the
-# throughput beside the machine's loopback-TCP and memory baselines.
+# 12), builds with the optimized config and trains the default job: an MLP
+# on the real Fashion-MNIST data, on a local cluster (1 parameter server,
+# 2 workers with worker 0 as chief, 1 evaluator) on 127.0.0.1. Prints the
+# final test accuracy and exits with the job's result.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash tools/setup.sh
 bazel build --config=opt //...
 
-example=deploy/examples/tf_config_kubeflow_worker0.json
-echo
-echo "== psctl tfconfig check --tf_config=$example"
-bazel-bin/client/psctl tfconfig check --tf_config="$example"
-
-echo
-echo "== parameter-server smoke run (real ps_server processes)"
-bazel-bin/bench/ps_bench --sizes_mb=4,40 --repeats=3 \
-  --optimizer_elements=4194304
+exec bazel-bin/client/psctl local \
+  --job=configs/fashion_mnist_mlp.json --ps=1 --workers=2 --evaluator \
+  --dir="${PSFLOW_DIR:-/tmp/psflow-quickstart}" "$@"
