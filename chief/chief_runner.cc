@@ -10,6 +10,7 @@
 #include "chief/coordinator_service.h"
 #include "chief/job_coordinator.h"
 #include "client/cluster_client.h"
+#include "client/event_file_writer.h"
 #include "client/health_check.h"
 #include "client/job_config.h"
 #include "client/placement_proto.h"
@@ -106,7 +107,8 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
   return prepared;
 }
 
-void LogProgress(const JobCoordinator& coordinator, absl::Time start) {
+void LogProgress(const JobCoordinator& coordinator, absl::Time start,
+                 EventFileWriter* metrics) {
   StatusResponse status = coordinator.Status();
   double rate = 0, loss = 0, accuracy = 0;
   int reporting = 0;
@@ -127,6 +129,14 @@ void LogProgress(const JobCoordinator& coordinator, absl::Time start) {
           ? static_cast<double>(status.global_step()) / status.total_steps()
           : 0;
   const double eta = fraction > 0 ? elapsed * (1 - fraction) / fraction : 0;
+  if (metrics != nullptr && reporting > 0) {
+    // Training metrics as the chief sees them, at the global step; "loss"
+    // shares its tag with the evaluator's so the two share a chart.
+    (void)metrics->AddScalar("loss", status.global_step(), loss);
+    (void)metrics->AddScalar("accuracy", status.global_step(), accuracy);
+    (void)metrics->AddScalar("examples_per_sec", status.global_step(), rate);
+    (void)metrics->Flush();
+  }
   LOG(INFO) << absl::StrFormat(
       "step %d/%d (%.0f%%), %.0f examples/s, loss %.4f, accuracy %.4f, "
       "ETA %.0fs",
@@ -247,8 +257,20 @@ absl::Status RunChief(const ChiefOptions& options) {
   LOG(INFO) << "all " << coordinator_options.num_workers
             << " workers joined; training";
   training_start = absl::Now();
+  std::unique_ptr<EventFileWriter> metrics;
+  {
+    absl::StatusOr<std::unique_ptr<EventFileWriter>> writer =
+        EventFileWriter::Create(
+            MetricsDir(options.job, options.logdir, tf.task.ToString()));
+    if (writer.ok()) {
+      metrics = *std::move(writer);
+      LOG(INFO) << "metrics: " << metrics->path();
+    } else {
+      LOG(WARNING) << "no metrics: " << writer.status().message();
+    }
+  }
   while (!coordinator.WaitForTrainingEnd(absl::Now() + options.log_interval)) {
-    LogProgress(coordinator, training_start);
+    LogProgress(coordinator, training_start, metrics.get());
   }
   if (coordinator.state() == FAILED) {
     return finish(absl::AbortedError(coordinator.Status().message()), client);

@@ -36,6 +36,8 @@ struct ChiefOptions {
   //  "test_accuracy", "test_loss", "per_class_accuracy"} (test fields only
   // after a final evaluation).
   std::string result_file;
+  // Overrides the job's logging.log_dir for TensorBoard event files.
+  std::string logdir;
   // Progress lines at this interval.
   absl::Duration log_interval = absl::Seconds(2);
 };

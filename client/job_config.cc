@@ -194,6 +194,13 @@ int64_t TotalGlobalSteps(const JobConfig& config, int64_t train_examples,
   return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(batches)));
 }
 
+std::string MetricsDir(const JobConfig& config, const std::string& logdir_flag,
+                       const std::string& task_name) {
+  const std::string root =
+      logdir_flag.empty() ? config.logging().log_dir() : logdir_flag;
+  return absl::StrCat(root, "/", config.name(), "/", task_name);
+}
+
 std::string JobConfigSummary(const JobConfig& config) {
   std::string model =
       config.model().has_mlp()

@@ -37,6 +37,12 @@ int64_t TotalGlobalSteps(const JobConfig& config, int64_t train_examples,
 // replicas_to_aggregate, defaulting to every worker.
 int ReplicasToAggregate(const JobConfig& config, int num_workers);
 
+// Where a task writes its TensorBoard event files:
+// <logdir>/<job name>/<role>-<index>, with `logdir_flag` overriding the
+// job's logging.log_dir when set.
+std::string MetricsDir(const JobConfig& config, const std::string& logdir_flag,
+                       const std::string& task_name);
+
 // One line for logs.
 std::string JobConfigSummary(const JobConfig& config);
 

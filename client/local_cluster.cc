@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "client/job_config.h"
+#include "common/file_util.h"
 #include "common/free_port.h"
 #include "common/json.h"
 #include "common/signals.h"
@@ -26,20 +27,6 @@
 
 namespace psflow {
 namespace {
-
-absl::Status MakeDirs(const std::string& path) {
-  std::string partial;
-  for (size_t i = 0; i <= path.size(); ++i) {
-    if (i == path.size() || (path[i] == '/' && i > 0)) {
-      partial = path.substr(0, i);
-      if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "cannot create directory ", partial, ": ", std::strerror(errno)));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
 
 struct Task {
   TaskId id;
@@ -123,7 +110,7 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
           "--bin_dir=<directory holding ps/, worker/, chief/, evaluator/>"));
     }
   }
-  RETURN_IF_ERROR(MakeDirs(options.dir + "/tf_config"));
+  RETURN_IF_ERROR(MakeDirectories(options.dir + "/tf_config"));
 
   std::map<TaskType, std::vector<int>> ports;
   std::vector<Task> tasks;
@@ -150,6 +137,7 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
                                                 : TaskId{TaskType::kWorker, 0};
   for (Task& task : tasks) {
     const std::string bind = "--bind_host=127.0.0.1";
+    const std::string logdir = "--logdir=" + options.dir + "/logs";
     switch (task.id.type) {
       case TaskType::kPs:
         task.binary = "ps/ps_server";
@@ -157,15 +145,15 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
         break;
       case TaskType::kChief:
         task.binary = "chief/chief";
-        task.args = {bind};
+        task.args = {bind, logdir};
         break;
       case TaskType::kWorker:
         task.binary = "worker/worker";
-        task.args = {bind, "--device=" + options.device};
+        task.args = {bind, logdir, "--device=" + options.device};
         break;
       case TaskType::kEvaluator:
         task.binary = "evaluator/evaluator";
-        task.args = {bind, "--device=" + options.device};
+        task.args = {bind, logdir, "--device=" + options.device};
         break;
     }
     if (task.id == coordinator_task) {

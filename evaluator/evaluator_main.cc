@@ -20,6 +20,8 @@
 ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG as inline JSON or a file path; defaults to $TF_CONFIG");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
+ABSL_FLAG(std::string, logdir, "",
+          "TensorBoard root; overrides the job's logging.log_dir");
 ABSL_FLAG(std::string, bind_host, "0.0.0.0", "Interface to listen on");
 ABSL_FLAG(int32_t, startup_timeout_s, 120, "Seconds to wait for the chief");
 
@@ -69,6 +71,7 @@ int Run() {
   options.tf_config = tf;
   options.device = device->get();
   options.coordinator = &coordinator;
+  options.logdir = absl::GetFlag(FLAGS_logdir);
   options.startup_timeout =
       absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
   absl::Status result = RunEvaluator(options);

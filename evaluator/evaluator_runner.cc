@@ -6,6 +6,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/cluster_client.h"
+#include "client/event_file_writer.h"
+#include "client/job_config.h"
 #include "client/placement_proto.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -106,6 +108,17 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
             << job.evaluation().every_secs() << "s on "
             << options.device->Describe();
 
+  std::unique_ptr<EventFileWriter> metrics;
+  {
+    absl::StatusOr<std::unique_ptr<EventFileWriter>> writer =
+        EventFileWriter::Create(
+            MetricsDir(job, options.logdir, options.tf_config.task.ToString()));
+    if (writer.ok()) {
+      metrics = *std::move(writer);
+    } else {
+      LOG(WARNING) << "no metrics: " << writer.status().message();
+    }
+  }
   const absl::Duration interval =
       absl::Seconds(std::max(0.1, job.evaluation().every_secs()));
   absl::Time next = absl::Now() + interval;
@@ -141,6 +154,16 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
           "%sstep %d: test loss %.4f, accuracy %.4f; per class [%s]",
           final ? "final evaluation, " : "", report.global_step(),
           report.loss(), report.accuracy(), absl::StrJoin(per_class, " "));
+      if (metrics != nullptr) {
+        const int64_t step = report.global_step();
+        (void)metrics->AddScalar("loss", step, report.loss());
+        (void)metrics->AddScalar("accuracy", step, report.accuracy());
+        for (int c = 0; c < report.per_class_accuracy_size(); ++c) {
+          (void)metrics->AddScalar(absl::StrCat("accuracy/class_", c), step,
+                                   report.per_class_accuracy(c));
+        }
+        (void)metrics->Flush();
+      }
       absl::Status reported =
           options.coordinator->ReportEvaluation(report, absl::Seconds(10));
       if (!reported.ok()) LOG(WARNING) << reported.message();

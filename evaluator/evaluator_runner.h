@@ -27,6 +27,8 @@ struct EvaluatorOptions {
   absl::Duration startup_timeout = absl::Seconds(120);
   // Gives up when the chief cannot be reached for this long.
   absl::Duration chief_timeout = absl::Seconds(30);
+  // Overrides the job's logging.log_dir for TensorBoard event files.
+  std::string logdir;
 };
 
 // OK when the job succeeded (after the final evaluation); the job's error

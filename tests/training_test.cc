@@ -1,5 +1,8 @@
 // Whole jobs on 127.0.0.1 through `psctl local` and the role binaries:
 // real processes, real Fashion-MNIST data, bounded time.
+#include <dirent.h>
+#include <sys/stat.h>
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -84,6 +87,23 @@ LocalRun RunLocal(const std::string& job_path, std::vector<std::string> flags) {
   return run;
 }
 
+// The event files (events.out.tfevents.*) in `dir`, with their sizes.
+std::vector<std::pair<std::string, int64_t>> EventFiles(
+    const std::string& dir) {
+  std::vector<std::pair<std::string, int64_t>> files;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.rfind("events.out.tfevents.", 0) != 0) continue;
+      struct stat st;
+      stat((dir + "/" + name).c_str(), &st);
+      files.emplace_back(name, st.st_size);
+    }
+    closedir(d);
+  }
+  return files;
+}
+
 double TestAccuracy(const LocalRun& run) {
   absl::StatusOr<JsonValue> result = run.Result();
   EXPECT_OK(result) << run.output;
@@ -102,6 +122,13 @@ TEST(TrainingTest, AsyncJobWithWorkerZeroAsChiefLearns) {
   EXPECT_THAT(run.output, HasSubstr("[ps-1]"));
   EXPECT_THAT(run.output, HasSubstr("this worker also runs the chief's"));
   EXPECT_THAT(run.output, HasSubstr("job SUCCEEDED"));
+  // TensorBoard event files, one directory per task, each with scalars
+  // after the file-version record (~60 bytes).
+  for (const char* task : {"worker-0", "worker-1", "evaluator-0"}) {
+    auto files = EventFiles(run.dir + "/logs/test/" + task);
+    ASSERT_EQ(files.size(), 1u) << task;
+    EXPECT_GT(files[0].second, 200) << task;
+  }
 }
 
 TEST(TrainingTest, SyncJobWithASeparateChiefLearns) {

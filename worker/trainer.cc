@@ -127,6 +127,13 @@ absl::Status RunTrainer(const TrainerOptions& options) {
       report.set_examples_per_sec(window.examples / seconds);
     }
     report.set_finished(finished);
+    if (options.metrics != nullptr && window.examples > 0) {
+      (void)options.metrics->AddScalar("loss", version, report.loss());
+      (void)options.metrics->AddScalar("accuracy", version, report.accuracy());
+      (void)options.metrics->AddScalar("examples_per_sec", version,
+                                       report.examples_per_sec());
+      (void)options.metrics->Flush();
+    }
     window = Window();
     return options.coordinator->ReportProgress(report, absl::Seconds(10));
   };

@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "client/coordinator_client.h"
+#include "client/event_file_writer.h"
 #include "common/tf_config.h"
 #include "proto/coordinator.pb.h"
 #include "worker/device/device.h"
@@ -32,6 +33,8 @@ struct TrainerOptions {
   Device* device = nullptr;
   CoordinatorClient* coordinator = nullptr;
   uint64_t incarnation = 0;
+  // TensorBoard event file for this worker's metrics; may be null.
+  EventFileWriter* metrics = nullptr;
   absl::Duration heartbeat_interval = absl::Seconds(1);
 };
 

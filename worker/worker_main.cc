@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "chief/chief_runner.h"
 #include "client/coordinator_client.h"
+#include "client/event_file_writer.h"
 #include "client/job_config.h"
 #include "common/health_server.h"
 #include "common/host_port.h"
@@ -29,6 +30,8 @@ ABSL_FLAG(std::string, tf_config, "",
 ABSL_FLAG(std::string, job, "",
           "Job config, needed only when this worker runs the chief's duties");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
+ABSL_FLAG(std::string, logdir, "",
+          "TensorBoard root; overrides the job's logging.log_dir");
 ABSL_FLAG(std::string, bind_host, "0.0.0.0", "Interface to listen on");
 ABSL_FLAG(std::string, result_file, "",
           "As chief: write the job's outcome here as JSON");
@@ -84,6 +87,7 @@ int Run() {
     options.job = *job;
     options.bind_host = absl::GetFlag(FLAGS_bind_host);
     options.result_file = absl::GetFlag(FLAGS_result_file);
+    options.logdir = absl::GetFlag(FLAGS_logdir);
     options.startup_timeout = startup;
     LOG(INFO) << "no \"chief\" job in TF_CONFIG: this worker also runs the "
                  "chief's duties";
@@ -122,7 +126,22 @@ int Run() {
         device = SelectDevice(absl::GetFlag(FLAGS_device),
                               spec->config().training().cpu_threads());
       }
+      std::unique_ptr<EventFileWriter> metrics;
+      if (spec->config().logging().worker_metrics() !=
+              LoggingConfig::WORKER_ZERO_ONLY ||
+          tf.task.index == 0) {
+        absl::StatusOr<std::unique_ptr<EventFileWriter>> writer =
+            EventFileWriter::Create(MetricsDir(spec->config(),
+                                               absl::GetFlag(FLAGS_logdir),
+                                               tf.task.ToString()));
+        if (writer.ok()) {
+          metrics = *std::move(writer);
+        } else {
+          LOG(WARNING) << "no metrics: " << writer.status().message();
+        }
+      }
       TrainerOptions options;
+      options.metrics = metrics.get();
       options.tf_config = tf;
       options.spec = *spec;
       options.device = device->get();
