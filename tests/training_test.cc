@@ -114,7 +114,7 @@ double TestAccuracy(const LocalRun& run) {
 }
 
 TEST(TrainingTest, AsyncJobWithWorkerZeroAsChiefLearns) {
-  LocalRun run = RunLocal(WriteFile("async.json", Job("ASYNC", 1500)),
+  LocalRun run = RunLocal(WriteFile("async.json", Job("ASYNC", 2000)),
                           {"--ps=2", "--workers=2"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_GE(TestAccuracy(run), 0.80) << run.output;

@@ -104,7 +104,11 @@ absl::Status RunTrainer(const TrainerOptions& options) {
   RETURN_IF_ERROR(client->Configure(spec.ps_config()));
 
   HostTensors params[2] = {Allocate(vars), Allocate(vars)};
-  HostTensors grads = Allocate(vars);
+  // Async keeps two gradient buffers so that a step's push travels while
+  // the next step computes; a buffer is reused only after its push ended.
+  HostTensors grads[2] = {Allocate(vars), Allocate(vars)};
+  std::shared_ptr<PsHandle> pushes[2];
+  int grad_slot = 0;
   int current = 0;
   int64_t local_steps = 0, examples = 0, stale = 0, version = 0;
   Window window;
@@ -138,6 +142,7 @@ absl::Status RunTrainer(const TrainerOptions& options) {
     return options.coordinator->ReportProgress(report, absl::Seconds(10));
   };
 
+  const absl::Time training_start = absl::Now();
   std::shared_ptr<PsHandle> pull =
       client->Pull(params[current].Mutable(vars), sync ? version : 0);
   while (true) {
@@ -151,15 +156,25 @@ absl::Status RunTrainer(const TrainerOptions& options) {
       // Fetch the next step's parameters while this one computes.
       pull = client->Pull(params[1 - current].Mutable(vars));
     }
+    if (pushes[grad_slot] != nullptr) {
+      RETURN_IF_ERROR(pushes[grad_slot]->Wait());
+      pushes[grad_slot] = nullptr;
+    }
     ASSIGN_OR_RETURN(BatchStats stats,
                      model->TrainStep(batch->size, batch->features,
-                                      batch->labels, grads.Spans()));
-    absl::Status pushed =
-        client->Push(grads.Const(vars), version, index)->Wait();
-    if (absl::IsAborted(pushed)) {
-      ++stale;  // Sync: the step closed before this gradient arrived.
-    } else if (!pushed.ok()) {
-      return pushed;
+                                      batch->labels, grads[grad_slot].Spans()));
+    std::shared_ptr<PsHandle> push =
+        client->Push(grads[grad_slot].Const(vars), version, index);
+    if (sync) {
+      absl::Status pushed = push->Wait();
+      if (absl::IsAborted(pushed)) {
+        ++stale;  // The step closed before this gradient arrived.
+      } else if (!pushed.ok()) {
+        return pushed;
+      }
+    } else {
+      pushes[grad_slot] = std::move(push);
+      grad_slot = 1 - grad_slot;
     }
     ++local_steps;
     examples += batch->size;
@@ -188,9 +203,15 @@ absl::Status RunTrainer(const TrainerOptions& options) {
       current = 1 - current;
     }
   }
-  LOG(INFO) << "finished: " << local_steps << " steps, " << examples
-            << " examples" << (sync ? absl::StrCat(", ", stale, " stale") : "")
-            << "; global step " << version;
+  for (auto& push : pushes) {
+    if (push != nullptr) RETURN_IF_ERROR(push->Wait());
+  }
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - training_start);
+  LOG(INFO) << absl::StrFormat(
+      "finished: %d steps, %d examples%s in %.3fs (%.0f examples/s); global "
+      "step %d",
+      local_steps, examples, sync ? absl::StrCat(", ", stale, " stale") : "",
+      seconds, examples / std::max(seconds, 1e-9), version);
   absl::StatusOr<StatusResponse> status = heartbeat(true);
   if (!status.ok()) LOG(WARNING) << status.status().message();
   return absl::OkStatus();

@@ -1,0 +1,165 @@
+// trainer_bench: what the parameter server costs a worker. Measures, in one
+// run on the same data, model and optimizer:
+//
+//   in-process  the trainer alone: forward/backward and Adam applied
+//               locally, no parameter server, no network;
+//   1w x 1ps    the same trainer as a worker process with one ps_server
+//               process (psctl local), async mode.
+//
+//   bazel build --config=opt //... && bazel-bin/bench/trainer_bench
+//
+// Prints examples/s for both and their ratio (target >= 0.9).
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/process_setup.h"
+#include "common/subprocess.h"
+#include "ps/optimizer.h"
+#include "worker/data/batch_stream.h"
+#include "worker/data/dataset.h"
+#include "worker/device/cpu/cpu_device.h"
+#include "worker/model/mlp.h"
+
+ABSL_FLAG(int, steps, 4000, "Training steps for each measurement");
+ABSL_FLAG(int, batch, 64, "Batch size");
+ABSL_FLAG(int, hidden, 256, "Hidden layer width");
+ABSL_FLAG(std::string, bin_dir, "",
+          "Directory of the role binaries; default: this binary's bazel-bin");
+
+namespace psflow::bench {
+namespace {
+
+constexpr char kData[] = "/usr/share/datasets/fashion-mnist/";
+
+std::string BinDir() {
+  if (!absl::GetFlag(FLAGS_bin_dir).empty())
+    return absl::GetFlag(FLAGS_bin_dir);
+  char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  std::string exe(path, n > 0 ? n : 0);
+  std::string dir = exe.substr(0, exe.rfind('/'));
+  return dir.substr(0, dir.rfind('/'));
+}
+
+double InProcess(const Dataset& train, int steps, int batch, int hidden) {
+  auto device = CreateCpuDevice(1);
+  MlpSpec spec{
+      train.num_features, {hidden}, train.num_classes, Activation::kRelu};
+  auto model = *Mlp::Create(spec, device.get(), batch);
+  OptimizerParams adam;
+  adam.kind = OptimizerParams::Kind::kAdam;
+  auto optimizer = *Optimizer::Create(adam);
+  auto params = MlpInitialValues(spec, 1);
+  std::vector<std::vector<float>> grads, m, v;
+  for (const auto& p : params) {
+    grads.emplace_back(p.size());
+    m.emplace_back(p.size());
+    v.emplace_back(p.size());
+  }
+  BatchStream::Options options;
+  options.batch_size = batch;
+  options.seed = 1;
+  BatchStream stream(std::make_shared<Dataset>(train), options);
+  const absl::Time start = absl::Now();
+  for (int step = 0; step < steps; ++step) {
+    std::optional<Batch> b = stream.Next();
+    std::vector<absl::Span<const float>> in(params.begin(), params.end());
+    (void)model->LoadParameters(in);
+    std::vector<absl::Span<float>> out;
+    for (auto& g : grads) out.push_back(absl::MakeSpan(g));
+    (void)model->TrainStep(b->size, b->features, b->labels, out);
+    for (size_t i = 0; i < params.size(); ++i) {
+      std::vector<absl::Span<float>> slots = {absl::MakeSpan(m[i]),
+                                              absl::MakeSpan(v[i])};
+      optimizer->Apply(0.001, step + 1, absl::MakeSpan(params[i]), grads[i],
+                       slots);
+    }
+  }
+  return steps * static_cast<double>(batch) /
+         absl::ToDoubleSeconds(absl::Now() - start);
+}
+
+absl::StatusOr<double> WithParameterServer(int steps, int batch, int hidden) {
+  char dir_template[] = "/tmp/trainer_bench.XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const std::string job = dir + "/job.json";
+  std::ofstream(job) << absl::StrCat(
+      R"({"name": "bench", "model": {"mlp": {"hidden_sizes": [)", hidden,
+      R"(]}}, "optimizer": {"kind": "ADAM"},
+      "learning_rate": {"learning_rate": 0.001},
+      "data": {"train_images": ")",
+      kData, R"(train-images-idx3-ubyte.gz",
+               "train_labels": ")",
+      kData, R"(train-labels-idx1-ubyte.gz"},
+      "training": {"batch_size": )",
+      batch, R"(, "steps": )", steps,
+      R"(, "mode": "ASYNC", "seed": 1},
+      "logging": {"log_every_steps": 1000000}})");
+  const std::string log = dir + "/psctl.log";
+  Subprocess psctl(
+      {BinDir() + "/client/psctl", "local", "--job=" + job, "--ps=1",
+       "--workers=1", "--evaluator=false", "--device=cpu", "--dir=" + dir,
+       "--bin_dir=" + BinDir(), "--timeout_s=300"},
+      {}, log);
+  absl::Status started = psctl.Start();
+  if (!started.ok()) return started;
+  absl::StatusOr<int> code = psctl.Wait(absl::Seconds(330));
+  const std::string output = psctl.Output();
+  if (!code.ok() || *code != 0) {
+    return absl::InternalError(absl::StrCat("psctl local failed:\n", output));
+  }
+  std::smatch match;
+  static const std::regex kFinished(R"(finished: .* \(([0-9.]+) examples/s\))");
+  if (!std::regex_search(output, match, kFinished)) {
+    return absl::InternalError("no worker rate in the output:\n" + output);
+  }
+  double rate = 0;
+  absl::SimpleAtod(match[1].str(), &rate);
+  return rate;
+}
+
+int Main(int argc, char** argv) {
+  SetUpProcessForBulkTransfers();
+  absl::ParseCommandLine(argc, argv);
+  const int steps = absl::GetFlag(FLAGS_steps);
+  const int batch = absl::GetFlag(FLAGS_batch);
+  const int hidden = absl::GetFlag(FLAGS_hidden);
+  absl::StatusOr<Dataset> train =
+      LoadIdxDataset(std::string(kData) + "train-images-idx3-ubyte.gz",
+                     std::string(kData) + "train-labels-idx1-ubyte.gz");
+  if (!train.ok()) {
+    std::fprintf(stderr, "%s\n", train.status().ToString().c_str());
+    return 1;
+  }
+  const double alone = InProcess(*train, steps, batch, hidden);
+  absl::StatusOr<double> distributed =
+      WithParameterServer(steps, batch, hidden);
+  if (!distributed.ok()) {
+    std::fprintf(stderr, "%s\n", distributed.status().ToString().c_str());
+    return 1;
+  }
+  std::printf(
+      "## trainer_bench\n\nMLP 784-%d-10, batch %d, Adam, %d steps, "
+      "CPU backend (1 thread)\n\n",
+      hidden, batch, steps);
+  std::printf("| setup | examples/s |\n|---|---:|\n");
+  std::printf("| in-process trainer, no PS | %.0f |\n", alone);
+  std::printf("| 1 worker + 1 ps_server (async) | %.0f |\n", *distributed);
+  std::printf("\nratio (1w x 1ps / in-process): %.2fx (target >= 0.9x)\n",
+              *distributed / alone);
+  return 0;
+}
+
+}  // namespace
+}  // namespace psflow::bench
+
+int main(int argc, char** argv) { return psflow::bench::Main(argc, argv); }
