@@ -260,8 +260,10 @@ absl::Status RunChief(const ChiefOptions& options) {
   std::unique_ptr<EventFileWriter> metrics;
   {
     absl::StatusOr<std::unique_ptr<EventFileWriter>> writer =
+        // "chief-0" even when worker 0 runs the chief's duties: its own
+        // training metrics stay apart under "worker-0".
         EventFileWriter::Create(
-            MetricsDir(options.job, options.logdir, tf.task.ToString()));
+            MetricsDir(options.job, options.logdir, "chief-0"));
     if (writer.ok()) {
       metrics = *std::move(writer);
       LOG(INFO) << "metrics: " << metrics->path();

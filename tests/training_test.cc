@@ -124,7 +124,7 @@ TEST(TrainingTest, AsyncJobWithWorkerZeroAsChiefLearns) {
   EXPECT_THAT(run.output, HasSubstr("job SUCCEEDED"));
   // TensorBoard event files, one directory per task, each with scalars
   // after the file-version record (~60 bytes).
-  for (const char* task : {"worker-0", "worker-1", "evaluator-0"}) {
+  for (const char* task : {"chief-0", "worker-0", "worker-1", "evaluator-0"}) {
     auto files = EventFiles(run.dir + "/logs/test/" + task);
     ASSERT_EQ(files.size(), 1u) << task;
     EXPECT_GT(files[0].second, 200) << task;
