@@ -11,8 +11,8 @@
 #include "client/job_config.h"
 #include "common/logging.h"
 #include "common/process_setup.h"
+#include "common/role_config.h"
 #include "common/signals.h"
-#include "common/tf_config_loader.h"
 
 ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG as inline JSON or a file path; defaults to $TF_CONFIG");
@@ -33,20 +33,13 @@ int main(int argc, char** argv) {
   psflow::SetUpProcessForBulkTransfers();
   absl::ParseCommandLine(argc, argv);
   using namespace psflow;
-  absl::StatusOr<LoadedTfConfig> loaded =
-      LoadTfConfigFromFlagOrEnvironment(absl::GetFlag(FLAGS_tf_config));
-  if (!loaded.ok()) {
-    LOG(ERROR) << loaded.status().message();
+  absl::StatusOr<TfConfig> role_config = LoadRoleConfig(
+      absl::GetFlag(FLAGS_tf_config), TaskType::kChief, "chief",
+      " (without a chief job, worker 0 runs the chief's duties)");
+  if (!role_config.ok()) {
+    LOG(ERROR) << role_config.status().message();
     return 1;
   }
-  if (loaded->config.task.type != TaskType::kChief) {
-    LOG(ERROR) << "the chief binary runs the \"chief\" task, but TF_CONFIG "
-                  "names "
-               << loaded->config.task.ToString()
-               << " (without a chief job, worker 0 runs the chief's duties)";
-    return 1;
-  }
-  SetLogTag(loaded->config.task.ToString());
   if (absl::GetFlag(FLAGS_job).empty()) {
     LOG(ERROR) << "--job is required: the job config (e.g. "
                   "configs/fashion_mnist_mlp.json)";
@@ -58,7 +51,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   ChiefOptions options;
-  options.tf_config = loaded->config;
+  options.tf_config = *role_config;
   options.job = *job;
   options.bind_host = absl::GetFlag(FLAGS_bind_host);
   options.result_file = absl::GetFlag(FLAGS_result_file);

@@ -12,8 +12,8 @@
 #include "common/host_port.h"
 #include "common/logging.h"
 #include "common/process_setup.h"
+#include "common/role_config.h"
 #include "common/signals.h"
-#include "common/tf_config_loader.h"
 #include "evaluator/evaluator_runner.h"
 #include "worker/device/select_device.h"
 
@@ -29,20 +29,13 @@ namespace psflow {
 namespace {
 
 int Run() {
-  absl::StatusOr<LoadedTfConfig> loaded =
-      LoadTfConfigFromFlagOrEnvironment(absl::GetFlag(FLAGS_tf_config));
-  if (!loaded.ok()) {
-    LOG(ERROR) << loaded.status().message();
+  absl::StatusOr<TfConfig> role_config = LoadRoleConfig(
+      absl::GetFlag(FLAGS_tf_config), TaskType::kEvaluator, "evaluator");
+  if (!role_config.ok()) {
+    LOG(ERROR) << role_config.status().message();
     return 1;
   }
-  const TfConfig& tf = loaded->config;
-  if (tf.task.type != TaskType::kEvaluator) {
-    LOG(ERROR) << "the evaluator binary runs the \"evaluator\" task, but "
-                  "TF_CONFIG names "
-               << tf.task.ToString();
-    return 1;
-  }
-  SetLogTag(tf.task.ToString());
+  const TfConfig& tf = *role_config;
   std::unique_ptr<grpc::Server> health;
   if (std::optional<std::string> address = tf.TaskAddress()) {
     absl::StatusOr<HostPort> own = ParseHostPort(*address);

@@ -189,23 +189,38 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     Reply(absl::OkStatus());
   }
 
-  absl::Status HandlePush() {
-    PushRequest header;
+  // A request frame with a payload, resolved and copied (the one receive
+  // copy) into a reused buffer.
+  struct ChunkPayload {
+    ChunkRef ref;
+    std::shared_ptr<PooledBuffer> values;
+  };
+
+  template <typename Header>
+  absl::StatusOr<ChunkPayload> ReadChunkPayload(Header& header,
+                                                absl::string_view what) {
     absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, header);
     if (!frame.ok()) return frame.status();
     absl::StatusOr<ChunkRef> ref =
         core_->Resolve(header.protocol_version(), header.variable(),
                        header.offset_elements(), header.num_elements());
     if (!ref.ok()) return ref.status();
-    std::shared_ptr<PooledBuffer> gradient = pool_->Acquire(ref->num_elements);
-    absl::Status copied = frame->CopyPayload(gradient->span());
+    ChunkPayload payload{*ref, pool_->Acquire(ref->num_elements)};
+    absl::Status copied = frame->CopyPayload(payload.values->span());
     if (!copied.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "push to \"", header.variable(), "\": ", copied.message()));
+          what, " \"", header.variable(), "\": ", copied.message()));
     }
     request_.Clear();  // Release gRPC's receive slices early.
+    return payload;
+  }
+
+  absl::Status HandlePush() {
+    PushRequest header;
+    absl::StatusOr<ChunkPayload> payload = ReadChunkPayload(header, "push to");
+    if (!payload.ok()) return payload.status();
     absl::StatusOr<PushResponse> response =
-        core_->Push(*ref, header, gradient->span());
+        core_->Push(payload->ref, header, payload->values->span());
     if (!response.ok()) return response.status();
     response_ = EncodeBulkFrame(*response, {}, nullptr);
     return absl::OkStatus();
@@ -213,19 +228,11 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
 
   absl::Status HandleAssign() {
     AssignRequest header;
-    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, header);
-    if (!frame.ok()) return frame.status();
-    absl::StatusOr<ChunkRef> ref =
-        core_->Resolve(header.protocol_version(), header.variable(),
-                       header.offset_elements(), header.num_elements());
-    if (!ref.ok()) return ref.status();
-    std::shared_ptr<PooledBuffer> values = pool_->Acquire(ref->num_elements);
-    absl::Status copied = frame->CopyPayload(values->span());
-    if (!copied.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "assign to \"", header.variable(), "\": ", copied.message()));
-    }
-    absl::Status assigned = core_->Assign(*ref, values->span());
+    absl::StatusOr<ChunkPayload> payload =
+        ReadChunkPayload(header, "assign to");
+    if (!payload.ok()) return payload.status();
+    absl::Status assigned =
+        core_->Assign(payload->ref, payload->values->span());
     if (!assigned.ok()) return assigned;
     response_ = EncodeBulkFrame(AssignResponse(), {}, nullptr);
     return absl::OkStatus();

@@ -18,8 +18,8 @@
 #include "common/logging.h"
 #include "common/port_file.h"
 #include "common/process_setup.h"
+#include "common/role_config.h"
 #include "common/signals.h"
-#include "common/tf_config_loader.h"
 #include "ps/grpc_ps_server.h"
 
 ABSL_FLAG(std::string, tf_config, "",
@@ -40,24 +40,13 @@ namespace psflow {
 namespace {
 
 int Run() {
-  absl::StatusOr<LoadedTfConfig> loaded =
-      LoadTfConfigFromFlagOrEnvironment(absl::GetFlag(FLAGS_tf_config));
-  if (!loaded.ok()) {
-    LOG(ERROR) << loaded.status().message();
+  absl::StatusOr<TfConfig> role_config = LoadRoleConfig(
+      absl::GetFlag(FLAGS_tf_config), TaskType::kPs, "ps_server");
+  if (!role_config.ok()) {
+    LOG(ERROR) << role_config.status().message();
     return 1;
   }
-  const TfConfig& config = loaded->config;
-  if (config.task.type != TaskType::kPs) {
-    LOG(ERROR) << "ps_server runs \"ps\" tasks, but TF_CONFIG (from "
-               << loaded->source << ") names task " << config.task.ToString()
-               << "; start the " << TaskTypeName(config.task.type)
-               << " binary for it";
-    return 1;
-  }
-  SetLogTag(config.task.ToString());
-  for (const std::string& warning : config.warnings) {
-    LOG(WARNING) << "TF_CONFIG: " << warning;
-  }
+  const TfConfig& config = *role_config;
   absl::StatusOr<HostPort> address = ParseHostPort(*config.TaskAddress());
   if (!address.ok()) {
     LOG(ERROR) << address.status().message();

@@ -25,7 +25,9 @@ using ::testing::HasSubstr;
 
 constexpr char kData[] = "/usr/share/datasets/fashion-mnist/";
 
-// A small job: `steps` global steps of an MLP, in `mode`.
+// A small job: `steps` global steps of an MLP, in `mode`. The rate decays
+// over the job so that the final accuracy does not depend on where async
+// noise leaves the last step.
 std::string Job(const std::string& mode, int steps,
                 const std::string& train_images =
                     std::string(kData) + "train-images-idx3-ubyte.gz") {
@@ -33,7 +35,9 @@ std::string Job(const std::string& mode, int steps,
     "name": "test",
     "model": {"mlp": {"hidden_sizes": [64]}},
     "optimizer": {"kind": "ADAM"},
-    "learning_rate": {"learning_rate": 0.002},
+    "learning_rate": {"kind": "COSINE_DECAY", "learning_rate": 0.002,
+                      "decay_steps": )",
+                      steps, R"(, "alpha": 0.05},
     "data": {"train_images": ")",
                       train_images, R"(",
              "train_labels": ")",

@@ -20,8 +20,8 @@
 #include "common/host_port.h"
 #include "common/logging.h"
 #include "common/process_setup.h"
+#include "common/role_config.h"
 #include "common/signals.h"
-#include "common/tf_config_loader.h"
 #include "worker/device/select_device.h"
 #include "worker/trainer.h"
 
@@ -42,21 +42,13 @@ namespace psflow {
 namespace {
 
 int Run() {
-  absl::StatusOr<LoadedTfConfig> loaded =
-      LoadTfConfigFromFlagOrEnvironment(absl::GetFlag(FLAGS_tf_config));
-  if (!loaded.ok()) {
-    LOG(ERROR) << loaded.status().message();
+  absl::StatusOr<TfConfig> role_config = LoadRoleConfig(
+      absl::GetFlag(FLAGS_tf_config), TaskType::kWorker, "worker");
+  if (!role_config.ok()) {
+    LOG(ERROR) << role_config.status().message();
     return 1;
   }
-  const TfConfig& tf = loaded->config;
-  if (tf.task.type != TaskType::kWorker) {
-    LOG(ERROR) << "the worker binary runs \"worker\" tasks, but TF_CONFIG "
-                  "names "
-               << tf.task.ToString();
-    return 1;
-  }
-  SetLogTag(tf.task.ToString());
-  for (const std::string& w : tf.warnings) LOG(WARNING) << "TF_CONFIG: " << w;
+  const TfConfig& tf = *role_config;
   const absl::Duration startup =
       absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
   absl::StatusOr<HostPort> own = ParseHostPort(*tf.TaskAddress());
