@@ -1,6 +1,7 @@
 // Whole jobs on 127.0.0.1 through `psctl local` and the role binaries:
 // real processes, real Fashion-MNIST data, bounded time.
 #include <dirent.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <fstream>
@@ -9,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "client/health_check.h"
 #include "common/json.h"
 #include "common/status_matchers.h"
 #include "common/subprocess.h"
@@ -144,6 +146,36 @@ TEST(TrainingTest, SyncJobWithASeparateChiefLearns) {
   EXPECT_THAT(run.output, HasSubstr("[chief-0]"));
   // Every step averages both workers' gradients (replicas default to all).
   EXPECT_THAT(run.output, HasSubstr("mode SYNC (2 of 2 workers)"));
+}
+
+TEST(TrainingTest, InterruptStopsEveryProcess) {
+  // Long enough that it is still training when interrupted.
+  const std::string job = WriteFile("long.json", Job("ASYNC", 1000000));
+  const std::string dir = TempPath("interrupted");
+  Subprocess psctl(
+      {RunfilePath("client/psctl"), "local", "--job=" + job, "--dir=" + dir,
+       "--bin_dir=" + RunfilePath(""), "--device=cpu", "--ps=1", "--workers=2"},
+      {}, TempPath("psctl.log"));
+  ASSERT_OK(psctl.Start());
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (psctl.Output().find("joined; training") == std::string::npos) {
+    ASSERT_LT(absl::Now(), deadline) << psctl.Output();
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  psctl.Signal(SIGINT);
+  const absl::Time interrupted = absl::Now();
+  EXPECT_THAT(psctl.Wait(absl::Seconds(30)), IsOkAndHolds(128 + SIGINT));
+  EXPECT_LT(absl::Now() - interrupted, absl::Seconds(15));
+  const std::string output = psctl.Output();
+  EXPECT_THAT(output, HasSubstr("psctl local: interrupted (SIGINT)"));
+  EXPECT_THAT(output, ::testing::Not(HasSubstr("did not exit in time")));
+  // The parameter server is gone too: its health check no longer answers.
+  const size_t at = output.find("serving on 127.0.0.1:");
+  ASSERT_NE(at, std::string::npos);
+  const int port = std::atoi(output.c_str() + at + 21);
+  EXPECT_THAT(CheckHealth(absl::StrCat("127.0.0.1:", port),
+                          absl::Now() + absl::Seconds(2)),
+              ::testing::Not(IsOk()));
 }
 
 TEST(TrainingTest, BadJobConfigIsRefusedBeforeAnythingStarts) {
