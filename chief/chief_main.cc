@@ -6,13 +6,11 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "chief/chief_runner.h"
 #include "client/job_config.h"
 #include "common/logging.h"
 #include "common/process_setup.h"
 #include "common/role_config.h"
-#include "common/signals.h"
 
 ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG as inline JSON or a file path; defaults to $TF_CONFIG");
@@ -29,9 +27,7 @@ ABSL_FLAG(int32_t, heartbeat_timeout_s, 60,
           "Seconds of silence after which a worker is declared lost");
 
 int main(int argc, char** argv) {
-  psflow::BlockTerminationSignals();
-  psflow::SetUpProcessForBulkTransfers();
-  absl::ParseCommandLine(argc, argv);
+  psflow::StartRoleProcess(argc, argv);
   using namespace psflow;
   absl::StatusOr<TfConfig> role_config = LoadRoleConfig(
       absl::GetFlag(FLAGS_tf_config), TaskType::kChief, "chief",
@@ -61,10 +57,6 @@ int main(int argc, char** argv) {
       absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
   options.heartbeat_timeout =
       absl::Seconds(absl::GetFlag(FLAGS_heartbeat_timeout_s));
-  WatchTerminationSignals([](const std::string& signal) {
-    LOG(ERROR) << "received " << signal << "; exiting";
-    std::_Exit(1);
-  });
   absl::Status result = RunChief(options);
   if (!result.ok()) {
     LOG(ERROR) << "job failed: " << result.message();

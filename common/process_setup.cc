@@ -2,7 +2,13 @@
 
 #include <malloc.h>
 
+#include <cstdlib>
+#include <string>
+
+#include "absl/flags/parse.h"
 #include "absl/synchronization/mutex.h"
+#include "common/logging.h"
+#include "common/signals.h"
 
 namespace psflow {
 
@@ -16,6 +22,16 @@ void SetUpProcessForBulkTransfers() {
   // would fault fresh pages in again. One arena keeps them.
   mallopt(M_ARENA_MAX, 1);
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+}
+
+void StartRoleProcess(int argc, char** argv) {
+  BlockTerminationSignals();
+  SetUpProcessForBulkTransfers();
+  absl::ParseCommandLine(argc, argv);
+  WatchTerminationSignals([](const std::string& signal) {
+    LOG(ERROR) << "received " << signal << "; exiting";
+    std::_Exit(1);
+  });
 }
 
 }  // namespace psflow

@@ -13,6 +13,13 @@ namespace psflow {
 //   checked by clang's thread-safety analysis and tests instead.
 void SetUpProcessForBulkTransfers();
 
+// The start of a role binary's main() (worker, evaluator, chief): blocks
+// SIGINT/SIGTERM before any thread starts, applies
+// SetUpProcessForBulkTransfers(), parses flags, and exits the process
+// (status 1, after a log line) when either signal arrives. Roles that shut
+// down gracefully instead (ps_server) do these steps themselves.
+void StartRoleProcess(int argc, char** argv);
+
 }  // namespace psflow
 
 #endif  // PSFLOW_COMMON_PROCESS_SETUP_H_

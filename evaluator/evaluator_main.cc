@@ -5,7 +5,6 @@
 //
 // Exits 0 when the job succeeded, 1 with the reason otherwise.
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "client/coordinator_client.h"
 #include "common/health_server.h"
@@ -13,7 +12,6 @@
 #include "common/logging.h"
 #include "common/process_setup.h"
 #include "common/role_config.h"
-#include "common/signals.h"
 #include "evaluator/evaluator_runner.h"
 #include "worker/device/select_device.h"
 
@@ -80,12 +78,6 @@ int Run() {
 }  // namespace psflow
 
 int main(int argc, char** argv) {
-  psflow::BlockTerminationSignals();
-  psflow::SetUpProcessForBulkTransfers();
-  absl::ParseCommandLine(argc, argv);
-  psflow::WatchTerminationSignals([](const std::string& signal) {
-    LOG(ERROR) << "received " << signal << "; exiting";
-    std::_Exit(1);
-  });
+  psflow::StartRoleProcess(argc, argv);
   return psflow::Run();
 }

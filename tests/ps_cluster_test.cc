@@ -13,6 +13,7 @@
 #include "client/health_check.h"
 #include "client/local_ps_shard.h"
 #include "client/ps_client.h"
+#include "common/free_port.h"
 #include "common/status_macros.h"
 #include "common/status_matchers.h"
 #include "common/subprocess.h"
@@ -203,14 +204,8 @@ TEST(PsClusterTest, PortInUseExitsWithTheProblemNamed) {
 }
 
 TEST(PsClusterTest, UnreachableServerFailsWithinTheDeadline) {
-  // Start and stop a server to get a port that nothing listens on.
-  int dead_port = 0;
-  {
-    ASSERT_OK_AND_ASSIGN(PsProcess ps, StartPs(0, 1));
-    dead_port = ps.port;
-    ps.process->Signal(SIGTERM);
-    ASSERT_OK(ps.process->Wait(absl::Seconds(15)));
-  }
+  // A port that nothing listens on.
+  ASSERT_OK_AND_ASSIGN(int dead_port, PickFreePort());
   std::vector<std::unique_ptr<PsShard>> shards;
   shards.push_back(std::make_unique<GrpcPsShard>(
       absl::StrCat("127.0.0.1:", dead_port), "ps-0 at the dead port",
@@ -237,13 +232,7 @@ TEST(PsClusterTest, HealthIsServingWhileRunningAndGoneAfterShutdown) {
 }
 
 TEST(PsClusterTest, WaitUntilHealthyNamesTheMissingTask) {
-  int dead_port = 0;
-  {
-    ASSERT_OK_AND_ASSIGN(PsProcess ps, StartPs(0, 1));
-    dead_port = ps.port;
-    ps.process->Signal(SIGTERM);
-    ASSERT_OK(ps.process->Wait(absl::Seconds(15)));
-  }
+  ASSERT_OK_AND_ASSIGN(int dead_port, PickFreePort());
   const absl::Time start = absl::Now();
   EXPECT_THAT(WaitUntilHealthy(absl::StrCat("127.0.0.1:", dead_port),
                                "ps-3 at 127.0.0.1", start + absl::Seconds(1)),
@@ -253,14 +242,8 @@ TEST(PsClusterTest, WaitUntilHealthyNamesTheMissingTask) {
 }
 
 TEST(PsClusterTest, ClientWaitsForAServerThatStartsLate) {
-  // Learn a free port, then leave it free until the server takes it.
-  int port = 0;
-  {
-    ASSERT_OK_AND_ASSIGN(PsProcess probe, StartPs(0, 1));
-    port = probe.port;
-    probe.process->Signal(SIGTERM);
-    ASSERT_OK(probe.process->Wait(absl::Seconds(15)));
-  }
+  // A free port that stays free until the server takes it.
+  ASSERT_OK_AND_ASSIGN(int port, PickFreePort());
   std::vector<std::unique_ptr<PsShard>> shards;
   shards.push_back(std::make_unique<GrpcPsShard>(
       absl::StrCat("127.0.0.1:", port), "ps-0", GrpcPsShard::Options()));

@@ -10,7 +10,6 @@
 #include <thread>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "chief/chief_runner.h"
 #include "client/coordinator_client.h"
@@ -21,7 +20,6 @@
 #include "common/logging.h"
 #include "common/process_setup.h"
 #include "common/role_config.h"
-#include "common/signals.h"
 #include "worker/device/select_device.h"
 #include "worker/trainer.h"
 
@@ -166,12 +164,6 @@ int Run() {
 }  // namespace psflow
 
 int main(int argc, char** argv) {
-  psflow::BlockTerminationSignals();
-  psflow::SetUpProcessForBulkTransfers();
-  absl::ParseCommandLine(argc, argv);
-  psflow::WatchTerminationSignals([](const std::string& signal) {
-    LOG(ERROR) << "received " << signal << "; exiting";
-    std::_Exit(1);
-  });
+  psflow::StartRoleProcess(argc, argv);
   return psflow::Run();
 }
