@@ -11,7 +11,11 @@
 namespace psflow {
 
 // CRC-32C of `data`, continuing from `crc` (0 to start).
+// Uses SSE4.2's crc32 instruction where the CPU has it.
 uint32_t Crc32c(absl::string_view data, uint32_t crc = 0);
+
+// The table-driven fallback, for tests comparing the two.
+uint32_t Crc32cPortableForTesting(absl::string_view data, uint32_t crc = 0);
 
 // TensorFlow's and leveldb's mask: rotate right by 15, add a constant.
 inline uint32_t MaskCrc32c(uint32_t crc) {

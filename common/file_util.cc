@@ -1,13 +1,39 @@
 #include "common/file_util.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <random>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
 namespace psflow {
+namespace {
+
+std::string Errno() { return std::strerror(errno); }
+
+absl::Status IoError(absl::string_view what, const std::string& path) {
+  const int error = errno;
+  std::string message =
+      absl::StrCat("cannot ", what, " ", path, ": ", std::strerror(error));
+  if (error == ENOENT) return absl::NotFoundError(message);
+  if (error == EEXIST) return absl::AlreadyExistsError(message);
+  if (error == ENOSPC || error == EDQUOT) {
+    return absl::ResourceExhaustedError(message);
+  }
+  if (error == EACCES || error == EPERM || error == EROFS) {
+    return absl::PermissionDeniedError(message);
+  }
+  return absl::InternalError(message);
+}
+
+}  // namespace
 
 absl::Status MakeDirectories(const std::string& path) {
   for (size_t i = 1; i <= path.size(); ++i) {
@@ -15,10 +41,229 @@ absl::Status MakeDirectories(const std::string& path) {
     const std::string partial = path.substr(0, i);
     if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "cannot create directory ", partial, ": ", std::strerror(errno)));
+          "cannot create directory ", partial, ": ", Errno()));
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<WritableFile> WritableFile::CreateNew(const std::string& path) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                      0644);
+  if (fd < 0) return IoError("create", path);
+  return WritableFile(path, fd);
+}
+
+WritableFile::WritableFile(WritableFile&& other) noexcept
+    : path_(std::move(other.path_)),
+      fd_(std::exchange(other.fd_, -1)),
+      size_(other.size_) {}
+
+WritableFile& WritableFile::operator=(WritableFile&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) close(fd_);
+    path_ = std::move(other.path_);
+    fd_ = std::exchange(other.fd_, -1);
+    size_ = other.size_;
+  }
+  return *this;
+}
+
+WritableFile::~WritableFile() {
+  if (fd_ >= 0) close(fd_);
+}
+
+absl::Status WritableFile::Append(absl::string_view data) {
+  const char* p = data.data();
+  size_t left = data.size();
+  while (left > 0) {
+    const ssize_t n = write(fd_, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return IoError("write", path_);
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  size_ += static_cast<int64_t>(data.size());
+  return absl::OkStatus();
+}
+
+absl::Status WritableFile::Sync() {
+  if (fdatasync(fd_) != 0) return IoError("fsync", path_);
+  return absl::OkStatus();
+}
+
+absl::Status WritableFile::Close() {
+  const int fd = std::exchange(fd_, -1);
+  if (fd >= 0 && close(fd) != 0) return IoError("close", path_);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RandomAccessFile> RandomAccessFile::Open(
+    const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return IoError("open", path);
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    absl::Status status = IoError("stat", path);
+    close(fd);
+    return status;
+  }
+  return RandomAccessFile(path, fd, static_cast<int64_t>(st.st_size));
+}
+
+RandomAccessFile::RandomAccessFile(RandomAccessFile&& other) noexcept
+    : path_(std::move(other.path_)),
+      fd_(std::exchange(other.fd_, -1)),
+      size_(other.size_) {}
+
+RandomAccessFile& RandomAccessFile::operator=(
+    RandomAccessFile&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) close(fd_);
+    path_ = std::move(other.path_);
+    fd_ = std::exchange(other.fd_, -1);
+    size_ = other.size_;
+  }
+  return *this;
+}
+
+RandomAccessFile::~RandomAccessFile() {
+  if (fd_ >= 0) close(fd_);
+}
+
+absl::Status RandomAccessFile::Read(int64_t offset, int64_t n,
+                                    char* out) const {
+  int64_t done = 0;
+  while (done < n) {
+    const ssize_t got = pread(fd_, out + done, static_cast<size_t>(n - done),
+                              static_cast<off_t>(offset + done));
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return IoError("read", path_);
+    }
+    if (got == 0) {
+      return absl::DataLossError(absl::StrCat(
+          path_, " ends at byte ", offset + done, " but ", n,
+          " bytes were expected at offset ", offset,
+          " (the file is truncated)"));
+    }
+    done += got;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteFileAtomically(const std::string& path,
+                                 absl::string_view data) {
+  std::random_device random;
+  const std::string temp = absl::StrCat(path, ".tmp-", random());
+  {
+    absl::StatusOr<WritableFile> file = WritableFile::CreateNew(temp);
+    if (!file.ok()) return file.status();
+    absl::Status status = file->Append(data);
+    if (status.ok()) status = file->Sync();
+    if (status.ok()) status = file->Close();
+    if (!status.ok()) {
+      unlink(temp.c_str());
+      return status;
+    }
+  }
+  if (absl::Status renamed = RenamePath(temp, path); !renamed.ok()) {
+    unlink(temp.c_str());
+    return renamed;
+  }
+  return SyncDirectory(DirName(path));
+}
+
+absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
+  absl::StatusOr<RandomAccessFile> file = RandomAccessFile::Open(path);
+  if (!file.ok()) return file.status();
+  std::string data(static_cast<size_t>(file->size()), '\0');
+  absl::Status status = file->Read(0, file->size(), data.data());
+  if (!status.ok()) return status;
+  return data;
+}
+
+absl::Status SyncDirectory(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return IoError("open directory", path);
+  const int rc = fsync(fd);
+  absl::Status status = rc == 0 ? absl::OkStatus() : IoError("fsync", path);
+  close(fd);
+  return status;
+}
+
+absl::Status RenamePath(const std::string& from, const std::string& to) {
+  if (rename(from.c_str(), to.c_str()) != 0) {
+    return IoError("rename", absl::StrCat(from, " to ", to));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RemoveRecursively(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return absl::OkStatus();
+    return IoError("stat", path);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    absl::StatusOr<std::vector<std::string>> entries = ListDirectory(path);
+    if (!entries.ok()) return entries.status();
+    for (const std::string& entry : *entries) {
+      absl::Status status = RemoveRecursively(absl::StrCat(path, "/", entry));
+      if (!status.ok()) return status;
+    }
+    if (rmdir(path.c_str()) != 0) return IoError("remove", path);
+  } else if (unlink(path.c_str()) != 0) {
+    return IoError("remove", path);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> ListDirectory(
+    const std::string& path) {
+  DIR* dir = opendir(path.c_str());
+  if (dir == nullptr) return IoError("list", path);
+  std::vector<std::string> names;
+  while (struct dirent* entry = readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  closedir(dir);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool PathExists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+absl::StatusOr<int64_t> FileSize(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return IoError("stat", path);
+  return static_cast<int64_t>(st.st_size);
+}
+
+std::string AbsolutePath(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char buffer[4096];
+  if (getcwd(buffer, sizeof(buffer)) == nullptr) return path;
+  if (path.empty() || path == ".") return buffer;
+  return absl::StrCat(buffer, "/", path);
+}
+
+std::string DirName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
 }
 
 }  // namespace psflow

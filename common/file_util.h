@@ -1,15 +1,108 @@
-// Small filesystem helpers.
+// Small filesystem helpers: directories, durable writes, positioned reads.
+// Errors name the path and the system's reason.
 #ifndef PSFLOW_COMMON_FILE_UTIL_H_
 #define PSFLOW_COMMON_FILE_UTIL_H_
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace psflow {
 
 // `mkdir -p`: creates `path` and its missing parents.
 absl::Status MakeDirectories(const std::string& path);
+
+// A file being written, for data that must survive a crash once Sync()
+// returned. Closed (not synced) by the destructor.
+class WritableFile {
+ public:
+  // Creates `path`; AlreadyExists if it exists (never overwrites).
+  static absl::StatusOr<WritableFile> CreateNew(const std::string& path);
+
+  WritableFile(WritableFile&& other) noexcept;
+  WritableFile& operator=(WritableFile&& other) noexcept;
+  WritableFile(const WritableFile&) = delete;
+  WritableFile& operator=(const WritableFile&) = delete;
+  ~WritableFile();
+
+  absl::Status Append(absl::string_view data);
+  // fsync: the data is on disk.
+  absl::Status Sync();
+  absl::Status Close();
+
+  int64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  WritableFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  std::string path_;
+  int fd_ = -1;
+  int64_t size_ = 0;
+};
+
+// A file read at arbitrary offsets (pread), from any number of threads.
+class RandomAccessFile {
+ public:
+  // NotFound when `path` does not exist.
+  static absl::StatusOr<RandomAccessFile> Open(const std::string& path);
+
+  RandomAccessFile(RandomAccessFile&& other) noexcept;
+  RandomAccessFile& operator=(RandomAccessFile&& other) noexcept;
+  RandomAccessFile(const RandomAccessFile&) = delete;
+  RandomAccessFile& operator=(const RandomAccessFile&) = delete;
+  ~RandomAccessFile();
+
+  // Reads exactly `n` bytes at `offset` into `out`; DataLoss when the file
+  // ends first (a truncated file).
+  absl::Status Read(int64_t offset, int64_t n, char* out) const;
+
+  int64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  RandomAccessFile(std::string path, int fd, int64_t size)
+      : path_(std::move(path)), fd_(fd), size_(size) {}
+  std::string path_;
+  int fd_ = -1;
+  int64_t size_ = 0;
+};
+
+// Writes `data` to `path` durably and atomically: a temporary file beside
+// it, fsynced, renamed over `path`, then the directory fsynced. Readers
+// see the old or the new content, never a mix, even after a crash.
+absl::Status WriteFileAtomically(const std::string& path,
+                                 absl::string_view data);
+
+// The whole file. NotFound when it does not exist.
+absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+
+// fsyncs a directory, making renames and creations in it durable.
+absl::Status SyncDirectory(const std::string& path);
+
+// rename(2), with an error naming both paths.
+absl::Status RenamePath(const std::string& from, const std::string& to);
+
+// `rm -rf`. OK when `path` does not exist.
+absl::Status RemoveRecursively(const std::string& path);
+
+// Names of the entries of a directory (without "." and ".."), sorted.
+absl::StatusOr<std::vector<std::string>> ListDirectory(const std::string& path);
+
+bool PathExists(const std::string& path);
+bool IsDirectory(const std::string& path);
+
+// Size of a file in bytes.
+absl::StatusOr<int64_t> FileSize(const std::string& path);
+
+// `path` made absolute against the working directory.
+std::string AbsolutePath(const std::string& path);
+
+// The directory part of `path` ("." when it has none).
+std::string DirName(const std::string& path);
 
 }  // namespace psflow
 

@@ -15,6 +15,7 @@
 #include "proto/bulk_frame.h"
 #include "proto/protocol.h"
 #include "proto/ps.grpc.pb.h"
+#include "ps/shard_checkpoint.h"
 
 namespace psflow {
 
@@ -63,6 +64,63 @@ class GrpcParameterServer::ControlService final
                                   StatsResponse* response) override {
     *response = server_->core().Stats();
     return Done(context, absl::OkStatus());
+  }
+
+  grpc::ServerUnaryReactor* Hold(grpc::CallbackServerContext* context,
+                                 const HoldRequest* request,
+                                 HoldResponse* response) override {
+    absl::StatusOr<HoldResponse> result = server_->core().Hold(*request);
+    if (result.ok()) *response = *result;
+    return Done(context, result.status());
+  }
+
+  grpc::ServerUnaryReactor* SaveShard(grpc::CallbackServerContext* context,
+                                      const SaveShardRequest* request,
+                                      SaveShardResponse* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    const absl::Time deadline = absl::FromChrono(context->deadline());
+    GrpcParameterServer* server = server_;
+    server_->RunInBackground([server, reactor, request, response, deadline] {
+      const absl::Time start = absl::Now();
+      absl::StatusOr<SaveShardResponse> result =
+          psflow::SaveShard(server->core(), *request, deadline,
+                            [server] { return server->shutdown_requested(); });
+      if (result.ok()) {
+        *response = *std::move(result);
+        LOG(INFO) << "saved " << response->file_bytes() << " bytes to "
+                  << request->path() << " in "
+                  << absl::FormatDuration(absl::Trunc(
+                         absl::Now() - start, absl::Milliseconds(1)));
+      } else {
+        LOG(WARNING) << "save to " << request->path()
+                     << " failed: " << result.status().message();
+      }
+      reactor->Finish(ToGrpcStatus(result.status()));
+    });
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* RestoreShard(
+      grpc::CallbackServerContext* context, const RestoreShardRequest* request,
+      RestoreShardResponse* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    GrpcParameterServer* server = server_;
+    server_->RunInBackground([server, reactor, request, response] {
+      const absl::Time start = absl::Now();
+      absl::StatusOr<RestoreShardResponse> result =
+          psflow::RestoreShard(server->core(), *request);
+      if (result.ok()) {
+        *response = *std::move(result);
+        LOG(INFO) << "restored " << response->bytes_read()
+                  << " bytes at step " << request->global_step() << " in "
+                  << absl::FormatDuration(absl::Trunc(
+                         absl::Now() - start, absl::Milliseconds(1)));
+      } else {
+        LOG(WARNING) << "restore failed: " << result.status().message();
+      }
+      reactor->Finish(ToGrpcStatus(result.status()));
+    });
+    return reactor;
   }
 
   grpc::ServerUnaryReactor* Shutdown(grpc::CallbackServerContext* context,
@@ -328,8 +386,23 @@ void GrpcParameterServer::RequestShutdown(const std::string& reason) {
   shutdown_requested_.Notify();
 }
 
+void GrpcParameterServer::RunInBackground(std::function<void()> work) {
+  absl::MutexLock lock(&background_mu_);
+  background_.emplace_back(std::move(work));
+}
+
 std::string GrpcParameterServer::Wait() {
   shutdown_requested_.WaitForNotification();
+  {
+    // Background work sees shutdown_requested() and ends soon; joining it
+    // first means no handler outlives the server.
+    std::vector<std::thread> threads;
+    {
+      absl::MutexLock lock(&background_mu_);
+      threads.swap(background_);
+    }
+    for (std::thread& t : threads) t.join();
+  }
   absl::MutexLock lock(&mu_);
   if (!drained_) {
     if (auto* health = server_->GetHealthCheckService()) {

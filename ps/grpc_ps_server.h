@@ -17,8 +17,11 @@
 #ifndef PSFLOW_PS_GRPC_PS_SERVER_H_
 #define PSFLOW_PS_GRPC_PS_SERVER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -59,6 +62,15 @@ class GrpcParameterServer {
   // Returns the reason given to RequestShutdown or the Shutdown RPC.
   std::string Wait();
 
+  // Runs `work` on a thread of its own (checkpoint saves and restores,
+  // which wait on disks and workers); Wait() joins these threads before
+  // draining, so `work` must finish soon once shutdown_requested().
+  void RunInBackground(std::function<void()> work);
+
+  bool shutdown_requested() const {
+    return shutdown_requested_.HasBeenNotified();
+  }
+
   class ControlService;
   class BulkService;
 
@@ -77,6 +89,8 @@ class GrpcParameterServer {
   absl::Mutex mu_;
   std::string reason_ ABSL_GUARDED_BY(mu_);
   bool drained_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Mutex background_mu_;
+  std::vector<std::thread> background_ ABSL_GUARDED_BY(background_mu_);
 };
 
 }  // namespace psflow

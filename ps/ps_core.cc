@@ -302,6 +302,81 @@ StatsResponse ParameterServerCore::Stats() const {
   return stats;
 }
 
+absl::StatusOr<std::vector<Variable*>> ParameterServerCore::ListVariables()
+    const {
+  absl::ReaderMutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckConfiguredLocked());
+  std::vector<Variable*> list;
+  for (const auto& [name, variable] : variables_) list.push_back(variable.get());
+  return list;
+}
+
+bool ParameterServerCore::sync() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return configured_ && rule_.sync;
+}
+
+absl::StatusOr<HoldResponse> ParameterServerCore::Hold(
+    const HoldRequest& request) {
+  RETURN_IF_ERROR(CheckProtocol(request.protocol_version()));
+  if (!sync()) {
+    return absl::FailedPreconditionError(
+        "Hold is for sync mode; an async parameter server saves each chunk "
+        "as it is");
+  }
+  ASSIGN_OR_RETURN(std::vector<Variable*> variables, ListVariables());
+  auto range = [&variables] {
+    HoldResponse response;
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
+    for (Variable* v : variables) {
+      for (int c = 0; c < v->num_chunks(); ++c) {
+        const int64_t version = v->Version(c);
+        lo = std::min(lo, version);
+        hi = std::max(hi, version);
+      }
+    }
+    response.set_min_version(variables.empty() ? 0 : lo);
+    response.set_max_version(hi);
+    return response;
+  };
+  int64_t limit = Variable::kNoHold;
+  switch (request.action()) {
+    case HoldRequest::FREEZE:
+      // Chunks advance one at a time, so a chunk may pass the maximum read
+      // here before its own bound is set; the maximum after setting it
+      // still bounds every chunk, and HOLD_AT then raises the bound.
+      limit = range().max_version();
+      break;
+    case HoldRequest::HOLD_AT:
+      limit = request.step();
+      break;
+    case HoldRequest::RELEASE:
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          "HoldRequest.action must be FREEZE, HOLD_AT or RELEASE");
+  }
+  if (request.action() == HoldRequest::FREEZE) {
+    // A racing update may have taken a chunk to limit + 1 before its bound
+    // was set: bound every chunk at the highest version seen afterwards.
+    for (Variable* v : variables) {
+      for (int c = 0; c < v->num_chunks(); ++c) v->SetHoldLimit(c, limit + 1);
+    }
+    limit = range().max_version();
+  }
+  for (Variable* v : variables) {
+    for (int c = 0; c < v->num_chunks(); ++c) v->SetHoldLimit(c, limit);
+  }
+  HoldResponse response = range();
+  if (request.action() == HoldRequest::HOLD_AT &&
+      response.max_version() > limit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "HOLD_AT step ", limit, " but a chunk is already at step ",
+        response.max_version(), "; hold at a later step"));
+  }
+  return response;
+}
+
 void ParameterServerCore::CountBytes(int64_t received, int64_t sent) {
   bytes_received_.fetch_add(received, std::memory_order_relaxed);
   bytes_sent_.fetch_add(sent, std::memory_order_relaxed);

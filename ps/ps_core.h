@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -101,6 +102,18 @@ class ParameterServerCore {
                                             absl::Span<float> out);
 
   StatsResponse Stats() const;
+
+  // SYNC checkpoints: bounds updates (see HoldRequest). FailedPrecondition
+  // in async mode or before Configure; InvalidArgument for HOLD_AT below a
+  // chunk's version.
+  absl::StatusOr<HoldResponse> Hold(const HoldRequest& request);
+
+  // Every variable, by name (for saving and restoring the shard).
+  // FailedPrecondition before Configure.
+  absl::StatusOr<std::vector<Variable*>> ListVariables() const;
+
+  // Whether updates are synchronous (after Configure).
+  bool sync() const;
 
   // Elements per chunk (constant).
   int64_t chunk_elements() const { return chunk_elements_; }

@@ -129,9 +129,18 @@ absl::StatusOr<std::pair<PushOutcome, int64_t>> Variable::Push(
             version, " but the chunk is at step ", c.version,
             "; push the version your pull returned"));
       }
-      if (!c.contributors.insert(worker).second) {
+      if (c.contributors.count(worker) > 0) {
         return std::make_pair(PushOutcome::kDuplicate, c.version);
       }
+      if (c.aggregate_held) {
+        // Step `version` is complete and only waits for a checkpoint: a
+        // backup's gradient is late, exactly as if it had been applied.
+        return absl::AbortedError(absl::StrCat(
+            "variable \"", name_, "\" chunk ", chunk, ": step ", version,
+            " already has its ", rule_.replicas_to_aggregate,
+            " gradients (dropped; pull again)"));
+      }
+      c.contributors.insert(worker);
       if (c.sum.empty()) c.sum.assign(c.size, 0.0f);
       float* __restrict__ sum = c.sum.data();
       const float* __restrict__ g = gradient.data();
@@ -140,17 +149,81 @@ absl::StatusOr<std::pair<PushOutcome, int64_t>> Variable::Push(
           rule_.replicas_to_aggregate) {
         return std::make_pair(PushOutcome::kAccumulated, c.version);
       }
-      const float scale = 1.0f / rule_.replicas_to_aggregate;
-      for (int64_t i = 0; i < c.size; ++i) sum[i] *= scale;
-      ApplyLocked(c, c.sum);
-      std::fill(c.sum.begin(), c.sum.end(), 0.0f);
-      c.contributors.clear();
-      ready = AdvanceLocked(c);
-      result = {PushOutcome::kApplied, c.version};
+      c.aggregate_held = true;
+      ready = ApplyAggregateLocked(c);
+      result = {c.aggregate_held ? PushOutcome::kAccumulated
+                                 : PushOutcome::kApplied,
+                c.version};
     }
   }
   for (auto& callback : ready) callback();
   return result;
+}
+
+std::vector<std::function<void()>> Variable::ApplyAggregateLocked(Chunk& c) {
+  if (!c.aggregate_held || c.version + 1 > c.hold_limit) return {};
+  const float scale = 1.0f / rule_.replicas_to_aggregate;
+  for (float& x : c.sum) x *= scale;
+  ApplyLocked(c, c.sum);
+  std::fill(c.sum.begin(), c.sum.end(), 0.0f);
+  c.contributors.clear();
+  c.aggregate_held = false;
+  return AdvanceLocked(c);
+}
+
+const std::vector<std::string>& Variable::slot_names() const {
+  return rule_.optimizer->slot_names();
+}
+
+int64_t Variable::Snapshot(int chunk, absl::Span<float> values,
+                           const std::vector<absl::Span<float>>& slots) const {
+  const Chunk& c = *chunks_[chunk];
+  absl::MutexLock lock(&c.mu);
+  std::memcpy(values.data(), values_.get() + c.begin, c.size * sizeof(float));
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    std::memcpy(slots[s].data(), slots_[s].get() + c.begin,
+                c.size * sizeof(float));
+  }
+  return c.version;
+}
+
+void Variable::Restore(int chunk, absl::Span<const float> values,
+                       const std::vector<const float*>& slots,
+                       int64_t version) {
+  Chunk& c = *chunks_[chunk];
+  std::vector<std::function<void()>> ready;
+  {
+    absl::MutexLock lock(&c.mu);
+    std::memcpy(values_.get() + c.begin, values.data(),
+                c.size * sizeof(float));
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      float* dst = slots_[s].get() + c.begin;
+      if (s < slots.size() && slots[s] != nullptr) {
+        std::memcpy(dst, slots[s], c.size * sizeof(float));
+      } else {
+        std::fill_n(dst, c.size,
+                    rule_.optimizer->slot_initial_value(static_cast<int>(s)));
+      }
+    }
+    c.sum.clear();
+    c.contributors.clear();
+    c.aggregate_held = false;
+    c.hold_limit = kNoHold;
+    c.version = version - 1;
+    ready = AdvanceLocked(c);  // to `version`, waking those waiting for it
+  }
+  for (auto& callback : ready) callback();
+}
+
+void Variable::SetHoldLimit(int chunk, int64_t limit) {
+  Chunk& c = *chunks_[chunk];
+  std::vector<std::function<void()>> ready;
+  {
+    absl::MutexLock lock(&c.mu);
+    c.hold_limit = limit;
+    ready = ApplyAggregateLocked(c);
+  }
+  for (auto& callback : ready) callback();
 }
 
 std::optional<uint64_t> Variable::WhenVersionReached(

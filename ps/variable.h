@@ -88,6 +88,28 @@ class Variable {
   // The chunk's current version.
   int64_t Version(int chunk) const;
 
+  // The optimizer's slot names (e.g. Adam's "m", "v"), in slot order.
+  const std::vector<std::string>& slot_names() const;
+
+  // Copies chunk `chunk`'s values and every slot (each its full length;
+  // `slots` in slot_names() order) under the chunk's lock, so all of them
+  // belong to the returned version: a checkpoint's consistent unit.
+  int64_t Snapshot(int chunk, absl::Span<float> values,
+                   const std::vector<absl::Span<float>>& slots) const;
+
+  // Overwrites chunk `chunk`'s values and slots (a null entry in `slots`
+  // resets that slot to its initial value) and sets its version, dropping
+  // any partial sync aggregate and hold: what restoring a checkpoint does.
+  void Restore(int chunk, absl::Span<const float> values,
+               const std::vector<const float*>& slots, int64_t version);
+
+  // SYNC: no update may take chunk `chunk` beyond version `limit`; the
+  // aggregate that would is kept until the limit rises (checkpoints hold
+  // every chunk at one step this way). A lower limit never undoes updates;
+  // kNoHold lifts it.
+  static constexpr int64_t kNoHold = INT64_MAX;
+  void SetHoldLimit(int chunk, int64_t limit);
+
   // When chunk `chunk` is below `min_version`, arranges for `ready` to run
   // once it gets there and returns an id for CancelWait(). Returns nullopt,
   // without ever calling `ready`, when the chunk is already there.
@@ -113,11 +135,20 @@ class Variable {
     // Sync aggregation for the current version.
     std::vector<float> sum ABSL_GUARDED_BY(mu);
     std::set<int> contributors ABSL_GUARDED_BY(mu);
+    // SYNC: the highest version updates may reach (see SetHoldLimit), and
+    // whether a complete aggregate waits for it to rise.
+    int64_t hold_limit ABSL_GUARDED_BY(mu) = kNoHold;
+    bool aggregate_held ABSL_GUARDED_BY(mu) = false;
     std::vector<Waiter> waiters ABSL_GUARDED_BY(mu);
   };
 
   // Applies `gradient` to chunk `c` as update number c.version + 1.
   void ApplyLocked(Chunk& c, absl::Span<const float> gradient)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu);
+
+  // Applies the complete sync aggregate of chunk `c` unless a hold keeps
+  // it; returns the waiters to run.
+  std::vector<std::function<void()>> ApplyAggregateLocked(Chunk& c)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu);
 
   // Advances the version and removes the waiters it satisfies; the caller

@@ -1,0 +1,388 @@
+#include "ps/shard_checkpoint.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "common/crc32c.h"
+#include "common/file_util.h"
+#include "common/status_macros.h"
+#include "proto/protocol.h"
+
+namespace psflow {
+namespace {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "checkpoint data files are little-endian float32");
+
+absl::string_view Bytes(const float* data, int64_t n) {
+  return absl::string_view(reinterpret_cast<const char*>(data),
+                           static_cast<size_t>(n) * sizeof(float));
+}
+
+std::string TensorName(absl::string_view variable, absl::string_view slot) {
+  return slot.empty() ? std::string(variable)
+                      : absl::StrCat(variable, " (slot ", slot, ")");
+}
+
+// Waits until every chunk is at exactly `step`.
+absl::Status WaitForStep(const std::vector<Variable*>& variables, int64_t step,
+                         absl::Time deadline,
+                         const std::function<bool()>& cancelled) {
+  struct Pending {
+    absl::Mutex mu;
+    int count ABSL_GUARDED_BY(mu) = 0;
+  };
+  auto pending = std::make_shared<Pending>();
+  std::vector<std::pair<std::pair<Variable*, int>, uint64_t>> waits;
+  for (Variable* v : variables) {
+    for (int c = 0; c < v->num_chunks(); ++c) {
+      {
+        absl::MutexLock lock(&pending->mu);
+        ++pending->count;
+      }
+      std::optional<uint64_t> id = v->WhenVersionReached(c, step, [pending] {
+        absl::MutexLock lock(&pending->mu);
+        --pending->count;
+      });
+      if (id.has_value()) {
+        waits.push_back({{v, c}, *id});
+      } else {
+        absl::MutexLock lock(&pending->mu);
+        --pending->count;
+      }
+    }
+  }
+  // Polls `cancelled` between short waits.
+  bool reached = false;
+  bool stopped = false;
+  while (!reached && !stopped && absl::Now() < deadline) {
+    absl::MutexLock lock(&pending->mu);
+    reached = pending->mu.AwaitWithDeadline(
+        absl::Condition(
+            +[](int* count) { return *count == 0; }, &pending->count),
+        std::min(deadline, absl::Now() + absl::Milliseconds(100)));
+    stopped = cancelled != nullptr && cancelled();
+  }
+  if (!reached) {
+    for (const auto& [chunk, id] : waits) {
+      chunk.first->CancelWait(chunk.second, id);
+    }
+    if (stopped) {
+      return absl::CancelledError(
+          "the parameter server is shutting down; checkpoint abandoned");
+    }
+    return absl::DeadlineExceededError(absl::StrCat(
+        "the checkpoint waited for every chunk to reach step ", step,
+        " but some are still behind; the workers of that step may be slow "
+        "or gone"));
+  }
+  for (Variable* v : variables) {
+    for (int c = 0; c < v->num_chunks(); ++c) {
+      if (v->Version(c) != step) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "variable \"", v->name(), "\" chunk ", c, " is at step ",
+            v->Version(c), ", not the checkpoint's step ", step,
+            "; updates were not held (HoldRequest HOLD_AT)"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteShard(const std::vector<Variable*>& variables,
+                        int64_t sync_step, WritableFile& file,
+                        SaveShardResponse& response) {
+  int64_t largest_chunk = 1;
+  for (Variable* v : variables) {
+    largest_chunk = std::max(largest_chunk,
+                             std::min(v->chunk_elements(), v->num_elements()));
+  }
+  std::vector<float> values(largest_chunk);
+  std::vector<std::vector<float>> slot_buffers;
+  for (Variable* v : variables) {
+    for (int c = 0; c < v->num_chunks(); ++c) {
+      const int64_t begin = c * v->chunk_elements();
+      const int64_t size =
+          std::min(v->chunk_elements(), v->num_elements() - begin);
+      const auto& slot_names = v->slot_names();
+      slot_buffers.resize(slot_names.size());
+      std::vector<absl::Span<float>> slots;
+      for (auto& buffer : slot_buffers) {
+        buffer.resize(largest_chunk);
+        slots.push_back(absl::MakeSpan(buffer.data(), size));
+      }
+      const int64_t version =
+          v->Snapshot(c, absl::MakeSpan(values.data(), size), slots);
+      if (sync_step > 0 && version != sync_step) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "variable \"", v->name(), "\" chunk ", c, " moved to step ",
+            version, " while step ", sync_step,
+            " was being saved; updates were released during the save"));
+      }
+      auto append = [&](const std::string& slot,
+                        const float* data) -> absl::Status {
+        absl::string_view bytes = Bytes(data, size);
+        SavedSlice& slice = *response.add_slices();
+        slice.set_variable(v->name());
+        slice.set_slot(slot);
+        slice.set_element_offset(begin);
+        slice.set_num_elements(size);
+        slice.set_file_offset(file.size());
+        slice.set_crc32c(Crc32c(bytes));
+        slice.set_version(version);
+        return file.Append(bytes);
+      };
+      RETURN_IF_ERROR(append("", values.data()));
+      for (size_t s = 0; s < slot_names.size(); ++s) {
+        RETURN_IF_ERROR(append(slot_names[s], slot_buffers[s].data()));
+      }
+    }
+  }
+  RETURN_IF_ERROR(file.Sync());
+  response.set_file_bytes(file.size());
+  return file.Close();
+}
+
+}  // namespace
+
+absl::StatusOr<SaveShardResponse> SaveShard(
+    ParameterServerCore& core, const SaveShardRequest& request,
+    absl::Time deadline, std::function<bool()> cancelled) {
+  if (request.protocol_version() != kProtocolVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("SaveShard with protocol version ",
+                     request.protocol_version(), "; this server speaks ",
+                     kProtocolVersion));
+  }
+  if (request.path().empty() || request.path()[0] != '/') {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "SaveShard path \"", request.path(), "\" is not an absolute path"));
+  }
+  ASSIGN_OR_RETURN(std::vector<Variable*> variables, core.ListVariables());
+  if (request.sync_step() > 0) {
+    if (!core.sync()) {
+      return absl::InvalidArgumentError(
+          "SaveShard.sync_step is for sync mode; this server is async");
+    }
+    RETURN_IF_ERROR(WaitForStep(variables, request.sync_step(), deadline,
+                                cancelled));
+  }
+  absl::StatusOr<WritableFile> file = WritableFile::CreateNew(request.path());
+  if (!file.ok()) {
+    return absl::Status(file.status().code(),
+                        absl::StrCat("cannot save this parameter server's "
+                                     "variables: ",
+                                     file.status().message(),
+                                     " (is the checkpoint directory on "
+                                     "storage every task can reach?)"));
+  }
+  SaveShardResponse response;
+  absl::Status written =
+      WriteShard(variables, request.sync_step(), *file, response);
+  if (!written.ok()) {
+    (void)file->Close();
+    unlink(request.path().c_str());
+    return written;
+  }
+  return response;
+}
+
+namespace {
+
+struct StagedTensor {
+  Variable* variable = nullptr;
+  int slot = -1;  // -1: the values
+  std::vector<float> data;
+};
+
+// Checks that the sources' overlaps with [0, n) tile it exactly.
+absl::Status CheckCoverage(const RestoreTarget& target, int64_t n) {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (const RestoreSource& s : target.sources()) {
+    if (s.num_elements() <= 0 || s.file_offset() < 0 || s.path().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "restore of ", TensorName(target.variable(), target.slot()),
+          ": a source has no elements, a negative offset or no path"));
+    }
+    const int64_t lo = std::max<int64_t>(0, s.slice_begin());
+    const int64_t hi = std::min(n, s.slice_begin() + s.num_elements());
+    if (lo < hi) ranges.emplace_back(lo, hi);
+  }
+  std::sort(ranges.begin(), ranges.end());
+  int64_t covered = 0;
+  for (const auto& [lo, hi] : ranges) {
+    if (lo != covered) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "restore of ", TensorName(target.variable(), target.slot()),
+          ": the sources ", lo < covered ? "overlap" : "leave a gap",
+          " at element ", std::min(lo, covered)));
+    }
+    covered = hi;
+  }
+  if (covered != n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "restore of ", TensorName(target.variable(), target.slot()),
+        ": the sources cover ", covered, " of ", n, " elements"));
+  }
+  return absl::OkStatus();
+}
+
+// Reads one source whole, checks its CRC, copies its overlap into `out`.
+absl::Status ReadSource(const RestoreSource& source,
+                        const RestoreTarget& target,
+                        const RandomAccessFile& file, std::vector<float>& temp,
+                        std::vector<float>& out) {
+  const int64_t n = static_cast<int64_t>(out.size());
+  const bool whole = source.slice_begin() >= 0 &&
+                     source.slice_begin() + source.num_elements() <= n;
+  float* dst = whole ? out.data() + source.slice_begin()
+                     : (temp.resize(source.num_elements()), temp.data());
+  const int64_t bytes = source.num_elements() * int64_t{sizeof(float)};
+  absl::Status read =
+      file.Read(source.file_offset(), bytes, reinterpret_cast<char*>(dst));
+  if (!read.ok()) {
+    return absl::DataLossError(absl::StrCat(
+        "checkpoint data for ", TensorName(target.variable(), target.slot()),
+        " is missing: ", read.message(),
+        "; the checkpoint is damaged: restore another one"));
+  }
+  const uint32_t crc = Crc32c(Bytes(dst, source.num_elements()));
+  if (crc != source.crc32c()) {
+    return absl::DataLossError(absl::StrCat(
+        "checkpoint file ", source.path(), ": the ", bytes,
+        " bytes at offset ", source.file_offset(), " (",
+        TensorName(target.variable(), target.slot()), ") fail their CRC-32C ",
+        "check (stored ", source.crc32c(), ", computed ", crc,
+        "); the checkpoint is damaged: restore another one"));
+  }
+  if (!whole) {
+    const int64_t lo = std::max<int64_t>(0, source.slice_begin());
+    const int64_t hi = std::min(n, source.slice_begin() + source.num_elements());
+    std::copy(temp.begin() + (lo - source.slice_begin()),
+              temp.begin() + (hi - source.slice_begin()), out.begin() + lo);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<RestoreShardResponse> RestoreShard(
+    ParameterServerCore& core, const RestoreShardRequest& request) {
+  if (request.protocol_version() != kProtocolVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("RestoreShard with protocol version ",
+                     request.protocol_version(), "; this server speaks ",
+                     kProtocolVersion));
+  }
+  if (request.global_step() < 0) {
+    return absl::InvalidArgumentError("RestoreShard.global_step is negative");
+  }
+  ASSIGN_OR_RETURN(std::vector<Variable*> variables, core.ListVariables());
+  std::map<std::string, Variable*, std::less<>> by_name;
+  for (Variable* v : variables) by_name[v->name()] = v;
+
+  // Validate the whole request before reading anything.
+  std::vector<StagedTensor> staged;
+  std::map<std::pair<std::string, int>, const RestoreTarget*> targets;
+  for (const RestoreTarget& target : request.targets()) {
+    auto it = by_name.find(target.variable());
+    if (it == by_name.end()) {
+      return absl::NotFoundError(absl::StrCat(
+          "restore names variable \"", target.variable(),
+          "\", which is not on this parameter server"));
+    }
+    Variable* v = it->second;
+    int slot = -1;
+    if (!target.slot().empty()) {
+      const auto& names = v->slot_names();
+      auto found = std::find(names.begin(), names.end(), target.slot());
+      if (found == names.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "restore names slot \"", target.slot(), "\" of \"", v->name(),
+            "\", which this server's optimizer does not have"));
+      }
+      slot = static_cast<int>(found - names.begin());
+    }
+    if (!targets.emplace(std::make_pair(v->name(), slot), &target).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("restore names ", TensorName(v->name(), target.slot()),
+                       " twice"));
+    }
+    RETURN_IF_ERROR(CheckCoverage(target, v->num_elements()));
+  }
+  for (Variable* v : variables) {
+    if (targets.count(std::make_pair(v->name(), -1)) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "restore leaves variable \"", v->name(),
+          "\" out; a restore overwrites every variable"));
+    }
+  }
+
+  // Read and check everything.
+  RestoreShardResponse response;
+  std::map<std::string, RandomAccessFile> files;
+  std::vector<float> temp;
+  for (const auto& [key, target] : targets) {
+    StagedTensor tensor;
+    tensor.variable = by_name[key.first];
+    tensor.slot = key.second;
+    tensor.data.resize(tensor.variable->num_elements());
+    for (const RestoreSource& source : target->sources()) {
+      auto file = files.find(source.path());
+      if (file == files.end()) {
+        absl::StatusOr<RandomAccessFile> opened =
+            RandomAccessFile::Open(source.path());
+        if (!opened.ok()) {
+          return absl::DataLossError(absl::StrCat(
+              "checkpoint data file missing or unreadable: ",
+              opened.status().message(),
+              "; the checkpoint is incomplete: restore another one"));
+        }
+        file = files.emplace(source.path(), *std::move(opened)).first;
+      }
+      RETURN_IF_ERROR(
+          ReadSource(source, *target, file->second, temp, tensor.data));
+      response.set_bytes_read(response.bytes_read() +
+                              source.num_elements() * int64_t{sizeof(float)});
+    }
+    staged.push_back(std::move(tensor));
+  }
+
+  // Apply, chunk by chunk.
+  std::map<Variable*, std::vector<const StagedTensor*>> by_variable;
+  for (const StagedTensor& t : staged) by_variable[t.variable].push_back(&t);
+  for (auto& [v, tensors] : by_variable) {
+    const float* values = nullptr;
+    std::vector<const float*> slots(v->slot_names().size(), nullptr);
+    for (const StagedTensor* t : tensors) {
+      if (t->slot < 0) {
+        values = t->data.data();
+      } else {
+        slots[t->slot] = t->data.data();
+      }
+    }
+    for (int c = 0; c < v->num_chunks(); ++c) {
+      const int64_t begin = c * v->chunk_elements();
+      const int64_t size =
+          std::min(v->chunk_elements(), v->num_elements() - begin);
+      std::vector<const float*> chunk_slots(slots.size(), nullptr);
+      for (size_t s = 0; s < slots.size(); ++s) {
+        if (slots[s] != nullptr) chunk_slots[s] = slots[s] + begin;
+      }
+      v->Restore(c, absl::MakeConstSpan(values + begin, size), chunk_slots,
+                 request.global_step());
+    }
+  }
+  return response;
+}
+
+}  // namespace psflow
