@@ -21,10 +21,10 @@ TEST(Crc32cTest, FastPathMatchesTheTableAtEveryLengthAndAlignment) {
   std::mt19937 rng(7);
   std::string data(3 * 4096 * 3 + 123, '\0');
   for (char& c : data) c = static_cast<char>(rng());
-  for (size_t length : {size_t{0}, size_t{1}, size_t{7}, size_t{8},
-                        size_t{4095}, size_t{3 * 4096 - 1}, size_t{3 * 4096},
-                        size_t{3 * 4096 + 9}, size_t{6 * 4096 + 5},
-                        data.size() - 3}) {
+  for (size_t length :
+       {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{4095},
+        size_t{3 * 4096 - 1}, size_t{3 * 4096}, size_t{3 * 4096 + 9},
+        size_t{6 * 4096 + 5}, data.size() - 3}) {
     for (size_t start : {size_t{0}, size_t{1}, size_t{3}}) {
       absl::string_view piece(data.data() + start, length);
       EXPECT_EQ(Crc32c(piece), Crc32cPortableForTesting(piece))

@@ -40,16 +40,16 @@ absl::Status MakeDirectories(const std::string& path) {
     if (i != path.size() && path[i] != '/') continue;
     const std::string partial = path.substr(0, i);
     if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "cannot create directory ", partial, ": ", Errno()));
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot create directory ", partial, ": ", Errno()));
     }
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<WritableFile> WritableFile::CreateNew(const std::string& path) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-                      0644);
+  const int fd =
+      open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return IoError("create", path);
   return WritableFile(path, fd);
 }
@@ -144,10 +144,10 @@ absl::Status RandomAccessFile::Read(int64_t offset, int64_t n,
       return IoError("read", path_);
     }
     if (got == 0) {
-      return absl::DataLossError(absl::StrCat(
-          path_, " ends at byte ", offset + done, " but ", n,
-          " bytes were expected at offset ", offset,
-          " (the file is truncated)"));
+      return absl::DataLossError(
+          absl::StrCat(path_, " ends at byte ", offset + done, " but ", n,
+                       " bytes were expected at offset ", offset,
+                       " (the file is truncated)"));
     }
     done += got;
   }

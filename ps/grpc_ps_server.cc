@@ -89,8 +89,8 @@ class GrpcParameterServer::ControlService final
         *response = *std::move(result);
         LOG(INFO) << "saved " << response->file_bytes() << " bytes to "
                   << request->path() << " in "
-                  << absl::FormatDuration(absl::Trunc(
-                         absl::Now() - start, absl::Milliseconds(1)));
+                  << absl::FormatDuration(absl::Trunc(absl::Now() - start,
+                                                      absl::Milliseconds(1)));
       } else {
         LOG(WARNING) << "save to " << request->path()
                      << " failed: " << result.status().message();
@@ -111,10 +111,10 @@ class GrpcParameterServer::ControlService final
           psflow::RestoreShard(server->core(), *request);
       if (result.ok()) {
         *response = *std::move(result);
-        LOG(INFO) << "restored " << response->bytes_read()
-                  << " bytes at step " << request->global_step() << " in "
-                  << absl::FormatDuration(absl::Trunc(
-                         absl::Now() - start, absl::Milliseconds(1)));
+        LOG(INFO) << "restored " << response->bytes_read() << " bytes at step "
+                  << request->global_step() << " in "
+                  << absl::FormatDuration(absl::Trunc(absl::Now() - start,
+                                                      absl::Milliseconds(1)));
       } else {
         LOG(WARNING) << "restore failed: " << result.status().message();
       }

@@ -307,7 +307,8 @@ absl::StatusOr<std::vector<Variable*>> ParameterServerCore::ListVariables()
   absl::ReaderMutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckConfiguredLocked());
   std::vector<Variable*> list;
-  for (const auto& [name, variable] : variables_) list.push_back(variable.get());
+  for (const auto& [name, variable] : variables_)
+    list.push_back(variable.get());
   return list;
 }
 
@@ -370,9 +371,9 @@ absl::StatusOr<HoldResponse> ParameterServerCore::Hold(
   HoldResponse response = range();
   if (request.action() == HoldRequest::HOLD_AT &&
       response.max_version() > limit) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "HOLD_AT step ", limit, " but a chunk is already at step ",
-        response.max_version(), "; hold at a later step"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("HOLD_AT step ", limit, " but a chunk is already at step ",
+                     response.max_version(), "; hold at a later step"));
   }
   return response;
 }

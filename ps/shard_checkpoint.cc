@@ -154,14 +154,14 @@ absl::Status WriteShard(const std::vector<Variable*>& variables,
 
 }  // namespace
 
-absl::StatusOr<SaveShardResponse> SaveShard(
-    ParameterServerCore& core, const SaveShardRequest& request,
-    absl::Time deadline, std::function<bool()> cancelled) {
+absl::StatusOr<SaveShardResponse> SaveShard(ParameterServerCore& core,
+                                            const SaveShardRequest& request,
+                                            absl::Time deadline,
+                                            std::function<bool()> cancelled) {
   if (request.protocol_version() != kProtocolVersion) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("SaveShard with protocol version ",
-                     request.protocol_version(), "; this server speaks ",
-                     kProtocolVersion));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "SaveShard with protocol version ", request.protocol_version(),
+        "; this server speaks ", kProtocolVersion));
   }
   if (request.path().empty() || request.path()[0] != '/') {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -173,8 +173,8 @@ absl::StatusOr<SaveShardResponse> SaveShard(
       return absl::InvalidArgumentError(
           "SaveShard.sync_step is for sync mode; this server is async");
     }
-    RETURN_IF_ERROR(WaitForStep(variables, request.sync_step(), deadline,
-                                cancelled));
+    RETURN_IF_ERROR(
+        WaitForStep(variables, request.sync_step(), deadline, cancelled));
   }
   absl::StatusOr<WritableFile> file = WritableFile::CreateNew(request.path());
   if (!file.ok()) {
@@ -258,15 +258,16 @@ absl::Status ReadSource(const RestoreSource& source,
   const uint32_t crc = Crc32c(Bytes(dst, source.num_elements()));
   if (crc != source.crc32c()) {
     return absl::DataLossError(absl::StrCat(
-        "checkpoint file ", source.path(), ": the ", bytes,
-        " bytes at offset ", source.file_offset(), " (",
+        "checkpoint file ", source.path(), ": the ", bytes, " bytes at offset ",
+        source.file_offset(), " (",
         TensorName(target.variable(), target.slot()), ") fail their CRC-32C ",
         "check (stored ", source.crc32c(), ", computed ", crc,
         "); the checkpoint is damaged: restore another one"));
   }
   if (!whole) {
     const int64_t lo = std::max<int64_t>(0, source.slice_begin());
-    const int64_t hi = std::min(n, source.slice_begin() + source.num_elements());
+    const int64_t hi =
+        std::min(n, source.slice_begin() + source.num_elements());
     std::copy(temp.begin() + (lo - source.slice_begin()),
               temp.begin() + (hi - source.slice_begin()), out.begin() + lo);
   }
@@ -278,10 +279,9 @@ absl::Status ReadSource(const RestoreSource& source,
 absl::StatusOr<RestoreShardResponse> RestoreShard(
     ParameterServerCore& core, const RestoreShardRequest& request) {
   if (request.protocol_version() != kProtocolVersion) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("RestoreShard with protocol version ",
-                     request.protocol_version(), "; this server speaks ",
-                     kProtocolVersion));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "RestoreShard with protocol version ", request.protocol_version(),
+        "; this server speaks ", kProtocolVersion));
   }
   if (request.global_step() < 0) {
     return absl::InvalidArgumentError("RestoreShard.global_step is negative");
@@ -296,9 +296,9 @@ absl::StatusOr<RestoreShardResponse> RestoreShard(
   for (const RestoreTarget& target : request.targets()) {
     auto it = by_name.find(target.variable());
     if (it == by_name.end()) {
-      return absl::NotFoundError(absl::StrCat(
-          "restore names variable \"", target.variable(),
-          "\", which is not on this parameter server"));
+      return absl::NotFoundError(
+          absl::StrCat("restore names variable \"", target.variable(),
+                       "\", which is not on this parameter server"));
     }
     Variable* v = it->second;
     int slot = -1;
@@ -313,17 +313,16 @@ absl::StatusOr<RestoreShardResponse> RestoreShard(
       slot = static_cast<int>(found - names.begin());
     }
     if (!targets.emplace(std::make_pair(v->name(), slot), &target).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("restore names ", TensorName(v->name(), target.slot()),
-                       " twice"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "restore names ", TensorName(v->name(), target.slot()), " twice"));
     }
     RETURN_IF_ERROR(CheckCoverage(target, v->num_elements()));
   }
   for (Variable* v : variables) {
     if (targets.count(std::make_pair(v->name(), -1)) == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "restore leaves variable \"", v->name(),
-          "\" out; a restore overwrites every variable"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("restore leaves variable \"", v->name(),
+                       "\" out; a restore overwrites every variable"));
     }
   }
 

@@ -54,8 +54,8 @@ std::unique_ptr<ParameterServerCore> MakeCore(int64_t chunk_elements,
 }
 
 // Pushes gradient g(i) = (i + 1) * scale to every chunk of every variable.
-void PushEverywhere(ParameterServerCore& core, float scale,
-                    int64_t version = 0, int worker = 0) {
+void PushEverywhere(ParameterServerCore& core, float scale, int64_t version = 0,
+                    int worker = 0) {
   for (auto [name, n] : {std::pair<std::string, int64_t>{"w", 10}, {"b", 3}}) {
     const int64_t chunk = core.chunk_elements();
     for (int64_t offset = 0; offset < n; offset += chunk) {
@@ -128,10 +128,9 @@ RestoreShardRequest RestoreFrom(const SaveShardResponse& saved,
 class ShardCheckpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = absl::StrCat(::testing::TempDir(), "/shard_ckpt_",
-                        ::testing::UnitTest::GetInstance()
-                            ->current_test_info()
-                            ->name());
+    dir_ = absl::StrCat(
+        ::testing::TempDir(), "/shard_ckpt_",
+        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     ASSERT_OK(RemoveRecursively(dir_));
     ASSERT_OK(MakeDirectories(dir_));
   }
@@ -178,9 +177,9 @@ TEST_F(ShardCheckpointTest, NeverOverwritesAFile) {
               StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("data")));
   SaveShardRequest relative = SaveTo("x");
   relative.set_path("relative/data");
-  EXPECT_THAT(SaveShard(*core, relative, absl::InfiniteFuture()),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("absolute")));
+  EXPECT_THAT(
+      SaveShard(*core, relative, absl::InfiniteFuture()),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("absolute")));
 }
 
 TEST_F(ShardCheckpointTest, DamagedOrTruncatedDataIsRefusedAndChangesNothing) {
@@ -230,14 +229,13 @@ TEST_F(ShardCheckpointTest, RestoreRejectsRequestsThatDoNotCoverEverything) {
   RestoreShardRequest gap = good;
   gap.mutable_targets(0)->mutable_sources()->RemoveLast();
   EXPECT_THAT(RestoreShard(*core, gap),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("cover")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cover")));
 
   RestoreShardRequest overlap = good;
   *overlap.mutable_targets(0)->add_sources() = good.targets(0).sources(0);
-  EXPECT_THAT(RestoreShard(*core, overlap),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("overlap")));
+  EXPECT_THAT(
+      RestoreShard(*core, overlap),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("overlap")));
 
   RestoreShardRequest unknown = good;
   unknown.mutable_targets(0)->set_variable("nope");
@@ -246,9 +244,9 @@ TEST_F(ShardCheckpointTest, RestoreRejectsRequestsThatDoNotCoverEverything) {
 
   RestoreShardRequest bad_slot = good;
   bad_slot.mutable_targets(1)->set_slot("momentum");
-  EXPECT_THAT(RestoreShard(*core, bad_slot),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("momentum")));
+  EXPECT_THAT(
+      RestoreShard(*core, bad_slot),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("momentum")));
 
   // Values are required; slots are optional (reset to initial values).
   RestoreShardRequest values_only;
@@ -281,8 +279,8 @@ TEST_F(ShardCheckpointTest, SyncSaveHoldsEveryChunkAtOneStep) {
 
   absl::StatusOr<SaveShardResponse> saved;
   std::thread saver([&] {
-    saved = SaveShard(*core, SaveTo("data", 1),
-                      absl::Now() + absl::Seconds(30));
+    saved =
+        SaveShard(*core, SaveTo("data", 1), absl::Now() + absl::Seconds(30));
   });
   // Step 0 completes (both workers), then both push step 1: held.
   PushEverywhere(*core, 1.0f, 0, 0);
@@ -312,10 +310,10 @@ TEST_F(ShardCheckpointTest, SyncSaveHoldsEveryChunkAtOneStep) {
 
 TEST_F(ShardCheckpointTest, SyncSaveGivesUpAtItsDeadline) {
   auto core = MakeCore(4, SYNC, 2);
-  EXPECT_THAT(SaveShard(*core, SaveTo("data", 3),
-                        absl::Now() + absl::Milliseconds(200)),
-              StatusIs(absl::StatusCode::kDeadlineExceeded,
-                       HasSubstr("step 3")));
+  EXPECT_THAT(
+      SaveShard(*core, SaveTo("data", 3),
+                absl::Now() + absl::Milliseconds(200)),
+      StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("step 3")));
   EXPECT_FALSE(PathExists(dir_ + "/data"));
   EXPECT_THAT(
       SaveShard(*core, SaveTo("data", 3), absl::InfiniteFuture(),

@@ -151,9 +151,9 @@ absl::StatusOr<std::pair<PushOutcome, int64_t>> Variable::Push(
       }
       c.aggregate_held = true;
       ready = ApplyAggregateLocked(c);
-      result = {c.aggregate_held ? PushOutcome::kAccumulated
-                                 : PushOutcome::kApplied,
-                c.version};
+      result = {
+          c.aggregate_held ? PushOutcome::kAccumulated : PushOutcome::kApplied,
+          c.version};
     }
   }
   for (auto& callback : ready) callback();
@@ -194,8 +194,7 @@ void Variable::Restore(int chunk, absl::Span<const float> values,
   std::vector<std::function<void()>> ready;
   {
     absl::MutexLock lock(&c.mu);
-    std::memcpy(values_.get() + c.begin, values.data(),
-                c.size * sizeof(float));
+    std::memcpy(values_.get() + c.begin, values.data(), c.size * sizeof(float));
     for (size_t s = 0; s < slots_.size(); ++s) {
       float* dst = slots_[s].get() + c.begin;
       if (s < slots.size() && slots[s] != nullptr) {
