@@ -155,6 +155,34 @@ absl::Status GrpcPsShard::Shutdown(const std::string& reason,
                         "shut down " + name_);
 }
 
+absl::StatusOr<HoldResponse> GrpcPsShard::Hold(const HoldRequest& request,
+                                               absl::Time deadline) {
+  HoldResponse response;
+  auto context = ControlContext(deadline);
+  grpc::Status status = control_->Hold(context.get(), request, &response);
+  if (!status.ok()) return FromGrpcStatus(status, "hold updates on " + name_);
+  return response;
+}
+
+absl::StatusOr<SaveShardResponse> GrpcPsShard::SaveShard(
+    const SaveShardRequest& request, absl::Time deadline) {
+  SaveShardResponse response;
+  auto context = ControlContext(deadline);
+  grpc::Status status = control_->SaveShard(context.get(), request, &response);
+  if (!status.ok()) return FromGrpcStatus(status, "save on " + name_);
+  return response;
+}
+
+absl::StatusOr<RestoreShardResponse> GrpcPsShard::RestoreShard(
+    const RestoreShardRequest& request, absl::Time deadline) {
+  RestoreShardResponse response;
+  auto context = ControlContext(deadline);
+  grpc::Status status =
+      control_->RestoreShard(context.get(), request, &response);
+  if (!status.ok()) return FromGrpcStatus(status, "restore on " + name_);
+  return response;
+}
+
 void GrpcPsShard::StartBulk(BulkCall* call) {
   {
     absl::MutexLock lock(&mu_);

@@ -3,6 +3,8 @@
 #include <thread>
 #include <utility>
 
+#include "ps/shard_checkpoint.h"
+
 namespace psflow {
 
 LocalPsShard::LocalPsShard(ParameterServerCore* core, std::string name)
@@ -34,6 +36,21 @@ absl::Status LocalPsShard::Shutdown(const std::string&, absl::Time) {
   absl::MutexLock lock(&mu_);
   shutdown_requested_ = true;
   return absl::OkStatus();
+}
+
+absl::StatusOr<HoldResponse> LocalPsShard::Hold(const HoldRequest& request,
+                                                absl::Time) {
+  return core_->Hold(request);
+}
+
+absl::StatusOr<SaveShardResponse> LocalPsShard::SaveShard(
+    const SaveShardRequest& request, absl::Time deadline) {
+  return psflow::SaveShard(*core_, request, deadline);
+}
+
+absl::StatusOr<RestoreShardResponse> LocalPsShard::RestoreShard(
+    const RestoreShardRequest& request, absl::Time) {
+  return psflow::RestoreShard(*core_, request);
 }
 
 bool LocalPsShard::shutdown_requested() const {

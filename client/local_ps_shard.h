@@ -26,6 +26,12 @@ class LocalPsShard final : public PsShard {
   absl::StatusOr<StatsResponse> Stats(absl::Time deadline) override;
   absl::Status Shutdown(const std::string& reason,
                         absl::Time deadline) override;
+  absl::StatusOr<HoldResponse> Hold(const HoldRequest& request,
+                                    absl::Time deadline) override;
+  absl::StatusOr<SaveShardResponse> SaveShard(const SaveShardRequest& request,
+                                              absl::Time deadline) override;
+  absl::StatusOr<RestoreShardResponse> RestoreShard(
+      const RestoreShardRequest& request, absl::Time deadline) override;
   void Pull(const PullRequest& header, absl::Span<float> out,
             absl::Time deadline,
             std::function<void(absl::StatusOr<PullResponse>)> done) override;

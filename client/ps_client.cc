@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -229,6 +230,58 @@ absl::StatusOr<std::vector<StatsResponse>> ParameterClient::Stats() {
     all.push_back(*std::move(stats));
   }
   return all;
+}
+
+namespace {
+
+// Runs call(i) for every server on threads of its own; the results in
+// server order, or the first error.
+template <typename Response, typename Call>
+absl::StatusOr<std::vector<Response>> OnEveryServer(int n, Call call) {
+  std::vector<absl::StatusOr<Response>> results(n);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([&results, &call, i] { results[i] = call(i); });
+  }
+  for (std::thread& t : threads) t.join();
+  std::vector<Response> responses;
+  for (auto& r : results) {
+    if (!r.ok()) return r.status();
+    responses.push_back(*std::move(r));
+  }
+  return responses;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<HoldResponse>> ParameterClient::HoldAll(
+    const HoldRequest& request) {
+  const absl::Time deadline = absl::Now() + options_.rpc_timeout;
+  return OnEveryServer<HoldResponse>(
+      num_shards(), [&](int i) { return shards_[i]->Hold(request, deadline); });
+}
+
+absl::StatusOr<std::vector<SaveShardResponse>> ParameterClient::SaveShards(
+    const std::vector<SaveShardRequest>& requests, absl::Duration timeout) {
+  if (static_cast<int>(requests.size()) != num_shards()) {
+    return absl::InvalidArgumentError("one SaveShard request per server");
+  }
+  const absl::Time deadline = absl::Now() + timeout;
+  return OnEveryServer<SaveShardResponse>(num_shards(), [&](int i) {
+    return shards_[i]->SaveShard(requests[i], deadline);
+  });
+}
+
+absl::StatusOr<std::vector<RestoreShardResponse>>
+ParameterClient::RestoreShards(const std::vector<RestoreShardRequest>& requests,
+                               absl::Duration timeout) {
+  if (static_cast<int>(requests.size()) != num_shards()) {
+    return absl::InvalidArgumentError("one RestoreShard request per server");
+  }
+  const absl::Time deadline = absl::Now() + timeout;
+  return OnEveryServer<RestoreShardResponse>(num_shards(), [&](int i) {
+    return shards_[i]->RestoreShard(requests[i], deadline);
+  });
 }
 
 absl::Status ParameterClient::ShutdownAll(const std::string& reason) {

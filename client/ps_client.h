@@ -91,6 +91,14 @@ class ParameterClient {
   // Counters of every server, in server order.
   absl::StatusOr<std::vector<StatsResponse>> Stats();
 
+  // Checkpoint fan-outs: one request per server (requests[i] to server i),
+  // sent to all at once; the responses in server order, or the first error.
+  absl::StatusOr<std::vector<HoldResponse>> HoldAll(const HoldRequest& request);
+  absl::StatusOr<std::vector<SaveShardResponse>> SaveShards(
+      const std::vector<SaveShardRequest>& requests, absl::Duration timeout);
+  absl::StatusOr<std::vector<RestoreShardResponse>> RestoreShards(
+      const std::vector<RestoreShardRequest>& requests, absl::Duration timeout);
+
   // Asks every server to exit; returns the first error.
   absl::Status ShutdownAll(const std::string& reason);
 

@@ -39,6 +39,14 @@ class PsShard {
   virtual absl::Status Shutdown(const std::string& reason,
                                 absl::Time deadline) = 0;
 
+  // Checkpoint RPCs (proto/ps.proto).
+  virtual absl::StatusOr<HoldResponse> Hold(const HoldRequest& request,
+                                            absl::Time deadline) = 0;
+  virtual absl::StatusOr<SaveShardResponse> SaveShard(
+      const SaveShardRequest& request, absl::Time deadline) = 0;
+  virtual absl::StatusOr<RestoreShardResponse> RestoreShard(
+      const RestoreShardRequest& request, absl::Time deadline) = 0;
+
   // Reads header.num_elements values into `out`. With min_version > 0 the
   // server answers once the chunk reaches that version (or the deadline).
   virtual void Pull(const PullRequest& header, absl::Span<float> out,

@@ -312,6 +312,16 @@ absl::StatusOr<std::vector<Variable*>> ParameterServerCore::ListVariables()
   return list;
 }
 
+void ParameterServerCore::StashRestore(std::shared_ptr<void> staged) {
+  absl::MutexLock lock(&mu_);
+  stashed_restore_ = std::move(staged);
+}
+
+std::shared_ptr<void> ParameterServerCore::TakeStashedRestore() {
+  absl::MutexLock lock(&mu_);
+  return std::move(stashed_restore_);
+}
+
 bool ParameterServerCore::sync() const {
   absl::ReaderMutexLock lock(&mu_);
   return configured_ && rule_.sync;

@@ -115,6 +115,12 @@ class ParameterServerCore {
   // Whether updates are synchronous (after Configure).
   bool sync() const;
 
+  // Keeps a restore that was read and checked but not applied yet
+  // (RestoreShard PREPARE; opaque here, see shard_checkpoint.cc), replacing
+  // any earlier one; Take returns and forgets it (null when none).
+  void StashRestore(std::shared_ptr<void> staged);
+  std::shared_ptr<void> TakeStashedRestore();
+
   // Elements per chunk (constant).
   int64_t chunk_elements() const { return chunk_elements_; }
 
@@ -135,6 +141,7 @@ class ParameterServerCore {
   std::map<std::string, std::unique_ptr<Variable>, std::less<>> variables_
       ABSL_GUARDED_BY(mu_);
   int64_t total_elements_ ABSL_GUARDED_BY(mu_) = 0;
+  std::shared_ptr<void> stashed_restore_ ABSL_GUARDED_BY(mu_);
 
   std::atomic<int64_t> pulls_{0};
   std::atomic<int64_t> pushes_{0};

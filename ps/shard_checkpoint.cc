@@ -204,6 +204,41 @@ struct StagedTensor {
   std::vector<float> data;
 };
 
+// A restore read and checked, waiting for its COMMIT.
+struct StagedRestore {
+  std::vector<StagedTensor> tensors;
+  int64_t global_step = 0;
+};
+
+void Apply(const StagedRestore& restore) {
+  std::map<Variable*, std::vector<const StagedTensor*>> by_variable;
+  for (const StagedTensor& t : restore.tensors) {
+    by_variable[t.variable].push_back(&t);
+  }
+  for (auto& [v, tensors] : by_variable) {
+    const float* values = nullptr;
+    std::vector<const float*> slots(v->slot_names().size(), nullptr);
+    for (const StagedTensor* t : tensors) {
+      if (t->slot < 0) {
+        values = t->data.data();
+      } else {
+        slots[t->slot] = t->data.data();
+      }
+    }
+    for (int c = 0; c < v->num_chunks(); ++c) {
+      const int64_t begin = c * v->chunk_elements();
+      const int64_t size =
+          std::min(v->chunk_elements(), v->num_elements() - begin);
+      std::vector<const float*> chunk_slots(slots.size(), nullptr);
+      for (size_t s = 0; s < slots.size(); ++s) {
+        if (slots[s] != nullptr) chunk_slots[s] = slots[s] + begin;
+      }
+      v->Restore(c, absl::MakeConstSpan(values + begin, size), chunk_slots,
+                 restore.global_step);
+    }
+  }
+}
+
 // Checks that the sources' overlaps with [0, n) tile it exactly.
 absl::Status CheckCoverage(const RestoreTarget& target, int64_t n) {
   std::vector<std::pair<int64_t, int64_t>> ranges;
@@ -283,6 +318,27 @@ absl::StatusOr<RestoreShardResponse> RestoreShard(
         "RestoreShard with protocol version ", request.protocol_version(),
         "; this server speaks ", kProtocolVersion));
   }
+  switch (request.phase()) {
+    case RestoreShardRequest::PREPARE_AND_COMMIT:
+    case RestoreShardRequest::PREPARE:
+      core.TakeStashedRestore();  // a new restore replaces an unfinished one
+      break;
+    case RestoreShardRequest::COMMIT: {
+      std::shared_ptr<void> stashed = core.TakeStashedRestore();
+      if (stashed == nullptr) {
+        return absl::FailedPreconditionError(
+            "RestoreShard COMMIT without a PREPARE on this server (it may "
+            "have restarted in between); restore again");
+      }
+      Apply(*std::static_pointer_cast<StagedRestore>(stashed));
+      return RestoreShardResponse();
+    }
+    case RestoreShardRequest::ABORT:
+      core.TakeStashedRestore();
+      return RestoreShardResponse();
+    default:
+      return absl::InvalidArgumentError("unknown RestoreShard phase");
+  }
   if (request.global_step() < 0) {
     return absl::InvalidArgumentError("RestoreShard.global_step is negative");
   }
@@ -356,30 +412,13 @@ absl::StatusOr<RestoreShardResponse> RestoreShard(
     staged.push_back(std::move(tensor));
   }
 
-  // Apply, chunk by chunk.
-  std::map<Variable*, std::vector<const StagedTensor*>> by_variable;
-  for (const StagedTensor& t : staged) by_variable[t.variable].push_back(&t);
-  for (auto& [v, tensors] : by_variable) {
-    const float* values = nullptr;
-    std::vector<const float*> slots(v->slot_names().size(), nullptr);
-    for (const StagedTensor* t : tensors) {
-      if (t->slot < 0) {
-        values = t->data.data();
-      } else {
-        slots[t->slot] = t->data.data();
-      }
-    }
-    for (int c = 0; c < v->num_chunks(); ++c) {
-      const int64_t begin = c * v->chunk_elements();
-      const int64_t size =
-          std::min(v->chunk_elements(), v->num_elements() - begin);
-      std::vector<const float*> chunk_slots(slots.size(), nullptr);
-      for (size_t s = 0; s < slots.size(); ++s) {
-        if (slots[s] != nullptr) chunk_slots[s] = slots[s] + begin;
-      }
-      v->Restore(c, absl::MakeConstSpan(values + begin, size), chunk_slots,
-                 request.global_step());
-    }
+  auto restore = std::make_shared<StagedRestore>();
+  restore->tensors = std::move(staged);
+  restore->global_step = request.global_step();
+  if (request.phase() == RestoreShardRequest::PREPARE) {
+    core.StashRestore(std::move(restore));
+  } else {
+    Apply(*restore);
   }
   return response;
 }

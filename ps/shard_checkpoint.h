@@ -27,8 +27,9 @@ absl::StatusOr<SaveShardResponse> SaveShard(
     absl::Time deadline, std::function<bool()> cancelled = nullptr);
 
 // Reads and checks every source, then overwrites the variables and sets
-// their versions. Nothing changes unless every source is intact: DataLoss
-// names the damaged file, tensor and offset.
+// their versions (or, by request.phase(), only prepares, commits or aborts:
+// see RestoreShardRequest). Nothing changes unless every source is intact:
+// DataLoss names the damaged file, tensor and offset.
 absl::StatusOr<RestoreShardResponse> RestoreShard(
     ParameterServerCore& core, const RestoreShardRequest& request);
 

@@ -1,0 +1,45 @@
+// Reading and writing a checkpoint's index file. Framing, all integers
+// little-endian (docs/checkpoint-format.md):
+//
+//   magic     8 bytes  "psflowCK"
+//   version   u32      1
+//   length    u64      N
+//   index     N bytes  a serialized CheckpointIndex (proto/checkpoint.proto)
+//   crc       u32      masked CRC-32C of the N index bytes
+//
+// Reading checks all of it and the index's own consistency (slices tile
+// every tensor, files exist in the list), so later code can trust it.
+#ifndef PSFLOW_CHECKPOINT_INDEX_FILE_H_
+#define PSFLOW_CHECKPOINT_INDEX_FILE_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "proto/checkpoint.pb.h"
+
+namespace psflow {
+
+inline constexpr uint32_t kCheckpointFormatVersion = 1;
+
+// The file's bytes for `index`.
+std::string EncodeIndexFile(const CheckpointIndex& index);
+
+// DataLoss naming `path_for_errors` and what is wrong when the bytes are
+// not a complete, intact, consistent index.
+absl::StatusOr<CheckpointIndex> DecodeIndexFile(
+    const std::string& bytes, const std::string& path_for_errors);
+
+// Writes the index to `path` (a new file) and fsyncs it.
+absl::Status WriteIndexFile(const std::string& path,
+                            const CheckpointIndex& index);
+
+// NotFound when missing; DataLoss when damaged.
+absl::StatusOr<CheckpointIndex> ReadIndexFile(const std::string& path);
+
+// Checks that the index is self-consistent: known dtype, shapes, slices
+// that tile each tensor, files listed. InvalidArgument naming the tensor.
+absl::Status ValidateIndex(const CheckpointIndex& index);
+
+}  // namespace psflow
+
+#endif  // PSFLOW_CHECKPOINT_INDEX_FILE_H_

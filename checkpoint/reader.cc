@@ -1,0 +1,101 @@
+#include "checkpoint/reader.h"
+
+#include "absl/strings/str_cat.h"
+#include "checkpoint/index_file.h"
+#include "checkpoint/paths.h"
+#include "common/crc32c.h"
+#include "common/status_macros.h"
+
+namespace psflow {
+
+std::string TensorDisplayName(const CheckpointTensor& tensor) {
+  return tensor.slot().empty()
+             ? tensor.name()
+             : absl::StrCat(tensor.name(), "@", tensor.slot());
+}
+
+absl::StatusOr<std::unique_ptr<CheckpointReader>> CheckpointReader::Open(
+    const std::string& path) {
+  if (!IsDirectory(path)) {
+    return absl::NotFoundError(absl::StrCat(
+        path,
+        " is not a checkpoint directory (expected <dir>/ckpt-<step>; "
+        "`psctl ckpt list <dir>` shows them)"));
+  }
+  std::unique_ptr<CheckpointReader> reader(new CheckpointReader);
+  reader->path_ = path;
+  absl::StatusOr<CheckpointIndex> index =
+      ReadIndexFile(JoinPath(path, kIndexFileName));
+  if (absl::IsNotFound(index.status())) {
+    return absl::DataLossError(absl::StrCat(
+        path, " has no index file: it is not a complete checkpoint"));
+  }
+  RETURN_IF_ERROR(index.status());
+  reader->index_ = *std::move(index);
+  for (const CheckpointFile& f : reader->index_.files()) {
+    const std::string file_path = JoinPath(path, f.name());
+    absl::StatusOr<RandomAccessFile> file = RandomAccessFile::Open(file_path);
+    if (!file.ok()) {
+      return absl::DataLossError(absl::StrCat(
+          "checkpoint ", path, ": data file ", f.name(),
+          " is missing or unreadable (", file.status().message(), ")"));
+    }
+    if (file->size() != f.size()) {
+      return absl::DataLossError(
+          absl::StrCat("checkpoint ", path, ": data file ", f.name(), " is ",
+                       file->size(), " bytes, but the index says ", f.size(),
+                       " (truncated or overwritten)"));
+    }
+    reader->files_.emplace(f.name(), *std::move(file));
+  }
+  return reader;
+}
+
+const CheckpointTensor* CheckpointReader::Find(const std::string& name,
+                                               const std::string& slot) const {
+  for (const CheckpointTensor& t : index_.tensors()) {
+    if (t.name() == name && t.slot() == slot) return &t;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<std::vector<float>> CheckpointReader::Read(
+    const CheckpointTensor& tensor) const {
+  int64_t elements = 1;
+  for (int64_t d : tensor.shape()) elements *= d;
+  std::vector<float> values(elements);
+  for (const CheckpointSlice& slice : tensor.slices()) {
+    const RandomAccessFile& file = files_.at(slice.file());
+    char* dst = reinterpret_cast<char*>(values.data() + slice.element_offset());
+    const int64_t bytes = slice.num_elements() * int64_t{sizeof(float)};
+    absl::Status read = file.Read(slice.file_offset(), bytes, dst);
+    if (!read.ok()) {
+      return absl::DataLossError(absl::StrCat(
+          "tensor ", TensorDisplayName(tensor), ": ", read.message()));
+    }
+    const uint32_t crc = Crc32c(absl::string_view(dst, bytes));
+    if (crc != slice.crc32c()) {
+      return absl::DataLossError(absl::StrCat(
+          "tensor ", TensorDisplayName(tensor), " elements [",
+          slice.element_offset(), ", ",
+          slice.element_offset() + slice.num_elements(), ") in ",
+          JoinPath(path_, slice.file()), " at byte ", slice.file_offset(),
+          ": CRC-32C mismatch (stored ", slice.crc32c(), ", computed ", crc,
+          "); the data is damaged"));
+    }
+  }
+  return values;
+}
+
+std::vector<std::string> CheckpointReader::Verify(
+    const std::function<void(const CheckpointTensor&)>& progress) const {
+  std::vector<std::string> problems;
+  for (const CheckpointTensor& t : index_.tensors()) {
+    if (progress) progress(t);
+    absl::StatusOr<std::vector<float>> values = Read(t);
+    if (!values.ok()) problems.emplace_back(values.status().message());
+  }
+  return problems;
+}
+
+}  // namespace psflow

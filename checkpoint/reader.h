@@ -1,0 +1,56 @@
+// Reads a checkpoint directory: its index, and any tensor's values with
+// every slice's CRC checked. What `psctl ckpt inspect/verify/export` and
+// the evaluator use.
+#ifndef PSFLOW_CHECKPOINT_READER_H_
+#define PSFLOW_CHECKPOINT_READER_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/file_util.h"
+#include "proto/checkpoint.pb.h"
+
+namespace psflow {
+
+class CheckpointReader {
+ public:
+  // Reads and checks the index and that every data file has its recorded
+  // size. NotFound when `path` is not a checkpoint; DataLoss when damaged.
+  static absl::StatusOr<std::unique_ptr<CheckpointReader>> Open(
+      const std::string& path);
+
+  const std::string& path() const { return path_; }
+  const CheckpointIndex& index() const { return index_; }
+
+  // The tensor, or nullptr.
+  const CheckpointTensor* Find(const std::string& name,
+                               const std::string& slot = "") const;
+
+  // Every element of `tensor`, each slice CRC-checked (DataLoss naming the
+  // tensor, file and offset).
+  absl::StatusOr<std::vector<float>> Read(const CheckpointTensor& tensor) const;
+
+  // Reads every slice of every tensor; returns one line per problem (empty
+  // when the checkpoint is intact). `progress` is called per tensor.
+  std::vector<std::string> Verify(
+      const std::function<void(const CheckpointTensor&)>& progress =
+          nullptr) const;
+
+ private:
+  CheckpointReader() = default;
+  std::string path_;
+  CheckpointIndex index_;
+  std::map<std::string, RandomAccessFile> files_;
+};
+
+// "dense_0/kernel" or "dense_0/kernel@m": how a slot is named where one
+// name must say both (export, inspect).
+std::string TensorDisplayName(const CheckpointTensor& tensor);
+
+}  // namespace psflow
+
+#endif  // PSFLOW_CHECKPOINT_READER_H_

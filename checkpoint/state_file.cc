@@ -1,0 +1,97 @@
+#include "checkpoint/state_file.h"
+
+#include "absl/strings/str_cat.h"
+#include "checkpoint/paths.h"
+#include "common/file_util.h"
+#include "common/status_macros.h"
+#include "google/protobuf/text_format.h"
+
+namespace psflow {
+
+absl::StatusOr<CheckpointState> ReadCheckpointState(const std::string& dir) {
+  const std::string path = JoinPath(dir, kStateFileName);
+  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  CheckpointState state;
+  if (!google::protobuf::TextFormat::ParseFromString(text, &state) ||
+      state.all_model_checkpoint_paths_size() !=
+          state.all_model_checkpoint_timestamps_size()) {
+    return absl::DataLossError(absl::StrCat(
+        "checkpoint state file ", path,
+        " does not parse; fix or delete it (the checkpoints beside it are "
+        "intact: `psctl ckpt list ",
+        dir, "`)"));
+  }
+  return state;
+}
+
+absl::Status WriteCheckpointState(const std::string& dir,
+                                  const CheckpointState& state) {
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(state, &text);
+  return WriteFileAtomically(JoinPath(dir, kStateFileName), text);
+}
+
+std::vector<std::string> AddCheckpoint(CheckpointState& state,
+                                       const std::string& name,
+                                       double timestamp,
+                                       const RetentionPolicy& policy) {
+  std::vector<std::string> names(state.all_model_checkpoint_paths().begin(),
+                                 state.all_model_checkpoint_paths().end());
+  std::vector<double> times(state.all_model_checkpoint_timestamps().begin(),
+                            state.all_model_checkpoint_timestamps().end());
+  // Saving a step again replaces its entry.
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) {
+      names.erase(names.begin() + i);
+      times.erase(times.begin() + i);
+      break;
+    }
+  }
+  names.push_back(name);
+  times.push_back(timestamp);
+  if (state.last_preserved_timestamp() == 0 && names.size() == 1) {
+    state.set_last_preserved_timestamp(timestamp);
+  }
+  std::vector<std::string> doomed;
+  while (policy.max_to_keep >= 1 &&
+         static_cast<int>(names.size()) > policy.max_to_keep) {
+    const double hours = policy.keep_checkpoint_every_n_hours;
+    if (hours > 0 &&
+        times.front() - state.last_preserved_timestamp() >= hours * 3600) {
+      state.set_last_preserved_timestamp(times.front());  // kept on disk
+    } else {
+      doomed.push_back(names.front());
+    }
+    names.erase(names.begin());
+    times.erase(times.begin());
+  }
+  state.set_model_checkpoint_path(name);
+  state.clear_all_model_checkpoint_paths();
+  state.clear_all_model_checkpoint_timestamps();
+  for (size_t i = 0; i < names.size(); ++i) {
+    state.add_all_model_checkpoint_paths(names[i]);
+    state.add_all_model_checkpoint_timestamps(times[i]);
+  }
+  return doomed;
+}
+
+absl::StatusOr<std::optional<std::string>> LatestCheckpoint(
+    const std::string& dir) {
+  absl::StatusOr<CheckpointState> state = ReadCheckpointState(dir);
+  if (absl::IsNotFound(state.status())) return std::optional<std::string>();
+  if (!state.ok()) return state.status();
+  if (state->model_checkpoint_path().empty()) {
+    return std::optional<std::string>();
+  }
+  const std::string path = JoinPath(dir, state->model_checkpoint_path());
+  if (!IsDirectory(path)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the checkpoint state file in ", dir, " names ",
+        state->model_checkpoint_path(),
+        ", which is gone; restore another checkpoint (`psctl ckpt list ", dir,
+        "`) or delete the state file to start afresh"));
+  }
+  return std::optional<std::string>(path);
+}
+
+}  // namespace psflow
