@@ -108,18 +108,29 @@ absl::StatusOr<SavedCheckpoint> CheckpointManager::SaveInto(
 
   const std::string name = CheckpointName(index.global_step());
   const std::string final_path = JoinPath(options_.directory, name);
+  absl::StatusOr<CheckpointState> state =
+      ReadCheckpointState(options_.directory);
+  if (absl::IsNotFound(state.status())) state = CheckpointState();
+  RETURN_IF_ERROR(state.status());
+  SavedCheckpoint result;
+  result.path = final_path;
+  result.step = index.global_step();
+  for (const CheckpointFile& f : index.files()) result.bytes += f.size();
   if (PathExists(final_path)) {
-    // The same step saved before (a crash after the rename, or no update
-    // since): the new one replaces it before the state file names it.
+    const auto& listed = state->all_model_checkpoint_paths();
+    if (std::find(listed.begin(), listed.end(), name) != listed.end()) {
+      // This step is saved already (no update since): keep that one, which
+      // the state file names, rather than open a window without it.
+      RETURN_IF_ERROR(RemoveRecursively(temp));
+      result.elapsed = absl::Now() - start;
+      return result;
+    }
+    // Left by a crash between the rename and the state file: unreferenced.
     RETURN_IF_ERROR(RemoveRecursively(final_path));
   }
   RETURN_IF_ERROR(RenamePath(temp, final_path));
   RETURN_IF_ERROR(SyncDirectory(options_.directory));
 
-  absl::StatusOr<CheckpointState> state =
-      ReadCheckpointState(options_.directory);
-  if (absl::IsNotFound(state.status())) state = CheckpointState();
-  RETURN_IF_ERROR(state.status());
   const std::vector<std::string> doomed = AddCheckpoint(
       *state, name, absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()),
       options_.retention);
@@ -129,10 +140,6 @@ absl::StatusOr<SavedCheckpoint> CheckpointManager::SaveInto(
     if (!removed.ok()) LOG(WARNING) << removed.message();
   }
 
-  SavedCheckpoint result;
-  result.path = final_path;
-  result.step = index.global_step();
-  for (const CheckpointFile& f : index.files()) result.bytes += f.size();
   result.elapsed = absl::Now() - start;
   return result;
 }

@@ -21,6 +21,9 @@ ABSL_FLAG(std::string, result_file, "",
 ABSL_FLAG(std::string, port_file, "", "Write the bound port here");
 ABSL_FLAG(std::string, logdir, "",
           "TensorBoard root; overrides the job's logging.log_dir");
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "As chief: checkpoint directory; overrides the job's "
+          "checkpoint.directory");
 ABSL_FLAG(int32_t, startup_timeout_s, 120,
           "Seconds to wait for parameter servers and workers");
 ABSL_FLAG(int32_t, heartbeat_timeout_s, 60,
@@ -52,6 +55,7 @@ int main(int argc, char** argv) {
   options.bind_host = absl::GetFlag(FLAGS_bind_host);
   options.result_file = absl::GetFlag(FLAGS_result_file);
   options.logdir = absl::GetFlag(FLAGS_logdir);
+  options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   options.port_file = absl::GetFlag(FLAGS_port_file);
   options.startup_timeout =
       absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));

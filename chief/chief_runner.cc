@@ -7,6 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "checkpoint/checkpoint_manager.h"
+#include "checkpoint/state_file.h"
+#include "chief/checkpoint_schedule.h"
 #include "chief/coordinator_service.h"
 #include "chief/job_coordinator.h"
 #include "client/cluster_client.h"
@@ -14,6 +17,7 @@
 #include "client/health_check.h"
 #include "client/job_config.h"
 #include "client/placement_proto.h"
+#include "common/file_util.h"
 #include "common/host_port.h"
 #include "common/json.h"
 #include "common/logging.h"
@@ -53,7 +57,29 @@ absl::Status WaitForParameterServers(const TfConfig& config,
 struct Prepared {
   JobSpec spec;
   std::unique_ptr<ParameterClient> client;
+  std::unique_ptr<CheckpointManager> checkpoints;  // null: none configured
+  int64_t restored_step = -1;                      // -1: fresh start
 };
+
+// The job's checkpoint settings, with the directory made absolute (the
+// parameter servers write into it too) and the flag override applied.
+CheckpointManagerOptions CheckpointOptions(const ChiefOptions& options) {
+  const CheckpointConfig& c = options.job.checkpoint();
+  CheckpointManagerOptions m;
+  m.directory = AbsolutePath(
+      options.checkpoint_dir.empty() ? c.directory() : options.checkpoint_dir);
+  m.retention.max_to_keep = c.max_to_keep();
+  m.retention.keep_checkpoint_every_n_hours = c.keep_checkpoint_every_n_hours();
+  m.job_name = options.job.name();
+  m.optimizer = options.job.optimizer();
+  m.mode = options.job.training().mode();
+  return m;
+}
+
+bool CheckpointsConfigured(const ChiefOptions& options) {
+  return !options.checkpoint_dir.empty() ||
+         !options.job.checkpoint().directory().empty();
+}
 
 absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
                                     absl::Time deadline) {
@@ -92,6 +118,33 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
   prepared.client = ConnectToParameterServers(tf, placement, client_options);
   RETURN_IF_ERROR(prepared.client->Configure(ps));
   RETURN_IF_ERROR(prepared.client->CreateVariables());
+  if (CheckpointsConfigured(options)) {
+    ASSIGN_OR_RETURN(prepared.checkpoints,
+                     CheckpointManager::Create(CheckpointOptions(options),
+                                               prepared.client.get()));
+    ASSIGN_OR_RETURN(std::optional<std::string> latest,
+                     LatestCheckpoint(prepared.checkpoints->directory()));
+    if (latest.has_value()) {
+      const absl::Time start = absl::Now();
+      absl::StatusOr<int64_t> step = RestoreCheckpoint(
+          *latest, job.optimizer(), *prepared.client, absl::Minutes(10));
+      if (!step.ok()) {
+        return absl::Status(
+            step.status().code(),
+            absl::StrCat("cannot resume from ", *latest, ": ",
+                         step.status().message(),
+                         " (`psctl ckpt verify` checks it; point "
+                         "checkpoint.directory elsewhere to start afresh)"));
+      }
+      prepared.restored_step = *step;
+      LOG(INFO) << "restored " << *latest << " in "
+                << absl::FormatDuration(
+                       absl::Trunc(absl::Now() - start, absl::Milliseconds(1)))
+                << "; resuming at global step " << *step << " of "
+                << spec.total_steps();
+      return prepared;
+    }
+  }
   std::vector<std::vector<float>> initial =
       MlpInitialValues(model, job.training().seed());
   std::vector<ParameterClient::Const> values;
@@ -142,6 +195,12 @@ void LogProgress(const JobCoordinator& coordinator, absl::Time start,
       "ETA %.0fs",
       status.global_step(), status.total_steps(), 100 * fraction, rate, loss,
       accuracy, eta);
+}
+
+void LogSaved(const SavedCheckpoint& saved) {
+  LOG(INFO) << absl::StrFormat("saved %s (step %d, %.1f MB in %.2f s)",
+                               saved.path, saved.step, saved.bytes / 1e6,
+                               absl::ToDoubleSeconds(saved.elapsed));
 }
 
 absl::Status WriteResult(const std::string& path, const JobCoordinator& c,
@@ -271,8 +330,33 @@ absl::Status RunChief(const ChiefOptions& options) {
       LOG(WARNING) << "no metrics: " << writer.status().message();
     }
   }
-  while (!coordinator.WaitForTrainingEnd(absl::Now() + options.log_interval)) {
-    LogProgress(coordinator, training_start, metrics.get());
+  CheckpointSchedule schedule(options.job.checkpoint(),
+                              prepared->restored_step);
+  CheckpointManager* checkpoints = prepared->checkpoints.get();
+  absl::Time next_log = absl::Now() + options.log_interval;
+  // Wakes often enough for step-based checkpoints.
+  const absl::Duration tick =
+      std::min(options.log_interval, absl::Milliseconds(250));
+  while (
+      !coordinator.WaitForTrainingEnd(std::min(next_log, absl::Now() + tick))) {
+    if (absl::Now() >= next_log) {
+      LogProgress(coordinator, training_start, metrics.get());
+      next_log = absl::Now() + options.log_interval;
+    }
+    if (checkpoints != nullptr &&
+        schedule.Due(coordinator.Status().global_step(), absl::Now())) {
+      absl::StatusOr<SavedCheckpoint> saved = checkpoints->Save();
+      schedule.Saved(
+          saved.ok() ? saved->step : coordinator.Status().global_step(),
+          absl::Now());
+      if (saved.ok()) {
+        LogSaved(*saved);
+      } else {
+        LOG(WARNING) << "checkpoint failed (training goes on; the next one "
+                        "is tried on schedule): "
+                     << saved.status().message();
+      }
+    }
   }
   if (coordinator.state() == FAILED) {
     return finish(absl::AbortedError(coordinator.Status().message()), client);
@@ -280,6 +364,16 @@ absl::Status RunChief(const ChiefOptions& options) {
   LOG(INFO) << "training finished after "
             << absl::FormatDuration(absl::Trunc(absl::Now() - training_start,
                                                 absl::Milliseconds(100)));
+  if (checkpoints != nullptr) {
+    absl::StatusOr<SavedCheckpoint> saved = checkpoints->Save();
+    if (!saved.ok()) {
+      return finish(absl::Status(saved.status().code(),
+                                 absl::StrCat("the final checkpoint failed: ",
+                                              saved.status().message())),
+                    client);
+    }
+    LogSaved(*saved);
+  }
   if (tf.cluster.HasJob(TaskType::kEvaluator) &&
       !options.job.data().test_images().empty()) {
     std::optional<EvaluationReport> final_eval = coordinator.RunFinalEvaluation(

@@ -5,9 +5,11 @@
 //  2. wait for every parameter server's health (deadline; names each
 //     missing task and address);
 //  3. read the training data's shape, place the model's variables, send
-//     the update rule, create and initialize the variables;
+//     the update rule, create the variables and restore the newest
+//     checkpoint or initialize them;
 //  4. wait for every worker to join (deadline; names the missing ones);
-//  5. log progress until training ends, declaring silent workers lost;
+//  5. log progress and save checkpoints until training ends, declaring
+//     silent workers lost; save the final checkpoint;
 //  6. let the evaluator run its final evaluation (bounded);
 //  7. shut the parameter servers down and tell every task the result.
 #ifndef PSFLOW_CHIEF_CHIEF_RUNNER_H_
@@ -38,6 +40,8 @@ struct ChiefOptions {
   std::string result_file;
   // Overrides the job's logging.log_dir for TensorBoard event files.
   std::string logdir;
+  // Overrides the job's checkpoint.directory.
+  std::string checkpoint_dir;
   // Progress lines at this interval.
   absl::Duration log_interval = absl::Seconds(2);
 };

@@ -41,6 +41,11 @@ void FillJobConfigDefaults(JobConfig& config) {
   EvaluationConfig& e = *config.mutable_evaluation();
   if (e.every_secs() == 0) e.set_every_secs(10);
   if (e.batch_size() == 0) e.set_batch_size(1000);
+  CheckpointConfig& c = *config.mutable_checkpoint();
+  if (c.save_every_steps() == 0 && c.save_every_secs() == 0) {
+    c.set_save_every_secs(600);
+  }
+  if (c.max_to_keep() == 0) c.set_max_to_keep(5);
 }
 
 absl::Status ValidateJobConfig(const JobConfig& config) {
@@ -141,6 +146,28 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
     return Invalid("evaluation.batch_size",
                    absl::StrCat("is ", config.evaluation().batch_size(),
                                 "; use a positive number"));
+  }
+  const CheckpointConfig& c = config.checkpoint();
+  if (c.save_every_steps() < 0) {
+    return Invalid("checkpoint.save_every_steps",
+                   absl::StrCat("is ", c.save_every_steps(),
+                                "; use a positive number or 0 (off)"));
+  }
+  if (c.save_every_secs() < 0 || !std::isfinite(c.save_every_secs())) {
+    return Invalid("checkpoint.save_every_secs",
+                   absl::StrCat("is ", c.save_every_secs(),
+                                "; use a positive number or 0 (off)"));
+  }
+  if (c.max_to_keep() < -1) {
+    return Invalid("checkpoint.max_to_keep",
+                   absl::StrCat("is ", c.max_to_keep(),
+                                "; use a positive number, or -1 to keep all"));
+  }
+  if (c.keep_checkpoint_every_n_hours() < 0 ||
+      !std::isfinite(c.keep_checkpoint_every_n_hours())) {
+    return Invalid("checkpoint.keep_checkpoint_every_n_hours",
+                   absl::StrCat("is ", c.keep_checkpoint_every_n_hours(),
+                                "; use a positive number or 0 (off)"));
   }
   return absl::OkStatus();
 }

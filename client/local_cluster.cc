@@ -133,6 +133,11 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
 
   const std::string result_file = options.dir + "/result.json";
   unlink(result_file.c_str());
+  std::string checkpoint_dir = options.checkpoint_dir;
+  if (checkpoint_dir.empty()) {
+    checkpoint_dir = options.dir + "/checkpoints";
+    RETURN_IF_ERROR(RemoveRecursively(checkpoint_dir));
+  }
   const TaskId coordinator_task = options.chief ? TaskId{TaskType::kChief, 0}
                                                 : TaskId{TaskType::kWorker, 0};
   for (Task& task : tasks) {
@@ -159,6 +164,7 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
     if (task.id == coordinator_task) {
       task.args.push_back("--job=" + options.job_path);
       task.args.push_back("--result_file=" + result_file);
+      task.args.push_back("--checkpoint_dir=" + AbsolutePath(checkpoint_dir));
     }
   }
 

@@ -32,6 +32,10 @@ struct LocalClusterOptions {
   std::string bin_dir;
   // Passed to workers and the evaluator.
   std::string device = "auto";
+  // Given to the chief. Empty: <dir>/checkpoints, emptied first so that
+  // every run starts afresh; a directory given here is kept, so a second
+  // run resumes from its newest checkpoint.
+  std::string checkpoint_dir;
   // Stops everything and fails after this long (0: no limit).
   absl::Duration timeout = absl::ZeroDuration();
 };

@@ -3,9 +3,11 @@
 //   psctl tfconfig check [--tf_config=<file or JSON>]
 //   psctl local --job=<file> --ps=N --workers=M [--evaluator] --dir=<dir>
 //
-// More subcommands (local clusters, checkpoints, deployment) join as the
-// features behind them land. Exit status: 0 success, 1 the command failed
-// (the message says why), 2 usage error.
+//   psctl ckpt list|inspect|verify|export ...
+//
+// More subcommands (deployment) join as the features behind them land. Exit
+// status: 0 success, 1 the command failed (the message says why), 2 usage
+// error.
 #include <unistd.h>
 
 #include <cstdio>
@@ -17,6 +19,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_join.h"
+#include "client/ckpt_commands.h"
 #include "client/local_cluster.h"
 #include "client/tfconfig_report.h"
 #include "common/tf_config_loader.h"
@@ -38,6 +41,16 @@ ABSL_FLAG(std::string, bin_dir, "",
           "binaries; defaults to the one psctl was built into");
 ABSL_FLAG(std::string, device, "auto", "local: worker device");
 ABSL_FLAG(int32_t, timeout_s, 0, "local: give up after this many seconds");
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "local: checkpoint directory; kept between runs, so a second run "
+          "resumes (default <dir>/checkpoints, emptied at start)");
+ABSL_FLAG(std::string, tensor, "", "ckpt inspect: one tensor (name@slot)");
+ABSL_FLAG(bool, values, false, "ckpt inspect: print the tensor's values");
+ABSL_FLAG(std::string, format, "safetensors",
+          "ckpt export: safetensors or npz");
+ABSL_FLAG(std::string, out, "", "ckpt export: the file to write");
+ABSL_FLAG(bool, include_slots, false,
+          "ckpt export: also the optimizer slots, as name@slot");
 
 namespace psflow {
 namespace {
@@ -51,7 +64,18 @@ constexpr char kUsage[] =
     "      print its task, whether it acts as chief, and every peer.\n"
     "  psctl local [--job=<file>] [--ps=N] [--workers=M] [--evaluator]\n"
     "              [--chief] [--dir=<dir>] [--device=auto|cpu|cuda]\n"
-    "      Run a whole cluster on 127.0.0.1 and exit with the job's result.\n";
+    "      Run a whole cluster on 127.0.0.1 and exit with the job's result.\n"
+    "  psctl ckpt list <dir>\n"
+    "      The checkpoints of a directory, newest and kept ones marked.\n"
+    "  psctl ckpt inspect <dir>/ckpt-<step> [--tensor=name[@slot]] "
+    "[--values]\n"
+    "      Tensors, shapes, dtypes and sizes; values on request.\n"
+    "  psctl ckpt verify <dir>/ckpt-<step>\n"
+    "      Check every CRC; exit 1 naming each damaged tensor and file.\n"
+    "  psctl ckpt export <dir>/ckpt-<step> --format=safetensors|npz "
+    "--out=<file>\n"
+    "              [--include_slots]\n"
+    "      Write the model for other tools.\n";
 
 int RunTfConfigCheck() {
   absl::StatusOr<LoadedTfConfig> loaded =
@@ -87,6 +111,7 @@ int RunLocal() {
                         : absl::GetFlag(FLAGS_bin_dir);
   options.device = absl::GetFlag(FLAGS_device);
   options.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
+  options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   absl::StatusOr<int> code = RunLocalCluster(options, std::cout);
   if (!code.ok()) {
     std::cerr << "psctl local: " << code.status().message() << "\n";
@@ -114,6 +139,19 @@ int Main(int argc, char** argv) {
     return RunTfConfigCheck();
   }
   if (args == std::vector<std::string>{"local"}) return RunLocal();
+  if (args.size() == 3 && args[0] == "ckpt") {
+    if (args[1] == "list") return CkptList(args[2], std::cout, std::cerr);
+    if (args[1] == "inspect") {
+      return CkptInspect(args[2], absl::GetFlag(FLAGS_tensor),
+                         absl::GetFlag(FLAGS_values), std::cout, std::cerr);
+    }
+    if (args[1] == "verify") return CkptVerify(args[2], std::cout, std::cerr);
+    if (args[1] == "export") {
+      return CkptExport(
+          args[2], absl::GetFlag(FLAGS_format), absl::GetFlag(FLAGS_out),
+          absl::GetFlag(FLAGS_include_slots), std::cout, std::cerr);
+    }
+  }
   return UsageError(args);
 }
 

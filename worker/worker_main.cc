@@ -33,6 +33,9 @@ ABSL_FLAG(std::string, logdir, "",
 ABSL_FLAG(std::string, bind_host, "0.0.0.0", "Interface to listen on");
 ABSL_FLAG(std::string, result_file, "",
           "As chief: write the job's outcome here as JSON");
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "As chief: checkpoint directory; overrides the job's "
+          "checkpoint.directory");
 ABSL_FLAG(int32_t, startup_timeout_s, 120,
           "Seconds to wait for the chief (and, as chief, for the cluster)");
 
@@ -78,6 +81,7 @@ int Run() {
     options.bind_host = absl::GetFlag(FLAGS_bind_host);
     options.result_file = absl::GetFlag(FLAGS_result_file);
     options.logdir = absl::GetFlag(FLAGS_logdir);
+    options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
     options.startup_timeout = startup;
     LOG(INFO) << "no \"chief\" job in TF_CONFIG: this worker also runs the "
                  "chief's duties";
