@@ -16,6 +16,7 @@
 
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -39,6 +40,9 @@ struct DeviceCase {
 };
 
 std::string DeviceCaseName(const ::testing::TestParamInfo<DeviceCase>& info);
+
+// gtest prints a failing case by name rather than as bytes.
+inline void PrintTo(const DeviceCase& c, std::ostream* os) { *os << c.name; }
 
 class DeviceConformanceTest : public ::testing::TestWithParam<DeviceCase> {
  protected:

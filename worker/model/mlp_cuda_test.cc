@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <ostream>
 #include <random>
 #include <vector>
 
@@ -25,6 +26,8 @@ struct Case {
   MlpSpec spec;
   int64_t batch;
 };
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class MlpCudaTest : public ::testing::TestWithParam<Case> {};
 
