@@ -326,12 +326,14 @@ class CudaDevice final : public Device {
     return absl::OkStatus();
   }
 
-  // At least `floats` of scratch for the softmax's per-row terms. Growing
-  // frees the old buffer, which waits for work that may still use it.
+  // At least `floats` of scratch for the softmax's per-row terms.
   absl::Status EnsureScratch(int64_t floats) {
     if (floats <= scratch_floats_ && scratch_ != nullptr) {
       return absl::OkStatus();
     }
+    // Kernels queued earlier may still read the old buffer.
+    RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(compute_.get()),
+                         "cudaStreamSynchronize (scratch)");
     scratch_.reset();
     ASSIGN_OR_RETURN(scratch_, AllocateDeviceMemory(floats * sizeof(float)));
     scratch_floats_ = floats;

@@ -1,6 +1,5 @@
 #include "worker/device/cuda/row_major_gemm.h"
 
-#include <algorithm>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -19,7 +18,26 @@ absl::Status RowMajorSgemm(cublasHandle_t handle, bool trans_a, bool trans_b,
                      ": dimensions above 2^31 - 1 are not supported"));
   }
   if (m == 0 || n == 0) return absl::OkStatus();
-  // Leading dimensions must be at least 1 even when k == 0.
+  if (k == 0) {
+    // C = beta * C, with BLAS's rule that beta == 0 ignores C (NaN
+    // included). Done here rather than trusting every cuBLAS version's
+    // k == 0 path.
+    cudaStream_t stream = nullptr;
+    RETURN_IF_CUBLAS_ERROR(cublasGetStream(handle, &stream), "cublasGetStream");
+    if (beta == 0.0f) {
+      RETURN_IF_CUDA_ERROR(cudaMemsetAsync(c, 0, m * n * sizeof(float), stream),
+                           "cudaMemsetAsync (gemm with k = 0)");
+      return absl::OkStatus();
+    }
+    if (m * n > kMax) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("gemm ", m, "x", n, "x0: C above 2^31 - 1 elements"));
+    }
+    RETURN_IF_CUBLAS_ERROR(
+        cublasSscal(handle, static_cast<int>(m * n), &beta, c, 1),
+        "cublasSscal (gemm with k = 0)");
+    return absl::OkStatus();
+  }
   const int lda = static_cast<int>(std::max<int64_t>(1, trans_a ? m : k));
   const int ldb = static_cast<int>(std::max<int64_t>(1, trans_b ? k : n));
   const int ldc = static_cast<int>(n);

@@ -23,8 +23,9 @@ namespace psflow::cuda {
 // Enqueues C = alpha * op(A) * op(B) + beta * C on the handle's stream for
 // row-major device matrices, with the Device::Gemm conventions (A stored
 // k x m when trans_a, B stored n x k when trans_b). beta == 0 ignores what
-// C held (NaN included). k == 0 scales C by beta. InvalidArgument when a
-// dimension exceeds cuBLAS's 32-bit int range; cuBLAS errors as Status.
+// C held (NaN included). k == 0 scales C by beta (without cuBLAS's GEMM).
+// InvalidArgument when a dimension exceeds cuBLAS's 32-bit int range; cuBLAS
+// errors as Status.
 absl::Status RowMajorSgemm(cublasHandle_t handle, bool trans_a, bool trans_b,
                            int64_t m, int64_t n, int64_t k, float alpha,
                            const float* a, const float* b, float beta,
