@@ -17,14 +17,17 @@
 namespace psflow {
 namespace {
 
-// Host buffers for every variable, in model order.
+// Host buffers for every variable, in model order, from the device's
+// AllocateHost: page-locked on CUDA, so uploads of pulled parameters and
+// downloads of gradients for the push run asynchronously at full speed.
 struct HostTensors {
-  std::vector<std::vector<float>> values;
+  std::vector<std::shared_ptr<HostBuffer>> buffers;  // owns `values`
+  std::vector<absl::Span<float>> values;
   std::vector<ParameterClient::Mutable> Mutable(
       const std::vector<LogicalVariable>& vars) {
     std::vector<ParameterClient::Mutable> out;
     for (size_t i = 0; i < vars.size(); ++i) {
-      out.emplace_back(vars[i].name, absl::MakeSpan(values[i]));
+      out.emplace_back(vars[i].name, values[i]);
     }
     return out;
   }
@@ -39,19 +42,19 @@ struct HostTensors {
   std::vector<absl::Span<const float>> ConstSpans() const {
     return std::vector<absl::Span<const float>>(values.begin(), values.end());
   }
-  std::vector<absl::Span<float>> Spans() {
-    std::vector<absl::Span<float>> out;
-    for (auto& v : values) out.push_back(absl::MakeSpan(v));
-    return out;
-  }
+  std::vector<absl::Span<float>> Spans() { return values; }
 };
 
-HostTensors Allocate(const std::vector<LogicalVariable>& vars) {
+absl::StatusOr<HostTensors> Allocate(Device& device,
+                                     const std::vector<LogicalVariable>& vars) {
   HostTensors t;
   for (const LogicalVariable& v : vars) {
     int64_t n = 1;
     for (int64_t d : v.shape) n *= d;
-    t.values.emplace_back(n, 0.0f);
+    ASSIGN_OR_RETURN(std::shared_ptr<HostBuffer> buffer,
+                     device.AllocateHost(n));
+    t.values.push_back(buffer->span());
+    t.buffers.push_back(std::move(buffer));
   }
   return t;
 }
@@ -103,10 +106,12 @@ absl::Status RunTrainer(const TrainerOptions& options) {
                                           ParameterClient::Options());
   RETURN_IF_ERROR(client->Configure(spec.ps_config()));
 
-  HostTensors params[2] = {Allocate(vars), Allocate(vars)};
+  HostTensors params[2], grads[2];
   // Async keeps two gradient buffers so that a step's push travels while
   // the next step computes; a buffer is reused only after its push ended.
-  HostTensors grads[2] = {Allocate(vars), Allocate(vars)};
+  for (HostTensors* t : {&params[0], &params[1], &grads[0], &grads[1]}) {
+    ASSIGN_OR_RETURN(*t, Allocate(*options.device, vars));
+  }
   std::shared_ptr<PsHandle> pushes[2];
   int grad_slot = 0;
   int current = 0;

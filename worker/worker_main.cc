@@ -116,9 +116,8 @@ int Run() {
       result = spec.status();
     } else {
       if (spec->config().training().cpu_threads() > 1 &&
-          absl::GetFlag(FLAGS_device) != "cuda") {
-        device = SelectDevice(absl::GetFlag(FLAGS_device),
-                              spec->config().training().cpu_threads());
+          (*device)->kind() == DeviceKind::kCpu) {
+        device = SelectDevice("cpu", spec->config().training().cpu_threads());
       }
       std::unique_ptr<EventFileWriter> metrics;
       if (spec->config().logging().worker_metrics() !=

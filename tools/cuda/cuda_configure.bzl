@@ -40,7 +40,11 @@ cc_library(
     includes = ["include"],
     linkopts = [
         "-L{path}/lib64",
+        # The toolkit found here, then the conventional symlink, so that a
+        # GPU machine with another CUDA 13.x under /usr/local/cuda also
+        # resolves libcublas.so.13 without LD_LIBRARY_PATH.
         "-Wl,-rpath,{path}/lib64",
+        "-Wl,-rpath,/usr/local/cuda/lib64",
         "-lcublas",
         "-lcublasLt",
         "-l:libcudart_static.a",

@@ -24,6 +24,18 @@ def cuda_target_compatible_with():
         "//conditions:default": [] if CUDA_ENABLED else ["//:incompatible"],
     })
 
+def if_cuda(if_true, if_false = []):
+    """select() value: if_true where CUDA targets build, if_false elsewhere.
+
+    Lets a target that must build everywhere pick the CUDA implementation of
+    something when there is one (e.g. //worker/device:select_device links
+    the CUDA backend or its no-CUDA stand-in), like TensorFlow's if_cuda.
+    """
+    return select({
+        "//tools/cuda:cuda_forced_off": if_false,
+        "//conditions:default": if_true if CUDA_ENABLED else if_false,
+    })
+
 def cuda_library(name, srcs, hdrs = [], deps = [], nvcc_flags = [], **kwargs):
     """A cc_library whose .cu sources are compiled by nvcc.
 

@@ -3,21 +3,33 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "worker/device/cpu/cpu_device.h"
+#include "worker/device/cuda_backend.h"
 
 namespace psflow {
 
 absl::StatusOr<std::unique_ptr<Device>> SelectDevice(const std::string& flag,
                                                      int cpu_threads) {
-  if (flag == "cpu") return CreateCpuDevice(cpu_threads);
-  if (flag == "auto") {
-    LOG(INFO) << "--device=auto: using the CPU (this build has no CUDA "
-                 "training backend yet)";
-    return CreateCpuDevice(cpu_threads);
+  if (flag == "cpu") {
+    std::unique_ptr<Device> device = CreateCpuDevice(cpu_threads);
+    LOG(INFO) << "--device=cpu: using " << device->Describe();
+    return device;
   }
-  if (flag == "cuda") {
-    return absl::FailedPreconditionError(
-        "--device=cuda: this build has no CUDA training backend yet; use "
-        "--device=cpu or --device=auto");
+  if (flag == "cuda" || flag == "auto") {
+    absl::StatusOr<std::unique_ptr<Device>> gpu =
+        OpenCudaBackend(CudaBackendOptions());
+    if (gpu.ok()) {
+      LOG(INFO) << "--device=" << flag << ": using " << (*gpu)->Describe();
+      return gpu;
+    }
+    if (flag == "cuda") {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--device=cuda: no usable GPU: ", gpu.status().message(),
+                       "; use --device=cpu or --device=auto"));
+    }
+    std::unique_ptr<Device> device = CreateCpuDevice(cpu_threads);
+    LOG(INFO) << "--device=auto: no usable GPU (" << gpu.status().message()
+              << "); using " << device->Describe();
+    return device;
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "--device=", flag, " is not a device; use auto, cpu or cuda"));

@@ -1,4 +1,5 @@
-// Picks the compute device for --device=auto|cpu|cuda and says why.
+// Picks the compute device for --device=auto|cpu|cuda and logs which one
+// it uses and why.
 #ifndef PSFLOW_WORKER_DEVICE_SELECT_DEVICE_H_
 #define PSFLOW_WORKER_DEVICE_SELECT_DEVICE_H_
 
@@ -10,9 +11,11 @@
 
 namespace psflow {
 
-// "cpu" gives the CPU backend with `cpu_threads` threads; "auto" gives the
-// CPU backend too until the CUDA backend lands, and logs so; "cuda" is
-// FailedPrecondition in a build without it. InvalidArgument otherwise.
+// "cpu": the CPU backend with `cpu_threads` threads.
+// "cuda": GPU 0 (cuda_backend.h); FailedPrecondition with the reason when
+//   there is none or this build has no CUDA backend.
+// "auto": GPU 0 when it is usable, else the CPU backend, logging why.
+// InvalidArgument for anything else.
 absl::StatusOr<std::unique_ptr<Device>> SelectDevice(const std::string& flag,
                                                      int cpu_threads);
 

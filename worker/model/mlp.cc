@@ -107,6 +107,7 @@ absl::StatusOr<std::unique_ptr<Mlp>> Mlp::Create(const MlpSpec& spec,
   ASSIGN_OR_RETURN(mlp->labels_, device->Allocate(max_batch));
   ASSIGN_OR_RETURN(mlp->predictions_, device->Allocate(max_batch));
   ASSIGN_OR_RETURN(mlp->stats_, device->Allocate(2));
+  ASSIGN_OR_RETURN(mlp->stats_staging_, device->AllocateHost(2));
   mlp->label_staging_.resize(max_batch);
   return mlp;
 }
@@ -168,8 +169,10 @@ absl::Status Mlp::Forward(int64_t size, absl::Span<const float> features,
 }
 
 absl::StatusOr<BatchStats> Mlp::Stats(int64_t size) {
-  float stats[2];
-  RETURN_IF_ERROR(device_->Download(*stats_, absl::MakeSpan(stats, 2)));
+  // Also waits for every download queued before it.
+  absl::Span<float> stats = stats_staging_->span();
+  RETURN_IF_ERROR(device_->DownloadAsync(*stats_, stats));
+  RETURN_IF_ERROR(device_->Synchronize());
   return BatchStats{stats[0], static_cast<int64_t>(stats[1]), size};
 }
 
@@ -182,6 +185,15 @@ absl::StatusOr<BatchStats> Mlp::TrainStep(
         absl::StrCat("model produces ", 2 * kernels_.size(),
                      " gradient arrays, got ", gradients.size(), " buffers"));
   }
+  for (size_t l = 0; l < kernels_.size(); ++l) {
+    if (static_cast<int64_t>(gradients[2 * l].size()) !=
+            kernel_grads_[l]->size() ||
+        static_cast<int64_t>(gradients[2 * l + 1].size()) !=
+            bias_grads_[l]->size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "gradient buffers for layer ", l, " have the wrong size"));
+    }
+  }
   RETURN_IF_ERROR(Forward(size, features, labels, /*with_gradient=*/true));
   for (size_t l = kernels_.size(); l-- > 0;) {
     const int64_t in = widths_[l], out = widths_[l + 1];
@@ -191,6 +203,12 @@ absl::StatusOr<BatchStats> Mlp::TrainStep(
                                   *activations_[l], grad_out, 0.0f,
                                   *kernel_grads_[l]));
     RETURN_IF_ERROR(device_->ColumnSums(size, out, grad_out, *bias_grads_[l]));
+    // This layer's gradients are final: their copy to the host overlaps
+    // the layers below on devices that copy asynchronously.
+    RETURN_IF_ERROR(
+        device_->DownloadAsync(*kernel_grads_[l], gradients[2 * l]));
+    RETURN_IF_ERROR(
+        device_->DownloadAsync(*bias_grads_[l], gradients[2 * l + 1]));
     if (l > 0) {
       RETURN_IF_ERROR(device_->Gemm(false, true, size, in, out, 1.0f, grad_out,
                                     *kernels_[l], 0.0f, *activation_grads_[l]));
@@ -198,17 +216,6 @@ absl::StatusOr<BatchStats> Mlp::TrainStep(
                                                   *activations_[l],
                                                   *activation_grads_[l]));
     }
-  }
-  for (size_t l = 0; l < kernels_.size(); ++l) {
-    if (static_cast<int64_t>(gradients[2 * l].size()) !=
-            kernel_grads_[l]->size() ||
-        static_cast<int64_t>(gradients[2 * l + 1].size()) !=
-            bias_grads_[l]->size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "gradient buffers for layer ", l, " have the wrong size"));
-    }
-    RETURN_IF_ERROR(device_->Download(*kernel_grads_[l], gradients[2 * l]));
-    RETURN_IF_ERROR(device_->Download(*bias_grads_[l], gradients[2 * l + 1]));
   }
   return Stats(size);
 }
@@ -218,15 +225,19 @@ absl::StatusOr<BatchStats> Mlp::Evaluate(int64_t size,
                                          absl::Span<const int32_t> labels,
                                          absl::Span<int32_t> predictions) {
   RETURN_IF_ERROR(Forward(size, features, labels, /*with_gradient=*/false));
+  std::vector<float> staged;
   if (!predictions.empty()) {
-    std::vector<float> staged(size);
-    RETURN_IF_ERROR(device_->Download(*predictions_, absl::MakeSpan(staged)));
-    for (int64_t i = 0;
-         i < size && i < static_cast<int64_t>(predictions.size()); ++i) {
-      predictions[i] = static_cast<int32_t>(staged[i]);
-    }
+    staged.resize(size);
+    RETURN_IF_ERROR(
+        device_->DownloadAsync(*predictions_, absl::MakeSpan(staged)));
   }
-  return Stats(size);
+  ASSIGN_OR_RETURN(BatchStats stats, Stats(size));
+  for (int64_t i = 0; i < static_cast<int64_t>(staged.size()) &&
+                      i < static_cast<int64_t>(predictions.size());
+       ++i) {
+    predictions[i] = static_cast<int32_t>(staged[i]);
+  }
+  return stats;
 }
 
 }  // namespace psflow

@@ -56,12 +56,16 @@ class Mlp {
                                                      int64_t max_batch);
 
   // Uploads parameters, one span per variable in MlpVariables() order.
+  // Spans in memory from Device::AllocateHost are copied asynchronously:
+  // leave them unchanged until the next TrainStep or Evaluate returns.
   absl::Status LoadParameters(
       const std::vector<absl::Span<const float>>& parameters);
 
   // Forward and backward on `size` examples (features row-major, labels as
   // class ids): writes d(mean loss)/d(parameter) into `gradients` (one span
-  // per variable) and returns the batch's loss and accuracy sums.
+  // per variable) and returns the batch's loss and accuracy sums. Each
+  // layer's gradients start copying out as soon as they are computed;
+  // host memory from Device::AllocateHost makes that overlap the rest.
   absl::StatusOr<BatchStats> TrainStep(
       int64_t size, absl::Span<const float> features,
       absl::Span<const int32_t> labels,
@@ -95,6 +99,7 @@ class Mlp {
   // Gradients with respect to each activation (same shapes).
   std::vector<std::shared_ptr<DeviceArray>> activation_grads_;
   std::shared_ptr<DeviceArray> labels_, predictions_, stats_;
+  std::shared_ptr<HostBuffer> stats_staging_;  // the device's fastest kind
   std::vector<float> label_staging_;
 };
 

@@ -9,6 +9,8 @@
 #include <new>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "worker/device/device_checks.h"
 
 namespace psflow {
 namespace {
@@ -32,11 +34,6 @@ class CpuArray final : public DeviceArray {
   int64_t size_;
 };
 
-absl::Status SizeMismatch(const char* what, int64_t capacity, int64_t got) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(what, " of ", got, " values into an array of ", capacity));
-}
-
 class CpuDevice final : public Device {
  public:
   explicit CpuDevice(int threads) : threads_(std::max(1, threads)) {
@@ -48,7 +45,10 @@ class CpuDevice final : public Device {
                         threads_ == 1 ? " thread)" : " threads)");
   }
 
+  DeviceKind kind() const override { return DeviceKind::kCpu; }
+
   absl::StatusOr<std::shared_ptr<DeviceArray>> Allocate(int64_t size) override {
+    RETURN_IF_ERROR(CheckAllocation(size));
     auto array = std::make_shared<CpuArray>(size);
     if (!array->ok()) {
       return absl::ResourceExhaustedError(
@@ -58,18 +58,14 @@ class CpuDevice final : public Device {
   }
 
   absl::Status Upload(absl::Span<const float> host, DeviceArray& dst) override {
-    if (static_cast<int64_t>(host.size()) > dst.size()) {
-      return SizeMismatch("upload", dst.size(), host.size());
-    }
+    RETURN_IF_ERROR(CheckTransfer("upload", host.size(), dst));
     std::memcpy(dst.data(), host.data(), host.size() * sizeof(float));
     return absl::OkStatus();
   }
 
   absl::Status Download(const DeviceArray& src,
                         absl::Span<float> host) override {
-    if (static_cast<int64_t>(host.size()) > src.size()) {
-      return SizeMismatch("download", src.size(), host.size());
-    }
+    RETURN_IF_ERROR(CheckTransfer("download", host.size(), src));
     std::memcpy(host.data(), src.data(), host.size() * sizeof(float));
     return absl::OkStatus();
   }
@@ -77,10 +73,14 @@ class CpuDevice final : public Device {
   absl::Status Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                     float alpha, const DeviceArray& a, const DeviceArray& b,
                     float beta, DeviceArray& c) override {
-    if (a.size() < m * k || b.size() < k * n || c.size() < m * n) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "gemm ", m, "x", n, "x", k, ": operand too small (A ", a.size(),
-          ", B ", b.size(), ", C ", c.size(), " values)"));
+    RETURN_IF_ERROR(CheckGemm(m, n, k, a, b, c));
+    if (m == 0 || n == 0) return absl::OkStatus();
+    if (k == 0) {  // BLAS leading dimensions must be >= 1: scale C here.
+      float* out = c.data();
+      for (int64_t i = 0; i < m * n; ++i) {
+        out[i] = beta == 0.0f ? 0.0f : beta * out[i];
+      }
+      return absl::OkStatus();
     }
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a.data(),
@@ -91,6 +91,7 @@ class CpuDevice final : public Device {
   absl::Status BiasActivation(int64_t rows, int64_t cols,
                               const DeviceArray& bias, Activation activation,
                               DeviceArray& z) override {
+    RETURN_IF_ERROR(CheckBiasActivation(rows, cols, bias, z));
     float* __restrict__ out = z.data();
     const float* __restrict__ b = bias.data();
     for (int64_t r = 0; r < rows; ++r) {
@@ -120,6 +121,7 @@ class CpuDevice final : public Device {
   absl::Status ActivationBackward(int64_t n, Activation activation,
                                   const DeviceArray& out,
                                   DeviceArray& grad) override {
+    RETURN_IF_ERROR(CheckActivationBackward(n, out, grad));
     const float* __restrict__ a = out.data();
     float* __restrict__ g = grad.data();
     switch (activation) {
@@ -140,6 +142,7 @@ class CpuDevice final : public Device {
 
   absl::Status ColumnSums(int64_t rows, int64_t cols, const DeviceArray& x,
                           DeviceArray& sums) override {
+    RETURN_IF_ERROR(CheckColumnSums(rows, cols, x, sums));
     float* __restrict__ s = sums.data();
     std::fill_n(s, cols, 0.0f);
     for (int64_t r = 0; r < rows; ++r) {
@@ -154,17 +157,21 @@ class CpuDevice final : public Device {
                                    const DeviceArray& labels, DeviceArray* grad,
                                    DeviceArray& predictions,
                                    DeviceArray& stats) override {
+    RETURN_IF_ERROR(CheckSoftmaxCrossEntropy(rows, classes, logits, labels,
+                                             grad, predictions, stats));
     double loss = 0;
     int64_t correct = 0;
     const float scale = 1.0f / static_cast<float>(std::max<int64_t>(rows, 1));
     for (int64_t r = 0; r < rows; ++r) {
       const float* z = logits.data() + r * classes;
-      const int64_t label = static_cast<int64_t>(labels.data()[r]);
-      if (label < 0 || label >= classes) {
+      // Truncated as the interface says; NaN fails the range test.
+      const float class_id = std::trunc(labels.data()[r]);
+      if (!(class_id >= 0 && class_id < static_cast<float>(classes))) {
         return absl::InvalidArgumentError(
             absl::StrCat("label ", labels.data()[r], " of example ", r,
                          " is outside the model's ", classes, " classes"));
       }
+      const int64_t label = static_cast<int64_t>(class_id);
       int64_t best = 0;
       for (int64_t c = 1; c < classes; ++c) {
         if (z[c] > z[best]) best = c;

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Runs issue 6's GPU checks and measurements on a GPU machine, from a
+# bundle made by make_bundle.sh on the build machine:
+#
+#   1. the GPU tests (skips turned into failures: PSFLOW_REQUIRE_GPU=1),
+#   2. gemm_bench: our Gemm against cuBLAS float32 and TF32 peaks,
+#   3. step_bench (psflow, CUDA backend) and torch_step_bench.py (PyTorch
+#      eager) on the same GPU, model, batch and step, in float32 and TF32,
+#      for the default MLP (784-256-10, batch 64) and the large one
+#      (784-4096-4096-10, batch 1024).
+#
+#   bash bench/gpu/run_gpu_bench.sh gpu_bundle [out_dir]
+#
+# Needs: an NVIDIA driver for CUDA 13 (>= 580), libcublas.so.13 and
+# libcublasLt.so.13 (a CUDA 13 toolkit, or PyTorch's nvidia-cublas wheel),
+# glibc >= 2.34, python3 with PyTorch for the comparison. Writes logs and
+# summary.md to out_dir (default: $OUT when set, else ./gpu_bench_out).
+# Exits 1 when a test fails or a binary cannot load.
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+bundle="$(cd "${1:?usage: run_gpu_bench.sh <bundle dir> [out dir]}" && pwd)"
+out="${2:-${OUT:-gpu_bench_out}}"
+mkdir -p "$out/tests"
+out="$(cd "$out" && pwd)"
+summary="$out/summary.md"
+: >"$summary"
+say() { echo "$@" | tee -a "$summary"; }
+failed=0
+
+say "# psflow GPU run ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
+say
+say '```'
+cat "$bundle/MANIFEST" | tee -a "$summary"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm \
+  --format=csv 2>&1 | tee -a "$summary"
+echo "host: $(nproc) cores, $(uname -srm)" | tee -a "$summary"
+say '```'
+
+# --- Libraries: bundle first, then wherever this machine keeps cuBLAS 13.
+lib_path="$bundle/lib"
+for dir in "${CUDA_HOME:-}/lib64" "${CUDA_PATH:-}/lib64" /usr/local/cuda/lib64 \
+  /usr/local/cuda-13*/lib64 /usr/local/cuda-13*/targets/x86_64-linux/lib \
+  /usr/lib/x86_64-linux-gnu; do
+  if [ -e "$dir/libcublas.so.13" ]; then
+    lib_path="$lib_path:$dir"
+    break
+  fi
+done
+if ! echo "$lib_path" | grep -q ":"; then
+  # PyTorch's CUDA 13 wheels ship cuBLAS as nvidia-cublas.
+  torch_cublas="$(python3 - <<'PY' 2>/dev/null
+import glob, os, site
+for root in site.getsitepackages() + [site.getusersitepackages()]:
+    for hit in glob.glob(os.path.join(root, "nvidia", "**", "libcublas.so.13"),
+                         recursive=True):
+        print(os.path.dirname(hit)); raise SystemExit
+PY
+)"
+  [ -n "$torch_cublas" ] && lib_path="$lib_path:$torch_cublas"
+fi
+export LD_LIBRARY_PATH="$lib_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if [ -d "$bundle/lib-fallback" ] &&
+  ldd "$bundle/bin/step_bench" 2>&1 | grep -q "GLIBCXX\|CXXABI\|GCC_"; then
+  export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$bundle/lib-fallback"
+  say "using the bundle's libstdc++ (this machine's is older)"
+fi
+say
+say "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+for binary in "$bundle"/bin/*; do
+  if ldd "$binary" 2>&1 | grep -q "not found"; then
+    say "cannot load $(basename "$binary"):"
+    ldd "$binary" 2>&1 | grep "not found" | tee -a "$summary"
+    failed=1
+  fi
+done
+[ "$failed" = 0 ] || exit 1
+
+# --- 1. Tests.
+say
+say "## Tests (PSFLOW_REQUIRE_GPU=1)"
+say
+for test in cuda_probe_test cuda_device_test cuda_vs_cpu_test mlp_cuda_test \
+  select_device_test device_test; do
+  log="$out/tests/$test.log"
+  if PSFLOW_REQUIRE_GPU=1 "$bundle/bin/$test" >"$log" 2>&1; then
+    say "- $test: PASSED ($(grep -c '^\[       OK \]' "$log") tests)"
+  else
+    say "- $test: FAILED (see tests/$test.log)"
+    grep -E '^\[  FAILED  \]|Failure|error' "$log" | head -20 | tee -a "$summary"
+    failed=1
+  fi
+done
+
+# --- 2. GEMM.
+say
+"$bundle/bin/gemm_bench" >"$out/gemm_bench.log" 2>&1 || failed=1
+grep -v '^RESULT' "$out/gemm_bench.log" | tee -a "$summary"
+
+# --- 3. Step throughput, psflow vs PyTorch eager.
+rate() { sed -n 's/.*examples_per_sec=\([0-9.]*\).*/\1/p' "$1" | tail -1; }
+say
+say "## Step throughput (examples/s; forward + backward + gradient download, no PS)"
+say
+say "| model | math | psflow (CUDA) | PyTorch eager | psflow / PyTorch |"
+say "|---|---|---:|---:|---:|"
+for model in default large; do
+  for math in fp32 tf32; do
+    ours_log="$out/step_bench_${model}_${math}.log"
+    torch_log="$out/torch_step_bench_${model}_${math}.log"
+    tf32_flag=""
+    torch_flag=""
+    if [ "$math" = tf32 ]; then
+      tf32_flag="--allow_tf32"
+      torch_flag="--tf32"
+    fi
+    "$bundle/bin/step_bench" --device=cuda --model="$model" $tf32_flag \
+      >"$ours_log" 2>&1 || failed=1
+    python3 "$here/torch_step_bench.py" --model="$model" $torch_flag \
+      >"$torch_log" 2>&1
+    ours="$(rate "$ours_log")"
+    theirs="$(rate "$torch_log")"
+    ratio="n/a"
+    if [ -n "$ours" ] && [ -n "$theirs" ]; then
+      ratio="$(python3 -c "print('%.2fx' % ($ours / $theirs))")"
+    fi
+    say "| $model | $math | ${ours:-failed} | ${theirs:-failed} | $ratio |"
+  done
+done
+say
+say "CPU backend on this host for reference (1 and $(nproc) OpenBLAS threads):"
+for threads in 1 "$(nproc)"; do
+  "$bundle/bin/step_bench" --device=cpu --model=default --cpu_threads="$threads" \
+    2>&1 | grep '^RESULT' | tee -a "$summary"
+done
+say
+say "Logs: $out"
+exit "$failed"

@@ -1,0 +1,53 @@
+#include "worker/device/cuda/cuda_resources.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "worker/device/cuda/cuda_status.h"
+
+namespace psflow::cuda {
+
+absl::StatusOr<DeviceMemory> AllocateDeviceMemory(size_t bytes) {
+  void* p = nullptr;
+  RETURN_IF_CUDA_ERROR(cudaMalloc(&p, std::max<size_t>(bytes, 1)),
+                       "cudaMalloc");
+  return DeviceMemory(p);
+}
+
+absl::StatusOr<PinnedMemory> AllocatePinnedMemory(size_t bytes) {
+  void* p = nullptr;
+  bytes = std::max<size_t>(bytes, 1);
+  RETURN_IF_CUDA_ERROR(cudaHostAlloc(&p, bytes, cudaHostAllocDefault),
+                       "cudaHostAlloc");
+  std::memset(p, 0, bytes);
+  return PinnedMemory(p);
+}
+
+absl::StatusOr<Stream> CreateStream() {
+  cudaStream_t s = nullptr;
+  RETURN_IF_CUDA_ERROR(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
+                       "cudaStreamCreateWithFlags");
+  return Stream(s);
+}
+
+absl::StatusOr<Event> CreateEvent() {
+  cudaEvent_t e = nullptr;
+  RETURN_IF_CUDA_ERROR(cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
+                       "cudaEventCreateWithFlags");
+  return Event(e);
+}
+
+absl::StatusOr<CublasHandle> CreateCublasHandle(cudaStream_t stream,
+                                                bool allow_tf32) {
+  cublasHandle_t h = nullptr;
+  RETURN_IF_CUBLAS_ERROR(cublasCreate(&h), "cublasCreate");
+  CublasHandle handle(h);
+  RETURN_IF_CUBLAS_ERROR(cublasSetStream(h, stream), "cublasSetStream");
+  RETURN_IF_CUBLAS_ERROR(
+      cublasSetMathMode(
+          h, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+      "cublasSetMathMode");
+  return handle;
+}
+
+}  // namespace psflow::cuda
