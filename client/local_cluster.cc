@@ -212,6 +212,12 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
         coordinator->process->Wait(absl::Milliseconds(100));
     if (code.ok()) {
       exit_code = *code;
+      if (exit_code > 128) {
+        // Killed: nobody told the other tasks, so stop them now rather
+        // than wait for them to notice.
+        reason = absl::StrCat(coordinator_task.ToString(), " was killed (",
+                              strsignal(exit_code - 128), ")");
+      }
       break;
     }
     if (stop_signal.load() != 0) {

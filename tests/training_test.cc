@@ -16,82 +16,21 @@
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/local_run.h"
 #include "tests/test_paths.h"
 
 namespace psflow {
 namespace {
 
+using ::psflow::testing::kFashionMnist;
+using ::psflow::testing::LocalRun;
 using ::psflow::testing::RunfilePath;
+using ::psflow::testing::RunLocal;
 using ::psflow::testing::TempPath;
+using ::psflow::testing::TestAccuracy;
+using ::psflow::testing::TestJob;
+using ::psflow::testing::WriteTestFile;
 using ::testing::HasSubstr;
-
-constexpr char kData[] = "/usr/share/datasets/fashion-mnist/";
-
-// A small job: `steps` global steps of an MLP, in `mode`. The rate decays
-// over the job so that the final accuracy does not depend on where async
-// noise leaves the last step.
-std::string Job(const std::string& mode, int steps,
-                const std::string& train_images =
-                    std::string(kData) + "train-images-idx3-ubyte.gz") {
-  return absl::StrCat(R"({
-    "name": "test",
-    "model": {"mlp": {"hidden_sizes": [64]}},
-    "optimizer": {"kind": "ADAM"},
-    "learning_rate": {"kind": "COSINE_DECAY", "learning_rate": 0.002,
-                      "decay_steps": )",
-                      steps, R"(, "alpha": 0.05},
-    "data": {"train_images": ")",
-                      train_images, R"(",
-             "train_labels": ")",
-                      kData, R"(train-labels-idx1-ubyte.gz",
-             "test_images": ")",
-                      kData, R"(t10k-images-idx3-ubyte.gz",
-             "test_labels": ")",
-                      kData, R"(t10k-labels-idx1-ubyte.gz"},
-    "training": {"batch_size": 64, "steps": )",
-                      steps, R"(, "mode": ")", mode, R"(", "seed": 3},
-    "logging": {"log_every_steps": 1000},
-    "evaluation": {"every_secs": 2, "batch_size": 2000}
-  })");
-}
-
-std::string WriteFile(const std::string& name, const std::string& text) {
-  const std::string path = TempPath(name);
-  std::ofstream(path) << text;
-  return path;
-}
-
-struct LocalRun {
-  int exit_code = -1;
-  std::string output;
-  std::string dir;
-  absl::StatusOr<JsonValue> Result() const {
-    std::ifstream in(dir + "/result.json");
-    std::stringstream text;
-    text << in.rdbuf();
-    return ParseJson(text.str());
-  }
-};
-
-LocalRun RunLocal(const std::string& job_path, std::vector<std::string> flags) {
-  LocalRun run;
-  run.dir = TempPath("local");
-  std::vector<std::string> argv = {RunfilePath("client/psctl"),
-                                   "local",
-                                   "--job=" + job_path,
-                                   "--dir=" + run.dir,
-                                   "--bin_dir=" + RunfilePath(""),
-                                   "--device=cpu",
-                                   "--timeout_s=200"};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  const std::string log = TempPath("psctl.log");
-  Subprocess psctl(argv, {}, log);
-  EXPECT_OK(psctl.Start());
-  absl::StatusOr<int> code = psctl.Wait(absl::Seconds(240));
-  run.output = psctl.Output();
-  run.exit_code = code.ok() ? *code : -1;
-  return run;
-}
 
 // The event files (events.out.tfevents.*) in `dir`, with their sizes.
 std::vector<std::pair<std::string, int64_t>> EventFiles(
@@ -110,17 +49,8 @@ std::vector<std::pair<std::string, int64_t>> EventFiles(
   return files;
 }
 
-double TestAccuracy(const LocalRun& run) {
-  absl::StatusOr<JsonValue> result = run.Result();
-  EXPECT_OK(result) << run.output;
-  if (!result.ok()) return 0;
-  const JsonValue* accuracy = result->Find("test_accuracy");
-  EXPECT_NE(accuracy, nullptr) << run.output;
-  return accuracy == nullptr ? 0 : accuracy->number_value();
-}
-
 TEST(TrainingTest, AsyncJobWithWorkerZeroAsChiefLearns) {
-  LocalRun run = RunLocal(WriteFile("async.json", Job("ASYNC", 2000)),
+  LocalRun run = RunLocal(WriteTestFile("async.json", TestJob("ASYNC", 2000)),
                           {"--ps=2", "--workers=2"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_GE(TestAccuracy(run), 0.80) << run.output;
@@ -139,7 +69,7 @@ TEST(TrainingTest, AsyncJobWithWorkerZeroAsChiefLearns) {
 }
 
 TEST(TrainingTest, SyncJobWithASeparateChiefLearns) {
-  LocalRun run = RunLocal(WriteFile("sync.json", Job("SYNC", 400)),
+  LocalRun run = RunLocal(WriteTestFile("sync.json", TestJob("SYNC", 400)),
                           {"--ps=1", "--workers=2", "--chief"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_GE(TestAccuracy(run), 0.80) << run.output;
@@ -150,7 +80,7 @@ TEST(TrainingTest, SyncJobWithASeparateChiefLearns) {
 
 TEST(TrainingTest, InterruptStopsEveryProcess) {
   // Long enough that it is still training when interrupted.
-  const std::string job = WriteFile("long.json", Job("ASYNC", 1000000));
+  const std::string job = WriteTestFile("long.json", TestJob("ASYNC", 1000000));
   const std::string dir = TempPath("interrupted");
   Subprocess psctl(
       {RunfilePath("client/psctl"), "local", "--job=" + job, "--dir=" + dir,
@@ -179,17 +109,18 @@ TEST(TrainingTest, InterruptStopsEveryProcess) {
 }
 
 TEST(TrainingTest, BadJobConfigIsRefusedBeforeAnythingStarts) {
-  std::string job = Job("ASYNC", 10);
+  std::string job = TestJob("ASYNC", 10);
   job =
       absl::StrReplaceAll(job, {{"\"batch_size\": 64", "\"batch_size\": -1"}});
-  LocalRun run = RunLocal(WriteFile("bad.json", job), {});
+  LocalRun run = RunLocal(WriteTestFile("bad.json", job), {});
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.output, HasSubstr("training.batch_size is -1"));
 }
 
 TEST(TrainingTest, MissingDataFileFailsTheJobWithTheFileNamed) {
   LocalRun run = RunLocal(
-      WriteFile("missing.json", Job("ASYNC", 10, "/nonexistent/train.gz")),
+      WriteTestFile("missing.json",
+                    TestJob("ASYNC", 10, "", 64, "/nonexistent/train.gz")),
       {"--workers=1", "--evaluator=false"});
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("/nonexistent/train.gz"));
@@ -199,14 +130,15 @@ TEST(TrainingTest, MissingDataFileFailsTheJobWithTheFileNamed) {
 }
 
 TEST(TrainingTest, TruncatedDataFileFailsTheJobAsDataLoss) {
-  std::ifstream in(std::string(kData) + "train-images-idx3-ubyte.gz",
+  std::ifstream in(std::string(kFashionMnist) + "train-images-idx3-ubyte.gz",
                    std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)),
                     std::istreambuf_iterator<char>());
   const std::string cut =
-      WriteFile("cut.gz", bytes.substr(0, bytes.size() / 3));
-  LocalRun run = RunLocal(WriteFile("cut.json", Job("ASYNC", 10, cut)),
-                          {"--workers=1", "--evaluator=false"});
+      WriteTestFile("cut.gz", bytes.substr(0, bytes.size() / 3));
+  LocalRun run =
+      RunLocal(WriteTestFile("cut.json", TestJob("ASYNC", 10, "", 64, cut)),
+               {"--workers=1", "--evaluator=false"});
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr(cut));
 }
@@ -214,7 +146,7 @@ TEST(TrainingTest, TruncatedDataFileFailsTheJobAsDataLoss) {
 // A chief whose worker never comes fails after its startup deadline and
 // says which task at which address is missing.
 TEST(TrainingTest, MissingWorkerFailsTheChiefAfterItsDeadline) {
-  const std::string job = WriteFile("job.json", Job("ASYNC", 10));
+  const std::string job = WriteTestFile("job.json", TestJob("ASYNC", 10));
   // The ps binds port 0 and reports it; the chief must know it.
   const std::string port_file = TempPath("ps.port");
   Subprocess ps(
@@ -245,7 +177,7 @@ TEST(TrainingTest, MissingWorkerFailsTheChiefAfterItsDeadline) {
 }
 
 TEST(TrainingTest, MissingParameterServerFailsTheChiefAfterItsDeadline) {
-  const std::string job = WriteFile("job.json", Job("ASYNC", 10));
+  const std::string job = WriteTestFile("job.json", TestJob("ASYNC", 10));
   Subprocess chief(
       {RunfilePath("chief/chief"), "--job=" + job, "--bind_host=127.0.0.1",
        "--startup_timeout_s=2"},
