@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "checkpoint/best_copy.h"
 #include "checkpoint/checkpoint_manager.h"
 #include "checkpoint/export.h"
 #include "checkpoint/index_file.h"
@@ -361,6 +362,37 @@ TEST_F(CheckpointTest, ExportsSafetensorsAndNpz) {
   EXPECT_THAT(ParseExportFormat("hdf5"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("safetensors or npz")));
+}
+
+TEST_F(CheckpointTest, KeepsACompleteCopyOfTheBestCheckpoint) {
+  Cluster cluster(2);
+  auto manager = Manager(cluster, /*max_to_keep=*/1);
+  ASSERT_OK_AND_ASSIGN(std::optional<BestRecord> none, ReadBest(dir_));
+  EXPECT_FALSE(none.has_value());
+  cluster.Step(1.0f);
+  ASSERT_OK_AND_ASSIGN(SavedCheckpoint first, manager->Save());
+  ASSERT_OK(KeepAsBest(dir_, first.path, BestRecord{first.step, 0.5, 1.0}));
+  cluster.Step(1.0f);
+  ASSERT_OK_AND_ASSIGN(SavedCheckpoint second, manager->Save());
+  ASSERT_OK(KeepAsBest(dir_, second.path, BestRecord{second.step, 0.7, 0.8}));
+  // Retention removed the originals' older one; the best copy is whole.
+  EXPECT_FALSE(PathExists(first.path));
+  ASSERT_OK_AND_ASSIGN(std::optional<BestRecord> best, ReadBest(dir_));
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->step, second.step);
+  EXPECT_DOUBLE_EQ(best->accuracy, 0.7);
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> entries,
+                       ListDirectory(BestDirectory(dir_)));
+  EXPECT_THAT(entries, ElementsAre("checkpoint", "ckpt-2", "eval.json"));
+  ASSERT_OK_AND_ASSIGN(std::optional<std::string> latest,
+                       LatestCheckpoint(BestDirectory(dir_)));
+  ASSERT_TRUE(latest.has_value());
+  ASSERT_OK_AND_ASSIGN(auto reader, CheckpointReader::Open(*latest));
+  EXPECT_THAT(reader->Verify(), IsEmpty());
+  Cluster other(3);
+  ASSERT_OK(RestoreCheckpoint(*latest, other.configure.optimizer(),
+                              *other.client, absl::Seconds(10)));
+  EXPECT_EQ(other.Pull(), cluster.Pull());
 }
 
 }  // namespace

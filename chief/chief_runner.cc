@@ -119,6 +119,9 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
   RETURN_IF_ERROR(prepared.client->Configure(ps));
   RETURN_IF_ERROR(prepared.client->CreateVariables());
   if (CheckpointsConfigured(options)) {
+    // Every task learns the resolved directory (the evaluator reads it).
+    spec.mutable_config()->mutable_checkpoint()->set_directory(
+        CheckpointOptions(options).directory);
     ASSIGN_OR_RETURN(prepared.checkpoints,
                      CheckpointManager::Create(CheckpointOptions(options),
                                                prepared.client.get()));

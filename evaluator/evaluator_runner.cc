@@ -5,6 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "checkpoint/best_copy.h"
+#include "checkpoint/reader.h"
+#include "checkpoint/state_file.h"
 #include "client/cluster_client.h"
 #include "client/event_file_writer.h"
 #include "client/job_config.h"
@@ -35,6 +38,36 @@ absl::StatusOr<EvaluationReport> EvaluateOnce(const JobSpec& spec,
   }
   auto pull = client.Pull(targets, 0, /*consistent_snapshot=*/true);
   RETURN_IF_ERROR(pull->Wait());
+  return EvaluateValues(spec, values, pull->min_version(), device, data);
+}
+
+absl::StatusOr<EvaluationReport> EvaluateCheckpoint(const JobSpec& spec,
+                                                    const std::string& path,
+                                                    Device& device,
+                                                    const Dataset& data) {
+  ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> reader,
+                   CheckpointReader::Open(path));
+  const MlpSpec model_spec = MlpSpecFromConfig(
+      spec.config().model(), spec.input_size(), spec.num_classes());
+  std::vector<std::vector<float>> values;
+  for (const auto& v : MlpVariables(model_spec)) {
+    const CheckpointTensor* tensor = reader->Find(v.name);
+    if (tensor == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          path, " has no variable \"", v.name, "\"; it is not this job's"));
+    }
+    ASSIGN_OR_RETURN(std::vector<float> tensor_values, reader->Read(*tensor));
+    values.push_back(std::move(tensor_values));
+  }
+  return EvaluateValues(spec, values, reader->index().global_step(), device,
+                        data);
+}
+
+absl::StatusOr<EvaluationReport> EvaluateValues(
+    const JobSpec& spec, const std::vector<std::vector<float>>& values,
+    int64_t global_step, Device& device, const Dataset& data) {
+  const MlpSpec model_spec = MlpSpecFromConfig(
+      spec.config().model(), spec.input_size(), spec.num_classes());
   const int batch_size = std::max(1, spec.config().evaluation().batch_size());
   ASSIGN_OR_RETURN(auto model, Mlp::Create(model_spec, &device, batch_size));
   RETURN_IF_ERROR(model->LoadParameters(
@@ -67,7 +100,7 @@ absl::StatusOr<EvaluationReport> EvaluateOnce(const JobSpec& spec,
     }
   }
   EvaluationReport report;
-  report.set_global_step(pull->min_version());
+  report.set_global_step(global_step);
   report.set_loss(seen > 0 ? loss / seen : 0);
   report.set_accuracy(seen > 0 ? static_cast<double>(correct) / seen : 0);
   for (size_t c = 0; c < class_total.size(); ++c) {
@@ -123,6 +156,24 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
       absl::Seconds(std::max(0.1, job.evaluation().every_secs()));
   absl::Time next = absl::Now() + interval;
   absl::Time last_contact = absl::Now();
+  // With checkpoints, each new one is evaluated once (from its files, so
+  // the numbers belong to exactly what was saved; at most one per
+  // interval, the newest) and the best is copied;
+  // without, the live model is pulled every `interval`.
+  const std::string checkpoint_dir = job.checkpoint().directory();
+  std::string last_evaluated;
+  std::optional<EvaluationReport> last_report;
+  std::optional<BestRecord> best;
+  if (!checkpoint_dir.empty()) {
+    absl::StatusOr<std::optional<BestRecord>> read = ReadBest(checkpoint_dir);
+    if (read.ok()) {
+      best = *read;
+    } else {
+      LOG(WARNING) << read.status().message();
+    }
+    LOG(INFO) << "evaluating each new checkpoint in " << checkpoint_dir
+              << "; the best is kept in " << BestDirectory(checkpoint_dir);
+  }
   while (true) {
     absl::StatusOr<StatusResponse> status =
         options.coordinator->GetStatus(absl::Seconds(5));
@@ -141,10 +192,61 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
     }
     if (status->state() == SUCCEEDED) return absl::OkStatus();
     const bool final = status->state() == FINAL_EVALUATION;
-    if (final || absl::Now() >= next) {
+    std::optional<EvaluationReport> evaluated;
+    if (!checkpoint_dir.empty()) {
+      absl::StatusOr<std::optional<std::string>> latest =
+          LatestCheckpoint(checkpoint_dir);
+      if (!latest.ok()) {
+        LOG(WARNING) << latest.status().message();
+      } else if (latest->has_value() && **latest != last_evaluated &&
+                 (final || absl::Now() >= next)) {
+        // At most one evaluation per interval: checkpoints saved faster
+        // than that are skipped (the newest is what matters).
+        next = absl::Now() + interval;
+        absl::StatusOr<EvaluationReport> report =
+            EvaluateCheckpoint(spec, **latest, *options.device, test);
+        if (report.ok()) {
+          last_evaluated = **latest;
+          evaluated = *report;
+          last_report = *report;
+          if (!best.has_value() || report->accuracy() > best->accuracy) {
+            best = BestRecord{report->global_step(), report->accuracy(),
+                              report->loss()};
+            absl::Status kept = KeepAsBest(checkpoint_dir, **latest, *best);
+            if (kept.ok()) {
+              LOG(INFO) << "new best checkpoint: " << **latest << " (accuracy "
+                        << report->accuracy() << ")";
+            } else {
+              LOG(WARNING) << "could not copy the best checkpoint: "
+                           << kept.message();
+            }
+          }
+        } else if (absl::IsNotFound(report.status()) ||
+                   absl::IsDataLoss(report.status())) {
+          // Removed by retention while we read it, or damaged: skip it.
+          LOG(WARNING) << "skipping " << **latest << ": "
+                       << report.status().message();
+          last_evaluated = **latest;
+        } else {
+          return report.status();
+        }
+      }
+      if (final && !evaluated.has_value()) {
+        if (last_report.has_value()) {
+          evaluated = last_report;  // the final checkpoint, evaluated
+        } else {
+          // No checkpoint to read: evaluate the live model.
+          ASSIGN_OR_RETURN(evaluated,
+                           EvaluateOnce(spec, *client, *options.device, test));
+        }
+      }
+    } else if (final || absl::Now() >= next) {
       next = absl::Now() + interval;
-      ASSIGN_OR_RETURN(EvaluationReport report,
+      ASSIGN_OR_RETURN(evaluated,
                        EvaluateOnce(spec, *client, *options.device, test));
+    }
+    if (evaluated.has_value()) {
+      EvaluationReport& report = *evaluated;
       report.set_final(final);
       std::vector<std::string> per_class;
       for (double a : report.per_class_accuracy()) {

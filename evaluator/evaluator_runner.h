@@ -1,12 +1,15 @@
-// The evaluator's loop: join the job through the chief, then evaluate the
-// current model on the held-out set at an interval (read-only, consistent
-// pulls from the parameter servers), report each result to the chief, run
-// one final evaluation when the chief says training ended, and exit.
+// The evaluator's loop: join the job through the chief, then evaluate on
+// the held-out set either each new checkpoint once (when the job saves
+// checkpoints; the best is copied to <checkpoint dir>/best) or the live
+// model at an interval (read-only, consistent pulls from the parameter
+// servers); report each result to the chief, evaluate the final model when
+// the chief says training ended (the final checkpoint), and exit.
 // Training never waits for the evaluator.
 #ifndef PSFLOW_EVALUATOR_EVALUATOR_RUNNER_H_
 #define PSFLOW_EVALUATOR_EVALUATOR_RUNNER_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -40,6 +43,18 @@ absl::StatusOr<EvaluationReport> EvaluateOnce(const JobSpec& spec,
                                               ParameterClient& client,
                                               Device& device,
                                               const Dataset& data);
+
+// One evaluation of the checkpoint at `path` (its values, CRC-checked).
+absl::StatusOr<EvaluationReport> EvaluateCheckpoint(const JobSpec& spec,
+                                                    const std::string& path,
+                                                    Device& device,
+                                                    const Dataset& data);
+
+// One evaluation of the model's variables given as `values` (in the
+// model's variable order), reported at `global_step`.
+absl::StatusOr<EvaluationReport> EvaluateValues(
+    const JobSpec& spec, const std::vector<std::vector<float>>& values,
+    int64_t global_step, Device& device, const Dataset& data);
 
 }  // namespace psflow
 

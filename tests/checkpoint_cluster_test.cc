@@ -114,6 +114,14 @@ TEST(CheckpointClusterTest, SavedOnTwoServersResumesOnThreeAndExports) {
   ASSERT_OK_AND_ASSIGN(auto reader, CheckpointReader::Open(newest));
   EXPECT_EQ(reader->index().num_ps(), 2);
   EXPECT_GE(reader->index().global_step(), 1500);
+  // The evaluator evaluated the final checkpoint and kept the best one.
+  EXPECT_THAT(first.output, HasSubstr("new best checkpoint"));
+  EXPECT_THAT(first.output,
+              HasSubstr(absl::StrCat("final evaluation, step ",
+                                     reader->index().global_step())));
+  ASSERT_OK_AND_ASSIGN(std::string best,
+                       ReadFileToString(dir + "/best/eval.json"));
+  EXPECT_THAT(best, HasSubstr("\"accuracy\": 0.8"));
 
   Command list = Psctl({"ckpt", "list", dir});
   EXPECT_EQ(list.exit_code, 0) << list.output;
