@@ -26,8 +26,8 @@ class CheckpointSchedule {
   void Saved(int64_t step, absl::Time now);
 
  private:
-  const int64_t every_steps_;
-  const absl::Duration every_;
+  int64_t every_steps_;
+  absl::Duration every_;
   int64_t last_step_;
   absl::Time last_time_;
 };

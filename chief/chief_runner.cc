@@ -12,6 +12,7 @@
 #include "chief/checkpoint_schedule.h"
 #include "chief/coordinator_service.h"
 #include "chief/job_coordinator.h"
+#include "chief/recovery.h"
 #include "client/cluster_client.h"
 #include "client/event_file_writer.h"
 #include "client/health_check.h"
@@ -200,6 +201,39 @@ void LogProgress(const JobCoordinator& coordinator, absl::Time start,
       accuracy, eta);
 }
 
+// After CheckParameterServers failed with `lost`.
+absl::Status RecoverLostServer(const absl::Status& lost,
+                               const RecoveryOptions& recovery,
+                               CheckpointManager* checkpoints,
+                               const ChiefOptions& options,
+                               CheckpointSchedule& schedule) {
+  LOG(WARNING) << "parameter server lost: " << lost.message();
+  if (checkpoints == nullptr) {
+    return absl::UnavailableError(absl::StrCat(
+        lost.message(),
+        "; without checkpoints (checkpoint.directory) the model cannot be "
+        "recovered"));
+  }
+  ASSIGN_OR_RETURN(std::optional<std::string> latest,
+                   LatestCheckpoint(checkpoints->directory()));
+  if (!latest.has_value()) {
+    return absl::UnavailableError(absl::StrCat(
+        lost.message(), "; no checkpoint was saved yet to recover from"));
+  }
+  absl::StatusOr<int64_t> step =
+      PauseAndRestore(recovery,
+                      absl::StrCat("recovering from a lost parameter server (",
+                                   lost.message(), ")"),
+                      *latest);
+  if (!step.ok()) {
+    return absl::Status(
+        step.status().code(),
+        absl::StrCat("recovery failed: ", step.status().message()));
+  }
+  schedule = CheckpointSchedule(options.job.checkpoint(), *step);
+  return absl::OkStatus();
+}
+
 void LogSaved(const SavedCheckpoint& saved) {
   LOG(INFO) << absl::StrFormat("saved %s (step %d, %.1f MB in %.2f s)",
                                saved.path, saved.step, saved.bytes / 1e6,
@@ -280,6 +314,10 @@ absl::Status RunChief(const ChiefOptions& options) {
                       absl::ToDoubleSeconds(absl::Now() - training_start));
       if (!written.ok()) LOG(ERROR) << written.message();
     }
+    while (std::optional<JobCoordinator::RestoreRequest> request =
+               coordinator.TakeRestoreRequest()) {
+      request->done(absl::FailedPreconditionError("the job is ending"));
+    }
     // Every parameter server is told to stop, even when the job failed
     // before the chief connected to them, so no process outlives the job.
     std::unique_ptr<ParameterClient> fallback;
@@ -336,6 +374,14 @@ absl::Status RunChief(const ChiefOptions& options) {
   CheckpointSchedule schedule(options.job.checkpoint(),
                               prepared->restored_step);
   CheckpointManager* checkpoints = prepared->checkpoints.get();
+  RecoveryOptions recovery;
+  recovery.tf_config = &tf;
+  recovery.spec = &prepared->spec;
+  recovery.coordinator = &coordinator;
+  recovery.client = client;
+  const std::vector<int64_t> expected_variables =
+      ExpectedVariablesPerServer(client->placement());
+  absl::Time next_ps_check = absl::Now() + absl::Seconds(1);
   absl::Time next_log = absl::Now() + options.log_interval;
   // Wakes often enough for step-based checkpoints.
   const absl::Duration tick =
@@ -345,6 +391,35 @@ absl::Status RunChief(const ChiefOptions& options) {
     if (absl::Now() >= next_log) {
       LogProgress(coordinator, training_start, metrics.get());
       next_log = absl::Now() + options.log_interval;
+    }
+    // `psctl ckpt restore`: pause, restore, resume. A failed restore
+    // changed nothing (two phases), so training resumes as it was.
+    while (std::optional<JobCoordinator::RestoreRequest> request =
+               coordinator.TakeRestoreRequest()) {
+      absl::StatusOr<int64_t> step = PauseAndRestore(
+          recovery, absl::StrCat("restoring ", request->path, " on request"),
+          request->path);
+      if (step.ok()) {
+        schedule = CheckpointSchedule(options.job.checkpoint(), *step);
+      } else {
+        LOG(WARNING) << "restore of " << request->path
+                     << " failed: " << step.status().message();
+        coordinator.Resume(coordinator.Status().global_step());
+      }
+      request->done(step);
+    }
+    // A lost parameter server: wait for it, restore the newest checkpoint
+    // everywhere, resume.
+    if (absl::Now() >= next_ps_check && coordinator.state() == TRAINING) {
+      absl::Status servers =
+          CheckParameterServers(*client, expected_variables, absl::Seconds(2));
+      next_ps_check = absl::Now() + absl::Seconds(1);
+      if (!servers.ok()) {
+        absl::Status recovered = RecoverLostServer(
+            servers, recovery, checkpoints, options, schedule);
+        if (!recovered.ok()) return finish(recovered, client);
+        continue;
+      }
     }
     if (checkpoints != nullptr &&
         schedule.Due(coordinator.Status().global_step(), absl::Now())) {

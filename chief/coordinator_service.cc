@@ -42,6 +42,21 @@ class CoordinatorServer::Service final : public Coordinator::CallbackService {
   }
 
  private:
+  grpc::ServerUnaryReactor* RestoreCheckpoint(
+      grpc::CallbackServerContext* context,
+      const RestoreCheckpointRequest* request,
+      RestoreCheckpointResponse* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    // The chief's main loop runs it (it owns the parameter server client)
+    // and answers through `done`.
+    coordinator_->RequestRestore(JobCoordinator::RestoreRequest{
+        request->path(), [reactor, response](absl::StatusOr<int64_t> step) {
+          if (step.ok()) response->set_global_step(*step);
+          reactor->Finish(ToGrpcStatus(step.status()));
+        }});
+    return reactor;
+  }
+
   static grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context,
                                         const absl::Status& status) {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();

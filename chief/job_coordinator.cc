@@ -88,7 +88,10 @@ StatusResponse JobCoordinator::Progress(const ProgressReport& report) {
     worker.lost = false;
     worker.last_contact = absl::Now();
     worker.last = report;
-    global_step_ = std::max(global_step_, report.global_step());
+    // Steps of an older generation belong to a model that was replaced.
+    if (report.generation() == generation_) {
+      global_step_ = std::max(global_step_, report.global_step());
+    }
     if (!report.error().empty() && state_ == TRAINING) {
       state_ = FAILED;
       message_ =
@@ -104,7 +107,61 @@ StatusResponse JobCoordinator::StatusLocked() const {
   status.set_global_step(global_step_);
   status.set_total_steps(spec_.total_steps());
   status.set_message(message_);
+  status.set_generation(generation_);
   return status;
+}
+
+bool JobCoordinator::Pause(const std::string& why) {
+  absl::MutexLock lock(&mu_);
+  if (state_ != TRAINING) return false;
+  state_ = PAUSED;
+  message_ = why;
+  paused_at_ = absl::Now();
+  return true;
+}
+
+std::vector<std::string> JobCoordinator::WaitForWorkersPaused(
+    absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  auto unpaused = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      const Worker& w = workers_[i];
+      if (!w.registered || w.lost || w.last.finished()) continue;
+      if (!w.last.paused() || w.last_contact < paused_at_) {
+        names.push_back(WorkerNameLocked(i));
+      }
+    }
+    return names;
+  };
+  auto all_paused = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return state_ != PAUSED || unpaused().empty();
+  };
+  mu_.AwaitWithDeadline(absl::Condition(&all_paused), deadline);
+  return unpaused();
+}
+
+void JobCoordinator::Resume(int64_t global_step) {
+  absl::MutexLock lock(&mu_);
+  if (state_ != PAUSED) return;
+  ++generation_;
+  global_step_ = global_step;
+  state_ = TRAINING;
+  message_.clear();
+}
+
+void JobCoordinator::RequestRestore(RestoreRequest request) {
+  absl::MutexLock lock(&mu_);
+  restore_requests_.push_back(std::move(request));
+}
+
+std::optional<JobCoordinator::RestoreRequest>
+JobCoordinator::TakeRestoreRequest() {
+  absl::MutexLock lock(&mu_);
+  if (restore_requests_.empty()) return std::nullopt;
+  RestoreRequest request = std::move(restore_requests_.front());
+  restore_requests_.pop_front();
+  return request;
 }
 
 StatusResponse JobCoordinator::Status() const {
@@ -139,6 +196,7 @@ std::vector<std::string> JobCoordinator::WaitForWorkers(absl::Time deadline) {
 }
 
 bool JobCoordinator::TrainingOverLocked() const {
+  if (state_ == PAUSED) return false;
   if (state_ != TRAINING) return true;
   bool any_finished = false;
   for (const Worker& w : workers_) {

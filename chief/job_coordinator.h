@@ -12,6 +12,8 @@
 #define PSFLOW_CHIEF_JOB_COORDINATOR_H_
 
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -60,15 +62,37 @@ class JobCoordinator {
   std::vector<std::string> WaitForWorkers(absl::Time deadline);
 
   // Blocks until every worker finished (or was lost, in async mode),
-  // the job failed, or `deadline`. Declares silent workers lost: a lost
-  // worker fails a sync job; an async job continues without it unless no
-  // worker is left. Returns true when training is over (finished or
-  // failed: see state()), false at the deadline.
+  // the job failed, or `deadline` (PAUSED is not an end). Declares silent
+  // workers lost: a lost worker fails a sync job; an async job continues
+  // without it unless no worker is left. Returns true when training is over
+  // (finished or failed: see state()), false at the deadline.
   bool WaitForTrainingEnd(absl::Time deadline);
 
   // TRAINING -> FINAL_EVALUATION, then blocks until the evaluator reports
   // its final evaluation or `deadline`; returns that report if it came.
   std::optional<EvaluationReport> RunFinalEvaluation(absl::Time deadline);
+
+  // TRAINING -> PAUSED (`why` is the status message while paused).
+  // False when not training.
+  bool Pause(const std::string& why);
+
+  // Blocks until every worker still in the job (registered, not lost, not
+  // finished) has reported `paused` since Pause(), or `deadline`; returns
+  // those that did not.
+  std::vector<std::string> WaitForWorkersPaused(absl::Time deadline);
+
+  // PAUSED -> TRAINING with a new generation, training from `global_step`.
+  void Resume(int64_t global_step);
+
+  // A `psctl ckpt restore` request, run by the chief's main loop, which
+  // calls `done` with the restored step or the error.
+  struct RestoreRequest {
+    std::string path;
+    std::function<void(absl::StatusOr<int64_t>)> done;
+  };
+  void RequestRestore(RestoreRequest request);
+  // The oldest pending request, if any.
+  std::optional<RestoreRequest> TakeRestoreRequest();
 
   JobState state() const;
   // Each worker's latest heartbeat (empty reports for silent workers).
@@ -97,6 +121,9 @@ class JobCoordinator {
   int64_t global_step_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<EvaluationReport> evaluation_ ABSL_GUARDED_BY(mu_);
   bool final_evaluation_received_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time paused_at_ ABSL_GUARDED_BY(mu_);
+  std::deque<RestoreRequest> restore_requests_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace psflow

@@ -10,7 +10,9 @@
 #include "checkpoint/paths.h"
 #include "checkpoint/reader.h"
 #include "checkpoint/state_file.h"
+#include "client/coordinator_client.h"
 #include "common/file_util.h"
+#include "common/tf_config_loader.h"
 #include "proto/ps.pb.h"
 
 namespace psflow {
@@ -182,6 +184,39 @@ int CkptExport(const std::string& path, const std::string& format,
   }
   out << "wrote " << *written << " tensors of " << path << " to " << out_path
       << " (" << format << ")\n";
+  return 0;
+}
+
+int CkptRestore(const std::string& path, const std::string& tf_config_flag,
+                std::ostream& out, std::ostream& err) {
+  absl::StatusOr<LoadedTfConfig> loaded =
+      LoadTfConfigFromFlagOrEnvironment(tf_config_flag);
+  if (!loaded.ok()) {
+    err << "psctl ckpt restore: " << loaded.status().message() << "\n";
+    return 1;
+  }
+  const TfConfig& tf = loaded->config;
+  const TaskId chief = tf.ChiefTask();
+  const std::string address = *tf.cluster.Address(chief);
+  // Check it here first: a damaged checkpoint is refused before the
+  // cluster pauses. The chief and servers read the same absolute path.
+  const std::string absolute = AbsolutePath(path);
+  absl::StatusOr<std::unique_ptr<CheckpointReader>> reader =
+      CheckpointReader::Open(absolute);
+  if (!reader.ok()) {
+    err << "psctl ckpt restore: " << reader.status().message() << "\n";
+    return 1;
+  }
+  CoordinatorClient client(address,
+                           absl::StrCat(chief.ToString(), " at ", address));
+  absl::StatusOr<int64_t> step =
+      client.RestoreCheckpoint(absolute, absl::Minutes(15));
+  if (!step.ok()) {
+    err << "psctl ckpt restore: " << step.status().message() << "\n";
+    return 1;
+  }
+  out << "restored " << absolute << "; training resumed at global step "
+      << *step << "\n";
   return 0;
 }
 

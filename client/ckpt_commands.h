@@ -28,6 +28,11 @@ int CkptExport(const std::string& path, const std::string& format,
                const std::string& out_path, bool include_slots,
                std::ostream& out, std::ostream& err);
 
+// Asks the chief of the running job described by `tf_config` to pause
+// training, restore `path` onto the parameter servers and resume.
+int CkptRestore(const std::string& path, const std::string& tf_config_flag,
+                std::ostream& out, std::ostream& err);
+
 }  // namespace psflow
 
 #endif  // PSFLOW_CLIENT_CKPT_COMMANDS_H_

@@ -87,4 +87,18 @@ absl::Status CoordinatorClient::ReportEvaluation(const EvaluationReport& report,
                         "evaluation report to " + chief_);
 }
 
+absl::StatusOr<int64_t> CoordinatorClient::RestoreCheckpoint(
+    const std::string& path, absl::Duration timeout) {
+  RestoreCheckpointRequest request;
+  request.set_path(path);
+  RestoreCheckpointResponse response;
+  auto context = Context(absl::Now() + timeout);
+  grpc::Status status =
+      stub_->RestoreCheckpoint(context.get(), request, &response);
+  if (!status.ok()) {
+    return FromGrpcStatus(status, "restore through " + chief_);
+  }
+  return response.global_step();
+}
+
 }  // namespace psflow

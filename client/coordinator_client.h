@@ -30,6 +30,10 @@ class CoordinatorClient {
   absl::StatusOr<StatusResponse> GetStatus(absl::Duration timeout);
   absl::Status ReportEvaluation(const EvaluationReport& report,
                                 absl::Duration timeout);
+  // Asks the chief to restore a checkpoint into the running job; returns
+  // the step training resumes from.
+  absl::StatusOr<int64_t> RestoreCheckpoint(const std::string& path,
+                                            absl::Duration timeout);
 
  private:
   const std::string chief_;

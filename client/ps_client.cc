@@ -221,8 +221,10 @@ std::shared_ptr<PsHandle> ParameterClient::Issue(
   return handle;
 }
 
-absl::StatusOr<std::vector<StatsResponse>> ParameterClient::Stats() {
-  const absl::Time deadline = absl::Now() + options_.rpc_timeout;
+absl::StatusOr<std::vector<StatsResponse>> ParameterClient::Stats(
+    std::optional<absl::Duration> timeout) {
+  const absl::Time deadline =
+      absl::Now() + timeout.value_or(options_.rpc_timeout);
   std::vector<StatsResponse> all;
   for (const auto& shard : shards_) {
     absl::StatusOr<StatsResponse> stats = shard->Stats(deadline);

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -88,8 +89,10 @@ class ParameterClient {
   // Overwrites variable values (initialization, restore).
   std::shared_ptr<PsHandle> Assign(const std::vector<Const>& values);
 
-  // Counters of every server, in server order.
-  absl::StatusOr<std::vector<StatsResponse>> Stats();
+  // Counters of every server, in server order (each call bounded by
+  // `timeout`, default Options::rpc_timeout).
+  absl::StatusOr<std::vector<StatsResponse>> Stats(
+      std::optional<absl::Duration> timeout = std::nullopt);
 
   // Checkpoint fan-outs: one request per server (requests[i] to server i),
   // sent to all at once; the responses in server order, or the first error.

@@ -3,7 +3,7 @@
 //   psctl tfconfig check [--tf_config=<file or JSON>]
 //   psctl local --job=<file> --ps=N --workers=M [--evaluator] --dir=<dir>
 //
-//   psctl ckpt list|inspect|verify|export ...
+//   psctl ckpt list|inspect|verify|export|restore ...
 //
 // More subcommands (deployment) join as the features behind them land. Exit
 // status: 0 success, 1 the command failed (the message says why), 2 usage
@@ -75,7 +75,10 @@ constexpr char kUsage[] =
     "  psctl ckpt export <dir>/ckpt-<step> --format=safetensors|npz "
     "--out=<file>\n"
     "              [--include_slots]\n"
-    "      Write the model for other tools.\n";
+    "      Write the model for other tools.\n"
+    "  psctl ckpt restore <dir>/ckpt-<step> [--tf_config=<file or JSON>]\n"
+    "      Restore into the running job whose TF_CONFIG is given: the chief\n"
+    "      pauses the workers, restores, and training resumes from there.\n";
 
 int RunTfConfigCheck() {
   absl::StatusOr<LoadedTfConfig> loaded =
@@ -146,6 +149,10 @@ int Main(int argc, char** argv) {
                          absl::GetFlag(FLAGS_values), std::cout, std::cerr);
     }
     if (args[1] == "verify") return CkptVerify(args[2], std::cout, std::cerr);
+    if (args[1] == "restore") {
+      return CkptRestore(args[2], absl::GetFlag(FLAGS_tf_config), std::cout,
+                         std::cerr);
+    }
     if (args[1] == "export") {
       return CkptExport(
           args[2], absl::GetFlag(FLAGS_format), absl::GetFlag(FLAGS_out),

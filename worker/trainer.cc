@@ -120,6 +120,9 @@ absl::Status RunTrainer(const TrainerOptions& options) {
   absl::Time next_heartbeat = absl::Now() + options.heartbeat_interval;
   const int log_every = std::max(1, job.logging().log_every_steps());
 
+  // Restores by the chief bump the model's generation: after one, what
+  // this worker holds is stale and it pulls again.
+  int64_t generation = 0;
   auto heartbeat = [&](bool finished) -> absl::StatusOr<StatusResponse> {
     ProgressReport report;
     report.set_worker_index(index);
@@ -127,6 +130,7 @@ absl::Status RunTrainer(const TrainerOptions& options) {
     report.set_local_steps(local_steps);
     report.set_examples(examples);
     report.set_global_step(version);
+    report.set_generation(generation);
     const double seconds =
         std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - window.start));
     if (window.examples > 0) {
@@ -147,11 +151,100 @@ absl::Status RunTrainer(const TrainerOptions& options) {
     return options.coordinator->ReportProgress(report, absl::Seconds(10));
   };
 
+  if (absl::StatusOr<StatusResponse> status =
+          options.coordinator->GetStatus(absl::Seconds(10));
+      status.ok()) {
+    generation = status->generation();
+  }
+  bool job_over = false;
+  // Waits out a pause, or failing parameter-server calls (`cause`), until
+  // the chief trains again; OK means "pull again and go on" (or job_over).
+  auto recover = [&](const absl::Status& cause) -> absl::Status {
+    for (auto& push : pushes) {
+      if (push != nullptr) (void)push->Wait();  // Stale now either way.
+      push = nullptr;
+    }
+    if (!cause.ok()) {
+      LOG(WARNING) << "parameter server call failed (" << cause.message()
+                   << "); waiting for the chief to recover the job";
+    }
+    const absl::Time start = absl::Now();
+    const absl::Time give_up = start + options.recovery_timeout;
+    bool announced = false;
+    while (true) {
+      ProgressReport report;
+      report.set_worker_index(index);
+      report.set_incarnation(options.incarnation);
+      report.set_local_steps(local_steps);
+      report.set_examples(examples);
+      report.set_global_step(version);
+      report.set_generation(generation);
+      report.set_paused(true);
+      absl::StatusOr<StatusResponse> status =
+          options.coordinator->ReportProgress(report, absl::Seconds(5));
+      if (status.ok()) {
+        switch (status->state()) {
+          case FAILED:
+            return absl::AbortedError(
+                absl::StrCat("the chief ended the job: ", status->message()));
+          case SUCCEEDED:
+          case FINAL_EVALUATION:
+            job_over = true;
+            return absl::OkStatus();
+          case PAUSED:
+            if (!announced) {
+              LOG(INFO) << "paused: " << status->message();
+              announced = true;
+            }
+            break;
+          default:
+            if (status->generation() != generation) {
+              LOG(INFO) << "the chief restored the model (generation "
+                        << status->generation() << ", global step "
+                        << status->global_step() << "); resuming";
+              generation = status->generation();
+              return absl::OkStatus();
+            }
+            // Training as before: retry, unless the chief has not yet
+            // noticed a server it will restore (give it a few seconds).
+            if (cause.ok() || absl::Now() - start > absl::Seconds(3)) {
+              return absl::OkStatus();
+            }
+        }
+      }
+      if (absl::Now() > give_up) {
+        return cause.ok() ? absl::DeadlineExceededError(absl::StrCat(
+                                "the job stayed paused for ",
+                                absl::FormatDuration(options.recovery_timeout)))
+                          : cause;
+      }
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+  };
+  // Consecutive failed attempts share one recovery deadline.
+  absl::Time failing_since = absl::InfiniteFuture();
+
   const absl::Time training_start = absl::Now();
   std::shared_ptr<PsHandle> pull =
       client->Pull(params[current].Mutable(vars), sync ? version : 0);
+  // Drops the step in progress and pulls the model afresh (any version).
+  auto restart = [&] {
+    (void)pull->Wait();
+    pull = client->Pull(params[current].Mutable(vars), 0);
+  };
+  // Handles a failed parameter-server call: OK to restart, else the error.
+  auto on_failure = [&](const absl::Status& cause) -> absl::Status {
+    if (failing_since == absl::InfiniteFuture()) failing_since = absl::Now();
+    if (absl::Now() - failing_since > options.recovery_timeout) return cause;
+    return recover(cause);
+  };
   while (true) {
-    RETURN_IF_ERROR(pull->Wait());
+    if (absl::Status pulled = pull->Wait(); !pulled.ok()) {
+      RETURN_IF_ERROR(on_failure(pulled));
+      if (job_over) break;
+      restart();
+      continue;
+    }
     version = pull->min_version();
     if (version >= spec.total_steps()) break;
     std::optional<Batch> batch = batches.Next();
@@ -162,8 +255,14 @@ absl::Status RunTrainer(const TrainerOptions& options) {
       pull = client->Pull(params[1 - current].Mutable(vars));
     }
     if (pushes[grad_slot] != nullptr) {
-      RETURN_IF_ERROR(pushes[grad_slot]->Wait());
+      absl::Status pushed = pushes[grad_slot]->Wait();
       pushes[grad_slot] = nullptr;
+      if (!pushed.ok()) {
+        RETURN_IF_ERROR(on_failure(pushed));
+        if (job_over) break;
+        restart();
+        continue;
+      }
     }
     ASSIGN_OR_RETURN(BatchStats stats,
                      model->TrainStep(batch->size, batch->features,
@@ -175,12 +274,16 @@ absl::Status RunTrainer(const TrainerOptions& options) {
       if (absl::IsAborted(pushed)) {
         ++stale;  // The step closed before this gradient arrived.
       } else if (!pushed.ok()) {
-        return pushed;
+        RETURN_IF_ERROR(on_failure(pushed));
+        if (job_over) break;
+        restart();
+        continue;
       }
     } else {
       pushes[grad_slot] = std::move(push);
       grad_slot = 1 - grad_slot;
     }
+    failing_since = absl::InfiniteFuture();
     ++local_steps;
     examples += batch->size;
     window.loss += stats.loss_sum;
@@ -201,6 +304,13 @@ absl::Status RunTrainer(const TrainerOptions& options) {
             absl::StrCat("the chief ended the job: ", status->message()));
       }
       if (!status.ok()) LOG(WARNING) << status.status().message();
+      if (status.ok() &&
+          (status->state() == PAUSED || status->generation() != generation)) {
+        RETURN_IF_ERROR(recover(absl::OkStatus()));
+        if (job_over) break;
+        restart();
+        continue;
+      }
     }
     if (sync) {
       pull = client->Pull(params[current].Mutable(vars), version + 1);

@@ -36,6 +36,10 @@ struct TrainerOptions {
   // TensorBoard event file for this worker's metrics; may be null.
   EventFileWriter* metrics = nullptr;
   absl::Duration heartbeat_interval = absl::Seconds(1);
+  // How long the worker rides out failing parameter-server calls (a lost
+  // server) or a pause, waiting for the chief to restore the model and
+  // resume, before it gives up with the error.
+  absl::Duration recovery_timeout = absl::Minutes(5);
 };
 
 absl::Status RunTrainer(const TrainerOptions& options);

@@ -1,0 +1,82 @@
+#include "chief/recovery.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "checkpoint/checkpoint_manager.h"
+#include "client/health_check.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+
+namespace psflow {
+
+std::vector<int64_t> ExpectedVariablesPerServer(const Placement& placement) {
+  std::vector<int64_t> expected(placement.bytes_per_ps.size());
+  for (const PlacedVariable& v : placement.variables) {
+    for (const VariablePart& p : v.parts) ++expected[p.ps];
+  }
+  return expected;
+}
+
+absl::Status CheckParameterServers(ParameterClient& client,
+                                   const std::vector<int64_t>& expected,
+                                   absl::Duration timeout) {
+  ASSIGN_OR_RETURN(std::vector<StatsResponse> stats, client.Stats(timeout));
+  for (size_t i = 0; i < stats.size() && i < expected.size(); ++i) {
+    if (stats[i].num_variables() < expected[i]) {
+      return absl::UnavailableError(absl::StrCat(
+          "ps-", i, " holds ", stats[i].num_variables(), " of its ",
+          expected[i], " variables: it restarted and lost its state"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> PauseAndRestore(const RecoveryOptions& options,
+                                        const std::string& why,
+                                        const std::string& checkpoint) {
+  JobCoordinator& coordinator = *options.coordinator;
+  if (!coordinator.Pause(why)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the job is not training (state ", JobState_Name(coordinator.state()),
+        "); nothing to restore into"));
+  }
+  LOG(INFO) << "pausing the workers: " << why;
+  std::vector<std::string> unpaused =
+      coordinator.WaitForWorkersPaused(absl::Now() + options.pause_timeout);
+  if (!unpaused.empty()) {
+    LOG(WARNING) << "not paused after "
+                 << absl::FormatDuration(options.pause_timeout) << ": "
+                 << absl::StrJoin(unpaused, ", ")
+                 << "; restoring anyway (their next gradients are dropped "
+                    "as stale or applied to the restored model)";
+  }
+  const absl::Time deadline = absl::Now() + options.ps_return_timeout;
+  for (const auto& [index, address] :
+       options.tf_config->cluster.job(TaskType::kPs)) {
+    const std::string name = absl::StrCat("ps-", index, " at ", address);
+    absl::Status healthy = WaitUntilHealthy(address, name, deadline);
+    if (!healthy.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat(name, " did not come back within ",
+                       absl::FormatDuration(options.ps_return_timeout), ": ",
+                       healthy.message()));
+    }
+  }
+  // Idempotent on servers that kept their variables; recreates them on a
+  // restarted one.
+  RETURN_IF_ERROR(options.client->Configure(options.spec->ps_config()));
+  RETURN_IF_ERROR(options.client->CreateVariables());
+  const absl::Time start = absl::Now();
+  ASSIGN_OR_RETURN(
+      int64_t step,
+      RestoreCheckpoint(checkpoint, options.spec->config().optimizer(),
+                        *options.client, options.ps_return_timeout));
+  LOG(INFO) << "restored " << checkpoint << " in "
+            << absl::FormatDuration(
+                   absl::Trunc(absl::Now() - start, absl::Milliseconds(1)))
+            << "; resuming at global step " << step;
+  coordinator.Resume(step);
+  return step;
+}
+
+}  // namespace psflow

@@ -1,0 +1,57 @@
+// The chief's recovery duties while training runs:
+//
+//  - watching the parameter servers: a server that stops answering, or
+//    answers holding fewer variables than it was given (it restarted), is
+//    lost, and its state with it;
+//  - pausing the workers, waiting (bounded) for every server, recreating
+//    the variables, restoring a checkpoint onto all servers and resuming
+//    with a new model generation: what a lost server and `psctl ckpt
+//    restore` both need.
+#ifndef PSFLOW_CHIEF_RECOVERY_H_
+#define PSFLOW_CHIEF_RECOVERY_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "chief/job_coordinator.h"
+#include "client/ps_client.h"
+#include "common/tf_config.h"
+#include "proto/coordinator.pb.h"
+
+namespace psflow {
+
+// Variables each server holds under the placement (for the health check).
+std::vector<int64_t> ExpectedVariablesPerServer(const Placement& placement);
+
+// OK when every server answers within `timeout` holding its variables;
+// otherwise Unavailable naming the first server that is lost.
+absl::Status CheckParameterServers(ParameterClient& client,
+                                   const std::vector<int64_t>& expected,
+                                   absl::Duration timeout);
+
+struct RecoveryOptions {
+  const TfConfig* tf_config = nullptr;
+  const JobSpec* spec = nullptr;
+  JobCoordinator* coordinator = nullptr;
+  ParameterClient* client = nullptr;
+  // How long to wait for workers to pause (they report about once a
+  // second), and for lost servers to come back.
+  absl::Duration pause_timeout = absl::Seconds(15);
+  absl::Duration ps_return_timeout = absl::Minutes(5);
+};
+
+// Pauses training (`why` is what workers are told), waits for the servers,
+// recreates the variables and restores `checkpoint` onto all servers, then
+// resumes from its step. The job stays paused on error; the caller decides
+// whether that fails the job or resumes (JobCoordinator::Resume).
+absl::StatusOr<int64_t> PauseAndRestore(const RecoveryOptions& options,
+                                        const std::string& why,
+                                        const std::string& checkpoint);
+
+}  // namespace psflow
+
+#endif  // PSFLOW_CHIEF_RECOVERY_H_
