@@ -1,0 +1,213 @@
+// Recovery with real processes: a parameter server killed (SIGKILL) and
+// restarted mid-job is recovered from the newest checkpoint, and
+// `psctl ckpt restore` rolls a running job back to a checkpoint. Roles are
+// started by hand (psctl local does not restart tasks), on free ports.
+#include <signal.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "checkpoint/state_file.h"
+#include "common/file_util.h"
+#include "common/free_port.h"
+#include "common/json.h"
+#include "common/status_matchers.h"
+#include "common/subprocess.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/local_run.h"
+#include "tests/test_paths.h"
+
+namespace psflow {
+namespace {
+
+using ::psflow::testing::RunfilePath;
+using ::psflow::testing::TempPath;
+using ::psflow::testing::TestJob;
+using ::psflow::testing::WriteTestFile;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+// A chief, 2 ps, 2 workers and an evaluator, each its own process.
+class ManualCluster {
+ public:
+  ManualCluster(const std::string& job, const std::string& checkpoint_dir)
+      : job_(job),
+        checkpoint_dir_(checkpoint_dir),
+        result_file_(TempPath("result.json")) {
+    for (const char* task : {"chief", "ps0", "ps1", "worker0", "worker1"}) {
+      absl::StatusOr<int> port = PickFreePort();
+      EXPECT_OK(port);
+      ports_[task] = port.ok() ? *port : 1;
+    }
+  }
+
+  std::string TfConfig(const std::string& type, int index) const {
+    auto address = [&](const std::string& task) {
+      return absl::StrCat("\"127.0.0.1:", ports_.at(task), "\"");
+    };
+    return absl::StrCat(
+        R"({"cluster": {"chief": [)", address("chief"), R"(], "ps": [)",
+        address("ps0"), ", ", address("ps1"), R"(], "worker": [)",
+        address("worker0"), ", ", address("worker1"),
+        R"(], "evaluator": ["127.0.0.1:1"]}, "task": {"type": ")", type,
+        R"(", "index": )", index, "}}");
+  }
+
+  // Starts (or restarts) one task.
+  Subprocess* Start(const std::string& type, int index) {
+    std::vector<std::string> argv;
+    const std::string bind = "--bind_host=127.0.0.1";
+    if (type == "ps") {
+      argv = {RunfilePath("ps/ps_server"), bind};
+    } else if (type == "chief") {
+      argv = {RunfilePath("chief/chief"), bind, "--job=" + job_,
+              "--checkpoint_dir=" + checkpoint_dir_,
+              "--result_file=" + result_file_};
+    } else if (type == "worker") {
+      argv = {RunfilePath("worker/worker"), bind, "--device=cpu"};
+    } else {
+      argv = {RunfilePath("evaluator/evaluator"), "--device=cpu"};
+    }
+    const std::string name = absl::StrCat(type, index);
+    auto process =
+        std::make_unique<Subprocess>(argv,
+                                     std::map<std::string, std::string>{
+                                         {"TF_CONFIG", TfConfig(type, index)}},
+                                     TempPath(name + ".log"));
+    EXPECT_OK(process->Start());
+    Subprocess* raw = process.get();
+    processes_[name].push_back(std::move(process));
+    return raw;
+  }
+
+  void StartAll() {
+    Start("ps", 0);
+    Start("ps", 1);
+    Start("chief", 0);
+    Start("worker", 0);
+    Start("worker", 1);
+    Start("evaluator", 0);
+  }
+
+  const std::string& result_file() const { return result_file_; }
+
+  Subprocess* Latest(const std::string& name) {
+    return processes_.at(name).back().get();
+  }
+
+  ~ManualCluster() {
+    for (auto& [name, list] : processes_) {
+      for (auto& p : list) p->Signal(SIGKILL);
+    }
+  }
+
+ private:
+  std::string job_;
+  std::string checkpoint_dir_;
+  std::string result_file_;
+  std::map<std::string, int> ports_;
+  std::map<std::string, std::vector<std::unique_ptr<Subprocess>>> processes_;
+};
+
+double ResultAccuracy(const std::string& result_file) {
+  absl::StatusOr<std::string> text = ReadFileToString(result_file);
+  EXPECT_OK(text);
+  if (!text.ok()) return 0;
+  absl::StatusOr<JsonValue> json = ParseJson(*text);
+  EXPECT_OK(json);
+  const JsonValue* accuracy = json.ok() ? json->Find("test_accuracy") : nullptr;
+  EXPECT_NE(accuracy, nullptr) << *text;
+  return accuracy == nullptr ? 0 : accuracy->number_value();
+}
+
+// Waits until the state file names at least `count` checkpoints.
+void WaitForCheckpoints(const std::string& dir, int count) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(120);
+  while (absl::Now() < deadline) {
+    absl::StatusOr<CheckpointState> state = ReadCheckpointState(dir);
+    if (state.ok() && state->all_model_checkpoint_paths_size() >= count) {
+      return;
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  FAIL() << "fewer than " << count << " checkpoints in " << dir;
+}
+
+TEST(RecoveryTest, KilledParameterServerIsRecoveredFromTheNewestCheckpoint) {
+  const std::string dir = TempPath("ps_kill_ckpts");
+  const std::string job = WriteTestFile(
+      "ps_kill.json",
+      TestJob("ASYNC", 4000,
+              R"("checkpoint": {"save_every_steps": 300, "max_to_keep": 2})"));
+  ManualCluster cluster(job, dir);
+  cluster.StartAll();
+  WaitForCheckpoints(dir, 1);
+  Subprocess* ps1 = cluster.Latest("ps1");
+  ps1->Signal(SIGKILL);
+  ASSERT_OK(ps1->Wait(absl::Seconds(10)));
+  absl::SleepFor(absl::Seconds(2));  // the chief notices; workers wait
+  cluster.Start("ps", 1);            // the operator (or Kubernetes) restarts it
+
+  Subprocess* chief = cluster.Latest("chief0");
+  EXPECT_THAT(chief->Wait(absl::Seconds(180)), IsOkAndHolds(0))
+      << chief->Output();
+  EXPECT_THAT(chief->Output(), AllOf(HasSubstr("parameter server lost"),
+                                     HasSubstr("pausing the workers"),
+                                     HasSubstr("resuming at global step")));
+  for (const char* worker : {"worker0", "worker1"}) {
+    EXPECT_THAT(cluster.Latest(worker)->Wait(absl::Seconds(30)),
+                IsOkAndHolds(0))
+        << cluster.Latest(worker)->Output();
+  }
+  EXPECT_THAT(cluster.Latest("worker0")->Output(),
+              HasSubstr("the chief restored the model"));
+  EXPECT_GE(ResultAccuracy(cluster.result_file()), 0.80);
+}
+
+TEST(RecoveryTest, PsctlRestoresACheckpointIntoARunningJob) {
+  const std::string dir = TempPath("restore_ckpts");
+  const std::string job = WriteTestFile(
+      "restore.json",
+      TestJob("ASYNC", 5000,
+              R"("checkpoint": {"save_every_steps": 300, "max_to_keep": 10})"));
+  ManualCluster cluster(job, dir);
+  cluster.StartAll();
+  WaitForCheckpoints(dir, 2);
+  ASSERT_OK_AND_ASSIGN(CheckpointState state, ReadCheckpointState(dir));
+  const std::string first = dir + "/" + state.all_model_checkpoint_paths(0);
+  const std::string tf_config = cluster.TfConfig("chief", 0);
+
+  // A damaged copy is refused before anything pauses.
+  const std::string damaged = TempPath("damaged");
+  ASSERT_OK(MakeDirectories(damaged));
+  Subprocess refuse({RunfilePath("client/psctl"), "ckpt", "restore", damaged,
+                     "--tf_config=" + tf_config},
+                    {}, TempPath("refuse.log"));
+  ASSERT_OK(refuse.Start());
+  EXPECT_THAT(refuse.Wait(absl::Seconds(30)), IsOkAndHolds(1));
+  EXPECT_THAT(refuse.Output(), HasSubstr("no index file"));
+
+  Subprocess restore({RunfilePath("client/psctl"), "ckpt", "restore", first,
+                      "--tf_config=" + tf_config},
+                     {}, TempPath("restore.log"));
+  ASSERT_OK(restore.Start());
+  EXPECT_THAT(restore.Wait(absl::Seconds(120)), IsOkAndHolds(0))
+      << restore.Output();
+  EXPECT_THAT(restore.Output(),
+              AllOf(HasSubstr("restored " + first),
+                    HasSubstr("training resumed at global step")));
+
+  Subprocess* chief = cluster.Latest("chief0");
+  EXPECT_THAT(chief->Wait(absl::Seconds(180)), IsOkAndHolds(0))
+      << chief->Output();
+  EXPECT_THAT(chief->Output(), HasSubstr("on request"));
+  EXPECT_GE(ResultAccuracy(cluster.result_file()), 0.80);
+}
+
+}  // namespace
+}  // namespace psflow
