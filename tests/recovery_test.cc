@@ -169,6 +169,32 @@ TEST(RecoveryTest, KilledParameterServerIsRecoveredFromTheNewestCheckpoint) {
   EXPECT_GE(ResultAccuracy(cluster.result_file()), 0.80);
 }
 
+TEST(RecoveryTest, KilledWorkerRestartsAndRejoinsAsyncTraining) {
+  const std::string dir = TempPath("worker_kill_ckpts");
+  const std::string job = WriteTestFile(
+      "worker_kill.json",
+      TestJob("ASYNC", 4000,
+              R"("checkpoint": {"save_every_steps": 1000, "max_to_keep": 2})"));
+  ManualCluster cluster(job, dir);
+  cluster.StartAll();
+  WaitForCheckpoints(dir, 1);
+  Subprocess* worker1 = cluster.Latest("worker1");
+  worker1->Signal(SIGKILL);
+  ASSERT_OK(worker1->Wait(absl::Seconds(10)));
+  absl::SleepFor(absl::Seconds(1));  // worker 0 trains on alone meanwhile
+  cluster.Start("worker", 1);
+
+  Subprocess* chief = cluster.Latest("chief0");
+  EXPECT_THAT(chief->Wait(absl::Seconds(180)), IsOkAndHolds(0))
+      << chief->Output();
+  EXPECT_THAT(chief->Output(), HasSubstr("worker-1 at 127.0.0.1:"));
+  EXPECT_THAT(chief->Output(), HasSubstr("restarted (new incarnation)"));
+  EXPECT_THAT(cluster.Latest("worker1")->Wait(absl::Seconds(30)),
+              IsOkAndHolds(0))
+      << cluster.Latest("worker1")->Output();
+  EXPECT_GE(ResultAccuracy(cluster.result_file()), 0.80);
+}
+
 TEST(RecoveryTest, PsctlRestoresACheckpointIntoARunningJob) {
   const std::string dir = TempPath("restore_ckpts");
   const std::string job = WriteTestFile(
