@@ -1,9 +1,12 @@
 #include "bench/baselines.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +26,26 @@ constexpr size_t kIoBytes = 4 << 20;
 absl::Status Errno(const char* what) {
   return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
 }
+
+absl::Status Errno(const char* what, const std::string& path) {
+  return absl::InternalError(
+      absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
+}
+
+// Closes the descriptor on every path out of a function.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  const int fd_;
+};
 
 }  // namespace
 
@@ -84,6 +107,77 @@ absl::StatusOr<double> LoopbackTcpGBps(size_t bytes_per_stream, int streams,
     best = std::max(best, bytes_per_stream * streams / seconds / 1e9);
   }
   return best;
+}
+
+absl::StatusOr<double> SequentialWriteGBps(const std::string& path,
+                                           size_t bytes) {
+  // Filled before the clock starts, so only the kernel's work is timed.
+  std::vector<char> buffer(kIoBytes, 1);
+  unlink(path.c_str());
+  const absl::Time start = absl::Now();
+  Fd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (fd.get() < 0) return Errno("create", path);
+  size_t left = bytes;
+  while (left > 0) {
+    const ssize_t n = write(fd.get(), buffer.data(), std::min(left, kIoBytes));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Errno("write", path);
+    }
+    left -= static_cast<size_t>(n);
+  }
+  if (fdatasync(fd.get()) != 0) return Errno("fdatasync", path);
+  return bytes / absl::ToDoubleSeconds(absl::Now() - start) / 1e9;
+}
+
+absl::StatusOr<double> SequentialReadGBps(const std::string& path) {
+  std::vector<char> buffer(kIoBytes);
+  const absl::Time start = absl::Now();
+  Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return Errno("open", path);
+  size_t total = 0;
+  while (true) {
+    const ssize_t n = read(fd.get(), buffer.data(), kIoBytes);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Errno("read", path);
+    }
+    if (n == 0) break;
+    total += static_cast<size_t>(n);
+  }
+  return total / absl::ToDoubleSeconds(absl::Now() - start) / 1e9;
+}
+
+absl::Status DropFromPageCache(const std::string& path) {
+  Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return Errno("open", path);
+  // Dirty pages cannot be dropped: write them back first.
+  if (fdatasync(fd.get()) != 0) return Errno("fdatasync", path);
+  const int rc = posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+  if (rc != 0) {
+    return absl::InternalError(
+        absl::StrCat("posix_fadvise ", path, ": ", std::strerror(rc)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> PageCacheResidentFraction(const std::string& path) {
+  Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return Errno("open", path);
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0) return Errno("stat", path);
+  if (st.st_size == 0) return 1.0;
+  void* map = mmap(nullptr, st.st_size, PROT_READ, MAP_SHARED, fd.get(), 0);
+  if (map == MAP_FAILED) return Errno("mmap", path);
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t pages = (static_cast<size_t>(st.st_size) + page - 1) / page;
+  std::vector<unsigned char> resident(pages);
+  const int rc = mincore(map, st.st_size, resident.data());
+  munmap(map, st.st_size);
+  if (rc != 0) return Errno("mincore", path);
+  size_t in_cache = 0;
+  for (unsigned char r : resident) in_cache += r & 1;
+  return static_cast<double>(in_cache) / pages;
 }
 
 double TriadGBps(size_t elements, int repeats) {

@@ -4,6 +4,7 @@
 #define PSFLOW_BENCH_BASELINES_H_
 
 #include <cstddef>
+#include <string>
 
 #include "absl/status/statusor.h"
 
@@ -19,6 +20,26 @@ absl::StatusOr<double> LoopbackTcpGBps(size_t bytes_per_stream, int streams,
 // floats on one thread; returns GB/s counting 12 bytes per element, best of
 // `repeats`.
 double TriadGBps(size_t elements, int repeats);
+
+// Writes `bytes` of non-zero data to a new file at `path` (replacing any)
+// with 4 MiB write(2) calls, then fdatasync; returns GB/s for the whole of
+// it, fdatasync included. The file stays for SequentialReadGBps.
+absl::StatusOr<double> SequentialWriteGBps(const std::string& path,
+                                           size_t bytes);
+
+// Reads all of `path` front to back with 4 MiB read(2) calls; returns GB/s.
+// Whether that is the disk or the page cache depends on the cache state,
+// which DropFromPageCache and PageCacheResidentFraction control and report.
+absl::StatusOr<double> SequentialReadGBps(const std::string& path);
+
+// Asks the kernel to evict the file's clean pages from the page cache
+// (posix_fadvise DONTNEED; dirty pages are written back first, so they go
+// too). Benchmarks do this to every file they read cold, theirs and
+// psflow's alike.
+absl::Status DropFromPageCache(const std::string& path);
+
+// The fraction of the file's pages in the page cache now (mincore), 0..1.
+absl::StatusOr<double> PageCacheResidentFraction(const std::string& path);
 
 }  // namespace psflow::bench
 

@@ -8,31 +8,24 @@
 // variable of each size (split over the servers), and prints a Markdown
 // report for bench/RESULTS.md. Every number is GB/s = 1e9 bytes/s of
 // tensor payload (push+pull counts both directions).
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "bench/baselines.h"
-#include "client/grpc_ps_shard.h"
+#include "bench/bench_cluster.h"
 #include "client/ps_client.h"
 #include "common/process_setup.h"
-#include "common/subprocess.h"
 #include "proto/protocol.h"
 #include "ps/optimizer.h"
 
@@ -50,107 +43,13 @@ ABSL_FLAG(int64_t, optimizer_elements, 16 << 20,
 namespace psflow::bench {
 namespace {
 
-std::string PsServerPath(const char* argv0) {
-  if (!absl::GetFlag(FLAGS_ps_server).empty()) {
-    return absl::GetFlag(FLAGS_ps_server);
-  }
-  for (std::string candidate :
-       {std::string("ps/ps_server"),
-        absl::StrCat(argv0, ".runfiles/psflow/ps/ps_server")}) {
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "ps/ps_server";
-}
-
-std::string CpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (absl::StartsWith(line, "model name")) {
-      return std::string(
-          absl::StripAsciiWhitespace(line.substr(line.find(':') + 1)));
-    }
-  }
-  return "unknown CPU";
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Real ps_server processes on free ports.
-class Cluster {
- public:
-  static absl::StatusOr<std::unique_ptr<Cluster>> Start(
-      const std::string& binary, int num_ps, const std::string& dir) {
-    static int generation = 0;
-    ++generation;
-    auto cluster = std::make_unique<Cluster>();
-    for (int i = 0; i < num_ps; ++i) {
-      std::vector<std::string> ps;
-      for (int j = 0; j < num_ps; ++j) {
-        ps.push_back(j == i ? "\"127.0.0.1:0\""
-                            : absl::StrCat("\"127.0.0.1:", 40000 + j, "\""));
-      }
-      const std::string tf_config = absl::StrCat(
-          R"({"cluster": {"ps": [)", absl::StrJoin(ps, ", "),
-          R"(], "worker": ["127.0.0.1:39999"]}, "task": {"type": "ps", "index": )",
-          i, "}}");
-      // Unique per start: a stale file from a previous cluster would name a
-      // dead port.
-      const std::string port_file =
-          absl::StrCat(dir, "/ps-", i, "-", generation, ".port");
-      auto process = std::make_unique<Subprocess>(
-          std::vector<std::string>{
-              binary, "--bind_host=127.0.0.1", "--port_file=" + port_file,
-              absl::StrCat("--chunk_bytes=", absl::GetFlag(FLAGS_chunk_bytes))},
-          std::map<std::string, std::string>{{"TF_CONFIG", tf_config}},
-          absl::StrCat(dir, "/ps-", i, "-", generation, ".log"));
-      absl::Status started = process->Start();
-      if (!started.ok()) return started;
-      absl::StatusOr<int> port = WaitForPortFile(port_file, absl::Seconds(30));
-      if (!port.ok()) {
-        return absl::UnavailableError(
-            absl::StrCat("ps_server did not start: ", process->Output()));
-      }
-      cluster->ports_.push_back(*port);
-      cluster->processes_.push_back(std::move(process));
-    }
-    return cluster;
-  }
-
-  // A client of its own (own connections), as a separate worker would be.
-  std::unique_ptr<ParameterClient> NewClient(const Placement& placement) {
-    std::vector<std::unique_ptr<PsShard>> shards;
-    GrpcPsShard::Options options;
-    options.connections = absl::GetFlag(FLAGS_connections);
-    for (size_t i = 0; i < ports_.size(); ++i) {
-      shards.push_back(
-          std::make_unique<GrpcPsShard>(absl::StrCat("127.0.0.1:", ports_[i]),
-                                        absl::StrCat("ps-", i), options));
-    }
-    return std::make_unique<ParameterClient>(std::move(shards), placement,
-                                             ParameterClient::Options());
-  }
-
-  ~Cluster() {
-    for (auto& p : processes_) p->Signal(SIGTERM);
-    for (auto& p : processes_) (void)p->Wait(absl::Seconds(10));
-  }
-
- private:
-  std::vector<int> ports_;
-  std::vector<std::unique_ptr<Subprocess>> processes_;
-};
-
 struct TransferResult {
   double push = 0, pull = 0, push_pull = 0;
 };
 
-absl::StatusOr<TransferResult> MeasureTransfers(Cluster& cluster, int workers,
-                                                int num_ps, int64_t bytes,
-                                                int repeats) {
+absl::StatusOr<TransferResult> MeasureTransfers(const Cluster& cluster,
+                                                int workers, int num_ps,
+                                                int64_t bytes, int repeats) {
   const int64_t n = bytes / static_cast<int64_t>(sizeof(float));
   absl::StatusOr<Placement> placement =
       PlaceVariables({{"v", {n}}}, num_ps, /*split_threshold_bytes=*/1);
@@ -262,7 +161,12 @@ int Main(int argc, char** argv) {
   }
   char dir_template[] = "/tmp/ps_bench.XXXXXX";
   const std::string dir = mkdtemp(dir_template);
-  const std::string binary = PsServerPath(argv[0]);
+  const std::string binary =
+      PsServerPath(absl::GetFlag(FLAGS_ps_server), argv[0]);
+
+  Cluster::Options cluster_options;
+  cluster_options.chunk_bytes = absl::GetFlag(FLAGS_chunk_bytes);
+  cluster_options.connections = absl::GetFlag(FLAGS_connections);
 
   std::printf("## ps_bench\n\n");
   std::printf("- machine: %s, %ld cores\n", CpuModel().c_str(),
@@ -295,7 +199,7 @@ int Main(int argc, char** argv) {
         return 1;
       }
       absl::StatusOr<std::unique_ptr<Cluster>> cluster =
-          Cluster::Start(binary, num_ps, dir);
+          Cluster::Start(binary, num_ps, dir, cluster_options);
       if (!cluster.ok()) {
         std::fprintf(stderr, "%s\n", cluster.status().ToString().c_str());
         return 1;

@@ -382,34 +382,59 @@ absl::StatusOr<RestoreShardResponse> RestoreShard(
     }
   }
 
-  // Read and check everything.
-  RestoreShardResponse response;
-  std::map<std::string, RandomAccessFile> files;
-  std::vector<float> temp;
+  // Read and check everything, in file order: a server's data file
+  // interleaves each chunk's values and slots, so reading tensor by tensor
+  // would stride through it and defeat the kernel's readahead.
   for (const auto& [key, target] : targets) {
     StagedTensor tensor;
     tensor.variable = by_name[key.first];
     tensor.slot = key.second;
     tensor.data.resize(tensor.variable->num_elements());
-    for (const RestoreSource& source : target->sources()) {
-      auto file = files.find(source.path());
-      if (file == files.end()) {
-        absl::StatusOr<RandomAccessFile> opened =
-            RandomAccessFile::Open(source.path());
-        if (!opened.ok()) {
-          return absl::DataLossError(absl::StrCat(
-              "checkpoint data file missing or unreadable: ",
-              opened.status().message(),
-              "; the checkpoint is incomplete: restore another one"));
-        }
-        file = files.emplace(source.path(), *std::move(opened)).first;
-      }
-      RETURN_IF_ERROR(
-          ReadSource(source, *target, file->second, temp, tensor.data));
-      response.set_bytes_read(response.bytes_read() +
-                              source.num_elements() * int64_t{sizeof(float)});
-    }
     staged.push_back(std::move(tensor));
+  }
+  struct PendingRead {
+    const RestoreSource* source;
+    const RestoreTarget* target;
+    StagedTensor* tensor;
+  };
+  std::vector<PendingRead> reads;
+  {
+    size_t t = 0;
+    for (const auto& [key, target] : targets) {
+      for (const RestoreSource& source : target->sources()) {
+        reads.push_back({&source, target, &staged[t]});
+      }
+      ++t;
+    }
+  }
+  std::stable_sort(reads.begin(), reads.end(),
+                   [](const PendingRead& a, const PendingRead& b) {
+                     const int order =
+                         a.source->path().compare(b.source->path());
+                     if (order != 0) return order < 0;
+                     return a.source->file_offset() < b.source->file_offset();
+                   });
+  RestoreShardResponse response;
+  std::map<std::string, RandomAccessFile> files;
+  std::vector<float> temp;
+  for (const PendingRead& read : reads) {
+    const RestoreSource& source = *read.source;
+    auto file = files.find(source.path());
+    if (file == files.end()) {
+      absl::StatusOr<RandomAccessFile> opened =
+          RandomAccessFile::Open(source.path());
+      if (!opened.ok()) {
+        return absl::DataLossError(absl::StrCat(
+            "checkpoint data file missing or unreadable: ",
+            opened.status().message(),
+            "; the checkpoint is incomplete: restore another one"));
+      }
+      file = files.emplace(source.path(), *std::move(opened)).first;
+    }
+    RETURN_IF_ERROR(ReadSource(source, *read.target, file->second, temp,
+                               read.tensor->data));
+    response.set_bytes_read(response.bytes_read() +
+                            source.num_elements() * int64_t{sizeof(float)});
   }
 
   auto restore = std::make_shared<StagedRestore>();

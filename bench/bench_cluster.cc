@@ -1,0 +1,106 @@
+#include "bench/bench_cluster.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "client/grpc_ps_shard.h"
+
+namespace psflow::bench {
+
+std::string PsServerPath(const std::string& flag_value, const char* argv0) {
+  if (!flag_value.empty()) return flag_value;
+  for (std::string candidate :
+       {std::string("ps/ps_server"),
+        absl::StrCat(argv0, ".runfiles/psflow/ps/ps_server")}) {
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "ps/ps_server";
+}
+
+std::string CpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (absl::StartsWith(line, "model name")) {
+      return std::string(
+          absl::StripAsciiWhitespace(line.substr(line.find(':') + 1)));
+    }
+  }
+  return "unknown CPU";
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(
+    const std::string& binary, int num_ps, const std::string& dir,
+    const Options& options) {
+  static int generation = 0;
+  ++generation;
+  auto cluster = std::make_unique<Cluster>();
+  cluster->options_ = options;
+  for (int i = 0; i < num_ps; ++i) {
+    std::vector<std::string> ps;
+    for (int j = 0; j < num_ps; ++j) {
+      ps.push_back(j == i ? "\"127.0.0.1:0\""
+                          : absl::StrCat("\"127.0.0.1:", 40000 + j, "\""));
+    }
+    const std::string tf_config = absl::StrCat(
+        R"({"cluster": {"ps": [)", absl::StrJoin(ps, ", "),
+        R"(], "worker": ["127.0.0.1:39999"]}, "task": {"type": "ps", "index": )",
+        i, "}}");
+    // Unique per start: a stale file from a previous cluster would name a
+    // dead port.
+    const std::string port_file =
+        absl::StrCat(dir, "/ps-", i, "-", generation, ".port");
+    auto process = std::make_unique<Subprocess>(
+        std::vector<std::string>{
+            binary, "--bind_host=127.0.0.1", "--port_file=" + port_file,
+            absl::StrCat("--chunk_bytes=", options.chunk_bytes)},
+        std::map<std::string, std::string>{{"TF_CONFIG", tf_config}},
+        absl::StrCat(dir, "/ps-", i, "-", generation, ".log"));
+    absl::Status started = process->Start();
+    if (!started.ok()) return started;
+    absl::StatusOr<int> port = WaitForPortFile(port_file, absl::Seconds(30));
+    if (!port.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("ps_server did not start: ", process->Output()));
+    }
+    cluster->ports_.push_back(*port);
+    cluster->processes_.push_back(std::move(process));
+  }
+  return cluster;
+}
+
+std::unique_ptr<ParameterClient> Cluster::NewClient(
+    const Placement& placement) const {
+  std::vector<std::unique_ptr<PsShard>> shards;
+  GrpcPsShard::Options options;
+  options.connections = options_.connections;
+  for (size_t i = 0; i < ports_.size(); ++i) {
+    shards.push_back(
+        std::make_unique<GrpcPsShard>(absl::StrCat("127.0.0.1:", ports_[i]),
+                                      absl::StrCat("ps-", i), options));
+  }
+  return std::make_unique<ParameterClient>(std::move(shards), placement,
+                                           ParameterClient::Options());
+}
+
+Cluster::~Cluster() {
+  for (auto& p : processes_) p->Signal(SIGTERM);
+  for (auto& p : processes_) (void)p->Wait(absl::Seconds(10));
+}
+
+}  // namespace psflow::bench

@@ -1,0 +1,59 @@
+// What psflow's benchmarks share: real ps_server processes on free ports of
+// 127.0.0.1, finding the ps_server binary, and small reporting helpers.
+// Not thread-safe; a benchmark's main thread drives it.
+#ifndef PSFLOW_BENCH_BENCH_CLUSTER_H_
+#define PSFLOW_BENCH_BENCH_CLUSTER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "client/ps_client.h"
+#include "common/subprocess.h"
+
+namespace psflow::bench {
+
+// `flag_value` when it is set; else ps_server beside the working directory
+// (`bazel run`) or in `argv0`'s runfiles (`bazel-bin/bench/...`).
+std::string PsServerPath(const std::string& flag_value, const char* argv0);
+
+// The first "model name" of /proc/cpuinfo.
+std::string CpuModel();
+
+// The middle element (the upper one of an even count); `v` is not empty.
+double Median(std::vector<double> v);
+
+// Real ps_server processes on free ports; stopped (SIGTERM) on destruction.
+class Cluster {
+ public:
+  struct Options {
+    // ps_server --chunk_bytes.
+    int64_t chunk_bytes = 4 << 20;
+    // TCP connections per client per server.
+    int connections = 2;
+  };
+
+  // Starts `num_ps` servers of `binary`; their port files and logs go to
+  // `dir`. Unavailable (with the server's output) when one does not start.
+  static absl::StatusOr<std::unique_ptr<Cluster>> Start(
+      const std::string& binary, int num_ps, const std::string& dir,
+      const Options& options);
+
+  // A client of its own (own connections), as a separate worker would be.
+  std::unique_ptr<ParameterClient> NewClient(const Placement& placement) const;
+
+  int num_ps() const { return static_cast<int>(ports_.size()); }
+
+  ~Cluster();
+
+ private:
+  Options options_;
+  std::vector<int> ports_;
+  std::vector<std::unique_ptr<Subprocess>> processes_;
+};
+
+}  // namespace psflow::bench
+
+#endif  // PSFLOW_BENCH_BENCH_CLUSTER_H_
