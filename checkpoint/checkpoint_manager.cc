@@ -26,7 +26,12 @@ absl::StatusOr<std::unique_ptr<CheckpointManager>> CheckpointManager::Create(
   ASSIGN_OR_RETURN(std::vector<std::string> entries,
                    ListDirectory(options.directory));
   for (const std::string& name : entries) {
-    if (!IsTemporaryCheckpointName(name)) continue;
+    // ckpt.tmp-*: a save cut short; checkpoint.tmp-*: a state file
+    // replacement cut short (WriteFileAtomically's temporary).
+    if (!IsTemporaryCheckpointName(name) &&
+        name.rfind(std::string(kStateFileName) + ".tmp-", 0) != 0) {
+      continue;
+    }
     LOG(INFO) << "removing " << name
               << ", an incomplete checkpoint left by an earlier run";
     absl::Status removed = RemoveRecursively(JoinPath(options.directory, name));
@@ -58,7 +63,17 @@ absl::StatusOr<SavedCheckpoint> CheckpointManager::SaveInto(
   hold.set_protocol_version(kProtocolVersion);
   if (sync) {
     hold.set_action(HoldRequest::FREEZE);
-    ASSIGN_OR_RETURN(std::vector<HoldResponse> frozen, client_->HoldAll(hold));
+    absl::StatusOr<std::vector<HoldResponse>> frozen_or =
+        client_->HoldAll(hold);
+    if (!frozen_or.ok()) {
+      // Some servers may have frozen: never leave them holding training.
+      HoldRequest release;
+      release.set_protocol_version(kProtocolVersion);
+      release.set_action(HoldRequest::RELEASE);
+      (void)client_->HoldAll(release);
+      return frozen_or.status();
+    }
+    const std::vector<HoldResponse>& frozen = *frozen_or;
     for (const HoldResponse& r : frozen) {
       sync_step = std::max(sync_step, r.max_version());
     }

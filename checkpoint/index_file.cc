@@ -87,6 +87,12 @@ absl::StatusOr<CheckpointIndex> DecodeIndexFile(
   if (!index.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
     return damaged("does not parse");
   }
+  if (index.format_version() != kCheckpointFormatVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint index ", path_for_errors, " records format version ",
+        index.format_version(), "; this release reads version ",
+        kCheckpointFormatVersion));
+  }
   absl::Status valid = ValidateIndex(index);
   if (!valid.ok()) return damaged(valid.message());
   return index;

@@ -100,7 +100,16 @@ absl::StatusOr<std::vector<RestoreShardRequest>> PlanRestore(
       problems.push_back(absl::StrCat("\"", v.name, "\" is not in it"));
       continue;
     }
-    const CheckpointTensor& values = *it->second.front();
+    const CheckpointTensor* values_tensor = nullptr;
+    for (const CheckpointTensor* t : it->second) {
+      if (t->slot().empty()) values_tensor = t;
+    }
+    if (values_tensor == nullptr) {
+      problems.push_back(
+          absl::StrCat("\"", v.name, "\" has optimizer slots but no values"));
+      continue;
+    }
+    const CheckpointTensor& values = *values_tensor;
     std::vector<int64_t> shape(values.shape().begin(), values.shape().end());
     if (shape != v.shape) {
       problems.push_back(absl::StrCat("\"", v.name, "\" is ",

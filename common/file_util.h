@@ -30,7 +30,7 @@ class WritableFile {
   ~WritableFile();
 
   absl::Status Append(absl::string_view data);
-  // fsync: the data is on disk.
+  // fdatasync: the data (and the metadata needed to read it) is on disk.
   absl::Status Sync();
   absl::Status Close();
 

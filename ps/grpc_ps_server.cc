@@ -111,10 +111,22 @@ class GrpcParameterServer::ControlService final
           psflow::RestoreShard(server->core(), *request);
       if (result.ok()) {
         *response = *std::move(result);
-        LOG(INFO) << "restored " << response->bytes_read() << " bytes at step "
-                  << request->global_step() << " in "
-                  << absl::FormatDuration(absl::Trunc(absl::Now() - start,
-                                                      absl::Milliseconds(1)));
+        switch (request->phase()) {
+          case RestoreShardRequest::COMMIT:
+            LOG(INFO) << "restore committed: the variables are replaced";
+            break;
+          case RestoreShardRequest::ABORT:
+            LOG(INFO) << "restore aborted: nothing changed";
+            break;
+          default:
+            LOG(INFO) << (request->phase() == RestoreShardRequest::PREPARE
+                              ? "read and checked "
+                              : "restored ")
+                      << response->bytes_read() << " bytes for step "
+                      << request->global_step() << " in "
+                      << absl::FormatDuration(absl::Trunc(
+                             absl::Now() - start, absl::Milliseconds(1)));
+        }
       } else {
         LOG(WARNING) << "restore failed: " << result.status().message();
       }
