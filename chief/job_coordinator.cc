@@ -9,7 +9,11 @@
 namespace psflow {
 
 JobCoordinator::JobCoordinator(const Options& options)
-    : options_(options), workers_(std::max(0, options.num_workers)) {}
+    : options_(options),
+      workers_(std::max(0, options.num_workers)),
+      // Distinct per chief start: workers that outlived a previous chief
+      // see a new generation and pull the (restored) model again.
+      generation_(absl::ToUnixMicros(absl::Now())) {}
 
 void JobCoordinator::SetSpec(const JobSpec& spec) {
   absl::MutexLock lock(&mu_);
@@ -225,8 +229,26 @@ bool JobCoordinator::WaitForTrainingEnd(absl::Time deadline) {
             WorkerNameLocked(i), " stopped reporting (no heartbeat for ",
             absl::FormatDuration(options_.heartbeat_timeout), ")");
         if (spec_.config().training().mode() == SYNC) {
-          state_ = FAILED;
-          message_ = absl::StrCat(what, "; a sync job cannot continue");
+          // Backup workers (replicas_to_aggregate below the workers) let a
+          // sync job go on without some; the lost one may still return.
+          int alive = 0;
+          for (const Worker& other : workers_) {
+            alive += other.registered && !other.lost;
+          }
+          const int needed =
+              std::max(1, spec_.ps_config().replicas_to_aggregate() > 0
+                              ? spec_.ps_config().replicas_to_aggregate()
+                              : static_cast<int>(workers_.size()));
+          if (alive < needed) {
+            state_ = FAILED;
+            message_ = absl::StrCat(
+                what, "; a sync job cannot continue: each step needs ", needed,
+                " workers (replicas_to_aggregate) and ", alive, " are left");
+          } else {
+            LOG(WARNING) << what << "; sync training continues with the "
+                         << alive << " left (each step needs " << needed
+                         << "); it may rejoin";
+          }
         } else {
           LOG(WARNING) << what << "; async training continues without it";
         }

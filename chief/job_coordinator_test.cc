@@ -46,6 +46,13 @@ ProgressReport Report(int index, int64_t step, bool finished = false) {
   return report;
 }
 
+// A worker's report, on the coordinator's current model generation (as
+// the trainer sends them).
+StatusResponse Progress(JobCoordinator& c, ProgressReport report) {
+  report.set_generation(c.Status().generation());
+  return c.Progress(report);
+}
+
 TEST(JobCoordinatorTest, RegistrationWaitsForTheSpec) {
   JobCoordinator c(TwoWorkers());
   EXPECT_THAT(c.Register(Worker(0)),
@@ -82,10 +89,10 @@ TEST(JobCoordinatorTest, TrainingEndsWhenEveryWorkerFinished) {
   c.SetSpec(Spec(ASYNC));
   ASSERT_OK(c.Register(Worker(0)));
   ASSERT_OK(c.Register(Worker(1)));
-  c.Progress(Report(0, 100, /*finished=*/true));
+  Progress(c, Report(0, 100, /*finished=*/true));
   EXPECT_FALSE(c.WaitForTrainingEnd(absl::Now() + absl::Milliseconds(50)));
   EXPECT_EQ(c.state(), TRAINING);
-  c.Progress(Report(1, 101, /*finished=*/true));
+  Progress(c, Report(1, 101, /*finished=*/true));
   EXPECT_TRUE(c.WaitForTrainingEnd(absl::Now() + absl::Seconds(5)));
   EXPECT_EQ(c.state(), TRAINING);
   EXPECT_EQ(c.Status().global_step(), 101);
@@ -96,7 +103,7 @@ TEST(JobCoordinatorTest, AWorkerErrorFailsTheJob) {
   c.SetSpec(Spec(ASYNC));
   ProgressReport report = Report(1, 3);
   report.set_error("out of memory");
-  StatusResponse status = c.Progress(report);
+  StatusResponse status = Progress(c, report);
   EXPECT_EQ(status.state(), FAILED);
   EXPECT_THAT(status.message(), HasSubstr("worker-1 at h1:1 failed: out of"));
   EXPECT_TRUE(c.WaitForTrainingEnd(absl::Now()));
@@ -109,10 +116,10 @@ TEST(JobCoordinatorTest, AsyncContinuesWithoutALostWorker) {
   ASSERT_OK(c.Register(Worker(1)));
   std::thread reporter([&] {
     for (int i = 0; i < 10; ++i) {
-      c.Progress(Report(0, i));
+      Progress(c, Report(0, i));
       absl::SleepFor(absl::Milliseconds(30));
     }
-    c.Progress(Report(0, 100, true));
+    Progress(c, Report(0, 100, true));
   });
   EXPECT_TRUE(c.WaitForTrainingEnd(absl::Now() + absl::Seconds(10)));
   reporter.join();
@@ -129,6 +136,60 @@ TEST(JobCoordinatorTest, SyncFailsWhenAWorkerIsLost) {
   EXPECT_THAT(c.Status().message(),
               HasSubstr("stopped reporting (no heartbeat for 100ms); a sync "
                         "job cannot continue"));
+}
+
+TEST(JobCoordinatorTest, SyncWithBackupsContinuesWithoutALostWorker) {
+  JobCoordinator c(TwoWorkers(absl::Milliseconds(100)));
+  JobSpec spec = Spec(SYNC);
+  spec.mutable_ps_config()->set_replicas_to_aggregate(1);
+  c.SetSpec(spec);
+  ASSERT_OK(c.Register(Worker(0)));
+  ASSERT_OK(c.Register(Worker(1)));
+  // Worker 0 keeps reporting; worker 1 goes silent.
+  for (int i = 0; i < 10; ++i) {
+    Progress(c, Report(0, i));
+    EXPECT_FALSE(c.WaitForTrainingEnd(absl::Now() + absl::Milliseconds(50)));
+  }
+  EXPECT_EQ(c.state(), TRAINING) << c.Status().message();
+  // It comes back (a restart registers again) and the job finishes.
+  ASSERT_OK(c.Register(Worker(1)));
+  Progress(c, Report(0, 100, true));
+  Progress(c, Report(1, 100, true));
+  EXPECT_TRUE(c.WaitForTrainingEnd(absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ(c.state(), TRAINING);  // over, not failed
+}
+
+TEST(JobCoordinatorTest, PauseWaitsForWorkersAndResumeStartsANewGeneration) {
+  JobCoordinator c(TwoWorkers());
+  c.SetSpec(Spec(ASYNC));
+  ASSERT_OK(c.Register(Worker(0)));
+  ASSERT_OK(c.Register(Worker(1)));
+  Progress(c, Report(0, 50));
+  const int64_t generation = c.Status().generation();
+  ASSERT_TRUE(c.Pause("restoring"));
+  EXPECT_FALSE(c.Pause("again"));
+  EXPECT_EQ(c.Status().state(), PAUSED);
+  EXPECT_FALSE(c.WaitForTrainingEnd(absl::Now() + absl::Milliseconds(10)));
+  ProgressReport paused = Report(0, 50);
+  paused.set_paused(true);
+  paused.set_generation(generation);
+  c.Progress(paused);
+  EXPECT_THAT(c.WaitForWorkersPaused(absl::Now() + absl::Milliseconds(50)),
+              ElementsAre("worker-1 at h1:1"));
+  paused.set_worker_index(1);
+  c.Progress(paused);
+  EXPECT_THAT(c.WaitForWorkersPaused(absl::Now() + absl::Seconds(5)),
+              IsEmpty());
+  c.Resume(20);
+  StatusResponse status = c.Status();
+  EXPECT_EQ(status.state(), TRAINING);
+  EXPECT_EQ(status.global_step(), 20);
+  EXPECT_NE(status.generation(), generation);
+  // Reports of the old generation no longer move the global step.
+  ProgressReport old = Report(0, 60);
+  old.set_generation(generation);
+  c.Progress(old);
+  EXPECT_EQ(c.Status().global_step(), 20);
 }
 
 TEST(JobCoordinatorTest, FinalEvaluationIsAwaitedWithADeadline) {

@@ -195,6 +195,34 @@ TEST(RecoveryTest, KilledWorkerRestartsAndRejoinsAsyncTraining) {
   EXPECT_GE(ResultAccuracy(cluster.result_file()), 0.80);
 }
 
+TEST(RecoveryTest, KilledChiefRestartsAndResumesFromTheNewestCheckpoint) {
+  const std::string dir = TempPath("chief_kill_ckpts");
+  const std::string job = WriteTestFile(
+      "chief_kill.json",
+      TestJob("ASYNC", 5000,
+              R"("checkpoint": {"save_every_steps": 400, "max_to_keep": 2})"));
+  ManualCluster cluster(job, dir);
+  cluster.StartAll();
+  WaitForCheckpoints(dir, 1);
+  Subprocess* chief = cluster.Latest("chief0");
+  chief->Signal(SIGKILL);
+  ASSERT_OK(chief->Wait(absl::Seconds(10)));
+  absl::SleepFor(absl::Seconds(1));  // workers and servers run on meanwhile
+  chief = cluster.Start("chief", 0);
+
+  EXPECT_THAT(chief->Wait(absl::Seconds(180)), IsOkAndHolds(0))
+      << chief->Output();
+  EXPECT_THAT(chief->Output(), HasSubstr("resuming at global step"));
+  for (const char* worker : {"worker0", "worker1"}) {
+    EXPECT_THAT(cluster.Latest(worker)->Wait(absl::Seconds(30)),
+                IsOkAndHolds(0))
+        << cluster.Latest(worker)->Output();
+  }
+  EXPECT_THAT(cluster.Latest("worker0")->Output(),
+              HasSubstr("the chief restored the model"));
+  EXPECT_GE(ResultAccuracy(cluster.result_file()), 0.80);
+}
+
 TEST(RecoveryTest, PsctlRestoresACheckpointIntoARunningJob) {
   const std::string dir = TempPath("restore_ckpts");
   const std::string job = WriteTestFile(
