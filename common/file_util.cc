@@ -133,6 +133,11 @@ RandomAccessFile::~RandomAccessFile() {
   if (fd_ >= 0) close(fd_);
 }
 
+void RandomAccessFile::WillReadSequentially() const {
+  (void)posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+  (void)posix_fadvise(fd_, 0, 0, POSIX_FADV_WILLNEED);
+}
+
 absl::Status RandomAccessFile::Read(int64_t offset, int64_t n,
                                     char* out) const {
   int64_t done = 0;

@@ -60,6 +60,10 @@ class RandomAccessFile {
   // ends first (a truncated file).
   absl::Status Read(int64_t offset, int64_t n, char* out) const;
 
+  // Tells the kernel the whole file will be read soon, front to back, so
+  // it reads ahead (asynchronously) while the caller works. A hint only.
+  void WillReadSequentially() const;
+
   int64_t size() const { return size_; }
   const std::string& path() const { return path_; }
 

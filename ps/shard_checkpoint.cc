@@ -6,6 +6,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -198,45 +199,163 @@ absl::StatusOr<SaveShardResponse> SaveShard(ParameterServerCore& core,
 
 namespace {
 
-struct StagedTensor {
-  Variable* variable = nullptr;
-  int slot = -1;  // -1: the values
-  std::vector<float> data;
+// A restore read and checked (PREPARE), waiting for its COMMIT. The data
+// is not kept: COMMIT reads it again, from the page cache when it still
+// holds it, checking every CRC again, so a restore never needs memory for
+// a second copy of the shard.
+struct PreparedRestore {
+  RestoreShardRequest request;
 };
 
-// A restore read and checked, waiting for its COMMIT.
-struct StagedRestore {
-  std::vector<StagedTensor> tensors;
-  int64_t global_step = 0;
-};
-
-void Apply(const StagedRestore& restore) {
-  std::map<Variable*, std::vector<const StagedTensor*>> by_variable;
-  for (const StagedTensor& t : restore.tensors) {
-    by_variable[t.variable].push_back(&t);
-  }
-  for (auto& [v, tensors] : by_variable) {
-    const float* values = nullptr;
-    std::vector<const float*> slots(v->slot_names().size(), nullptr);
-    for (const StagedTensor* t : tensors) {
-      if (t->slot < 0) {
-        values = t->data.data();
-      } else {
-        slots[t->slot] = t->data.data();
+// Open data files, by path.
+class FileCache {
+ public:
+  absl::StatusOr<const RandomAccessFile*> Get(const std::string& path) {
+    auto it = files_.find(path);
+    if (it == files_.end()) {
+      absl::StatusOr<RandomAccessFile> opened = RandomAccessFile::Open(path);
+      if (!opened.ok()) {
+        return absl::DataLossError(absl::StrCat(
+            "checkpoint data file missing or unreadable: ",
+            opened.status().message(),
+            "; the checkpoint is incomplete: restore another one"));
       }
+      it = files_.emplace(path, *std::move(opened)).first;
     }
+    return &it->second;
+  }
+
+ private:
+  std::map<std::string, RandomAccessFile> files_;
+};
+
+// Reads one source's whole slice into `out` (num_elements floats) and
+// checks its CRC.
+absl::Status ReadSlice(const RestoreSource& source, const RestoreTarget& target,
+                       FileCache& files, float* out) {
+  ASSIGN_OR_RETURN(const RandomAccessFile* file, files.Get(source.path()));
+  const int64_t bytes = source.num_elements() * int64_t{sizeof(float)};
+  absl::Status read =
+      file->Read(source.file_offset(), bytes, reinterpret_cast<char*>(out));
+  if (!read.ok()) {
+    return absl::DataLossError(absl::StrCat(
+        "checkpoint data for ", TensorName(target.variable(), target.slot()),
+        " is missing: ", read.message(),
+        "; the checkpoint is damaged: restore another one"));
+  }
+  const uint32_t crc = Crc32c(Bytes(out, source.num_elements()));
+  if (crc != source.crc32c()) {
+    return absl::DataLossError(absl::StrCat(
+        "checkpoint file ", source.path(), ": the ", bytes, " bytes at offset ",
+        source.file_offset(), " (",
+        TensorName(target.variable(), target.slot()), ") fail their CRC-32C ",
+        "check (stored ", source.crc32c(), ", computed ", crc,
+        "); the checkpoint is damaged: restore another one"));
+  }
+  return absl::OkStatus();
+}
+
+// Reads and checks every slice once, in file order: a server's data file
+// interleaves each chunk's values and slots, so reading tensor by tensor
+// would stride through it and defeat the kernel's readahead.
+absl::StatusOr<int64_t> CheckAllSources(const RestoreShardRequest& request) {
+  struct Read {
+    const RestoreSource* source;
+    const RestoreTarget* target;
+  };
+  std::vector<Read> reads;
+  for (const RestoreTarget& target : request.targets()) {
+    for (const RestoreSource& source : target.sources()) {
+      reads.push_back({&source, &target});
+    }
+  }
+  std::stable_sort(
+      reads.begin(), reads.end(), [](const Read& a, const Read& b) {
+        const int order = a.source->path().compare(b.source->path());
+        if (order != 0) return order < 0;
+        return a.source->file_offset() < b.source->file_offset();
+      });
+  FileCache files;
+  // Let the kernel read every file ahead while slices are checked.
+  for (const Read& read : reads) {
+    ASSIGN_OR_RETURN(const RandomAccessFile* file,
+                     files.Get(read.source->path()));
+    file->WillReadSequentially();
+  }
+  std::vector<float> buffer;
+  int64_t bytes = 0;
+  const RestoreSource* previous = nullptr;
+  for (const Read& read : reads) {
+    // A slice shared by two targets' ranges is checked once.
+    if (previous != nullptr && previous->path() == read.source->path() &&
+        previous->file_offset() == read.source->file_offset()) {
+      continue;
+    }
+    previous = read.source;
+    buffer.resize(read.source->num_elements());
+    RETURN_IF_ERROR(
+        ReadSlice(*read.source, *read.target, files, buffer.data()));
+    bytes += read.source->num_elements() * int64_t{sizeof(float)};
+  }
+  return bytes;
+}
+
+// Overwrites every variable from `request`'s sources, chunk by chunk (each
+// chunk's values and slots set together under its lock), re-checking every
+// slice it reads.
+absl::Status Apply(
+    const RestoreShardRequest& request,
+    const std::map<std::string, Variable*, std::less<>>& by_name) {
+  // variable -> (slot index or -1 for values) -> target
+  std::map<Variable*, std::map<int, const RestoreTarget*>> plan;
+  for (const RestoreTarget& target : request.targets()) {
+    Variable* v = by_name.at(target.variable());
+    int slot = -1;
+    if (!target.slot().empty()) {
+      const auto& names = v->slot_names();
+      slot = static_cast<int>(
+          std::find(names.begin(), names.end(), target.slot()) - names.begin());
+    }
+    plan[v][slot] = &target;
+  }
+  FileCache files;
+  std::vector<float> temp;
+  for (auto& [v, tensors] : plan) {
     for (int c = 0; c < v->num_chunks(); ++c) {
       const int64_t begin = c * v->chunk_elements();
-      const int64_t size =
-          std::min(v->chunk_elements(), v->num_elements() - begin);
-      std::vector<const float*> chunk_slots(slots.size(), nullptr);
-      for (size_t s = 0; s < slots.size(); ++s) {
-        if (slots[s] != nullptr) chunk_slots[s] = slots[s] + begin;
-      }
-      v->Restore(c, absl::MakeConstSpan(values + begin, size), chunk_slots,
-                 restore.global_step);
+      // Reads straight into the variable's memory, under the chunk's lock.
+      auto fill = [&](absl::Span<float> values,
+                      const std::vector<absl::Span<float>>& slots,
+                      std::vector<bool>& filled) -> absl::Status {
+        const int64_t size = static_cast<int64_t>(values.size());
+        for (const auto& [slot, target] : tensors) {
+          float* out = slot < 0 ? values.data() : slots[slot].data();
+          if (slot >= 0) filled[slot] = true;
+          for (const RestoreSource& source : target->sources()) {
+            const int64_t lo = std::max(begin, source.slice_begin());
+            const int64_t hi = std::min(
+                begin + size, source.slice_begin() + source.num_elements());
+            if (lo >= hi) continue;
+            if (lo == source.slice_begin() &&
+                hi == source.slice_begin() + source.num_elements()) {
+              // The whole slice lies in this chunk: read it in place.
+              RETURN_IF_ERROR(
+                  ReadSlice(source, *target, files, out + (lo - begin)));
+            } else {
+              temp.resize(source.num_elements());
+              RETURN_IF_ERROR(ReadSlice(source, *target, files, temp.data()));
+              std::copy(temp.begin() + (lo - source.slice_begin()),
+                        temp.begin() + (hi - source.slice_begin()),
+                        out + (lo - begin));
+            }
+          }
+        }
+        return absl::OkStatus();
+      };
+      RETURN_IF_ERROR(v->RestoreInPlace(c, request.global_step(), fill));
     }
   }
+  return absl::OkStatus();
 }
 
 // Checks that the sources' overlaps with [0, n) tile it exactly.
@@ -271,44 +390,6 @@ absl::Status CheckCoverage(const RestoreTarget& target, int64_t n) {
   return absl::OkStatus();
 }
 
-// Reads one source whole, checks its CRC, copies its overlap into `out`.
-absl::Status ReadSource(const RestoreSource& source,
-                        const RestoreTarget& target,
-                        const RandomAccessFile& file, std::vector<float>& temp,
-                        std::vector<float>& out) {
-  const int64_t n = static_cast<int64_t>(out.size());
-  const bool whole = source.slice_begin() >= 0 &&
-                     source.slice_begin() + source.num_elements() <= n;
-  float* dst = whole ? out.data() + source.slice_begin()
-                     : (temp.resize(source.num_elements()), temp.data());
-  const int64_t bytes = source.num_elements() * int64_t{sizeof(float)};
-  absl::Status read =
-      file.Read(source.file_offset(), bytes, reinterpret_cast<char*>(dst));
-  if (!read.ok()) {
-    return absl::DataLossError(absl::StrCat(
-        "checkpoint data for ", TensorName(target.variable(), target.slot()),
-        " is missing: ", read.message(),
-        "; the checkpoint is damaged: restore another one"));
-  }
-  const uint32_t crc = Crc32c(Bytes(dst, source.num_elements()));
-  if (crc != source.crc32c()) {
-    return absl::DataLossError(absl::StrCat(
-        "checkpoint file ", source.path(), ": the ", bytes, " bytes at offset ",
-        source.file_offset(), " (",
-        TensorName(target.variable(), target.slot()), ") fail their CRC-32C ",
-        "check (stored ", source.crc32c(), ", computed ", crc,
-        "); the checkpoint is damaged: restore another one"));
-  }
-  if (!whole) {
-    const int64_t lo = std::max<int64_t>(0, source.slice_begin());
-    const int64_t hi =
-        std::min(n, source.slice_begin() + source.num_elements());
-    std::copy(temp.begin() + (lo - source.slice_begin()),
-              temp.begin() + (hi - source.slice_begin()), out.begin() + lo);
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<RestoreShardResponse> RestoreShard(
@@ -318,6 +399,9 @@ absl::StatusOr<RestoreShardResponse> RestoreShard(
         "RestoreShard with protocol version ", request.protocol_version(),
         "; this server speaks ", kProtocolVersion));
   }
+  ASSIGN_OR_RETURN(std::vector<Variable*> variables, core.ListVariables());
+  std::map<std::string, Variable*, std::less<>> by_name;
+  for (Variable* v : variables) by_name[v->name()] = v;
   switch (request.phase()) {
     case RestoreShardRequest::PREPARE_AND_COMMIT:
     case RestoreShardRequest::PREPARE:
@@ -330,7 +414,17 @@ absl::StatusOr<RestoreShardResponse> RestoreShard(
             "RestoreShard COMMIT without a PREPARE on this server (it may "
             "have restarted in between); restore again");
       }
-      Apply(*std::static_pointer_cast<StagedRestore>(stashed));
+      const auto& prepared =
+          std::static_pointer_cast<PreparedRestore>(stashed)->request;
+      absl::Status applied = Apply(prepared, by_name);
+      if (!applied.ok()) {
+        // Checked a moment ago: the files changed under us. Some variables
+        // may hold restored values now; say so plainly.
+        return absl::DataLossError(absl::StrCat(
+            applied.message(),
+            " (the data files changed between the check and the commit; "
+            "this server's variables are partly restored: restore again)"));
+      }
       return RestoreShardResponse();
     }
     case RestoreShardRequest::ABORT:
@@ -342,13 +436,9 @@ absl::StatusOr<RestoreShardResponse> RestoreShard(
   if (request.global_step() < 0) {
     return absl::InvalidArgumentError("RestoreShard.global_step is negative");
   }
-  ASSIGN_OR_RETURN(std::vector<Variable*> variables, core.ListVariables());
-  std::map<std::string, Variable*, std::less<>> by_name;
-  for (Variable* v : variables) by_name[v->name()] = v;
 
   // Validate the whole request before reading anything.
-  std::vector<StagedTensor> staged;
-  std::map<std::pair<std::string, int>, const RestoreTarget*> targets;
+  std::set<std::pair<std::string, std::string>> named;
   for (const RestoreTarget& target : request.targets()) {
     auto it = by_name.find(target.variable());
     if (it == by_name.end()) {
@@ -357,93 +447,44 @@ absl::StatusOr<RestoreShardResponse> RestoreShard(
                        "\", which is not on this parameter server"));
     }
     Variable* v = it->second;
-    int slot = -1;
     if (!target.slot().empty()) {
       const auto& names = v->slot_names();
-      auto found = std::find(names.begin(), names.end(), target.slot());
-      if (found == names.end()) {
+      if (std::find(names.begin(), names.end(), target.slot()) == names.end()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "restore names slot \"", target.slot(), "\" of \"", v->name(),
             "\", which this server's optimizer does not have"));
       }
-      slot = static_cast<int>(found - names.begin());
     }
-    if (!targets.emplace(std::make_pair(v->name(), slot), &target).second) {
+    if (!named.emplace(v->name(), target.slot()).second) {
       return absl::InvalidArgumentError(absl::StrCat(
           "restore names ", TensorName(v->name(), target.slot()), " twice"));
     }
     RETURN_IF_ERROR(CheckCoverage(target, v->num_elements()));
   }
   for (Variable* v : variables) {
-    if (targets.count(std::make_pair(v->name(), -1)) == 0) {
+    if (named.count({v->name(), ""}) == 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("restore leaves variable \"", v->name(),
                        "\" out; a restore overwrites every variable"));
     }
   }
 
-  // Read and check everything, in file order: a server's data file
-  // interleaves each chunk's values and slots, so reading tensor by tensor
-  // would stride through it and defeat the kernel's readahead.
-  for (const auto& [key, target] : targets) {
-    StagedTensor tensor;
-    tensor.variable = by_name[key.first];
-    tensor.slot = key.second;
-    tensor.data.resize(tensor.variable->num_elements());
-    staged.push_back(std::move(tensor));
-  }
-  struct PendingRead {
-    const RestoreSource* source;
-    const RestoreTarget* target;
-    StagedTensor* tensor;
-  };
-  std::vector<PendingRead> reads;
-  {
-    size_t t = 0;
-    for (const auto& [key, target] : targets) {
-      for (const RestoreSource& source : target->sources()) {
-        reads.push_back({&source, target, &staged[t]});
-      }
-      ++t;
-    }
-  }
-  std::stable_sort(reads.begin(), reads.end(),
-                   [](const PendingRead& a, const PendingRead& b) {
-                     const int order =
-                         a.source->path().compare(b.source->path());
-                     if (order != 0) return order < 0;
-                     return a.source->file_offset() < b.source->file_offset();
-                   });
+  // Check everything before anything changes.
   RestoreShardResponse response;
-  std::map<std::string, RandomAccessFile> files;
-  std::vector<float> temp;
-  for (const PendingRead& read : reads) {
-    const RestoreSource& source = *read.source;
-    auto file = files.find(source.path());
-    if (file == files.end()) {
-      absl::StatusOr<RandomAccessFile> opened =
-          RandomAccessFile::Open(source.path());
-      if (!opened.ok()) {
-        return absl::DataLossError(absl::StrCat(
-            "checkpoint data file missing or unreadable: ",
-            opened.status().message(),
-            "; the checkpoint is incomplete: restore another one"));
-      }
-      file = files.emplace(source.path(), *std::move(opened)).first;
-    }
-    RETURN_IF_ERROR(ReadSource(source, *read.target, file->second, temp,
-                               read.tensor->data));
-    response.set_bytes_read(response.bytes_read() +
-                            source.num_elements() * int64_t{sizeof(float)});
-  }
-
-  auto restore = std::make_shared<StagedRestore>();
-  restore->tensors = std::move(staged);
-  restore->global_step = request.global_step();
+  ASSIGN_OR_RETURN(int64_t bytes, CheckAllSources(request));
+  response.set_bytes_read(bytes);
   if (request.phase() == RestoreShardRequest::PREPARE) {
-    core.StashRestore(std::move(restore));
-  } else {
-    Apply(*restore);
+    auto prepared = std::make_shared<PreparedRestore>();
+    prepared->request = request;
+    core.StashRestore(std::move(prepared));
+    return response;
+  }
+  absl::Status applied = Apply(request, by_name);
+  if (!applied.ok()) {
+    return absl::DataLossError(absl::StrCat(
+        applied.message(),
+        " (the data files changed during the restore; this server's "
+        "variables are partly restored: restore again)"));
   }
   return response;
 }

@@ -214,6 +214,39 @@ void Variable::Restore(int chunk, absl::Span<const float> values,
   for (auto& callback : ready) callback();
 }
 
+absl::Status Variable::RestoreInPlace(
+    int chunk, int64_t version,
+    const std::function<absl::Status(
+        absl::Span<float> values, const std::vector<absl::Span<float>>& slots,
+        std::vector<bool>& filled_slots)>& fill) {
+  Chunk& c = *chunks_[chunk];
+  std::vector<std::function<void()>> ready;
+  {
+    absl::MutexLock lock(&c.mu);
+    std::vector<absl::Span<float>> slots;
+    for (auto& slot : slots_) {
+      slots.push_back(absl::MakeSpan(slot.get() + c.begin, c.size));
+    }
+    std::vector<bool> filled(slots_.size(), false);
+    absl::Status status =
+        fill(absl::MakeSpan(values_.get() + c.begin, c.size), slots, filled);
+    if (!status.ok()) return status;
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      if (filled[s]) continue;
+      std::fill_n(slots_[s].get() + c.begin, c.size,
+                  rule_.optimizer->slot_initial_value(static_cast<int>(s)));
+    }
+    c.sum.clear();
+    c.contributors.clear();
+    c.aggregate_held = false;
+    c.hold_limit = kNoHold;
+    c.version = version - 1;
+    ready = AdvanceLocked(c);  // to `version`, waking those waiting for it
+  }
+  for (auto& callback : ready) callback();
+  return absl::OkStatus();
+}
+
 void Variable::SetHoldLimit(int chunk, int64_t limit) {
   Chunk& c = *chunks_[chunk];
   std::vector<std::function<void()>> ready;

@@ -103,6 +103,17 @@ class Variable {
   void Restore(int chunk, absl::Span<const float> values,
                const std::vector<const float*>& slots, int64_t version);
 
+  // Like Restore, but `fill` writes the chunk's values and slots in place
+  // (each span the chunk's length, slots in slot_names() order) under the
+  // chunk's lock, and sets filled_slots[s] for each slot it wrote; the rest
+  // reset to their initial values. The version is set only if `fill`
+  // succeeds (its error is returned; the chunk may then be half written).
+  absl::Status RestoreInPlace(
+      int chunk, int64_t version,
+      const std::function<absl::Status(
+          absl::Span<float> values, const std::vector<absl::Span<float>>& slots,
+          std::vector<bool>& filled_slots)>& fill);
+
   // SYNC: no update may take chunk `chunk` beyond version `limit`; the
   // aggregate that would is kept until the limit rises (checkpoints hold
   // every chunk at one step this way). A lower limit never undoes updates;
