@@ -39,7 +39,8 @@ class ManualCluster {
       : job_(job),
         checkpoint_dir_(checkpoint_dir),
         result_file_(TempPath("result.json")) {
-    for (const char* task : {"chief", "ps0", "ps1", "worker0", "worker1"}) {
+    for (const char* task :
+         {"chief", "ps0", "ps1", "worker0", "worker1", "evaluator0"}) {
       absl::StatusOr<int> port = PickFreePort();
       EXPECT_OK(port);
       ports_[task] = port.ok() ? *port : 1;
@@ -50,12 +51,12 @@ class ManualCluster {
     auto address = [&](const std::string& task) {
       return absl::StrCat("\"127.0.0.1:", ports_.at(task), "\"");
     };
-    return absl::StrCat(
-        R"({"cluster": {"chief": [)", address("chief"), R"(], "ps": [)",
-        address("ps0"), ", ", address("ps1"), R"(], "worker": [)",
-        address("worker0"), ", ", address("worker1"),
-        R"(], "evaluator": ["127.0.0.1:1"]}, "task": {"type": ")", type,
-        R"(", "index": )", index, "}}");
+    return absl::StrCat(R"({"cluster": {"chief": [)", address("chief"),
+                        R"(], "ps": [)", address("ps0"), ", ", address("ps1"),
+                        R"(], "worker": [)", address("worker0"), ", ",
+                        address("worker1"), R"(], "evaluator": [)",
+                        address("evaluator0"), R"(]}, "task": {"type": ")",
+                        type, R"(", "index": )", index, "}}");
   }
 
   // Starts (or restarts) one task.

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "client/health_check.h"
+#include "common/free_port.h"
 #include "common/json.h"
 #include "common/status_matchers.h"
 #include "common/subprocess.h"
@@ -178,19 +179,25 @@ TEST(TrainingTest, MissingWorkerFailsTheChiefAfterItsDeadline) {
 
 TEST(TrainingTest, MissingParameterServerFailsTheChiefAfterItsDeadline) {
   const std::string job = WriteTestFile("job.json", TestJob("ASYNC", 10));
+  // A free port nobody listens on (fixed low ports may be bound by a test
+  // running beside this one).
+  ASSERT_OK_AND_ASSIGN(int dead_port, PickFreePort());
   Subprocess chief(
       {RunfilePath("chief/chief"), "--job=" + job, "--bind_host=127.0.0.1",
        "--startup_timeout_s=2"},
       {{"TF_CONFIG",
-        R"({"cluster": {"chief": ["127.0.0.1:0"], "ps": ["127.0.0.1:1"],
-                        "worker": ["127.0.0.1:2"]},
-            "task": {"type": "chief", "index": 0}})"}},
+        absl::StrCat(
+            R"({"cluster": {"chief": ["127.0.0.1:0"], "ps": ["127.0.0.1:)",
+            dead_port, R"("], "worker": ["127.0.0.1:2"]},
+            "task": {"type": "chief", "index": 0}})")}},
       TempPath("chief.log"));
   const absl::Time start = absl::Now();
   ASSERT_OK(chief.Start());
   EXPECT_THAT(chief.Wait(absl::Seconds(60)), IsOkAndHolds(1));
   EXPECT_LT(absl::Now() - start, absl::Seconds(30));
-  EXPECT_THAT(chief.Output(), HasSubstr("ps-0 at 127.0.0.1:1 is not healthy"));
+  EXPECT_THAT(chief.Output(),
+              HasSubstr(absl::StrCat("ps-0 at 127.0.0.1:", dead_port,
+                                     " is not healthy")));
 }
 
 }  // namespace
