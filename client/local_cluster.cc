@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "client/job_config.h"
+#include "client/tfconfig_gen.h"
 #include "common/file_util.h"
 #include "common/free_port.h"
 #include "common/json.h"
@@ -66,21 +67,16 @@ void PumpOutput(int fd, const std::string& prefix, const std::string& log_path,
   }
 }
 
+// TF_CONFIG of `task` with every task on 127.0.0.1 at its port.
 std::string TfConfigJson(const std::map<TaskType, std::vector<int>>& ports,
                          const TaskId& task) {
-  std::vector<std::string> jobs;
+  std::map<TaskType, std::vector<std::string>> addresses;
   for (const auto& [type, job_ports] : ports) {
-    std::vector<std::string> addresses;
     for (int port : job_ports) {
-      addresses.push_back(JsonQuote(absl::StrCat("127.0.0.1:", port)));
+      addresses[type].push_back(absl::StrCat("127.0.0.1:", port));
     }
-    jobs.push_back(absl::StrCat(JsonQuote(TaskTypeName(type)), ": [",
-                                absl::StrJoin(addresses, ", "), "]"));
   }
-  return absl::StrCat(
-      "{\"cluster\": {", absl::StrJoin(jobs, ", "),
-      "}, \"task\": {\"type\": ", JsonQuote(TaskTypeName(task.type)),
-      ", \"index\": ", task.index, "}}");
+  return BuildTfConfigJson(addresses, task);
 }
 
 std::atomic<int> stop_signal{0};

@@ -1,6 +1,7 @@
 // psctl: the operator's command-line tool.
 //
 //   psctl tfconfig check [--tf_config=<file or JSON>]
+//   psctl tfconfig gen --chief=... --ps=... --workers=... [--out=DIR]
 //   psctl local --job=<file> --ps=N --workers=M [--evaluator] --dir=<dir>
 //
 //   psctl ckpt list|inspect|verify|export|restore ...
@@ -21,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "client/ckpt_commands.h"
 #include "client/local_cluster.h"
+#include "client/tfconfig_gen.h"
 #include "client/tfconfig_report.h"
 #include "common/tf_config_loader.h"
 
@@ -62,6 +64,10 @@ constexpr char kUsage[] =
     "  psctl tfconfig check [--tf_config=<file or JSON>]\n"
     "      Validate this process's TF_CONFIG (environment variable or flag),\n"
     "      print its task, whether it acts as chief, and every peer.\n"
+    "  psctl tfconfig gen --chief=HOST[:PORT] --ps=H1,H2 --workers=H1,H2\n"
+    "                     [--evaluator=HOST] [--port=2222] [--out=DIR]\n"
+    "      The TF_CONFIG of every task, as `export TF_CONFIG=...` lines or\n"
+    "      one DIR/<task>.json per task.\n"
     "  psctl local [--job=<file>] [--ps=N] [--workers=M] [--evaluator]\n"
     "              [--chief] [--dir=<dir>] [--device=auto|cpu|cuda]\n"
     "      Run a whole cluster on 127.0.0.1 and exit with the job's result.\n"
@@ -132,6 +138,13 @@ int UsageError(const std::vector<std::string>& args) {
 
 int Main(int argc, char** argv) {
   absl::SetProgramUsageMessage(kUsage);
+  // `tfconfig gen` has flags of its own (--ps and --workers are host lists
+  // there, counts for `local`), so it parses its arguments itself.
+  if (argc >= 3 && std::string(argv[1]) == "tfconfig" &&
+      std::string(argv[2]) == "gen") {
+    return RunTfConfigGen(std::vector<std::string>(argv + 3, argv + argc),
+                          std::cout, std::cerr);
+  }
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   std::vector<std::string> args(positional.begin() + 1, positional.end());
   if (args.empty()) {
