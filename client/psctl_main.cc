@@ -21,6 +21,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_join.h"
 #include "client/ckpt_commands.h"
+#include "client/k8s_render.h"
 #include "client/local_cluster.h"
 #include "client/tfconfig_gen.h"
 #include "client/tfconfig_report.h"
@@ -47,6 +48,15 @@ ABSL_FLAG(std::string, checkpoint_dir, "",
           "local: checkpoint directory; kept between runs, so a second run "
           "resumes (default <dir>/checkpoints, emptied at start)");
 ABSL_FLAG(std::string, tensor, "", "ckpt inspect: one tensor (name@slot)");
+ABSL_FLAG(std::string, image, "", "k8s render: the psflow container image");
+ABSL_FLAG(std::string, name, "psflow", "k8s render: prefix of object names");
+ABSL_FLAG(std::string, k8s_namespace, "default", "k8s render: namespace");
+ABSL_FLAG(int32_t, gpus_per_worker, 0,
+          "k8s render: nvidia.com/gpu per worker (then --device=cuda)");
+ABSL_FLAG(std::string, storage, "10Gi",
+          "k8s render: size of the checkpoint/log volume claim");
+ABSL_FLAG(std::string, storage_class, "",
+          "k8s render: storage class of the claim (ReadWriteMany)");
 ABSL_FLAG(bool, values, false, "ckpt inspect: print the tensor's values");
 ABSL_FLAG(std::string, format, "safetensors",
           "ckpt export: safetensors or npz");
@@ -68,6 +78,14 @@ constexpr char kUsage[] =
     "                     [--evaluator=HOST] [--port=2222] [--out=DIR]\n"
     "      The TF_CONFIG of every task, as `export TF_CONFIG=...` lines or\n"
     "      one DIR/<task>.json per task.\n"
+    "  psctl k8s render --image=IMAGE [--name=psflow] [--ps=N] "
+    "[--workers=M]\n"
+    "                   [--evaluator] [--gpus_per_worker=K] [--job=<file in "
+    "image>]\n"
+    "                   [--k8s_namespace=NS] [--storage=10Gi] "
+    "[--storage_class=C]\n"
+    "      Kubernetes manifests (Indexed Jobs, headless Services, a volume\n"
+    "      claim) for a job of that size, on standard output.\n"
     "  psctl local [--job=<file>] [--ps=N] [--workers=M] [--evaluator]\n"
     "              [--chief] [--dir=<dir>] [--device=auto|cpu|cuda]\n"
     "      Run a whole cluster on 127.0.0.1 and exit with the job's result.\n"
@@ -155,6 +173,29 @@ int Main(int argc, char** argv) {
     return RunTfConfigCheck();
   }
   if (args == std::vector<std::string>{"local"}) return RunLocal();
+  if (args == std::vector<std::string>{"k8s", "render"}) {
+    K8sRenderOptions options;
+    options.image = absl::GetFlag(FLAGS_image);
+    options.name = absl::GetFlag(FLAGS_name);
+    options.ns = absl::GetFlag(FLAGS_k8s_namespace);
+    options.num_ps = absl::GetFlag(FLAGS_ps);
+    options.num_workers = absl::GetFlag(FLAGS_workers);
+    options.evaluator = absl::GetFlag(FLAGS_evaluator);
+    options.gpus_per_worker = absl::GetFlag(FLAGS_gpus_per_worker);
+    options.storage = absl::GetFlag(FLAGS_storage);
+    options.storage_class = absl::GetFlag(FLAGS_storage_class);
+    const std::string job = absl::GetFlag(FLAGS_job);
+    // A relative --job names a config inside the image's bundle.
+    options.job_config =
+        !job.empty() && job[0] == '/' ? job : "/opt/psflow/" + job;
+    absl::StatusOr<std::string> yaml = RenderK8sManifests(options);
+    if (!yaml.ok()) {
+      std::cerr << "psctl k8s render: " << yaml.status().message() << "\n";
+      return 2;
+    }
+    std::cout << *yaml;
+    return 0;
+  }
   if (args.size() == 3 && args[0] == "ckpt") {
     if (args[1] == "list") return CkptList(args[2], std::cout, std::cerr);
     if (args[1] == "inspect") {

@@ -16,7 +16,7 @@ PACKAGES=(
   # Real data for the default job and the training tests.
   dataset-fashion-mnist
   # Test and benchmark helpers (independent readers, loopback baseline).
-  python3 iperf3 procps
+  python3 python3-yaml iperf3 procps
   # Formatting check in CI.
   clang-format
 )

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Checks Kubernetes manifests with a YAML parser.
+
+  k8s_manifests_check.py <psctl> <rendered.yaml> <name> <namespace> \
+      <num_ps> <num_workers> <evaluator 0|1> <gpus_per_worker>
+  k8s_manifests_check.py <psctl> --tfjob <tfjob.yaml>
+
+For rendered manifests: the objects and fields that matter (claim, one
+headless Service and Indexed Job per role, probes, volumes, GPUs), and, by
+running each Job's own container command with sh, the TF_CONFIG every pod
+derives from its completion index, which must name that pod's own stable
+DNS address and pass `psctl tfconfig check`.
+"""
+import json
+import subprocess
+import sys
+
+import yaml
+
+
+def fail(message):
+    print("k8s_manifests_check: " + message)
+    sys.exit(1)
+
+
+def expect(condition, message):
+    if not condition:
+        fail(message)
+
+
+def tfconfig_check(psctl, tf_config):
+    result = subprocess.run([psctl, "tfconfig", "check",
+                             "--tf_config=" + tf_config],
+                            capture_output=True, text=True)
+    expect(result.returncode == 0,
+           "psctl tfconfig check refused %s: %s" % (tf_config, result.stderr))
+
+
+def derived_tf_config(container, index):
+    """Runs the container's command up to its exec, with the pod's env."""
+    command = container["command"]
+    expect(command[:2] == ["/bin/sh", "-c"], "command is not sh -c: %r" % command)
+    script = command[2]
+    prefix, exec_part = script.split("; exec ", 1)
+    env = {e["name"]: e["value"] for e in container["env"]}
+    env["JOB_COMPLETION_INDEX"] = str(index)
+    result = subprocess.run(["/bin/sh", "-c", prefix + '; printf %s "$TF_CONFIG"'],
+                            env=env, capture_output=True, text=True)
+    expect(result.returncode == 0, "the command failed: " + result.stderr)
+    return result.stdout, exec_part
+
+
+def check_rendered(psctl, path, name, namespace, num_ps, num_workers,
+                   evaluator, gpus):
+    with open(path) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d is not None]
+    kinds = {}
+    for d in docs:
+        kinds.setdefault(d["kind"], []).append(d)
+    roles = {"chief": 1, "ps": num_ps, "worker": num_workers}
+    if evaluator:
+        roles["evaluator"] = 1
+    expect(len(kinds.get("PersistentVolumeClaim", [])) == 1, "one claim")
+    claim = kinds["PersistentVolumeClaim"][0]
+    expect(claim["spec"]["accessModes"] == ["ReadWriteMany"],
+           "the claim must be ReadWriteMany (every pod mounts it)")
+    expect(len(kinds.get("Service", [])) == len(roles), "a Service per role")
+    expect(len(kinds.get("Job", [])) == len(roles), "a Job per role")
+    services = {s["metadata"]["name"]: s for s in kinds["Service"]}
+    jobs = {j["metadata"]["name"]: j for j in kinds["Job"]}
+    binaries = {"chief": "/opt/psflow/chief/chief", "ps": "/opt/psflow/ps/ps_server",
+                "worker": "/opt/psflow/worker/worker",
+                "evaluator": "/opt/psflow/evaluator/evaluator"}
+    for role, count in roles.items():
+        object_name = "%s-%s" % (name, role)
+        service = services[object_name]
+        expect(service["metadata"]["namespace"] == namespace, "namespace")
+        expect(service["spec"]["clusterIP"] == "None", "headless service")
+        expect(service["spec"]["publishNotReadyAddresses"] is True,
+               "addresses published before readiness")
+        expect(service["spec"]["ports"][0]["port"] == 2222, "port 2222")
+        job = jobs[object_name]
+        spec = job["spec"]
+        expect(spec["completionMode"] == "Indexed", "Indexed Job")
+        expect(spec["completions"] == count and spec["parallelism"] == count,
+               "%s: %d pods" % (object_name, count))
+        pod = spec["template"]["spec"]
+        expect(pod["subdomain"] == object_name, "subdomain = service name")
+        expect(pod["restartPolicy"] == "OnFailure", "restarted in place")
+        expect(spec["template"]["metadata"]["labels"] ==
+               service["spec"]["selector"], "the service selects the pods")
+        (container,) = pod["containers"]
+        expect(container["ports"][0]["containerPort"] == 2222, "port")
+        for probe in ("readinessProbe", "livenessProbe"):
+            expect(container[probe]["grpc"]["port"] == 2222,
+                   "%s: gRPC health %s" % (object_name, probe))
+        expect(container["volumeMounts"][0]["mountPath"] == "/data", "mount")
+        expect(pod["volumes"][0]["persistentVolumeClaim"]["claimName"] ==
+               claim["metadata"]["name"], "the claim is mounted")
+        limits = container["resources"].get("limits", {})
+        if role == "worker" and gpus > 0:
+            expect(limits.get("nvidia.com/gpu") == gpus, "GPU limit")
+        else:
+            expect("nvidia.com/gpu" not in limits, "no GPU for " + role)
+        for index in range(count):
+            tf_config, exec_part = derived_tf_config(container, index)
+            parsed = json.loads(tf_config)
+            expect(parsed["task"] == {"type": role, "index": index},
+                   "task of %s pod %d: %r" % (role, index, parsed["task"]))
+            own = parsed["cluster"][role][index]
+            expect(own == "%s-%d.%s.%s.svc:2222" % (object_name, index,
+                                                    object_name, namespace),
+                   "pod %s-%d address %s" % (object_name, index, own))
+            expect(len(parsed["cluster"]["ps"]) == num_ps, "ps count")
+            expect(len(parsed["cluster"]["worker"]) == num_workers,
+                   "worker count")
+            tfconfig_check(psctl, tf_config)
+            expect(exec_part.startswith(binaries[role]),
+                   "%s runs %s" % (role, exec_part))
+            if role == "chief":
+                expect("--checkpoint_dir=/data/checkpoints" in exec_part,
+                       "checkpoints on the claim")
+            if role == "worker":
+                device = "--device=cuda" if gpus > 0 else "--device=auto"
+                expect(device in exec_part, "worker " + device)
+    print("k8s_manifests_check: OK, %s: %d objects" % (path, len(docs)))
+
+
+def check_tfjob(psctl, path):
+    with open(path) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d is not None]
+    (tfjob,) = [d for d in docs if d["kind"] == "TFJob"]
+    expect(tfjob["apiVersion"] == "kubeflow.org/v1", "kubeflow.org/v1")
+    specs = tfjob["spec"]["tfReplicaSpecs"]
+    expect(set(specs) == {"Chief", "PS", "Worker", "Evaluator"},
+           "replica types: %r" % sorted(specs))
+    name = tfjob["metadata"]["name"]
+    cluster = {}
+    for kind, spec in specs.items():
+        (container,) = spec["template"]["spec"]["containers"]
+        expect(container["name"] == "tensorflow",
+               "TFJob requires the container to be named tensorflow")
+        expect({"name": "tfjob-port", "containerPort": 2222} in
+               container["ports"], "%s: tfjob-port 2222" % kind)
+        expect(container["command"][0].startswith("/opt/psflow/"),
+               "%s runs a psflow binary" % kind)
+        cluster[kind.lower()] = ["%s-%s-%d.default.svc:2222" %
+                                 (name, kind.lower(), i)
+                                 for i in range(spec["replicas"])]
+    # The TF_CONFIG TFJob generates for each pod (its operator's format:
+    # every replica type in the cluster, "environment": "cloud") must pass
+    # psflow's parser unchanged.
+    for kind, addresses in cluster.items():
+        for index in range(len(addresses)):
+            tf_config = json.dumps({"cluster": cluster,
+                                    "task": {"type": kind, "index": index},
+                                    "environment": "cloud"})
+            tfconfig_check(psctl, tf_config)
+    print("k8s_manifests_check: OK, %s" % path)
+
+
+def main(argv):
+    if len(argv) == 4 and argv[2] == "--tfjob":
+        check_tfjob(argv[1], argv[3])
+    elif len(argv) == 9:
+        check_rendered(argv[1], argv[2], argv[3], argv[4], int(argv[5]),
+                       int(argv[6]), argv[7] == "1", int(argv[8]))
+    else:
+        fail(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
