@@ -40,18 +40,29 @@ cc_library(
     includes = ["include"],
     linkopts = [
         "-L{path}/lib64",
-        # The toolkit found here, then the conventional symlink, so that a
-        # GPU machine with another CUDA 13.x under /usr/local/cuda also
-        # resolves libcublas.so.13 without LD_LIBRARY_PATH.
-        "-Wl,-rpath,{path}/lib64",
-        "-Wl,-rpath,/usr/local/cuda/lib64",
-        "-lcublas",
-        "-lcublasLt",
+        # cuBLAS is not linked: worker/device/cuda/cublas_api loads it at
+        # run time, so binaries start where it is missing. The CUDA runtime
+        # is static and loads the driver (libcuda) itself when used.
         "-l:libcudart_static.a",
         "-ldl",
         "-lrt",
         "-lpthread",
     ],
+)
+"""
+
+_CUBLAS_LINK = """
+# Linked cuBLAS, for benchmarks that call it directly as their baseline.
+cc_library(
+    name = "cublas_linked",
+    linkopts = [
+        "-L{path}/lib64",
+        "-Wl,-rpath,{path}/lib64",
+        "-Wl,-rpath,/usr/local/cuda/lib64",
+        "-lcublas",
+        "-lcublasLt",
+    ],
+    deps = [":cuda"],
 )
 """
 
@@ -63,13 +74,18 @@ exports_files(["defs.bzl"])
 # No CUDA toolkit was found: an empty library so that dependencies resolve.
 # Targets that need CUDA are incompatible in this configuration.
 cc_library(name = "cuda")
+
+cc_library(name = "cublas_linked")
 """
 
 def _cuda_configure_impl(repository_ctx):
     path = _find_cuda(repository_ctx)
     if path:
         repository_ctx.symlink(path + "/include", "include")
-        repository_ctx.file("BUILD", _ENABLED_BUILD.format(path = path))
+        repository_ctx.file(
+            "BUILD",
+            _ENABLED_BUILD.format(path = path) + _CUBLAS_LINK.format(path = path),
+        )
         repository_ctx.file("defs.bzl", "\n".join([
             "CUDA_ENABLED = True",
             "CUDA_PATH = \"%s\"" % path,

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/status_macros.h"
+#include "worker/device/cuda/cublas_api.h"
 #include "worker/device/cuda/cuda_status.h"
 
 namespace psflow::cuda {
@@ -37,14 +39,22 @@ absl::StatusOr<Event> CreateEvent() {
   return Event(e);
 }
 
+void CublasDeleter::operator()(cublasHandle_t h) const {
+  // A handle exists only if cuBLAS was loaded.
+  if (absl::StatusOr<const CublasApi*> api = Cublas(); api.ok()) {
+    (void)(*api)->destroy(h);
+  }
+}
+
 absl::StatusOr<CublasHandle> CreateCublasHandle(cudaStream_t stream,
                                                 bool allow_tf32) {
+  ASSIGN_OR_RETURN(const CublasApi* api, Cublas());
   cublasHandle_t h = nullptr;
-  RETURN_IF_CUBLAS_ERROR(cublasCreate(&h), "cublasCreate");
+  RETURN_IF_CUBLAS_ERROR(api->create(&h), "cublasCreate");
   CublasHandle handle(h);
-  RETURN_IF_CUBLAS_ERROR(cublasSetStream(h, stream), "cublasSetStream");
+  RETURN_IF_CUBLAS_ERROR(api->set_stream(h, stream), "cublasSetStream");
   RETURN_IF_CUBLAS_ERROR(
-      cublasSetMathMode(
+      api->set_math_mode(
           h, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
       "cublasSetMathMode");
   return handle;

@@ -34,7 +34,7 @@ struct EventDeleter {
   void operator()(cudaEvent_t e) const { (void)cudaEventDestroy(e); }
 };
 struct CublasDeleter {
-  void operator()(cublasHandle_t h) const { (void)cublasDestroy(h); }
+  void operator()(cublasHandle_t h) const;
 };
 
 using DeviceMemory = std::unique_ptr<void, DeviceMemoryDeleter>;

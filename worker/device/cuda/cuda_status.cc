@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "worker/device/cuda/cublas_api.h"
 
 namespace psflow::cuda {
 
@@ -29,11 +30,22 @@ absl::Status FromCuda(cudaError_t error, absl::string_view call) {
   }
 }
 
+namespace {
+
+// cuBLAS's own name for `status` when the library is loaded.
+std::string CublasStatusName(cublasStatus_t status) {
+  absl::StatusOr<const CublasApi*> api = Cublas();
+  if (!api.ok()) return "cuBLAS error";
+  return (*api)->get_status_string(status);
+}
+
+}  // namespace
+
 absl::Status FromCublas(cublasStatus_t status, absl::string_view call) {
   if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
   const std::string message =
-      absl::StrCat(call, ": ", cublasGetStatusString(status),
-                   " (cuBLAS status ", static_cast<int>(status), ")");
+      absl::StrCat(call, ": ", CublasStatusName(status), " (cuBLAS status ",
+                   static_cast<int>(status), ")");
   switch (status) {
     case CUBLAS_STATUS_NOT_INITIALIZED:
     case CUBLAS_STATUS_ARCH_MISMATCH:
