@@ -17,6 +17,8 @@ PACKAGES=(
   dataset-fashion-mnist
   # Test and benchmark helpers (independent readers, loopback baseline).
   python3 python3-yaml iperf3 procps
+  # The relocatable bundle (//deploy:bundle) points its binaries at its lib/.
+  patchelf
   # Formatting check in CI.
   clang-format
 )
