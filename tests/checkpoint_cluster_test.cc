@@ -171,13 +171,15 @@ TEST(CheckpointClusterTest, SyncJobCheckpointsAtStepBoundariesAndResumes) {
   const std::string dir = TempPath("sync_ckpts");
   const std::string flag = "--checkpoint_dir=" + dir;
   const std::string checkpoint =
-      R"("checkpoint": {"save_every_steps": 50, "max_to_keep": -1})";
+      R"("checkpoint": {"save_every_steps": 100, "max_to_keep": -1})";
   LocalRun run =
-      RunLocal(WriteTestFile("sync.json", TestJob("SYNC", 300, checkpoint)),
+      RunLocal(WriteTestFile("sync.json", TestJob("SYNC", 1500, checkpoint)),
                {"--ps=2", "--workers=2", "--evaluator=false", flag});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   ASSERT_OK_AND_ASSIGN(CheckpointState state, ReadCheckpointState(dir));
-  EXPECT_GE(state.all_model_checkpoint_paths_size(), 2);  // periodic + final
+  // At least one saved while the workers trained (the hold at work; the
+  // chief looks every 250 ms), and the final one.
+  EXPECT_GE(state.all_model_checkpoint_paths_size(), 2);
   for (const std::string& name : state.all_model_checkpoint_paths()) {
     ASSERT_OK_AND_ASSIGN(auto reader, CheckpointReader::Open(dir + "/" + name));
     // Every slice of every server at one step: a consistent snapshot.
@@ -186,7 +188,7 @@ TEST(CheckpointClusterTest, SyncJobCheckpointsAtStepBoundariesAndResumes) {
     EXPECT_EQ(reader->index().global_step(), reader->index().max_version());
   }
   LocalRun resumed =
-      RunLocal(WriteTestFile("sync2.json", TestJob("SYNC", 500, checkpoint)),
+      RunLocal(WriteTestFile("sync2.json", TestJob("SYNC", 2000, checkpoint)),
                {"--ps=3", "--workers=2", flag});
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_THAT(resumed.output, HasSubstr("resuming at global step"));
