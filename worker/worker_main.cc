@@ -33,6 +33,9 @@ ABSL_FLAG(std::string, logdir, "",
 ABSL_FLAG(std::string, bind_host, "0.0.0.0", "Interface to listen on");
 ABSL_FLAG(std::string, result_file, "",
           "As chief: write the job's outcome here as JSON");
+ABSL_FLAG(int32_t, recovery_timeout_s, 300,
+          "Seconds to ride out failing parameter-server or chief calls "
+          "(a lost server, a pause) before giving up");
 ABSL_FLAG(std::string, checkpoint_dir, "",
           "As chief: checkpoint directory; overrides the job's "
           "checkpoint.directory");
@@ -140,6 +143,8 @@ int Run() {
       options.device = device->get();
       options.coordinator = &coordinator;
       options.incarnation = incarnation;
+      options.recovery_timeout =
+          absl::Seconds(absl::GetFlag(FLAGS_recovery_timeout_s));
       result = RunTrainer(options);
     }
   }
