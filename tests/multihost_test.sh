@@ -29,6 +29,7 @@ pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
   for ns in "${namespaces[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+  for i in 0 1 2 3; do ip link del "psfv$id$i" 2>/dev/null || true; done
   ip link del "$bridge" 2>/dev/null || true
 }
 trap cleanup EXIT

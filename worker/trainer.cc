@@ -68,6 +68,10 @@ struct Window {
 
 }  // namespace
 
+// How long a worker whose parameter-server calls fail waits for a chief
+// that does not answer either before it gives up.
+constexpr absl::Duration kChiefSilenceWithServersDown = absl::Seconds(30);
+
 absl::Status RunTrainer(const TrainerOptions& options) {
   const JobSpec& spec = options.spec;
   const JobConfig& job = spec.config();
@@ -155,6 +159,16 @@ absl::Status RunTrainer(const TrainerOptions& options) {
           options.coordinator->GetStatus(absl::Seconds(10));
       status.ok()) {
     generation = status->generation();
+    // A worker that starts late (slow data loading) may find the job over.
+    if (status->state() == SUCCEEDED || status->state() == FINAL_EVALUATION) {
+      LOG(INFO) << "the job has already finished training (global step "
+                << status->global_step() << "); nothing to do";
+      return absl::OkStatus();
+    }
+    if (status->state() == FAILED) {
+      return absl::AbortedError(
+          absl::StrCat("the job failed: ", status->message()));
+    }
   }
   bool job_over = false;
   // Waits out a pause, or failing parameter-server calls (`cause`), until
@@ -182,6 +196,14 @@ absl::Status RunTrainer(const TrainerOptions& options) {
       report.set_paused(true);
       absl::StatusOr<StatusResponse> status =
           options.coordinator->ReportProgress(report, absl::Seconds(5));
+      if (!status.ok() && !cause.ok() &&
+          absl::Now() - start > kChiefSilenceWithServersDown) {
+        // Neither the servers nor the chief answer: the job ended (the
+        // chief stops answering 2 s after the end) or the cluster is gone.
+        return absl::UnavailableError(absl::StrCat(
+            cause.message(), "; the chief does not answer either (",
+            status.status().message(), ")"));
+      }
       if (status.ok()) {
         switch (status->state()) {
           case FAILED:

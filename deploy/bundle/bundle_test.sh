@@ -42,7 +42,7 @@ cat > "$dir/job.json" <<JOB
            "train_labels": "$data/train-labels-idx1-ubyte.gz",
            "test_images": "$data/t10k-images-idx3-ubyte.gz",
            "test_labels": "$data/t10k-labels-idx1-ubyte.gz"},
-  "training": {"batch_size": 64, "steps": 300, "mode": "ASYNC"},
+  "training": {"batch_size": 64, "steps": 1000, "mode": "ASYNC"},
   "checkpoint": {"directory": "$dir/checkpoints", "save_every_steps": 100}
 }
 JOB
