@@ -400,21 +400,37 @@ void GrpcParameterServer::RequestShutdown(const std::string& reason) {
 
 void GrpcParameterServer::RunInBackground(std::function<void()> work) {
   absl::MutexLock lock(&background_mu_);
-  background_.emplace_back(std::move(work));
+  for (auto it = background_.begin(); it != background_.end();) {
+    if (it->done->load()) {
+      it->thread.join();
+      it = background_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  background_.push_back(
+      BackgroundThread{std::thread([work = std::move(work), done] {
+                         work();
+                         done->store(true);
+                       }),
+                       done});
 }
 
 std::string GrpcParameterServer::Wait() {
   shutdown_requested_.WaitForNotification();
-  {
-    // Background work sees shutdown_requested() and ends soon; joining it
-    // first means no handler outlives the server.
-    std::vector<std::thread> threads;
+  // Background work sees shutdown_requested() and ends soon; joining it
+  // before and after draining (a save may arrive while the server drains)
+  // means no handler outlives the server.
+  auto join_background = [this] {
+    std::vector<BackgroundThread> threads;
     {
       absl::MutexLock lock(&background_mu_);
       threads.swap(background_);
     }
-    for (std::thread& t : threads) t.join();
-  }
+    for (BackgroundThread& t : threads) t.thread.join();
+  };
+  join_background();
   absl::MutexLock lock(&mu_);
   if (!drained_) {
     if (auto* health = server_->GetHealthCheckService()) {
@@ -423,6 +439,7 @@ std::string GrpcParameterServer::Wait() {
     // Shutdown() must not run under a handler; Wait() is the owner's thread.
     server_->Shutdown(absl::ToChronoTime(absl::Now() + grace_));
     server_->Wait();
+    join_background();
     drained_ = true;
   }
   return reason_;

@@ -17,6 +17,7 @@
 #ifndef PSFLOW_PS_GRPC_PS_SERVER_H_
 #define PSFLOW_PS_GRPC_PS_SERVER_H_
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -89,8 +90,14 @@ class GrpcParameterServer {
   absl::Mutex mu_;
   std::string reason_ ABSL_GUARDED_BY(mu_);
   bool drained_ ABSL_GUARDED_BY(mu_) = false;
+  // Threads of RunInBackground; finished ones are joined by the next call,
+  // so a long job's many checkpoints do not pile up threads.
+  struct BackgroundThread {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
   absl::Mutex background_mu_;
-  std::vector<std::thread> background_ ABSL_GUARDED_BY(background_mu_);
+  std::vector<BackgroundThread> background_ ABSL_GUARDED_BY(background_mu_);
 };
 
 }  // namespace psflow
