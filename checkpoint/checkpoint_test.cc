@@ -352,9 +352,14 @@ TEST_F(CheckpointTest, ExportsSafetensorsAndNpz) {
   const std::string json = st.substr(8, header);
   EXPECT_THAT(json,
               HasSubstr("\"dense/kernel\":{\"dtype\":\"F32\",\"shape\":[8,5]"));
-  // The kernel's bytes are where the header says and equal the pull.
-  const auto pulled = cluster.Pull();
   EXPECT_EQ(st.size(), 8 + header + (40 + 5 + 15) * 4);
+  // The kernel comes first: its bytes are where the header says and equal
+  // what the servers hold.
+  EXPECT_THAT(json, HasSubstr("\"shape\":[8,5],\"data_offsets\":[0,160]"));
+  const std::vector<float> kernel = cluster.Pull()["dense/kernel"];
+  ASSERT_EQ(kernel.size(), 40u);
+  EXPECT_EQ(st.substr(8 + header, 160),
+            std::string(reinterpret_cast<const char*>(kernel.data()), 160));
   options.format = ExportFormat::kNpz;
   options.include_slots = true;
   ASSERT_OK_AND_ASSIGN(n, ExportCheckpoint(*reader, dir_ + "/m.npz", options));

@@ -120,12 +120,14 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
   RETURN_IF_ERROR(prepared.client->Configure(ps));
   RETURN_IF_ERROR(prepared.client->CreateVariables());
   if (CheckpointsConfigured(options)) {
+    const CheckpointManagerOptions checkpoint_options =
+        CheckpointOptions(options);
     // Every task learns the resolved directory (the evaluator reads it).
     spec.mutable_config()->mutable_checkpoint()->set_directory(
-        CheckpointOptions(options).directory);
-    ASSIGN_OR_RETURN(prepared.checkpoints,
-                     CheckpointManager::Create(CheckpointOptions(options),
-                                               prepared.client.get()));
+        checkpoint_options.directory);
+    ASSIGN_OR_RETURN(
+        prepared.checkpoints,
+        CheckpointManager::Create(checkpoint_options, prepared.client.get()));
     ASSIGN_OR_RETURN(std::optional<std::string> latest,
                      LatestCheckpoint(prepared.checkpoints->directory()));
     if (latest.has_value()) {

@@ -35,6 +35,11 @@ absl::Status IoError(absl::string_view what, const std::string& path) {
 
 }  // namespace
 
+void FileDescriptor::Reset(int fd) {
+  if (fd_ >= 0) close(fd_);
+  fd_ = fd;
+}
+
 absl::Status MakeDirectories(const std::string& path) {
   for (size_t i = 1; i <= path.size(); ++i) {
     if (i != path.size() && path[i] != '/') continue;
@@ -54,30 +59,11 @@ absl::StatusOr<WritableFile> WritableFile::CreateNew(const std::string& path) {
   return WritableFile(path, fd);
 }
 
-WritableFile::WritableFile(WritableFile&& other) noexcept
-    : path_(std::move(other.path_)),
-      fd_(std::exchange(other.fd_, -1)),
-      size_(other.size_) {}
-
-WritableFile& WritableFile::operator=(WritableFile&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) close(fd_);
-    path_ = std::move(other.path_);
-    fd_ = std::exchange(other.fd_, -1);
-    size_ = other.size_;
-  }
-  return *this;
-}
-
-WritableFile::~WritableFile() {
-  if (fd_ >= 0) close(fd_);
-}
-
 absl::Status WritableFile::Append(absl::string_view data) {
   const char* p = data.data();
   size_t left = data.size();
   while (left > 0) {
-    const ssize_t n = write(fd_, p, left);
+    const ssize_t n = write(fd_.get(), p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
       return IoError("write", path_);
@@ -90,12 +76,12 @@ absl::Status WritableFile::Append(absl::string_view data) {
 }
 
 absl::Status WritableFile::Sync() {
-  if (fdatasync(fd_) != 0) return IoError("fsync", path_);
+  if (fdatasync(fd_.get()) != 0) return IoError("fsync", path_);
   return absl::OkStatus();
 }
 
 absl::Status WritableFile::Close() {
-  const int fd = std::exchange(fd_, -1);
+  const int fd = fd_.Release();
   if (fd >= 0 && close(fd) != 0) return IoError("close", path_);
   return absl::OkStatus();
 }
@@ -113,37 +99,18 @@ absl::StatusOr<RandomAccessFile> RandomAccessFile::Open(
   return RandomAccessFile(path, fd, static_cast<int64_t>(st.st_size));
 }
 
-RandomAccessFile::RandomAccessFile(RandomAccessFile&& other) noexcept
-    : path_(std::move(other.path_)),
-      fd_(std::exchange(other.fd_, -1)),
-      size_(other.size_) {}
-
-RandomAccessFile& RandomAccessFile::operator=(
-    RandomAccessFile&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) close(fd_);
-    path_ = std::move(other.path_);
-    fd_ = std::exchange(other.fd_, -1);
-    size_ = other.size_;
-  }
-  return *this;
-}
-
-RandomAccessFile::~RandomAccessFile() {
-  if (fd_ >= 0) close(fd_);
-}
-
 void RandomAccessFile::WillReadSequentially() const {
-  (void)posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
-  (void)posix_fadvise(fd_, 0, 0, POSIX_FADV_WILLNEED);
+  (void)posix_fadvise(fd_.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  (void)posix_fadvise(fd_.get(), 0, 0, POSIX_FADV_WILLNEED);
 }
 
 absl::Status RandomAccessFile::Read(int64_t offset, int64_t n,
                                     char* out) const {
   int64_t done = 0;
   while (done < n) {
-    const ssize_t got = pread(fd_, out + done, static_cast<size_t>(n - done),
-                              static_cast<off_t>(offset + done));
+    const ssize_t got =
+        pread(fd_.get(), out + done, static_cast<size_t>(n - done),
+              static_cast<off_t>(offset + done));
     if (got < 0) {
       if (errno == EINTR) continue;
       return IoError("read", path_);

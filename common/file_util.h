@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -16,6 +17,30 @@ namespace psflow {
 // `mkdir -p`: creates `path` and its missing parents.
 absl::Status MakeDirectories(const std::string& path);
 
+// An open file descriptor, closed when it goes; movable, not copyable.
+class FileDescriptor {
+ public:
+  FileDescriptor() = default;
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  FileDescriptor(FileDescriptor&& other) noexcept
+      : fd_(std::exchange(other.fd_, -1)) {}
+  FileDescriptor& operator=(FileDescriptor&& other) noexcept {
+    if (this != &other) Reset(std::exchange(other.fd_, -1));
+    return *this;
+  }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  ~FileDescriptor() { Reset(-1); }
+
+  int get() const { return fd_; }
+  // Gives up ownership without closing.
+  int Release() { return std::exchange(fd_, -1); }
+
+ private:
+  void Reset(int fd);
+  int fd_ = -1;
+};
+
 // A file being written, for data that must survive a crash once Sync()
 // returned. Closed (not synced) by the destructor.
 class WritableFile {
@@ -23,11 +48,8 @@ class WritableFile {
   // Creates `path`; AlreadyExists if it exists (never overwrites).
   static absl::StatusOr<WritableFile> CreateNew(const std::string& path);
 
-  WritableFile(WritableFile&& other) noexcept;
-  WritableFile& operator=(WritableFile&& other) noexcept;
-  WritableFile(const WritableFile&) = delete;
-  WritableFile& operator=(const WritableFile&) = delete;
-  ~WritableFile();
+  WritableFile(WritableFile&& other) = default;
+  WritableFile& operator=(WritableFile&& other) = default;
 
   absl::Status Append(absl::string_view data);
   // fdatasync: the data (and the metadata needed to read it) is on disk.
@@ -40,7 +62,7 @@ class WritableFile {
  private:
   WritableFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
   std::string path_;
-  int fd_ = -1;
+  FileDescriptor fd_;
   int64_t size_ = 0;
 };
 
@@ -50,11 +72,8 @@ class RandomAccessFile {
   // NotFound when `path` does not exist.
   static absl::StatusOr<RandomAccessFile> Open(const std::string& path);
 
-  RandomAccessFile(RandomAccessFile&& other) noexcept;
-  RandomAccessFile& operator=(RandomAccessFile&& other) noexcept;
-  RandomAccessFile(const RandomAccessFile&) = delete;
-  RandomAccessFile& operator=(const RandomAccessFile&) = delete;
-  ~RandomAccessFile();
+  RandomAccessFile(RandomAccessFile&& other) = default;
+  RandomAccessFile& operator=(RandomAccessFile&& other) = default;
 
   // Reads exactly `n` bytes at `offset` into `out`; DataLoss when the file
   // ends first (a truncated file).
@@ -71,7 +90,7 @@ class RandomAccessFile {
   RandomAccessFile(std::string path, int fd, int64_t size)
       : path_(std::move(path)), fd_(fd), size_(size) {}
   std::string path_;
-  int fd_ = -1;
+  FileDescriptor fd_;
   int64_t size_ = 0;
 };
 

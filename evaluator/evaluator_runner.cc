@@ -174,6 +174,32 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
     LOG(INFO) << "evaluating each new checkpoint in " << checkpoint_dir
               << "; the best is kept in " << BestDirectory(checkpoint_dir);
   }
+  // Evaluates the checkpoint at `path` and keeps it if it is the best so
+  // far; nullopt when it vanished (retention) or is damaged: skipped.
+  auto evaluate_checkpoint = [&](const std::string& path)
+      -> absl::StatusOr<std::optional<EvaluationReport>> {
+    absl::StatusOr<EvaluationReport> report =
+        EvaluateCheckpoint(spec, path, *options.device, test);
+    if (absl::IsNotFound(report.status()) ||
+        absl::IsDataLoss(report.status())) {
+      LOG(WARNING) << "skipping " << path << ": " << report.status().message();
+      return std::nullopt;
+    }
+    RETURN_IF_ERROR(report.status());
+    if (!best.has_value() || report->accuracy() > best->accuracy) {
+      best =
+          BestRecord{report->global_step(), report->accuracy(), report->loss()};
+      absl::Status kept = KeepAsBest(checkpoint_dir, path, *best);
+      if (kept.ok()) {
+        LOG(INFO) << "new best checkpoint: " << path << " (accuracy "
+                  << report->accuracy() << ")";
+      } else {
+        LOG(WARNING) << "could not copy the best checkpoint: "
+                     << kept.message();
+      }
+    }
+    return std::optional<EvaluationReport>(*std::move(report));
+  };
   while (true) {
     absl::StatusOr<StatusResponse> status =
         options.coordinator->GetStatus(absl::Seconds(5));
@@ -194,41 +220,20 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
     const bool final = status->state() == FINAL_EVALUATION;
     std::optional<EvaluationReport> evaluated;
     if (!checkpoint_dir.empty()) {
-      absl::StatusOr<std::optional<std::string>> latest =
-          LatestCheckpoint(checkpoint_dir);
-      if (!latest.ok()) {
-        LOG(WARNING) << latest.status().message();
-      } else if (latest->has_value() && **latest != last_evaluated &&
-                 (final || absl::Now() >= next)) {
-        // At most one evaluation per interval: checkpoints saved faster
-        // than that are skipped (the newest is what matters).
-        next = absl::Now() + interval;
-        absl::StatusOr<EvaluationReport> report =
-            EvaluateCheckpoint(spec, **latest, *options.device, test);
-        if (report.ok()) {
+      if (final || absl::Now() >= next) {
+        absl::StatusOr<std::optional<std::string>> latest =
+            LatestCheckpoint(checkpoint_dir);
+        if (!latest.ok()) LOG(WARNING) << latest.status().message();
+        if (latest.ok() && latest->has_value() && **latest != last_evaluated) {
+          // At most one evaluation per interval: checkpoints saved faster
+          // than that are skipped (the newest is what matters).
+          next = absl::Now() + interval;
           last_evaluated = **latest;
-          evaluated = *report;
-          last_report = *report;
-          if (!best.has_value() || report->accuracy() > best->accuracy) {
-            best = BestRecord{report->global_step(), report->accuracy(),
-                              report->loss()};
-            absl::Status kept = KeepAsBest(checkpoint_dir, **latest, *best);
-            if (kept.ok()) {
-              LOG(INFO) << "new best checkpoint: " << **latest << " (accuracy "
-                        << report->accuracy() << ")";
-            } else {
-              LOG(WARNING) << "could not copy the best checkpoint: "
-                           << kept.message();
-            }
-          }
-        } else if (absl::IsNotFound(report.status()) ||
-                   absl::IsDataLoss(report.status())) {
-          // Removed by retention while we read it, or damaged: skip it.
-          LOG(WARNING) << "skipping " << **latest << ": "
-                       << report.status().message();
-          last_evaluated = **latest;
+          ASSIGN_OR_RETURN(evaluated, evaluate_checkpoint(**latest));
+          if (evaluated.has_value()) last_report = evaluated;
         } else {
-          return report.status();
+          // Nothing new: look again within a second, not every tick.
+          next = absl::Now() + std::min(interval, absl::Seconds(1));
         }
       }
       if (final && !evaluated.has_value()) {

@@ -187,33 +187,6 @@ int64_t Variable::Snapshot(int chunk, absl::Span<float> values,
   return c.version;
 }
 
-void Variable::Restore(int chunk, absl::Span<const float> values,
-                       const std::vector<const float*>& slots,
-                       int64_t version) {
-  Chunk& c = *chunks_[chunk];
-  std::vector<std::function<void()>> ready;
-  {
-    absl::MutexLock lock(&c.mu);
-    std::memcpy(values_.get() + c.begin, values.data(), c.size * sizeof(float));
-    for (size_t s = 0; s < slots_.size(); ++s) {
-      float* dst = slots_[s].get() + c.begin;
-      if (s < slots.size() && slots[s] != nullptr) {
-        std::memcpy(dst, slots[s], c.size * sizeof(float));
-      } else {
-        std::fill_n(dst, c.size,
-                    rule_.optimizer->slot_initial_value(static_cast<int>(s)));
-      }
-    }
-    c.sum.clear();
-    c.contributors.clear();
-    c.aggregate_held = false;
-    c.hold_limit = kNoHold;
-    c.version = version - 1;
-    ready = AdvanceLocked(c);  // to `version`, waking those waiting for it
-  }
-  for (auto& callback : ready) callback();
-}
-
 absl::Status Variable::RestoreInPlace(
     int chunk, int64_t version,
     const std::function<absl::Status(

@@ -97,17 +97,12 @@ class Variable {
   int64_t Snapshot(int chunk, absl::Span<float> values,
                    const std::vector<absl::Span<float>>& slots) const;
 
-  // Overwrites chunk `chunk`'s values and slots (a null entry in `slots`
-  // resets that slot to its initial value) and sets its version, dropping
-  // any partial sync aggregate and hold: what restoring a checkpoint does.
-  void Restore(int chunk, absl::Span<const float> values,
-               const std::vector<const float*>& slots, int64_t version);
-
-  // Like Restore, but `fill` writes the chunk's values and slots in place
-  // (each span the chunk's length, slots in slot_names() order) under the
-  // chunk's lock, and sets filled_slots[s] for each slot it wrote; the rest
-  // reset to their initial values. The version is set only if `fill`
-  // succeeds (its error is returned; the chunk may then be half written).
+  // Restores chunk `chunk` from a checkpoint: `fill` writes its values and
+  // slots in place (each span the chunk's length, slots in slot_names()
+  // order) under the chunk's lock and sets filled_slots[s] for each slot it
+  // wrote; the rest reset to their initial values. Then the version is set
+  // and any partial sync aggregate and hold dropped. On an error from
+  // `fill` (returned) the chunk may be half written and keeps its version.
   absl::Status RestoreInPlace(
       int chunk, int64_t version,
       const std::function<absl::Status(

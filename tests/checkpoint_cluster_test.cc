@@ -241,7 +241,6 @@ TEST(CheckpointClusterTest, KilledChiefNeverLeavesABrokenCheckpointAndResumes) {
   const std::string job = WriteTestFile(
       "killed.json", TestJob("ASYNC", 2500, CheckpointEvery(25), 512));
   std::mt19937 random(::testing::UnitTest::GetInstance()->random_seed());
-  int killed_after_a_checkpoint = 0;
   for (int attempt = 0; attempt < 3; ++attempt) {
     Subprocess psctl(LocalArgv(job, TempPath("killed_local"),
                                {"--ps=2", "--workers=1", "--chief",
@@ -263,14 +262,12 @@ TEST(CheckpointClusterTest, KilledChiefNeverLeavesABrokenCheckpointAndResumes) {
     const pid_t chief = FindChief(dir);
     ASSERT_GT(chief, 0) << psctl.Output();
     ASSERT_EQ(kill(chief, SIGKILL), 0);
-    ++killed_after_a_checkpoint;
     absl::StatusOr<int> code = psctl.Wait(absl::Seconds(60));
     ASSERT_OK(code);
     EXPECT_NE(*code, 0);
     EXPECT_THAT(psctl.Output(), HasSubstr("was killed")) << psctl.Output();
     ExpectEveryListedCheckpointIntact(dir);
   }
-  EXPECT_EQ(killed_after_a_checkpoint, 3);
   LocalRun last = RunLocal(job, {"--ps=2", "--workers=1", "--chief", flag});
   ASSERT_EQ(last.exit_code, 0) << last.output;
   EXPECT_THAT(last.output, HasSubstr("resuming at global step"));

@@ -95,6 +95,17 @@ class ManualCluster {
     Start("evaluator", 0);
   }
 
+  // SIGKILLs the task's newest process, leaves it down for `downtime`,
+  // then starts it again (as an operator or Kubernetes would).
+  Subprocess* KillAndRestart(const std::string& type, int index,
+                             absl::Duration downtime) {
+    Subprocess* process = Latest(absl::StrCat(type, index));
+    process->Signal(SIGKILL);
+    EXPECT_OK(process->Wait(absl::Seconds(10)));
+    absl::SleepFor(downtime);
+    return Start(type, index);
+  }
+
   const std::string& result_file() const { return result_file_; }
 
   Subprocess* Latest(const std::string& name) {
@@ -126,6 +137,21 @@ double ResultAccuracy(const std::string& result_file) {
   return accuracy == nullptr ? 0 : accuracy->number_value();
 }
 
+// The job ends well: the chief and every worker exit 0 and the model
+// reaches its accuracy. Returns the chief's output.
+std::string ExpectJobSucceeds(ManualCluster& cluster) {
+  Subprocess* chief = cluster.Latest("chief0");
+  EXPECT_THAT(chief->Wait(absl::Seconds(180)), IsOkAndHolds(0))
+      << chief->Output();
+  for (const char* worker : {"worker0", "worker1"}) {
+    EXPECT_THAT(cluster.Latest(worker)->Wait(absl::Seconds(30)),
+                IsOkAndHolds(0))
+        << cluster.Latest(worker)->Output();
+  }
+  EXPECT_GE(ResultAccuracy(cluster.result_file()), 0.80);
+  return chief->Output();
+}
+
 // Waits until the state file names at least `count` checkpoints.
 void WaitForCheckpoints(const std::string& dir, int count) {
   const absl::Time deadline = absl::Now() + absl::Seconds(120);
@@ -148,26 +174,15 @@ TEST(RecoveryTest, KilledParameterServerIsRecoveredFromTheNewestCheckpoint) {
   ManualCluster cluster(job, dir);
   cluster.StartAll();
   WaitForCheckpoints(dir, 1);
-  Subprocess* ps1 = cluster.Latest("ps1");
-  ps1->Signal(SIGKILL);
-  ASSERT_OK(ps1->Wait(absl::Seconds(10)));
-  absl::SleepFor(absl::Seconds(2));  // the chief notices; workers wait
-  cluster.Start("ps", 1);            // the operator (or Kubernetes) restarts it
+  // Down for 2 s: the chief notices, the workers wait.
+  cluster.KillAndRestart("ps", 1, absl::Seconds(2));
 
-  Subprocess* chief = cluster.Latest("chief0");
-  EXPECT_THAT(chief->Wait(absl::Seconds(180)), IsOkAndHolds(0))
-      << chief->Output();
-  EXPECT_THAT(chief->Output(), AllOf(HasSubstr("parameter server lost"),
-                                     HasSubstr("pausing the workers"),
-                                     HasSubstr("resuming at global step")));
-  for (const char* worker : {"worker0", "worker1"}) {
-    EXPECT_THAT(cluster.Latest(worker)->Wait(absl::Seconds(30)),
-                IsOkAndHolds(0))
-        << cluster.Latest(worker)->Output();
-  }
+  EXPECT_THAT(ExpectJobSucceeds(cluster),
+              AllOf(HasSubstr("parameter server lost"),
+                    HasSubstr("pausing the workers"),
+                    HasSubstr("resuming at global step")));
   EXPECT_THAT(cluster.Latest("worker0")->Output(),
               HasSubstr("the chief restored the model"));
-  EXPECT_GE(ResultAccuracy(cluster.result_file()), 0.80);
 }
 
 TEST(RecoveryTest, KilledWorkerRestartsAndRejoinsAsyncTraining) {
@@ -179,21 +194,12 @@ TEST(RecoveryTest, KilledWorkerRestartsAndRejoinsAsyncTraining) {
   ManualCluster cluster(job, dir);
   cluster.StartAll();
   WaitForCheckpoints(dir, 1);
-  Subprocess* worker1 = cluster.Latest("worker1");
-  worker1->Signal(SIGKILL);
-  ASSERT_OK(worker1->Wait(absl::Seconds(10)));
-  absl::SleepFor(absl::Seconds(1));  // worker 0 trains on alone meanwhile
-  cluster.Start("worker", 1);
+  // Down for 1 s: worker 0 trains on alone meanwhile.
+  cluster.KillAndRestart("worker", 1, absl::Seconds(1));
 
-  Subprocess* chief = cluster.Latest("chief0");
-  EXPECT_THAT(chief->Wait(absl::Seconds(180)), IsOkAndHolds(0))
-      << chief->Output();
-  EXPECT_THAT(chief->Output(), HasSubstr("worker-1 at 127.0.0.1:"));
-  EXPECT_THAT(chief->Output(), HasSubstr("restarted (new incarnation)"));
-  EXPECT_THAT(cluster.Latest("worker1")->Wait(absl::Seconds(30)),
-              IsOkAndHolds(0))
-      << cluster.Latest("worker1")->Output();
-  EXPECT_GE(ResultAccuracy(cluster.result_file()), 0.80);
+  const std::string chief = ExpectJobSucceeds(cluster);
+  EXPECT_THAT(chief, HasSubstr("worker-1 at 127.0.0.1:"));
+  EXPECT_THAT(chief, HasSubstr("restarted (new incarnation)"));
 }
 
 TEST(RecoveryTest, KilledChiefRestartsAndResumesFromTheNewestCheckpoint) {
@@ -205,23 +211,12 @@ TEST(RecoveryTest, KilledChiefRestartsAndResumesFromTheNewestCheckpoint) {
   ManualCluster cluster(job, dir);
   cluster.StartAll();
   WaitForCheckpoints(dir, 1);
-  Subprocess* chief = cluster.Latest("chief0");
-  chief->Signal(SIGKILL);
-  ASSERT_OK(chief->Wait(absl::Seconds(10)));
-  absl::SleepFor(absl::Seconds(1));  // workers and servers run on meanwhile
-  chief = cluster.Start("chief", 0);
+  // Down for 1 s: workers and servers run on meanwhile.
+  cluster.KillAndRestart("chief", 0, absl::Seconds(1));
 
-  EXPECT_THAT(chief->Wait(absl::Seconds(180)), IsOkAndHolds(0))
-      << chief->Output();
-  EXPECT_THAT(chief->Output(), HasSubstr("resuming at global step"));
-  for (const char* worker : {"worker0", "worker1"}) {
-    EXPECT_THAT(cluster.Latest(worker)->Wait(absl::Seconds(30)),
-                IsOkAndHolds(0))
-        << cluster.Latest(worker)->Output();
-  }
+  EXPECT_THAT(ExpectJobSucceeds(cluster), HasSubstr("resuming at global step"));
   EXPECT_THAT(cluster.Latest("worker0")->Output(),
               HasSubstr("the chief restored the model"));
-  EXPECT_GE(ResultAccuracy(cluster.result_file()), 0.80);
 }
 
 TEST(RecoveryTest, PsctlRestoresACheckpointIntoARunningJob) {
@@ -257,11 +252,7 @@ TEST(RecoveryTest, PsctlRestoresACheckpointIntoARunningJob) {
               AllOf(HasSubstr("restored " + first),
                     HasSubstr("training resumed at global step")));
 
-  Subprocess* chief = cluster.Latest("chief0");
-  EXPECT_THAT(chief->Wait(absl::Seconds(180)), IsOkAndHolds(0))
-      << chief->Output();
-  EXPECT_THAT(chief->Output(), HasSubstr("on request"));
-  EXPECT_GE(ResultAccuracy(cluster.result_file()), 0.80);
+  EXPECT_THAT(ExpectJobSucceeds(cluster), HasSubstr("on request"));
 }
 
 }  // namespace

@@ -127,7 +127,8 @@ absl::Status RunTrainer(const TrainerOptions& options) {
   // Restores by the chief bump the model's generation: after one, what
   // this worker holds is stale and it pulls again.
   int64_t generation = 0;
-  auto heartbeat = [&](bool finished) -> absl::StatusOr<StatusResponse> {
+  // This worker's identity and counters; the rest is filled by the caller.
+  auto base_report = [&] {
     ProgressReport report;
     report.set_worker_index(index);
     report.set_incarnation(options.incarnation);
@@ -135,6 +136,10 @@ absl::Status RunTrainer(const TrainerOptions& options) {
     report.set_examples(examples);
     report.set_global_step(version);
     report.set_generation(generation);
+    return report;
+  };
+  auto heartbeat = [&](bool finished) -> absl::StatusOr<StatusResponse> {
+    ProgressReport report = base_report();
     const double seconds =
         std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - window.start));
     if (window.examples > 0) {
@@ -186,13 +191,7 @@ absl::Status RunTrainer(const TrainerOptions& options) {
     const absl::Time give_up = start + options.recovery_timeout;
     bool announced = false;
     while (true) {
-      ProgressReport report;
-      report.set_worker_index(index);
-      report.set_incarnation(options.incarnation);
-      report.set_local_steps(local_steps);
-      report.set_examples(examples);
-      report.set_global_step(version);
-      report.set_generation(generation);
+      ProgressReport report = base_report();
       report.set_paused(true);
       absl::StatusOr<StatusResponse> status =
           options.coordinator->ReportProgress(report, absl::Seconds(5));
