@@ -274,6 +274,92 @@ void GrpcPsShard::Push(const PushRequest& header, absl::Span<const float> data,
   StartBulk(call);
 }
 
+namespace {
+
+// "\"b1\" [0, 256) and 3 more": a batch, for errors.
+template <typename Parts>
+std::string BatchRange(const Parts& parts) {
+  std::string what = Range(parts[0].variable(), parts[0].offset_elements(),
+                           parts[0].num_elements());
+  if (parts.size() > 1)
+    absl::StrAppend(&what, " and ", parts.size() - 1, " more");
+  return what;
+}
+
+}  // namespace
+
+void GrpcPsShard::PullBatch(
+    const PullBatchRequest& header, std::vector<absl::Span<float>> out,
+    absl::Time deadline,
+    std::function<void(absl::StatusOr<PullBatchResponse>)> done) {
+  auto* call = new BulkCall;
+  call->method = kBulkPullBatchMethod;
+  call->what = header.parts().empty()
+                   ? "pull of an empty batch from " + name_
+                   : absl::StrCat("pull of ", BatchRange(header.parts()),
+                                  " from ", name_);
+  call->request = EncodeBulkFrame(header, {}, nullptr);
+  for (absl::Span<float> piece : out) {
+    call->bytes += static_cast<int64_t>(piece.size() * sizeof(float));
+  }
+  call->bypass_budget = header.min_version() > 0;
+  call->deadline = deadline;
+  call->finish = [what = call->what, out = std::move(out),
+                  done = std::move(done)](const grpc::Status& status,
+                                          const grpc::ByteBuffer& response) {
+    if (!status.ok()) return done(FromGrpcStatus(status, what));
+    PullBatchResponse header;
+    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, header);
+    if (!frame.ok()) return done(frame.status());
+    if (header.versions_size() != static_cast<int>(out.size())) {
+      return done(absl::InternalError(
+          absl::StrCat(what, ": the server answered ", header.versions_size(),
+                       " parts for ", out.size())));
+    }
+    absl::Status copied = frame->CopyPayload(out);
+    if (!copied.ok()) {
+      return done(absl::Status(copied.code(),
+                               absl::StrCat(what, ": ", copied.message())));
+    }
+    done(std::move(header));
+  };
+  StartBulk(call);
+}
+
+void GrpcPsShard::PushBatch(
+    const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
+    std::shared_ptr<const void> owner, absl::Time deadline,
+    std::function<void(absl::StatusOr<PushBatchResponse>)> done) {
+  auto* call = new BulkCall;
+  call->method = kBulkPushBatchMethod;
+  call->what =
+      header.parts().empty()
+          ? "push of an empty batch to " + name_
+          : absl::StrCat("push to ", BatchRange(header.parts()), " on ", name_);
+  call->request = EncodeBulkFramePieces(header, data, std::move(owner));
+  for (absl::Span<const float> piece : data) {
+    call->bytes += static_cast<int64_t>(piece.size() * sizeof(float));
+  }
+  call->deadline = deadline;
+  // An async push that reached the server must not be applied twice.
+  call->idempotent = false;
+  call->finish = [what = call->what, parts = header.parts_size(),
+                  done = std::move(done)](const grpc::Status& status,
+                                          const grpc::ByteBuffer& response) {
+    if (!status.ok()) return done(FromGrpcStatus(status, what));
+    PushBatchResponse header;
+    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, header);
+    if (!frame.ok()) return done(frame.status());
+    if (header.results_size() != parts) {
+      return done(absl::InternalError(
+          absl::StrCat(what, ": the server answered ", header.results_size(),
+                       " parts for ", parts)));
+    }
+    done(std::move(header));
+  };
+  StartBulk(call);
+}
+
 void GrpcPsShard::Assign(const AssignRequest& header,
                          absl::Span<const float> data,
                          std::shared_ptr<const void> owner, absl::Time deadline,

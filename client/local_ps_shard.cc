@@ -3,6 +3,9 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "proto/protocol.h"
 #include "ps/shard_checkpoint.h"
 
 namespace psflow {
@@ -93,6 +96,82 @@ void LocalPsShard::Push(
                      header.offset_elements(), header.num_elements());
   if (!ref.ok()) return done(ref.status());
   done(core_->Push(*ref, header, data));
+}
+
+namespace {
+
+// A batch's chunks, checked like the gRPC server checks them.
+template <typename Part>
+absl::StatusOr<std::vector<ChunkRef>> ResolveParts(
+    const ParameterServerCore& core, uint32_t protocol_version,
+    const google::protobuf::RepeatedPtrField<Part>& parts) {
+  if (parts.empty() || parts.size() > kMaxBatchParts) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a batch holds 1 to ", kMaxBatchParts,
+                     " parts; this one holds ", parts.size()));
+  }
+  std::vector<ChunkRef> refs;
+  for (const auto& part : parts) {
+    ASSIGN_OR_RETURN(ChunkRef ref,
+                     core.Resolve(protocol_version, part.variable(),
+                                  part.offset_elements(), part.num_elements()));
+    refs.push_back(ref);
+  }
+  return refs;
+}
+
+}  // namespace
+
+void LocalPsShard::PullBatch(
+    const PullBatchRequest& header, std::vector<absl::Span<float>> out,
+    absl::Time deadline,
+    std::function<void(absl::StatusOr<PullBatchResponse>)> done) {
+  absl::StatusOr<std::vector<ChunkRef>> refs =
+      ResolveParts(*core_, header.protocol_version(), header.parts());
+  if (!refs.ok()) return done(refs.status());
+  if (out.size() != refs->size()) {
+    return done(absl::InvalidArgumentError("pull batch buffer count mismatch"));
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (static_cast<int64_t>(out[i].size()) != (*refs)[i].num_elements) {
+      return done(absl::InvalidArgumentError("pull buffer size mismatch"));
+    }
+  }
+  auto pull_all = [this, refs = *refs, out, min = header.min_version(),
+                   deadline]() -> absl::StatusOr<PullBatchResponse> {
+    PullBatchResponse response;
+    for (size_t i = 0; i < refs.size(); ++i) {
+      ASSIGN_OR_RETURN(PullResponse part,
+                       core_->PullBlocking(refs[i], min, deadline, out[i]));
+      response.add_versions(part.version());
+    }
+    return response;
+  };
+  bool ready = true;
+  for (const ChunkRef& ref : *refs) {
+    ready = ready && ref.variable->Version(ref.chunk) >= header.min_version();
+  }
+  if (ready) return done(pull_all());
+  // Waiting must not block the caller: wait on a thread of its own.
+  {
+    absl::MutexLock lock(&mu_);
+    ++waiting_pulls_;
+  }
+  std::thread([this, pull_all = std::move(pull_all), done = std::move(done)] {
+    done(pull_all());
+    absl::MutexLock lock(&mu_);
+    --waiting_pulls_;
+  }).detach();
+}
+
+void LocalPsShard::PushBatch(
+    const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
+    std::shared_ptr<const void>, absl::Time,
+    std::function<void(absl::StatusOr<PushBatchResponse>)> done) {
+  absl::StatusOr<std::vector<ChunkRef>> refs =
+      ResolveParts(*core_, header.protocol_version(), header.parts());
+  if (!refs.ok()) return done(refs.status());
+  done(core_->PushBatch(*refs, header.version(), header.worker_index(), data));
 }
 
 void LocalPsShard::Assign(const AssignRequest& header,

@@ -38,6 +38,14 @@ class LocalPsShard final : public PsShard {
   void Push(const PushRequest& header, absl::Span<const float> data,
             std::shared_ptr<const void> owner, absl::Time deadline,
             std::function<void(absl::StatusOr<PushResponse>)> done) override;
+  void PullBatch(
+      const PullBatchRequest& header, std::vector<absl::Span<float>> out,
+      absl::Time deadline,
+      std::function<void(absl::StatusOr<PullBatchResponse>)> done) override;
+  void PushBatch(
+      const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
+      std::shared_ptr<const void> owner, absl::Time deadline,
+      std::function<void(absl::StatusOr<PushBatchResponse>)> done) override;
   void Assign(const AssignRequest& header, absl::Span<const float> data,
               std::shared_ptr<const void> owner, absl::Time deadline,
               std::function<void(absl::Status)> done) override;

@@ -160,65 +160,175 @@ std::shared_ptr<PsHandle> ParameterClient::Issue(
                        " elements but the buffer holds ", buffer.size())));
     }
   }
+  // Every chunk-sized piece of every part of every variable, in order.
+  std::vector<Piece> pieces;
   for (const auto& [name, buffer] : targets) {
     const PlacedVariable& variable = *placement_.Find(name);
     for (const VariablePart& part : variable.parts) {
-      PsShard& shard = *shards_[part.ps];
       for (int64_t offset = 0; offset < part.num_elements;
            offset += chunk_elements_) {
         const int64_t n = std::min(chunk_elements_, part.num_elements - offset);
-        absl::Span<float> data =
-            buffer.subspan(part.element_offset + offset, n);
-        {
-          absl::MutexLock lock(&state->mu);
-          ++state->pending;
-        }
-        switch (op) {
-          case Op::kPull: {
-            PullRequest header;
-            header.set_protocol_version(kProtocolVersion);
-            header.set_variable(part.name);
-            header.set_offset_elements(offset);
-            header.set_num_elements(n);
-            header.set_min_version(version);
-            header.set_consistent_snapshot(consistent_snapshot);
-            shard.Pull(header, data, deadline,
-                       [state](absl::StatusOr<PullResponse> r) {
-                         state->Finish(r.status(), r.ok() ? r->version() : -1);
-                       });
-            break;
-          }
-          case Op::kPush: {
-            PushRequest header;
-            header.set_protocol_version(kProtocolVersion);
-            header.set_variable(part.name);
-            header.set_offset_elements(offset);
-            header.set_num_elements(n);
-            header.set_version(version);
-            header.set_worker_index(worker);
-            shard.Push(header, data, guard, deadline,
-                       [state](absl::StatusOr<PushResponse> r) {
-                         state->Finish(r.status(), r.ok() ? r->version() : -1);
-                       });
-            break;
-          }
-          case Op::kAssign: {
-            AssignRequest header;
-            header.set_protocol_version(kProtocolVersion);
-            header.set_variable(part.name);
-            header.set_offset_elements(offset);
-            header.set_num_elements(n);
-            shard.Assign(header, data, guard, deadline,
-                         [state](absl::Status s) { state->Finish(s, -1); });
-            break;
-          }
-        }
+        pieces.push_back(
+            Piece{part.ps, &part.name, offset,
+                  buffer.subspan(part.element_offset + offset, n)});
       }
     }
   }
+  // Pieces smaller than a chunk (biases, small layers, a large variable's
+  // last piece) travel together: one RPC per server and up to a chunk of
+  // them, instead of one RPC each.
+  std::vector<std::vector<const Piece*>> batches(shards_.size());
+  std::vector<int64_t> batched(shards_.size(), 0);
+  auto flush = [&](int ps) {
+    if (batches[ps].size() == 1) {
+      IssueOne(op, *batches[ps][0], version, worker, consistent_snapshot,
+               deadline, state, guard);
+    } else if (!batches[ps].empty()) {
+      IssueBatch(op, batches[ps], version, worker, consistent_snapshot,
+                 deadline, state, guard);
+    }
+    batches[ps].clear();
+    batched[ps] = 0;
+  };
+  for (const Piece& piece : pieces) {
+    const int64_t n = static_cast<int64_t>(piece.data.size());
+    if (op == Op::kAssign || n >= chunk_elements_) {
+      IssueOne(op, piece, version, worker, consistent_snapshot, deadline, state,
+               guard);
+      continue;
+    }
+    if (batched[piece.ps] + n > chunk_elements_ ||
+        static_cast<int>(batches[piece.ps].size()) == kMaxBatchParts) {
+      flush(piece.ps);
+    }
+    batches[piece.ps].push_back(&piece);
+    batched[piece.ps] += n;
+  }
+  for (int ps = 0; ps < static_cast<int>(shards_.size()); ++ps) flush(ps);
   guard.reset();  // Released once the transport drops its references too.
   state->Finish(absl::OkStatus(), -1);
   return handle;
+}
+
+void ParameterClient::IssueOne(Op op, const Piece& piece, int64_t version,
+                               int worker, bool consistent_snapshot,
+                               absl::Time deadline,
+                               const std::shared_ptr<PsHandle::State>& state,
+                               const std::shared_ptr<const void>& guard) {
+  PsShard& shard = *shards_[piece.ps];
+  const int64_t n = static_cast<int64_t>(piece.data.size());
+  {
+    absl::MutexLock lock(&state->mu);
+    ++state->pending;
+  }
+  switch (op) {
+    case Op::kPull: {
+      PullRequest header;
+      header.set_protocol_version(kProtocolVersion);
+      header.set_variable(*piece.part);
+      header.set_offset_elements(piece.offset);
+      header.set_num_elements(n);
+      header.set_min_version(version);
+      header.set_consistent_snapshot(consistent_snapshot);
+      shard.Pull(header, piece.data, deadline,
+                 [state](absl::StatusOr<PullResponse> r) {
+                   state->Finish(r.status(), r.ok() ? r->version() : -1);
+                 });
+      break;
+    }
+    case Op::kPush: {
+      PushRequest header;
+      header.set_protocol_version(kProtocolVersion);
+      header.set_variable(*piece.part);
+      header.set_offset_elements(piece.offset);
+      header.set_num_elements(n);
+      header.set_version(version);
+      header.set_worker_index(worker);
+      shard.Push(header, piece.data, guard, deadline,
+                 [state](absl::StatusOr<PushResponse> r) {
+                   state->Finish(r.status(), r.ok() ? r->version() : -1);
+                 });
+      break;
+    }
+    case Op::kAssign: {
+      AssignRequest header;
+      header.set_protocol_version(kProtocolVersion);
+      header.set_variable(*piece.part);
+      header.set_offset_elements(piece.offset);
+      header.set_num_elements(n);
+      shard.Assign(header, piece.data, guard, deadline,
+                   [state](absl::Status s) { state->Finish(s, -1); });
+      break;
+    }
+  }
+}
+
+void ParameterClient::IssueBatch(Op op, const std::vector<const Piece*>& batch,
+                                 int64_t version, int worker,
+                                 bool consistent_snapshot, absl::Time deadline,
+                                 const std::shared_ptr<PsHandle::State>& state,
+                                 const std::shared_ptr<const void>& guard) {
+  PsShard& shard = *shards_[batch[0]->ps];
+  {
+    absl::MutexLock lock(&state->mu);
+    ++state->pending;
+  }
+  if (op == Op::kPull) {
+    PullBatchRequest header;
+    header.set_protocol_version(kProtocolVersion);
+    header.set_min_version(version);
+    header.set_consistent_snapshot(consistent_snapshot);
+    std::vector<absl::Span<float>> out;
+    for (const Piece* piece : batch) {
+      PullRequest* part = header.add_parts();
+      part->set_variable(*piece->part);
+      part->set_offset_elements(piece->offset);
+      part->set_num_elements(static_cast<int64_t>(piece->data.size()));
+      out.push_back(piece->data);
+    }
+    shard.PullBatch(header, std::move(out), deadline,
+                    [state](absl::StatusOr<PullBatchResponse> r) {
+                      int64_t min = -1;
+                      if (r.ok() && !r->versions().empty()) {
+                        min = *std::min_element(r->versions().begin(),
+                                                r->versions().end());
+                      }
+                      state->Finish(r.status(), min);
+                    });
+    return;
+  }
+  PushBatchRequest header;
+  header.set_protocol_version(kProtocolVersion);
+  header.set_version(version);
+  header.set_worker_index(worker);
+  std::vector<absl::Span<const float>> data;
+  for (const Piece* piece : batch) {
+    PushRequest* part = header.add_parts();
+    part->set_variable(*piece->part);
+    part->set_offset_elements(piece->offset);
+    part->set_num_elements(static_cast<int64_t>(piece->data.size()));
+    data.push_back(piece->data);
+  }
+  shard.PushBatch(
+      header, std::move(data), guard, deadline,
+      [state](absl::StatusOr<PushBatchResponse> r) {
+        if (!r.ok()) return state->Finish(r.status(), -1);
+        // A part can fail alone only by being stale (sync mode): report
+        // the first such part, like separate pushes would.
+        absl::Status status;
+        int64_t min = -1;
+        for (const PushPartResult& part : r->results()) {
+          if (part.code() != 0) {
+            if (status.ok()) {
+              status = absl::Status(static_cast<absl::StatusCode>(part.code()),
+                                    part.message());
+            }
+          } else {
+            min = min < 0 ? part.version() : std::min(min, part.version());
+          }
+        }
+        state->Finish(status, min);
+      });
 }
 
 absl::StatusOr<std::vector<StatsResponse>> ParameterClient::Stats(

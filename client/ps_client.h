@@ -111,10 +111,28 @@ class ParameterClient {
  private:
   enum class Op { kPull, kPush, kAssign };
 
-  // Issues one RPC per chunk of every part of every variable.
+  // One chunk (or less) of one variable part, and its slice of the buffer.
+  struct Piece {
+    int ps;
+    const std::string* part;  // the part's name on its server
+    int64_t offset;           // in the part
+    absl::Span<float> data;
+  };
+
+  // Issues one RPC per full chunk, and one per server for each chunk's
+  // worth of smaller pieces (the batch methods).
   std::shared_ptr<PsHandle> Issue(Op op, const std::vector<Mutable>& targets,
                                   int64_t version, int worker,
                                   bool consistent_snapshot = false);
+  void IssueOne(Op op, const Piece& piece, int64_t version, int worker,
+                bool consistent_snapshot, absl::Time deadline,
+                const std::shared_ptr<PsHandle::State>& state,
+                const std::shared_ptr<const void>& guard);
+  void IssueBatch(Op op, const std::vector<const Piece*>& batch,
+                  int64_t version, int worker, bool consistent_snapshot,
+                  absl::Time deadline,
+                  const std::shared_ptr<PsHandle::State>& state,
+                  const std::shared_ptr<const void>& guard);
 
   const std::vector<std::unique_ptr<PsShard>> shards_;
   const Placement placement_;

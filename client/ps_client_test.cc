@@ -157,5 +157,119 @@ TEST_F(ParameterClientTest, SyncWorkersAdvanceTogetherStepByStep) {
   EXPECT_THAT(bias, Each(-1.5f * kSteps));
 }
 
+// Forwards to an in-process shard, counting the bulk calls by kind.
+class CountingShard final : public PsShard {
+ public:
+  explicit CountingShard(ParameterServerCore* core) : inner_(core, "ps-0") {}
+
+  const std::string& name() const override { return inner_.name(); }
+  absl::StatusOr<ConfigureResponse> Configure(const ConfigureRequest& r,
+                                              absl::Time d) override {
+    return inner_.Configure(r, d);
+  }
+  absl::Status CreateVariables(const CreateVariablesRequest& r,
+                               absl::Time d) override {
+    return inner_.CreateVariables(r, d);
+  }
+  absl::StatusOr<StatsResponse> Stats(absl::Time d) override {
+    return inner_.Stats(d);
+  }
+  absl::Status Shutdown(const std::string& r, absl::Time d) override {
+    return inner_.Shutdown(r, d);
+  }
+  absl::StatusOr<HoldResponse> Hold(const HoldRequest& r,
+                                    absl::Time d) override {
+    return inner_.Hold(r, d);
+  }
+  absl::StatusOr<SaveShardResponse> SaveShard(const SaveShardRequest& r,
+                                              absl::Time d) override {
+    return inner_.SaveShard(r, d);
+  }
+  absl::StatusOr<RestoreShardResponse> RestoreShard(
+      const RestoreShardRequest& r, absl::Time d) override {
+    return inner_.RestoreShard(r, d);
+  }
+  void Pull(const PullRequest& h, absl::Span<float> out, absl::Time d,
+            std::function<void(absl::StatusOr<PullResponse>)> done) override {
+    ++pulls;
+    inner_.Pull(h, out, d, std::move(done));
+  }
+  void Push(const PushRequest& h, absl::Span<const float> data,
+            std::shared_ptr<const void> owner, absl::Time d,
+            std::function<void(absl::StatusOr<PushResponse>)> done) override {
+    ++pushes;
+    inner_.Push(h, data, std::move(owner), d, std::move(done));
+  }
+  void PullBatch(
+      const PullBatchRequest& h, std::vector<absl::Span<float>> out,
+      absl::Time d,
+      std::function<void(absl::StatusOr<PullBatchResponse>)> done) override {
+    batch_parts.push_back(h.parts_size());
+    inner_.PullBatch(h, std::move(out), d, std::move(done));
+  }
+  void PushBatch(
+      const PushBatchRequest& h, std::vector<absl::Span<const float>> data,
+      std::shared_ptr<const void> owner, absl::Time d,
+      std::function<void(absl::StatusOr<PushBatchResponse>)> done) override {
+    batch_parts.push_back(h.parts_size());
+    inner_.PushBatch(h, std::move(data), std::move(owner), d, std::move(done));
+  }
+  void Assign(const AssignRequest& h, absl::Span<const float> data,
+              std::shared_ptr<const void> owner, absl::Time d,
+              std::function<void(absl::Status)> done) override {
+    inner_.Assign(h, data, std::move(owner), d, std::move(done));
+  }
+
+  // Calls come from the test's thread only.
+  int pulls = 0;
+  int pushes = 0;
+  std::vector<int> batch_parts;  // parts of each batch call, in order
+
+ private:
+  LocalPsShard inner_;
+};
+
+// One server, 4-element chunks: "big" is two full chunks and travels as two
+// RPCs; "a" (3), "b" (2) and "c" (1) are packed into batches of at most a
+// chunk's worth: a alone (a + b would exceed 4), then b and c together.
+TEST(ParameterClientBatchingTest, SmallVariablesShareRpcsUpToAChunk) {
+  ParameterServerCore core(ParameterServerCore::Options{4 * sizeof(float)});
+  auto owned = std::make_unique<CountingShard>(&core);
+  CountingShard* shard = owned.get();
+  std::vector<std::unique_ptr<PsShard>> shards;
+  shards.push_back(std::move(owned));
+  ASSERT_OK_AND_ASSIGN(
+      Placement placement,
+      PlaceVariables({{"big", {8}}, {"a", {3}}, {"b", {2}}, {"c", {1}}}, 1,
+                     /*split_threshold_bytes=*/1 << 20));
+  ParameterClient client(std::move(shards), placement,
+                         ParameterClient::Options());
+  ASSERT_OK(client.Configure(SgdConfig(ASYNC)));
+  ASSERT_OK(client.CreateVariables());
+
+  std::vector<float> big(8), a(3), b(2), c(1);
+  std::iota(big.begin(), big.end(), 1.0f);
+  std::iota(a.begin(), a.end(), 10.0f);
+  std::iota(b.begin(), b.end(), 20.0f);
+  c = {30};
+  ASSERT_OK(client.Push({{"big", big}, {"a", a}, {"b", b}, {"c", c}})->Wait());
+  EXPECT_EQ(shard->pushes, 3);                      // big's two chunks and a
+  EXPECT_THAT(shard->batch_parts, ElementsAre(2));  // b and c
+
+  std::vector<float> big_out(8), a_out(3), b_out(2), c_out(1);
+  auto pull = client.Pull({{"big", absl::MakeSpan(big_out)},
+                           {"a", absl::MakeSpan(a_out)},
+                           {"b", absl::MakeSpan(b_out)},
+                           {"c", absl::MakeSpan(c_out)}});
+  ASSERT_OK(pull->Wait());
+  EXPECT_EQ(pull->min_version(), 1);
+  EXPECT_EQ(shard->pulls, 3);
+  EXPECT_THAT(shard->batch_parts, ElementsAre(2, 2));
+  EXPECT_THAT(big_out, ElementsAre(-1, -2, -3, -4, -5, -6, -7, -8));
+  EXPECT_THAT(a_out, ElementsAre(-10, -11, -12));
+  EXPECT_THAT(b_out, ElementsAre(-20, -21));
+  EXPECT_THAT(c_out, ElementsAre(-30));
+}
+
 }  // namespace
 }  // namespace psflow

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -57,6 +58,19 @@ class PsShard {
   virtual void Push(const PushRequest& header, absl::Span<const float> data,
                     std::shared_ptr<const void> owner, absl::Time deadline,
                     std::function<void(absl::StatusOr<PushResponse>)> done) = 0;
+
+  // Batched forms (several whole chunks of this server in one call, see
+  // PullBatchRequest/PushBatchRequest in proto/ps.proto). `out[i]` and
+  // `data[i]` belong to header.parts(i). A pull batch answers once every
+  // part reached header.min_version().
+  virtual void PullBatch(
+      const PullBatchRequest& header, std::vector<absl::Span<float>> out,
+      absl::Time deadline,
+      std::function<void(absl::StatusOr<PullBatchResponse>)> done) = 0;
+  virtual void PushBatch(
+      const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
+      std::shared_ptr<const void> owner, absl::Time deadline,
+      std::function<void(absl::StatusOr<PushBatchResponse>)> done) = 0;
 
   // Overwrites a chunk's values without copying them on the client.
   virtual void Assign(const AssignRequest& header, absl::Span<const float> data,

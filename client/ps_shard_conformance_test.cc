@@ -96,7 +96,64 @@ class PsShardConformanceTest : public ::testing::TestWithParam<Transport> {
     VariableSpec* spec = create.add_variables();
     spec->set_name("w");
     spec->add_shape(10);
+    spec = create.add_variables();
+    spec->set_name("b");
+    spec->add_shape(3);
     ASSERT_OK(shard().CreateVariables(create, Soon()));
+  }
+
+  // A batch over w's last chunk [8, 10) and all of b (one chunk of 3).
+  template <typename Header>
+  static void AddParts(Header* header) {
+    auto* part = header->add_parts();
+    part->set_variable("w");
+    part->set_offset_elements(8);
+    part->set_num_elements(2);
+    part = header->add_parts();
+    part->set_variable("b");
+    part->set_offset_elements(0);
+    part->set_num_elements(3);
+  }
+
+  absl::StatusOr<PullBatchResponse> PullBatch(std::vector<float>& w_tail,
+                                              std::vector<float>& b,
+                                              int64_t min_version = 0,
+                                              absl::Time deadline = Soon()) {
+    PullBatchRequest header;
+    header.set_protocol_version(kProtocolVersion);
+    header.set_min_version(min_version);
+    AddParts(&header);
+    absl::Notification done;
+    absl::StatusOr<PullBatchResponse> result;
+    shard().PullBatch(header, {absl::MakeSpan(w_tail), absl::MakeSpan(b)},
+                      deadline, [&](absl::StatusOr<PullBatchResponse> r) {
+                        result = std::move(r);
+                        done.Notify();
+                      });
+    done.WaitForNotification();
+    return result;
+  }
+
+  absl::StatusOr<PushBatchResponse> PushBatch(std::vector<float> w_tail,
+                                              std::vector<float> b,
+                                              int64_t version = 0,
+                                              int worker = 0) {
+    PushBatchRequest header;
+    header.set_protocol_version(kProtocolVersion);
+    header.set_version(version);
+    header.set_worker_index(worker);
+    AddParts(&header);
+    auto owner = std::make_shared<std::vector<std::vector<float>>>(
+        std::vector<std::vector<float>>{std::move(w_tail), std::move(b)});
+    absl::Notification done;
+    absl::StatusOr<PushBatchResponse> result;
+    shard().PushBatch(header, {(*owner)[0], (*owner)[1]}, owner, Soon(),
+                      [&](absl::StatusOr<PushBatchResponse> r) {
+                        result = std::move(r);
+                        done.Notify();
+                      });
+    done.WaitForNotification();
+    return result;
   }
 
   absl::StatusOr<PullResponse> Pull(int64_t offset, std::vector<float>& out,
@@ -301,6 +358,132 @@ TEST_P(PsShardConformanceTest, ConfiguringTwiceDifferentlyIsRefused) {
 TEST_P(PsShardConformanceTest, ShutdownIsAcknowledged) {
   Setup(ASYNC);
   EXPECT_OK(shard().Shutdown("test over", Soon()));
+}
+
+TEST_P(PsShardConformanceTest, BatchPullReadsEveryPartInOrder) {
+  Setup(ASYNC);
+  ASSERT_OK(Assign(8, {9, 10}));
+  ASSERT_OK(Push(0, {1, 1, 1, 1}));  // w chunk 0 at version 1, the rest 0
+  std::vector<float> w_tail(2, -7), b(3, -7);
+  ASSERT_OK_AND_ASSIGN(PullBatchResponse response, PullBatch(w_tail, b));
+  EXPECT_THAT(response.versions(), ElementsAre(0, 0));
+  EXPECT_THAT(w_tail, ElementsAre(9, 10));
+  EXPECT_THAT(b, Each(0.0f));
+}
+
+TEST_P(PsShardConformanceTest, BatchPushAppliesEveryPart) {
+  Setup(ASYNC);
+  ASSERT_OK_AND_ASSIGN(PushBatchResponse response,
+                       PushBatch({1, 2}, {3, 4, 5}));
+  ASSERT_EQ(response.results_size(), 2);
+  for (const PushPartResult& part : response.results()) {
+    EXPECT_EQ(part.code(), 0);
+    EXPECT_EQ(part.version(), 1);
+  }
+  std::vector<float> w_tail(2), b(3);
+  ASSERT_OK(PullBatch(w_tail, b));
+  EXPECT_THAT(w_tail, ElementsAre(-1, -2));
+  EXPECT_THAT(b, ElementsAre(-3, -4, -5));
+  ASSERT_OK_AND_ASSIGN(StatsResponse stats, shard().Stats(Soon()));
+  EXPECT_EQ(stats.pushes(), 2);
+  EXPECT_EQ(stats.updates_applied(), 2);
+}
+
+TEST_P(PsShardConformanceTest, BatchWithANonFinitePartChangesNothing) {
+  Setup(ASYNC);
+  EXPECT_THAT(PushBatch({1, 2}, {3, std::numeric_limits<float>::infinity(), 5}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("push to \"b\" from worker 0: gradient "
+                                 "value inf at element 1 is not finite")));
+  std::vector<float> w_tail(2, -7), b(3, -7);
+  ASSERT_OK(PullBatch(w_tail, b));
+  EXPECT_THAT(w_tail, Each(0.0f));  // The good part was not applied either.
+  EXPECT_THAT(b, Each(0.0f));
+  ASSERT_OK_AND_ASSIGN(StatsResponse stats, shard().Stats(Soon()));
+  EXPECT_EQ(stats.nonfinite_gradients_rejected(), 1);
+  EXPECT_EQ(stats.updates_applied(), 0);
+}
+
+TEST_P(PsShardConformanceTest, BatchWithAnUnknownPartIsNotFound) {
+  Setup(ASYNC);
+  PullBatchRequest header;
+  header.set_protocol_version(kProtocolVersion);
+  AddParts(&header);
+  header.mutable_parts(1)->set_variable("missing");
+  std::vector<float> w_tail(2), b(3);
+  absl::Notification done;
+  absl::StatusOr<PullBatchResponse> result;
+  shard().PullBatch(header, {absl::MakeSpan(w_tail), absl::MakeSpan(b)}, Soon(),
+                    [&](absl::StatusOr<PullBatchResponse> r) {
+                      result = std::move(r);
+                      done.Notify();
+                    });
+  done.WaitForNotification();
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kNotFound,
+                               HasSubstr("variable \"missing\"")));
+}
+
+TEST_P(PsShardConformanceTest, EmptyBatchIsInvalidArgument) {
+  Setup(ASYNC);
+  PushBatchRequest header;
+  header.set_protocol_version(kProtocolVersion);
+  absl::Notification done;
+  absl::StatusOr<PushBatchResponse> result;
+  shard().PushBatch(header, {}, nullptr, Soon(),
+                    [&](absl::StatusOr<PushBatchResponse> r) {
+                      result = std::move(r);
+                      done.Notify();
+                    });
+  done.WaitForNotification();
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kInvalidArgument,
+                               HasSubstr("1 to 256 parts")));
+}
+
+// The answer waits for the slowest part: here b completes step 1 only
+// after w's tail does.
+TEST_P(PsShardConformanceTest, SyncBatchPullWaitsForEveryPart) {
+  Setup(SYNC, 1, 1);
+  absl::Notification pulled;
+  std::vector<float> w_tail(2), b(3);
+  absl::StatusOr<PullBatchResponse> result;
+  std::thread puller([&] {
+    result = PullBatch(w_tail, b, /*min_version=*/1);
+    pulled.Notify();
+  });
+  ASSERT_OK(Push(8, {1, 1}));
+  EXPECT_FALSE(pulled.WaitForNotificationWithTimeout(absl::Milliseconds(100)));
+  ASSERT_OK_AND_ASSIGN(PushResponse pushed, Push(0, {2, 2, 2}, 0, 0, "b"));
+  EXPECT_EQ(pushed.version(), 1);
+  puller.join();
+  ASSERT_OK(result);
+  EXPECT_THAT(result->versions(), ElementsAre(1, 1));
+  EXPECT_THAT(w_tail, Each(-1.0f));
+  EXPECT_THAT(b, Each(-2.0f));
+}
+
+TEST_P(PsShardConformanceTest, SyncBatchPullGivesUpAtItsDeadline) {
+  Setup(SYNC, 1, 1);
+  ASSERT_OK(Push(8, {1, 1}));  // w's tail reaches step 1, b never does
+  std::vector<float> w_tail(2), b(3);
+  EXPECT_THAT(PullBatch(w_tail, b, 1, absl::Now() + absl::Milliseconds(100)),
+              StatusIs(absl::StatusCode::kDeadlineExceeded));
+}
+
+TEST_P(PsShardConformanceTest, StalePartOfASyncBatchIsAbortedAlone) {
+  Setup(SYNC, 2, 1);
+  ASSERT_OK(Push(8, {1, 1}, 0, 0));  // w's tail moves to step 1
+  ASSERT_OK_AND_ASSIGN(PushBatchResponse response,
+                       PushBatch({5, 5}, {1, 1, 1}, /*version=*/0, 1));
+  ASSERT_EQ(response.results_size(), 2);
+  EXPECT_EQ(response.results(0).code(),
+            static_cast<int>(absl::StatusCode::kAborted));
+  EXPECT_THAT(response.results(0).message(), HasSubstr("stale"));
+  EXPECT_EQ(response.results(1).code(), 0);
+  EXPECT_EQ(response.results(1).version(), 1);
+  std::vector<float> w_tail(2), b(3);
+  ASSERT_OK(PullBatch(w_tail, b));
+  EXPECT_THAT(w_tail, Each(-1.0f));
+  EXPECT_THAT(b, Each(-1.0f));
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, PsShardConformanceTest,

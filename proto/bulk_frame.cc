@@ -1,5 +1,6 @@
 #include "proto/bulk_frame.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -28,21 +29,31 @@ size_t EncodeVarint32(uint32_t value, char* out) {
 grpc::ByteBuffer EncodeBulkFrame(const google::protobuf::MessageLite& header,
                                  absl::Span<const float> payload,
                                  std::shared_ptr<const void> owner) {
+  const absl::Span<const float> pieces[1] = {payload};
+  return EncodeBulkFramePieces(header, pieces, std::move(owner));
+}
+
+grpc::ByteBuffer EncodeBulkFramePieces(
+    const google::protobuf::MessageLite& header,
+    absl::Span<const absl::Span<const float>> pieces,
+    std::shared_ptr<const void> owner) {
   const size_t header_size = header.ByteSizeLong();
   std::string prefix(5 + header_size, '\0');
   size_t n = EncodeVarint32(static_cast<uint32_t>(header_size), &prefix[0]);
   header.SerializeWithCachedSizesToArray(
       reinterpret_cast<uint8_t*>(&prefix[n]));
   prefix.resize(n + header_size);
-  grpc::Slice slices[2] = {grpc::Slice(prefix), grpc::Slice()};
-  size_t count = 1;
-  if (!payload.empty()) {
-    slices[1] = grpc::Slice(const_cast<float*>(payload.data()),
-                            payload.size() * sizeof(float), &ReleaseOwner,
-                            new std::shared_ptr<const void>(std::move(owner)));
-    count = 2;
+  std::vector<grpc::Slice> slices;
+  slices.reserve(1 + pieces.size());
+  slices.emplace_back(prefix);
+  for (absl::Span<const float> piece : pieces) {
+    if (piece.empty()) continue;
+    // Each slice holds its own reference: gRPC may free them in any order.
+    slices.emplace_back(const_cast<float*>(piece.data()),
+                        piece.size() * sizeof(float), &ReleaseOwner,
+                        new std::shared_ptr<const void>(owner));
   }
-  return grpc::ByteBuffer(slices, count);
+  return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
 absl::StatusOr<BulkFrame> BulkFrame::Parse(
@@ -113,17 +124,37 @@ absl::StatusOr<BulkFrame> BulkFrame::Parse(
 }
 
 absl::Status BulkFrame::CopyPayload(absl::Span<float> out) const {
-  if (out.size() * sizeof(float) != payload_bytes_) {
+  const absl::Span<float> pieces[1] = {out};
+  return CopyPayload(pieces);
+}
+
+absl::Status BulkFrame::CopyPayload(
+    absl::Span<const absl::Span<float>> pieces) const {
+  size_t wanted = 0;
+  for (absl::Span<float> piece : pieces) wanted += piece.size();
+  if (wanted * sizeof(float) != payload_bytes_) {
     return absl::InvalidArgumentError(absl::StrCat(
         "payload holds ", payload_floats(), " values but the header says ",
-        out.size(), " (truncated or oversized payload)"));
+        wanted, " (truncated or oversized payload)"));
   }
-  char* dst = reinterpret_cast<char*>(out.data());
-  for (size_t s = payload_slice_; s < slices_.size(); ++s) {
-    const size_t skip = s == payload_slice_ ? payload_offset_ : 0;
-    const size_t n = slices_[s].size() - skip;
-    std::memcpy(dst, slices_[s].begin() + skip, n);
-    dst += n;
+  // Walks the receive slices and the destination pieces side by side; a
+  // float may straddle two slices, so the copy is bytewise.
+  size_t slice = payload_slice_;
+  size_t offset = payload_offset_;
+  for (absl::Span<float> piece : pieces) {
+    char* dst = reinterpret_cast<char*>(piece.data());
+    size_t left = piece.size() * sizeof(float);
+    while (left > 0) {
+      const size_t n = std::min(left, slices_[slice].size() - offset);
+      std::memcpy(dst, slices_[slice].begin() + offset, n);
+      dst += n;
+      left -= n;
+      offset += n;
+      if (offset == slices_[slice].size()) {
+        ++slice;
+        offset = 0;
+      }
+    }
   }
   return absl::OkStatus();
 }

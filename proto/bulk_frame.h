@@ -35,6 +35,13 @@ grpc::ByteBuffer EncodeBulkFrame(const google::protobuf::MessageLite& header,
                                  absl::Span<const float> payload,
                                  std::shared_ptr<const void> owner);
 
+// Same, with the payload in several pieces sent back to back (a batch's
+// parts); each piece is one slice over the caller's memory.
+grpc::ByteBuffer EncodeBulkFramePieces(
+    const google::protobuf::MessageLite& header,
+    absl::Span<const absl::Span<const float>> pieces,
+    std::shared_ptr<const void> owner);
+
 // A received frame whose payload is still in gRPC's slices.
 class BulkFrame {
  public:
@@ -49,6 +56,10 @@ class BulkFrame {
   // Copies the payload into `out`, which must hold exactly payload_floats()
   // values (InvalidArgument otherwise: a truncated or oversized payload).
   absl::Status CopyPayload(absl::Span<float> out) const;
+
+  // Copies the payload into consecutive pieces, which together must hold
+  // exactly payload_floats() values (InvalidArgument otherwise).
+  absl::Status CopyPayload(absl::Span<const absl::Span<float>> pieces) const;
 
  private:
   BulkFrame() = default;

@@ -87,6 +87,54 @@ TEST(BulkFrameTest, ParsesFramesSplitAcrossSlicesAnywhere) {
   }
 }
 
+// Batches: pieces from separate buffers go out back to back and come back
+// into separate buffers, whatever the receive slicing (cuts inside floats
+// and on piece boundaries).
+TEST(BulkFrameTest, PiecesRoundTripIntoSeparateBuffers) {
+  auto owner = std::make_shared<std::vector<std::vector<float>>>(
+      std::vector<std::vector<float>>{{1, 2, 3}, {}, {4}, {5, 6, 7, 8}});
+  std::vector<absl::Span<const float>> pieces((*owner).begin(), (*owner).end());
+  std::weak_ptr<std::vector<std::vector<float>>> weak = owner;
+  grpc::ByteBuffer frame = EncodeBulkFramePieces(Header(), pieces, owner);
+  owner.reset();
+  EXPECT_FALSE(weak.expired());  // The frame's slices hold the owner.
+  PushRequest header;
+  ASSERT_OK_AND_ASSIGN(BulkFrame direct, BulkFrame::Parse(frame, header));
+  EXPECT_EQ(direct.payload_floats(), 8u);
+  const size_t header_end = frame.Length() - 8 * sizeof(float);
+  for (const std::vector<size_t>& cuts : std::vector<std::vector<size_t>>{
+           {},
+           {header_end + 1, header_end + 13},
+           {header_end + 12, header_end + 16},
+           {header_end + 2, header_end + 3, header_end + 30}}) {
+    ASSERT_OK_AND_ASSIGN(BulkFrame parsed,
+                         BulkFrame::Parse(Resliced(frame, cuts), header));
+    std::vector<float> a(3), b(0), c(1), d(4);
+    const absl::Span<float> out[] = {absl::MakeSpan(a), absl::MakeSpan(b),
+                                     absl::MakeSpan(c), absl::MakeSpan(d)};
+    ASSERT_OK(parsed.CopyPayload(out));
+    EXPECT_EQ(a, (std::vector<float>{1, 2, 3}));
+    EXPECT_EQ(c, (std::vector<float>{4}));
+    EXPECT_EQ(d, (std::vector<float>{5, 6, 7, 8}));
+  }
+  frame.Clear();
+  direct = *BulkFrame::Parse(EncodeBulkFrame(Header(), {}, nullptr), header);
+  EXPECT_TRUE(weak.expired());
+}
+
+TEST(BulkFrameTest, PiecesMustAddUpToThePayload) {
+  std::vector<float> values(5, 1.0f);
+  grpc::ByteBuffer frame = EncodeBulkFrame(Header(), values, nullptr);
+  PushRequest header;
+  ASSERT_OK_AND_ASSIGN(BulkFrame parsed, BulkFrame::Parse(frame, header));
+  std::vector<float> a(2), b(2);
+  const absl::Span<float> out[] = {absl::MakeSpan(a), absl::MakeSpan(b)};
+  EXPECT_THAT(parsed.CopyPayload(out),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("payload holds 5 values but the header "
+                                 "says 4")));
+}
+
 TEST(BulkFrameTest, EmptyPayloadIsFine) {
   PullRequest pull;
   pull.set_variable("w");

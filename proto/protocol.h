@@ -16,6 +16,14 @@ inline constexpr char kBulkPullMethod[] = "/psflow.ParameterServerBulk/Pull";
 inline constexpr char kBulkPushMethod[] = "/psflow.ParameterServerBulk/Push";
 inline constexpr char kBulkAssignMethod[] =
     "/psflow.ParameterServerBulk/Assign";
+inline constexpr char kBulkPullBatchMethod[] =
+    "/psflow.ParameterServerBulk/PullBatch";
+inline constexpr char kBulkPushBatchMethod[] =
+    "/psflow.ParameterServerBulk/PushBatch";
+
+// At most this many parts in one PullBatch/PushBatch (keeps headers far
+// below kMaxBulkHeaderBytes).
+inline constexpr int kMaxBatchParts = 256;
 
 // Large enough for any chunk plus its header; chunks are 1-4 MB by default.
 inline constexpr int kMaxBulkMessageBytes = 256 << 20;

@@ -1,5 +1,6 @@
 #include "ps/grpc_ps_server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <optional>
 #include <utility>
@@ -8,6 +9,7 @@
 #include "common/grpc_status.h"
 #include "common/grpc_tuning.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
@@ -178,8 +180,12 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     const std::string& method = context_->method();
     if (method == kBulkPullMethod) {
       HandlePull();  // Replies now or when the awaited step is applied.
+    } else if (method == kBulkPullBatchMethod) {
+      HandlePullBatch();  // Likewise.
     } else if (method == kBulkPushMethod) {
       Reply(HandlePush());
+    } else if (method == kBulkPushBatchMethod) {
+      Reply(HandlePushBatch());
     } else if (method == kBulkAssignMethod) {
       Reply(HandleAssign());
     } else {
@@ -190,20 +196,33 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   }
 
   void OnCancel() override {
-    bool cancelled_wait = false;
+    bool answer = false;
+    std::string waiting_for;
     {
       absl::MutexLock lock(&mu_);
       cancelled_ = true;
-      if (wait_id_ != 0 && ref_.variable->CancelWait(ref_.chunk, wait_id_)) {
-        wait_id_ = 0;
-        cancelled_wait = true;
+      const bool was_waiting = !waits_.empty();
+      for (auto it = waits_.begin(); it != waits_.end();) {
+        const ChunkRef& ref = refs_[it->first];
+        if (waiting_for.empty()) {
+          waiting_for =
+              absl::StrCat("\"", ref.variable->name(), "\" chunk ", ref.chunk,
+                           " (at step ", ref.variable->Version(ref.chunk), ")");
+        }
+        // A wait that cannot be cancelled is firing now; its callback
+        // removes itself and, if last, answers.
+        it = ref.variable->CancelWait(ref.chunk, it->second) ? waits_.erase(it)
+                                                             : std::next(it);
+      }
+      if (was_waiting && waits_.empty() && !answer_claimed_) {
+        answer_claimed_ = true;
+        answer = true;
       }
     }
-    if (cancelled_wait) {
-      Reply(absl::DeadlineExceededError(absl::StrCat(
-          "pull of \"", ref_.variable->name(), "\" chunk ", ref_.chunk,
-          " was cancelled while waiting for step ", min_version_,
-          " (the chunk is at step ", ref_.variable->Version(ref_.chunk), ")")));
+    if (answer) {
+      Reply(absl::DeadlineExceededError(
+          absl::StrCat("pull was cancelled while waiting for step ",
+                       min_version_, " of ", waiting_for)));
     }
   }
 
@@ -218,43 +237,106 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
         core_->Resolve(header.protocol_version(), header.variable(),
                        header.offset_elements(), header.num_elements());
     if (!ref.ok()) return Reply(ref.status());
-    ref_ = *ref;
+    refs_.push_back(*ref);
     min_version_ = header.min_version();
     consistent_snapshot_ = header.consistent_snapshot();
-    std::optional<uint64_t> id;
-    {
-      absl::MutexLock lock(&mu_);
-      if (cancelled_) {
-        // Cancelled before we could wait: answer without registering.
-      } else {
-        id = ref_.variable->WhenVersionReached(ref_.chunk, min_version_,
-                                               [this] { OnVersionReached(); });
-        if (id.has_value()) wait_id_ = *id;
-      }
-    }
-    if (!id.has_value()) SendPull();
-    // Otherwise OnVersionReached() or OnCancel() replies; `this` may be gone.
+    AwaitThenSendPull();
   }
 
-  // Runs on the thread whose push completed the awaited step.
-  void OnVersionReached() {
+  void HandlePullBatch() {
+    PullBatchRequest header;
+    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, header);
+    if (!frame.ok()) return Reply(frame.status());
+    if (absl::Status parts = CheckPartCount(header.parts_size()); !parts.ok()) {
+      return Reply(parts);
+    }
+    for (const PullRequest& part : header.parts()) {
+      absl::StatusOr<ChunkRef> ref =
+          core_->Resolve(header.protocol_version(), part.variable(),
+                         part.offset_elements(), part.num_elements());
+      if (!ref.ok()) return Reply(ref.status());
+      refs_.push_back(*ref);
+    }
+    batch_ = true;
+    min_version_ = header.min_version();
+    consistent_snapshot_ = header.consistent_snapshot();
+    AwaitThenSendPull();
+  }
+
+  static absl::Status CheckPartCount(int parts) {
+    if (parts < 1 || parts > kMaxBatchParts) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a batch holds 1 to ", kMaxBatchParts,
+                       " parts; this one holds ", parts));
+    }
+    return absl::OkStatus();
+  }
+
+  // Answers now when every part is at min_version_; otherwise waits on
+  // each part that is not, and the last to get there answers (or OnCancel
+  // does, at the client's deadline). `this` may be gone on return.
+  void AwaitThenSendPull() {
     {
       absl::MutexLock lock(&mu_);
-      wait_id_ = 0;
+      // Cancelled before we could wait: answer without registering.
+      for (size_t i = 0; i < refs_.size() && !cancelled_; ++i) {
+        // The callback blocks on mu_ until this loop is done.
+        std::optional<uint64_t> id = refs_[i].variable->WhenVersionReached(
+            refs_[i].chunk, min_version_, [this, i] { OnVersionReached(i); });
+        if (id.has_value()) waits_.emplace_back(i, *id);
+      }
+      if (!waits_.empty()) return;
+      answer_claimed_ = true;
+    }
+    SendPull();
+  }
+
+  // Runs on the thread whose push completed the awaited step for part i.
+  void OnVersionReached(size_t part) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = std::find_if(waits_.begin(), waits_.end(),
+                             [part](const auto& w) { return w.first == part; });
+      if (it != waits_.end()) waits_.erase(it);
+      if (!waits_.empty() || answer_claimed_) return;
+      answer_claimed_ = true;
     }
     SendPull();
   }
 
   void SendPull() {
+    std::vector<absl::Span<const float>> pieces;
+    std::vector<int64_t> versions;
+    std::shared_ptr<PooledBuffer> snapshot;
     if (consistent_snapshot_) {
-      std::shared_ptr<PooledBuffer> buffer = pool_->Acquire(ref_.num_elements);
-      PullResponse response = core_->Pull(ref_, buffer->span());
-      response_ = EncodeBulkFrame(response, buffer->span(), buffer);
+      int64_t total = 0;
+      for (const ChunkRef& ref : refs_) total += ref.num_elements;
+      snapshot = pool_->Acquire(total);
+      int64_t offset = 0;
+      for (const ChunkRef& ref : refs_) {
+        absl::Span<float> out =
+            snapshot->span().subspan(offset, ref.num_elements);
+        versions.push_back(core_->Pull(ref, out).version());
+        pieces.push_back(out);
+        offset += ref.num_elements;
+      }
     } else {
-      // Zero-copy: the frame points into the variable, which lives as long
+      // Zero-copy: the frame points into the variables, which live as long
       // as the core, and the core outlives the drained server.
-      PullView view = core_->View(ref_);
-      response_ = EncodeBulkFrame(view.response, view.values, nullptr);
+      for (const ChunkRef& ref : refs_) {
+        PullView view = core_->View(ref);
+        versions.push_back(view.response.version());
+        pieces.push_back(view.values);
+      }
+    }
+    if (batch_) {
+      PullBatchResponse response;
+      for (int64_t v : versions) response.add_versions(v);
+      response_ = EncodeBulkFramePieces(response, pieces, std::move(snapshot));
+    } else {
+      PullResponse response;
+      response.set_version(versions[0]);
+      response_ = EncodeBulkFramePieces(response, pieces, std::move(snapshot));
     }
     Reply(absl::OkStatus());
   }
@@ -296,6 +378,43 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     return absl::OkStatus();
   }
 
+  absl::Status HandlePushBatch() {
+    PushBatchRequest header;
+    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, header);
+    if (!frame.ok()) return frame.status();
+    RETURN_IF_ERROR(CheckPartCount(header.parts_size()));
+    std::vector<ChunkRef> refs;
+    int64_t total = 0;
+    for (const PushRequest& part : header.parts()) {
+      ASSIGN_OR_RETURN(
+          ChunkRef ref,
+          core_->Resolve(header.protocol_version(), part.variable(),
+                         part.offset_elements(), part.num_elements()));
+      refs.push_back(ref);
+      total += ref.num_elements;
+    }
+    std::shared_ptr<PooledBuffer> values = pool_->Acquire(total);
+    std::vector<absl::Span<float>> pieces;
+    std::vector<absl::Span<const float>> gradients;
+    int64_t offset = 0;
+    for (const ChunkRef& ref : refs) {
+      pieces.push_back(values->span().subspan(offset, ref.num_elements));
+      gradients.push_back(pieces.back());
+      offset += ref.num_elements;
+    }
+    if (absl::Status copied = frame->CopyPayload(pieces); !copied.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("push batch of ", refs.size(), " parts starting with \"",
+                       header.parts(0).variable(), "\": ", copied.message()));
+    }
+    request_.Clear();  // Release gRPC's receive slices early.
+    ASSIGN_OR_RETURN(PushBatchResponse response,
+                     core_->PushBatch(refs, header.version(),
+                                      header.worker_index(), gradients));
+    response_ = EncodeBulkFrame(response, {}, nullptr);
+    return absl::OkStatus();
+  }
+
   absl::Status HandleAssign() {
     AssignRequest header;
     absl::StatusOr<ChunkPayload> payload =
@@ -328,11 +447,16 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   int64_t request_bytes_ = 0;
   std::atomic<bool> replied_{false};
   // Pull state, set before any wait is registered.
-  ChunkRef ref_;
+  std::vector<ChunkRef> refs_;
+  bool batch_ = false;
   int64_t min_version_ = 0;
   bool consistent_snapshot_ = false;
   absl::Mutex mu_;
-  uint64_t wait_id_ ABSL_GUARDED_BY(mu_) = 0;
+  // Pending waits: (index into refs_, WhenVersionReached id).
+  std::vector<std::pair<size_t, uint64_t>> waits_ ABSL_GUARDED_BY(mu_);
+  // Set by whichever of the last wait, OnCancel or an immediate answer
+  // replies to a pull, so that exactly one does.
+  bool answer_claimed_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
 

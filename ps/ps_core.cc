@@ -231,10 +231,8 @@ PullResponse ParameterServerCore::Pull(const ChunkRef& ref,
   return response;
 }
 
-absl::StatusOr<PushResponse> ParameterServerCore::Push(
-    const ChunkRef& ref, const PushRequest& request,
-    absl::Span<const float> gradient) {
-  pushes_.fetch_add(1, std::memory_order_relaxed);
+absl::Status ParameterServerCore::CheckGradient(
+    const ChunkRef& ref, int worker, absl::Span<const float> gradient) {
   if (static_cast<int64_t>(gradient.size()) != ref.num_elements) {
     return absl::InvalidArgumentError(absl::StrCat(
         "push to \"", ref.variable->name(), "\": ", gradient.size(),
@@ -244,14 +242,20 @@ absl::StatusOr<PushResponse> ParameterServerCore::Push(
   if (bad >= 0) {
     nonfinite_rejected_.fetch_add(1, std::memory_order_relaxed);
     return absl::InvalidArgumentError(absl::StrCat(
-        "push to \"", ref.variable->name(), "\" from worker ",
-        request.worker_index(), ": gradient value ", gradient[bad],
-        " at element ", ref.offset_elements + bad,
+        "push to \"", ref.variable->name(), "\" from worker ", worker,
+        ": gradient value ", gradient[bad], " at element ",
+        ref.offset_elements + bad,
         " is not finite; the update was rejected and the variable is "
         "untouched (lower the learning rate or check the loss)"));
   }
-  absl::StatusOr<std::pair<PushOutcome, int64_t>> outcome = ref.variable->Push(
-      ref.chunk, gradient, request.version(), request.worker_index());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PushResponse> ParameterServerCore::ApplyChecked(
+    const ChunkRef& ref, int64_t version, int worker,
+    absl::Span<const float> gradient) {
+  absl::StatusOr<std::pair<PushOutcome, int64_t>> outcome =
+      ref.variable->Push(ref.chunk, gradient, version, worker);
   if (!outcome.ok()) {
     if (absl::IsAborted(outcome.status())) {
       stale_dropped_.fetch_add(1, std::memory_order_relaxed);
@@ -263,6 +267,44 @@ absl::StatusOr<PushResponse> ParameterServerCore::Push(
   }
   PushResponse response;
   response.set_version(outcome->second);
+  return response;
+}
+
+absl::StatusOr<PushResponse> ParameterServerCore::Push(
+    const ChunkRef& ref, const PushRequest& request,
+    absl::Span<const float> gradient) {
+  pushes_.fetch_add(1, std::memory_order_relaxed);
+  RETURN_IF_ERROR(CheckGradient(ref, request.worker_index(), gradient));
+  return ApplyChecked(ref, request.version(), request.worker_index(), gradient);
+}
+
+absl::StatusOr<PushBatchResponse> ParameterServerCore::PushBatch(
+    absl::Span<const ChunkRef> refs, int64_t version, int worker,
+    absl::Span<const absl::Span<const float>> gradients) {
+  pushes_.fetch_add(static_cast<int64_t>(refs.size()),
+                    std::memory_order_relaxed);
+  if (refs.size() != gradients.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("push batch of ", refs.size(), " chunks carries ",
+                     gradients.size(), " gradients"));
+  }
+  // Every part is checked before any is applied: one bad part rejects the
+  // whole batch and leaves every variable untouched.
+  for (size_t i = 0; i < refs.size(); ++i) {
+    RETURN_IF_ERROR(CheckGradient(refs[i], worker, gradients[i]));
+  }
+  PushBatchResponse response;
+  for (size_t i = 0; i < refs.size(); ++i) {
+    absl::StatusOr<PushResponse> result =
+        ApplyChecked(refs[i], version, worker, gradients[i]);
+    PushPartResult* part = response.add_results();
+    if (result.ok()) {
+      part->set_version(result->version());
+    } else {
+      part->set_code(static_cast<int>(result.status().code()));
+      part->set_message(std::string(result.status().message()));
+    }
+  }
   return response;
 }
 

@@ -94,6 +94,14 @@ class ParameterServerCore {
                                     const PushRequest& request,
                                     absl::Span<const float> gradient);
 
+  // Applies or aggregates several chunks' gradients (a PushBatch RPC): all
+  // of them are checked first (sizes, NaN/Inf), and any failure rejects the
+  // batch with nothing applied. Then each part's outcome, in order; in sync
+  // mode a part may be Aborted (stale) while others are applied.
+  absl::StatusOr<PushBatchResponse> PushBatch(
+      absl::Span<const ChunkRef> refs, int64_t version, int worker,
+      absl::Span<const absl::Span<const float>> gradients);
+
   // Pull for in-process callers: waits until the chunk reaches
   // `min_version` or `deadline` passes (DeadlineExceeded).
   absl::StatusOr<PullResponse> PullBlocking(const ChunkRef& ref,
@@ -129,6 +137,13 @@ class ParameterServerCore {
 
  private:
   absl::Status CheckConfiguredLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // A push's size and NaN/Inf check (rejections are counted).
+  absl::Status CheckGradient(const ChunkRef& ref, int worker,
+                             absl::Span<const float> gradient);
+  // Applies (async) or aggregates (sync) a checked gradient.
+  absl::StatusOr<PushResponse> ApplyChecked(const ChunkRef& ref,
+                                            int64_t version, int worker,
+                                            absl::Span<const float> gradient);
 
   const int64_t chunk_elements_;
 
