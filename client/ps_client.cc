@@ -178,7 +178,8 @@ std::shared_ptr<PsHandle> ParameterClient::Issue(
   // last piece) travel together: one RPC per server and up to a chunk of
   // them, instead of one RPC each.
   std::vector<std::vector<const Piece*>> batches(shards_.size());
-  std::vector<int64_t> batched(shards_.size(), 0);
+  std::vector<int64_t> batched(shards_.size(), 0);       // elements
+  std::vector<int64_t> header_bytes(shards_.size(), 0);  // estimated
   auto flush = [&](int ps) {
     if (batches[ps].size() == 1) {
       IssueOne(op, *batches[ps][0], version, worker, consistent_snapshot,
@@ -189,6 +190,7 @@ std::shared_ptr<PsHandle> ParameterClient::Issue(
     }
     batches[ps].clear();
     batched[ps] = 0;
+    header_bytes[ps] = 0;
   };
   for (const Piece& piece : pieces) {
     const int64_t n = static_cast<int64_t>(piece.data.size());
@@ -197,12 +199,16 @@ std::shared_ptr<PsHandle> ParameterClient::Issue(
                guard);
       continue;
     }
+    const int64_t part_bytes =
+        static_cast<int64_t>(piece.part->size()) + kBatchPartOverheadBytes;
     if (batched[piece.ps] + n > chunk_elements_ ||
-        static_cast<int>(batches[piece.ps].size()) == kMaxBatchParts) {
+        static_cast<int>(batches[piece.ps].size()) == kMaxBatchParts ||
+        header_bytes[piece.ps] + part_bytes > kMaxBatchHeaderBytes) {
       flush(piece.ps);
     }
     batches[piece.ps].push_back(&piece);
     batched[piece.ps] += n;
+    header_bytes[piece.ps] += part_bytes;
   }
   for (int ps = 0; ps < static_cast<int>(shards_.size()); ++ps) flush(ps);
   guard.reset();  // Released once the transport drops its references too.

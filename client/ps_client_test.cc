@@ -271,5 +271,43 @@ TEST(ParameterClientBatchingTest, SmallVariablesShareRpcsUpToAChunk) {
   EXPECT_THAT(c_out, ElementsAre(-30));
 }
 
+// Long variable names fill a batch's header before its chunk: with
+// 1000-character names (servers accept up to 1024), 31 parts fit in
+// kMaxBatchHeaderBytes, so 40 one-element variables go as 31 + 9.
+TEST(ParameterClientBatchingTest, LongNamesSplitBatchesToBoundTheHeader) {
+  ParameterServerCore core(ParameterServerCore::Options{64 * sizeof(float)});
+  auto owned = std::make_unique<CountingShard>(&core);
+  CountingShard* shard = owned.get();
+  std::vector<std::unique_ptr<PsShard>> shards;
+  shards.push_back(std::move(owned));
+  std::vector<LogicalVariable> variables;
+  for (int i = 0; i < 40; ++i) {
+    variables.push_back({absl::StrCat(i, std::string(1000 - 2, 'x')), {1}});
+  }
+  ASSERT_OK_AND_ASSIGN(Placement placement,
+                       PlaceVariables(variables, 1, 1 << 20));
+  ParameterClient client(std::move(shards), placement,
+                         ParameterClient::Options());
+  ASSERT_OK(client.Configure(SgdConfig(ASYNC)));
+  ASSERT_OK(client.CreateVariables());
+  std::vector<float> gradient(40);
+  std::iota(gradient.begin(), gradient.end(), 1.0f);
+  std::vector<ParameterClient::Const> gradients;
+  for (int i = 0; i < 40; ++i) {
+    gradients.emplace_back(variables[i].name,
+                           absl::MakeConstSpan(&gradient[i], 1));
+  }
+  ASSERT_OK(client.Push(gradients)->Wait());
+  EXPECT_EQ(shard->pushes, 0);
+  EXPECT_THAT(shard->batch_parts, ElementsAre(31, 9));
+  std::vector<float> values(40);
+  std::vector<ParameterClient::Mutable> targets;
+  for (int i = 0; i < 40; ++i) {
+    targets.emplace_back(variables[i].name, absl::MakeSpan(&values[i], 1));
+  }
+  ASSERT_OK(client.Pull(targets)->Wait());
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(values[i], -(i + 1.0f)) << i;
+}
+
 }  // namespace
 }  // namespace psflow

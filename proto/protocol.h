@@ -21,9 +21,13 @@ inline constexpr char kBulkPullBatchMethod[] =
 inline constexpr char kBulkPushBatchMethod[] =
     "/psflow.ParameterServerBulk/PushBatch";
 
-// At most this many parts in one PullBatch/PushBatch (keeps headers far
-// below kMaxBulkHeaderBytes).
+// At most this many parts, and about this many header bytes (variable
+// names dominate), in one PullBatch/PushBatch: a batch header stays well
+// below the 64 KiB a receiver accepts (proto/bulk_frame.h).
 inline constexpr int kMaxBatchParts = 256;
+inline constexpr int64_t kMaxBatchHeaderBytes = 32 * 1024;
+// Header bytes a batch part costs beyond its variable name (a bound).
+inline constexpr int64_t kBatchPartOverheadBytes = 48;
 
 // Large enough for any chunk plus its header; chunks are 1-4 MB by default.
 inline constexpr int kMaxBulkMessageBytes = 256 << 20;
