@@ -2,6 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/grpc_ps_shard.h"
+#include "client/placement_proto.h"
+#include "common/status_macros.h"
 
 namespace psflow {
 
@@ -16,6 +18,17 @@ std::unique_ptr<ParameterClient> ConnectToParameterServers(
   }
   return std::make_unique<ParameterClient>(std::move(shards), placement,
                                            options);
+}
+
+absl::StatusOr<std::unique_ptr<ParameterClient>> ConnectToJobParameterServers(
+    const TfConfig& config, const JobSpec& spec) {
+  ASSIGN_OR_RETURN(
+      Placement placement,
+      PlacementFromProto(spec, config.cluster.NumTasks(TaskType::kPs)));
+  auto client =
+      ConnectToParameterServers(config, placement, ParameterClient::Options());
+  RETURN_IF_ERROR(client->Configure(spec.ps_config()));
+  return client;
 }
 
 }  // namespace psflow

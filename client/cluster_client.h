@@ -4,9 +4,11 @@
 
 #include <memory>
 
+#include "absl/status/statusor.h"
 #include "client/placement.h"
 #include "client/ps_client.h"
 #include "common/tf_config.h"
+#include "proto/coordinator.pb.h"
 
 namespace psflow {
 
@@ -14,6 +16,12 @@ namespace psflow {
 std::unique_ptr<ParameterClient> ConnectToParameterServers(
     const TfConfig& config, const Placement& placement,
     const ParameterClient::Options& options);
+
+// For workers and the evaluator: connects with the placement the chief
+// published in `spec` and configures the servers with the job's update rule
+// (idempotent, so every role may do it).
+absl::StatusOr<std::unique_ptr<ParameterClient>> ConnectToJobParameterServers(
+    const TfConfig& config, const JobSpec& spec);
 
 }  // namespace psflow
 

@@ -3,9 +3,7 @@
 #include <thread>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "proto/protocol.h"
 #include "ps/shard_checkpoint.h"
 
 namespace psflow {
@@ -105,11 +103,7 @@ template <typename Part>
 absl::StatusOr<std::vector<ChunkRef>> ResolveParts(
     const ParameterServerCore& core, uint32_t protocol_version,
     const google::protobuf::RepeatedPtrField<Part>& parts) {
-  if (parts.empty() || parts.size() > kMaxBatchParts) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a batch holds 1 to ", kMaxBatchParts,
-                     " parts; this one holds ", parts.size()));
-  }
+  RETURN_IF_ERROR(ParameterServerCore::CheckBatchSize(parts.size()));
   std::vector<ChunkRef> refs;
   for (const auto& part : parts) {
     ASSIGN_OR_RETURN(ChunkRef ref,

@@ -229,23 +229,40 @@ class CountingShard final : public PsShard {
   LocalPsShard inner_;
 };
 
+// One in-process server behind a CountingShard, configured for SGD, with
+// `variables` created on it.
+class ParameterClientBatchingTest : public ::testing::Test {
+ protected:
+  void Start(int64_t chunk_elements,
+             const std::vector<LogicalVariable>& variables) {
+    core_ = std::make_unique<ParameterServerCore>(
+        ParameterServerCore::Options{chunk_elements * sizeof(float)});
+    auto shard = std::make_unique<CountingShard>(core_.get());
+    shard_ = shard.get();
+    std::vector<std::unique_ptr<PsShard>> shards;
+    shards.push_back(std::move(shard));
+    absl::StatusOr<Placement> placement =
+        PlaceVariables(variables, 1, /*split_threshold_bytes=*/1 << 20);
+    ASSERT_OK(placement);
+    client_ = std::make_unique<ParameterClient>(std::move(shards), *placement,
+                                                ParameterClient::Options());
+    ASSERT_OK(client_->Configure(SgdConfig(ASYNC)));
+    ASSERT_OK(client_->CreateVariables());
+  }
+
+  std::unique_ptr<ParameterServerCore> core_;  // outlives the client
+  std::unique_ptr<ParameterClient> client_;
+  CountingShard* shard_ = nullptr;  // owned by client_
+};
+
 // One server, 4-element chunks: "big" is two full chunks and travels as two
 // RPCs; "a" (3), "b" (2) and "c" (1) are packed into batches of at most a
 // chunk's worth: a alone (a + b would exceed 4), then b and c together.
-TEST(ParameterClientBatchingTest, SmallVariablesShareRpcsUpToAChunk) {
-  ParameterServerCore core(ParameterServerCore::Options{4 * sizeof(float)});
-  auto owned = std::make_unique<CountingShard>(&core);
-  CountingShard* shard = owned.get();
-  std::vector<std::unique_ptr<PsShard>> shards;
-  shards.push_back(std::move(owned));
-  ASSERT_OK_AND_ASSIGN(
-      Placement placement,
-      PlaceVariables({{"big", {8}}, {"a", {3}}, {"b", {2}}, {"c", {1}}}, 1,
-                     /*split_threshold_bytes=*/1 << 20));
-  ParameterClient client(std::move(shards), placement,
-                         ParameterClient::Options());
-  ASSERT_OK(client.Configure(SgdConfig(ASYNC)));
-  ASSERT_OK(client.CreateVariables());
+TEST_F(ParameterClientBatchingTest, SmallVariablesShareRpcsUpToAChunk) {
+  ASSERT_NO_FATAL_FAILURE(
+      Start(4, {{"big", {8}}, {"a", {3}}, {"b", {2}}, {"c", {1}}}));
+  ParameterClient& client = *client_;
+  CountingShard* shard = shard_;
 
   std::vector<float> big(8), a(3), b(2), c(1);
   std::iota(big.begin(), big.end(), 1.0f);
@@ -274,22 +291,14 @@ TEST(ParameterClientBatchingTest, SmallVariablesShareRpcsUpToAChunk) {
 // Long variable names fill a batch's header before its chunk: with
 // 1000-character names (servers accept up to 1024), 31 parts fit in
 // kMaxBatchHeaderBytes, so 40 one-element variables go as 31 + 9.
-TEST(ParameterClientBatchingTest, LongNamesSplitBatchesToBoundTheHeader) {
-  ParameterServerCore core(ParameterServerCore::Options{64 * sizeof(float)});
-  auto owned = std::make_unique<CountingShard>(&core);
-  CountingShard* shard = owned.get();
-  std::vector<std::unique_ptr<PsShard>> shards;
-  shards.push_back(std::move(owned));
+TEST_F(ParameterClientBatchingTest, LongNamesSplitBatchesToBoundTheHeader) {
   std::vector<LogicalVariable> variables;
   for (int i = 0; i < 40; ++i) {
     variables.push_back({absl::StrCat(i, std::string(1000 - 2, 'x')), {1}});
   }
-  ASSERT_OK_AND_ASSIGN(Placement placement,
-                       PlaceVariables(variables, 1, 1 << 20));
-  ParameterClient client(std::move(shards), placement,
-                         ParameterClient::Options());
-  ASSERT_OK(client.Configure(SgdConfig(ASYNC)));
-  ASSERT_OK(client.CreateVariables());
+  ASSERT_NO_FATAL_FAILURE(Start(64, variables));
+  ParameterClient& client = *client_;
+  CountingShard* shard = shard_;
   std::vector<float> gradient(40);
   std::iota(gradient.begin(), gradient.end(), 1.0f);
   std::vector<ParameterClient::Const> gradients;

@@ -11,7 +11,6 @@
 #include "client/cluster_client.h"
 #include "client/event_file_writer.h"
 #include "client/job_config.h"
-#include "client/placement_proto.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "worker/data/batch_stream.h"
@@ -131,12 +130,8 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
                      "the model takes ",
                      spec.input_size()));
   }
-  ASSIGN_OR_RETURN(Placement placement,
-                   PlacementFromProto(spec, options.tf_config.cluster.NumTasks(
-                                                TaskType::kPs)));
-  auto client = ConnectToParameterServers(options.tf_config, placement,
-                                          ParameterClient::Options());
-  RETURN_IF_ERROR(client->Configure(spec.ps_config()));
+  ASSIGN_OR_RETURN(std::unique_ptr<ParameterClient> client,
+                   ConnectToJobParameterServers(options.tf_config, spec));
   LOG(INFO) << "evaluating on " << test.num_examples << " examples every "
             << job.evaluation().every_secs() << "s on "
             << options.device->Describe();

@@ -247,7 +247,9 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     PullBatchRequest header;
     absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, header);
     if (!frame.ok()) return Reply(frame.status());
-    if (absl::Status parts = CheckPartCount(header.parts_size()); !parts.ok()) {
+    if (absl::Status parts =
+            ParameterServerCore::CheckBatchSize(header.parts_size());
+        !parts.ok()) {
       return Reply(parts);
     }
     for (const PullRequest& part : header.parts()) {
@@ -261,15 +263,6 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     min_version_ = header.min_version();
     consistent_snapshot_ = header.consistent_snapshot();
     AwaitThenSendPull();
-  }
-
-  static absl::Status CheckPartCount(int parts) {
-    if (parts < 1 || parts > kMaxBatchParts) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("a batch holds 1 to ", kMaxBatchParts,
-                       " parts; this one holds ", parts));
-    }
-    return absl::OkStatus();
   }
 
   // Answers now when every part is at min_version_; otherwise waits on
@@ -382,7 +375,7 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     PushBatchRequest header;
     absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, header);
     if (!frame.ok()) return frame.status();
-    RETURN_IF_ERROR(CheckPartCount(header.parts_size()));
+    RETURN_IF_ERROR(ParameterServerCore::CheckBatchSize(header.parts_size()));
     std::vector<ChunkRef> refs;
     int64_t total = 0;
     for (const PushRequest& part : header.parts()) {

@@ -198,6 +198,15 @@ absl::StatusOr<ChunkRef> ParameterServerCore::Resolve(
   return ChunkRef{var, chunk, offset_elements, num_elements};
 }
 
+absl::Status ParameterServerCore::CheckBatchSize(int parts) {
+  if (parts < 1 || parts > kMaxBatchParts) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a batch holds 1 to ", kMaxBatchParts,
+                     " parts; this one holds ", parts));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParameterServerCore::Assign(const ChunkRef& ref,
                                          absl::Span<const float> values) {
   if (static_cast<int64_t>(values.size()) != ref.num_elements) {

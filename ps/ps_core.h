@@ -73,6 +73,10 @@ class ParameterServerCore {
                                    int64_t offset_elements,
                                    int64_t num_elements) const;
 
+  // InvalidArgument unless a PullBatch/PushBatch holds 1 to kMaxBatchParts
+  // parts.
+  static absl::Status CheckBatchSize(int parts);
+
   // Overwrites the chunk's values with `values` (num_elements of them).
   absl::Status Assign(const ChunkRef& ref, absl::Span<const float> values);
 

@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cluster_client.h"
-#include "client/placement_proto.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "worker/data/batch_stream.h"
@@ -103,12 +102,8 @@ absl::Status RunTrainer(const TrainerOptions& options) {
   const std::vector<LogicalVariable> vars = MlpVariables(model_spec);
   ASSIGN_OR_RETURN(auto model, Mlp::Create(model_spec, options.device,
                                            job.training().batch_size()));
-  ASSIGN_OR_RETURN(Placement placement,
-                   PlacementFromProto(spec, options.tf_config.cluster.NumTasks(
-                                                TaskType::kPs)));
-  auto client = ConnectToParameterServers(options.tf_config, placement,
-                                          ParameterClient::Options());
-  RETURN_IF_ERROR(client->Configure(spec.ps_config()));
+  ASSIGN_OR_RETURN(std::unique_ptr<ParameterClient> client,
+                   ConnectToJobParameterServers(options.tf_config, spec));
 
   HostTensors params[2], grads[2];
   // Async keeps two gradient buffers so that a step's push travels while
