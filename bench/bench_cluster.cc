@@ -89,6 +89,7 @@ std::unique_ptr<ParameterClient> Cluster::NewClient(
   std::vector<std::unique_ptr<PsShard>> shards;
   GrpcPsShard::Options options;
   options.connections = options_.connections;
+  options.shared_memory_bytes = options_.shared_memory_bytes;
   for (size_t i = 0; i < ports_.size(); ++i) {
     shards.push_back(
         std::make_unique<GrpcPsShard>(absl::StrCat("127.0.0.1:", ports_[i]),

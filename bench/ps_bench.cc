@@ -20,6 +20,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "bench/baselines.h"
@@ -33,6 +34,9 @@ ABSL_FLAG(std::string, sizes_mb, "4,40,400", "Variable sizes in MB (1e6)");
 ABSL_FLAG(int, repeats, 5, "Timed repetitions per measurement (median)");
 ABSL_FLAG(int64_t, chunk_bytes, 4 << 20, "ps_server --chunk_bytes");
 ABSL_FLAG(int, connections, 2, "TCP connections per client per server");
+ABSL_FLAG(int64_t, shared_memory_mb, 0,
+          "Shared memory each client offers each server (MiB); 0 keeps all "
+          "tensor bytes on TCP, which the loopback baseline measures");
 ABSL_FLAG(std::string, ps_server, "",
           "Path of ps_server; default: from this binary's runfiles");
 ABSL_FLAG(std::string, ops, "push,pull,both",
@@ -167,15 +171,21 @@ int Main(int argc, char** argv) {
   Cluster::Options cluster_options;
   cluster_options.chunk_bytes = absl::GetFlag(FLAGS_chunk_bytes);
   cluster_options.connections = absl::GetFlag(FLAGS_connections);
+  cluster_options.shared_memory_bytes = absl::GetFlag(FLAGS_shared_memory_mb)
+                                        << 20;
 
   std::printf("## ps_bench\n\n");
   std::printf("- machine: %s, %ld cores\n", CpuModel().c_str(),
               sysconf(_SC_NPROCESSORS_ONLN));
   std::printf(
       "- chunk %lld bytes, %d connection(s) per client per server, "
-      "median of %d\n\n",
+      "shared memory %s, median of %d\n\n",
       static_cast<long long>(absl::GetFlag(FLAGS_chunk_bytes)),
-      absl::GetFlag(FLAGS_connections), repeats);
+      absl::GetFlag(FLAGS_connections),
+      absl::GetFlag(FLAGS_shared_memory_mb) > 0
+          ? absl::StrCat(absl::GetFlag(FLAGS_shared_memory_mb), " MiB").c_str()
+          : "off (TCP only)",
+      repeats);
 
   // This VM's speed drifts with its host's load, so every ratio compares a
   // row with a baseline measured just before it, under the same conditions.

@@ -34,6 +34,9 @@
 
 ABSL_FLAG(int, steps, 4000, "Training steps for each measurement");
 ABSL_FLAG(int, batch, 64, "Batch size");
+ABSL_FLAG(bool, shared_memory, true,
+          "Let the worker reach the ps_server through shared memory (false: "
+          "loopback TCP, as between hosts)");
 ABSL_FLAG(int, hidden, 256, "Hidden layer width");
 ABSL_FLAG(int, rounds, 3,
           "Measurement rounds; each runs both setups back to back, and the "
@@ -114,7 +117,9 @@ absl::StatusOr<double> WithParameterServer(int steps, int batch, int hidden) {
   Subprocess psctl(
       {BinDir() + "/client/psctl", "local", "--job=" + job, "--ps=1",
        "--workers=1", "--evaluator=false", "--device=cpu", "--dir=" + dir,
-       "--bin_dir=" + BinDir(), "--timeout_s=300"},
+       "--bin_dir=" + BinDir(), "--timeout_s=300",
+       absl::GetFlag(FLAGS_shared_memory) ? "--shared_memory=true"
+                                          : "--shared_memory=false"},
       {}, log);
   absl::Status started = psctl.Start();
   if (!started.ok()) return started;
@@ -162,8 +167,10 @@ int Main(int argc, char** argv) {
   }
   std::printf(
       "## trainer_bench\n\nMLP 784-%d-10, batch %d, Adam, %d steps, "
-      "CPU backend (1 thread), %d round(s)\n\n",
-      hidden, batch, steps, rounds);
+      "CPU backend (1 thread), %d round(s), worker to ps through %s\n\n",
+      hidden, batch, steps, rounds,
+      absl::GetFlag(FLAGS_shared_memory) ? "shared memory (same host)"
+                                         : "loopback TCP");
   std::printf(
       "| round | in-process trainer, no PS (examples/s) | 1 worker + 1 "
       "ps_server, async (examples/s) | ratio |\n|---:|---:|---:|---:|\n");

@@ -1,10 +1,15 @@
 #include "client/grpc_ps_shard.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/grpc_tuning.h"
+#include "common/logging.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
@@ -12,6 +17,12 @@
 #include "proto/protocol.h"
 
 namespace psflow {
+namespace {
+
+constexpr char kAttachSharedMemoryMethod[] =
+    "/psflow.ParameterServer/AttachSharedMemory";
+
+}  // namespace
 
 struct GrpcPsShard::BulkCall {
   const char* method = nullptr;
@@ -19,6 +30,9 @@ struct GrpcPsShard::BulkCall {
   grpc::ByteBuffer request;
   absl::Time deadline;
   bool idempotent = true;
+  // Waits for the connection from the first attempt (the shared-memory
+  // offer, made before the server may be up).
+  bool wait_for_ready = false;
   int64_t bytes = 0;  // tensor bytes, counted against the in-flight budget
   // Pulls that wait for a sync step bypass the budget: holding it while
   // waiting would queue the very pushes that complete the step.
@@ -29,8 +43,36 @@ struct GrpcPsShard::BulkCall {
   std::unique_ptr<grpc::GenericClientAsyncResponseReader> reader;
   grpc::ByteBuffer response;
   grpc::Status status;
-  // Called once with the final status and response.
-  std::function<void(const grpc::Status&, const grpc::ByteBuffer&)> finish;
+  // Called once with the final status and response, and whether the
+  // server said it forgot the call's shared-memory session.
+  std::function<void(const grpc::Status&, const grpc::ByteBuffer&,
+                     bool shared_memory_lost)>
+      finish;
+};
+
+// Bytes of the shared region reserved for one call; freed when the last
+// holder (the call, or a TCP resend's frame) lets go.
+struct GrpcPsShard::SharedLease {
+  SharedLease(std::shared_ptr<SharedMemoryArena> arena, uint64_t session,
+              int64_t offset, int64_t bytes)
+      : arena(std::move(arena)),
+        session(session),
+        offset(offset),
+        bytes(bytes) {}
+  ~SharedLease() { arena->Free(offset); }
+  float* values() const { return reinterpret_cast<float*>(arena->at(offset)); }
+  SharedPayload payload() const {
+    SharedPayload payload;
+    payload.set_session(session);
+    payload.set_offset(static_cast<uint64_t>(offset));
+    payload.set_bytes(static_cast<uint64_t>(bytes));
+    return payload;
+  }
+
+  const std::shared_ptr<SharedMemoryArena> arena;
+  const uint64_t session;
+  const int64_t offset;
+  const int64_t bytes;
 };
 
 GrpcPsShard::GrpcPsShard(const std::string& address, std::string name,
@@ -58,16 +100,141 @@ GrpcPsShard::GrpcPsShard(const std::string& address, std::string name,
     connection->poller = std::thread([this, c = connection.get()] { Poll(c); });
   }
   control_ = ParameterServer::NewStub(connections_[0]->channel);
+  if (options.shared_memory_bytes > 0) {
+    const int64_t bytes = (options.shared_memory_bytes + 4095) / 4096 * 4096;
+    absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> region =
+        SharedMemoryRegion::Create(bytes);
+    if (region.ok()) {
+      arena_ = std::make_shared<SharedMemoryArena>(*std::move(region));
+      absl::MutexLock lock(&shared_mu_);
+      StartAttach();
+    } else {
+      LOG(INFO) << "bulk data with " << name_
+                << " stays on TCP: " << region.status().message();
+    }
+  }
 }
 
 GrpcPsShard::~GrpcPsShard() {
+  {
+    absl::MutexLock lock(&shared_mu_);
+    closing_ = true;
+    if (attach_call_ != nullptr) attach_call_->context->TryCancel();
+  }
   {
     absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(
         +[](int* n) { return *n == 0; }, &in_flight_));
   }
+  uint64_t session = 0;
+  {
+    absl::MutexLock lock(&shared_mu_);
+    session = session_;
+  }
+  if (session != 0) {
+    // Best effort: a server that is gone forgets the session anyway.
+    grpc::ClientContext context;
+    context.set_deadline(
+        absl::ToChronoTime(absl::Now() + absl::Milliseconds(500)));
+    DetachSharedMemoryRequest request;
+    request.set_session(session);
+    DetachSharedMemoryResponse response;
+    control_->DetachSharedMemory(&context, request, &response);
+  }
   for (auto& connection : connections_) connection->queue.Shutdown();
   for (auto& connection : connections_) connection->poller.join();
+}
+
+void GrpcPsShard::StartAttach() {
+  shared_state_ = SharedState::kAttaching;
+  AttachSharedMemoryRequest request;
+  request.set_protocol_version(kProtocolVersion);
+  request.set_pid(getpid());
+  request.set_fd(arena_->region().fd());
+  request.set_total_bytes(arena_->region().total_bytes());
+  request.set_token(arena_->region().token());
+  // The control method goes as a generic call so that it completes on a
+  // poller like every bulk call (see the destructor's order).
+  auto* call = new BulkCall;
+  call->method = kAttachSharedMemoryMethod;
+  call->what = "shared memory with " + name_;
+  call->request = grpc::ByteBuffer(
+      std::vector<grpc::Slice>{grpc::Slice(request.SerializeAsString())}.data(),
+      1);
+  call->deadline = absl::Now() + absl::Minutes(10);
+  call->idempotent = false;
+  call->wait_for_ready = true;
+  call->bypass_budget = true;
+  call->finish = [this, call](const grpc::Status& status,
+                              const grpc::ByteBuffer& answer, bool) {
+    AttachSharedMemoryResponse response;
+    std::vector<grpc::Slice> slices;
+    std::string bytes;
+    if (status.ok() && answer.Dump(&slices).ok()) {
+      for (const grpc::Slice& slice : slices) {
+        bytes.append(reinterpret_cast<const char*>(slice.begin()),
+                     slice.size());
+      }
+    }
+    const bool parsed = status.ok() && response.ParseFromString(bytes) &&
+                        response.session() != 0;
+    absl::MutexLock lock(&shared_mu_);
+    attach_call_ = nullptr;
+    if (parsed) {
+      // Kept even when closing, so that the destructor detaches it.
+      session_ = response.session();
+      shared_state_ = SharedState::kAttached;
+      if (!closing_) {
+        LOG(INFO) << "bulk data with " << name_
+                  << " goes through shared memory";
+      }
+      return;
+    }
+    shared_state_ = SharedState::kOff;
+    if (!closing_) {
+      LOG(INFO) << "bulk data with " << name_ << " stays on TCP: "
+                << (status.ok() ? "the server's answer is garbled"
+                                : status.error_message());
+    }
+  };
+  attach_call_ = call;
+  StartBulk(call);
+}
+
+std::shared_ptr<GrpcPsShard::SharedLease> GrpcPsShard::LeaseSharedMemory(
+    int64_t bytes) {
+  if (arena_ == nullptr || bytes <= 0) return nullptr;
+  uint64_t session = 0;
+  {
+    absl::MutexLock lock(&shared_mu_);
+    if (shared_state_ != SharedState::kAttached) return nullptr;
+    session = session_;
+  }
+  std::optional<int64_t> offset = arena_->Allocate(bytes);
+  if (!offset.has_value()) return nullptr;  // Full: this call takes TCP.
+  return std::make_shared<SharedLease>(arena_, session, *offset, bytes);
+}
+
+void GrpcPsShard::OnSharedMemoryLost(uint64_t session) {
+  absl::MutexLock lock(&shared_mu_);
+  if (closing_ || shared_state_ != SharedState::kAttached ||
+      session_ != session) {
+    return;  // Already handled, or shutting down.
+  }
+  LOG(WARNING) << name_ << " forgot our shared memory (it restarted?); "
+               << "offering it again, and resending over TCP meanwhile";
+  session_ = 0;
+  StartAttach();
+}
+
+bool GrpcPsShard::WaitForSharedMemory(absl::Duration timeout) {
+  absl::MutexLock lock(&shared_mu_);
+  shared_mu_.AwaitWithTimeout(
+      absl::Condition(
+          +[](SharedState* state) { return *state != SharedState::kAttaching; },
+          &shared_state_),
+      timeout);
+  return shared_state_ == SharedState::kAttached;
 }
 
 void GrpcPsShard::Poll(Connection* connection) {
@@ -82,7 +249,15 @@ void GrpcPsShard::Poll(Connection* connection) {
       continue;
     }
     const int64_t bytes = call->bytes;
-    call->finish(call->status, call->response);
+    bool shared_memory_lost = false;
+    if (!call->status.ok()) {
+      const auto& trailers = call->context->GetServerTrailingMetadata();
+      auto it = trailers.find(kSharedMemoryLostKey);
+      shared_memory_lost =
+          it != trailers.end() &&
+          it->second == grpc::string_ref(kSharedMemoryLostValue);
+    }
+    call->finish(call->status, call->response, shared_memory_lost);
     delete call;
     std::vector<BulkCall*> ready;
     {
@@ -207,7 +382,7 @@ void GrpcPsShard::Send(BulkCall* call) {
   call->context = std::make_unique<grpc::ClientContext>();
   call->context->set_deadline(absl::ToChronoTime(call->deadline));
   // Retries wait for the connection to come back rather than failing fast.
-  call->context->set_wait_for_ready(call->attempt > 1);
+  call->context->set_wait_for_ready(call->wait_for_ready || call->attempt > 1);
   call->response.Clear();
   call->status = grpc::Status();
   Connection& connection =
@@ -218,9 +393,52 @@ void GrpcPsShard::Send(BulkCall* call) {
   call->reader->Finish(&call->response, &call->status, call);
 }
 
+namespace {
+
+// "\"b1\" [0, 256) and 3 more": a batch, for errors.
+template <typename Parts>
+std::string BatchRange(const Parts& parts) {
+  std::string what = Range(parts[0].variable(), parts[0].offset_elements(),
+                           parts[0].num_elements());
+  if (parts.size() > 1)
+    absl::StrAppend(&what, " and ", parts.size() - 1, " more");
+  return what;
+}
+
+template <typename Span>
+int64_t TotalBytes(const std::vector<Span>& pieces) {
+  int64_t bytes = 0;
+  for (const Span& piece : pieces) {
+    bytes += static_cast<int64_t>(piece.size() * sizeof(float));
+  }
+  return bytes;
+}
+
+}  // namespace
+
 void GrpcPsShard::Pull(const PullRequest& header, absl::Span<float> out,
                        absl::Time deadline,
                        std::function<void(absl::StatusOr<PullResponse>)> done) {
+  const int64_t bytes =
+      header.num_elements() * static_cast<int64_t>(sizeof(float));
+  if (std::shared_ptr<SharedLease> lease = LeaseSharedMemory(bytes)) {
+    // Through shared memory as a batch of one: same checks and answer.
+    PullBatchRequest batch;
+    batch.set_protocol_version(header.protocol_version());
+    *batch.add_parts() = header;
+    batch.set_min_version(header.min_version());
+    batch.set_consistent_snapshot(header.consistent_snapshot());
+    PullBatchVia(
+        std::move(batch), {out}, deadline,
+        [done = std::move(done)](absl::StatusOr<PullBatchResponse> answer) {
+          if (!answer.ok()) return done(answer.status());
+          PullResponse response;
+          response.set_version(answer->versions(0));
+          done(response);
+        },
+        std::move(lease));
+    return;
+  }
   auto* call = new BulkCall;
   call->method = kBulkPullMethod;
   call->what = absl::StrCat(
@@ -228,12 +446,12 @@ void GrpcPsShard::Pull(const PullRequest& header, absl::Span<float> out,
       Range(header.variable(), header.offset_elements(), header.num_elements()),
       " from ", name_);
   call->request = EncodeBulkFrame(header, {}, nullptr);
-  call->bytes = header.num_elements() * static_cast<int64_t>(sizeof(float));
+  call->bytes = bytes;
   call->bypass_budget = header.min_version() > 0;
   call->deadline = deadline;
   call->finish = [what = call->what, out, done = std::move(done)](
                      const grpc::Status& status,
-                     const grpc::ByteBuffer& response) {
+                     const grpc::ByteBuffer& response, bool) {
     if (!status.ok()) return done(FromGrpcStatus(status, what));
     PullResponse header;
     absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, header);
@@ -251,6 +469,37 @@ void GrpcPsShard::Pull(const PullRequest& header, absl::Span<float> out,
 void GrpcPsShard::Push(const PushRequest& header, absl::Span<const float> data,
                        std::shared_ptr<const void> owner, absl::Time deadline,
                        std::function<void(absl::StatusOr<PushResponse>)> done) {
+  const int64_t bytes = static_cast<int64_t>(data.size() * sizeof(float));
+  if (std::shared_ptr<SharedLease> lease = LeaseSharedMemory(bytes)) {
+    // Through shared memory as a batch of one: same checks, and the part's
+    // outcome is the push's.
+    PushBatchRequest batch;
+    batch.set_protocol_version(header.protocol_version());
+    *batch.add_parts() = header;
+    batch.set_version(header.version());
+    batch.set_worker_index(header.worker_index());
+    std::string what =
+        absl::StrCat("push to ",
+                     Range(header.variable(), header.offset_elements(),
+                           header.num_elements()),
+                     " on ", name_);
+    PushBatchVia(
+        std::move(batch), {data}, std::move(owner), deadline,
+        [what = std::move(what),
+         done = std::move(done)](absl::StatusOr<PushBatchResponse> answer) {
+          if (!answer.ok()) return done(answer.status());
+          const PushPartResult& part = answer->results(0);
+          if (part.code() != 0) {
+            return done(absl::Status(static_cast<absl::StatusCode>(part.code()),
+                                     absl::StrCat(what, ": ", part.message())));
+          }
+          PushResponse response;
+          response.set_version(part.version());
+          done(response);
+        },
+        std::move(lease));
+    return;
+  }
   auto* call = new BulkCall;
   call->method = kBulkPushMethod;
   call->what = absl::StrCat(
@@ -258,13 +507,13 @@ void GrpcPsShard::Push(const PushRequest& header, absl::Span<const float> data,
       Range(header.variable(), header.offset_elements(), header.num_elements()),
       " on ", name_);
   call->request = EncodeBulkFrame(header, data, std::move(owner));
-  call->bytes = static_cast<int64_t>(data.size() * sizeof(float));
+  call->bytes = bytes;
   call->deadline = deadline;
   // An async push that reached the server must not be applied twice.
   call->idempotent = false;
   call->finish = [what = call->what, done = std::move(done)](
                      const grpc::Status& status,
-                     const grpc::ByteBuffer& response) {
+                     const grpc::ByteBuffer& response, bool) {
     if (!status.ok()) return done(FromGrpcStatus(status, what));
     PushResponse header;
     absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, header);
@@ -274,54 +523,67 @@ void GrpcPsShard::Push(const PushRequest& header, absl::Span<const float> data,
   StartBulk(call);
 }
 
-namespace {
-
-// "\"b1\" [0, 256) and 3 more": a batch, for errors.
-template <typename Parts>
-std::string BatchRange(const Parts& parts) {
-  std::string what = Range(parts[0].variable(), parts[0].offset_elements(),
-                           parts[0].num_elements());
-  if (parts.size() > 1)
-    absl::StrAppend(&what, " and ", parts.size() - 1, " more");
-  return what;
-}
-
-}  // namespace
-
 void GrpcPsShard::PullBatch(
     const PullBatchRequest& header, std::vector<absl::Span<float>> out,
     absl::Time deadline,
     std::function<void(absl::StatusOr<PullBatchResponse>)> done) {
+  std::shared_ptr<SharedLease> lease = LeaseSharedMemory(TotalBytes(out));
+  PullBatchVia(header, std::move(out), deadline, std::move(done),
+               std::move(lease));
+}
+
+void GrpcPsShard::PullBatchVia(
+    PullBatchRequest header, std::vector<absl::Span<float>> out,
+    absl::Time deadline,
+    std::function<void(absl::StatusOr<PullBatchResponse>)> done,
+    std::shared_ptr<SharedLease> lease) {
   auto* call = new BulkCall;
   call->method = kBulkPullBatchMethod;
   call->what = header.parts().empty()
                    ? "pull of an empty batch from " + name_
                    : absl::StrCat("pull of ", BatchRange(header.parts()),
                                   " from ", name_);
+  if (lease != nullptr) *header.mutable_shared() = lease->payload();
   call->request = EncodeBulkFrame(header, {}, nullptr);
-  for (absl::Span<float> piece : out) {
-    call->bytes += static_cast<int64_t>(piece.size() * sizeof(float));
-  }
+  call->bytes = TotalBytes(out);
   call->bypass_budget = header.min_version() > 0;
   call->deadline = deadline;
-  call->finish = [what = call->what, out = std::move(out),
-                  done = std::move(done)](const grpc::Status& status,
-                                          const grpc::ByteBuffer& response) {
+  call->finish = [this, what = call->what, header = std::move(header),
+                  out = std::move(out), deadline, done = std::move(done),
+                  lease = std::move(lease)](const grpc::Status& status,
+                                            const grpc::ByteBuffer& response,
+                                            bool shared_memory_lost) mutable {
+    if (shared_memory_lost && lease != nullptr) {
+      OnSharedMemoryLost(lease->session);
+      header.clear_shared();
+      return PullBatchVia(std::move(header), std::move(out), deadline,
+                          std::move(done), nullptr);
+    }
     if (!status.ok()) return done(FromGrpcStatus(status, what));
-    PullBatchResponse header;
-    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, header);
+    PullBatchResponse answer;
+    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, answer);
     if (!frame.ok()) return done(frame.status());
-    if (header.versions_size() != static_cast<int>(out.size())) {
+    if (answer.versions_size() != static_cast<int>(out.size())) {
       return done(absl::InternalError(
-          absl::StrCat(what, ": the server answered ", header.versions_size(),
+          absl::StrCat(what, ": the server answered ", answer.versions_size(),
                        " parts for ", out.size())));
     }
-    absl::Status copied = frame->CopyPayload(out);
-    if (!copied.ok()) {
+    if (lease != nullptr) {
+      if (frame->payload_bytes() != 0) {
+        return done(absl::InternalError(absl::StrCat(
+            what,
+            ": the server answered a shared-memory pull with a payload")));
+      }
+      const float* values = lease->values();
+      for (absl::Span<float> piece : out) {
+        std::copy(values, values + piece.size(), piece.data());
+        values += piece.size();
+      }
+    } else if (absl::Status copied = frame->CopyPayload(out); !copied.ok()) {
       return done(absl::Status(copied.code(),
                                absl::StrCat(what, ": ", copied.message())));
     }
-    done(std::move(header));
+    done(std::move(answer));
   };
   StartBulk(call);
 }
@@ -330,32 +592,69 @@ void GrpcPsShard::PushBatch(
     const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
     std::shared_ptr<const void> owner, absl::Time deadline,
     std::function<void(absl::StatusOr<PushBatchResponse>)> done) {
+  std::shared_ptr<SharedLease> lease = LeaseSharedMemory(TotalBytes(data));
+  PushBatchVia(header, std::move(data), std::move(owner), deadline,
+               std::move(done), std::move(lease));
+}
+
+void GrpcPsShard::PushBatchVia(
+    PushBatchRequest header, std::vector<absl::Span<const float>> data,
+    std::shared_ptr<const void> owner, absl::Time deadline,
+    std::function<void(absl::StatusOr<PushBatchResponse>)> done,
+    std::shared_ptr<SharedLease> lease) {
   auto* call = new BulkCall;
   call->method = kBulkPushBatchMethod;
   call->what =
       header.parts().empty()
           ? "push of an empty batch to " + name_
           : absl::StrCat("push to ", BatchRange(header.parts()), " on ", name_);
-  call->request = EncodeBulkFramePieces(header, data, std::move(owner));
-  for (absl::Span<const float> piece : data) {
-    call->bytes += static_cast<int64_t>(piece.size() * sizeof(float));
+  call->bytes = TotalBytes(data);
+  if (lease != nullptr) {
+    // One copy into the region; the caller's buffer is free from here on.
+    float* values = lease->values();
+    for (absl::Span<const float> piece : data) {
+      std::copy(piece.begin(), piece.end(), values);
+      values += piece.size();
+    }
+    owner.reset();
+    *header.mutable_shared() = lease->payload();
+    call->request = EncodeBulkFrame(header, {}, nullptr);
+  } else {
+    call->request = EncodeBulkFramePieces(header, data, std::move(owner));
   }
   call->deadline = deadline;
   // An async push that reached the server must not be applied twice.
   call->idempotent = false;
-  call->finish = [what = call->what, parts = header.parts_size(),
-                  done = std::move(done)](const grpc::Status& status,
-                                          const grpc::ByteBuffer& response) {
+  call->finish = [this, what = call->what, header = std::move(header),
+                  data = std::move(data), deadline, done = std::move(done),
+                  lease = std::move(lease)](const grpc::Status& status,
+                                            const grpc::ByteBuffer& response,
+                                            bool shared_memory_lost) mutable {
+    if (shared_memory_lost && lease != nullptr) {
+      // Refused before anything was applied: resend the values, which are
+      // still in the region, over TCP; the lease lives as long as the frame.
+      OnSharedMemoryLost(lease->session);
+      header.clear_shared();
+      const float* values = lease->values();
+      std::vector<absl::Span<const float>> copies;
+      for (absl::Span<const float> piece : data) {
+        copies.emplace_back(values, piece.size());
+        values += piece.size();
+      }
+      return PushBatchVia(std::move(header), std::move(copies),
+                          std::move(lease), deadline, std::move(done), nullptr);
+    }
+    const int parts = header.parts_size();
     if (!status.ok()) return done(FromGrpcStatus(status, what));
-    PushBatchResponse header;
-    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, header);
+    PushBatchResponse answer;
+    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, answer);
     if (!frame.ok()) return done(frame.status());
-    if (header.results_size() != parts) {
+    if (answer.results_size() != parts) {
       return done(absl::InternalError(
-          absl::StrCat(what, ": the server answered ", header.results_size(),
+          absl::StrCat(what, ": the server answered ", answer.results_size(),
                        " parts for ", parts)));
     }
-    done(std::move(header));
+    done(std::move(answer));
   };
   StartBulk(call);
 }
@@ -374,9 +673,8 @@ void GrpcPsShard::Assign(const AssignRequest& header,
   call->bytes = static_cast<int64_t>(data.size() * sizeof(float));
   call->deadline = deadline;
   call->finish = [what = call->what, done = std::move(done)](
-                     const grpc::Status& status, const grpc::ByteBuffer&) {
-    done(FromGrpcStatus(status, what));
-  };
+                     const grpc::Status& status, const grpc::ByteBuffer&,
+                     bool) { done(FromGrpcStatus(status, what)); };
   StartBulk(call);
 }
 

@@ -3,9 +3,17 @@
 //
 // Sends are zero-copy (the frame's payload slice points at the caller's
 // buffer); a pull response is copied once, from gRPC's receive slices into
-// the caller's buffer. Idempotent calls (everything but Push) that fail
-// with Unavailable are retried, waiting for the connection to come back,
-// until their deadline.
+// the caller's buffer.
+//
+// Same host: the shard offers the server a shared-memory region at once
+// (AttachSharedMemory, asynchronously). Once the server attached it, pulls
+// and pushes carry their values through that region and only small headers
+// through gRPC: no kernel TCP copies. Until then, when the server refuses
+// (another host, --shared_memory=false), or when a call finds the region
+// full, calls go over TCP as above. A server that forgot the session (it
+// restarted) is re-attached, and the calls it refused are resent over TCP.
+// Idempotent calls (everything but Push) that fail with Unavailable are
+// retried, waiting for the connection to come back, until their deadline.
 //
 // Bulk calls use the completion-queue API with one queue and one poller
 // thread per connection; `done` callbacks run on those threads. The
@@ -28,6 +36,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "client/ps_shard.h"
+#include "client/shared_memory_arena.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/completion_queue.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -46,6 +55,10 @@ class GrpcPsShard final : public PsShard {
     // the client. Bounds the server's buffer memory when many workers push
     // large models, and keeps its reused buffers warm.
     int64_t max_in_flight_bytes = int64_t{64} << 20;
+    // Shared memory offered to a server on this host; 0 keeps every call on
+    // TCP. Pages are only touched as calls use them (first fit from the
+    // start), so this is an upper bound, best about max_in_flight_bytes.
+    int64_t shared_memory_bytes = int64_t{64} << 20;
   };
 
   // Connects lazily to `address` (host:port). `name` is used in errors,
@@ -86,8 +99,14 @@ class GrpcPsShard final : public PsShard {
               std::shared_ptr<const void> owner, absl::Time deadline,
               std::function<void(absl::Status)> done) override;
 
+  // Waits until the shared-memory offer is settled, at most `timeout`;
+  // returns whether calls now go through shared memory.
+  bool WaitForSharedMemory(absl::Duration timeout);
+
  private:
   struct BulkCall;
+  struct SharedLease;
+  enum class SharedState { kOff, kAttaching, kAttached };
   struct Connection {
     std::shared_ptr<grpc::Channel> channel;
     std::unique_ptr<grpc::GenericStub> stub;
@@ -102,6 +121,25 @@ class GrpcPsShard final : public PsShard {
   // Handles completions of one connection's queue until it shuts down.
   void Poll(Connection* connection);
 
+  // Offers the region to the server; the answer arrives on a gRPC thread.
+  void StartAttach() ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_mu_);
+  // `bytes` of the region for one call, or null: the call goes over TCP.
+  std::shared_ptr<SharedLease> LeaseSharedMemory(int64_t bytes);
+  // The server forgot `session`: attach again.
+  void OnSharedMemoryLost(uint64_t session);
+
+  // The batch calls, with their values in `lease` (or, when null, in the
+  // frame). Single pulls and pushes through shared memory use these too.
+  void PullBatchVia(PullBatchRequest header, std::vector<absl::Span<float>> out,
+                    absl::Time deadline,
+                    std::function<void(absl::StatusOr<PullBatchResponse>)> done,
+                    std::shared_ptr<SharedLease> lease);
+  void PushBatchVia(PushBatchRequest header,
+                    std::vector<absl::Span<const float>> data,
+                    std::shared_ptr<const void> owner, absl::Time deadline,
+                    std::function<void(absl::StatusOr<PushBatchResponse>)> done,
+                    std::shared_ptr<SharedLease> lease);
+
   const std::string name_;
   const Options options_;
   std::vector<std::unique_ptr<Connection>> connections_;
@@ -112,6 +150,16 @@ class GrpcPsShard final : public PsShard {
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;            // started or queued
   int64_t in_flight_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // started only
   std::deque<BulkCall*> queued_ ABSL_GUARDED_BY(mu_);
+
+  // Shared memory (null arena: disabled or unavailable). Lock order:
+  // shared_mu_ before mu_.
+  std::shared_ptr<SharedMemoryArena> arena_;
+  absl::Mutex shared_mu_;
+  SharedState shared_state_ ABSL_GUARDED_BY(shared_mu_) = SharedState::kOff;
+  uint64_t session_ ABSL_GUARDED_BY(shared_mu_) = 0;
+  bool closing_ ABSL_GUARDED_BY(shared_mu_) = false;
+  // The attach in flight, for cancelling it in the destructor.
+  BulkCall* attach_call_ ABSL_GUARDED_BY(shared_mu_) = nullptr;
 };
 
 }  // namespace psflow

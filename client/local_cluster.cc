@@ -143,6 +143,8 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
       case TaskType::kPs:
         task.binary = "ps/ps_server";
         task.args = {bind};
+        if (!options.shared_memory)
+          task.args.push_back("--shared_memory=false");
         break;
       case TaskType::kChief:
         task.binary = "chief/chief";

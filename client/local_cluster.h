@@ -32,6 +32,9 @@ struct LocalClusterOptions {
   std::string bin_dir;
   // Passed to workers and the evaluator.
   std::string device = "auto";
+  // False runs the servers with --shared_memory=false: every tensor byte
+  // then crosses loopback TCP, as between hosts.
+  bool shared_memory = true;
   // Given to the chief. Empty: <dir>/checkpoints, emptied first so that
   // every run starts afresh; a directory given here is kept, so a second
   // run resumes from its newest checkpoint.

@@ -56,12 +56,18 @@ struct GrpcHarness : Harness {
   std::unique_ptr<GrpcPsShard> remote;
 };
 
-enum class Transport { kLocal, kGrpc, kGrpcOneChunkInFlight };
+enum class Transport {
+  kLocal,
+  kGrpc,                  // TCP only
+  kGrpcOneChunkInFlight,  // TCP only
+  kGrpcSharedMemory,      // values through shared memory, headers on TCP
+};
 
 class PsShardConformanceTest : public ::testing::TestWithParam<Transport> {
  protected:
   void SetUp() override {
     GrpcPsShard::Options options;
+    options.shared_memory_bytes = 0;
     switch (GetParam()) {
       case Transport::kLocal:
         harness_ = std::make_unique<LocalHarness>();
@@ -69,6 +75,13 @@ class PsShardConformanceTest : public ::testing::TestWithParam<Transport> {
       case Transport::kGrpc:
         harness_ = std::make_unique<GrpcHarness>(options);
         break;
+      case Transport::kGrpcSharedMemory: {
+        options.shared_memory_bytes = 1 << 20;
+        auto harness = std::make_unique<GrpcHarness>(options);
+        ASSERT_TRUE(harness->remote->WaitForSharedMemory(absl::Seconds(20)));
+        harness_ = std::move(harness);
+        break;
+      }
       case Transport::kGrpcOneChunkInFlight:
         // Every other call queues in the client: exercises the budget.
         options.max_in_flight_bytes = kChunk * sizeof(float);
@@ -488,7 +501,8 @@ TEST_P(PsShardConformanceTest, StalePartOfASyncBatchIsAbortedAlone) {
 
 INSTANTIATE_TEST_SUITE_P(Transports, PsShardConformanceTest,
                          ::testing::Values(Transport::kLocal, Transport::kGrpc,
-                                           Transport::kGrpcOneChunkInFlight),
+                                           Transport::kGrpcOneChunkInFlight,
+                                           Transport::kGrpcSharedMemory),
                          [](const auto& info) {
                            switch (info.param) {
                              case Transport::kLocal:
@@ -497,6 +511,8 @@ INSTANTIATE_TEST_SUITE_P(Transports, PsShardConformanceTest,
                                return std::string("Grpc");
                              case Transport::kGrpcOneChunkInFlight:
                                return std::string("GrpcOneChunkInFlight");
+                             case Transport::kGrpcSharedMemory:
+                               return std::string("GrpcSharedMemory");
                            }
                            return std::string("Unknown");
                          });

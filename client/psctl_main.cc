@@ -43,6 +43,9 @@ ABSL_FLAG(std::string, bin_dir, "",
           "local: directory holding ps/, worker/, chief/, evaluator/ "
           "binaries; defaults to the one psctl was built into");
 ABSL_FLAG(std::string, device, "auto", "local: worker device");
+ABSL_FLAG(bool, shared_memory, true,
+          "local: let workers and the evaluator reach the servers through "
+          "shared memory (false: loopback TCP, as between hosts)");
 ABSL_FLAG(int32_t, timeout_s, 0, "local: give up after this many seconds");
 ABSL_FLAG(std::string, checkpoint_dir, "",
           "local: checkpoint directory; kept between runs, so a second run "
@@ -88,6 +91,7 @@ constexpr char kUsage[] =
     "      claim) for a job of that size, on standard output.\n"
     "  psctl local [--job=<file>] [--ps=N] [--workers=M] [--evaluator]\n"
     "              [--chief] [--dir=<dir>] [--device=auto|cpu|cuda]\n"
+    "              [--shared_memory=false]\n"
     "      Run a whole cluster on 127.0.0.1 and exit with the job's result.\n"
     "  psctl ckpt list <dir>\n"
     "      The checkpoints of a directory, newest and kept ones marked.\n"
@@ -137,6 +141,7 @@ int RunLocal() {
                         ? DefaultBinDir()
                         : absl::GetFlag(FLAGS_bin_dir);
   options.device = absl::GetFlag(FLAGS_device);
+  options.shared_memory = absl::GetFlag(FLAGS_shared_memory);
   options.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
   options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   absl::StatusOr<int> code = RunLocalCluster(options, std::cout);

@@ -29,6 +29,11 @@ inline constexpr int64_t kMaxBatchHeaderBytes = 32 * 1024;
 // Header bytes a batch part costs beyond its variable name (a bound).
 inline constexpr int64_t kBatchPartOverheadBytes = 48;
 
+// Trailing metadata of a bulk call that named a shared-memory session the
+// server no longer holds: the client attaches again.
+inline constexpr char kSharedMemoryLostKey[] = "psflow-shared-memory";
+inline constexpr char kSharedMemoryLostValue[] = "lost";
+
 // Large enough for any chunk plus its header; chunks are 1-4 MB by default.
 inline constexpr int kMaxBulkMessageBytes = 256 << 20;
 

@@ -18,6 +18,7 @@
 #include "proto/protocol.h"
 #include "proto/ps.grpc.pb.h"
 #include "ps/shard_checkpoint.h"
+#include "ps/shared_memory_sessions.h"
 
 namespace psflow {
 
@@ -64,7 +65,33 @@ class GrpcParameterServer::ControlService final
   grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* context,
                                   const StatsRequest* request,
                                   StatsResponse* response) override {
-    *response = server_->core().Stats();
+    *response = server_->Stats();
+    return Done(context, absl::OkStatus());
+  }
+
+  grpc::ServerUnaryReactor* AttachSharedMemory(
+      grpc::CallbackServerContext* context,
+      const AttachSharedMemoryRequest* request,
+      AttachSharedMemoryResponse* response) override {
+    absl::StatusOr<uint64_t> session =
+        server_->shared_memory_->Attach(*request);
+    if (session.ok()) {
+      response->set_session(*session);
+      LOG(INFO) << "bulk data with " << context->peer()
+                << " goes through shared memory ("
+                << request->total_bytes() / (1 << 20) << " MiB region)";
+    } else {
+      LOG(INFO) << "bulk data with " << context->peer()
+                << " stays on TCP: " << session.status().message();
+    }
+    return Done(context, session.status());
+  }
+
+  grpc::ServerUnaryReactor* DetachSharedMemory(
+      grpc::CallbackServerContext* context,
+      const DetachSharedMemoryRequest* request,
+      DetachSharedMemoryResponse* response) override {
+    server_->shared_memory_->Detach(request->session());
     return Done(context, absl::OkStatus());
   }
 
@@ -166,8 +193,12 @@ namespace {
 class BulkReactor final : public grpc::ServerGenericBidiReactor {
  public:
   BulkReactor(grpc::GenericCallbackServerContext* context,
-              ParameterServerCore* core, BufferPool* pool)
-      : context_(context), core_(core), pool_(pool) {
+              ParameterServerCore* core, BufferPool* pool,
+              SharedMemorySessions* shared_memory)
+      : context_(context),
+        core_(core),
+        pool_(pool),
+        shared_memory_(shared_memory) {
     StartRead(&request_);
   }
 
@@ -262,7 +293,27 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     batch_ = true;
     min_version_ = header.min_version();
     consistent_snapshot_ = header.consistent_snapshot();
+    if (header.has_shared()) {
+      absl::StatusOr<SharedMemorySessions::Payload> shared =
+          ResolveShared(header.shared(), *frame, refs_);
+      if (!shared.ok()) return Reply(shared.status());
+      shared_ = *std::move(shared);
+    }
     AwaitThenSendPull();
+  }
+
+  // The shared-memory range of a batch whose values bypass the frame.
+  absl::StatusOr<SharedMemorySessions::Payload> ResolveShared(
+      const SharedPayload& shared, const BulkFrame& frame,
+      absl::Span<const ChunkRef> refs) {
+    if (frame.payload_bytes() != 0) {
+      return absl::InvalidArgumentError(
+          "a batch with shared-memory values also carries a payload");
+    }
+    int64_t total = 0;
+    for (const ChunkRef& ref : refs) total += ref.num_elements;
+    return shared_memory_->Resolve(shared,
+                                   total * static_cast<int64_t>(sizeof(float)));
   }
 
   // Answers now when every part is at min_version_; otherwise waits on
@@ -298,6 +349,7 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   }
 
   void SendPull() {
+    if (shared_.region != nullptr) return SendSharedPull();
     std::vector<absl::Span<const float>> pieces;
     std::vector<int64_t> versions;
     std::shared_ptr<PooledBuffer> snapshot;
@@ -331,6 +383,22 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
       response.set_version(versions[0]);
       response_ = EncodeBulkFramePieces(response, pieces, std::move(snapshot));
     }
+    Reply(absl::OkStatus());
+  }
+
+  // Copies every part, each under its chunk's lock, into the client's
+  // shared memory; the answer is a header alone.
+  void SendSharedPull() {
+    PullBatchResponse response;
+    int64_t offset = 0;
+    for (const ChunkRef& ref : refs_) {
+      response.add_versions(
+          core_->Pull(ref, shared_.values.subspan(offset, ref.num_elements))
+              .version());
+      offset += ref.num_elements;
+    }
+    shared_ = {};  // Unmaps once its client detached.
+    response_ = EncodeBulkFrame(response, {}, nullptr);
     Reply(absl::OkStatus());
   }
 
@@ -386,6 +454,22 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
       refs.push_back(ref);
       total += ref.num_elements;
     }
+    if (header.has_shared()) {
+      // The gradients are read in place: no receive copy.
+      ASSIGN_OR_RETURN(SharedMemorySessions::Payload shared,
+                       ResolveShared(header.shared(), *frame, refs));
+      std::vector<absl::Span<const float>> gradients;
+      int64_t offset = 0;
+      for (const ChunkRef& ref : refs) {
+        gradients.push_back(shared.values.subspan(offset, ref.num_elements));
+        offset += ref.num_elements;
+      }
+      ASSIGN_OR_RETURN(PushBatchResponse response,
+                       core_->PushBatch(refs, header.version(),
+                                        header.worker_index(), gradients));
+      response_ = EncodeBulkFrame(response, {}, nullptr);
+      return absl::OkStatus();
+    }
     std::shared_ptr<PooledBuffer> values = pool_->Acquire(total);
     std::vector<absl::Span<float>> pieces;
     std::vector<absl::Span<const float>> gradients;
@@ -428,6 +512,10 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
       StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
     } else {
       core_->CountBytes(request_bytes_, 0);
+      if (SharedMemorySessions::IsLostSession(status)) {
+        context_->AddTrailingMetadata(kSharedMemoryLostKey,
+                                      kSharedMemoryLostValue);
+      }
       Finish(ToGrpcStatus(status));
     }
   }
@@ -435,6 +523,7 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   grpc::GenericCallbackServerContext* const context_;
   ParameterServerCore* const core_;
   BufferPool* const pool_;
+  SharedMemorySessions* const shared_memory_;
   grpc::ByteBuffer request_;
   grpc::ByteBuffer response_;
   int64_t request_bytes_ = 0;
@@ -444,6 +533,7 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   bool batch_ = false;
   int64_t min_version_ = 0;
   bool consistent_snapshot_ = false;
+  SharedMemorySessions::Payload shared_;  // set for a shared-memory pull
   absl::Mutex mu_;
   // Pending waits: (index into refs_, WhenVersionReached id).
   std::vector<std::pair<size_t, uint64_t>> waits_ ABSL_GUARDED_BY(mu_);
@@ -458,17 +548,19 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
 class GrpcParameterServer::BulkService final
     : public grpc::CallbackGenericService {
  public:
-  BulkService(ParameterServerCore* core, BufferPool* pool)
-      : core_(core), pool_(pool) {}
+  BulkService(ParameterServerCore* core, BufferPool* pool,
+              SharedMemorySessions* shared_memory)
+      : core_(core), pool_(pool), shared_memory_(shared_memory) {}
 
   grpc::ServerGenericBidiReactor* CreateReactor(
       grpc::GenericCallbackServerContext* context) override {
-    return new BulkReactor(context, core_, pool_);
+    return new BulkReactor(context, core_, pool_, shared_memory_);
   }
 
  private:
   ParameterServerCore* const core_;
   BufferPool* const pool_;
+  SharedMemorySessions* const shared_memory_;
 };
 
 // ---- Lifecycle -------------------------------------------------------------
@@ -480,9 +572,11 @@ absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
   server->core_ = std::make_unique<ParameterServerCore>(options.core);
   // Idle chunk buffers kept for reuse: enough for many in-flight chunks.
   server->pool_ = BufferPool::Create(size_t{256} << 20);
+  server->shared_memory_ =
+      std::make_unique<SharedMemorySessions>(options.shared_memory);
   server->control_ = std::make_unique<ControlService>(server.get());
-  server->bulk_ =
-      std::make_unique<BulkService>(server->core_.get(), server->pool_.get());
+  server->bulk_ = std::make_unique<BulkService>(
+      server->core_.get(), server->pool_.get(), server->shared_memory_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
@@ -506,6 +600,13 @@ absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
         "fix the task's address in TF_CONFIG"));
   }
   return server;
+}
+
+StatsResponse GrpcParameterServer::Stats() const {
+  StatsResponse stats = core_->Stats();
+  stats.set_shared_memory_sessions(shared_memory_->size());
+  stats.set_shared_memory_bytes(shared_memory_->bytes());
+  return stats;
 }
 
 void GrpcParameterServer::RequestShutdown(const std::string& reason) {

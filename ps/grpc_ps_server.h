@@ -1,6 +1,7 @@
 // Serves a ParameterServerCore over gRPC: the typed control service
-// (Configure, CreateVariables, Stats, Shutdown), the bulk tensor methods
-// (Pull, Push, Assign; see proto/bulk_frame.h) and grpc.health.v1.Health.
+// (Configure, CreateVariables, Stats, Shutdown, shared-memory attach), the
+// bulk tensor methods (Pull, Push, Assign and batches; see
+// proto/bulk_frame.h) and grpc.health.v1.Health.
 //
 // Lifecycle (a small state machine):
 //   Start()    -> serving; port() is the bound port (useful with port 0)
@@ -32,6 +33,7 @@
 #include "common/buffer_pool.h"
 #include "grpcpp/server.h"
 #include "ps/ps_core.h"
+#include "ps/shared_memory_sessions.h"
 
 namespace psflow {
 
@@ -43,6 +45,8 @@ class GrpcParameterServer {
     ParameterServerCore::Options core;
     // How long in-flight RPCs may run after shutdown is requested.
     absl::Duration grace = absl::Seconds(5);
+    // Same-host clients' shared-memory regions (docs/wire-protocol.md).
+    SharedMemorySessions::Options shared_memory;
   };
 
   // Binds and starts serving. Unavailable when the address cannot be bound
@@ -54,6 +58,8 @@ class GrpcParameterServer {
 
   int port() const { return port_; }
   ParameterServerCore& core() { return *core_; }
+  // The core's counters plus the transport's (shared memory).
+  StatsResponse Stats() const;
 
   // Starts draining; `reason` is logged. Safe to call more than once and
   // from any thread (not from a signal handler).
@@ -80,6 +86,7 @@ class GrpcParameterServer {
 
   std::unique_ptr<ParameterServerCore> core_;
   std::shared_ptr<BufferPool> pool_;
+  std::unique_ptr<SharedMemorySessions> shared_memory_;
   std::unique_ptr<ControlService> control_;
   std::unique_ptr<BulkService> bulk_;
   std::unique_ptr<grpc::Server> server_;

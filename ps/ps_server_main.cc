@@ -33,6 +33,10 @@ ABSL_FLAG(std::string, port_file, "",
 ABSL_FLAG(int64_t, chunk_bytes, 4 << 20,
           "Bytes per variable chunk: the unit of transfer, locking and sync "
           "aggregation (1-4 MB is best)");
+ABSL_FLAG(bool, shared_memory, true,
+          "Let workers and evaluators on this host move tensors through "
+          "shared memory instead of loopback TCP (they fall back to TCP "
+          "when they cannot)");
 ABSL_FLAG(int32_t, shutdown_grace_ms, 5000,
           "How long in-flight RPCs may finish after shutdown is requested");
 
@@ -64,6 +68,7 @@ int Run() {
       HostPort{absl::GetFlag(FLAGS_bind_host), address->port}.ToString();
   options.core.chunk_bytes = chunk_bytes;
   options.grace = absl::Milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms));
+  options.shared_memory.enabled = absl::GetFlag(FLAGS_shared_memory);
   absl::StatusOr<std::unique_ptr<GrpcParameterServer>> server =
       GrpcParameterServer::Start(options);
   if (!server.ok()) {

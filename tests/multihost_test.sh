@@ -72,7 +72,9 @@ start() {  # start <namespace index> <log name> <tf_config file> <command...>
   ip netns exec "$ns" env TF_CONFIG="$(cat "$tf")" "$@" > "$log" 2>&1 &
   pids+=("$!")
 }
-start 0 ps "$dir/tf/ps-0.json" "$ps_server"
+# The namespaces share one kernel, so workers could reach the PS through
+# shared memory; real hosts cannot, and this test is about the network.
+start 0 ps "$dir/tf/ps-0.json" "$ps_server" --shared_memory=false
 start 1 chief "$dir/tf/chief-0.json" "$chief" --job="$dir/job.json" \
   --heartbeat_timeout_s=5 --result_file="$dir/result.json"
 start 2 worker0 "$dir/tf/worker-0.json" "$worker" --device=cpu

@@ -1,0 +1,278 @@
+// The same-host shared-memory data plane of GrpcPsShard against a real
+// server on 127.0.0.1: that values really bypass TCP, and what happens when
+// the server refuses, forgets the session, or the region is full.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "client/grpc_ps_shard.h"
+#include "common/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/protocol.h"
+#include "ps/grpc_ps_server.h"
+
+namespace psflow {
+namespace {
+
+using ::testing::Each;
+using ::testing::ElementsAre;
+
+constexpr int64_t kChunk = 256;  // elements: 1 KiB chunks
+
+absl::Time Soon() { return absl::Now() + absl::Seconds(20); }
+
+class SharedMemoryTest : public ::testing::Test {
+ protected:
+  // SGD with learning rate 1: after one push of g, a variable holds -g.
+  void StartServer(const SharedMemorySessions::Options& shared_memory) {
+    GrpcParameterServer::Options options;
+    options.listen_address = "127.0.0.1:0";
+    options.core.chunk_bytes = kChunk * sizeof(float);
+    options.grace = absl::Milliseconds(200);
+    options.shared_memory = shared_memory;
+    server_ = *GrpcParameterServer::Start(options);
+    ConfigureRequest config;
+    config.set_protocol_version(kProtocolVersion);
+    config.mutable_optimizer()->set_kind(OptimizerConfig::SGD);
+    config.mutable_learning_rate()->set_learning_rate(1.0);
+    config.set_mode(ASYNC);
+    config.set_num_workers(1);
+    ASSERT_OK(server_->core().Configure(config));
+    CreateVariablesRequest create;
+    create.set_protocol_version(kProtocolVersion);
+    VariableSpec* spec = create.add_variables();
+    spec->set_name("w");
+    spec->add_shape(2 * kChunk);
+    spec = create.add_variables();
+    spec->set_name("b");
+    spec->add_shape(3);
+    ASSERT_OK(server_->core().CreateVariables(create));
+  }
+
+  std::unique_ptr<GrpcPsShard> Connect(int64_t shared_memory_bytes) {
+    GrpcPsShard::Options options;
+    options.shared_memory_bytes = shared_memory_bytes;
+    return std::make_unique<GrpcPsShard>(
+        absl::StrCat("127.0.0.1:", server_->port()), "ps-0", options);
+  }
+
+  static absl::StatusOr<PullResponse> Pull(PsShard& shard, int64_t offset,
+                                           std::vector<float>& out) {
+    PullRequest header;
+    header.set_protocol_version(kProtocolVersion);
+    header.set_variable("w");
+    header.set_offset_elements(offset);
+    header.set_num_elements(static_cast<int64_t>(out.size()));
+    absl::Notification done;
+    absl::StatusOr<PullResponse> result;
+    shard.Pull(header, absl::MakeSpan(out), Soon(),
+               [&](absl::StatusOr<PullResponse> r) {
+                 result = std::move(r);
+                 done.Notify();
+               });
+    done.WaitForNotification();
+    return result;
+  }
+
+  static absl::StatusOr<PushResponse> Push(PsShard& shard, int64_t offset,
+                                           float value) {
+    PushRequest header;
+    header.set_protocol_version(kProtocolVersion);
+    header.set_variable("w");
+    header.set_offset_elements(offset);
+    header.set_num_elements(kChunk);
+    auto gradient = std::make_shared<std::vector<float>>(kChunk, value);
+    absl::Notification done;
+    absl::StatusOr<PushResponse> result;
+    shard.Push(header, *gradient, gradient, Soon(),
+               [&](absl::StatusOr<PushResponse> r) {
+                 result = std::move(r);
+                 done.Notify();
+               });
+    done.WaitForNotification();
+    return result;
+  }
+
+  // Pushes b's gradient {1, 2, 3} and w's second chunk's (all `w_value`)
+  // as one batch.
+  static absl::StatusOr<PushBatchResponse> PushBatch(PsShard& shard,
+                                                     float w_value) {
+    PushBatchRequest header;
+    header.set_protocol_version(kProtocolVersion);
+    PushRequest* part = header.add_parts();
+    part->set_variable("b");
+    part->set_num_elements(3);
+    part = header.add_parts();
+    part->set_variable("w");
+    part->set_offset_elements(kChunk);
+    part->set_num_elements(kChunk);
+    auto b = std::make_shared<std::vector<float>>(
+        std::vector<float>{1.0f, 2.0f, 3.0f});
+    std::vector<float> w(kChunk, w_value);
+    absl::Notification done;
+    absl::StatusOr<PushBatchResponse> result;
+    shard.PushBatch(header, {*b, w}, b, Soon(),
+                    [&](absl::StatusOr<PushBatchResponse> r) {
+                      result = std::move(r);
+                      done.Notify();
+                    });
+    done.WaitForNotification();
+    return result;
+  }
+
+  std::vector<float> Values(const std::string& name) {
+    absl::StatusOr<std::vector<Variable*>> variables =
+        server_->core().ListVariables();
+    for (Variable* variable : *variables) {
+      if (variable->name() == name) {
+        std::vector<float> values(variable->num_elements());
+        ParameterServerCore& core = server_->core();
+        for (int64_t offset = 0; offset < variable->num_elements();
+             offset += kChunk) {
+          const int64_t n = std::min(kChunk, variable->num_elements() - offset);
+          ChunkRef ref = *core.Resolve(kProtocolVersion, name, offset, n);
+          core.Pull(ref, absl::MakeSpan(values).subspan(offset, n));
+        }
+        return values;
+      }
+    }
+    return {};
+  }
+
+  std::unique_ptr<GrpcParameterServer> server_;
+};
+
+TEST_F(SharedMemoryTest, ValuesTravelThroughSharedMemoryNotTcp) {
+  StartServer(SharedMemorySessions::Options{});
+  std::unique_ptr<GrpcPsShard> shard = Connect(1 << 20);
+  ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
+  const StatsResponse before = server_->Stats();
+  EXPECT_EQ(before.shared_memory_sessions(), 1);
+
+  ASSERT_OK_AND_ASSIGN(PushResponse pushed, Push(*shard, 0, 2.0f));
+  EXPECT_EQ(pushed.version(), 1);
+  ASSERT_OK(PushBatch(*shard, 4.0f));
+  std::vector<float> w(kChunk);
+  ASSERT_OK_AND_ASSIGN(PullResponse pulled, Pull(*shard, 0, w));
+  EXPECT_EQ(pulled.version(), 1);
+  EXPECT_THAT(w, Each(-2.0f));
+  ASSERT_OK(Pull(*shard, kChunk, w));
+  EXPECT_THAT(w, Each(-4.0f));
+  EXPECT_THAT(Values("b"), ElementsAre(-1.0f, -2.0f, -3.0f));
+
+  const StatsResponse after = server_->Stats();
+  const int64_t tensor_bytes = (kChunk + kChunk + 3 + kChunk + kChunk) * 4;
+  EXPECT_EQ(after.shared_memory_bytes() - before.shared_memory_bytes(),
+            tensor_bytes);
+  // Only headers crossed TCP: far fewer bytes than the tensors.
+  EXPECT_LT(after.bytes_received() + after.bytes_sent() -
+                before.bytes_received() - before.bytes_sent(),
+            tensor_bytes / 4);
+
+  shard.reset();  // detaches
+  EXPECT_EQ(server_->Stats().shared_memory_sessions(), 0);
+}
+
+TEST_F(SharedMemoryTest, ServerWithSharedMemoryOffKeepsTheClientOnTcp) {
+  SharedMemorySessions::Options off;
+  off.enabled = false;
+  StartServer(off);
+  std::unique_ptr<GrpcPsShard> shard = Connect(1 << 20);
+  EXPECT_FALSE(shard->WaitForSharedMemory(absl::Seconds(20)));
+  ASSERT_OK(Push(*shard, 0, 2.0f));
+  ASSERT_OK(PushBatch(*shard, 4.0f));
+  std::vector<float> w(kChunk);
+  ASSERT_OK(Pull(*shard, 0, w));
+  EXPECT_THAT(w, Each(-2.0f));
+  EXPECT_THAT(Values("b"), ElementsAre(-1.0f, -2.0f, -3.0f));
+  EXPECT_EQ(server_->Stats().shared_memory_bytes(), 0);
+  EXPECT_EQ(server_->Stats().shared_memory_sessions(), 0);
+}
+
+TEST_F(SharedMemoryTest, ForgottenSessionIsResentOverTcpOnceAndReattached) {
+  // Every attach forgets the sessions idle until then, as a restarted
+  // server would have.
+  SharedMemorySessions::Options forgetful;
+  forgetful.idle_timeout = absl::ZeroDuration();
+  StartServer(forgetful);
+  std::unique_ptr<GrpcPsShard> shard = Connect(1 << 20);
+  ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
+
+  auto forget = [&] {
+    absl::SleepFor(absl::Milliseconds(2));
+    std::unique_ptr<GrpcPsShard> other = Connect(1 << 20);
+    ASSERT_TRUE(other->WaitForSharedMemory(absl::Seconds(20)));
+    ASSERT_EQ(server_->Stats().shared_memory_sessions(), 1);  // only other's
+  };
+
+  // A push the server refused before applying is resent once, over TCP.
+  forget();
+  ASSERT_OK_AND_ASSIGN(PushResponse pushed, Push(*shard, 0, 2.0f));
+  EXPECT_EQ(pushed.version(), 1);
+  EXPECT_THAT(Values("w")[0], -2.0f);
+  ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
+
+  forget();
+  ASSERT_OK(PushBatch(*shard, 4.0f));
+  EXPECT_THAT(Values("b"), ElementsAre(-1.0f, -2.0f, -3.0f));
+  EXPECT_EQ(Values("w")[kChunk], -4.0f);
+  ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
+
+  forget();
+  std::vector<float> w(kChunk);
+  ASSERT_OK_AND_ASSIGN(PullResponse pulled, Pull(*shard, 0, w));
+  EXPECT_EQ(pulled.version(), 1);
+  EXPECT_THAT(w, Each(-2.0f));
+  ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
+
+  // Back on shared memory.
+  const int64_t before = server_->Stats().shared_memory_bytes();
+  ASSERT_OK(Pull(*shard, 0, w));
+  EXPECT_EQ(server_->Stats().shared_memory_bytes() - before, kChunk * 4);
+}
+
+TEST_F(SharedMemoryTest, CallsThatFindTheRegionFullGoOverTcp) {
+  StartServer(SharedMemorySessions::Options{});
+  // Room for two 1 KiB chunks: most of 32 concurrent pulls find it full.
+  std::unique_ptr<GrpcPsShard> shard = Connect(2 * kChunk * 4);
+  ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
+  ASSERT_OK(Push(*shard, 0, 2.0f));
+  ASSERT_OK(Push(*shard, kChunk, 3.0f));
+
+  constexpr int kPulls = 32;
+  std::vector<std::vector<float>> out(kPulls, std::vector<float>(kChunk));
+  std::vector<absl::Status> status(kPulls);
+  absl::Mutex mu;
+  int left = kPulls;
+  for (int i = 0; i < kPulls; ++i) {
+    PullRequest header;
+    header.set_protocol_version(kProtocolVersion);
+    header.set_variable("w");
+    header.set_offset_elements((i % 2) * kChunk);
+    header.set_num_elements(kChunk);
+    shard->Pull(header, absl::MakeSpan(out[i]), Soon(),
+                [&, i](absl::StatusOr<PullResponse> r) {
+                  absl::MutexLock lock(&mu);
+                  status[i] = r.status();
+                  --left;
+                });
+  }
+  {
+    absl::MutexLock lock(&mu);
+    mu.Await(absl::Condition(
+        +[](int* n) { return *n == 0; }, &left));
+  }
+  for (int i = 0; i < kPulls; ++i) {
+    ASSERT_OK(status[i]) << "pull " << i;
+    EXPECT_THAT(out[i], Each(i % 2 == 0 ? -2.0f : -3.0f)) << "pull " << i;
+  }
+  const StatsResponse stats = server_->Stats();
+  // Some went each way.
+  EXPECT_GT(stats.shared_memory_bytes(), 0);
+  EXPECT_GT(stats.bytes_sent(), kChunk * 4);
+}
+
+}  // namespace
+}  // namespace psflow

@@ -1,0 +1,64 @@
+#include "client/shared_memory_arena.h"
+
+#include <utility>
+
+#include "common/logging.h"
+
+namespace psflow {
+
+SharedMemoryArena::SharedMemoryArena(std::unique_ptr<SharedMemoryRegion> region)
+    : region_(std::move(region)) {
+  free_[kSharedMemoryHeaderBytes] =
+      region_->total_bytes() - kSharedMemoryHeaderBytes;
+}
+
+std::optional<int64_t> SharedMemoryArena::Allocate(int64_t bytes) {
+  if (bytes <= 0) return std::nullopt;
+  const int64_t rounded = (bytes + kSharedMemoryAlignment - 1) /
+                          kSharedMemoryAlignment * kSharedMemoryAlignment;
+  absl::MutexLock lock(&mu_);
+  // First fit keeps pieces near the start, so few pages are ever touched.
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    if (it->second < rounded) continue;
+    const int64_t offset = it->first;
+    const int64_t left = it->second - rounded;
+    free_.erase(it);
+    if (left > 0) free_[offset + rounded] = left;
+    used_[offset] = rounded;
+    used_bytes_ += rounded;
+    return offset;
+  }
+  return std::nullopt;
+}
+
+void SharedMemoryArena::Free(int64_t offset) {
+  absl::MutexLock lock(&mu_);
+  auto used = used_.find(offset);
+  CHECK(used != used_.end())
+      << "freeing shared memory at " << offset << ", which is not allocated";
+  int64_t start = offset;
+  int64_t bytes = used->second;
+  used_bytes_ -= bytes;
+  used_.erase(used);
+  auto next = free_.lower_bound(start);
+  if (next != free_.end() && next->first == start + bytes) {
+    bytes += next->second;
+    next = free_.erase(next);
+  }
+  if (next != free_.begin()) {
+    auto previous = std::prev(next);
+    if (previous->first + previous->second == start) {
+      start = previous->first;
+      bytes += previous->second;
+      free_.erase(previous);
+    }
+  }
+  free_[start] = bytes;
+}
+
+int64_t SharedMemoryArena::used_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return used_bytes_;
+}
+
+}  // namespace psflow

@@ -1,0 +1,47 @@
+// Hands out pieces of a client's SharedMemoryRegion to bulk calls in
+// flight: first fit over a free list, neighbours merged on free. A call
+// that finds no room goes over TCP instead, so the arena only needs to be
+// about as large as the bytes a client keeps in flight.
+//
+// Thread-safe.
+#ifndef PSFLOW_CLIENT_SHARED_MEMORY_ARENA_H_
+#define PSFLOW_CLIENT_SHARED_MEMORY_ARENA_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "common/shared_memory_region.h"
+
+namespace psflow {
+
+class SharedMemoryArena {
+ public:
+  explicit SharedMemoryArena(std::unique_ptr<SharedMemoryRegion> region);
+
+  // The offset (from the region's start, aligned to kSharedMemoryAlignment)
+  // of `bytes` bytes now reserved for the caller, or nullopt when no free
+  // piece is large enough.
+  std::optional<int64_t> Allocate(int64_t bytes);
+  // Returns a piece Allocate handed out.
+  void Free(int64_t offset);
+
+  char* at(int64_t offset) const { return region_->base() + offset; }
+  const SharedMemoryRegion& region() const { return *region_; }
+  // Bytes handed out and not yet freed.
+  int64_t used_bytes() const;
+
+ private:
+  const std::unique_ptr<SharedMemoryRegion> region_;
+  mutable absl::Mutex mu_;
+  std::map<int64_t, int64_t> free_ ABSL_GUARDED_BY(mu_);  // offset -> bytes
+  std::map<int64_t, int64_t> used_ ABSL_GUARDED_BY(mu_);  // offset -> bytes
+  int64_t used_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_CLIENT_SHARED_MEMORY_ARENA_H_

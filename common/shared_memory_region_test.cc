@@ -1,0 +1,116 @@
+#include "common/shared_memory_region.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+
+#include "common/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace psflow {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int64_t kData = 1 << 16;
+
+TEST(SharedMemoryRegionTest, OpenedRegionSharesBytesWithItsCreator) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<SharedMemoryRegion> created,
+                       SharedMemoryRegion::Create(kData));
+  EXPECT_EQ(created->total_bytes(), kSharedMemoryHeaderBytes + kData);
+  EXPECT_EQ(created->token().size(), 32u);
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<SharedMemoryRegion> opened,
+      SharedMemoryRegion::Open(getpid(), created->fd(), created->total_bytes(),
+                               created->token()));
+  // Two mappings of one memory: a write through either shows in the other.
+  std::strcpy(created->base() + kSharedMemoryHeaderBytes, "from the client");
+  EXPECT_STREQ(opened->base() + kSharedMemoryHeaderBytes, "from the client");
+  opened->base()[created->total_bytes() - 1] = 'z';
+  EXPECT_EQ(created->base()[created->total_bytes() - 1], 'z');
+}
+
+TEST(SharedMemoryRegionTest, TokensDiffer) {
+  ASSERT_OK_AND_ASSIGN(auto a, SharedMemoryRegion::Create(kData));
+  ASSERT_OK_AND_ASSIGN(auto b, SharedMemoryRegion::Create(kData));
+  EXPECT_NE(a->token(), b->token());
+}
+
+TEST(SharedMemoryRegionTest, CreateRejectsBadSizes) {
+  EXPECT_THAT(SharedMemoryRegion::Create(0),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(SharedMemoryRegion::Create(100),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("multiple of 64")));
+}
+
+TEST(SharedMemoryRegionTest, OpenRejectsAnotherRegionsToken) {
+  ASSERT_OK_AND_ASSIGN(auto a, SharedMemoryRegion::Create(kData));
+  ASSERT_OK_AND_ASSIGN(auto b, SharedMemoryRegion::Create(kData));
+  EXPECT_THAT(
+      SharedMemoryRegion::Open(getpid(), a->fd(), a->total_bytes(), b->token()),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               HasSubstr("not the client's shared memory")));
+}
+
+TEST(SharedMemoryRegionTest, OpenRejectsAWrongSize) {
+  ASSERT_OK_AND_ASSIGN(auto a, SharedMemoryRegion::Create(kData));
+  EXPECT_THAT(SharedMemoryRegion::Open(getpid(), a->fd(),
+                                       a->total_bytes() + 4096, a->token()),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("is not a region of")));
+}
+
+TEST(SharedMemoryRegionTest, OpenNeverOpensAnUnrelatedFile) {
+  // A descriptor number that, on "another host", names some other file.
+  char path[] = "/tmp/psflow_shm_test_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  unlink(path);
+  ASSERT_OK_AND_ASSIGN(auto a, SharedMemoryRegion::Create(kData));
+  EXPECT_THAT(
+      SharedMemoryRegion::Open(getpid(), fd, a->total_bytes(), a->token()),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               HasSubstr("another host")));
+  close(fd);
+}
+
+TEST(SharedMemoryRegionTest, OpenRejectsAMissingProcess) {
+  ASSERT_OK_AND_ASSIGN(auto a, SharedMemoryRegion::Create(kData));
+  // Above the kernel's pid_max (at most 2^22).
+  EXPECT_THAT(SharedMemoryRegion::Open((1 << 22) + 7, a->fd(), a->total_bytes(),
+                                       a->token()),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("another host")));
+}
+
+TEST(SharedMemoryRegionTest, OpenRejectsAnUnsealedRegion) {
+  // Named like a client's region, with its header, but resizable: mapping
+  // it would let the client shrink it under the server (SIGBUS).
+  const std::string token(32, 'a');
+  const int fd = memfd_create(("psflow-" + token).c_str(), MFD_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  const int64_t total = kSharedMemoryHeaderBytes + kData;
+  ASSERT_EQ(ftruncate(fd, total), 0);
+  EXPECT_THAT(
+      SharedMemoryRegion::Open(getpid(), fd, total, token),
+      StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("not sealed")));
+  close(fd);
+}
+
+TEST(SharedMemoryRegionTest, OpenRejectsMalformedReferences) {
+  ASSERT_OK_AND_ASSIGN(auto a, SharedMemoryRegion::Create(kData));
+  EXPECT_THAT(
+      SharedMemoryRegion::Open(0, a->fd(), a->total_bytes(), a->token()),
+      StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(
+      SharedMemoryRegion::Open(getpid(), a->fd(), a->total_bytes(), "short"),
+      StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+}  // namespace
+}  // namespace psflow

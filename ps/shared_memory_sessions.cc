@@ -1,0 +1,116 @@
+#include "ps/shared_memory_sessions.h"
+
+#include <sys/random.h>
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "proto/protocol.h"
+
+namespace psflow {
+namespace {
+
+constexpr char kLostSession[] = "unknown shared-memory session";
+
+int64_t NowNs() { return absl::ToUnixNanos(absl::Now()); }
+
+uint64_t RandomId() {
+  uint64_t id = 0;
+  while (id == 0) {
+    if (getrandom(&id, sizeof(id), 0) != sizeof(id)) id = 0;
+  }
+  return id;
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> SharedMemorySessions::Attach(
+    const AttachSharedMemoryRequest& request) {
+  if (request.protocol_version() != kProtocolVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("client speaks protocol ", request.protocol_version(),
+                     ", this server ", kProtocolVersion));
+  }
+  if (!options_.enabled) {
+    return absl::FailedPreconditionError(
+        "shared memory is disabled on this server (--shared_memory=false)");
+  }
+  absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> region =
+      SharedMemoryRegion::Open(static_cast<pid_t>(request.pid()), request.fd(),
+                               request.total_bytes(), request.token());
+  if (!region.ok()) return region.status();
+  auto session = std::make_unique<Session>();
+  session->region = *std::move(region);
+  session->last_used_ns.store(NowNs());
+  absl::MutexLock lock(&mu_);
+  const int64_t idle_before =
+      NowNs() - absl::ToInt64Nanoseconds(options_.idle_timeout);
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    it = it->second->last_used_ns.load() < idle_before ? sessions_.erase(it)
+                                                       : std::next(it);
+  }
+  if (static_cast<int>(sessions_.size()) >= options_.max_sessions) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("this server already holds ", sessions_.size(),
+                     " shared-memory sessions"));
+  }
+  uint64_t id = RandomId();
+  while (sessions_.count(id) > 0) id = RandomId();
+  sessions_[id] = std::move(session);
+  return id;
+}
+
+void SharedMemorySessions::Detach(uint64_t session) {
+  std::unique_ptr<Session> gone;  // unmapped outside the lock
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return;
+  gone = std::move(it->second);
+  sessions_.erase(it);
+}
+
+absl::StatusOr<SharedMemorySessions::Payload> SharedMemorySessions::Resolve(
+    const SharedPayload& shared, int64_t expected_bytes) {
+  std::shared_ptr<SharedMemoryRegion> region;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    auto it = sessions_.find(shared.session());
+    if (it == sessions_.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(kLostSession, " ", shared.session(),
+                       " (the server restarted or the session sat idle); "
+                       "the client attaches again"));
+    }
+    it->second->last_used_ns.store(NowNs(), std::memory_order_relaxed);
+    region = it->second->region;
+  }
+  const uint64_t total = static_cast<uint64_t>(region->total_bytes());
+  if (shared.offset() < static_cast<uint64_t>(kSharedMemoryHeaderBytes) ||
+      shared.offset() % kSharedMemoryAlignment != 0 ||
+      shared.bytes() != static_cast<uint64_t>(expected_bytes) ||
+      shared.offset() > total || shared.bytes() > total - shared.offset()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shared-memory range [", shared.offset(), ", +", shared.bytes(),
+        ") does not hold ", expected_bytes, " bytes inside the ", total,
+        "-byte region (offsets are multiples of ", kSharedMemoryAlignment,
+        " past the ", kSharedMemoryHeaderBytes, "-byte header)"));
+  }
+  bytes_.fetch_add(expected_bytes, std::memory_order_relaxed);
+  float* values = reinterpret_cast<float*>(region->base() + shared.offset());
+  return Payload{std::move(region),
+                 absl::Span<float>(values, static_cast<size_t>(expected_bytes) /
+                                               sizeof(float))};
+}
+
+int64_t SharedMemorySessions::size() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return static_cast<int64_t>(sessions_.size());
+}
+
+bool SharedMemorySessions::IsLostSession(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kFailedPrecondition &&
+         absl::StartsWith(status.message(), kLostSession);
+}
+
+}  // namespace psflow

@@ -1,0 +1,80 @@
+// The shared-memory regions clients on this host attached to the server
+// (AttachSharedMemory in proto/ps.proto), and the checks that turn a bulk
+// call's SharedPayload into memory the server may read or write.
+//
+// A session ends when its client detaches, when it sat unused for
+// `idle_timeout` (a client that died without detaching; checked at each
+// attach), or with the server. A call naming a forgotten session fails
+// with FailedPrecondition and the client attaches again.
+//
+// Thread-safe.
+#ifndef PSFLOW_PS_SHARED_MEMORY_SESSIONS_H_
+#define PSFLOW_PS_SHARED_MEMORY_SESSIONS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "common/shared_memory_region.h"
+#include "proto/ps.pb.h"
+
+namespace psflow {
+
+class SharedMemorySessions {
+ public:
+  struct Options {
+    // False refuses every attach: all bulk data goes over TCP.
+    bool enabled = true;
+    int max_sessions = 1024;
+    absl::Duration idle_timeout = absl::Minutes(10);
+  };
+
+  // Values in a client's region, and the mapping they live in (hold it
+  // while using them).
+  struct Payload {
+    std::shared_ptr<SharedMemoryRegion> region;
+    absl::Span<float> values;
+  };
+
+  explicit SharedMemorySessions(const Options& options) : options_(options) {}
+
+  // Opens and checks the client's region; returns its session id.
+  absl::StatusOr<uint64_t> Attach(const AttachSharedMemoryRequest& request);
+  // Forgets a session (a no-op for an unknown one).
+  void Detach(uint64_t session);
+
+  // The `expected_bytes` bytes `shared` names. FailedPrecondition for an
+  // unknown session (see IsLostSession), InvalidArgument for a range that
+  // is misaligned, outside the region or of another size.
+  absl::StatusOr<Payload> Resolve(const SharedPayload& shared,
+                                  int64_t expected_bytes);
+
+  int64_t size() const;
+  // Tensor bytes that went through shared memory.
+  int64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
+
+  // The text of Resolve's unknown-session error, so that the transport can
+  // tell the client (trailing metadata) to attach again.
+  static bool IsLostSession(const absl::Status& status);
+
+ private:
+  struct Session {
+    std::shared_ptr<SharedMemoryRegion> region;
+    std::atomic<int64_t> last_used_ns{0};
+  };
+
+  const Options options_;
+  mutable absl::Mutex mu_;
+  std::map<uint64_t, std::unique_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int64_t> bytes_{0};
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_PS_SHARED_MEMORY_SESSIONS_H_

@@ -1,0 +1,169 @@
+#include "ps/shared_memory_sessions.h"
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+
+#include "common/shared_memory_region.h"
+#include "common/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/protocol.h"
+
+namespace psflow {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int64_t kData = 1 << 16;
+
+// A client's region, offered to the sessions as a client on this host would.
+struct Client {
+  Client() : region(*SharedMemoryRegion::Create(kData)) {}
+  AttachSharedMemoryRequest Offer() const {
+    AttachSharedMemoryRequest request;
+    request.set_protocol_version(kProtocolVersion);
+    request.set_pid(getpid());
+    request.set_fd(region->fd());
+    request.set_total_bytes(region->total_bytes());
+    request.set_token(region->token());
+    return request;
+  }
+  std::unique_ptr<SharedMemoryRegion> region;
+};
+
+SharedPayload Range(uint64_t session, uint64_t offset, uint64_t bytes) {
+  SharedPayload payload;
+  payload.set_session(session);
+  payload.set_offset(offset);
+  payload.set_bytes(bytes);
+  return payload;
+}
+
+TEST(SharedMemorySessionsTest, ResolvedValuesAreTheClientsMemory) {
+  SharedMemorySessions sessions(SharedMemorySessions::Options{});
+  Client client;
+  ASSERT_OK_AND_ASSIGN(uint64_t session, sessions.Attach(client.Offer()));
+  EXPECT_NE(session, 0u);
+  EXPECT_EQ(sessions.size(), 1);
+  const uint64_t offset = kSharedMemoryHeaderBytes + 128;
+  float* theirs = reinterpret_cast<float*>(client.region->base() + offset);
+  theirs[0] = 1.5f;
+  theirs[2] = -2.0f;
+  ASSERT_OK_AND_ASSIGN(SharedMemorySessions::Payload payload,
+                       sessions.Resolve(Range(session, offset, 12), 12));
+  ASSERT_EQ(payload.values.size(), 3u);
+  EXPECT_EQ(payload.values[0], 1.5f);
+  EXPECT_EQ(payload.values[2], -2.0f);
+  payload.values[1] = 7.0f;  // a pull's answer
+  EXPECT_EQ(theirs[1], 7.0f);
+  EXPECT_EQ(sessions.bytes(), 12);
+}
+
+TEST(SharedMemorySessionsTest, RangesOutsideTheRegionAreRejected) {
+  SharedMemorySessions sessions(SharedMemorySessions::Options{});
+  Client client;
+  ASSERT_OK_AND_ASSIGN(uint64_t session, sessions.Attach(client.Offer()));
+  const uint64_t total = static_cast<uint64_t>(client.region->total_bytes());
+  const uint64_t max = std::numeric_limits<uint64_t>::max();
+  struct Bad {
+    uint64_t offset, bytes;
+    int64_t expected;
+  };
+  for (const Bad& bad : {
+           Bad{0, 64, 64},                           // in the header
+           Bad{kSharedMemoryHeaderBytes + 4, 8, 8},  // misaligned
+           Bad{kSharedMemoryHeaderBytes, 8, 12},     // another size
+           Bad{total - 64, 128, 128},                // runs off the end
+           Bad{total + 64, 4, 4},                    // starts past the end
+           Bad{max - 63, 128, 128},                  // wraps around
+       }) {
+    EXPECT_THAT(
+        sessions.Resolve(Range(session, bad.offset, bad.bytes), bad.expected),
+        StatusIs(absl::StatusCode::kInvalidArgument,
+                 HasSubstr("shared-memory range")))
+        << bad.offset << " +" << bad.bytes;
+  }
+  // The last whole piece is fine.
+  EXPECT_OK(sessions.Resolve(Range(session, total - 64, 64), 64));
+}
+
+TEST(SharedMemorySessionsTest, UnknownAndDetachedSessionsAreLost) {
+  SharedMemorySessions sessions(SharedMemorySessions::Options{});
+  Client client;
+  ASSERT_OK_AND_ASSIGN(uint64_t session, sessions.Attach(client.Offer()));
+  absl::Status unknown =
+      sessions.Resolve(Range(session + 1, kSharedMemoryHeaderBytes, 4), 4)
+          .status();
+  EXPECT_TRUE(SharedMemorySessions::IsLostSession(unknown)) << unknown;
+  // A call still using the mapping keeps it alive after the detach.
+  ASSERT_OK_AND_ASSIGN(
+      SharedMemorySessions::Payload held,
+      sessions.Resolve(Range(session, kSharedMemoryHeaderBytes, 4), 4));
+  sessions.Detach(session);
+  sessions.Detach(session);  // twice is harmless
+  EXPECT_EQ(sessions.size(), 0);
+  held.values[0] = 3.0f;
+  EXPECT_EQ(reinterpret_cast<float*>(client.region->base() +
+                                     kSharedMemoryHeaderBytes)[0],
+            3.0f);
+  EXPECT_TRUE(SharedMemorySessions::IsLostSession(
+      sessions.Resolve(Range(session, kSharedMemoryHeaderBytes, 4), 4)
+          .status()));
+  EXPECT_FALSE(SharedMemorySessions::IsLostSession(
+      absl::FailedPreconditionError("not configured")));
+}
+
+TEST(SharedMemorySessionsTest, DisabledServerRefusesEveryAttach) {
+  SharedMemorySessions::Options options;
+  options.enabled = false;
+  SharedMemorySessions sessions(options);
+  Client client;
+  EXPECT_THAT(sessions.Attach(client.Offer()),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("--shared_memory=false")));
+}
+
+TEST(SharedMemorySessionsTest, RefusesAnotherProtocolAndForeignRegions) {
+  SharedMemorySessions sessions(SharedMemorySessions::Options{});
+  Client client;
+  AttachSharedMemoryRequest request = client.Offer();
+  request.set_protocol_version(kProtocolVersion + 1);
+  EXPECT_THAT(
+      sessions.Attach(request),
+      StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("protocol")));
+  request = client.Offer();
+  request.set_token(std::string(32, '0'));
+  EXPECT_THAT(sessions.Attach(request),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_EQ(sessions.size(), 0);
+}
+
+TEST(SharedMemorySessionsTest, IdleSessionsAreForgottenAtTheNextAttach) {
+  SharedMemorySessions::Options options;
+  options.idle_timeout = absl::ZeroDuration();
+  SharedMemorySessions sessions(options);
+  Client first, second;
+  ASSERT_OK_AND_ASSIGN(uint64_t old_session, sessions.Attach(first.Offer()));
+  absl::SleepFor(absl::Milliseconds(2));
+  ASSERT_OK(sessions.Attach(second.Offer()));
+  EXPECT_EQ(sessions.size(), 1);
+  EXPECT_TRUE(SharedMemorySessions::IsLostSession(
+      sessions.Resolve(Range(old_session, kSharedMemoryHeaderBytes, 4), 4)
+          .status()));
+}
+
+TEST(SharedMemorySessionsTest, SessionCountIsBounded) {
+  SharedMemorySessions::Options options;
+  options.max_sessions = 1;
+  SharedMemorySessions sessions(options);
+  Client first, second;
+  ASSERT_OK(sessions.Attach(first.Offer()));
+  EXPECT_THAT(sessions.Attach(second.Offer()),
+              StatusIs(absl::StatusCode::kResourceExhausted));
+}
+
+}  // namespace
+}  // namespace psflow
