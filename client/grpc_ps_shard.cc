@@ -37,6 +37,8 @@ struct GrpcPsShard::BulkCall {
   // Pulls that wait for a sync step bypass the budget: holding it while
   // waiting would queue the very pushes that complete the step.
   bool bypass_budget = false;
+  // The shared memory holding the call's values, if any (owned by finish).
+  SharedLease* lease = nullptr;
   int attempt = 0;
   // Per attempt.
   std::unique_ptr<grpc::ClientContext> context;
@@ -59,7 +61,11 @@ struct GrpcPsShard::SharedLease {
         session(session),
         offset(offset),
         bytes(bytes) {}
-  ~SharedLease() { arena->Free(offset); }
+  // A retired piece is never handed out again: the server may still write
+  // (a pull) or read (a push) it after the client gave up on the call.
+  ~SharedLease() {
+    if (!retired) arena->Free(offset);
+  }
   float* values() const { return reinterpret_cast<float*>(arena->at(offset)); }
   SharedPayload payload() const {
     SharedPayload payload;
@@ -73,7 +79,29 @@ struct GrpcPsShard::SharedLease {
   const uint64_t session;
   const int64_t offset;
   const int64_t bytes;
+  bool retired = false;  // set on the call's poller thread only
 };
+
+namespace {
+
+// Statuses that may be the client's own (deadline, cancel, broken
+// connection) while the server still works on the call.
+bool ServerMayStillUse(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::CANCELLED:
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::UNKNOWN:
+    case grpc::StatusCode::INTERNAL:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+    case grpc::StatusCode::DATA_LOSS:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
 
 GrpcPsShard::GrpcPsShard(const std::string& address, std::string name,
                          const Options& options)
@@ -227,6 +255,10 @@ void GrpcPsShard::OnSharedMemoryLost(uint64_t session) {
   StartAttach();
 }
 
+int64_t GrpcPsShard::shared_memory_bytes_held() const {
+  return arena_ == nullptr ? 0 : arena_->used_bytes();
+}
+
 bool GrpcPsShard::WaitForSharedMemory(absl::Duration timeout) {
   absl::MutexLock lock(&shared_mu_);
   shared_mu_.AwaitWithTimeout(
@@ -245,10 +277,20 @@ void GrpcPsShard::Poll(Connection* connection) {
     if (call->status.error_code() == grpc::StatusCode::UNAVAILABLE &&
         call->idempotent && call->attempt < options_.max_attempts &&
         absl::Now() < call->deadline) {
+      if (call->lease != nullptr) call->lease->retired = true;
       Send(call);
       continue;
     }
     const int64_t bytes = call->bytes;
+    if (call->lease != nullptr && !call->status.ok() &&
+        ServerMayStillUse(call->status.error_code()) && !call->lease->retired) {
+      call->lease->retired = true;
+      LOG(WARNING) << call->what << " ended with "
+                   << call->status.error_message() << "; keeping its "
+                   << call->lease->bytes
+                   << " bytes of shared memory out of use, as the server may "
+                      "still be using them";
+    }
     bool shared_memory_lost = false;
     if (!call->status.ok()) {
       const auto& trailers = call->context->GetServerTrailingMetadata();
@@ -544,6 +586,7 @@ void GrpcPsShard::PullBatchVia(
                    : absl::StrCat("pull of ", BatchRange(header.parts()),
                                   " from ", name_);
   if (lease != nullptr) *header.mutable_shared() = lease->payload();
+  call->lease = lease.get();
   call->request = EncodeBulkFrame(header, {}, nullptr);
   call->bytes = TotalBytes(out);
   call->bypass_budget = header.min_version() > 0;
@@ -618,6 +661,7 @@ void GrpcPsShard::PushBatchVia(
     }
     owner.reset();
     *header.mutable_shared() = lease->payload();
+    call->lease = lease.get();
     call->request = EncodeBulkFrame(header, {}, nullptr);
   } else {
     call->request = EncodeBulkFramePieces(header, data, std::move(owner));

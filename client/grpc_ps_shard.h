@@ -102,6 +102,10 @@ class GrpcPsShard final : public PsShard {
   // Waits until the shared-memory offer is settled, at most `timeout`;
   // returns whether calls now go through shared memory.
   bool WaitForSharedMemory(absl::Duration timeout);
+  // Bytes of the shared region held by calls in flight, plus those retired
+  // after a call ended while the server might still use them (0 without
+  // shared memory).
+  int64_t shared_memory_bytes_held() const;
 
  private:
   struct BulkCall;

@@ -59,15 +59,18 @@ class SharedMemoryTest : public ::testing::Test {
   }
 
   static absl::StatusOr<PullResponse> Pull(PsShard& shard, int64_t offset,
-                                           std::vector<float>& out) {
+                                           std::vector<float>& out,
+                                           int64_t min_version = 0,
+                                           absl::Time deadline = Soon()) {
     PullRequest header;
     header.set_protocol_version(kProtocolVersion);
     header.set_variable("w");
     header.set_offset_elements(offset);
     header.set_num_elements(static_cast<int64_t>(out.size()));
+    header.set_min_version(min_version);
     absl::Notification done;
     absl::StatusOr<PullResponse> result;
-    shard.Pull(header, absl::MakeSpan(out), Soon(),
+    shard.Pull(header, absl::MakeSpan(out), deadline,
                [&](absl::StatusOr<PullResponse> r) {
                  result = std::move(r);
                  done.Notify();
@@ -171,7 +174,8 @@ TEST_F(SharedMemoryTest, ValuesTravelThroughSharedMemoryNotTcp) {
                 before.bytes_received() - before.bytes_sent(),
             tensor_bytes / 4);
 
-  shard.reset();  // detaches
+  EXPECT_EQ(shard->shared_memory_bytes_held(), 0);  // all returned
+  shard.reset();                                    // detaches
   EXPECT_EQ(server_->Stats().shared_memory_sessions(), 0);
 }
 
@@ -231,6 +235,24 @@ TEST_F(SharedMemoryTest, ForgottenSessionIsResentOverTcpOnceAndReattached) {
   const int64_t before = server_->Stats().shared_memory_bytes();
   ASSERT_OK(Pull(*shard, 0, w));
   EXPECT_EQ(server_->Stats().shared_memory_bytes() - before, kChunk * 4);
+}
+
+TEST_F(SharedMemoryTest, PieceOfACallTheClientGaveUpOnIsNeverReused) {
+  StartServer(SharedMemorySessions::Options{});
+  std::unique_ptr<GrpcPsShard> shard = Connect(1 << 20);
+  ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
+  std::vector<float> w(kChunk);
+  // Waits for a step that never comes: the client's deadline ends it, and
+  // the server could still be about to write the answer into the region.
+  EXPECT_THAT(Pull(*shard, 0, w, /*min_version=*/5,
+                   absl::Now() + absl::Milliseconds(300)),
+              StatusIs(absl::StatusCode::kDeadlineExceeded));
+  EXPECT_EQ(shard->shared_memory_bytes_held(), kChunk * 4);
+  // Later calls use other pieces, and still go through shared memory.
+  ASSERT_OK(Push(*shard, 0, 2.0f));
+  ASSERT_OK(Pull(*shard, 0, w));
+  EXPECT_THAT(w, Each(-2.0f));
+  EXPECT_EQ(shard->shared_memory_bytes_held(), kChunk * 4);
 }
 
 TEST_F(SharedMemoryTest, CallsThatFindTheRegionFullGoOverTcp) {
