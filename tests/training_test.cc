@@ -32,6 +32,7 @@ using ::psflow::testing::TestAccuracy;
 using ::psflow::testing::TestJob;
 using ::psflow::testing::WriteTestFile;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // The event files (events.out.tfevents.*) in `dir`, with their sizes.
 std::vector<std::pair<std::string, int64_t>> EventFiles(
@@ -59,6 +60,10 @@ TEST(TrainingTest, AsyncJobWithWorkerZeroAsChiefLearns) {
   EXPECT_THAT(run.output, HasSubstr("[ps-1]"));
   EXPECT_THAT(run.output, HasSubstr("this worker also runs the chief's"));
   EXPECT_THAT(run.output, HasSubstr("job SUCCEEDED"));
+  // One host: tensors go through shared memory.
+  EXPECT_THAT(run.output, HasSubstr("bulk data with ps-1 at 127.0.0.1:"));
+  EXPECT_THAT(run.output, HasSubstr("goes through shared memory"));
+  EXPECT_THAT(run.output, Not(HasSubstr("stays on TCP")));
   // TensorBoard event files, one directory per task, each with scalars
   // after the file-version record.
   for (const char* task : {"chief-0", "worker-0", "worker-1", "evaluator-0"}) {
@@ -77,6 +82,19 @@ TEST(TrainingTest, SyncJobWithASeparateChiefLearns) {
   EXPECT_THAT(run.output, HasSubstr("[chief-0]"));
   // Every step averages both workers' gradients (replicas default to all).
   EXPECT_THAT(run.output, HasSubstr("mode SYNC (2 of 2 workers)"));
+}
+
+TEST(TrainingTest, JobOverLoopbackTcpLearns) {
+  // What a job across hosts does: servers refuse shared memory, so every
+  // tensor byte crosses TCP.
+  LocalRun run = RunLocal(WriteTestFile("tcp.json", TestJob("ASYNC", 1000)),
+                          {"--ps=1", "--workers=2", "--shared_memory=false"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_GE(TestAccuracy(run), 0.80) << run.output;
+  EXPECT_THAT(run.output,
+              HasSubstr("stays on TCP: shared memory is disabled on this "
+                        "server (--shared_memory=false)"));
+  EXPECT_THAT(run.output, Not(HasSubstr("goes through shared memory")));
 }
 
 TEST(TrainingTest, InterruptStopsEveryProcess) {
