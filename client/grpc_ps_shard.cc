@@ -275,9 +275,8 @@ void GrpcPsShard::Poll(Connection* connection) {
   while (connection->queue.Next(&tag, &ok)) {
     auto* call = static_cast<BulkCall*>(tag);
     if (call->status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-        call->idempotent && call->attempt < options_.max_attempts &&
-        absl::Now() < call->deadline) {
-      if (call->lease != nullptr) call->lease->retired = true;
+        call->idempotent && call->lease == nullptr &&
+        call->attempt < options_.max_attempts && absl::Now() < call->deadline) {
       Send(call);
       continue;
     }
@@ -447,6 +446,20 @@ std::string BatchRange(const Parts& parts) {
   return what;
 }
 
+// Whether every buffer holds exactly its part's elements. Calls that do not
+// go over TCP, where they fail with the usual size errors.
+template <typename Header, typename Span>
+bool SizesMatch(const Header& header, const std::vector<Span>& pieces) {
+  if (header.parts_size() != static_cast<int>(pieces.size())) return false;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (header.parts(static_cast<int>(i)).num_elements() !=
+        static_cast<int64_t>(pieces[i].size())) {
+      return false;
+    }
+  }
+  return true;
+}
+
 template <typename Span>
 int64_t TotalBytes(const std::vector<Span>& pieces) {
   int64_t bytes = 0;
@@ -463,7 +476,10 @@ void GrpcPsShard::Pull(const PullRequest& header, absl::Span<float> out,
                        std::function<void(absl::StatusOr<PullResponse>)> done) {
   const int64_t bytes =
       header.num_elements() * static_cast<int64_t>(sizeof(float));
-  if (std::shared_ptr<SharedLease> lease = LeaseSharedMemory(bytes)) {
+  if (std::shared_ptr<SharedLease> lease =
+          static_cast<int64_t>(out.size()) == header.num_elements()
+              ? LeaseSharedMemory(bytes)
+              : nullptr) {
     // Through shared memory as a batch of one: same checks and answer.
     PullBatchRequest batch;
     batch.set_protocol_version(header.protocol_version());
@@ -512,7 +528,10 @@ void GrpcPsShard::Push(const PushRequest& header, absl::Span<const float> data,
                        std::shared_ptr<const void> owner, absl::Time deadline,
                        std::function<void(absl::StatusOr<PushResponse>)> done) {
   const int64_t bytes = static_cast<int64_t>(data.size() * sizeof(float));
-  if (std::shared_ptr<SharedLease> lease = LeaseSharedMemory(bytes)) {
+  if (std::shared_ptr<SharedLease> lease =
+          static_cast<int64_t>(data.size()) == header.num_elements()
+              ? LeaseSharedMemory(bytes)
+              : nullptr) {
     // Through shared memory as a batch of one: same checks, and the part's
     // outcome is the push's.
     PushBatchRequest batch;
@@ -569,7 +588,8 @@ void GrpcPsShard::PullBatch(
     const PullBatchRequest& header, std::vector<absl::Span<float>> out,
     absl::Time deadline,
     std::function<void(absl::StatusOr<PullBatchResponse>)> done) {
-  std::shared_ptr<SharedLease> lease = LeaseSharedMemory(TotalBytes(out));
+  std::shared_ptr<SharedLease> lease =
+      SizesMatch(header, out) ? LeaseSharedMemory(TotalBytes(out)) : nullptr;
   PullBatchVia(header, std::move(out), deadline, std::move(done),
                std::move(lease));
 }
@@ -596,24 +616,35 @@ void GrpcPsShard::PullBatchVia(
                   lease = std::move(lease)](const grpc::Status& status,
                                             const grpc::ByteBuffer& response,
                                             bool shared_memory_lost) mutable {
-    if (shared_memory_lost && lease != nullptr) {
-      OnSharedMemoryLost(lease->session);
+    if (lease != nullptr &&
+        (shared_memory_lost ||
+         (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+          absl::Now() < deadline))) {
+      // Resent over TCP (with TCP's retries): never into the same piece,
+      // which a first attempt that reached the server may still fill.
+      if (shared_memory_lost) OnSharedMemoryLost(lease->session);
       header.clear_shared();
       return PullBatchVia(std::move(header), std::move(out), deadline,
                           std::move(done), nullptr);
     }
-    if (!status.ok()) return done(FromGrpcStatus(status, what));
+    // The piece goes back before `done` runs, so a caller that waits for
+    // it finds the region as it was.
+    auto finish = [&lease, &done](auto result) {
+      lease.reset();
+      done(std::move(result));
+    };
+    if (!status.ok()) return finish(FromGrpcStatus(status, what));
     PullBatchResponse answer;
     absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, answer);
-    if (!frame.ok()) return done(frame.status());
+    if (!frame.ok()) return finish(frame.status());
     if (answer.versions_size() != static_cast<int>(out.size())) {
-      return done(absl::InternalError(
+      return finish(absl::InternalError(
           absl::StrCat(what, ": the server answered ", answer.versions_size(),
                        " parts for ", out.size())));
     }
     if (lease != nullptr) {
       if (frame->payload_bytes() != 0) {
-        return done(absl::InternalError(absl::StrCat(
+        return finish(absl::InternalError(absl::StrCat(
             what,
             ": the server answered a shared-memory pull with a payload")));
       }
@@ -623,10 +654,10 @@ void GrpcPsShard::PullBatchVia(
         values += piece.size();
       }
     } else if (absl::Status copied = frame->CopyPayload(out); !copied.ok()) {
-      return done(absl::Status(copied.code(),
-                               absl::StrCat(what, ": ", copied.message())));
+      return finish(absl::Status(copied.code(),
+                                 absl::StrCat(what, ": ", copied.message())));
     }
-    done(std::move(answer));
+    finish(std::move(answer));
   };
   StartBulk(call);
 }
@@ -635,7 +666,8 @@ void GrpcPsShard::PushBatch(
     const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
     std::shared_ptr<const void> owner, absl::Time deadline,
     std::function<void(absl::StatusOr<PushBatchResponse>)> done) {
-  std::shared_ptr<SharedLease> lease = LeaseSharedMemory(TotalBytes(data));
+  std::shared_ptr<SharedLease> lease =
+      SizesMatch(header, data) ? LeaseSharedMemory(TotalBytes(data)) : nullptr;
   PushBatchVia(header, std::move(data), std::move(owner), deadline,
                std::move(done), std::move(lease));
 }
@@ -689,16 +721,22 @@ void GrpcPsShard::PushBatchVia(
                           std::move(lease), deadline, std::move(done), nullptr);
     }
     const int parts = header.parts_size();
-    if (!status.ok()) return done(FromGrpcStatus(status, what));
+    // The piece goes back before `done` runs, so a caller that waits for
+    // it finds the region as it was.
+    auto finish = [&lease, &done](auto result) {
+      lease.reset();
+      done(std::move(result));
+    };
+    if (!status.ok()) return finish(FromGrpcStatus(status, what));
     PushBatchResponse answer;
     absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, answer);
-    if (!frame.ok()) return done(frame.status());
+    if (!frame.ok()) return finish(frame.status());
     if (answer.results_size() != parts) {
-      return done(absl::InternalError(
+      return finish(absl::InternalError(
           absl::StrCat(what, ": the server answered ", answer.results_size(),
                        " parts for ", parts)));
     }
-    done(std::move(answer));
+    finish(std::move(answer));
   };
   StartBulk(call);
 }

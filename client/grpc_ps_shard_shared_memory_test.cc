@@ -196,20 +196,11 @@ TEST_F(SharedMemoryTest, ServerWithSharedMemoryOffKeepsTheClientOnTcp) {
 }
 
 TEST_F(SharedMemoryTest, ForgottenSessionIsResentOverTcpOnceAndReattached) {
-  // Every attach forgets the sessions idle until then, as a restarted
-  // server would have.
-  SharedMemorySessions::Options forgetful;
-  forgetful.idle_timeout = absl::ZeroDuration();
-  StartServer(forgetful);
+  StartServer(SharedMemorySessions::Options{});
   std::unique_ptr<GrpcPsShard> shard = Connect(1 << 20);
   ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
-
-  auto forget = [&] {
-    absl::SleepFor(absl::Milliseconds(2));
-    std::unique_ptr<GrpcPsShard> other = Connect(1 << 20);
-    ASSERT_TRUE(other->WaitForSharedMemory(absl::Seconds(20)));
-    ASSERT_EQ(server_->Stats().shared_memory_sessions(), 1);  // only other's
-  };
+  // As a restarted server would have.
+  auto forget = [&] { server_->shared_memory().DetachAll(); };
 
   // A push the server refused before applying is resent once, over TCP.
   forget();
@@ -253,6 +244,35 @@ TEST_F(SharedMemoryTest, PieceOfACallTheClientGaveUpOnIsNeverReused) {
   ASSERT_OK(Pull(*shard, 0, w));
   EXPECT_THAT(w, Each(-2.0f));
   EXPECT_EQ(shard->shared_memory_bytes_held(), kChunk * 4);
+}
+
+TEST_F(SharedMemoryTest, WrongSizedBuffersGetTheErrorsTcpGives) {
+  StartServer(SharedMemorySessions::Options{});
+  std::unique_ptr<GrpcPsShard> shard = Connect(1 << 20);
+  ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
+  // A buffer longer than the chunk must not be filled from (or read past)
+  // the chunk's piece of the region.
+  std::vector<float> too_long(kChunk + 1);
+  EXPECT_THAT(Pull(*shard, 0, too_long),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  PushRequest header;
+  header.set_protocol_version(kProtocolVersion);
+  header.set_variable("w");
+  header.set_num_elements(kChunk);
+  auto short_gradient = std::make_shared<std::vector<float>>(kChunk - 1, 1.0f);
+  absl::Notification done;
+  absl::StatusOr<PushResponse> pushed;
+  shard->Push(header, *short_gradient, short_gradient, Soon(),
+              [&](absl::StatusOr<PushResponse> r) {
+                pushed = std::move(r);
+                done.Notify();
+              });
+  done.WaitForNotification();
+  EXPECT_THAT(pushed,
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::HasSubstr("payload holds 255 values")));
+  EXPECT_THAT(Values("w"), Each(0.0f));
+  EXPECT_EQ(shard->shared_memory_bytes_held(), 0);
 }
 
 TEST_F(SharedMemoryTest, CallsThatFindTheRegionFullGoOverTcp) {

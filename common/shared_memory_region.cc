@@ -2,9 +2,11 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -109,16 +111,32 @@ absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> SharedMemoryRegion::Open(
                      " is not the client's shared memory: the client "
                      "runs on another host or in another pid namespace"));
   }
-  const int opened = open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (opened < 0) {
+  // The client could swap the descriptor after the readlink: pin the file
+  // with O_PATH (which opens nothing) and check it is a plain shmem file
+  // (not hugetlbfs, whose faults can SIGBUS) before really opening it.
+  const int pinned = open(path.c_str(), O_PATH | O_CLOEXEC);
+  if (pinned < 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot open ", path, ": ", ErrnoText()));
+  }
+  struct stat info;
+  struct statfs filesystem;
+  const bool shmem_file = fstat(pinned, &info) == 0 && S_ISREG(info.st_mode) &&
+                          fstatfs(pinned, &filesystem) == 0 &&
+                          filesystem.f_type == TMPFS_MAGIC;
+  const int opened = shmem_file
+                         ? open(absl::StrCat("/proc/self/fd/", pinned).c_str(),
+                                O_RDWR | O_CLOEXEC)
+                         : -1;
+  close(pinned);
+  if (opened < 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, " is not the client's shared memory (not a plain shmem file)"));
   }
   auto fail = [opened](std::string message) {
     close(opened);
     return absl::FailedPreconditionError(std::move(message));
   };
-  struct stat info;
   if (fstat(opened, &info) != 0 || !S_ISREG(info.st_mode) ||
       info.st_size != total_bytes) {
     return fail(

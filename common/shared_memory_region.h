@@ -10,8 +10,11 @@
 // descriptors; anything else fails and the pair keeps using TCP.
 //
 // The seals are why the server can map memory a client controls: a sealed
-// region can never shrink under the server's mapping, so touching it can
-// never raise SIGBUS.
+// region can never shrink under the server's mapping, and it must be plain
+// shmem (not hugetlbfs, whose pool can run dry), so touching it can never
+// raise SIGBUS. The server still treats the contents as untrusted input,
+// which the client may change at any time: it copies a push's values once
+// before checking and applying them.
 //
 // Layout: a header page (magic and token), then data. Offsets given to
 // data() are from the region's start, so they are >= kSharedMemoryHeaderBytes.

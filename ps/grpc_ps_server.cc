@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <optional>
 #include <utility>
 
@@ -79,7 +80,10 @@ class GrpcParameterServer::ControlService final
       response->set_session(*session);
       LOG(INFO) << "bulk data with " << context->peer()
                 << " goes through shared memory ("
-                << request->total_bytes() / (1 << 20) << " MiB region)";
+                << (request->total_bytes() >= (1 << 20)
+                        ? absl::StrCat(request->total_bytes() >> 20, " MiB")
+                        : absl::StrCat(request->total_bytes() >> 10, " KiB"))
+                << " region)";
     } else {
       LOG(INFO) << "bulk data with " << context->peer()
                 << " stays on TCP: " << session.status().message();
@@ -454,22 +458,6 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
       refs.push_back(ref);
       total += ref.num_elements;
     }
-    if (header.has_shared()) {
-      // The gradients are read in place: no receive copy.
-      ASSIGN_OR_RETURN(SharedMemorySessions::Payload shared,
-                       ResolveShared(header.shared(), *frame, refs));
-      std::vector<absl::Span<const float>> gradients;
-      int64_t offset = 0;
-      for (const ChunkRef& ref : refs) {
-        gradients.push_back(shared.values.subspan(offset, ref.num_elements));
-        offset += ref.num_elements;
-      }
-      ASSIGN_OR_RETURN(PushBatchResponse response,
-                       core_->PushBatch(refs, header.version(),
-                                        header.worker_index(), gradients));
-      response_ = EncodeBulkFrame(response, {}, nullptr);
-      return absl::OkStatus();
-    }
     std::shared_ptr<PooledBuffer> values = pool_->Acquire(total);
     std::vector<absl::Span<float>> pieces;
     std::vector<absl::Span<const float>> gradients;
@@ -479,7 +467,14 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
       gradients.push_back(pieces.back());
       offset += ref.num_elements;
     }
-    if (absl::Status copied = frame->CopyPayload(pieces); !copied.ok()) {
+    if (header.has_shared()) {
+      // One copy out of the client's memory, which the client could still
+      // change: the NaN/Inf check and the update must see the same values.
+      ASSIGN_OR_RETURN(SharedMemorySessions::Payload shared,
+                       ResolveShared(header.shared(), *frame, refs));
+      std::memcpy(values->span().data(), shared.values.data(),
+                  shared.values.size() * sizeof(float));
+    } else if (absl::Status copied = frame->CopyPayload(pieces); !copied.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("push batch of ", refs.size(), " parts starting with \"",
                        header.parts(0).variable(), "\": ", copied.message()));

@@ -58,6 +58,8 @@ class GrpcParameterServer {
 
   int port() const { return port_; }
   ParameterServerCore& core() { return *core_; }
+  // Same-host clients' shared-memory sessions.
+  SharedMemorySessions& shared_memory() { return *shared_memory_; }
   // The core's counters plus the transport's (shared memory).
   StatsResponse Stats() const;
 

@@ -2,7 +2,9 @@
 
 #include <sys/random.h>
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -43,13 +45,8 @@ absl::StatusOr<uint64_t> SharedMemorySessions::Attach(
   auto session = std::make_unique<Session>();
   session->region = *std::move(region);
   session->last_used_ns.store(NowNs());
+  ForgetIdle();
   absl::MutexLock lock(&mu_);
-  const int64_t idle_before =
-      NowNs() - absl::ToInt64Nanoseconds(options_.idle_timeout);
-  for (auto it = sessions_.begin(); it != sessions_.end();) {
-    it = it->second->last_used_ns.load() < idle_before ? sessions_.erase(it)
-                                                       : std::next(it);
-  }
   if (static_cast<int>(sessions_.size()) >= options_.max_sessions) {
     return absl::ResourceExhaustedError(
         absl::StrCat("this server already holds ", sessions_.size(),
@@ -70,8 +67,34 @@ void SharedMemorySessions::Detach(uint64_t session) {
   sessions_.erase(it);
 }
 
+void SharedMemorySessions::DetachAll() {
+  std::map<uint64_t, std::unique_ptr<Session>> gone;
+  absl::MutexLock lock(&mu_);
+  gone.swap(sessions_);
+}
+
+void SharedMemorySessions::ForgetIdle() {
+  const int64_t now = NowNs();
+  const int64_t idle_ns = absl::ToInt64Nanoseconds(options_.idle_timeout);
+  next_sweep_ns_.store(now + std::max<int64_t>(idle_ns / 4, 1'000'000),
+                       std::memory_order_relaxed);
+  std::vector<std::unique_ptr<Session>> gone;  // unmapped outside the lock
+  absl::MutexLock lock(&mu_);
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    if (it->second->last_used_ns.load() < now - idle_ns) {
+      gone.push_back(std::move(it->second));
+      it = sessions_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 absl::StatusOr<SharedMemorySessions::Payload> SharedMemorySessions::Resolve(
     const SharedPayload& shared, int64_t expected_bytes) {
+  // A client that died without detaching is forgotten here too, so its
+  // pages do not wait for the next attach.
+  if (NowNs() >= next_sweep_ns_.load(std::memory_order_relaxed)) ForgetIdle();
   std::shared_ptr<SharedMemoryRegion> region;
   {
     absl::ReaderMutexLock lock(&mu_);

@@ -4,8 +4,9 @@
 //
 // A session ends when its client detaches, when it sat unused for
 // `idle_timeout` (a client that died without detaching; checked at each
-// attach), or with the server. A call naming a forgotten session fails
-// with FailedPrecondition and the client attaches again.
+// attach and, every quarter of the timeout, by calls), or with the server. A
+// call naming a forgotten session fails with FailedPrecondition and the client
+// attaches again.
 //
 // Thread-safe.
 #ifndef PSFLOW_PS_SHARED_MEMORY_SESSIONS_H_
@@ -48,6 +49,8 @@ class SharedMemorySessions {
   absl::StatusOr<uint64_t> Attach(const AttachSharedMemoryRequest& request);
   // Forgets a session (a no-op for an unknown one).
   void Detach(uint64_t session);
+  // Forgets every session, as a restarted server would have.
+  void DetachAll();
 
   // The `expected_bytes` bytes `shared` names. FailedPrecondition for an
   // unknown session (see IsLostSession), InvalidArgument for a range that
@@ -69,7 +72,11 @@ class SharedMemorySessions {
     std::atomic<int64_t> last_used_ns{0};
   };
 
+  // Drops sessions idle for longer than idle_timeout.
+  void ForgetIdle();
+
   const Options options_;
+  std::atomic<int64_t> next_sweep_ns_{0};
   mutable absl::Mutex mu_;
   std::map<uint64_t, std::unique_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> bytes_{0};

@@ -155,6 +155,35 @@ TEST(SharedMemorySessionsTest, IdleSessionsAreForgottenAtTheNextAttach) {
           .status()));
 }
 
+TEST(SharedMemorySessionsTest, CallsForgetSessionsOfClientsThatWentQuiet) {
+  SharedMemorySessions::Options options;
+  options.idle_timeout = absl::Milliseconds(200);
+  SharedMemorySessions sessions(options);
+  Client quiet, busy;
+  ASSERT_OK_AND_ASSIGN(uint64_t quiet_session, sessions.Attach(quiet.Offer()));
+  ASSERT_OK_AND_ASSIGN(uint64_t busy_session, sessions.Attach(busy.Offer()));
+  // No further attach: the busy client's own calls sweep the quiet one.
+  const absl::Time end = absl::Now() + absl::Seconds(20);
+  while (sessions.size() == 2 && absl::Now() < end) {
+    ASSERT_OK(
+        sessions.Resolve(Range(busy_session, kSharedMemoryHeaderBytes, 4), 4));
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_EQ(sessions.size(), 1);
+  EXPECT_TRUE(SharedMemorySessions::IsLostSession(
+      sessions.Resolve(Range(quiet_session, kSharedMemoryHeaderBytes, 4), 4)
+          .status()));
+}
+
+TEST(SharedMemorySessionsTest, DetachAllForgetsEverySession) {
+  SharedMemorySessions sessions(SharedMemorySessions::Options{});
+  Client a, b;
+  ASSERT_OK(sessions.Attach(a.Offer()));
+  ASSERT_OK(sessions.Attach(b.Offer()));
+  sessions.DetachAll();
+  EXPECT_EQ(sessions.size(), 0);
+}
+
 TEST(SharedMemorySessionsTest, SessionCountIsBounded) {
   SharedMemorySessions::Options options;
   options.max_sessions = 1;
