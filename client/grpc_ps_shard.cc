@@ -133,8 +133,8 @@ GrpcPsShard::GrpcPsShard(const std::string& address, std::string name,
     absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> region =
         SharedMemoryRegion::Create(bytes);
     if (region.ok()) {
-      arena_ = std::make_shared<SharedMemoryArena>(*std::move(region));
       absl::MutexLock lock(&shared_mu_);
+      arena_ = std::make_shared<SharedMemoryArena>(*std::move(region));
       StartAttach();
     } else {
       LOG(INFO) << "bulk data with " << name_
@@ -231,16 +231,41 @@ void GrpcPsShard::StartAttach() {
 
 std::shared_ptr<GrpcPsShard::SharedLease> GrpcPsShard::LeaseSharedMemory(
     int64_t bytes) {
-  if (arena_ == nullptr || bytes <= 0) return nullptr;
+  if (bytes <= 0) return nullptr;
   uint64_t session = 0;
+  std::shared_ptr<SharedMemoryArena> arena;
   {
     absl::MutexLock lock(&shared_mu_);
     if (shared_state_ != SharedState::kAttached) return nullptr;
     session = session_;
+    arena = arena_;
   }
-  std::optional<int64_t> offset = arena_->Allocate(bytes);
+  std::optional<int64_t> offset = arena->Allocate(bytes);
   if (!offset.has_value()) return nullptr;  // Full: this call takes TCP.
-  return std::make_shared<SharedLease>(arena_, session, *offset, bytes);
+  return std::make_shared<SharedLease>(std::move(arena), session, *offset,
+                                       bytes);
+}
+
+void GrpcPsShard::RetirePiece(SharedLease& lease) {
+  lease.retired = true;
+  if (lease.arena->CountRetired(lease.bytes) * 2 <= lease.arena->capacity()) {
+    return;
+  }
+  absl::MutexLock lock(&shared_mu_);
+  if (closing_ || arena_ != lease.arena ||
+      shared_state_ != SharedState::kAttached) {
+    return;  // Already replaced, being re-attached, or shutting down.
+  }
+  absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> region =
+      SharedMemoryRegion::Create(arena_->capacity());
+  if (!region.ok()) return;  // Keep the old one: its free pieces still work.
+  LOG(WARNING) << "half of the shared memory with " << name_
+               << " is held by calls that failed; offering a fresh region";
+  // The old region lives on while calls hold pieces of it; the server
+  // forgets its session once idle.
+  arena_ = std::make_shared<SharedMemoryArena>(*std::move(region));
+  session_ = 0;
+  StartAttach();
 }
 
 void GrpcPsShard::OnSharedMemoryLost(uint64_t session) {
@@ -256,6 +281,7 @@ void GrpcPsShard::OnSharedMemoryLost(uint64_t session) {
 }
 
 int64_t GrpcPsShard::shared_memory_bytes_held() const {
+  absl::MutexLock lock(&shared_mu_);
   return arena_ == nullptr ? 0 : arena_->used_bytes();
 }
 
@@ -283,7 +309,7 @@ void GrpcPsShard::Poll(Connection* connection) {
     const int64_t bytes = call->bytes;
     if (call->lease != nullptr && !call->status.ok() &&
         ServerMayStillUse(call->status.error_code()) && !call->lease->retired) {
-      call->lease->retired = true;
+      RetirePiece(*call->lease);
       LOG(WARNING) << call->what << " ended with "
                    << call->status.error_message() << "; keeping its "
                    << call->lease->bytes

@@ -131,6 +131,9 @@ class GrpcPsShard final : public PsShard {
   std::shared_ptr<SharedLease> LeaseSharedMemory(int64_t bytes);
   // The server forgot `session`: attach again.
   void OnSharedMemoryLost(uint64_t session);
+  // A call gave up on its piece of `lease`'s region; once half the region
+  // is given up, a fresh region replaces it.
+  void RetirePiece(SharedLease& lease);
 
   // The batch calls, with their values in `lease` (or, when null, in the
   // frame). Single pulls and pushes through shared memory use these too.
@@ -157,8 +160,9 @@ class GrpcPsShard final : public PsShard {
 
   // Shared memory (null arena: disabled or unavailable). Lock order:
   // shared_mu_ before mu_.
-  std::shared_ptr<SharedMemoryArena> arena_;
-  absl::Mutex shared_mu_;
+  mutable absl::Mutex shared_mu_;
+  // Replaced (RenewSharedMemory) once half of it is retired.
+  std::shared_ptr<SharedMemoryArena> arena_ ABSL_GUARDED_BY(shared_mu_);
   SharedState shared_state_ ABSL_GUARDED_BY(shared_mu_) = SharedState::kOff;
   uint64_t session_ ABSL_GUARDED_BY(shared_mu_) = 0;
   bool closing_ ABSL_GUARDED_BY(shared_mu_) = false;

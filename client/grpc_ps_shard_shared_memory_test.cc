@@ -246,6 +246,26 @@ TEST_F(SharedMemoryTest, PieceOfACallTheClientGaveUpOnIsNeverReused) {
   EXPECT_EQ(shard->shared_memory_bytes_held(), kChunk * 4);
 }
 
+TEST_F(SharedMemoryTest, RegionMostlyGivenUpIsReplacedByAFreshOne) {
+  StartServer(SharedMemorySessions::Options{});
+  std::unique_ptr<GrpcPsShard> shard = Connect(4 * kChunk * 4);  // 4 pieces
+  ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
+  std::vector<float> w(kChunk);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_THAT(Pull(*shard, 0, w, /*min_version=*/5,
+                     absl::Now() + absl::Milliseconds(200)),
+                StatusIs(absl::StatusCode::kDeadlineExceeded));
+  }
+  // Three of four pieces were given up: a fresh region took over.
+  ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
+  EXPECT_EQ(shard->shared_memory_bytes_held(), 0);
+  const int64_t before = server_->Stats().shared_memory_bytes();
+  ASSERT_OK(Push(*shard, 0, 2.0f));
+  ASSERT_OK(Pull(*shard, 0, w));
+  EXPECT_THAT(w, Each(-2.0f));
+  EXPECT_EQ(server_->Stats().shared_memory_bytes() - before, 2 * kChunk * 4);
+}
+
 TEST_F(SharedMemoryTest, WrongSizedBuffersGetTheErrorsTcpGives) {
   StartServer(SharedMemorySessions::Options{});
   std::unique_ptr<GrpcPsShard> shard = Connect(1 << 20);

@@ -56,6 +56,12 @@ void SharedMemoryArena::Free(int64_t offset) {
   free_[start] = bytes;
 }
 
+int64_t SharedMemoryArena::CountRetired(int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  retired_bytes_ += bytes;
+  return retired_bytes_;
+}
+
 int64_t SharedMemoryArena::used_bytes() const {
   absl::MutexLock lock(&mu_);
   return used_bytes_;

@@ -33,6 +33,13 @@ class SharedMemoryArena {
   const SharedMemoryRegion& region() const { return *region_; }
   // Bytes handed out and not yet freed.
   int64_t used_bytes() const;
+  // Usable bytes (the region less its header).
+  int64_t capacity() const {
+    return region_->total_bytes() - kSharedMemoryHeaderBytes;
+  }
+  // Counts `bytes` of pieces that will never be freed (the owner gave up on
+  // them); returns the total so far.
+  int64_t CountRetired(int64_t bytes);
 
  private:
   const std::unique_ptr<SharedMemoryRegion> region_;
@@ -40,6 +47,7 @@ class SharedMemoryArena {
   std::map<int64_t, int64_t> free_ ABSL_GUARDED_BY(mu_);  // offset -> bytes
   std::map<int64_t, int64_t> used_ ABSL_GUARDED_BY(mu_);  // offset -> bytes
   int64_t used_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t retired_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace psflow
