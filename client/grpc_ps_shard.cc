@@ -11,6 +11,7 @@
 #include "common/grpc_tuning.h"
 #include "common/logging.h"
 #include "grpcpp/create_channel.h"
+#include "grpcpp/impl/codegen/proto_utils.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "proto/bulk_frame.h"
@@ -186,9 +187,9 @@ void GrpcPsShard::StartAttach() {
   auto* call = new BulkCall;
   call->method = kAttachSharedMemoryMethod;
   call->what = "shared memory with " + name_;
-  call->request = grpc::ByteBuffer(
-      std::vector<grpc::Slice>{grpc::Slice(request.SerializeAsString())}.data(),
-      1);
+  bool own_buffer = false;
+  grpc::SerializationTraits<AttachSharedMemoryRequest>::Serialize(
+      request, &call->request, &own_buffer);
   call->deadline = absl::Now() + absl::Minutes(10);
   call->idempotent = false;
   call->wait_for_ready = true;
@@ -196,16 +197,13 @@ void GrpcPsShard::StartAttach() {
   call->finish = [this, call](const grpc::Status& status,
                               const grpc::ByteBuffer& answer, bool) {
     AttachSharedMemoryResponse response;
-    std::vector<grpc::Slice> slices;
-    std::string bytes;
-    if (status.ok() && answer.Dump(&slices).ok()) {
-      for (const grpc::Slice& slice : slices) {
-        bytes.append(reinterpret_cast<const char*>(slice.begin()),
-                     slice.size());
-      }
-    }
-    const bool parsed = status.ok() && response.ParseFromString(bytes) &&
-                        response.session() != 0;
+    grpc::ByteBuffer copy(answer);  // Deserialize consumes its buffer.
+    const bool parsed =
+        status.ok() &&
+        grpc::SerializationTraits<AttachSharedMemoryResponse>::Deserialize(
+            &copy, &response)
+            .ok() &&
+        response.session() != 0;
     absl::MutexLock lock(&shared_mu_);
     attach_call_ = nullptr;
     if (parsed) {
@@ -246,8 +244,12 @@ std::shared_ptr<GrpcPsShard::SharedLease> GrpcPsShard::LeaseSharedMemory(
                                        bytes);
 }
 
-void GrpcPsShard::RetirePiece(SharedLease& lease) {
+void GrpcPsShard::RetirePiece(SharedLease& lease, const BulkCall& call) {
   lease.retired = true;
+  LOG(WARNING) << call.what << " ended with " << call.status.error_message()
+               << "; keeping its " << lease.bytes
+               << " bytes of shared memory out of use, as the server may "
+                  "still be using them";
   if (lease.arena->CountRetired(lease.bytes) * 2 <= lease.arena->capacity()) {
     return;
   }
@@ -309,12 +311,7 @@ void GrpcPsShard::Poll(Connection* connection) {
     const int64_t bytes = call->bytes;
     if (call->lease != nullptr && !call->status.ok() &&
         ServerMayStillUse(call->status.error_code()) && !call->lease->retired) {
-      RetirePiece(*call->lease);
-      LOG(WARNING) << call->what << " ended with "
-                   << call->status.error_message() << "; keeping its "
-                   << call->lease->bytes
-                   << " bytes of shared memory out of use, as the server may "
-                      "still be using them";
+      RetirePiece(*call->lease, *call);
     }
     bool shared_memory_lost = false;
     if (!call->status.ok()) {

@@ -133,7 +133,7 @@ class GrpcPsShard final : public PsShard {
   void OnSharedMemoryLost(uint64_t session);
   // A call gave up on its piece of `lease`'s region; once half the region
   // is given up, a fresh region replaces it.
-  void RetirePiece(SharedLease& lease);
+  void RetirePiece(SharedLease& lease, const BulkCall& call);
 
   // The batch calls, with their values in `lease` (or, when null, in the
   // frame). Single pulls and pushes through shared memory use these too.

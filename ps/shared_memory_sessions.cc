@@ -1,11 +1,10 @@
 #include "ps/shared_memory_sessions.h"
 
-#include <sys/random.h>
-
 #include <algorithm>
 #include <utility>
 #include <vector>
 
+#include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "proto/protocol.h"
@@ -16,14 +15,6 @@ namespace {
 constexpr char kLostSession[] = "unknown shared-memory session";
 
 int64_t NowNs() { return absl::ToUnixNanos(absl::Now()); }
-
-uint64_t RandomId() {
-  uint64_t id = 0;
-  while (id == 0) {
-    if (getrandom(&id, sizeof(id), 0) != sizeof(id)) id = 0;
-  }
-  return id;
-}
 
 }  // namespace
 
@@ -52,8 +43,9 @@ absl::StatusOr<uint64_t> SharedMemorySessions::Attach(
         absl::StrCat("this server already holds ", sessions_.size(),
                      " shared-memory sessions"));
   }
-  uint64_t id = RandomId();
-  while (sessions_.count(id) > 0) id = RandomId();
+  // Never 0, which clients read as "not attached".
+  uint64_t id = 0;
+  while (id == 0 || sessions_.count(id) > 0) id = absl::Uniform<uint64_t>(ids_);
   sessions_[id] = std::move(session);
   return id;
 }

@@ -18,6 +18,7 @@
 #include <memory>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/random/random.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -79,6 +80,7 @@ class SharedMemorySessions {
   std::atomic<int64_t> next_sweep_ns_{0};
   mutable absl::Mutex mu_;
   std::map<uint64_t, std::unique_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
+  absl::BitGen ids_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> bytes_{0};
 };
 
