@@ -34,9 +34,9 @@
 #include "bench/bench_cluster.h"
 #include "checkpoint/checkpoint_manager.h"
 #include "checkpoint/paths.h"
-#include "client/placement.h"
 #include "client/ps_client.h"
 #include "common/file_util.h"
+#include "common/job/placement.h"
 #include "common/process_setup.h"
 #include "proto/protocol.h"
 

@@ -26,11 +26,12 @@
 #include "absl/time/clock.h"
 #include "common/process_setup.h"
 #include "common/subprocess.h"
+#include "data/batch_stream.h"
+#include "data/dataset.h"
+#include "model/device/cpu/cpu_device.h"
+#include "model/initializer.h"
+#include "model/registry.h"
 #include "ps/optimizer.h"
-#include "worker/data/batch_stream.h"
-#include "worker/data/dataset.h"
-#include "worker/device/cpu/cpu_device.h"
-#include "worker/model/mlp.h"
 
 ABSL_FLAG(int, steps, 4000, "Training steps for each measurement");
 ABSL_FLAG(int, batch, 64, "Batch size");
@@ -61,13 +62,16 @@ std::string BinDir() {
 
 double InProcess(const Dataset& train, int steps, int batch, int hidden) {
   auto device = CreateCpuDevice(1);
-  MlpSpec spec{
-      train.num_features, {hidden}, train.num_classes, Activation::kRelu};
-  auto model = *Mlp::Create(spec, device.get(), batch);
+  // The same model as the job below, through the same registry.
+  ModelConfig config;
+  config.mutable_mlp()->add_hidden_sizes(hidden);
+  auto definition =
+      *DefineModel(config, InputSpec{train.example_shape, train.num_classes});
+  auto model = *definition->Instantiate(device.get(), batch);
   OptimizerParams adam;
   adam.kind = OptimizerParams::Kind::kAdam;
   auto optimizer = *Optimizer::Create(adam);
-  auto params = MlpInitialValues(spec, 1);
+  auto params = InitialValues(definition->variables(), 1);
   std::vector<std::vector<float>> grads, m, v;
   for (const auto& p : params) {
     grads.emplace_back(p.size());
@@ -85,7 +89,7 @@ double InProcess(const Dataset& train, int steps, int batch, int hidden) {
     (void)model->LoadParameters(in);
     std::vector<absl::Span<float>> out;
     for (auto& g : grads) out.push_back(absl::MakeSpan(g));
-    (void)model->TrainStep(b->size, b->features, b->labels, out);
+    (void)model->TrainStep({b->size, b->features, b->labels}, out);
     for (size_t i = 0; i < params.size(); ++i) {
       std::vector<absl::Span<float>> slots = {absl::MakeSpan(m[i]),
                                               absl::MakeSpan(v[i])};
@@ -115,7 +119,7 @@ absl::StatusOr<double> WithParameterServer(int steps, int batch, int hidden) {
       "logging": {"log_every_steps": 1000000}})");
   const std::string log = dir + "/psctl.log";
   Subprocess psctl(
-      {BinDir() + "/client/psctl", "local", "--job=" + job, "--ps=1",
+      {BinDir() + "/client/psctl/psctl", "local", "--job=" + job, "--ps=1",
        "--workers=1", "--evaluator=false", "--device=cpu", "--dir=" + dir,
        "--bin_dir=" + BinDir(), "--timeout_s=300",
        absl::GetFlag(FLAGS_shared_memory) ? "--shared_memory=true"

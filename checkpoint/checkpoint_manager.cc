@@ -17,7 +17,7 @@
 namespace psflow {
 
 absl::StatusOr<std::unique_ptr<CheckpointManager>> CheckpointManager::Create(
-    const CheckpointManagerOptions& options, ParameterClient* client) {
+    const CheckpointManagerOptions& options, ShardSet* client) {
   if (options.directory.empty() || options.directory[0] != '/') {
     return absl::InvalidArgumentError(absl::StrCat(
         "checkpoint directory \"", options.directory, "\" is not absolute"));
@@ -161,7 +161,7 @@ absl::StatusOr<SavedCheckpoint> CheckpointManager::SaveInto(
 
 absl::StatusOr<int64_t> RestoreCheckpoint(const std::string& path,
                                           const OptimizerConfig& optimizer,
-                                          ParameterClient& client,
+                                          ShardSet& client,
                                           absl::Duration timeout) {
   // Opening checks the index and every data file's size up front.
   ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> reader,

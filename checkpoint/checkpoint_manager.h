@@ -22,8 +22,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "checkpoint/shard_set.h"
 #include "checkpoint/state_file.h"
-#include "client/ps_client.h"
 #include "proto/checkpoint.pb.h"
 #include "proto/optimizer.pb.h"
 #include "proto/ps.pb.h"
@@ -54,7 +54,7 @@ class CheckpointManager {
   // Creates the directory if needed and removes temporary directories
   // that a crashed save left behind. `client` must outlive the manager.
   static absl::StatusOr<std::unique_ptr<CheckpointManager>> Create(
-      const CheckpointManagerOptions& options, ParameterClient* client);
+      const CheckpointManagerOptions& options, ShardSet* client);
 
   // Saves the variables as they are now (sync: at the next step boundary).
   absl::StatusOr<SavedCheckpoint> Save();
@@ -62,15 +62,14 @@ class CheckpointManager {
   const std::string& directory() const { return options_.directory; }
 
  private:
-  CheckpointManager(const CheckpointManagerOptions& options,
-                    ParameterClient* client)
+  CheckpointManager(const CheckpointManagerOptions& options, ShardSet* client)
       : options_(options), client_(client) {}
 
   // Steps 2-3 for an already created temporary directory.
   absl::StatusOr<SavedCheckpoint> SaveInto(const std::string& temp);
 
   const CheckpointManagerOptions options_;
-  ParameterClient* const client_;
+  ShardSet* const client_;
 };
 
 // Restores the checkpoint at `path` (a ckpt-<step> directory) onto the
@@ -81,7 +80,7 @@ class CheckpointManager {
 // server changes a value.
 absl::StatusOr<int64_t> RestoreCheckpoint(const std::string& path,
                                           const OptimizerConfig& optimizer,
-                                          ParameterClient& client,
+                                          ShardSet& client,
                                           absl::Duration timeout);
 
 }  // namespace psflow

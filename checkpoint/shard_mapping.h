@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "client/placement.h"
+#include "common/job/placement.h"
 #include "proto/checkpoint.pb.h"
 #include "proto/ps.pb.h"
 

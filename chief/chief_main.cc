@@ -7,7 +7,7 @@
 
 #include "absl/flags/flag.h"
 #include "chief/chief_runner.h"
-#include "client/job_config.h"
+#include "common/job/job_config.h"
 #include "common/logging.h"
 #include "common/process_setup.h"
 #include "common/role_config.h"

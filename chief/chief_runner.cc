@@ -14,20 +14,20 @@
 #include "chief/job_coordinator.h"
 #include "chief/recovery.h"
 #include "client/cluster_client.h"
-#include "client/event_file_writer.h"
 #include "client/health_check.h"
-#include "client/job_config.h"
-#include "client/placement_proto.h"
 #include "common/file_util.h"
 #include "common/host_port.h"
+#include "common/job/job_config.h"
+#include "common/job/placement_proto.h"
 #include "common/json.h"
 #include "common/logging.h"
+#include "common/metrics/event_file_writer.h"
 #include "common/port_file.h"
 #include "common/status_macros.h"
+#include "data/dataset.h"
+#include "model/initializer.h"
+#include "model/registry.h"
 #include "proto/protocol.h"
-#include "worker/data/dataset.h"
-#include "worker/model/mlp.h"
-#include "worker/model/model_config.h"
 
 namespace psflow {
 namespace {
@@ -86,16 +86,20 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
                                     absl::Time deadline) {
   const TfConfig& tf = options.tf_config;
   const JobConfig& job = options.job;
-  ASSIGN_OR_RETURN(Dataset train, LoadIdxDataset(job.data().train_images(),
-                                                 job.data().train_labels()));
-  const int num_workers = tf.cluster.NumTasks(TaskType::kWorker);
-  MlpSpec model =
-      MlpSpecFromConfig(job.model(), train.num_features, train.num_classes);
-  RETURN_IF_ERROR(ValidateMlpSpec(model));
+  // The data's shape and classes from the images' header and the labels:
+  // the chief never holds the training set.
   ASSIGN_OR_RETURN(
-      Placement placement,
-      PlaceVariables(MlpVariables(model), tf.cluster.NumTasks(TaskType::kPs),
-                     job.training().split_threshold_bytes()));
+      DatasetInfo train,
+      DescribeIdxDataset(job.data().train_images(), job.data().train_labels()));
+  const int num_workers = tf.cluster.NumTasks(TaskType::kWorker);
+  ASSIGN_OR_RETURN(std::unique_ptr<ModelDefinition> model,
+                   DefineModel(job.model(), InputSpec{train.example_shape,
+                                                      train.num_classes}));
+  LOG(INFO) << "model: " << model->Describe();
+  ASSIGN_OR_RETURN(Placement placement,
+                   PlaceVariables(LogicalVariables(model->variables()),
+                                  tf.cluster.NumTasks(TaskType::kPs),
+                                  job.training().split_threshold_bytes()));
 
   Prepared prepared;
   JobSpec& spec = prepared.spec;
@@ -110,8 +114,9 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
   ps.set_replicas_to_aggregate(ReplicasToAggregate(job, num_workers));
   spec.set_total_steps(TotalGlobalSteps(job, train.num_examples, num_workers));
   spec.set_num_workers(num_workers);
-  spec.set_input_size(train.num_features);
+  spec.set_input_size(model->input().num_features());
   spec.set_num_classes(train.num_classes);
+  for (int64_t d : train.example_shape) spec.add_example_shape(d);
 
   RETURN_IF_ERROR(WaitForParameterServers(tf, deadline));
   ParameterClient::Options client_options;
@@ -151,12 +156,12 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
       return prepared;
     }
   }
+  const std::vector<ModelVariable>& variables = model->variables();
   std::vector<std::vector<float>> initial =
-      MlpInitialValues(model, job.training().seed());
+      InitialValues(variables, job.training().seed());
   std::vector<ParameterClient::Const> values;
-  const auto variables = MlpVariables(model);
   for (size_t v = 0; v < variables.size(); ++v) {
-    values.emplace_back(variables[v].name, initial[v]);
+    values.emplace_back(variables[v].name(), initial[v]);
   }
   RETURN_IF_ERROR(prepared.client->Assign(values)->Wait());
   LOG(INFO) << "initialized " << variables.size() << " variables ("

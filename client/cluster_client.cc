@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/grpc_ps_shard.h"
-#include "client/placement_proto.h"
+#include "common/job/placement_proto.h"
 #include "common/status_macros.h"
 
 namespace psflow {

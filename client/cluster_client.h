@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "client/placement.h"
 #include "client/ps_client.h"
+#include "common/job/placement.h"
 #include "common/tf_config.h"
 #include "proto/coordinator.pb.h"
 

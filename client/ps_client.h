@@ -28,8 +28,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "client/placement.h"
+#include "checkpoint/shard_set.h"
 #include "client/ps_shard.h"
+#include "common/job/placement.h"
 
 namespace psflow {
 
@@ -53,7 +54,7 @@ class PsHandle {
   std::shared_ptr<State> state_;
 };
 
-class ParameterClient {
+class ParameterClient : public ShardSet {
  public:
   struct Options {
     absl::Duration rpc_timeout = absl::Seconds(60);
@@ -96,17 +97,20 @@ class ParameterClient {
 
   // Checkpoint fan-outs: one request per server (requests[i] to server i),
   // sent to all at once; the responses in server order, or the first error.
-  absl::StatusOr<std::vector<HoldResponse>> HoldAll(const HoldRequest& request);
+  absl::StatusOr<std::vector<HoldResponse>> HoldAll(
+      const HoldRequest& request) override;
   absl::StatusOr<std::vector<SaveShardResponse>> SaveShards(
-      const std::vector<SaveShardRequest>& requests, absl::Duration timeout);
+      const std::vector<SaveShardRequest>& requests,
+      absl::Duration timeout) override;
   absl::StatusOr<std::vector<RestoreShardResponse>> RestoreShards(
-      const std::vector<RestoreShardRequest>& requests, absl::Duration timeout);
+      const std::vector<RestoreShardRequest>& requests,
+      absl::Duration timeout) override;
 
   // Asks every server to exit; returns the first error.
   absl::Status ShutdownAll(const std::string& reason);
 
-  const Placement& placement() const { return placement_; }
-  int num_shards() const { return static_cast<int>(shards_.size()); }
+  const Placement& placement() const override { return placement_; }
+  int num_shards() const override { return static_cast<int>(shards_.size()); }
 
  private:
   enum class Op { kPull, kPush, kAssign };

@@ -9,8 +9,8 @@
 // Output (stdout and stderr) goes to a log file that tests can read and
 // that is printed when a test fails to find what it waited for. The
 // destructor kills a process that is still running. Not thread-safe.
-#ifndef PSFLOW_TESTS_SUBPROCESS_H_
-#define PSFLOW_TESTS_SUBPROCESS_H_
+#ifndef PSFLOW_COMMON_SUBPROCESS_H_
+#define PSFLOW_COMMON_SUBPROCESS_H_
 
 #include <sys/types.h>
 

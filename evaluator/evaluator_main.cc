@@ -13,7 +13,7 @@
 #include "common/process_setup.h"
 #include "common/role_config.h"
 #include "evaluator/evaluator_runner.h"
-#include "worker/device/select_device.h"
+#include "model/device/select_device.h"
 
 ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG as inline JSON or a file path; defaults to $TF_CONFIG");

@@ -2,6 +2,7 @@
 
 #include <random>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -9,31 +10,26 @@
 #include "checkpoint/reader.h"
 #include "checkpoint/state_file.h"
 #include "client/cluster_client.h"
-#include "client/event_file_writer.h"
-#include "client/job_config.h"
+#include "common/job/job_config.h"
 #include "common/logging.h"
+#include "common/metrics/event_file_writer.h"
 #include "common/status_macros.h"
-#include "worker/data/batch_stream.h"
-#include "worker/model/mlp.h"
-#include "worker/model/model_config.h"
+#include "data/batch_stream.h"
+#include "model/registry.h"
 
 namespace psflow {
 absl::StatusOr<EvaluationReport> EvaluateOnce(const JobSpec& spec,
                                               ParameterClient& client,
                                               Device& device,
                                               const Dataset& data) {
-  const MlpSpec model_spec = MlpSpecFromConfig(
-      spec.config().model(), spec.input_size(), spec.num_classes());
-  const auto vars = MlpVariables(model_spec);
+  ASSIGN_OR_RETURN(std::unique_ptr<ModelDefinition> model,
+                   DefineJobModel(spec));
+  const std::vector<ModelVariable>& vars = model->variables();
   std::vector<std::vector<float>> values;
   std::vector<ParameterClient::Mutable> targets;
-  for (const auto& v : vars) {
-    int64_t n = 1;
-    for (int64_t d : v.shape) n *= d;
-    values.emplace_back(n);
-  }
+  for (const ModelVariable& v : vars) values.emplace_back(v.num_elements());
   for (size_t i = 0; i < vars.size(); ++i) {
-    targets.emplace_back(vars[i].name, absl::MakeSpan(values[i]));
+    targets.emplace_back(vars[i].name(), absl::MakeSpan(values[i]));
   }
   auto pull = client.Pull(targets, 0, /*consistent_snapshot=*/true);
   RETURN_IF_ERROR(pull->Wait());
@@ -46,14 +42,14 @@ absl::StatusOr<EvaluationReport> EvaluateCheckpoint(const JobSpec& spec,
                                                     const Dataset& data) {
   ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> reader,
                    CheckpointReader::Open(path));
-  const MlpSpec model_spec = MlpSpecFromConfig(
-      spec.config().model(), spec.input_size(), spec.num_classes());
+  ASSIGN_OR_RETURN(std::unique_ptr<ModelDefinition> model,
+                   DefineJobModel(spec));
   std::vector<std::vector<float>> values;
-  for (const auto& v : MlpVariables(model_spec)) {
-    const CheckpointTensor* tensor = reader->Find(v.name);
+  for (const ModelVariable& v : model->variables()) {
+    const CheckpointTensor* tensor = reader->Find(v.name());
     if (tensor == nullptr) {
       return absl::FailedPreconditionError(absl::StrCat(
-          path, " has no variable \"", v.name, "\"; it is not this job's"));
+          path, " has no variable \"", v.name(), "\"; it is not this job's"));
     }
     ASSIGN_OR_RETURN(std::vector<float> tensor_values, reader->Read(*tensor));
     values.push_back(std::move(tensor_values));
@@ -65,10 +61,11 @@ absl::StatusOr<EvaluationReport> EvaluateCheckpoint(const JobSpec& spec,
 absl::StatusOr<EvaluationReport> EvaluateValues(
     const JobSpec& spec, const std::vector<std::vector<float>>& values,
     int64_t global_step, Device& device, const Dataset& data) {
-  const MlpSpec model_spec = MlpSpecFromConfig(
-      spec.config().model(), spec.input_size(), spec.num_classes());
+  ASSIGN_OR_RETURN(std::unique_ptr<ModelDefinition> definition,
+                   DefineJobModel(spec));
   const int batch_size = std::max(1, spec.config().evaluation().batch_size());
-  ASSIGN_OR_RETURN(auto model, Mlp::Create(model_spec, &device, batch_size));
+  ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
+                   definition->Instantiate(&device, batch_size));
   RETURN_IF_ERROR(model->LoadParameters(
       std::vector<absl::Span<const float>>(values.begin(), values.end())));
 
@@ -89,7 +86,7 @@ absl::StatusOr<EvaluationReport> EvaluateValues(
     for (int64_t i = 0; i < n; ++i) labels[i] = data.labels[begin + i];
     ASSIGN_OR_RETURN(
         BatchStats stats,
-        model->Evaluate(n, features, labels, absl::MakeSpan(predictions)));
+        model->Evaluate({n, features, labels}, absl::MakeSpan(predictions)));
     loss += stats.loss_sum;
     correct += stats.correct;
     seen += n;
@@ -123,12 +120,12 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
   }
   ASSIGN_OR_RETURN(Dataset test, LoadIdxDataset(job.data().test_images(),
                                                 job.data().test_labels()));
-  if (test.num_features != spec.input_size()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the test data has ", test.num_features,
-                     " features per example but "
-                     "the model takes ",
-                     spec.input_size()));
+  if (!absl::c_equal(test.example_shape, spec.example_shape())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the test data's examples have shape [",
+        absl::StrJoin(test.example_shape, ", "), "] but the model takes [",
+        absl::StrJoin(spec.example_shape(), ", "),
+        "]; use the test split of the training data's set"));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<ParameterClient> client,
                    ConnectToJobParameterServers(options.tf_config, spec));

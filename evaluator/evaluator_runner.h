@@ -17,9 +17,9 @@
 #include "client/coordinator_client.h"
 #include "client/ps_client.h"
 #include "common/tf_config.h"
+#include "data/dataset.h"
+#include "model/device/device.h"
 #include "proto/coordinator.pb.h"
-#include "worker/data/dataset.h"
-#include "worker/device/device.h"
 
 namespace psflow {
 

@@ -18,27 +18,14 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "common/job/update_rule.h"
 
 namespace psflow {
 
-struct LrScheduleConfig {
-  enum class Kind { kConstant, kExponential, kCosine };
-  Kind kind = Kind::kConstant;
-  double learning_rate = 0.01;
-  // kExponential.
-  int64_t decay_steps = 0;
-  double decay_rate = 1.0;
-  bool staircase = false;
-  // kCosine: decay_steps above, and the floor as a fraction of the rate.
-  double alpha = 0.0;
-  // Any kind: linear warm-up over this many steps (0 = none).
-  int64_t warmup_steps = 0;
-};
-
 class LrSchedule {
  public:
-  // InvalidArgument naming the field for bad values (negative or zero
-  // rates, decay_steps <= 0 where needed, alpha outside [0, 1], ...).
+  // InvalidArgument naming the field for bad values
+  // (ValidateLrScheduleConfig).
   static absl::StatusOr<LrSchedule> Create(const LrScheduleConfig& config);
 
   // The learning rate for global step `step` (0 for the first update).

@@ -143,84 +143,26 @@ class Adam final : public Optimizer {
   const double weight_decay_;
 };
 
-absl::Status Invalid(absl::string_view field, double value,
-                     absl::string_view fix) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("optimizer: ", field, " is ", value, "; ", fix));
-}
-
-absl::Status CheckFraction(absl::string_view field, double value) {
-  if (value >= 0 && value < 1) return absl::OkStatus();
-  return Invalid(field, value, "use a value in [0, 1)");
-}
-
-absl::Status CheckEpsilon(double epsilon) {
-  if (epsilon > 0 && std::isfinite(epsilon)) return absl::OkStatus();
-  return Invalid("epsilon", epsilon, "use a small positive number like 1e-7");
-}
-
 }  // namespace
-
-const char* OptimizerKindName(OptimizerParams::Kind kind) {
-  switch (kind) {
-    case OptimizerParams::Kind::kSgd:
-      return "sgd";
-    case OptimizerParams::Kind::kMomentum:
-      return "momentum";
-    case OptimizerParams::Kind::kAdagrad:
-      return "adagrad";
-    case OptimizerParams::Kind::kAdam:
-      return "adam";
-    case OptimizerParams::Kind::kAdamW:
-      return "adamw";
-  }
-  return "unknown";
-}
 
 absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(
     const OptimizerParams& c) {
+  absl::Status valid = ValidateOptimizerParams(c);
+  if (!valid.ok()) return valid;
   using Kind = OptimizerParams::Kind;
   switch (c.kind) {
     case Kind::kSgd:
       return std::unique_ptr<Optimizer>(new Sgd);
-    case Kind::kMomentum: {
-      absl::Status s = CheckFraction("momentum", c.momentum);
-      if (!s.ok()) return s;
+    case Kind::kMomentum:
       return std::unique_ptr<Optimizer>(new Momentum(c.momentum, c.nesterov));
-    }
-    case Kind::kAdagrad: {
-      if (!(c.initial_accumulator_value >= 0) ||
-          !std::isfinite(c.initial_accumulator_value)) {
-        return Invalid("initial_accumulator_value", c.initial_accumulator_value,
-                       "use 0 or more, e.g. 0.1");
-      }
-      absl::Status s = CheckEpsilon(c.epsilon);
-      if (!s.ok()) return s;
+    case Kind::kAdagrad:
       return std::unique_ptr<Optimizer>(
           new Adagrad(c.initial_accumulator_value, c.epsilon));
-    }
     case Kind::kAdam:
-    case Kind::kAdamW: {
-      for (absl::Status s :
-           {CheckFraction("beta1", c.beta1), CheckFraction("beta2", c.beta2),
-            CheckEpsilon(c.epsilon)}) {
-        if (!s.ok()) return s;
-      }
-      double weight_decay = 0.0;
-      if (c.kind == Kind::kAdamW) {
-        if (!(c.weight_decay >= 0) || !std::isfinite(c.weight_decay)) {
-          return Invalid("weight_decay", c.weight_decay,
-                         "use 0 or more, e.g. 0.01");
-        }
-        weight_decay = c.weight_decay;
-      } else if (c.weight_decay != 0) {
-        return Invalid("weight_decay", c.weight_decay,
-                       "adam takes no weight decay; use adamw for decoupled "
-                       "weight decay");
-      }
+    case Kind::kAdamW:
       return std::unique_ptr<Optimizer>(
-          new Adam(c.beta1, c.beta2, c.epsilon, weight_decay));
-    }
+          new Adam(c.beta1, c.beta2, c.epsilon,
+                   c.kind == Kind::kAdamW ? c.weight_decay : 0.0));
   }
   return absl::InvalidArgumentError("optimizer: unknown kind");
 }

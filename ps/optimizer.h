@@ -25,27 +25,14 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/job/update_rule.h"
 
 namespace psflow {
 
-struct OptimizerParams {
-  enum class Kind { kSgd, kMomentum, kAdagrad, kAdam, kAdamW };
-  Kind kind = Kind::kSgd;
-  double momentum = 0.9;                   // kMomentum
-  bool nesterov = false;                   // kMomentum
-  double initial_accumulator_value = 0.1;  // kAdagrad
-  double beta1 = 0.9;                      // kAdam, kAdamW
-  double beta2 = 0.999;                    // kAdam, kAdamW
-  double epsilon = 1e-7;                   // kAdagrad, kAdam, kAdamW
-  double weight_decay = 0.0;               // kAdamW
-};
-
-// "sgd", "momentum", "adagrad", "adam", "adamw".
-const char* OptimizerKindName(OptimizerParams::Kind kind);
-
 class Optimizer {
  public:
-  // InvalidArgument naming the field for out-of-range hyperparameters.
+  // InvalidArgument naming the field for out-of-range hyperparameters
+  // (ValidateOptimizerParams).
   static absl::StatusOr<std::unique_ptr<Optimizer>> Create(
       const OptimizerParams& config);
 

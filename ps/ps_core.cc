@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
+#include "common/job/update_rule.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "ps/proto_config.h"
 
 namespace psflow {
 namespace {

@@ -55,7 +55,7 @@ Command RunCommand(std::vector<std::string> argv) {
 }
 
 Command Psctl(std::vector<std::string> args) {
-  args.insert(args.begin(), RunfilePath("client/psctl"));
+  args.insert(args.begin(), RunfilePath("client/psctl/psctl"));
   return RunCommand(std::move(args));
 }
 

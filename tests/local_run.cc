@@ -54,7 +54,7 @@ absl::StatusOr<JsonValue> LocalRun::Result() const {
 std::vector<std::string> LocalArgv(const std::string& job_path,
                                    const std::string& dir,
                                    std::vector<std::string> flags) {
-  std::vector<std::string> argv = {RunfilePath("client/psctl"),
+  std::vector<std::string> argv = {RunfilePath("client/psctl/psctl"),
                                    "local",
                                    "--job=" + job_path,
                                    "--dir=" + dir,

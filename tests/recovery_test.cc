@@ -235,15 +235,15 @@ TEST(RecoveryTest, PsctlRestoresACheckpointIntoARunningJob) {
   // A damaged copy is refused before anything pauses.
   const std::string damaged = TempPath("damaged");
   ASSERT_OK(MakeDirectories(damaged));
-  Subprocess refuse({RunfilePath("client/psctl"), "ckpt", "restore", damaged,
-                     "--tf_config=" + tf_config},
+  Subprocess refuse({RunfilePath("client/psctl/psctl"), "ckpt", "restore",
+                     damaged, "--tf_config=" + tf_config},
                     {}, TempPath("refuse.log"));
   ASSERT_OK(refuse.Start());
   EXPECT_THAT(refuse.Wait(absl::Seconds(30)), IsOkAndHolds(1));
   EXPECT_THAT(refuse.Output(), HasSubstr("no index file"));
 
-  Subprocess restore({RunfilePath("client/psctl"), "ckpt", "restore", first,
-                      "--tf_config=" + tf_config},
+  Subprocess restore({RunfilePath("client/psctl/psctl"), "ckpt", "restore",
+                      first, "--tf_config=" + tf_config},
                      {}, TempPath("restore.log"));
   ASSERT_OK(restore.Start());
   EXPECT_THAT(restore.Wait(absl::Seconds(120)), IsOkAndHolds(0))

@@ -101,10 +101,10 @@ TEST(TrainingTest, InterruptStopsEveryProcess) {
   // Long enough that it is still training when interrupted.
   const std::string job = WriteTestFile("long.json", TestJob("ASYNC", 1000000));
   const std::string dir = TempPath("interrupted");
-  Subprocess psctl(
-      {RunfilePath("client/psctl"), "local", "--job=" + job, "--dir=" + dir,
-       "--bin_dir=" + RunfilePath(""), "--device=cpu", "--ps=1", "--workers=2"},
-      {}, TempPath("psctl.log"));
+  Subprocess psctl({RunfilePath("client/psctl/psctl"), "local", "--job=" + job,
+                    "--dir=" + dir, "--bin_dir=" + RunfilePath(""),
+                    "--device=cpu", "--ps=1", "--workers=2"},
+                   {}, TempPath("psctl.log"));
   ASSERT_OK(psctl.Start());
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
   while (psctl.Output().find("joined; training") == std::string::npos) {

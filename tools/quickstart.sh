@@ -10,6 +10,6 @@ cd "$(dirname "$0")/.."
 bash tools/setup.sh
 bazel build --config=opt //...
 
-exec bazel-bin/client/psctl local \
+exec bazel-bin/client/psctl/psctl local \
   --job=configs/fashion_mnist_mlp.json --ps=1 --workers=2 --evaluator \
   --dir="${PSFLOW_DIR:-/tmp/psflow-quickstart}" "$@"

@@ -3,15 +3,16 @@
 #include <memory>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "client/cluster_client.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
-#include "worker/data/batch_stream.h"
-#include "worker/data/dataset.h"
-#include "worker/model/mlp.h"
-#include "worker/model/model_config.h"
+#include "data/batch_stream.h"
+#include "data/dataset.h"
+#include "model/registry.h"
 
 namespace psflow {
 namespace {
@@ -48,10 +49,8 @@ absl::StatusOr<HostTensors> Allocate(Device& device,
                                      const std::vector<LogicalVariable>& vars) {
   HostTensors t;
   for (const LogicalVariable& v : vars) {
-    int64_t n = 1;
-    for (int64_t d : v.shape) n *= d;
     ASSIGN_OR_RETURN(std::shared_ptr<HostBuffer> buffer,
-                     device.AllocateHost(n));
+                     device.AllocateHost(v.num_elements()));
     t.values.push_back(buffer->span());
     t.buffers.push_back(std::move(buffer));
   }
@@ -80,12 +79,13 @@ absl::Status RunTrainer(const TrainerOptions& options) {
 
   ASSIGN_OR_RETURN(Dataset train, LoadIdxDataset(job.data().train_images(),
                                                  job.data().train_labels()));
-  if (train.num_features != spec.input_size() ||
+  if (!absl::c_equal(train.example_shape, spec.example_shape()) ||
       train.num_classes > spec.num_classes()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "this worker's training data has ", train.num_features,
-        " features and ", train.num_classes, " classes, but the chief's has ",
-        spec.input_size(), " and ", spec.num_classes(),
+        "this worker's training data has examples of shape [",
+        absl::StrJoin(train.example_shape, ", "), "] and ", train.num_classes,
+        " classes, but the chief's has [",
+        absl::StrJoin(spec.example_shape(), ", "), "] and ", spec.num_classes(),
         "; every task must see the same data files"));
   }
   auto shard = std::make_shared<Dataset>(ShardOf(train, index, num_workers));
@@ -97,11 +97,13 @@ absl::Status RunTrainer(const TrainerOptions& options) {
   stream_options.seed = job.training().seed();
   BatchStream batches(shard, stream_options);
 
-  const MlpSpec model_spec = MlpSpecFromConfig(
-      spec.config().model(), spec.input_size(), spec.num_classes());
-  const std::vector<LogicalVariable> vars = MlpVariables(model_spec);
-  ASSIGN_OR_RETURN(auto model, Mlp::Create(model_spec, options.device,
-                                           job.training().batch_size()));
+  ASSIGN_OR_RETURN(std::unique_ptr<ModelDefinition> definition,
+                   DefineJobModel(spec));
+  const std::vector<LogicalVariable> vars =
+      LogicalVariables(definition->variables());
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<Model> model,
+      definition->Instantiate(options.device, job.training().batch_size()));
   ASSIGN_OR_RETURN(std::unique_ptr<ParameterClient> client,
                    ConnectToJobParameterServers(options.tf_config, spec));
 
@@ -280,9 +282,10 @@ absl::Status RunTrainer(const TrainerOptions& options) {
         continue;
       }
     }
-    ASSIGN_OR_RETURN(BatchStats stats,
-                     model->TrainStep(batch->size, batch->features,
-                                      batch->labels, grads[grad_slot].Spans()));
+    ASSIGN_OR_RETURN(
+        BatchStats stats,
+        model->TrainStep({batch->size, batch->features, batch->labels},
+                         grads[grad_slot].Spans()));
     std::shared_ptr<PsHandle> push =
         client->Push(grads[grad_slot].Const(vars), version, index);
     if (sync) {

@@ -20,10 +20,10 @@
 
 #include "absl/status/status.h"
 #include "client/coordinator_client.h"
-#include "client/event_file_writer.h"
+#include "common/metrics/event_file_writer.h"
 #include "common/tf_config.h"
+#include "model/device/device.h"
 #include "proto/coordinator.pb.h"
-#include "worker/device/device.h"
 
 namespace psflow {
 

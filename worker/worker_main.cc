@@ -13,14 +13,14 @@
 #include "absl/strings/str_cat.h"
 #include "chief/chief_runner.h"
 #include "client/coordinator_client.h"
-#include "client/event_file_writer.h"
-#include "client/job_config.h"
 #include "common/health_server.h"
 #include "common/host_port.h"
+#include "common/job/job_config.h"
 #include "common/logging.h"
+#include "common/metrics/event_file_writer.h"
 #include "common/process_setup.h"
 #include "common/role_config.h"
-#include "worker/device/select_device.h"
+#include "model/device/select_device.h"
 #include "worker/trainer.h"
 
 ABSL_FLAG(std::string, tf_config, "",

@@ -3,13 +3,13 @@
 //
 // For each shape it times (wall clock around N back-to-back calls and one
 // synchronization, after warm-up) our Gemm (row-major, through the Device
-// interface, see worker/device/cuda/row_major_gemm.h) and cuBLAS's own
+// interface, see model/device/cuda/row_major_gemm.h) and cuBLAS's own
 // column-major call of the same m, n, k and transposes on the same memory.
 // The peak of each math mode is the best cuBLAS rate over the square
 // shapes; the target is our Gemm >= 0.8x that peak on the large MLP's
 // shapes. TFLOP/s = 2 m n k / seconds / 1e12.
 //
-// The cuBLAS baseline is the one place outside worker/device/cuda that
+// The cuBLAS baseline is the one place outside model/device/cuda that
 // calls cuBLAS; its status converts to absl::Status at once (cuda_status.h).
 //
 //   gemm_bench [--max_square=16384] [--min_seconds=0.3]
@@ -29,9 +29,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
-#include "worker/device/cuda/cuda_device.h"
-#include "worker/device/cuda/cuda_resources.h"
-#include "worker/device/cuda/cuda_status.h"
+#include "model/device/cuda/cuda_device.h"
+#include "model/device/cuda/cuda_resources.h"
+#include "model/device/cuda/cuda_status.h"
 
 ABSL_FLAG(int, max_square, 16384, "largest square shape for the peak");
 ABSL_FLAG(double, min_seconds, 0.3, "timed seconds per measurement");

@@ -20,12 +20,12 @@ limit_bytes=$((60 * 1024 * 1024))
 targets=(
   //bench/gpu:step_bench
   //bench/gpu:gemm_bench
-  //worker/device:device_test
-  //worker/device:select_device_test
-  //worker/device/cuda:cuda_probe_test
-  //worker/device/cuda:cuda_device_test
-  //worker/device/cuda:cuda_vs_cpu_test
-  //worker/model:mlp_cuda_test
+  //model/device:device_test
+  //model/device:select_device_test
+  //model/device/cuda:cuda_probe_test
+  //model/device/cuda:cuda_device_test
+  //model/device/cuda:cuda_vs_cpu_test
+  //model:mlp_cuda_test
 )
 bazel build --config=opt "${targets[@]}"
 

@@ -33,9 +33,10 @@
 #include "absl/time/clock.h"
 #include "common/process_setup.h"
 #include "common/status_macros.h"
-#include "worker/device/cuda_backend.h"
-#include "worker/device/select_device.h"
-#include "worker/model/mlp.h"
+#include "model/device/cuda_backend.h"
+#include "model/device/select_device.h"
+#include "model/initializer.h"
+#include "model/registry.h"
 
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
 ABSL_FLAG(std::string, model, "default",
@@ -54,9 +55,12 @@ ABSL_FLAG(bool, allow_tf32, false, "CUDA: TF32 tensor-core GEMMs");
 namespace psflow::bench {
 namespace {
 
+// An MLP: input width, hidden widths, classes (ReLU), and how to time it.
 struct Setup {
   std::string name;
-  MlpSpec spec;
+  int64_t input = 0;
+  std::vector<int64_t> hidden;
+  int64_t classes = 0;
   int64_t batch = 0;
   int steps = 0;
 };
@@ -64,12 +68,10 @@ struct Setup {
 absl::StatusOr<Setup> SetupFromFlags() {
   const std::string model = absl::GetFlag(FLAGS_model);
   if (model == "default") {
-    return Setup{"default", MlpSpec{784, {256}, 10, Activation::kRelu}, 64,
-                 2000};
+    return Setup{"default", 784, {256}, 10, 64, 2000};
   }
   if (model == "large") {
-    return Setup{"large", MlpSpec{784, {4096, 4096}, 10, Activation::kRelu},
-                 1024, 100};
+    return Setup{"large", 784, {4096, 4096}, 10, 1024, 100};
   }
   if (model != "custom") {
     return absl::InvalidArgumentError(
@@ -78,11 +80,11 @@ absl::StatusOr<Setup> SetupFromFlags() {
         model);
   }
   Setup setup{"custom",
-              MlpSpec{absl::GetFlag(FLAGS_input),
-                      {},
-                      absl::GetFlag(FLAGS_classes),
-                      Activation::kRelu},
-              absl::GetFlag(FLAGS_batch), 200};
+              absl::GetFlag(FLAGS_input),
+              {},
+              absl::GetFlag(FLAGS_classes),
+              absl::GetFlag(FLAGS_batch),
+              200};
   for (absl::string_view width :
        absl::StrSplit(absl::GetFlag(FLAGS_hidden), ',', absl::SkipEmpty())) {
     int64_t w = 0;
@@ -90,9 +92,8 @@ absl::StatusOr<Setup> SetupFromFlags() {
       return absl::InvalidArgumentError(
           absl::StrCat("--hidden: \"", width, "\" is not a width"));
     }
-    setup.spec.hidden_sizes.push_back(w);
+    setup.hidden.push_back(w);
   }
-  RETURN_IF_ERROR(ValidateMlpSpec(setup.spec));
   return setup;
 }
 
@@ -123,9 +124,16 @@ absl::Status Run() {
   ASSIGN_OR_RETURN(std::unique_ptr<Device> device, DeviceFromFlags());
   const int steps =
       absl::GetFlag(FLAGS_steps) > 0 ? absl::GetFlag(FLAGS_steps) : setup.steps;
+  // Through the registry, as a job would build it.
+  ModelConfig config;
+  for (int64_t w : setup.hidden) config.mutable_mlp()->add_hidden_sizes(w);
+  if (setup.hidden.empty()) config.mutable_softmax_regression();
+  ASSIGN_OR_RETURN(
+      auto definition,
+      DefineModel(config, InputSpec{{setup.input}, setup.classes}));
   ASSIGN_OR_RETURN(auto model,
-                   Mlp::Create(setup.spec, device.get(), setup.batch));
-  const auto initial = MlpInitialValues(setup.spec, 1);
+                   definition->Instantiate(device.get(), setup.batch));
+  const auto initial = InitialValues(definition->variables(), 1);
   ASSIGN_OR_RETURN(auto params, Staging(*device, initial));
   ASSIGN_OR_RETURN(auto grads, Staging(*device, initial));
   std::vector<absl::Span<const float>> param_spans;
@@ -137,11 +145,11 @@ absl::Status Run() {
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> pixel(0, 1);
   std::uniform_int_distribution<int32_t> label(
-      0, static_cast<int32_t>(setup.spec.num_classes - 1));
+      0, static_cast<int32_t>(setup.classes - 1));
   std::vector<std::vector<float>> features(kBatches);
   std::vector<std::vector<int32_t>> labels(kBatches);
   for (int b = 0; b < kBatches; ++b) {
-    features[b].resize(setup.batch * setup.spec.input_size);
+    features[b].resize(setup.batch * setup.input);
     labels[b].resize(setup.batch);
     for (float& x : features[b]) x = pixel(rng);
     for (int32_t& y : labels[b]) y = label(rng);
@@ -153,7 +161,7 @@ absl::Status Run() {
     RETURN_IF_ERROR(model->LoadParameters(param_spans));
     ASSIGN_OR_RETURN(
         BatchStats stats,
-        model->TrainStep(setup.batch, features[b], labels[b], grad_spans));
+        model->TrainStep({setup.batch, features[b], labels[b]}, grad_spans));
     loss = stats.loss_sum / stats.examples;
     return absl::OkStatus();
   };
@@ -173,9 +181,9 @@ absl::Status Run() {
   std::printf(
       "RESULT step_bench model=%s layers=%lld-%s-%lld batch=%lld device=\"%s\" "
       "steps=%d examples_per_sec=%.0f step_ms=%.4f runs=%s loss=%.4f\n",
-      setup.name.c_str(), static_cast<long long>(setup.spec.input_size),
-      absl::StrJoin(setup.spec.hidden_sizes, "-").c_str(),
-      static_cast<long long>(setup.spec.num_classes),
+      setup.name.c_str(), static_cast<long long>(setup.input),
+      absl::StrJoin(setup.hidden, "-").c_str(),
+      static_cast<long long>(setup.classes),
       static_cast<long long>(setup.batch), device->Describe().c_str(), steps,
       median, 1000.0 * setup.batch / median,
       absl::StrJoin(rates, ",",

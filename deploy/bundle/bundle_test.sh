@@ -14,7 +14,7 @@ lib="$(realpath "$root/lib")"
 cat "$root/BUNDLE"
 
 glibc='^(linux-vdso|ld-linux|libc|libm|libdl|librt|libpthread|libresolv|libutil|libanl)[.-]'
-for binary in ps/ps_server chief/chief worker/worker evaluator/evaluator client/psctl; do
+for binary in ps/ps_server chief/chief worker/worker evaluator/evaluator client/psctl/psctl; do
   [ -x "$root/$binary" ] || { echo "FAIL: $binary missing" >&2; exit 1; }
   while read -r name arrow path _; do
     [ "$arrow" = "=>" ] || continue
@@ -47,7 +47,7 @@ cat > "$dir/job.json" <<JOB
 }
 JOB
 cd "$dir"
-env -i HOME="$dir" "$root/client/psctl" local --job="$dir/job.json" \
+env -i HOME="$dir" "$root/client/psctl/psctl" local --job="$dir/job.json" \
   --dir="$dir/run" --ps=2 --workers=2 --device=cpu --timeout_s=120 \
   > "$dir/psctl.out" 2>&1 || {
   cat "$dir/psctl.out" >&2
@@ -58,7 +58,7 @@ grep -q '"state": "SUCCEEDED"' "$dir/run/result.json" || {
   cat "$dir/psctl.out" "$dir/run/result.json" >&2
   exit 1
 }
-env -i "$root/client/psctl" ckpt list "$dir/run/checkpoints" | grep -q "(newest)"
+env -i "$root/client/psctl/psctl" ckpt list "$dir/run/checkpoints" | grep -q "(newest)"
 # The default job config ships too, and parses.
 grep -q '"name": "fashion_mnist_mlp"' "$root/configs/fashion_mnist_mlp.json"
 echo "PASS: $(tail -1 "$dir/psctl.out")"

@@ -3,15 +3,16 @@
 # the shipped job configs into one relocatable tarball:
 #
 #   psflow/ps/ps_server  psflow/chief/chief  psflow/worker/worker
-#   psflow/evaluator/evaluator  psflow/client/psctl
+#   psflow/evaluator/evaluator  psflow/client/psctl/psctl
 #   psflow/lib/           every shared library but the C library's own
 #   psflow/configs/       job configs
 #   psflow/BUNDLE         what is inside and where it was built
 #
-# The binaries' RPATH becomes $ORIGIN/../lib (DT_RPATH, which also serves
+# The binaries' RPATH becomes $ORIGIN/../lib, or as many ../ as the
+# binary is deep (DT_RPATH, which also serves
 # their libraries' own dependencies), so the tree runs from any directory
 # on any glibc >= the build machine's (Debian 12: 2.36) with nothing else
-# installed. The layout mirrors bazel-bin, so `psflow/client/psctl local`
+# installed. The layout mirrors bazel-bin, so `psflow/client/psctl/psctl local`
 # finds the role binaries beside it.
 #
 #   make_bundle.sh <out.tar.gz> <binary>... -- <config>...
@@ -64,7 +65,9 @@ for binary in "${binaries[@]}"; do
       chmod u+w "$root/lib/$name"
     fi
   done < <(ldd "$binary")
-  patchelf --force-rpath --set-rpath '$ORIGIN/../lib' "$root/$relative"
+  # $ORIGIN/../lib for ps/ps_server, $ORIGIN/../../lib for client/psctl/psctl.
+  up="$(dirname "$relative" | sed 's#[^/][^/]*#..#g')"
+  patchelf --force-rpath --set-rpath "\$ORIGIN/$up/lib" "$root/$relative"
 done
 for library in "$root"/lib/*; do
   patchelf --force-rpath --set-rpath '$ORIGIN' "$library"

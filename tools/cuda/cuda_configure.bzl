@@ -40,7 +40,7 @@ cc_library(
     includes = ["include"],
     linkopts = [
         "-L{path}/lib64",
-        # cuBLAS is not linked: worker/device/cuda/cublas_api loads it at
+        # cuBLAS is not linked: model/device/cuda/cublas_api loads it at
         # run time, so binaries start where it is missing. The CUDA runtime
         # is static and loads the driver (libcuda) itself when used.
         "-l:libcudart_static.a",

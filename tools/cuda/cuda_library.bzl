@@ -28,7 +28,7 @@ def if_cuda(if_true, if_false = []):
     """select() value: if_true where CUDA targets build, if_false elsewhere.
 
     Lets a target that must build everywhere pick the CUDA implementation of
-    something when there is one (e.g. //worker/device:select_device links
+    something when there is one (e.g. //model/device:select_device links
     the CUDA backend or its no-CUDA stand-in), like TensorFlow's if_cuda.
     """
     return select({

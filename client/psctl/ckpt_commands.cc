@@ -1,0 +1,223 @@
+#include "client/psctl/ckpt_commands.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "checkpoint/export.h"
+#include "checkpoint/paths.h"
+#include "checkpoint/reader.h"
+#include "checkpoint/state_file.h"
+#include "client/coordinator_client.h"
+#include "common/file_util.h"
+#include "common/tf_config_loader.h"
+#include "proto/ps.pb.h"
+
+namespace psflow {
+namespace {
+
+int64_t Elements(const CheckpointTensor& t) {
+  int64_t n = 1;
+  for (int64_t d : t.shape()) n *= d;
+  return n;
+}
+
+std::string Shape(const CheckpointTensor& t) {
+  return absl::StrCat("[", absl::StrJoin(t.shape(), ", "), "]");
+}
+
+std::string Megabytes(int64_t bytes) {
+  return absl::StrFormat("%.2f MB", bytes / 1e6);
+}
+
+}  // namespace
+
+int CkptList(const std::string& dir, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<std::vector<std::string>> entries = ListDirectory(dir);
+  if (!entries.ok()) {
+    err << "psctl ckpt list: " << entries.status().message() << "\n";
+    return 1;
+  }
+  absl::StatusOr<CheckpointState> state = ReadCheckpointState(dir);
+  if (!state.ok() && !absl::IsNotFound(state.status())) {
+    err << "psctl ckpt list: " << state.status().message() << "\n";
+  }
+  std::vector<std::pair<int64_t, std::string>> checkpoints;
+  std::vector<std::string> leftovers;
+  for (const std::string& name : *entries) {
+    if (std::optional<int64_t> step = ParseCheckpointName(name)) {
+      checkpoints.emplace_back(*step, name);
+    } else if (IsTemporaryCheckpointName(name)) {
+      leftovers.push_back(name);
+    }
+  }
+  std::sort(checkpoints.begin(), checkpoints.end());
+  if (checkpoints.empty()) out << "no checkpoints in " << dir << "\n";
+  for (const auto& [step, name] : checkpoints) {
+    std::string listed = "not in the state file";
+    if (state.ok()) {
+      const auto& paths = state->all_model_checkpoint_paths();
+      if (std::find(paths.begin(), paths.end(), name) != paths.end()) {
+        listed = state->model_checkpoint_path() == name ? "newest" : "kept";
+      }
+    }
+    absl::StatusOr<std::unique_ptr<CheckpointReader>> reader =
+        CheckpointReader::Open(JoinPath(dir, name));
+    if (!reader.ok()) {
+      out << absl::StrFormat("%-16s step %-10d INCOMPLETE OR DAMAGED: %s\n",
+                             name, step, reader.status().message());
+      continue;
+    }
+    const CheckpointIndex& index = (*reader)->index();
+    int64_t bytes = 0;
+    for (const CheckpointFile& f : index.files()) bytes += f.size();
+    out << absl::StrFormat(
+        "%-16s step %-10d %s, %d tensors on %d ps, %s, %s, written %s  (%s)\n",
+        name, index.global_step(), UpdateMode_Name(index.mode()),
+        index.tensors_size(), index.num_ps(), Megabytes(bytes),
+        index.job_name().empty() ? "unnamed job" : index.job_name(),
+        absl::FormatTime("%Y-%m-%d %H:%M:%S UTC",
+                         absl::FromUnixMicros(index.created_unix_micros()),
+                         absl::UTCTimeZone()),
+        listed);
+  }
+  for (const std::string& name : leftovers) {
+    out << name
+        << "  (an unfinished save; never read, removed by the next "
+           "chief on this directory)\n";
+  }
+  return 0;
+}
+
+int CkptInspect(const std::string& path, const std::string& tensor, bool values,
+                std::ostream& out, std::ostream& err) {
+  absl::StatusOr<std::unique_ptr<CheckpointReader>> reader =
+      CheckpointReader::Open(path);
+  if (!reader.ok()) {
+    err << "psctl ckpt inspect: " << reader.status().message() << "\n";
+    return 1;
+  }
+  const CheckpointIndex& index = (*reader)->index();
+  if (tensor.empty()) {
+    out << absl::StrFormat(
+        "%s: step %d (%s; slice versions %d..%d), %d data files from %d ps, "
+        "optimizer %s\n",
+        path, index.global_step(), UpdateMode_Name(index.mode()),
+        index.min_version(), index.max_version(), index.files_size(),
+        index.num_ps(), OptimizerConfig::Kind_Name(index.optimizer().kind()));
+  }
+  bool found = false;
+  for (const CheckpointTensor& t : index.tensors()) {
+    if (!tensor.empty() && TensorDisplayName(t) != tensor) continue;
+    found = true;
+    out << absl::StrFormat("%-32s %-8s %-14s %10d elements %10s  %d slices\n",
+                           TensorDisplayName(t), t.dtype(), Shape(t),
+                           Elements(t), Megabytes(Elements(t) * 4),
+                           t.slices_size());
+    if (values) {
+      absl::StatusOr<std::vector<float>> v = (*reader)->Read(t);
+      if (!v.ok()) {
+        err << "psctl ckpt inspect: " << v.status().message() << "\n";
+        return 1;
+      }
+      out << "  [" << absl::StrJoin(*v, ", ") << "]\n";
+    }
+  }
+  if (!found) {
+    err << "psctl ckpt inspect: no tensor \"" << tensor << "\" in " << path
+        << " (names are listed without --tensor; slots are name@slot)\n";
+    return 1;
+  }
+  return 0;
+}
+
+int CkptVerify(const std::string& path, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<std::unique_ptr<CheckpointReader>> reader =
+      CheckpointReader::Open(path);
+  if (!reader.ok()) {
+    err << "psctl ckpt verify: " << reader.status().message() << "\n";
+    return 1;
+  }
+  int64_t bytes = 0;
+  for (const CheckpointFile& f : (*reader)->index().files()) bytes += f.size();
+  const absl::Time start = absl::Now();
+  std::vector<std::string> problems = (*reader)->Verify();
+  for (const std::string& p : problems) err << "DAMAGED: " << p << "\n";
+  if (!problems.empty()) {
+    err << "psctl ckpt verify: " << path << " is damaged (" << problems.size()
+        << " tensors); restore another checkpoint\n";
+    return 1;
+  }
+  out << absl::StrFormat("%s: OK, %d tensors, %s checked in %.2f s\n", path,
+                         (*reader)->index().tensors_size(), Megabytes(bytes),
+                         absl::ToDoubleSeconds(absl::Now() - start));
+  return 0;
+}
+
+int CkptExport(const std::string& path, const std::string& format,
+               const std::string& out_path, bool include_slots,
+               std::ostream& out, std::ostream& err) {
+  absl::StatusOr<ExportFormat> parsed = ParseExportFormat(format);
+  if (!parsed.ok()) {
+    err << "psctl ckpt export: " << parsed.status().message() << "\n";
+    return 1;
+  }
+  if (out_path.empty()) {
+    err << "psctl ckpt export: --out=<file> is required\n";
+    return 1;
+  }
+  absl::StatusOr<std::unique_ptr<CheckpointReader>> reader =
+      CheckpointReader::Open(path);
+  if (!reader.ok()) {
+    err << "psctl ckpt export: " << reader.status().message() << "\n";
+    return 1;
+  }
+  ExportOptions options;
+  options.format = *parsed;
+  options.include_slots = include_slots;
+  absl::StatusOr<int> written = ExportCheckpoint(**reader, out_path, options);
+  if (!written.ok()) {
+    err << "psctl ckpt export: " << written.status().message() << "\n";
+    return 1;
+  }
+  out << "wrote " << *written << " tensors of " << path << " to " << out_path
+      << " (" << format << ")\n";
+  return 0;
+}
+
+int CkptRestore(const std::string& path, const std::string& tf_config_flag,
+                std::ostream& out, std::ostream& err) {
+  absl::StatusOr<LoadedTfConfig> loaded =
+      LoadTfConfigFromFlagOrEnvironment(tf_config_flag);
+  if (!loaded.ok()) {
+    err << "psctl ckpt restore: " << loaded.status().message() << "\n";
+    return 1;
+  }
+  const TfConfig& tf = loaded->config;
+  const TaskId chief = tf.ChiefTask();
+  const std::string address = *tf.cluster.Address(chief);
+  // Check it here first: a damaged checkpoint is refused before the
+  // cluster pauses. The chief and servers read the same absolute path.
+  const std::string absolute = AbsolutePath(path);
+  absl::StatusOr<std::unique_ptr<CheckpointReader>> reader =
+      CheckpointReader::Open(absolute);
+  if (!reader.ok()) {
+    err << "psctl ckpt restore: " << reader.status().message() << "\n";
+    return 1;
+  }
+  CoordinatorClient client(address,
+                           absl::StrCat(chief.ToString(), " at ", address));
+  absl::StatusOr<int64_t> step =
+      client.RestoreCheckpoint(absolute, absl::Minutes(15));
+  if (!step.ok()) {
+    err << "psctl ckpt restore: " << step.status().message() << "\n";
+    return 1;
+  }
+  out << "restored " << absolute << "; training resumed at global step "
+      << *step << "\n";
+  return 0;
+}
+
+}  // namespace psflow

@@ -1,0 +1,302 @@
+#include "client/psctl/local_cluster.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "client/psctl/tfconfig_gen.h"
+#include "common/file_util.h"
+#include "common/free_port.h"
+#include "common/job/job_config.h"
+#include "common/json.h"
+#include "common/signals.h"
+#include "common/status_macros.h"
+#include "common/subprocess.h"
+#include "common/task.h"
+#include "model/registry.h"
+
+namespace psflow {
+namespace {
+
+struct Task {
+  TaskId id;
+  int port = 0;
+  std::string binary;
+  std::vector<std::string> args;
+  std::unique_ptr<Subprocess> process;
+  std::thread reader;
+};
+
+// Copies a child's output line by line to `out` (prefixed) and its log.
+void PumpOutput(int fd, const std::string& prefix, const std::string& log_path,
+                std::ostream& out, absl::Mutex& out_mu) {
+  std::ofstream log(log_path);
+  std::string pending;
+  char buffer[4096];
+  while (true) {
+    ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    pending.append(buffer, n);
+    size_t newline;
+    while ((newline = pending.find('\n')) != std::string::npos) {
+      const std::string line = pending.substr(0, newline + 1);
+      pending.erase(0, newline + 1);
+      log << line;
+      log.flush();
+      absl::MutexLock lock(&out_mu);
+      out << prefix << line;
+      out.flush();
+    }
+  }
+  if (!pending.empty()) {
+    log << pending << "\n";
+    absl::MutexLock lock(&out_mu);
+    out << prefix << pending << "\n";
+  }
+}
+
+// TF_CONFIG of `task` with every task on 127.0.0.1 at its port.
+std::string TfConfigJson(const std::map<TaskType, std::vector<int>>& ports,
+                         const TaskId& task) {
+  std::map<TaskType, std::vector<std::string>> addresses;
+  for (const auto& [type, job_ports] : ports) {
+    for (int port : job_ports) {
+      addresses[type].push_back(absl::StrCat("127.0.0.1:", port));
+    }
+  }
+  return BuildTfConfigJson(addresses, task);
+}
+
+std::atomic<int> stop_signal{0};
+
+}  // namespace
+
+absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
+                                    std::ostream& out) {
+  if (options.num_ps < 1 || options.num_workers < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--ps=", options.num_ps, " --workers=", options.num_workers,
+        ": a job needs at least one of each"));
+  }
+  if (options.dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--dir is required: logs, TF_CONFIGs and result.json go there");
+  }
+  // Fail before starting anything when the job config is bad.
+  // Every problem the chief would find in the config, before any process
+  // starts.
+  ASSIGN_OR_RETURN(JobConfig job, LoadJobConfigFile(options.job_path));
+  if (absl::Status model = ValidateModelConfig(job.model()); !model.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job config ", options.job_path, ": ", model.message()));
+  }
+  for (const char* binary : {"ps/ps_server", "worker/worker",
+                             "evaluator/evaluator", "chief/chief"}) {
+    const std::string path = absl::StrCat(options.bin_dir, "/", binary);
+    if (access(path.c_str(), X_OK) != 0) {
+      return absl::NotFoundError(absl::StrCat(
+          "cannot find ", path,
+          "; build with `bazel build //...` or pass "
+          "--bin_dir=<directory holding ps/, worker/, chief/, evaluator/>"));
+    }
+  }
+  RETURN_IF_ERROR(MakeDirectories(options.dir + "/tf_config"));
+
+  std::map<TaskType, std::vector<int>> ports;
+  std::vector<Task> tasks;
+  auto add = [&](TaskType type, int index) -> absl::Status {
+    ASSIGN_OR_RETURN(int port, PickFreePort());
+    ports[type].push_back(port);
+    Task task;
+    task.id = TaskId{type, index};
+    task.port = port;
+    tasks.push_back(std::move(task));
+    return absl::OkStatus();
+  };
+  if (options.chief) RETURN_IF_ERROR(add(TaskType::kChief, 0));
+  for (int i = 0; i < options.num_ps; ++i)
+    RETURN_IF_ERROR(add(TaskType::kPs, i));
+  for (int i = 0; i < options.num_workers; ++i) {
+    RETURN_IF_ERROR(add(TaskType::kWorker, i));
+  }
+  if (options.evaluator) RETURN_IF_ERROR(add(TaskType::kEvaluator, 0));
+
+  const std::string result_file = options.dir + "/result.json";
+  unlink(result_file.c_str());
+  std::string checkpoint_dir = options.checkpoint_dir;
+  if (checkpoint_dir.empty()) {
+    checkpoint_dir = options.dir + "/checkpoints";
+    RETURN_IF_ERROR(RemoveRecursively(checkpoint_dir));
+  }
+  const TaskId coordinator_task = options.chief ? TaskId{TaskType::kChief, 0}
+                                                : TaskId{TaskType::kWorker, 0};
+  for (Task& task : tasks) {
+    const std::string bind = "--bind_host=127.0.0.1";
+    const std::string logdir = "--logdir=" + options.dir + "/logs";
+    switch (task.id.type) {
+      case TaskType::kPs:
+        task.binary = "ps/ps_server";
+        task.args = {bind};
+        if (!options.shared_memory)
+          task.args.push_back("--shared_memory=false");
+        break;
+      case TaskType::kChief:
+        task.binary = "chief/chief";
+        task.args = {bind, logdir};
+        break;
+      case TaskType::kWorker:
+        task.binary = "worker/worker";
+        task.args = {bind, logdir, "--device=" + options.device};
+        break;
+      case TaskType::kEvaluator:
+        task.binary = "evaluator/evaluator";
+        task.args = {bind, logdir, "--device=" + options.device};
+        break;
+    }
+    if (task.id == coordinator_task) {
+      task.args.push_back("--job=" + options.job_path);
+      task.args.push_back("--result_file=" + result_file);
+      task.args.push_back("--checkpoint_dir=" + AbsolutePath(checkpoint_dir));
+    }
+  }
+
+  BlockTerminationSignals();
+  WatchTerminationSignals([](const std::string& name) {
+    stop_signal.store(name == "SIGINT" ? SIGINT : SIGTERM);
+  });
+
+  absl::Mutex out_mu;
+  {
+    absl::MutexLock lock(&out_mu);
+    out << "psctl local: " << options.num_ps << " ps, " << options.num_workers
+        << " workers" << (options.evaluator ? ", evaluator" : "")
+        << (options.chief ? ", chief" : " (worker-0 is the chief)")
+        << "; logs in " << options.dir << "\n";
+  }
+  for (Task& task : tasks) {
+    const std::string name = task.id.ToString();
+    const std::string tf_config = TfConfigJson(ports, task.id);
+    std::ofstream(absl::StrCat(options.dir, "/tf_config/", name, ".json"))
+        << tf_config << "\n";
+    std::vector<std::string> argv = {
+        absl::StrCat(options.bin_dir, "/", task.binary)};
+    argv.insert(argv.end(), task.args.begin(), task.args.end());
+    task.process = std::make_unique<Subprocess>(
+        argv, std::map<std::string, std::string>{{"TF_CONFIG", tf_config}},
+        /*log_path=*/"");
+    RETURN_IF_ERROR(task.process->Start());
+    task.reader = std::thread(PumpOutput, task.process->output_fd(),
+                              absl::StrCat("[", name, "] "),
+                              absl::StrCat(options.dir, "/", name, ".log"),
+                              std::ref(out), std::ref(out_mu));
+  }
+
+  // Wait for the task that coordinates: its exit is the job's end.
+  Task* coordinator = nullptr;
+  for (Task& task : tasks) {
+    if (task.id == coordinator_task) coordinator = &task;
+  }
+  const absl::Time start = absl::Now();
+  int exit_code = 0;
+  std::string reason;
+  while (true) {
+    absl::StatusOr<int> code =
+        coordinator->process->Wait(absl::Milliseconds(100));
+    if (code.ok()) {
+      exit_code = *code;
+      if (exit_code > 128) {
+        // Killed: nobody told the other tasks, so stop them now rather
+        // than wait for them to notice.
+        reason = absl::StrCat(coordinator_task.ToString(), " was killed (",
+                              strsignal(exit_code - 128), ")");
+      }
+      break;
+    }
+    if (stop_signal.load() != 0) {
+      reason = stop_signal.load() == SIGINT ? "interrupted (SIGINT)"
+                                            : "terminated (SIGTERM)";
+      exit_code = 128 + stop_signal.load();
+      break;
+    }
+    if (options.timeout > absl::ZeroDuration() &&
+        absl::Now() - start > options.timeout) {
+      reason = absl::StrCat("timed out after ",
+                            absl::FormatDuration(options.timeout));
+      exit_code = 1;
+      break;
+    }
+  }
+  // Everyone else should now be exiting on their own; give them a bounded
+  // time, then stop them.
+  const absl::Duration grace =
+      reason.empty() ? absl::Seconds(30) : absl::Seconds(5);
+  std::vector<std::string> stragglers, failures;
+  for (Task& task : tasks) {
+    if (!reason.empty()) task.process->Signal(SIGTERM);
+  }
+  for (Task& task : tasks) {
+    absl::StatusOr<int> code = task.process->Wait(grace);
+    if (!code.ok()) {
+      stragglers.push_back(task.id.ToString());
+      task.process->Signal(SIGKILL);
+      code = task.process->Wait(absl::Seconds(5));
+    }
+    if (reason.empty() && code.ok() && *code != 0) {
+      failures.push_back(
+          absl::StrCat(task.id.ToString(), " (exit ", *code, ")"));
+    }
+  }
+  for (Task& task : tasks) task.reader.join();
+
+  absl::MutexLock lock(&out_mu);
+  if (!stragglers.empty()) {
+    out << "psctl local: stopped tasks that did not exit in time: "
+        << absl::StrJoin(stragglers, ", ") << "\n";
+    if (exit_code == 0) exit_code = 1;
+  }
+  if (!failures.empty()) {
+    out << "psctl local: tasks that failed: " << absl::StrJoin(failures, ", ")
+        << "\n";
+    if (exit_code == 0) exit_code = 1;
+  }
+  std::ifstream result(result_file);
+  if (result) {
+    std::stringstream text;
+    text << result.rdbuf();
+    absl::StatusOr<JsonValue> json = ParseJson(text.str());
+    if (json.ok()) {
+      const JsonValue* state = json->Find("state");
+      const JsonValue* accuracy = json->Find("test_accuracy");
+      const JsonValue* steps = json->Find("global_step");
+      const JsonValue* seconds = json->Find("training_seconds");
+      out << "psctl local: job "
+          << (state != nullptr ? state->string_value() : "UNKNOWN");
+      if (steps != nullptr)
+        out << " after " << steps->number_value() << " steps";
+      if (seconds != nullptr) {
+        out << " in " << seconds->number_value() << "s of training";
+      }
+      if (accuracy != nullptr) {
+        out << "; final test accuracy " << accuracy->number_value();
+      }
+      out << " (" << result_file << ")\n";
+    }
+  }
+  if (!reason.empty()) out << "psctl local: " << reason << "\n";
+  return exit_code;
+}
+
+}  // namespace psflow

@@ -1,0 +1,243 @@
+#include "common/job/job_config.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/job/update_rule.h"
+#include "common/status_macros.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace psflow {
+namespace {
+
+absl::Status Invalid(absl::string_view field, absl::string_view problem) {
+  return absl::InvalidArgumentError(absl::StrCat(field, " ", problem));
+}
+
+}  // namespace
+
+void FillJobConfigDefaults(JobConfig& config) {
+  if (config.name().empty()) config.set_name("run");
+  TrainingConfig& t = *config.mutable_training();
+  if (t.split_threshold_bytes() == 0) t.set_split_threshold_bytes(1 << 20);
+  if (t.cpu_threads() == 0) t.set_cpu_threads(1);
+  LoggingConfig& l = *config.mutable_logging();
+  if (l.log_every_steps() == 0) l.set_log_every_steps(100);
+  if (l.log_dir().empty()) l.set_log_dir("logs");
+  if (l.worker_metrics() == LoggingConfig::WORKER_METRICS_UNSPECIFIED) {
+    l.set_worker_metrics(LoggingConfig::ALL_WORKERS);
+  }
+  EvaluationConfig& e = *config.mutable_evaluation();
+  if (e.every_secs() == 0) e.set_every_secs(10);
+  if (e.batch_size() == 0) e.set_batch_size(1000);
+  CheckpointConfig& c = *config.mutable_checkpoint();
+  if (c.save_every_steps() == 0 && c.save_every_secs() == 0) {
+    c.set_save_every_secs(600);
+  }
+  if (c.max_to_keep() == 0) c.set_max_to_keep(5);
+}
+
+absl::Status ValidateJobConfig(const JobConfig& config) {
+  if (config.name().find('/') != std::string::npos) {
+    return Invalid("name", absl::StrCat("\"", config.name(),
+                                        "\" contains '/'; it names a "
+                                        "directory, use letters, digits, _ "
+                                        "and -"));
+  }
+  const ModelConfig& model = config.model();
+  if (model.kind_case() == ModelConfig::KIND_NOT_SET) {
+    return Invalid("model",
+                   "is missing; set \"mlp\": {\"hidden_sizes\": "
+                   "[256]} or \"softmax_regression\": {}");
+  }
+  // The model's own fields are checked by the model library
+  // (model/registry.h), which knows every kind.
+  ASSIGN_OR_RETURN(OptimizerParams optimizer,
+                   OptimizerParamsFromProto(config.optimizer()));
+  RETURN_IF_ERROR(ValidateOptimizerParams(optimizer));
+  ASSIGN_OR_RETURN(LrScheduleConfig schedule,
+                   LrScheduleFromProto(config.learning_rate()));
+  RETURN_IF_ERROR(ValidateLrScheduleConfig(schedule));
+
+  const DataConfig& data = config.data();
+  if (data.train_images().empty() || data.train_labels().empty()) {
+    return Invalid("data.train_images and data.train_labels",
+                   "must both name IDX files (gzipped or raw)");
+  }
+  if (data.test_images().empty() != data.test_labels().empty()) {
+    return Invalid("data.test_images and data.test_labels",
+                   "must be given together (or both left out)");
+  }
+
+  const TrainingConfig& t = config.training();
+  if (t.batch_size() <= 0) {
+    return Invalid("training.batch_size",
+                   absl::StrCat("is ", t.batch_size(),
+                                "; use a positive number such as 64"));
+  }
+  switch (t.stop_case()) {
+    case TrainingConfig::kSteps:
+      if (t.steps() <= 0) {
+        return Invalid("training.steps",
+                       absl::StrCat("is ", t.steps(), "; use 1 or more"));
+      }
+      break;
+    case TrainingConfig::kEpochs:
+      if (!(t.epochs() > 0) || !std::isfinite(t.epochs())) {
+        return Invalid(
+            "training.epochs",
+            absl::StrCat("is ", t.epochs(), "; use a positive number"));
+      }
+      break;
+    default:
+      return Invalid("training",
+                     "needs \"steps\" or \"epochs\" to know when to stop");
+  }
+  if (t.mode() != ASYNC && t.mode() != SYNC) {
+    return Invalid("training.mode",
+                   absl::StrCat("is ", UpdateMode_Name(t.mode()),
+                                "; use \"ASYNC\" or \"SYNC\""));
+  }
+  if (t.replicas_to_aggregate() < 0) {
+    return Invalid("training.replicas_to_aggregate",
+                   absl::StrCat("is ", t.replicas_to_aggregate(),
+                                "; use 0 (every worker) or a positive count"));
+  }
+  if (t.split_threshold_bytes() < 0) {
+    return Invalid("training.split_threshold_bytes",
+                   absl::StrCat("is ", t.split_threshold_bytes(),
+                                "; use 0 for the default or a byte count"));
+  }
+  if (t.cpu_threads() < 0 || t.cpu_threads() > 256) {
+    return Invalid("training.cpu_threads",
+                   absl::StrCat("is ", t.cpu_threads(), "; use 1 to 256"));
+  }
+  if (config.logging().log_every_steps() < 0) {
+    return Invalid("logging.log_every_steps",
+                   absl::StrCat("is ", config.logging().log_every_steps(),
+                                "; use a positive number"));
+  }
+  if (config.evaluation().every_secs() < 0 ||
+      !std::isfinite(config.evaluation().every_secs())) {
+    return Invalid("evaluation.every_secs",
+                   absl::StrCat("is ", config.evaluation().every_secs(),
+                                "; use a positive number of seconds"));
+  }
+  if (config.evaluation().batch_size() < 0) {
+    return Invalid("evaluation.batch_size",
+                   absl::StrCat("is ", config.evaluation().batch_size(),
+                                "; use a positive number"));
+  }
+  const CheckpointConfig& c = config.checkpoint();
+  if (c.save_every_steps() < 0) {
+    return Invalid("checkpoint.save_every_steps",
+                   absl::StrCat("is ", c.save_every_steps(),
+                                "; use a positive number or 0 (off)"));
+  }
+  if (c.save_every_secs() < 0 || !std::isfinite(c.save_every_secs())) {
+    return Invalid("checkpoint.save_every_secs",
+                   absl::StrCat("is ", c.save_every_secs(),
+                                "; use a positive number or 0 (off)"));
+  }
+  if (c.max_to_keep() < -1) {
+    return Invalid("checkpoint.max_to_keep",
+                   absl::StrCat("is ", c.max_to_keep(),
+                                "; use a positive number, or -1 to keep all"));
+  }
+  if (c.keep_checkpoint_every_n_hours() < 0 ||
+      !std::isfinite(c.keep_checkpoint_every_n_hours())) {
+    return Invalid("checkpoint.keep_checkpoint_every_n_hours",
+                   absl::StrCat("is ", c.keep_checkpoint_every_n_hours(),
+                                "; use a positive number or 0 (off)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JobConfig> ParseJobConfig(absl::string_view json,
+                                         absl::string_view source) {
+  JobConfig config;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  auto parsed = google::protobuf::util::JsonStringToMessage(std::string(json),
+                                                            &config, options);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job config ", source, ": ", parsed.message().as_string(),
+                     " (fields are listed in docs/configuration.md)"));
+  }
+  FillJobConfigDefaults(config);
+  absl::Status valid = ValidateJobConfig(config);
+  if (!valid.ok()) {
+    return absl::Status(valid.code(), absl::StrCat("job config ", source, ": ",
+                                                   valid.message()));
+  }
+  return config;
+}
+
+absl::StatusOr<JobConfig> LoadJobConfigFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("job config ", path,
+                     " cannot be read; pass an existing file "
+                     "(configs/fashion_mnist_mlp.json is the default job)"));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseJobConfig(text.str(), path);
+}
+
+int ReplicasToAggregate(const JobConfig& config, int num_workers) {
+  const int k = config.training().replicas_to_aggregate();
+  return k > 0 ? k : num_workers;
+}
+
+int64_t TotalGlobalSteps(const JobConfig& config, int64_t train_examples,
+                         int num_workers) {
+  const TrainingConfig& t = config.training();
+  if (t.stop_case() == TrainingConfig::kSteps) return t.steps();
+  double batches = t.epochs() * static_cast<double>(train_examples) /
+                   std::max(1, t.batch_size());
+  if (t.mode() == SYNC) batches /= ReplicasToAggregate(config, num_workers);
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(batches)));
+}
+
+std::string MetricsDir(const JobConfig& config, const std::string& logdir_flag,
+                       const std::string& task_name) {
+  const std::string root =
+      logdir_flag.empty() ? config.logging().log_dir() : logdir_flag;
+  return absl::StrCat(root, "/", config.name(), "/", task_name);
+}
+
+std::string JobConfigSummary(const JobConfig& config) {
+  // Any model kind, by reflection: "mlp {hidden_sizes: 256}".
+  std::string model = "no model";
+  const google::protobuf::Reflection* reflection =
+      config.model().GetReflection();
+  const google::protobuf::OneofDescriptor* kind =
+      config.model().GetDescriptor()->FindOneofByName("kind");
+  if (const google::protobuf::FieldDescriptor* field =
+          kind == nullptr
+              ? nullptr
+              : reflection->GetOneofFieldDescriptor(config.model(), kind);
+      field != nullptr) {
+    model = absl::StrCat(
+        field->name(), " {",
+        reflection->GetMessage(config.model(), field).ShortDebugString(), "}");
+  }
+  const TrainingConfig& t = config.training();
+  return absl::StrCat(config.name(), ": ", model, ", ",
+                      OptimizerConfig::Kind_Name(config.optimizer().kind()),
+                      " lr ", config.learning_rate().learning_rate(),
+                      ", batch ", t.batch_size(), ", ",
+                      t.stop_case() == TrainingConfig::kSteps
+                          ? absl::StrCat(t.steps(), " steps")
+                          : absl::StrCat(t.epochs(), " epochs"),
+                      ", ", UpdateMode_Name(t.mode()));
+}
+
+}  // namespace psflow

@@ -1,0 +1,135 @@
+#include "common/job/job_config.h"
+
+#include <cstdlib>
+
+#include "common/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace psflow {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+constexpr char kMinimal[] = R"({
+  "model": {"softmax_regression": {}},
+  "optimizer": {"kind": "SGD"},
+  "learning_rate": {"learning_rate": 0.1},
+  "data": {"train_images": "a.gz", "train_labels": "b.gz"},
+  "training": {"batch_size": 32, "steps": 100, "mode": "ASYNC"}
+})";
+
+std::string DefaultJobPath() {
+  return std::string(std::getenv("TEST_SRCDIR")) +
+         "/psflow/configs/fashion_mnist_mlp.json";
+}
+
+// kMinimal with `field` (a JSON fragment inside "training") replaced.
+absl::StatusOr<JobConfig> WithTraining(const std::string& training) {
+  std::string json = kMinimal;
+  const std::string old =
+      R"("training": {"batch_size": 32, "steps": 100, "mode": "ASYNC"})";
+  json.replace(json.find(old), old.size(), "\"training\": " + training);
+  return ParseJobConfig(json, "test.json");
+}
+
+TEST(JobConfigTest, TheDefaultJobIsValid) {
+  ASSERT_OK_AND_ASSIGN(JobConfig config, LoadJobConfigFile(DefaultJobPath()));
+  EXPECT_EQ(config.name(), "fashion_mnist_mlp");
+  EXPECT_TRUE(config.model().has_mlp());
+  EXPECT_EQ(config.training().mode(), ASYNC);
+  EXPECT_THAT(JobConfigSummary(config), HasSubstr("mlp {hidden_sizes: 256"));
+}
+
+TEST(JobConfigTest, DefaultsAreFilled) {
+  ASSERT_OK_AND_ASSIGN(JobConfig config, ParseJobConfig(kMinimal, "t.json"));
+  EXPECT_EQ(config.name(), "run");
+  EXPECT_EQ(config.logging().log_every_steps(), 100);
+  EXPECT_EQ(config.evaluation().every_secs(), 10);
+  EXPECT_EQ(config.training().cpu_threads(), 1);
+  EXPECT_EQ(config.training().split_threshold_bytes(), 1 << 20);
+}
+
+TEST(JobConfigTest, CamelCaseFieldNamesAreAcceptedToo) {
+  std::string json = kMinimal;
+  json.replace(json.find("batch_size"), 10, "batchSize");
+  EXPECT_OK(ParseJobConfig(json, "t.json"));
+}
+
+TEST(JobConfigTest, UnknownFieldsAreRejectedByName) {
+  std::string json = kMinimal;
+  json.replace(json.find("\"model\""), 7, "\"modle\"");
+  EXPECT_THAT(
+      ParseJobConfig(json, "bad.json"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("job config bad.json"), HasSubstr("modle"))));
+}
+
+TEST(JobConfigTest, MissingModelIsRejected) {
+  std::string json = kMinimal;
+  json.replace(json.find("{\"softmax_regression\": {}}"), 26, "{}");
+  EXPECT_THAT(ParseJobConfig(json, "t.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("model is missing")));
+}
+
+TEST(JobConfigTest, BadOptimizerIsRejectedByField) {
+  std::string json = kMinimal;
+  json.replace(json.find("\"SGD\""), 5, "\"ADAM\", \"beta1\": 1.5");
+  EXPECT_THAT(
+      ParseJobConfig(json, "t.json"),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("beta1 is 1.5")));
+}
+
+TEST(JobConfigTest, BadTrainingValuesAreRejectedByField) {
+  EXPECT_THAT(WithTraining(R"({"batch_size": 0, "steps": 1, "mode": "ASYNC"})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("training.batch_size is 0")));
+  EXPECT_THAT(WithTraining(R"({"batch_size": 8, "mode": "ASYNC"})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("needs \"steps\" or \"epochs\"")));
+  EXPECT_THAT(
+      WithTraining(R"({"batch_size": 8, "epochs": -1, "mode": "ASYNC"})"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("training.epochs is -1")));
+  EXPECT_THAT(WithTraining(R"({"batch_size": 8, "steps": 5})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("training.mode is UPDATE_MODE_UNSPECIFIED")));
+  EXPECT_THAT(WithTraining(R"({"batch_size": 8, "steps": 5, "mode": "FAST"})"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("FAST")));
+}
+
+TEST(JobConfigTest, HalfATestSetIsRejected) {
+  std::string json = kMinimal;
+  json.replace(json.find("\"train_labels\": \"b.gz\""), 22,
+               "\"train_labels\": \"b.gz\", \"test_images\": \"c.gz\"");
+  EXPECT_THAT(ParseJobConfig(json, "t.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("must be given together")));
+}
+
+TEST(JobConfigTest, EpochsBecomeGlobalSteps) {
+  ASSERT_OK_AND_ASSIGN(
+      JobConfig async,
+      WithTraining(R"({"batch_size": 100, "epochs": 2, "mode": "ASYNC"})"));
+  EXPECT_EQ(TotalGlobalSteps(async, 60000, 2), 1200);
+  ASSERT_OK_AND_ASSIGN(
+      JobConfig sync,
+      WithTraining(R"({"batch_size": 100, "epochs": 2, "mode": "SYNC"})"));
+  EXPECT_EQ(TotalGlobalSteps(sync, 60000, 2), 600);
+  EXPECT_EQ(ReplicasToAggregate(sync, 3), 3);
+  ASSERT_OK_AND_ASSIGN(
+      JobConfig steps,
+      WithTraining(R"({"batch_size": 100, "steps": 77, "mode": "SYNC"})"));
+  EXPECT_EQ(TotalGlobalSteps(steps, 60000, 2), 77);
+}
+
+TEST(JobConfigTest, MissingFileIsNotFound) {
+  EXPECT_THAT(LoadJobConfigFile("/nonexistent/job.json"),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("/nonexistent/job.json")));
+}
+
+}  // namespace
+}  // namespace psflow

@@ -1,0 +1,27 @@
+// A logical variable: a named dense float32 tensor as a model declares it
+// and as checkpoints record it, before placement splits it over parameter
+// servers (common/job/placement.h). Plain value.
+#ifndef PSFLOW_COMMON_JOB_LOGICAL_VARIABLE_H_
+#define PSFLOW_COMMON_JOB_LOGICAL_VARIABLE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace psflow {
+
+struct LogicalVariable {
+  std::string name;
+  std::vector<int64_t> shape;  // row-major; empty for a scalar
+
+  // The product of the dimensions (1 for a scalar).
+  int64_t num_elements() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_COMMON_JOB_LOGICAL_VARIABLE_H_

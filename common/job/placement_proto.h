@@ -1,0 +1,20 @@
+// Placement <-> the JobSpec's wire form, so every role uses the placement
+// the chief computed.
+#ifndef PSFLOW_COMMON_JOB_PLACEMENT_PROTO_H_
+#define PSFLOW_COMMON_JOB_PLACEMENT_PROTO_H_
+
+#include "absl/status/statusor.h"
+#include "common/job/placement.h"
+#include "proto/coordinator.pb.h"
+
+namespace psflow {
+
+void PlacementToProto(const Placement& placement, JobSpec& spec);
+
+// InvalidArgument when a part names a server outside [0, num_ps) or the
+// parts do not tile their variable.
+absl::StatusOr<Placement> PlacementFromProto(const JobSpec& spec, int num_ps);
+
+}  // namespace psflow
+
+#endif  // PSFLOW_COMMON_JOB_PLACEMENT_PROTO_H_

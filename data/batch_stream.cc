@@ -1,0 +1,102 @@
+#include "data/batch_stream.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace psflow {
+namespace {
+
+// SplitMix64: a well-mixed 64-bit step, so nearby (seed, epoch) pairs give
+// unrelated permutations. Written out (not std::shuffle) so the order is
+// the same with every standard library.
+uint64_t SplitMix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+std::vector<int64_t> BatchStream::EpochOrder(int64_t num_examples,
+                                             uint64_t seed, int64_t epoch,
+                                             bool shuffle) {
+  std::vector<int64_t> order(num_examples);
+  std::iota(order.begin(), order.end(), 0);
+  if (!shuffle) return order;
+  uint64_t state = seed * 0x100000001b3ull + static_cast<uint64_t>(epoch);
+  for (int64_t i = num_examples - 1; i > 0; --i) {
+    const int64_t j =
+        static_cast<int64_t>(SplitMix64(state) % static_cast<uint64_t>(i + 1));
+    std::swap(order[i], order[j]);
+  }
+  return order;
+}
+
+BatchStream::BatchStream(std::shared_ptr<const Dataset> dataset,
+                         const Options& options)
+    : dataset_(std::move(dataset)), options_(options) {
+  producer_ = std::thread([this] { Produce(); });
+}
+
+BatchStream::~BatchStream() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  producer_.join();
+}
+
+void BatchStream::Produce() {
+  const Dataset& data = *dataset_;
+  const int64_t features = data.num_features;
+  const int64_t batch_size = std::max(1, options_.batch_size);
+  for (int64_t epoch = 0; options_.epochs == 0 || epoch < options_.epochs;
+       ++epoch) {
+    const std::vector<int64_t> order =
+        EpochOrder(data.num_examples, options_.seed, epoch, options_.shuffle);
+    for (int64_t begin = 0; begin < data.num_examples; begin += batch_size) {
+      const int64_t size = std::min(batch_size, data.num_examples - begin);
+      if (size < batch_size && options_.drop_remainder) break;
+      Batch batch;
+      batch.size = static_cast<int>(size);
+      batch.epoch = epoch;
+      batch.features.resize(size * features);
+      batch.labels.resize(size);
+      for (int64_t b = 0; b < size; ++b) {
+        const int64_t example = order[begin + b];
+        const uint8_t* src = &data.features[example * features];
+        float* dst = &batch.features[b * features];
+        for (int64_t f = 0; f < features; ++f) dst[f] = src[f] * (1.0f / 255);
+        batch.labels[b] = data.labels[example];
+      }
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](BatchStream* s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            return s->stop_ || static_cast<int>(s->ready_.size()) <
+                                   std::max(1, s->options_.prefetch);
+          },
+          this));
+      if (stop_) return;
+      ready_.push_back(std::move(batch));
+    }
+    if (data.num_examples == 0) break;
+  }
+  absl::MutexLock lock(&mu_);
+  finished_ = true;
+}
+
+std::optional<Batch> BatchStream::Next() {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](BatchStream* s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return !s->ready_.empty() || s->finished_;
+      },
+      this));
+  if (ready_.empty()) return std::nullopt;
+  Batch batch = std::move(ready_.front());
+  ready_.pop_front();
+  return batch;
+}
+
+}  // namespace psflow

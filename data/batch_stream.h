@@ -1,0 +1,75 @@
+// Turns a dataset into a stream of training or evaluation batches, built on
+// a background thread so the next batches are ready when the trainer asks.
+//
+// Training streams reshuffle every epoch with a permutation derived from
+// (seed, epoch) only, so a run is reproducible and every worker of a job
+// that uses the same seed shuffles its own shard the same way. Features are
+// scaled from bytes to [0, 1].
+//
+// Next() may be called from one thread at a time; the destructor stops the
+// background thread and returns promptly.
+#ifndef PSFLOW_DATA_BATCH_STREAM_H_
+#define PSFLOW_DATA_BATCH_STREAM_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "data/dataset.h"
+
+namespace psflow {
+
+struct Batch {
+  int size = 0;
+  std::vector<float> features;  // size x num_features
+  std::vector<int32_t> labels;  // size
+  int64_t epoch = 0;
+};
+
+class BatchStream {
+ public:
+  struct Options {
+    int batch_size = 64;
+    uint64_t seed = 0;
+    bool shuffle = true;
+    // Drop the last batch of an epoch when it is smaller than batch_size
+    // (training); keep it for evaluation.
+    bool drop_remainder = true;
+    // Epochs to produce; 0 means without end.
+    int64_t epochs = 0;
+    // Batches prepared ahead of the consumer.
+    int prefetch = 4;
+  };
+
+  BatchStream(std::shared_ptr<const Dataset> dataset, const Options& options);
+  BatchStream(const BatchStream&) = delete;
+  BatchStream& operator=(const BatchStream&) = delete;
+  ~BatchStream();
+
+  // The next batch; nullopt once `epochs` epochs have been produced.
+  std::optional<Batch> Next();
+
+  // The order in which epoch `epoch` visits the examples.
+  static std::vector<int64_t> EpochOrder(int64_t num_examples, uint64_t seed,
+                                         int64_t epoch, bool shuffle);
+
+ private:
+  void Produce();
+
+  const std::shared_ptr<const Dataset> dataset_;
+  const Options options_;
+  absl::Mutex mu_;
+  std::deque<Batch> ready_ ABSL_GUARDED_BY(mu_);
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread producer_;
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_DATA_BATCH_STREAM_H_

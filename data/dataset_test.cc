@@ -1,0 +1,134 @@
+#include "data/dataset.h"
+
+#include <set>
+
+#include "common/status_matchers.h"
+#include "data/batch_stream.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace psflow {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kTrainImages[] =
+    "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
+constexpr char kTrainLabels[] =
+    "/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz";
+constexpr char kTestLabels[] =
+    "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
+
+Dataset Tiny(int n, int features) {
+  Dataset d;
+  d.num_examples = n;
+  d.num_features = features;
+  d.num_classes = 10;
+  for (int i = 0; i < n; ++i) {
+    for (int f = 0; f < features; ++f) d.features.push_back((i * 7 + f) % 256);
+    d.labels.push_back(i % 10);
+  }
+  return d;
+}
+
+TEST(DatasetTest, LoadsFashionMnist) {
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadIdxDataset(kTrainImages, kTrainLabels));
+  EXPECT_EQ(d.num_examples, 60000);
+  EXPECT_EQ(d.num_features, 784);
+  EXPECT_EQ(d.example_shape, (std::vector<int64_t>{28, 28}));
+  EXPECT_EQ(d.num_classes, 10);
+}
+
+TEST(DatasetTest, DescribingReadsTheSameShapeAndClassesAsLoading) {
+  ASSERT_OK_AND_ASSIGN(DatasetInfo info,
+                       DescribeIdxDataset(kTrainImages, kTrainLabels));
+  EXPECT_EQ(info.num_examples, 60000);
+  EXPECT_EQ(info.example_shape, (std::vector<int64_t>{28, 28}));
+  EXPECT_EQ(info.num_classes, 10);
+  EXPECT_THAT(DescribeIdxDataset(kTrainImages, kTestLabels),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("holds 60000 examples but")));
+  EXPECT_THAT(DescribeIdxDataset("/nonexistent/images.gz", kTrainLabels),
+              StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST(DatasetTest, ImagesAndLabelsMustAgree) {
+  EXPECT_THAT(LoadIdxDataset(kTrainImages, kTestLabels),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("holds 60000 examples but")));
+  EXPECT_THAT(LoadIdxDataset(kTrainLabels, kTrainLabels),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("is it a labels file?")));
+}
+
+TEST(DatasetTest, ShardsPartitionTheExamples) {
+  Dataset d = Tiny(10, 3);
+  Dataset a = ShardOf(d, 0, 3), b = ShardOf(d, 1, 3), c = ShardOf(d, 2, 3);
+  EXPECT_EQ(a.num_examples, 4);
+  EXPECT_EQ(b.num_examples, 3);
+  EXPECT_EQ(c.num_examples, 3);
+  // Shard 1 holds examples 1, 4, 7.
+  EXPECT_EQ(b.labels[2], 7);
+  EXPECT_EQ(b.features[2 * 3], d.features[7 * 3]);
+}
+
+TEST(BatchStreamTest, EpochOrdersArePermutationsFixedBySeedAndEpoch) {
+  auto a = BatchStream::EpochOrder(1000, 42, 0, true);
+  EXPECT_EQ(std::set<int64_t>(a.begin(), a.end()).size(), 1000u);
+  EXPECT_EQ(a, BatchStream::EpochOrder(1000, 42, 0, true));
+  EXPECT_NE(a, BatchStream::EpochOrder(1000, 42, 1, true));
+  EXPECT_NE(a, BatchStream::EpochOrder(1000, 43, 0, true));
+  auto plain = BatchStream::EpochOrder(5, 42, 0, false);
+  EXPECT_EQ(plain, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+}
+
+TEST(BatchStreamTest, BatchesCarryScaledFeaturesAndTheirLabels) {
+  auto d = std::make_shared<Dataset>(Tiny(10, 3));
+  BatchStream::Options options;
+  options.batch_size = 4;
+  options.seed = 7;
+  options.epochs = 1;
+  BatchStream stream(d, options);
+  auto order = BatchStream::EpochOrder(10, 7, 0, true);
+  int seen = 0;
+  while (std::optional<Batch> batch = stream.Next()) {
+    ASSERT_EQ(batch->size, 4);
+    for (int b = 0; b < batch->size; ++b) {
+      const int64_t example = order[seen + b];
+      EXPECT_EQ(batch->labels[b], d->labels[example]);
+      EXPECT_FLOAT_EQ(batch->features[b * 3 + 1],
+                      d->features[example * 3 + 1] / 255.0f);
+    }
+    seen += batch->size;
+  }
+  EXPECT_EQ(seen, 8) << "the last partial batch is dropped for training";
+}
+
+TEST(BatchStreamTest, EvaluationKeepsTheLastPartialBatch) {
+  auto d = std::make_shared<Dataset>(Tiny(10, 2));
+  BatchStream::Options options;
+  options.batch_size = 4;
+  options.shuffle = false;
+  options.drop_remainder = false;
+  options.epochs = 1;
+  BatchStream stream(d, options);
+  std::vector<int> sizes;
+  while (auto batch = stream.Next()) sizes.push_back(batch->size);
+  EXPECT_EQ(sizes, (std::vector<int>{4, 4, 2}));
+}
+
+TEST(BatchStreamTest, EndlessStreamStopsPromptlyWhenDestroyed) {
+  auto d = std::make_shared<Dataset>(Tiny(100, 8));
+  BatchStream::Options options;
+  options.batch_size = 10;
+  auto stream = std::make_unique<BatchStream>(d, options);
+  for (int i = 0; i < 25; ++i) {
+    std::optional<Batch> batch = stream->Next();
+    ASSERT_TRUE(batch.has_value());
+    EXPECT_EQ(batch->epoch, i / 10);
+  }
+  stream.reset();  // Must not hang with the producer blocked on a full queue.
+}
+
+}  // namespace
+}  // namespace psflow

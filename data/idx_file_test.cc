@@ -1,0 +1,131 @@
+#include "data/idx_file.h"
+
+#include <zlib.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace psflow {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr char kFashion[] = "/usr/share/datasets/fashion-mnist/";
+
+std::string Tmp(const std::string& name) {
+  return std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+}
+
+// An IDX header for unsigned bytes with `dims`, followed by `data`.
+std::string Idx(std::vector<uint32_t> dims, std::string data,
+                uint8_t type = 0x08) {
+  std::string bytes = {0, 0, static_cast<char>(type),
+                       static_cast<char>(dims.size())};
+  for (uint32_t d : dims) {
+    bytes.push_back(static_cast<char>(d >> 24));
+    bytes.push_back(static_cast<char>(d >> 16));
+    bytes.push_back(static_cast<char>(d >> 8));
+    bytes.push_back(static_cast<char>(d));
+  }
+  return bytes + data;
+}
+
+std::string WriteRaw(const std::string& name, const std::string& bytes) {
+  std::ofstream(Tmp(name), std::ios::binary) << bytes;
+  return Tmp(name);
+}
+
+std::string WriteGzip(const std::string& name, const std::string& bytes) {
+  gzFile f = gzopen(Tmp(name).c_str(), "wb");
+  gzwrite(f, bytes.data(), bytes.size());
+  gzclose(f);
+  return Tmp(name);
+}
+
+TEST(IdxFileTest, ReadsTheRealFashionMnistTrainingImages) {
+  ASSERT_OK_AND_ASSIGN(
+      IdxArray images,
+      ReadIdxFile(std::string(kFashion) + "train-images-idx3-ubyte.gz"));
+  EXPECT_THAT(images.dims, ElementsAre(60000, 28, 28));
+  EXPECT_EQ(images.data.size(), 60000u * 28 * 28);
+}
+
+TEST(IdxFileTest, ReadsRawAndGzippedFilesAlike) {
+  const std::string idx = Idx({2, 3}, "abcdef");
+  for (const std::string& path :
+       {WriteRaw("raw.idx", idx), WriteGzip("gz.idx.gz", idx)}) {
+    ASSERT_OK_AND_ASSIGN(IdxArray a, ReadIdxFile(path));
+    EXPECT_THAT(a.dims, ElementsAre(2, 3));
+    EXPECT_EQ(std::string(a.data.begin(), a.data.end()), "abcdef");
+  }
+}
+
+TEST(IdxFileTest, MissingFileIsNotFoundWithAHint) {
+  EXPECT_THAT(ReadIdxFile(Tmp("nope.gz")),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("apt-get install dataset-fashion-mnist")));
+}
+
+TEST(IdxFileTest, TruncatedDataIsDataLoss) {
+  std::string path = WriteGzip("short.gz", Idx({10, 10}, std::string(42, 'x')));
+  EXPECT_THAT(ReadIdxFile(path),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("header promises 100 bytes of data but the "
+                                 "file holds 42")));
+}
+
+TEST(IdxFileTest, TruncatedGzipStreamIsDataLoss) {
+  std::string full = Tmp("full.gz");
+  WriteGzip("full.gz", Idx({1000}, std::string(1000, 'y')));
+  std::ifstream in(full, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+  std::string path = WriteRaw("cut.gz", bytes.substr(0, bytes.size() / 2));
+  EXPECT_THAT(ReadIdxFile(path), StatusIs(absl::StatusCode::kDataLoss));
+}
+
+TEST(IdxFileTest, TrailingDataIsDataLoss) {
+  std::string path = WriteRaw("long.idx", Idx({2}, "abc"));
+  EXPECT_THAT(ReadIdxFile(path), StatusIs(absl::StatusCode::kDataLoss,
+                                          HasSubstr("holds more data")));
+}
+
+TEST(IdxFileTest, NonIdxFileIsDataLoss) {
+  std::string path = WriteRaw("text.txt", "hello, world");
+  EXPECT_THAT(ReadIdxFile(path), StatusIs(absl::StatusCode::kDataLoss,
+                                          HasSubstr("not an IDX file")));
+}
+
+TEST(IdxFileTest, OtherElementTypesAreRejected) {
+  std::string path = WriteRaw("float.idx", Idx({1}, "abcd", 0x0D));
+  EXPECT_THAT(ReadIdxFile(path),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("element type 0x0d is not supported")));
+}
+
+TEST(IdxFileTest, CorruptDimensionsAreDataLoss) {
+  std::string path = WriteRaw("zero.idx", Idx({0}, ""));
+  EXPECT_THAT(ReadIdxFile(path), StatusIs(absl::StatusCode::kDataLoss,
+                                          HasSubstr("dimension 0 is 0")));
+}
+
+TEST(IdxFileTest, HeaderIsReadWithoutTheData) {
+  // The header promises far more data than the file holds: reading the
+  // whole file is DataLoss, reading the header is not.
+  const std::string path =
+      WriteGzip("header_only.gz", Idx({1000, 28, 28}, "x"));
+  EXPECT_THAT(ReadIdxHeader(path), IsOkAndHolds(ElementsAre(1000, 28, 28)));
+  EXPECT_THAT(ReadIdxFile(path), StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_THAT(ReadIdxHeader(WriteRaw("not_idx", "hello")),
+              StatusIs(absl::StatusCode::kDataLoss));
+}
+
+}  // namespace
+}  // namespace psflow

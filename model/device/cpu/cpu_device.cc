@@ -1,0 +1,211 @@
+#include "model/device/cpu/cpu_device.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "model/device/device_checks.h"
+
+namespace psflow {
+namespace {
+
+class CpuArray final : public DeviceArray {
+ public:
+  explicit CpuArray(int64_t size) : size_(size) {
+    const size_t bytes =
+        (std::max<int64_t>(size, 1) * sizeof(float) + 63) / 64 * 64;
+    data_ = static_cast<float*>(std::aligned_alloc(64, bytes));
+    if (data_ != nullptr) std::memset(data_, 0, bytes);
+  }
+  ~CpuArray() override { std::free(data_); }
+  bool ok() const { return data_ != nullptr; }
+  float* data() override { return data_; }
+  const float* data() const override { return data_; }
+  int64_t size() const override { return size_; }
+
+ private:
+  float* data_ = nullptr;
+  int64_t size_;
+};
+
+class CpuDevice final : public Device {
+ public:
+  explicit CpuDevice(int threads) : threads_(std::max(1, threads)) {
+    openblas_set_num_threads(threads_);
+  }
+
+  std::string Describe() const override {
+    return absl::StrCat("cpu (OpenBLAS ", threads_,
+                        threads_ == 1 ? " thread)" : " threads)");
+  }
+
+  DeviceKind kind() const override { return DeviceKind::kCpu; }
+
+  absl::StatusOr<std::shared_ptr<DeviceArray>> Allocate(int64_t size) override {
+    RETURN_IF_ERROR(CheckAllocation(size));
+    auto array = std::make_shared<CpuArray>(size);
+    if (!array->ok()) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot allocate ", size, " floats of host memory"));
+    }
+    return array;
+  }
+
+  absl::Status Upload(absl::Span<const float> host, DeviceArray& dst) override {
+    RETURN_IF_ERROR(CheckTransfer("upload", host.size(), dst));
+    std::memcpy(dst.data(), host.data(), host.size() * sizeof(float));
+    return absl::OkStatus();
+  }
+
+  absl::Status Download(const DeviceArray& src,
+                        absl::Span<float> host) override {
+    RETURN_IF_ERROR(CheckTransfer("download", host.size(), src));
+    std::memcpy(host.data(), src.data(), host.size() * sizeof(float));
+    return absl::OkStatus();
+  }
+
+  absl::Status Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                    float alpha, const DeviceArray& a, const DeviceArray& b,
+                    float beta, DeviceArray& c) override {
+    RETURN_IF_ERROR(CheckGemm(m, n, k, a, b, c));
+    if (m == 0 || n == 0) return absl::OkStatus();
+    if (k == 0) {  // BLAS leading dimensions must be >= 1: scale C here.
+      float* out = c.data();
+      for (int64_t i = 0; i < m * n; ++i) {
+        out[i] = beta == 0.0f ? 0.0f : beta * out[i];
+      }
+      return absl::OkStatus();
+    }
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a.data(),
+                trans_a ? m : k, b.data(), trans_b ? k : n, beta, c.data(), n);
+    return absl::OkStatus();
+  }
+
+  absl::Status BiasActivation(int64_t rows, int64_t cols,
+                              const DeviceArray& bias, Activation activation,
+                              DeviceArray& z) override {
+    RETURN_IF_ERROR(CheckBiasActivation(rows, cols, bias, z));
+    float* __restrict__ out = z.data();
+    const float* __restrict__ b = bias.data();
+    for (int64_t r = 0; r < rows; ++r) {
+      float* row = out + r * cols;
+      switch (activation) {
+        case Activation::kNone:
+          for (int64_t c = 0; c < cols; ++c) row[c] += b[c];
+          break;
+        case Activation::kRelu:
+          for (int64_t c = 0; c < cols; ++c) {
+            row[c] = std::max(row[c] + b[c], 0.0f);
+          }
+          break;
+        case Activation::kTanh:
+          for (int64_t c = 0; c < cols; ++c) row[c] = std::tanh(row[c] + b[c]);
+          break;
+        case Activation::kSigmoid:
+          for (int64_t c = 0; c < cols; ++c) {
+            row[c] = 1.0f / (1.0f + std::exp(-(row[c] + b[c])));
+          }
+          break;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ActivationBackward(int64_t n, Activation activation,
+                                  const DeviceArray& out,
+                                  DeviceArray& grad) override {
+    RETURN_IF_ERROR(CheckActivationBackward(n, out, grad));
+    const float* __restrict__ a = out.data();
+    float* __restrict__ g = grad.data();
+    switch (activation) {
+      case Activation::kNone:
+        break;
+      case Activation::kRelu:
+        for (int64_t i = 0; i < n; ++i) g[i] = a[i] > 0.0f ? g[i] : 0.0f;
+        break;
+      case Activation::kTanh:
+        for (int64_t i = 0; i < n; ++i) g[i] *= 1.0f - a[i] * a[i];
+        break;
+      case Activation::kSigmoid:
+        for (int64_t i = 0; i < n; ++i) g[i] *= a[i] * (1.0f - a[i]);
+        break;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ColumnSums(int64_t rows, int64_t cols, const DeviceArray& x,
+                          DeviceArray& sums) override {
+    RETURN_IF_ERROR(CheckColumnSums(rows, cols, x, sums));
+    float* __restrict__ s = sums.data();
+    std::fill_n(s, cols, 0.0f);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* __restrict__ row = x.data() + r * cols;
+      for (int64_t c = 0; c < cols; ++c) s[c] += row[c];
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status SoftmaxCrossEntropy(int64_t rows, int64_t classes,
+                                   const DeviceArray& logits,
+                                   const DeviceArray& labels, DeviceArray* grad,
+                                   DeviceArray& predictions,
+                                   DeviceArray& stats) override {
+    RETURN_IF_ERROR(CheckSoftmaxCrossEntropy(rows, classes, logits, labels,
+                                             grad, predictions, stats));
+    double loss = 0;
+    int64_t correct = 0;
+    const float scale = 1.0f / static_cast<float>(std::max<int64_t>(rows, 1));
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* z = logits.data() + r * classes;
+      // Truncated as the interface says; NaN fails the range test.
+      const float class_id = std::trunc(labels.data()[r]);
+      if (!(class_id >= 0 && class_id < static_cast<float>(classes))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("label ", labels.data()[r], " of example ", r,
+                         " is outside the model's ", classes, " classes"));
+      }
+      const int64_t label = static_cast<int64_t>(class_id);
+      int64_t best = 0;
+      for (int64_t c = 1; c < classes; ++c) {
+        if (z[c] > z[best]) best = c;
+      }
+      // log-sum-exp around the maximum keeps exp() in range.
+      double sum = 0;
+      for (int64_t c = 0; c < classes; ++c) sum += std::exp(z[c] - z[best]);
+      const double log_sum = std::log(sum) + z[best];
+      loss += log_sum - z[label];
+      correct += best == label;
+      predictions.data()[r] = static_cast<float>(best);
+      if (grad != nullptr) {
+        float* g = grad->data() + r * classes;
+        for (int64_t c = 0; c < classes; ++c) {
+          const float p = static_cast<float>(std::exp(z[c] - log_sum));
+          g[c] = (p - (c == label ? 1.0f : 0.0f)) * scale;
+        }
+      }
+    }
+    stats.data()[0] = static_cast<float>(loss);
+    stats.data()[1] = static_cast<float>(correct);
+    return absl::OkStatus();
+  }
+
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+
+ private:
+  const int threads_;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> CreateCpuDevice(int threads) {
+  return std::make_unique<CpuDevice>(threads);
+}
+
+}  // namespace psflow

@@ -1,0 +1,28 @@
+#include "model/device/device_test_util.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace psflow {
+
+bool DeviceAbsent(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsFailedPrecondition(status);
+}
+
+bool DeviceRequired() {
+  const char* value = std::getenv("PSFLOW_REQUIRE_GPU");
+  return value != nullptr && std::strcmp(value, "1") == 0;
+}
+
+void ExpectNear(const std::vector<float>& got, const std::vector<float>& want,
+                float relative) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_FALSE(std::isnan(got[i])) << "element " << i << " is NaN";
+    ASSERT_NEAR(got[i], want[i], relative * (1 + std::fabs(want[i])))
+        << "element " << i;
+  }
+}
+
+}  // namespace psflow

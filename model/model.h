@@ -1,0 +1,138 @@
+// The model interface every role sees. A job config's `model` message
+// becomes a ModelDefinition (model/registry.h): what the model declares
+// (its variables, their kinds and initializers) without any device, which
+// is all the chief and checkpoints need; a definition instantiates Models
+// on a Device for the workers (training) and the evaluator (inference).
+//
+// Variables live on the parameter servers; a Model holds a device copy
+// that LoadParameters() refreshes before each step. The roles never know
+// which kind of model they run.
+//
+// ModelDefinition is immutable and thread-safe. A Model is used by one
+// thread at a time and must not outlive its Device.
+#ifndef PSFLOW_MODEL_MODEL_H_
+#define PSFLOW_MODEL_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "common/job/logical_variable.h"
+#include "model/device/device.h"
+
+namespace psflow {
+
+// How a variable's starting values are drawn (model/initializer.h).
+enum class Initializer {
+  kZeros,
+  kOnes,
+  // U(-limit, limit), limit = sqrt(6 / (fan_in + fan_out)), for a
+  // [fan_in, fan_out] kernel (Keras' default for Dense).
+  kGlorotUniform,
+};
+
+// How a variable changes during training.
+enum class VariableKind {
+  // Pushed as d(mean loss)/d(variable) and updated by the job's optimizer.
+  kTrainable,
+};
+
+// A variable a model declares: name, row-major shape, kind, initializer.
+struct ModelVariable {
+  LogicalVariable variable;
+  VariableKind kind = VariableKind::kTrainable;
+  Initializer initializer = Initializer::kZeros;
+
+  const std::string& name() const { return variable.name; }
+  const std::vector<int64_t>& shape() const { return variable.shape; }
+  int64_t num_elements() const { return variable.num_elements(); }
+};
+
+// The variables as placement and checkpoints see them.
+std::vector<LogicalVariable> LogicalVariables(
+    const std::vector<ModelVariable>& variables);
+
+// What a model is built for: one example's shape (e.g. {28, 28} for
+// Fashion-MNIST images) and the number of classes.
+struct InputSpec {
+  std::vector<int64_t> example_shape;
+  int64_t num_classes = 0;
+
+  // Values per example: the product of example_shape.
+  int64_t num_features() const;
+};
+
+// A batch of examples: `size` rows of features (row-major, each
+// InputSpec::num_features() values, already scaled) and class ids.
+struct ExampleBatch {
+  int64_t size = 0;
+  absl::Span<const float> features;
+  absl::Span<const int32_t> labels;
+};
+
+// Sums over a batch.
+struct BatchStats {
+  double loss_sum = 0;
+  int64_t correct = 0;
+  int64_t examples = 0;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  // Copies parameters to the device, one span per variable in the
+  // definition's variables() order, each exactly that variable's size
+  // (InvalidArgument otherwise). Spans in memory from Device::AllocateHost
+  // are copied asynchronously: leave them unchanged until the next
+  // TrainStep or Evaluate returns.
+  virtual absl::Status LoadParameters(
+      const std::vector<absl::Span<const float>>& parameters) = 0;
+
+  // Training mode: forward and backward over `batch` (1 to max_batch
+  // examples). Writes d(mean loss)/d(variable) into `gradients`, one span
+  // per variable in variables() order, and returns the batch's loss and
+  // accuracy sums. Gradients may start copying out while later layers
+  // compute; host memory from Device::AllocateHost makes that overlap.
+  virtual absl::StatusOr<BatchStats> TrainStep(
+      const ExampleBatch& batch,
+      const std::vector<absl::Span<float>>& gradients) = 0;
+
+  // Inference mode: forward only. The predicted class of each example goes
+  // to `predictions` when it is non-empty (then at least batch.size long).
+  virtual absl::StatusOr<BatchStats> Evaluate(
+      const ExampleBatch& batch, absl::Span<int32_t> predictions) = 0;
+};
+
+class ModelDefinition {
+ public:
+  virtual ~ModelDefinition() = default;
+
+  // One line for logs, e.g. "mlp 784-256-10 relu".
+  virtual std::string Describe() const = 0;
+
+  const InputSpec& input() const { return input_; }
+
+  // Every variable the model owns, in a fixed order that LoadParameters,
+  // TrainStep and initial values follow.
+  virtual const std::vector<ModelVariable>& variables() const = 0;
+
+  // A model on `device` (which must outlive it) for batches of up to
+  // `max_batch` examples. InvalidArgument for max_batch < 1;
+  // ResourceExhausted when device memory runs out.
+  virtual absl::StatusOr<std::unique_ptr<Model>> Instantiate(
+      Device* device, int64_t max_batch) const = 0;
+
+ protected:
+  explicit ModelDefinition(InputSpec input) : input_(std::move(input)) {}
+
+ private:
+  const InputSpec input_;
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_MODEL_MODEL_H_

@@ -1,0 +1,108 @@
+#include "model/registry.h"
+
+#include "absl/strings/str_cat.h"
+#include "model/mlp.h"
+
+namespace psflow {
+namespace {
+
+// One model kind: how to check its config and how to define it.
+struct ModelKind {
+  ModelConfig::KindCase kind;
+  absl::Status (*validate)(const ModelConfig& config);
+  absl::StatusOr<std::unique_ptr<ModelDefinition>> (*define)(
+      const ModelConfig& config, const InputSpec& input);
+};
+
+MlpSpec MlpSpecOf(const ModelConfig& config) {
+  MlpSpec spec;
+  if (!config.has_mlp()) return spec;  // softmax regression
+  spec.hidden_sizes.assign(config.mlp().hidden_sizes().begin(),
+                           config.mlp().hidden_sizes().end());
+  switch (config.mlp().activation()) {
+    case ModelConfig::Mlp::TANH:
+      spec.activation = Activation::kTanh;
+      break;
+    case ModelConfig::Mlp::SIGMOID:
+      spec.activation = Activation::kSigmoid;
+      break;
+    default:  // RELU, and unset
+      spec.activation = Activation::kRelu;
+  }
+  return spec;
+}
+
+absl::Status ValidateMlp(const ModelConfig& config) {
+  const ModelConfig::Mlp& mlp = config.mlp();
+  for (int i = 0; i < mlp.hidden_sizes_size(); ++i) {
+    if (mlp.hidden_sizes(i) <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model.mlp.hidden_sizes[", i, "] is ",
+                       mlp.hidden_sizes(i), "; layer widths must be positive"));
+    }
+  }
+  if (!ModelConfig::Mlp::Activation_IsValid(mlp.activation())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.mlp.activation ", mlp.activation(),
+                     " is unknown; use RELU, TANH or SIGMOID"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateNothing(const ModelConfig&) { return absl::OkStatus(); }
+
+absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineMlp(
+    const ModelConfig& config, const InputSpec& input) {
+  absl::StatusOr<std::unique_ptr<MlpDefinition>> definition =
+      MlpDefinition::Create(MlpSpecOf(config), input);
+  if (!definition.ok()) return definition.status();
+  return std::unique_ptr<ModelDefinition>(*std::move(definition));
+}
+
+constexpr ModelKind kKinds[] = {
+    {ModelConfig::kMlp, ValidateMlp, DefineMlp},
+    {ModelConfig::kSoftmaxRegression, ValidateNothing, DefineMlp},
+};
+
+absl::StatusOr<const ModelKind*> KindOf(const ModelConfig& config) {
+  if (config.kind_case() == ModelConfig::KIND_NOT_SET) {
+    return absl::InvalidArgumentError(
+        "model is missing; set \"mlp\": {\"hidden_sizes\": [256]} or "
+        "\"softmax_regression\": {}");
+  }
+  for (const ModelKind& kind : kKinds) {
+    if (kind.kind == config.kind_case()) return &kind;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("model kind ", static_cast<int>(config.kind_case()),
+                   " is not known to this build of psflow; update every "
+                   "task to the same version"));
+}
+
+}  // namespace
+
+absl::Status ValidateModelConfig(const ModelConfig& config) {
+  absl::StatusOr<const ModelKind*> kind = KindOf(config);
+  if (!kind.ok()) return kind.status();
+  return (*kind)->validate(config);
+}
+
+absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineModel(
+    const ModelConfig& config, const InputSpec& input) {
+  absl::StatusOr<const ModelKind*> kind = KindOf(config);
+  if (!kind.ok()) return kind.status();
+  absl::Status valid = (*kind)->validate(config);
+  if (!valid.ok()) return valid;
+  return (*kind)->define(config, input);
+}
+
+absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineJobModel(
+    const JobSpec& spec) {
+  InputSpec input;
+  input.example_shape.assign(spec.example_shape().begin(),
+                             spec.example_shape().end());
+  input.num_classes = spec.num_classes();
+  return DefineModel(spec.config().model(), input);
+}
+
+}  // namespace psflow

@@ -1,0 +1,63 @@
+#include "model/registry.h"
+
+#include "common/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace psflow {
+namespace {
+
+using ::testing::HasSubstr;
+
+const InputSpec kImages{{28, 28}, 10};
+
+TEST(RegistryTest, MlpConfigDefinesItsLayers) {
+  ModelConfig config;
+  config.mutable_mlp()->add_hidden_sizes(256);
+  ASSERT_OK_AND_ASSIGN(auto definition, DefineModel(config, kImages));
+  EXPECT_EQ(definition->Describe(), "mlp 784-256-10 relu");
+  ASSERT_EQ(definition->variables().size(), 4u);
+  EXPECT_EQ(definition->variables()[0].name(), "dense_0/kernel");
+  EXPECT_EQ(definition->variables()[0].shape(),
+            (std::vector<int64_t>{784, 256}));
+  EXPECT_EQ(definition->input().num_features(), 784);
+}
+
+TEST(RegistryTest, SoftmaxRegressionHasOneDenseLayer) {
+  ModelConfig config;
+  config.mutable_softmax_regression();
+  ASSERT_OK_AND_ASSIGN(auto definition, DefineModel(config, kImages));
+  EXPECT_EQ(definition->Describe(), "softmax regression 784-10");
+  EXPECT_EQ(definition->variables().size(), 2u);
+}
+
+TEST(RegistryTest, AMissingKindSaysWhatToSet) {
+  EXPECT_THAT(ValidateModelConfig(ModelConfig()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("model is missing")));
+  EXPECT_THAT(DefineModel(ModelConfig(), kImages),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST(RegistryTest, BadLayerSizesAreRejectedBeforeTheDataIsKnown) {
+  ModelConfig config;
+  config.mutable_mlp()->add_hidden_sizes(128);
+  config.mutable_mlp()->add_hidden_sizes(-3);
+  EXPECT_THAT(ValidateModelConfig(config),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("model.mlp.hidden_sizes[1] is -3")));
+}
+
+TEST(RegistryTest, DataTheModelCannotTakeIsRejected) {
+  ModelConfig config;
+  config.mutable_softmax_regression();
+  EXPECT_THAT(
+      DefineModel(config, InputSpec{{28, 28}, 1}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("1 classes")));
+  EXPECT_THAT(DefineModel(config, InputSpec{{28, 0}, 10}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("input shape is [28, 0]")));
+}
+
+}  // namespace
+}  // namespace psflow
