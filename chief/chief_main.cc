@@ -11,7 +11,11 @@
 #include "common/logging.h"
 #include "common/process_setup.h"
 #include "common/role_config.h"
+#include "common/rpc/transport_security.h"
 
+ABSL_FLAG(std::string, transport_security, "insecure",
+          "How connections between tasks are secured; every task of a job "
+          "uses the same (this release: insecure)");
 ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG as inline JSON or a file path; defaults to $TF_CONFIG");
 ABSL_FLAG(std::string, job, "", "Job config (JSON); required");
@@ -39,6 +43,12 @@ int main(int argc, char** argv) {
     LOG(ERROR) << role_config.status().message();
     return 1;
   }
+  absl::StatusOr<TransportSecurity> security =
+      ParseTransportSecurity(absl::GetFlag(FLAGS_transport_security));
+  if (!security.ok()) {
+    LOG(ERROR) << security.status().message();
+    return 1;
+  }
   if (absl::GetFlag(FLAGS_job).empty()) {
     LOG(ERROR) << "--job is required: the job config (e.g. "
                   "configs/fashion_mnist_mlp.json)";
@@ -51,6 +61,7 @@ int main(int argc, char** argv) {
   }
   ChiefOptions options;
   options.tf_config = *role_config;
+  options.security = *security;
   options.job = *job;
   options.bind_host = absl::GetFlag(FLAGS_bind_host);
   options.result_file = absl::GetFlag(FLAGS_result_file);

@@ -34,6 +34,7 @@ namespace {
 
 // Waits for every parameter server, each named with its address.
 absl::Status WaitForParameterServers(const TfConfig& config,
+                                     const TransportSecurity& security,
                                      absl::Time deadline) {
   std::vector<std::string> missing;
   std::vector<std::thread> probes;
@@ -41,8 +42,9 @@ absl::Status WaitForParameterServers(const TfConfig& config,
   int i = 0;
   for (const auto& [index, address] : config.cluster.job(TaskType::kPs)) {
     probes.emplace_back([&, slot = i++, index = index, address = address] {
-      results[slot] = WaitUntilHealthy(
-          address, absl::StrCat("ps-", index, " at ", address), deadline);
+      results[slot] =
+          WaitUntilHealthy(address, absl::StrCat("ps-", index, " at ", address),
+                           deadline, security);
     });
   }
   for (auto& p : probes) p.join();
@@ -118,10 +120,11 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
   spec.set_num_classes(train.num_classes);
   for (int64_t d : train.example_shape) spec.add_example_shape(d);
 
-  RETURN_IF_ERROR(WaitForParameterServers(tf, deadline));
+  RETURN_IF_ERROR(WaitForParameterServers(tf, options.security, deadline));
   ParameterClient::Options client_options;
   client_options.rpc_timeout = absl::Seconds(60);
-  prepared.client = ConnectToParameterServers(tf, placement, client_options);
+  prepared.client = ConnectToParameterServers(tf, placement, client_options,
+                                              options.security);
   RETURN_IF_ERROR(prepared.client->Configure(ps));
   RETURN_IF_ERROR(prepared.client->CreateVariables());
   if (CheckpointsConfigured(options)) {
@@ -299,7 +302,7 @@ absl::Status RunChief(const ChiefOptions& options) {
   ASSIGN_OR_RETURN(
       auto server,
       CoordinatorServer::Start(HostPort{options.bind_host, own.port}.ToString(),
-                               &coordinator));
+                               options.security, &coordinator));
   if (!options.port_file.empty()) {
     RETURN_IF_ERROR(WritePortFile(options.port_file, server->port()));
   }
@@ -331,7 +334,8 @@ absl::Status RunChief(const ChiefOptions& options) {
     if (client == nullptr) {
       ParameterClient::Options shutdown_options;
       shutdown_options.rpc_timeout = absl::Seconds(5);
-      fallback = ConnectToParameterServers(tf, Placement(), shutdown_options);
+      fallback = ConnectToParameterServers(tf, Placement(), shutdown_options,
+                                           options.security);
       client = fallback.get();
     }
     LOG(INFO) << "stopping " << client->num_shards() << " parameter servers";
@@ -383,6 +387,7 @@ absl::Status RunChief(const ChiefOptions& options) {
   CheckpointManager* checkpoints = prepared->checkpoints.get();
   RecoveryOptions recovery;
   recovery.tf_config = &tf;
+  recovery.security = options.security;
   recovery.spec = &prepared->spec;
   recovery.coordinator = &coordinator;
   recovery.client = client;

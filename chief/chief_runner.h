@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/rpc/transport_security.h"
 #include "common/tf_config.h"
 #include "proto/job_config.pb.h"
 
@@ -26,6 +27,8 @@ namespace psflow {
 
 struct ChiefOptions {
   TfConfig tf_config;
+  // How every connection of the job is secured.
+  TransportSecurity security;
   JobConfig job;
   std::string bind_host = "0.0.0.0";
   // Written once the Coordinator serves (for launchers using port 0).

@@ -1,10 +1,8 @@
 #include "chief/coordinator_service.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_status.h"
-#include "grpcpp/health_check_service_interface.h"
-#include "grpcpp/security/server_credentials.h"
-#include "grpcpp/server_builder.h"
+#include "common/rpc/grpc_status.h"
+#include "common/status_macros.h"
 
 namespace psflow {
 
@@ -68,36 +66,21 @@ class CoordinatorServer::Service final : public Coordinator::CallbackService {
 };
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
-    const std::string& listen_address, JobCoordinator* coordinator) {
+    const std::string& listen_address, const TransportSecurity& security,
+    JobCoordinator* coordinator) {
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer);
   server->service_ = std::make_unique<Service>(coordinator);
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::ServerBuilder builder;
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(),
-                           &server->port_);
-  builder.RegisterService(server->service_.get());
-  server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || server->port_ == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", listen_address,
-                     ": the port is in use or the address is not local"));
-  }
+  ServerOptions options;
+  options.listen_address = listen_address;
+  options.what = "coordinator";
+  options.security = security;
+  options.services = {server->service_.get()};
+  ASSIGN_OR_RETURN(server->server_, ServerRunner::Start(options));
   return server;
 }
 
-void CoordinatorServer::Stop(absl::Duration grace) {
-  if (stopped_) return;
-  stopped_ = true;
-  if (auto* health = server_->GetHealthCheckService()) {
-    health->SetServingStatus(false);
-  }
-  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
-  server_->Wait();
-}
-
-CoordinatorServer::~CoordinatorServer() {
-  if (server_ != nullptr) Stop(absl::Seconds(1));
-}
+// The runner drains (one second of grace) when it goes; the service it
+// serves goes after it.
+CoordinatorServer::~CoordinatorServer() { server_.reset(); }
 
 }  // namespace psflow

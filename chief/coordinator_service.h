@@ -8,7 +8,8 @@
 
 #include "absl/status/statusor.h"
 #include "chief/job_coordinator.h"
-#include "grpcpp/server.h"
+#include "common/rpc/server_runner.h"
+#include "common/rpc/transport_security.h"
 #include "proto/coordinator.grpc.pb.h"
 
 namespace psflow {
@@ -18,21 +19,21 @@ class CoordinatorServer {
   // Listens on `listen_address` (port 0 picks one). Unavailable when the
   // port is taken.
   static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(
-      const std::string& listen_address, JobCoordinator* coordinator);
+      const std::string& listen_address, const TransportSecurity& security,
+      JobCoordinator* coordinator);
   ~CoordinatorServer();
 
-  int port() const { return port_; }
+  int port() const { return server_->port(); }
 
   // Stops serving, letting in-flight calls finish for up to `grace`.
-  void Stop(absl::Duration grace);
+  // Idempotent; not from a handler.
+  void Stop(absl::Duration grace) { server_->Drain(grace); }
 
  private:
   class Service;
   CoordinatorServer() = default;
   std::unique_ptr<Service> service_;
-  std::unique_ptr<grpc::Server> server_;
-  int port_ = 0;
-  bool stopped_ = false;
+  std::unique_ptr<ServerRunner> server_;
 };
 
 }  // namespace psflow

@@ -54,7 +54,8 @@ absl::StatusOr<int64_t> PauseAndRestore(const RecoveryOptions& options,
   for (const auto& [index, address] :
        options.tf_config->cluster.job(TaskType::kPs)) {
     const std::string name = absl::StrCat("ps-", index, " at ", address);
-    absl::Status healthy = WaitUntilHealthy(address, name, deadline);
+    absl::Status healthy =
+        WaitUntilHealthy(address, name, deadline, options.security);
     if (!healthy.ok()) {
       return absl::UnavailableError(
           absl::StrCat(name, " did not come back within ",

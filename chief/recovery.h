@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "chief/job_coordinator.h"
 #include "client/ps_client.h"
+#include "common/rpc/transport_security.h"
 #include "common/tf_config.h"
 #include "proto/coordinator.pb.h"
 
@@ -35,6 +36,7 @@ absl::Status CheckParameterServers(ParameterClient& client,
 
 struct RecoveryOptions {
   const TfConfig* tf_config = nullptr;
+  TransportSecurity security;
   const JobSpec* spec = nullptr;
   JobCoordinator* coordinator = nullptr;
   ParameterClient* client = nullptr;

@@ -9,24 +9,27 @@ namespace psflow {
 
 std::unique_ptr<ParameterClient> ConnectToParameterServers(
     const TfConfig& config, const Placement& placement,
-    const ParameterClient::Options& options) {
+    const ParameterClient::Options& options,
+    const TransportSecurity& security) {
+  GrpcPsShard::Options shard_options;
+  shard_options.security = security;
   std::vector<std::unique_ptr<PsShard>> shards;
   for (const auto& [index, address] : config.cluster.job(TaskType::kPs)) {
     shards.push_back(std::make_unique<GrpcPsShard>(
-        address, absl::StrCat("ps-", index, " at ", address),
-        GrpcPsShard::Options()));
+        address, absl::StrCat("ps-", index, " at ", address), shard_options));
   }
   return std::make_unique<ParameterClient>(std::move(shards), placement,
                                            options);
 }
 
 absl::StatusOr<std::unique_ptr<ParameterClient>> ConnectToJobParameterServers(
-    const TfConfig& config, const JobSpec& spec) {
+    const TfConfig& config, const JobSpec& spec,
+    const TransportSecurity& security) {
   ASSIGN_OR_RETURN(
       Placement placement,
       PlacementFromProto(spec, config.cluster.NumTasks(TaskType::kPs)));
-  auto client =
-      ConnectToParameterServers(config, placement, ParameterClient::Options());
+  auto client = ConnectToParameterServers(config, placement,
+                                          ParameterClient::Options(), security);
   RETURN_IF_ERROR(client->Configure(spec.ps_config()));
   return client;
 }

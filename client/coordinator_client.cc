@@ -3,7 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_status.h"
+#include "common/rpc/channel.h"
+#include "common/rpc/grpc_status.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "proto/protocol.h"
@@ -20,10 +21,10 @@ std::unique_ptr<grpc::ClientContext> Context(absl::Time deadline) {
 }  // namespace
 
 CoordinatorClient::CoordinatorClient(const std::string& address,
-                                     std::string chief)
+                                     std::string chief,
+                                     const TransportSecurity& security)
     : chief_(std::move(chief)),
-      stub_(Coordinator::NewStub(
-          grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+      stub_(Coordinator::NewStub(OpenChannel(address, security))) {}
 
 absl::StatusOr<JobSpec> CoordinatorClient::Register(const TaskId& task,
                                                     uint64_t incarnation,

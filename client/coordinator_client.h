@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/rpc/transport_security.h"
 #include "common/task.h"
 #include "proto/coordinator.grpc.pb.h"
 
@@ -17,7 +18,8 @@ namespace psflow {
 class CoordinatorClient {
  public:
   // `chief` names it in errors, e.g. "chief-0 at 10.0.0.2:2222".
-  CoordinatorClient(const std::string& address, std::string chief);
+  CoordinatorClient(const std::string& address, std::string chief,
+                    const TransportSecurity& security);
 
   // Joins the job and returns its spec, retrying while the chief is not
   // up yet or still initializing, until `deadline` (DeadlineExceeded,

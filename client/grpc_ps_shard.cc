@@ -7,14 +7,15 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_status.h"
-#include "common/grpc_tuning.h"
 #include "common/logging.h"
+#include "common/rpc/bulk_frame.h"
+#include "common/rpc/channel.h"
+#include "common/rpc/grpc_status.h"
+#include "common/rpc/grpc_tuning.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
-#include "proto/bulk_frame.h"
 #include "proto/protocol.h"
 
 namespace psflow {
@@ -120,8 +121,7 @@ GrpcPsShard::GrpcPsShard(const std::string& address, std::string name,
       args.SetInt(name, value);
     }
     auto connection = std::make_unique<Connection>();
-    connection->channel = grpc::CreateCustomChannel(
-        address, grpc::InsecureChannelCredentials(), args);
+    connection->channel = OpenChannel(address, options.security, args);
     connection->stub = std::make_unique<grpc::GenericStub>(connection->channel);
     connections_.push_back(std::move(connection));
   }
@@ -194,8 +194,8 @@ void GrpcPsShard::StartAttach() {
   call->idempotent = false;
   call->wait_for_ready = true;
   call->bypass_budget = true;
-  call->finish = [this, call](const grpc::Status& status,
-                              const grpc::ByteBuffer& answer, bool) {
+  call->finish = [this](const grpc::Status& status,
+                        const grpc::ByteBuffer& answer, bool) {
     AttachSharedMemoryResponse response;
     grpc::ByteBuffer copy(answer);  // Deserialize consumes its buffer.
     const bool parsed =

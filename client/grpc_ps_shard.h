@@ -37,6 +37,7 @@
 #include "absl/synchronization/mutex.h"
 #include "client/ps_shard.h"
 #include "client/shared_memory_arena.h"
+#include "common/rpc/transport_security.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/completion_queue.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -59,6 +60,8 @@ class GrpcPsShard final : public PsShard {
     // TCP. Pages are only touched as calls use them (first fit from the
     // start), so this is an upper bound, best about max_in_flight_bytes.
     int64_t shared_memory_bytes = int64_t{64} << 20;
+    // The job's transport security (common/rpc/transport_security.h).
+    TransportSecurity security;
   };
 
   // Connects lazily to `address` (host:port). `name` is used in errors,

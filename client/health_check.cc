@@ -3,9 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_status.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
+#include "common/rpc/channel.h"
+#include "common/rpc/grpc_status.h"
 #include "proto/health.grpc.pb.h"
 
 namespace psflow {
@@ -14,9 +13,9 @@ using ::grpc::health::v1::Health;
 using ::grpc::health::v1::HealthCheckRequest;
 using ::grpc::health::v1::HealthCheckResponse;
 
-absl::Status CheckHealth(const std::string& address, absl::Time deadline) {
-  auto channel =
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+absl::Status CheckHealth(const std::string& address, absl::Time deadline,
+                         const TransportSecurity& security) {
+  auto channel = OpenChannel(address, security);
   auto stub = Health::NewStub(channel);
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(deadline));
@@ -33,14 +32,15 @@ absl::Status CheckHealth(const std::string& address, absl::Time deadline) {
 
 absl::Status WaitUntilHealthy(const std::string& address,
                               const std::string& what, absl::Time deadline,
+                              const TransportSecurity& security,
                               absl::Duration interval) {
   absl::Status last;
   while (true) {
     const absl::Time now = absl::Now();
     // Each probe gets a bounded slice of the remaining time.
     last = CheckHealth(
-        address,
-        std::min(deadline, now + std::max(interval, absl::Seconds(1))));
+        address, std::min(deadline, now + std::max(interval, absl::Seconds(1))),
+        security);
     if (last.ok()) return last;
     if (absl::Now() + interval >= deadline) break;
     absl::SleepFor(interval);

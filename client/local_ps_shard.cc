@@ -1,6 +1,5 @@
 #include "client/local_ps_shard.h"
 
-#include <thread>
 #include <utility>
 
 #include "common/status_macros.h"
@@ -9,14 +8,57 @@
 namespace psflow {
 
 LocalPsShard::LocalPsShard(ParameterServerCore* core, std::string name)
-    : core_(core), name_(std::move(name)) {}
+    : core_(core),
+      service_(core, /*pool=*/nullptr),  // every pull has its buffers
+      name_(std::move(name)),
+      watcher_([this] { WatchDeadlines(); }) {}
 
 LocalPsShard::~LocalPsShard() {
-  // Pulls waiting for a version run on their own threads; let them finish
-  // (each is bounded by its deadline) before the shard goes away.
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  watcher_.join();
+  // Pulls still waiting answer DeadlineExceeded now: their callers hear
+  // back, and no wait refers to this shard afterwards.
+  std::multimap<absl::Time, std::weak_ptr<PsService::PendingPull>> left;
+  {
+    absl::MutexLock lock(&mu_);
+    left.swap(deadlines_);
+  }
+  for (auto& [deadline, weak] : left) {
+    if (auto pull = weak.lock()) pull->Cancel();
+  }
+}
+
+void LocalPsShard::CancelAt(absl::Time deadline,
+                            std::shared_ptr<PsService::PendingPull> pull) {
+  if (pull == nullptr) return;  // answered already
   absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(
-      +[](int* waiting) { return *waiting == 0; }, &waiting_pulls_));
+  deadlines_.emplace(deadline, pull);
+}
+
+void LocalPsShard::WatchDeadlines() {
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    const absl::Time next =
+        deadlines_.empty() ? absl::InfiniteFuture() : deadlines_.begin()->first;
+    if (next <= absl::Now()) {
+      std::weak_ptr<PsService::PendingPull> weak = deadlines_.begin()->second;
+      deadlines_.erase(deadlines_.begin());
+      mu_.Unlock();
+      if (auto pull = weak.lock()) pull->Cancel();
+      mu_.Lock();
+      continue;
+    }
+    // Wakes for the earliest deadline, a new earlier one, or stopping.
+    const size_t size = deadlines_.size();
+    auto changed = [this, size, next]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stopping_ || deadlines_.size() != size ||
+             (!deadlines_.empty() && deadlines_.begin()->first != next);
+    };
+    mu_.AwaitWithDeadline(absl::Condition(&changed), next);
+  }
 }
 
 absl::StatusOr<ConfigureResponse> LocalPsShard::Configure(
@@ -62,121 +104,63 @@ bool LocalPsShard::shutdown_requested() const {
 void LocalPsShard::Pull(
     const PullRequest& header, absl::Span<float> out, absl::Time deadline,
     std::function<void(absl::StatusOr<PullResponse>)> done) {
-  absl::StatusOr<ChunkRef> ref =
-      core_->Resolve(header.protocol_version(), header.variable(),
-                     header.offset_elements(), header.num_elements());
-  if (!ref.ok()) return done(ref.status());
-  if (static_cast<int64_t>(out.size()) != ref->num_elements) {
-    return done(absl::InvalidArgumentError("pull buffer size mismatch"));
-  }
-  if (ref->variable->Version(ref->chunk) >= header.min_version()) {
-    return done(core_->Pull(*ref, out));
-  }
-  // Waiting must not block the caller: wait on a thread of its own.
-  {
-    absl::MutexLock lock(&mu_);
-    ++waiting_pulls_;
-  }
-  std::thread([this, ref = *ref, min = header.min_version(), deadline, out,
-               done = std::move(done)] {
-    done(core_->PullBlocking(ref, min, deadline, out));
-    absl::MutexLock lock(&mu_);
-    --waiting_pulls_;
-  }).detach();
+  CancelAt(deadline,
+           service_.Pull(PsService::AsBatch(header), {out},
+                         [done = std::move(done)](
+                             absl::StatusOr<PsService::PullAnswer> answer) {
+                           if (!answer.ok()) return done(answer.status());
+                           PullResponse single;
+                           single.set_version(answer->response.versions(0));
+                           done(single);
+                         }));
 }
 
 void LocalPsShard::Push(
     const PushRequest& header, absl::Span<const float> data,
     std::shared_ptr<const void>, absl::Time,
     std::function<void(absl::StatusOr<PushResponse>)> done) {
-  absl::StatusOr<ChunkRef> ref =
-      core_->Resolve(header.protocol_version(), header.variable(),
-                     header.offset_elements(), header.num_elements());
-  if (!ref.ok()) return done(ref.status());
-  done(core_->Push(*ref, header, data));
+  const PushBatchRequest batch = PsService::AsBatch(header);
+  absl::StatusOr<std::vector<ChunkRef>> refs = service_.ResolvePush(batch);
+  if (!refs.ok()) return done(refs.status());
+  const absl::Span<const float> gradients[] = {data};
+  absl::StatusOr<PushBatchResponse> response =
+      service_.Push(batch, *refs, gradients);
+  if (!response.ok()) return done(response.status());
+  done(PsService::SingleAnswer(*response));
 }
-
-namespace {
-
-// A batch's chunks, checked like the gRPC server checks them.
-template <typename Part>
-absl::StatusOr<std::vector<ChunkRef>> ResolveParts(
-    const ParameterServerCore& core, uint32_t protocol_version,
-    const google::protobuf::RepeatedPtrField<Part>& parts) {
-  RETURN_IF_ERROR(ParameterServerCore::CheckBatchSize(parts.size()));
-  std::vector<ChunkRef> refs;
-  for (const auto& part : parts) {
-    ASSIGN_OR_RETURN(ChunkRef ref,
-                     core.Resolve(protocol_version, part.variable(),
-                                  part.offset_elements(), part.num_elements()));
-    refs.push_back(ref);
-  }
-  return refs;
-}
-
-}  // namespace
 
 void LocalPsShard::PullBatch(
     const PullBatchRequest& header, std::vector<absl::Span<float>> out,
     absl::Time deadline,
     std::function<void(absl::StatusOr<PullBatchResponse>)> done) {
-  absl::StatusOr<std::vector<ChunkRef>> refs =
-      ResolveParts(*core_, header.protocol_version(), header.parts());
-  if (!refs.ok()) return done(refs.status());
-  if (out.size() != refs->size()) {
-    return done(absl::InvalidArgumentError("pull batch buffer count mismatch"));
+  if (out.empty()) {
+    return done(absl::InvalidArgumentError("pull batch without buffers"));
   }
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (static_cast<int64_t>(out[i].size()) != (*refs)[i].num_elements) {
-      return done(absl::InvalidArgumentError("pull buffer size mismatch"));
-    }
-  }
-  auto pull_all = [this, refs = *refs, out, min = header.min_version(),
-                   deadline]() -> absl::StatusOr<PullBatchResponse> {
-    PullBatchResponse response;
-    for (size_t i = 0; i < refs.size(); ++i) {
-      ASSIGN_OR_RETURN(PullResponse part,
-                       core_->PullBlocking(refs[i], min, deadline, out[i]));
-      response.add_versions(part.version());
-    }
-    return response;
-  };
-  bool ready = true;
-  for (const ChunkRef& ref : *refs) {
-    ready = ready && ref.variable->Version(ref.chunk) >= header.min_version();
-  }
-  if (ready) return done(pull_all());
-  // Waiting must not block the caller: wait on a thread of its own.
-  {
-    absl::MutexLock lock(&mu_);
-    ++waiting_pulls_;
-  }
-  std::thread([this, pull_all = std::move(pull_all), done = std::move(done)] {
-    done(pull_all());
-    absl::MutexLock lock(&mu_);
-    --waiting_pulls_;
-  }).detach();
+  CancelAt(deadline,
+           service_.Pull(header, std::move(out),
+                         [done = std::move(done)](
+                             absl::StatusOr<PsService::PullAnswer> answer) {
+                           if (!answer.ok()) return done(answer.status());
+                           done(std::move(answer->response));
+                         }));
 }
 
 void LocalPsShard::PushBatch(
     const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
     std::shared_ptr<const void>, absl::Time,
     std::function<void(absl::StatusOr<PushBatchResponse>)> done) {
-  absl::StatusOr<std::vector<ChunkRef>> refs =
-      ResolveParts(*core_, header.protocol_version(), header.parts());
+  absl::StatusOr<std::vector<ChunkRef>> refs = service_.ResolvePush(header);
   if (!refs.ok()) return done(refs.status());
-  done(core_->PushBatch(*refs, header.version(), header.worker_index(), data));
+  done(service_.Push(header, *refs, data));
 }
 
 void LocalPsShard::Assign(const AssignRequest& header,
                           absl::Span<const float> data,
                           std::shared_ptr<const void>, absl::Time,
                           std::function<void(absl::Status)> done) {
-  absl::StatusOr<ChunkRef> ref =
-      core_->Resolve(header.protocol_version(), header.variable(),
-                     header.offset_elements(), header.num_elements());
+  absl::StatusOr<ChunkRef> ref = service_.ResolveAssign(header);
   if (!ref.ok()) return done(ref.status());
-  done(core_->Assign(*ref, data));
+  done(service_.Assign(*ref, data));
 }
 
 }  // namespace psflow

@@ -1,15 +1,23 @@
-// The in-process twin of a parameter server: a PsShard that calls a
-// ParameterServerCore directly. Tests run whole clusters in one process
-// with it, and the conformance suite checks it behaves like the gRPC path.
+// The in-process twin of a parameter server: a PsShard over the same
+// transport-free PsService (ps/ps_service.h) the gRPC server uses, so both
+// share every rule. Tests run whole clusters in one process with it, and
+// the conformance suite checks it behaves like the gRPC path.
+//
+// A pull that waits for a step waits without a thread; one watcher thread
+// per shard cancels waiting pulls at their deadlines.
 //
 // Thread-safe. The core must outlive the shard.
 #ifndef PSFLOW_CLIENT_LOCAL_PS_SHARD_H_
 #define PSFLOW_CLIENT_LOCAL_PS_SHARD_H_
 
+#include <map>
+#include <memory>
 #include <string>
+#include <thread>
 
 #include "client/ps_shard.h"
 #include "ps/ps_core.h"
+#include "ps/ps_service.h"
 
 namespace psflow {
 
@@ -54,11 +62,21 @@ class LocalPsShard final : public PsShard {
   bool shutdown_requested() const;
 
  private:
+  // Cancels `pull` at `deadline` unless it answered by then.
+  void CancelAt(absl::Time deadline,
+                std::shared_ptr<PsService::PendingPull> pull);
+  void WatchDeadlines();
+
   ParameterServerCore* const core_;
+  PsService service_;
   const std::string name_;
   mutable absl::Mutex mu_;
   bool shutdown_requested_ ABSL_GUARDED_BY(mu_) = false;
-  int waiting_pulls_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Waiting pulls by deadline; an answered pull is cancelled harmlessly.
+  std::multimap<absl::Time, std::weak_ptr<PsService::PendingPull>> deadlines_
+      ABSL_GUARDED_BY(mu_);
+  std::thread watcher_;
 };
 
 }  // namespace psflow

@@ -235,8 +235,8 @@ class ParameterClientBatchingTest : public ::testing::Test {
  protected:
   void Start(int64_t chunk_elements,
              const std::vector<LogicalVariable>& variables) {
-    core_ = std::make_unique<ParameterServerCore>(
-        ParameterServerCore::Options{chunk_elements * sizeof(float)});
+    core_ = std::make_unique<ParameterServerCore>(ParameterServerCore::Options{
+        static_cast<int64_t>(chunk_elements * sizeof(float))});
     auto shard = std::make_unique<CountingShard>(core_.get());
     shard_ = shard.get();
     std::vector<std::unique_ptr<PsShard>> shards;

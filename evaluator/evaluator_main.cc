@@ -7,14 +7,18 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "client/coordinator_client.h"
-#include "common/health_server.h"
 #include "common/host_port.h"
 #include "common/logging.h"
 #include "common/process_setup.h"
 #include "common/role_config.h"
+#include "common/rpc/health_server.h"
+#include "common/rpc/transport_security.h"
 #include "evaluator/evaluator_runner.h"
 #include "model/device/select_device.h"
 
+ABSL_FLAG(std::string, transport_security, "insecure",
+          "How connections between tasks are secured; every task of a job "
+          "uses the same (this release: insecure)");
 ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG as inline JSON or a file path; defaults to $TF_CONFIG");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
@@ -34,14 +38,22 @@ int Run() {
     return 1;
   }
   const TfConfig& tf = *role_config;
-  std::unique_ptr<grpc::Server> health;
+  absl::StatusOr<TransportSecurity> security =
+      ParseTransportSecurity(absl::GetFlag(FLAGS_transport_security));
+  if (!security.ok()) {
+    LOG(ERROR) << security.status().message();
+    return 1;
+  }
+
+  std::unique_ptr<ServerRunner> health;
   if (std::optional<std::string> address = tf.TaskAddress()) {
     absl::StatusOr<HostPort> own = ParseHostPort(*address);
-    absl::StatusOr<std::unique_ptr<grpc::Server>> server =
+    absl::StatusOr<std::unique_ptr<ServerRunner>> server =
         own.ok() ? StartHealthServer(
                        HostPort{absl::GetFlag(FLAGS_bind_host), own->port}
-                           .ToString())
-                 : absl::StatusOr<std::unique_ptr<grpc::Server>>(own.status());
+                           .ToString(),
+                       *security)
+                 : absl::StatusOr<std::unique_ptr<ServerRunner>>(own.status());
     if (!server.ok()) {
       LOG(ERROR) << server.status().message();
       return 1;
@@ -57,16 +69,18 @@ int Run() {
   const TaskId chief = tf.ChiefTask();
   const std::string chief_address = *tf.cluster.Address(chief);
   CoordinatorClient coordinator(
-      chief_address, absl::StrCat(chief.ToString(), " at ", chief_address));
+      chief_address, absl::StrCat(chief.ToString(), " at ", chief_address),
+      *security);
   EvaluatorOptions options;
   options.tf_config = tf;
+  options.security = *security;
   options.device = device->get();
   options.coordinator = &coordinator;
   options.logdir = absl::GetFlag(FLAGS_logdir);
   options.startup_timeout =
       absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
   absl::Status result = RunEvaluator(options);
-  if (health != nullptr) health->Shutdown(absl::ToChronoTime(absl::Now()));
+  if (health != nullptr) health->Drain(absl::ZeroDuration());
   if (!result.ok()) {
     LOG(ERROR) << result.message();
     return 1;

@@ -127,8 +127,9 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
         absl::StrJoin(spec.example_shape(), ", "),
         "]; use the test split of the training data's set"));
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<ParameterClient> client,
-                   ConnectToJobParameterServers(options.tf_config, spec));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<ParameterClient> client,
+      ConnectToJobParameterServers(options.tf_config, spec, options.security));
   LOG(INFO) << "evaluating on " << test.num_examples << " examples every "
             << job.evaluation().every_secs() << "s on "
             << options.device->Describe();

@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "client/coordinator_client.h"
 #include "client/ps_client.h"
+#include "common/rpc/transport_security.h"
 #include "common/tf_config.h"
 #include "data/dataset.h"
 #include "model/device/device.h"
@@ -25,6 +26,7 @@ namespace psflow {
 
 struct EvaluatorOptions {
   TfConfig tf_config;
+  TransportSecurity security;
   Device* device = nullptr;
   CoordinatorClient* coordinator = nullptr;
   absl::Duration startup_timeout = absl::Seconds(120);

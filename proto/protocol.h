@@ -23,7 +23,7 @@ inline constexpr char kBulkPushBatchMethod[] =
 
 // At most this many parts, and about this many header bytes (variable
 // names dominate), in one PullBatch/PushBatch: a batch header stays well
-// below the 64 KiB a receiver accepts (proto/bulk_frame.h).
+// below the 64 KiB a receiver accepts (common/rpc/bulk_frame.h).
 inline constexpr int kMaxBatchParts = 256;
 inline constexpr int64_t kMaxBatchHeaderBytes = 32 * 1024;
 // Header bytes a batch part costs beyond its variable name (a bound).

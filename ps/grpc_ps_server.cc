@@ -7,17 +7,15 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_status.h"
-#include "common/grpc_tuning.h"
 #include "common/logging.h"
+#include "common/rpc/bulk_frame.h"
+#include "common/rpc/grpc_status.h"
+#include "common/rpc/grpc_tuning.h"
 #include "common/status_macros.h"
 #include "grpcpp/generic/async_generic_service.h"
-#include "grpcpp/health_check_service_interface.h"
-#include "grpcpp/security/server_credentials.h"
-#include "grpcpp/server_builder.h"
-#include "proto/bulk_frame.h"
 #include "proto/protocol.h"
 #include "proto/ps.grpc.pb.h"
+#include "ps/ps_service.h"
 #include "ps/shard_checkpoint.h"
 #include "ps/shared_memory_sessions.h"
 
@@ -192,17 +190,14 @@ class GrpcParameterServer::ControlService final
 
 namespace {
 
-// Serves one bulk RPC: reads the request frame, answers with one frame.
-// Deletes itself when gRPC is done with it (OnDone).
+// Serves one bulk RPC: parses the request frame, hands the request to the
+// PsService (which holds every rule), answers with one frame. Deletes
+// itself when gRPC is done with it (OnDone).
 class BulkReactor final : public grpc::ServerGenericBidiReactor {
  public:
-  BulkReactor(grpc::GenericCallbackServerContext* context,
-              ParameterServerCore* core, BufferPool* pool,
+  BulkReactor(grpc::GenericCallbackServerContext* context, PsService* service,
               SharedMemorySessions* shared_memory)
-      : context_(context),
-        core_(core),
-        pool_(pool),
-        shared_memory_(shared_memory) {
+      : context_(context), service_(service), shared_memory_(shared_memory) {
     StartRead(&request_);
   }
 
@@ -214,13 +209,13 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     request_bytes_ = request_.Length();
     const std::string& method = context_->method();
     if (method == kBulkPullMethod) {
-      HandlePull();  // Replies now or when the awaited step is applied.
+      HandlePull(/*batch=*/false);  // Replies now or once the step is applied.
     } else if (method == kBulkPullBatchMethod) {
-      HandlePullBatch();  // Likewise.
+      HandlePull(/*batch=*/true);
     } else if (method == kBulkPushMethod) {
-      Reply(HandlePush());
+      Reply(HandlePush(/*batch=*/false));
     } else if (method == kBulkPushBatchMethod) {
-      Reply(HandlePushBatch());
+      Reply(HandlePush(/*batch=*/true));
     } else if (method == kBulkAssignMethod) {
       Reply(HandleAssign());
     } else {
@@ -230,235 +225,137 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     }
   }
 
+  // The client's deadline or a broken connection: a waiting pull answers
+  // DeadlineExceeded (through its done callback, the last use of `this`).
   void OnCancel() override {
-    bool answer = false;
-    std::string waiting_for;
+    std::shared_ptr<PsService::PendingPull> pending;
     {
       absl::MutexLock lock(&mu_);
       cancelled_ = true;
-      const bool was_waiting = !waits_.empty();
-      for (auto it = waits_.begin(); it != waits_.end();) {
-        const ChunkRef& ref = refs_[it->first];
-        if (waiting_for.empty()) {
-          waiting_for =
-              absl::StrCat("\"", ref.variable->name(), "\" chunk ", ref.chunk,
-                           " (at step ", ref.variable->Version(ref.chunk), ")");
-        }
-        // A wait that cannot be cancelled is firing now; its callback
-        // removes itself and, if last, answers.
-        it = ref.variable->CancelWait(ref.chunk, it->second) ? waits_.erase(it)
-                                                             : std::next(it);
-      }
-      if (was_waiting && waits_.empty() && !answer_claimed_) {
-        answer_claimed_ = true;
-        answer = true;
-      }
+      pending = pending_;
     }
-    if (answer) {
-      Reply(absl::DeadlineExceededError(
-          absl::StrCat("pull was cancelled while waiting for step ",
-                       min_version_, " of ", waiting_for)));
-    }
+    if (pending != nullptr) pending->Cancel();
   }
 
   void OnDone() override { delete this; }
 
  private:
-  void HandlePull() {
-    PullRequest header;
-    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, header);
+  void HandlePull(bool batch) {
+    PullBatchRequest request;
+    absl::StatusOr<BulkFrame> frame;
+    if (batch) {
+      frame = BulkFrame::Parse(request_, request);
+    } else {
+      PullRequest single;
+      frame = BulkFrame::Parse(request_, single);
+      request = PsService::AsBatch(single);
+    }
     if (!frame.ok()) return Reply(frame.status());
-    absl::StatusOr<ChunkRef> ref =
-        core_->Resolve(header.protocol_version(), header.variable(),
-                       header.offset_elements(), header.num_elements());
-    if (!ref.ok()) return Reply(ref.status());
-    refs_.push_back(*ref);
-    min_version_ = header.min_version();
-    consistent_snapshot_ = header.consistent_snapshot();
-    AwaitThenSendPull();
+    std::vector<absl::Span<float>> out;
+    if (batch && request.has_shared()) {
+      absl::StatusOr<std::vector<absl::Span<float>>> pieces =
+          SharedPieces(request.shared(), *frame, request.parts());
+      if (!pieces.ok()) return Reply(pieces.status());
+      out = *std::move(pieces);
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      starting_ = true;
+    }
+    std::shared_ptr<PsService::PendingPull> pending = service_->Pull(
+        request, std::move(out),
+        [this, batch](absl::StatusOr<PsService::PullAnswer> answer) {
+          {
+            absl::MutexLock lock(&mu_);
+            // Answered inside Pull(): replied to below, once Pull returned.
+            if (starting_) {
+              early_answer_ = std::move(answer);
+              return;
+            }
+          }
+          SendPull(batch, std::move(answer));
+        });
+    std::optional<absl::StatusOr<PsService::PullAnswer>> early;
+    bool cancel = false;
+    {
+      absl::MutexLock lock(&mu_);
+      starting_ = false;
+      early.swap(early_answer_);
+      pending_ = pending;
+      cancel = cancelled_ && pending != nullptr;
+    }
+    // Either may be the last use of `this`.
+    if (early.has_value()) return SendPull(batch, *std::move(early));
+    if (cancel) pending->Cancel();
   }
 
-  void HandlePullBatch() {
-    PullBatchRequest header;
-    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, header);
-    if (!frame.ok()) return Reply(frame.status());
-    if (absl::Status parts =
-            ParameterServerCore::CheckBatchSize(header.parts_size());
-        !parts.ok()) {
-      return Reply(parts);
-    }
-    for (const PullRequest& part : header.parts()) {
-      absl::StatusOr<ChunkRef> ref =
-          core_->Resolve(header.protocol_version(), part.variable(),
-                         part.offset_elements(), part.num_elements());
-      if (!ref.ok()) return Reply(ref.status());
-      refs_.push_back(*ref);
-    }
-    batch_ = true;
-    min_version_ = header.min_version();
-    consistent_snapshot_ = header.consistent_snapshot();
-    if (header.has_shared()) {
-      absl::StatusOr<SharedMemorySessions::Payload> shared =
-          ResolveShared(header.shared(), *frame, refs_);
-      if (!shared.ok()) return Reply(shared.status());
-      shared_ = *std::move(shared);
-    }
-    AwaitThenSendPull();
-  }
-
-  // The shared-memory range of a batch whose values bypass the frame.
-  absl::StatusOr<SharedMemorySessions::Payload> ResolveShared(
+  // The pieces of the client's shared memory that a batch's values use
+  // (one per part, in order), instead of the frame's payload.
+  absl::StatusOr<std::vector<absl::Span<float>>> SharedPieces(
       const SharedPayload& shared, const BulkFrame& frame,
-      absl::Span<const ChunkRef> refs) {
+      const google::protobuf::RepeatedPtrField<PullRequest>& parts) {
     if (frame.payload_bytes() != 0) {
       return absl::InvalidArgumentError(
           "a batch with shared-memory values also carries a payload");
     }
+    // Sizes are bounded before they are summed; the service checks each
+    // part against its chunk.
+    int64_t total = 0;
+    for (const PullRequest& part : parts) {
+      if (part.num_elements() <= 0 ||
+          part.num_elements() > service_->core().chunk_elements()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "part \"", part.variable(), "\" of ", part.num_elements(),
+            " elements is not within one chunk of ",
+            service_->core().chunk_elements()));
+      }
+      total += part.num_elements();
+    }
+    ASSIGN_OR_RETURN(shared_, shared_memory_->Resolve(
+                                  shared, total * int64_t{sizeof(float)}));
+    std::vector<absl::Span<float>> pieces;
+    int64_t offset = 0;
+    for (const PullRequest& part : parts) {
+      pieces.push_back(shared_.values.subspan(offset, part.num_elements()));
+      offset += part.num_elements();
+    }
+    return pieces;
+  }
+
+  void SendPull(bool batch, absl::StatusOr<PsService::PullAnswer> answer) {
+    if (!answer.ok()) return Reply(answer.status());
+    if (shared_.region != nullptr) {
+      // The values went into the client's memory; the answer is a header.
+      shared_ = {};  // Unmaps once its client detached.
+      response_ = EncodeBulkFrame(answer->response, {}, nullptr);
+    } else if (batch) {
+      response_ = EncodeBulkFramePieces(answer->response, answer->values,
+                                        std::move(answer->owner));
+    } else {
+      PullResponse single;
+      single.set_version(answer->response.versions(0));
+      response_ = EncodeBulkFramePieces(single, answer->values,
+                                        std::move(answer->owner));
+    }
+    Reply(absl::OkStatus());
+  }
+
+  absl::Status HandlePush(bool batch) {
+    PushBatchRequest request;
+    absl::StatusOr<BulkFrame> frame;
+    if (batch) {
+      frame = BulkFrame::Parse(request_, request);
+    } else {
+      PushRequest single;
+      frame = BulkFrame::Parse(request_, single);
+      request = PsService::AsBatch(single);
+    }
+    if (!frame.ok()) return frame.status();
+    ASSIGN_OR_RETURN(std::vector<ChunkRef> refs,
+                     service_->ResolvePush(request));
     int64_t total = 0;
     for (const ChunkRef& ref : refs) total += ref.num_elements;
-    return shared_memory_->Resolve(shared,
-                                   total * static_cast<int64_t>(sizeof(float)));
-  }
-
-  // Answers now when every part is at min_version_; otherwise waits on
-  // each part that is not, and the last to get there answers (or OnCancel
-  // does, at the client's deadline). `this` may be gone on return.
-  void AwaitThenSendPull() {
-    {
-      absl::MutexLock lock(&mu_);
-      // Cancelled before we could wait: answer without registering.
-      for (size_t i = 0; i < refs_.size() && !cancelled_; ++i) {
-        // The callback blocks on mu_ until this loop is done.
-        std::optional<uint64_t> id = refs_[i].variable->WhenVersionReached(
-            refs_[i].chunk, min_version_, [this, i] { OnVersionReached(i); });
-        if (id.has_value()) waits_.emplace_back(i, *id);
-      }
-      if (!waits_.empty()) return;
-      answer_claimed_ = true;
-    }
-    SendPull();
-  }
-
-  // Runs on the thread whose push completed the awaited step for part i.
-  void OnVersionReached(size_t part) {
-    {
-      absl::MutexLock lock(&mu_);
-      auto it = std::find_if(waits_.begin(), waits_.end(),
-                             [part](const auto& w) { return w.first == part; });
-      if (it != waits_.end()) waits_.erase(it);
-      if (!waits_.empty() || answer_claimed_) return;
-      answer_claimed_ = true;
-    }
-    SendPull();
-  }
-
-  void SendPull() {
-    if (shared_.region != nullptr) return SendSharedPull();
-    std::vector<absl::Span<const float>> pieces;
-    std::vector<int64_t> versions;
-    std::shared_ptr<PooledBuffer> snapshot;
-    if (consistent_snapshot_) {
-      int64_t total = 0;
-      for (const ChunkRef& ref : refs_) total += ref.num_elements;
-      snapshot = pool_->Acquire(total);
-      int64_t offset = 0;
-      for (const ChunkRef& ref : refs_) {
-        absl::Span<float> out =
-            snapshot->span().subspan(offset, ref.num_elements);
-        versions.push_back(core_->Pull(ref, out).version());
-        pieces.push_back(out);
-        offset += ref.num_elements;
-      }
-    } else {
-      // Zero-copy: the frame points into the variables, which live as long
-      // as the core, and the core outlives the drained server.
-      for (const ChunkRef& ref : refs_) {
-        PullView view = core_->View(ref);
-        versions.push_back(view.response.version());
-        pieces.push_back(view.values);
-      }
-    }
-    if (batch_) {
-      PullBatchResponse response;
-      for (int64_t v : versions) response.add_versions(v);
-      response_ = EncodeBulkFramePieces(response, pieces, std::move(snapshot));
-    } else {
-      PullResponse response;
-      response.set_version(versions[0]);
-      response_ = EncodeBulkFramePieces(response, pieces, std::move(snapshot));
-    }
-    Reply(absl::OkStatus());
-  }
-
-  // Copies every part, each under its chunk's lock, into the client's
-  // shared memory; the answer is a header alone.
-  void SendSharedPull() {
-    PullBatchResponse response;
-    int64_t offset = 0;
-    for (const ChunkRef& ref : refs_) {
-      response.add_versions(
-          core_->Pull(ref, shared_.values.subspan(offset, ref.num_elements))
-              .version());
-      offset += ref.num_elements;
-    }
-    shared_ = {};  // Unmaps once its client detached.
-    response_ = EncodeBulkFrame(response, {}, nullptr);
-    Reply(absl::OkStatus());
-  }
-
-  // A request frame with a payload, resolved and copied (the one receive
-  // copy) into a reused buffer.
-  struct ChunkPayload {
-    ChunkRef ref;
-    std::shared_ptr<PooledBuffer> values;
-  };
-
-  template <typename Header>
-  absl::StatusOr<ChunkPayload> ReadChunkPayload(Header& header,
-                                                absl::string_view what) {
-    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, header);
-    if (!frame.ok()) return frame.status();
-    absl::StatusOr<ChunkRef> ref =
-        core_->Resolve(header.protocol_version(), header.variable(),
-                       header.offset_elements(), header.num_elements());
-    if (!ref.ok()) return ref.status();
-    ChunkPayload payload{*ref, pool_->Acquire(ref->num_elements)};
-    absl::Status copied = frame->CopyPayload(payload.values->span());
-    if (!copied.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, " \"", header.variable(), "\": ", copied.message()));
-    }
-    request_.Clear();  // Release gRPC's receive slices early.
-    return payload;
-  }
-
-  absl::Status HandlePush() {
-    PushRequest header;
-    absl::StatusOr<ChunkPayload> payload = ReadChunkPayload(header, "push to");
-    if (!payload.ok()) return payload.status();
-    absl::StatusOr<PushResponse> response =
-        core_->Push(payload->ref, header, payload->values->span());
-    if (!response.ok()) return response.status();
-    response_ = EncodeBulkFrame(*response, {}, nullptr);
-    return absl::OkStatus();
-  }
-
-  absl::Status HandlePushBatch() {
-    PushBatchRequest header;
-    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, header);
-    if (!frame.ok()) return frame.status();
-    RETURN_IF_ERROR(ParameterServerCore::CheckBatchSize(header.parts_size()));
-    std::vector<ChunkRef> refs;
-    int64_t total = 0;
-    for (const PushRequest& part : header.parts()) {
-      ASSIGN_OR_RETURN(
-          ChunkRef ref,
-          core_->Resolve(header.protocol_version(), part.variable(),
-                         part.offset_elements(), part.num_elements()));
-      refs.push_back(ref);
-      total += ref.num_elements;
-    }
-    std::shared_ptr<PooledBuffer> values = pool_->Acquire(total);
+    std::shared_ptr<PooledBuffer> values = service_->pool().Acquire(total);
     std::vector<absl::Span<float>> pieces;
     std::vector<absl::Span<const float>> gradients;
     int64_t offset = 0;
@@ -467,34 +364,50 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
       gradients.push_back(pieces.back());
       offset += ref.num_elements;
     }
-    if (header.has_shared()) {
+    if (batch && request.has_shared()) {
       // One copy out of the client's memory, which the client could still
       // change: the NaN/Inf check and the update must see the same values.
+      if (frame->payload_bytes() != 0) {
+        return absl::InvalidArgumentError(
+            "a batch with shared-memory values also carries a payload");
+      }
       ASSIGN_OR_RETURN(SharedMemorySessions::Payload shared,
-                       ResolveShared(header.shared(), *frame, refs));
+                       shared_memory_->Resolve(request.shared(),
+                                               total * int64_t{sizeof(float)}));
       std::memcpy(values->span().data(), shared.values.data(),
                   shared.values.size() * sizeof(float));
     } else if (absl::Status copied = frame->CopyPayload(pieces); !copied.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("push batch of ", refs.size(), " parts starting with \"",
-                       header.parts(0).variable(), "\": ", copied.message()));
+          batch ? absl::StrCat(
+                      "push batch of ", refs.size(), " parts starting with \"",
+                      request.parts(0).variable(), "\": ", copied.message())
+                : absl::StrCat("push to \"", request.parts(0).variable(),
+                               "\": ", copied.message()));
     }
     request_.Clear();  // Release gRPC's receive slices early.
     ASSIGN_OR_RETURN(PushBatchResponse response,
-                     core_->PushBatch(refs, header.version(),
-                                      header.worker_index(), gradients));
-    response_ = EncodeBulkFrame(response, {}, nullptr);
+                     service_->Push(request, refs, gradients));
+    if (batch) {
+      response_ = EncodeBulkFrame(response, {}, nullptr);
+    } else {
+      ASSIGN_OR_RETURN(PushResponse single, PsService::SingleAnswer(response));
+      response_ = EncodeBulkFrame(single, {}, nullptr);
+    }
     return absl::OkStatus();
   }
 
   absl::Status HandleAssign() {
     AssignRequest header;
-    absl::StatusOr<ChunkPayload> payload =
-        ReadChunkPayload(header, "assign to");
-    if (!payload.ok()) return payload.status();
-    absl::Status assigned =
-        core_->Assign(payload->ref, payload->values->span());
-    if (!assigned.ok()) return assigned;
+    ASSIGN_OR_RETURN(BulkFrame frame, BulkFrame::Parse(request_, header));
+    ASSIGN_OR_RETURN(ChunkRef ref, service_->ResolveAssign(header));
+    std::shared_ptr<PooledBuffer> values =
+        service_->pool().Acquire(ref.num_elements);
+    if (absl::Status copied = frame.CopyPayload(values->span()); !copied.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "assign to \"", header.variable(), "\": ", copied.message()));
+    }
+    request_.Clear();  // Release gRPC's receive slices early.
+    RETURN_IF_ERROR(service_->Assign(ref, values->span()));
     response_ = EncodeBulkFrame(AssignResponse(), {}, nullptr);
     return absl::OkStatus();
   }
@@ -502,11 +415,12 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   // Answers exactly once; must be the caller's last use of `this`.
   void Reply(const absl::Status& status) {
     if (replied_.exchange(true)) return;
+    ParameterServerCore& core = service_->core();
     if (status.ok()) {
-      core_->CountBytes(request_bytes_, response_.Length());
+      core.CountBytes(request_bytes_, response_.Length());
       StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
     } else {
-      core_->CountBytes(request_bytes_, 0);
+      core.CountBytes(request_bytes_, 0);
       if (SharedMemorySessions::IsLostSession(status)) {
         context_->AddTrailingMetadata(kSharedMemoryLostKey,
                                       kSharedMemoryLostValue);
@@ -516,26 +430,21 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   }
 
   grpc::GenericCallbackServerContext* const context_;
-  ParameterServerCore* const core_;
-  BufferPool* const pool_;
+  PsService* const service_;
   SharedMemorySessions* const shared_memory_;
   grpc::ByteBuffer request_;
   grpc::ByteBuffer response_;
   int64_t request_bytes_ = 0;
   std::atomic<bool> replied_{false};
-  // Pull state, set before any wait is registered.
-  std::vector<ChunkRef> refs_;
-  bool batch_ = false;
-  int64_t min_version_ = 0;
-  bool consistent_snapshot_ = false;
-  SharedMemorySessions::Payload shared_;  // set for a shared-memory pull
+  // A shared-memory pull's region, held until the answer is sent.
+  SharedMemorySessions::Payload shared_;
   absl::Mutex mu_;
-  // Pending waits: (index into refs_, WhenVersionReached id).
-  std::vector<std::pair<size_t, uint64_t>> waits_ ABSL_GUARDED_BY(mu_);
-  // Set by whichever of the last wait, OnCancel or an immediate answer
-  // replies to a pull, so that exactly one does.
-  bool answer_claimed_ ABSL_GUARDED_BY(mu_) = false;
+  std::shared_ptr<PsService::PendingPull> pending_ ABSL_GUARDED_BY(mu_);
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  // While the service's Pull() runs: an answer given inside it waits here.
+  bool starting_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<absl::StatusOr<PsService::PullAnswer>> early_answer_
+      ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace
@@ -543,18 +452,16 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
 class GrpcParameterServer::BulkService final
     : public grpc::CallbackGenericService {
  public:
-  BulkService(ParameterServerCore* core, BufferPool* pool,
-              SharedMemorySessions* shared_memory)
-      : core_(core), pool_(pool), shared_memory_(shared_memory) {}
+  BulkService(PsService* service, SharedMemorySessions* shared_memory)
+      : service_(service), shared_memory_(shared_memory) {}
 
   grpc::ServerGenericBidiReactor* CreateReactor(
       grpc::GenericCallbackServerContext* context) override {
-    return new BulkReactor(context, core_, pool_, shared_memory_);
+    return new BulkReactor(context, service_, shared_memory_);
   }
 
  private:
-  ParameterServerCore* const core_;
-  BufferPool* const pool_;
+  PsService* const service_;
   SharedMemorySessions* const shared_memory_;
 };
 
@@ -564,36 +471,28 @@ absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
     const Options& options) {
   std::unique_ptr<GrpcParameterServer> server(new GrpcParameterServer);
   server->grace_ = options.grace;
+  server->during_drain_for_testing_ = options.during_drain_for_testing;
   server->core_ = std::make_unique<ParameterServerCore>(options.core);
   // Idle chunk buffers kept for reuse: enough for many in-flight chunks.
   server->pool_ = BufferPool::Create(size_t{256} << 20);
   server->shared_memory_ =
       std::make_unique<SharedMemorySessions>(options.shared_memory);
   server->control_ = std::make_unique<ControlService>(server.get());
-  server->bulk_ = std::make_unique<BulkService>(
-      server->core_.get(), server->pool_.get(), server->shared_memory_.get());
+  server->service_ =
+      std::make_unique<PsService>(server->core_.get(), server->pool_.get());
+  server->bulk_ = std::make_unique<BulkService>(server->service_.get(),
+                                                server->shared_memory_.get());
 
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen_address,
-                           grpc::InsecureServerCredentials(), &server->port_);
-  // gRPC enables SO_REUSEPORT by default: a second server on a busy port
-  // would silently share it and split the clients. Fail instead.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.SetMaxReceiveMessageSize(kMaxBulkMessageBytes);
-  builder.SetMaxSendMessageSize(kMaxBulkMessageBytes);
-  for (const auto& [name, value] : BulkTransportChannelArgs()) {
-    builder.AddChannelArgument(name, value);
-  }
-  builder.RegisterService(server->control_.get());
-  builder.RegisterCallbackGenericService(server->bulk_.get());
-  server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || server->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot listen on ", options.listen_address,
-        ": the port is in use or the address is not local; free the port or "
-        "fix the task's address in TF_CONFIG"));
-  }
+  ServerOptions server_options;
+  server_options.listen_address = options.listen_address;
+  server_options.what = "parameter server";
+  server_options.security = options.security;
+  server_options.services = {server->control_.get()};
+  server_options.generic_service = server->bulk_.get();
+  server_options.max_receive_message_bytes = kMaxBulkMessageBytes;
+  server_options.max_send_message_bytes = kMaxBulkMessageBytes;
+  server_options.channel_args = BulkTransportChannelArgs();
+  ASSIGN_OR_RETURN(server->server_, ServerRunner::Start(server_options));
   return server;
 }
 
@@ -605,6 +504,8 @@ StatsResponse GrpcParameterServer::Stats() const {
 }
 
 void GrpcParameterServer::RequestShutdown(const std::string& reason) {
+  // Handlers call this (the Shutdown RPC) while Wait() may be draining:
+  // it takes only mu_, which Wait() never holds across the drain.
   absl::MutexLock lock(&mu_);
   if (shutdown_requested_.HasBeenNotified()) return;
   reason_ = reason;
@@ -644,17 +545,12 @@ std::string GrpcParameterServer::Wait() {
     for (BackgroundThread& t : threads) t.thread.join();
   };
   join_background();
+  // The runner holds nothing a handler takes while it drains, so handlers
+  // that run during the drain (a late Shutdown RPC) never block on it.
+  // Draining must not run under a handler; Wait() is the owner's thread.
+  server_->Drain(grace_, during_drain_for_testing_);
+  join_background();
   absl::MutexLock lock(&mu_);
-  if (!drained_) {
-    if (auto* health = server_->GetHealthCheckService()) {
-      health->SetServingStatus(false);
-    }
-    // Shutdown() must not run under a handler; Wait() is the owner's thread.
-    server_->Shutdown(absl::ToChronoTime(absl::Now() + grace_));
-    server_->Wait();
-    join_background();
-    drained_ = true;
-  }
   return reason_;
 }
 

@@ -1,7 +1,7 @@
 // Serves a ParameterServerCore over gRPC: the typed control service
 // (Configure, CreateVariables, Stats, Shutdown, shared-memory attach), the
 // bulk tensor methods (Pull, Push, Assign and batches; see
-// proto/bulk_frame.h) and grpc.health.v1.Health.
+// common/rpc/bulk_frame.h) and grpc.health.v1.Health.
 //
 // Lifecycle (a small state machine):
 //   Start()    -> serving; port() is the bound port (useful with port 0)
@@ -31,8 +31,10 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/buffer_pool.h"
-#include "grpcpp/server.h"
+#include "common/rpc/server_runner.h"
+#include "common/rpc/transport_security.h"
 #include "ps/ps_core.h"
+#include "ps/ps_service.h"
 #include "ps/shared_memory_sessions.h"
 
 namespace psflow {
@@ -47,6 +49,10 @@ class GrpcParameterServer {
     absl::Duration grace = absl::Seconds(5);
     // Same-host clients' shared-memory regions (docs/wire-protocol.md).
     SharedMemorySessions::Options shared_memory;
+    TransportSecurity security;
+    // Tests only: runs on the draining thread between Shutdown() and the
+    // end of the drain, where handlers may still run.
+    std::function<void()> during_drain_for_testing;
   };
 
   // Binds and starts serving. Unavailable when the address cannot be bound
@@ -56,7 +62,7 @@ class GrpcParameterServer {
 
   ~GrpcParameterServer();
 
-  int port() const { return port_; }
+  int port() const { return server_->port(); }
   ParameterServerCore& core() { return *core_; }
   // Same-host clients' shared-memory sessions.
   SharedMemorySessions& shared_memory() { return *shared_memory_; }
@@ -89,16 +95,16 @@ class GrpcParameterServer {
   std::unique_ptr<ParameterServerCore> core_;
   std::shared_ptr<BufferPool> pool_;
   std::unique_ptr<SharedMemorySessions> shared_memory_;
+  std::unique_ptr<PsService> service_;
   std::unique_ptr<ControlService> control_;
   std::unique_ptr<BulkService> bulk_;
-  std::unique_ptr<grpc::Server> server_;
-  int port_ = 0;
+  std::unique_ptr<ServerRunner> server_;
   absl::Duration grace_;
+  std::function<void()> during_drain_for_testing_;
 
   absl::Notification shutdown_requested_;
   absl::Mutex mu_;
   std::string reason_ ABSL_GUARDED_BY(mu_);
-  bool drained_ ABSL_GUARDED_BY(mu_) = false;
   // Threads of RunInBackground; finished ones are joined by the next call,
   // so a long job's many checkpoints do not pile up threads.
   struct BackgroundThread {

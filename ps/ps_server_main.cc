@@ -19,9 +19,13 @@
 #include "common/port_file.h"
 #include "common/process_setup.h"
 #include "common/role_config.h"
+#include "common/rpc/transport_security.h"
 #include "common/signals.h"
 #include "ps/grpc_ps_server.h"
 
+ABSL_FLAG(std::string, transport_security, "insecure",
+          "How connections between tasks are secured; every task of a job "
+          "uses the same (this release: insecure)");
 ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG as inline JSON or a file path; defaults to the TF_CONFIG "
           "environment variable");
@@ -51,6 +55,13 @@ int Run() {
     return 1;
   }
   const TfConfig& config = *role_config;
+  absl::StatusOr<TransportSecurity> security =
+      ParseTransportSecurity(absl::GetFlag(FLAGS_transport_security));
+  if (!security.ok()) {
+    LOG(ERROR) << security.status().message();
+    return 1;
+  }
+
   absl::StatusOr<HostPort> address = ParseHostPort(*config.TaskAddress());
   if (!address.ok()) {
     LOG(ERROR) << address.status().message();
@@ -69,6 +80,7 @@ int Run() {
   options.core.chunk_bytes = chunk_bytes;
   options.grace = absl::Milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms));
   options.shared_memory.enabled = absl::GetFlag(FLAGS_shared_memory);
+  options.security = *security;
   absl::StatusOr<std::unique_ptr<GrpcParameterServer>> server =
       GrpcParameterServer::Start(options);
   if (!server.ok()) {

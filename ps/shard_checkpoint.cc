@@ -347,7 +347,9 @@ absl::Status Apply(
   }
   FileCache files;
   std::vector<float> temp;
-  for (auto& [v, tensors] : plan) {
+  for (auto& planned : plan) {
+    Variable* const v = planned.first;
+    const auto& tensors = planned.second;  // a lambda below captures it
     for (int c = 0; c < v->num_chunks(); ++c) {
       const int64_t begin = c * v->chunk_elements();
       // Reads straight into the variable's memory, under the chunk's lock.

@@ -92,11 +92,11 @@ void Variable::ApplyLocked(Chunk& c, absl::Span<const float> gradient) {
 }
 
 std::vector<std::function<void()>> Variable::AdvanceLocked(Chunk& c) {
-  ++c.version;
+  const int64_t version = ++c.version;
   std::vector<std::function<void()>> ready;
   auto keep =
       std::remove_if(c.waiters.begin(), c.waiters.end(), [&](Waiter& w) {
-        if (w.min_version > c.version) return false;
+        if (w.min_version > version) return false;
         ready.push_back(std::move(w.ready));
         return true;
       });

@@ -14,6 +14,7 @@
 #include "client/local_ps_shard.h"
 #include "client/ps_client.h"
 #include "common/free_port.h"
+#include "common/rpc/bulk_frame.h"
 #include "common/status_macros.h"
 #include "common/status_matchers.h"
 #include "common/subprocess.h"
@@ -21,7 +22,6 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
-#include "proto/bulk_frame.h"
 #include "proto/protocol.h"
 #include "tests/test_paths.h"
 
@@ -224,18 +224,21 @@ TEST(PsClusterTest, UnreachableServerFailsWithinTheDeadline) {
 TEST(PsClusterTest, HealthIsServingWhileRunningAndGoneAfterShutdown) {
   ASSERT_OK_AND_ASSIGN(PsProcess ps, StartPs(0, 1));
   const std::string address = absl::StrCat("127.0.0.1:", ps.port);
-  EXPECT_OK(CheckHealth(address, absl::Now() + absl::Seconds(10)));
+  EXPECT_OK(CheckHealth(address, absl::Now() + absl::Seconds(10),
+                        TransportSecurity()));
   ps.process->Signal(SIGTERM);
   ASSERT_THAT(ps.process->Wait(absl::Seconds(15)), IsOkAndHolds(0));
-  EXPECT_THAT(CheckHealth(address, absl::Now() + absl::Seconds(2)),
-              ::testing::Not(IsOk()));
+  EXPECT_THAT(
+      CheckHealth(address, absl::Now() + absl::Seconds(2), TransportSecurity()),
+      ::testing::Not(IsOk()));
 }
 
 TEST(PsClusterTest, WaitUntilHealthyNamesTheMissingTask) {
   ASSERT_OK_AND_ASSIGN(int dead_port, PickFreePort());
   const absl::Time start = absl::Now();
   EXPECT_THAT(WaitUntilHealthy(absl::StrCat("127.0.0.1:", dead_port),
-                               "ps-3 at 127.0.0.1", start + absl::Seconds(1)),
+                               "ps-3 at 127.0.0.1", start + absl::Seconds(1),
+                               TransportSecurity()),
               StatusIs(absl::StatusCode::kUnavailable,
                        HasSubstr("ps-3 at 127.0.0.1 is not healthy")));
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));

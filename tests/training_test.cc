@@ -123,7 +123,7 @@ TEST(TrainingTest, InterruptStopsEveryProcess) {
   ASSERT_NE(at, std::string::npos);
   const int port = std::atoi(output.c_str() + at + 21);
   EXPECT_THAT(CheckHealth(absl::StrCat("127.0.0.1:", port),
-                          absl::Now() + absl::Seconds(2)),
+                          absl::Now() + absl::Seconds(2), TransportSecurity()),
               ::testing::Not(IsOk()));
 }
 

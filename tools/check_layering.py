@@ -5,7 +5,7 @@ Every source folder has a floor; a file may include headers from its own
 folder or from folders on lower floors only:
 
   0  common/                              status, logging, files, json
-  1  proto/                               wire and config messages
+  1  proto/ common/rpc/                    messages; the only gRPC glue
   2  common/job/ common/metrics/ data/ model/device/
   3  ps/ checkpoint/ model/
   4  client/                              the client library
@@ -29,6 +29,7 @@ FLOORS = {
     "common": 0,
     "third_party": 0,
     "proto": 1,
+    "common/rpc": 1,
     "common/job": 2,
     "common/metrics": 2,
     "data": 2,

@@ -19,8 +19,9 @@ PACKAGES=(
   python3 python3-yaml iperf3 procps
   # The relocatable bundle (//deploy:bundle) points its binaries at its lib/.
   patchelf
-  # Formatting check in CI.
-  clang-format
+  # Formatting check in CI; clang for the thread-safety build
+  # (--config=clang).
+  clang-format clang-14
 )
 
 missing=()

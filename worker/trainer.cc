@@ -104,8 +104,9 @@ absl::Status RunTrainer(const TrainerOptions& options) {
   ASSIGN_OR_RETURN(
       std::unique_ptr<Model> model,
       definition->Instantiate(options.device, job.training().batch_size()));
-  ASSIGN_OR_RETURN(std::unique_ptr<ParameterClient> client,
-                   ConnectToJobParameterServers(options.tf_config, spec));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<ParameterClient> client,
+      ConnectToJobParameterServers(options.tf_config, spec, options.security));
 
   HostTensors params[2], grads[2];
   // Async keeps two gradient buffers so that a step's push travels while

@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "client/coordinator_client.h"
 #include "common/metrics/event_file_writer.h"
+#include "common/rpc/transport_security.h"
 #include "common/tf_config.h"
 #include "model/device/device.h"
 #include "proto/coordinator.pb.h"
@@ -29,6 +30,7 @@ namespace psflow {
 
 struct TrainerOptions {
   TfConfig tf_config;
+  TransportSecurity security;
   JobSpec spec;
   Device* device = nullptr;
   CoordinatorClient* coordinator = nullptr;

@@ -13,16 +13,20 @@
 #include "absl/strings/str_cat.h"
 #include "chief/chief_runner.h"
 #include "client/coordinator_client.h"
-#include "common/health_server.h"
 #include "common/host_port.h"
 #include "common/job/job_config.h"
 #include "common/logging.h"
 #include "common/metrics/event_file_writer.h"
 #include "common/process_setup.h"
 #include "common/role_config.h"
+#include "common/rpc/health_server.h"
+#include "common/rpc/transport_security.h"
 #include "model/device/select_device.h"
 #include "worker/trainer.h"
 
+ABSL_FLAG(std::string, transport_security, "insecure",
+          "How connections between tasks are secured; every task of a job "
+          "uses the same (this release: insecure)");
 ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG as inline JSON or a file path; defaults to $TF_CONFIG");
 ABSL_FLAG(std::string, job, "",
@@ -53,6 +57,13 @@ int Run() {
     return 1;
   }
   const TfConfig& tf = *role_config;
+  absl::StatusOr<TransportSecurity> security =
+      ParseTransportSecurity(absl::GetFlag(FLAGS_transport_security));
+  if (!security.ok()) {
+    LOG(ERROR) << security.status().message();
+    return 1;
+  }
+
   const absl::Duration startup =
       absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
   absl::StatusOr<HostPort> own = ParseHostPort(*tf.TaskAddress());
@@ -66,7 +77,7 @@ int Run() {
   // Worker 0 without a chief job runs the chief's duties on its own port.
   std::thread chief;
   absl::Status chief_result;
-  std::unique_ptr<grpc::Server> health;
+  std::unique_ptr<ServerRunner> health;
   if (tf.IsChief()) {
     if (absl::GetFlag(FLAGS_job).empty()) {
       LOG(ERROR) << "this worker runs the chief's duties (TF_CONFIG has no "
@@ -80,6 +91,7 @@ int Run() {
     }
     ChiefOptions options;
     options.tf_config = tf;
+    options.security = *security;
     options.job = *job;
     options.bind_host = absl::GetFlag(FLAGS_bind_host);
     options.result_file = absl::GetFlag(FLAGS_result_file);
@@ -91,8 +103,8 @@ int Run() {
     chief = std::thread(
         [options, &chief_result] { chief_result = RunChief(options); });
   } else {
-    absl::StatusOr<std::unique_ptr<grpc::Server>> server =
-        StartHealthServer(listen);
+    absl::StatusOr<std::unique_ptr<ServerRunner>> server =
+        StartHealthServer(listen, *security);
     if (!server.ok()) {
       LOG(ERROR) << server.status().message();
       return 1;
@@ -103,8 +115,8 @@ int Run() {
   const TaskId chief_task = tf.ChiefTask();
   const std::string chief_address = *tf.cluster.Address(chief_task);
   CoordinatorClient coordinator(
-      chief_address,
-      absl::StrCat(chief_task.ToString(), " at ", chief_address));
+      chief_address, absl::StrCat(chief_task.ToString(), " at ", chief_address),
+      *security);
   absl::Status result;
   absl::StatusOr<std::unique_ptr<Device>> device =
       SelectDevice(absl::GetFlag(FLAGS_device), /*cpu_threads=*/1);
@@ -139,6 +151,7 @@ int Run() {
       TrainerOptions options;
       options.metrics = metrics.get();
       options.tf_config = tf;
+      options.security = *security;
       options.spec = *spec;
       options.device = device->get();
       options.coordinator = &coordinator;
@@ -164,7 +177,7 @@ int Run() {
     }
     LOG(INFO) << "job succeeded";
   }
-  if (health != nullptr) health->Shutdown(absl::ToChronoTime(absl::Now()));
+  if (health != nullptr) health->Drain(absl::ZeroDuration());
   return result.ok() ? 0 : 1;
 }
 

@@ -207,8 +207,10 @@ int CkptRestore(const std::string& path, const std::string& tf_config_flag,
     err << "psctl ckpt restore: " << reader.status().message() << "\n";
     return 1;
   }
+  // psctl speaks to the chief as the job's tasks do.
   CoordinatorClient client(address,
-                           absl::StrCat(chief.ToString(), " at ", address));
+                           absl::StrCat(chief.ToString(), " at ", address),
+                           TransportSecurity());
   absl::StatusOr<int64_t> step =
       client.RestoreCheckpoint(absolute, absl::Minutes(15));
   if (!step.ok()) {
@@ -218,6 +220,129 @@ int CkptRestore(const std::string& path, const std::string& tf_config_flag,
   out << "restored " << absolute << "; training resumed at global step "
       << *step << "\n";
   return 0;
+}
+
+namespace {
+
+class CkptListCommand : public Subcommand {
+ public:
+  CkptListCommand()
+      : Subcommand("ckpt list", {"<dir>"}, "psctl ckpt list <dir>",
+                   "The checkpoints of a directory, newest and kept ones "
+                   "marked.") {}
+
+  int Run(const std::vector<std::string>& arguments, std::ostream& out,
+          std::ostream& err) override {
+    return CkptList(arguments[0], out, err);
+  }
+};
+
+class CkptInspectCommand : public Subcommand {
+ public:
+  CkptInspectCommand()
+      : Subcommand("ckpt inspect", {"<dir>/ckpt-<step>"},
+                   "psctl ckpt inspect <dir>/ckpt-<step> "
+                   "[--tensor=name[@slot]] [--values]",
+                   "Tensors, shapes, dtypes and sizes; values on request.") {
+    mutable_flags().AddString("tensor", &tensor_,
+                              "only this tensor (name, or name@slot for an "
+                              "optimizer slot)");
+    mutable_flags().AddBool("values", &values_, "print the tensor's values");
+  }
+
+  int Run(const std::vector<std::string>& arguments, std::ostream& out,
+          std::ostream& err) override {
+    return CkptInspect(arguments[0], tensor_, values_, out, err);
+  }
+
+ private:
+  std::string tensor_;
+  bool values_ = false;
+};
+
+class CkptVerifyCommand : public Subcommand {
+ public:
+  CkptVerifyCommand()
+      : Subcommand("ckpt verify", {"<dir>/ckpt-<step>"},
+                   "psctl ckpt verify <dir>/ckpt-<step>",
+                   "Check every CRC; exit 1 naming each damaged tensor and "
+                   "file.") {}
+
+  int Run(const std::vector<std::string>& arguments, std::ostream& out,
+          std::ostream& err) override {
+    return CkptVerify(arguments[0], out, err);
+  }
+};
+
+class CkptExportCommand : public Subcommand {
+ public:
+  CkptExportCommand()
+      : Subcommand("ckpt export", {"<dir>/ckpt-<step>"},
+                   "psctl ckpt export <dir>/ckpt-<step> "
+                   "--format=safetensors|npz --out=<file>\n"
+                   "            [--include_slots]",
+                   "Write the model for other tools.") {
+    mutable_flags().AddString("format", &format_, "safetensors or npz");
+    mutable_flags().AddString("out", &out_path_, "the file to write");
+    mutable_flags().AddBool("include_slots", &include_slots_,
+                            "also the optimizer slots, as name@slot");
+  }
+
+  int Run(const std::vector<std::string>& arguments, std::ostream& out,
+          std::ostream& err) override {
+    return CkptExport(arguments[0], format_, out_path_, include_slots_, out,
+                      err);
+  }
+
+ private:
+  std::string format_ = "safetensors";
+  std::string out_path_;
+  bool include_slots_ = false;
+};
+
+class CkptRestoreCommand : public Subcommand {
+ public:
+  CkptRestoreCommand()
+      : Subcommand(
+            "ckpt restore", {"<dir>/ckpt-<step>"},
+            "psctl ckpt restore <dir>/ckpt-<step> [--tf_config=<file or JSON>]",
+            "Restore into the running job whose TF_CONFIG is given: the chief\n"
+            "pauses the workers, restores, and training resumes from there.") {
+    mutable_flags().AddString(
+        "tf_config", &tf_config_,
+        "the running job's TF_CONFIG (any task's) as inline JSON or a path to "
+        "a JSON file; defaults to the TF_CONFIG environment variable");
+  }
+
+  int Run(const std::vector<std::string>& arguments, std::ostream& out,
+          std::ostream& err) override {
+    return CkptRestore(arguments[0], tf_config_, out, err);
+  }
+
+ private:
+  std::string tf_config_;
+};
+
+}  // namespace
+
+std::unique_ptr<Subcommand> NewCkptListCommand() {
+  return std::make_unique<CkptListCommand>();
+}
+
+std::unique_ptr<Subcommand> NewCkptInspectCommand() {
+  return std::make_unique<CkptInspectCommand>();
+}
+
+std::unique_ptr<Subcommand> NewCkptVerifyCommand() {
+  return std::make_unique<CkptVerifyCommand>();
+}
+
+std::unique_ptr<Subcommand> NewCkptExportCommand() {
+  return std::make_unique<CkptExportCommand>();
+}
+
+std::unique_ptr<Subcommand> NewCkptRestoreCommand() {
+  return std::make_unique<CkptRestoreCommand>();
 }
 
 }  // namespace psflow

@@ -1,12 +1,16 @@
-// `psctl ckpt ...`: list, inspect, verify and export checkpoints
-// (docs/checkpoint-format.md). Each returns the process exit status
+// `psctl ckpt ...`: list, inspect, verify, export and restore checkpoints
+// (docs/checkpoint-format.md): the subcommands with their flags, and the
+// functions they run. Each function returns the process exit status
 // (0 success, 1 failure or damage) and writes its report to `out`, errors
 // to `err`.
 #ifndef PSFLOW_CLIENT_PSCTL_CKPT_COMMANDS_H_
 #define PSFLOW_CLIENT_PSCTL_CKPT_COMMANDS_H_
 
+#include <memory>
 #include <ostream>
 #include <string>
+
+#include "client/psctl/subcommand.h"
 
 namespace psflow {
 
@@ -32,6 +36,16 @@ int CkptExport(const std::string& path, const std::string& format,
 // training, restore `path` onto the parameter servers and resume.
 int CkptRestore(const std::string& path, const std::string& tf_config_flag,
                 std::ostream& out, std::ostream& err);
+
+// The subcommands: `psctl ckpt list <dir>`, `psctl ckpt inspect <ckpt>
+// [--tensor=] [--values]`, `psctl ckpt verify <ckpt>`, `psctl ckpt export
+// <ckpt> --format= --out= [--include_slots]` and `psctl ckpt restore <ckpt>
+// [--tf_config=]`, running the functions above.
+std::unique_ptr<Subcommand> NewCkptListCommand();
+std::unique_ptr<Subcommand> NewCkptInspectCommand();
+std::unique_ptr<Subcommand> NewCkptVerifyCommand();
+std::unique_ptr<Subcommand> NewCkptExportCommand();
+std::unique_ptr<Subcommand> NewCkptRestoreCommand();
 
 }  // namespace psflow
 

@@ -1,14 +1,7 @@
 #include "client/psctl/tfconfig_gen.h"
 
-#include <ostream>
-#include <set>
-
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
-#include "common/file_util.h"
 #include "common/host_port.h"
 #include "common/json.h"
 #include "common/status_macros.h"
@@ -94,70 +87,6 @@ absl::StatusOr<std::vector<std::pair<TaskId, std::string>>> GenerateTfConfigs(
     out.emplace_back(task, std::move(json));
   }
   return out;
-}
-
-int RunTfConfigGen(const std::vector<std::string>& args, std::ostream& out,
-                   std::ostream& err) {
-  TfConfigGenOptions options;
-  std::string out_dir;
-  auto list = [](absl::string_view value) {
-    std::vector<std::string> items;
-    for (absl::string_view item : absl::StrSplit(value, ',')) {
-      items.emplace_back(item);
-    }
-    return items;
-  };
-  for (const std::string& arg : args) {
-    const size_t eq = arg.find('=');
-    const std::string name = arg.substr(0, eq);
-    const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
-    if (name == "--chief") {
-      options.chief = value;
-    } else if (name == "--ps") {
-      options.ps = list(value);
-    } else if (name == "--workers") {
-      options.workers = list(value);
-    } else if (name == "--evaluator") {
-      options.evaluator = value;
-    } else if (name == "--out") {
-      out_dir = value;
-    } else if (name == "--port" &&
-               absl::SimpleAtoi(value, &options.default_port) &&
-               options.default_port > 0 && options.default_port < 65536) {
-    } else {
-      err << "psctl tfconfig gen: unknown or bad argument \"" << arg
-          << "\"; use --chief=HOST[:PORT] --ps=H1,H2 --workers=H1,H2 "
-             "[--evaluator=HOST] [--port=2222] [--out=DIR]\n";
-      return 2;
-    }
-  }
-  absl::StatusOr<std::vector<std::pair<TaskId, std::string>>> configs =
-      GenerateTfConfigs(options);
-  if (!configs.ok()) {
-    err << "psctl tfconfig gen: " << configs.status().message() << "\n";
-    return 2;
-  }
-  if (!out_dir.empty()) {
-    if (absl::Status made = MakeDirectories(out_dir); !made.ok()) {
-      err << "psctl tfconfig gen: " << made.message() << "\n";
-      return 1;
-    }
-  }
-  for (const auto& [task, json] : *configs) {
-    if (out_dir.empty()) {
-      out << "# " << task.ToString() << "\nexport TF_CONFIG='" << json << "'\n";
-      continue;
-    }
-    const std::string path =
-        absl::StrCat(out_dir, "/", task.ToString(), ".json");
-    if (absl::Status written = WriteFileAtomically(path, json + "\n");
-        !written.ok()) {
-      err << "psctl tfconfig gen: " << written.message() << "\n";
-      return 1;
-    }
-    out << path << "\n";
-  }
-  return 0;
 }
 
 }  // namespace psflow

@@ -34,13 +34,6 @@ struct TfConfigGenOptions {
 absl::StatusOr<std::vector<std::pair<TaskId, std::string>>> GenerateTfConfigs(
     const TfConfigGenOptions& options);
 
-// Parses `psctl tfconfig gen` arguments (--chief=, --ps=a,b, --workers=a,b,
-// --evaluator=, --out=<dir>, --port=N) and writes either one
-// <out>/<task>.json per task or, without --out, `export TF_CONFIG=...`
-// lines to `out`. Returns the exit status.
-int RunTfConfigGen(const std::vector<std::string>& args, std::ostream& out,
-                   std::ostream& err);
-
 }  // namespace psflow
 
 #endif  // PSFLOW_CLIENT_PSCTL_TFCONFIG_GEN_H_

@@ -1,7 +1,5 @@
 #include "client/psctl/tfconfig_gen.h"
 
-#include <sstream>
-
 #include "common/status_matchers.h"
 #include "common/tf_config.h"
 #include "gmock/gmock.h"
@@ -51,19 +49,6 @@ TEST(TfConfigGenTest, BadClustersAreRefusedWithTheReason) {
   EXPECT_THAT(GenerateTfConfigs(options),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("--workers entry 1")));
-}
-
-TEST(TfConfigGenTest, CommandPrintsExportLinesOrWritesFiles) {
-  std::ostringstream out, err;
-  EXPECT_EQ(
-      RunTfConfigGen({"--ps=p", "--workers=w0,w1", "--port=2000"}, out, err), 0)
-      << err.str();
-  EXPECT_THAT(out.str(),
-              HasSubstr("# worker-1\nexport TF_CONFIG='{\"cluster\""));
-  EXPECT_THAT(out.str(), HasSubstr("\"p:2000\""));
-  std::ostringstream out2, err2;
-  EXPECT_EQ(RunTfConfigGen({"--ps=p", "--bogus=1"}, out2, err2), 2);
-  EXPECT_THAT(err2.str(), HasSubstr("--bogus=1"));
 }
 
 }  // namespace

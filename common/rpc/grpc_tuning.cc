@@ -1,4 +1,4 @@
-#include "common/grpc_tuning.h"
+#include "common/rpc/grpc_tuning.h"
 
 #include "grpc/impl/codegen/grpc_types.h"
 

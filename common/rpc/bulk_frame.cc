@@ -1,4 +1,4 @@
-#include "proto/bulk_frame.h"
+#include "common/rpc/bulk_frame.h"
 
 #include <algorithm>
 #include <cstring>

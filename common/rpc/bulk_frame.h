@@ -7,8 +7,8 @@
 // alive by an owner handle until gRPC has sent it. Decoding leaves the
 // payload in gRPC's receive slices until the caller copies it once into its
 // destination. See docs/wire-protocol.md.
-#ifndef PSFLOW_PROTO_BULK_FRAME_H_
-#define PSFLOW_PROTO_BULK_FRAME_H_
+#ifndef PSFLOW_COMMON_RPC_BULK_FRAME_H_
+#define PSFLOW_COMMON_RPC_BULK_FRAME_H_
 
 #include <cstddef>
 #include <memory>
@@ -71,4 +71,4 @@ class BulkFrame {
 
 }  // namespace psflow
 
-#endif  // PSFLOW_PROTO_BULK_FRAME_H_
+#endif  // PSFLOW_COMMON_RPC_BULK_FRAME_H_

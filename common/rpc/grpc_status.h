@@ -1,7 +1,7 @@
 // The one place where absl::Status and grpc::Status convert into each
 // other. Codes map one to one (both follow google.rpc.Code).
-#ifndef PSFLOW_COMMON_GRPC_STATUS_H_
-#define PSFLOW_COMMON_GRPC_STATUS_H_
+#ifndef PSFLOW_COMMON_RPC_GRPC_STATUS_H_
+#define PSFLOW_COMMON_RPC_GRPC_STATUS_H_
 
 #include "absl/status/status.h"
 #include "grpcpp/support/status.h"
@@ -17,4 +17,4 @@ absl::Status FromGrpcStatus(const grpc::Status& status,
 
 }  // namespace psflow
 
-#endif  // PSFLOW_COMMON_GRPC_STATUS_H_
+#endif  // PSFLOW_COMMON_RPC_GRPC_STATUS_H_

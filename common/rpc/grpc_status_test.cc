@@ -1,4 +1,4 @@
-#include "common/grpc_status.h"
+#include "common/rpc/grpc_status.h"
 
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"

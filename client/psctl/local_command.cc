@@ -1,0 +1,85 @@
+#include "client/psctl/local_command.h"
+
+#include <unistd.h>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "client/psctl/local_cluster.h"
+
+namespace psflow {
+namespace {
+
+// bazel-bin/client/psctl/psctl -> bazel-bin: where the role binaries are
+// built (and the same layout in the relocatable bundle).
+std::string DefaultBinDir() {
+  char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) return ".";
+  std::string dir(path, n);
+  for (int up = 0; up < 3; ++up) dir = dir.substr(0, dir.rfind('/'));
+  return dir;
+}
+
+class LocalCommand : public Subcommand {
+ public:
+  LocalCommand()
+      : Subcommand(
+            "local", {},
+            "psctl local [--job=<file>] [--ps=N] [--workers=M] [--evaluator]\n"
+            "            [--chief] [--dir=<dir>] [--device=auto|cpu|cuda]\n"
+            "            [--shared_memory=false]",
+            "Run a whole cluster on 127.0.0.1 and exit with the job's "
+            "result.") {
+    options_.job_path = "configs/fashion_mnist_mlp.json";
+    options_.dir = "/tmp/psflow-local";
+    FlagSet& flags = mutable_flags();
+    flags.AddString("job", &options_.job_path, "the job config");
+    flags.AddInt("ps", &options_.num_ps, "parameter servers");
+    flags.AddInt("workers", &options_.num_workers, "workers");
+    flags.AddBool("evaluator", &options_.evaluator, "run an evaluator");
+    flags.AddBool("chief", &options_.chief,
+                  "run a separate chief (otherwise worker 0 is the chief)");
+    flags.AddString("dir", &options_.dir,
+                    "directory for logs, TF_CONFIGs and result.json");
+    flags.AddString("bin_dir", &options_.bin_dir,
+                    "directory holding ps/, worker/, chief/, evaluator/ "
+                    "binaries; defaults to the one psctl was built into");
+    flags.AddString("device", &options_.device, "worker device");
+    flags.AddBool("shared_memory", &options_.shared_memory,
+                  "let workers and the evaluator reach the servers through "
+                  "shared memory (false: loopback TCP, as between hosts)");
+    flags.AddInt("timeout_s", &timeout_s_,
+                 "give up after this many seconds (0: no limit)");
+    flags.AddString("checkpoint_dir", &options_.checkpoint_dir,
+                    "checkpoint directory; kept between runs, so a second run "
+                    "resumes (default <dir>/checkpoints, emptied at start)");
+  }
+
+  int Run(const std::vector<std::string>& arguments, std::ostream& out,
+          std::ostream& err) override {
+    LocalClusterOptions options = options_;
+    if (options.bin_dir.empty()) options.bin_dir = DefaultBinDir();
+    options.timeout = absl::Seconds(timeout_s_);
+    absl::StatusOr<int> code = RunLocalCluster(options, out);
+    if (!code.ok()) {
+      err << "psctl local: " << code.status().message() << "\n";
+      return kExitUsage;
+    }
+    return *code;
+  }
+
+ private:
+  LocalClusterOptions options_;
+  int timeout_s_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Subcommand> NewLocalCommand() {
+  return std::make_unique<LocalCommand>();
+}
+
+}  // namespace psflow

@@ -1,0 +1,109 @@
+#include "client/psctl/tfconfig_command.h"
+
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/file_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace psflow {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::StartsWith;
+
+class TfConfigCommandTest : public ::testing::Test {
+ protected:
+  TfConfigCommandTest() {
+    commands_.push_back(NewTfConfigCheckCommand());
+    commands_.push_back(NewTfConfigGenCommand());
+  }
+
+  int Run(std::vector<std::string> args) {
+    return RunPsctl(commands_, args, out_, err_);
+  }
+
+  Subcommands commands_;
+  std::ostringstream out_;
+  std::ostringstream err_;
+};
+
+TEST_F(TfConfigCommandTest, GenPrintsAnExportLineForEveryTask) {
+  EXPECT_EQ(
+      Run({"tfconfig", "gen", "--ps=p", "--workers=w0,w1", "--port=2000"}),
+      kExitOk)
+      << err_.str();
+  EXPECT_THAT(out_.str(),
+              AllOf(StartsWith("# ps-0\nexport TF_CONFIG='{\"cluster\""),
+                    HasSubstr("# worker-1\nexport TF_CONFIG='{\"cluster\""),
+                    HasSubstr("\"p:2000\"")));
+}
+
+TEST_F(TfConfigCommandTest, GenTakesHostListsAfterASpaceToo) {
+  EXPECT_EQ(Run({"tfconfig", "gen", "--ps", "p:1", "--workers", "w:2",
+                 "--chief", "c:3"}),
+            kExitOk)
+      << err_.str();
+  EXPECT_THAT(out_.str(), AllOf(HasSubstr("\"chief\": [\"c:3\"]"),
+                                HasSubstr("\"ps\": [\"p:1\"]")));
+}
+
+TEST_F(TfConfigCommandTest, GenWritesOneFilePerTaskUnderOut) {
+  const std::string dir =
+      std::string(std::getenv("TEST_TMPDIR")) + "/tf_config";
+  ASSERT_EQ(Run({"tfconfig", "gen", "--ps=p", "--workers=w", "--out=" + dir}),
+            kExitOk)
+      << err_.str();
+  EXPECT_EQ(out_.str(), dir + "/ps-0.json\n" + dir + "/worker-0.json\n");
+  absl::StatusOr<std::string> json = ReadFileToString(dir + "/worker-0.json");
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_THAT(*json,
+              HasSubstr("\"task\": {\"type\": \"worker\", \"index\": 0}"));
+}
+
+TEST_F(TfConfigCommandTest, GenRefusesAPortOutOfRange) {
+  EXPECT_EQ(Run({"tfconfig", "gen", "--ps=p", "--workers=w", "--port=70000"}),
+            kExitUsage);
+  EXPECT_THAT(err_.str(),
+              HasSubstr("--port=70000 is not a port; use 1..65535"));
+  EXPECT_THAT(out_.str(), IsEmpty());
+}
+
+TEST_F(TfConfigCommandTest, GenRefusesABadClusterAsAUsageError) {
+  EXPECT_EQ(Run({"tfconfig", "gen", "--ps=p"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("psctl tfconfig gen: a training cluster "
+                                    "needs --ps and --workers"));
+}
+
+TEST_F(TfConfigCommandTest, GenRefusesAnUnknownFlagNamingIt) {
+  EXPECT_EQ(Run({"tfconfig", "gen", "--ps=p", "--bogus=1"}), kExitUsage);
+  EXPECT_THAT(err_.str(),
+              HasSubstr("psctl tfconfig gen: unknown flag --bogus; psctl "
+                        "tfconfig gen takes --chief, --ps, --workers, "
+                        "--evaluator, --port, --out"));
+}
+
+TEST_F(TfConfigCommandTest, CheckRefusesAFlagOfGenNamingWhereItBelongs) {
+  EXPECT_EQ(Run({"tfconfig", "check", "--workers=a,b"}), kExitUsage);
+  EXPECT_THAT(err_.str(),
+              HasSubstr("psctl tfconfig check: unknown flag --workers (a flag "
+                        "of psctl tfconfig gen); psctl tfconfig check takes "
+                        "--tf_config"));
+}
+
+TEST_F(TfConfigCommandTest, CheckReadsTheFlagBeforeTheEnvironment) {
+  EXPECT_EQ(Run({"tfconfig", "check",
+                 "--tf_config={\"cluster\": {\"ps\": [\"p:1\"], \"worker\": "
+                 "[\"w:1\"]}, \"task\": {\"type\": \"ps\", \"index\": 0}}"}),
+            kExitOk)
+      << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("ps 0 at p:1"));
+}
+
+}  // namespace
+}  // namespace psflow

@@ -1,0 +1,24 @@
+// Opening a gRPC channel to a psflow task, with the job's transport
+// security (transport_security.h). Every client (parameter-server shards,
+// the coordinator client, health probes) opens its channels here.
+// Thread-safe.
+#ifndef PSFLOW_COMMON_RPC_CHANNEL_H_
+#define PSFLOW_COMMON_RPC_CHANNEL_H_
+
+#include <memory>
+#include <string>
+
+#include "common/rpc/transport_security.h"
+#include "grpcpp/channel.h"
+#include "grpcpp/support/channel_arguments.h"
+
+namespace psflow {
+
+// A channel to `address` (host:port); connects lazily.
+std::shared_ptr<grpc::Channel> OpenChannel(
+    const std::string& address, const TransportSecurity& security,
+    const grpc::ChannelArguments& args = grpc::ChannelArguments());
+
+}  // namespace psflow
+
+#endif  // PSFLOW_COMMON_RPC_CHANNEL_H_

@@ -1,0 +1,63 @@
+#include "common/rpc/server_runner.h"
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/server_builder.h"
+
+namespace psflow {
+
+absl::StatusOr<std::unique_ptr<ServerRunner>> ServerRunner::Start(
+    const ServerOptions& options) {
+  std::unique_ptr<ServerRunner> runner(new ServerRunner);
+  runner->owned_ = options.owned;
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen_address,
+                           ServerCredentialsFor(options.security),
+                           &runner->port_);
+  // gRPC enables SO_REUSEPORT by default: a second server on a busy port
+  // would silently share it and split the clients. Fail instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  if (options.max_receive_message_bytes >= 0) {
+    builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  }
+  if (options.max_send_message_bytes >= 0) {
+    builder.SetMaxSendMessageSize(options.max_send_message_bytes);
+  }
+  for (const auto& [name, value] : options.channel_args) {
+    builder.AddChannelArgument(name, value);
+  }
+  for (grpc::Service* service : options.services) {
+    builder.RegisterService(service);
+  }
+  if (options.generic_service != nullptr) {
+    builder.RegisterCallbackGenericService(options.generic_service);
+  }
+  runner->server_ = builder.BuildAndStart();
+  if (runner->server_ == nullptr || runner->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", options.listen_address, " for the ", options.what,
+        ": the port is in use or the address is not local; free the port or "
+        "fix the task's address in TF_CONFIG"));
+  }
+  return runner;
+}
+
+void ServerRunner::Drain(absl::Duration grace,
+                         const std::function<void()>& during_drain) {
+  absl::MutexLock lock(&drain_mu_);
+  if (drained_) return;
+  if (auto* health = server_->GetHealthCheckService()) {
+    health->SetServingStatus(false);
+  }
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  if (during_drain) during_drain();
+  server_->Wait();
+  drained_ = true;
+}
+
+ServerRunner::~ServerRunner() {
+  if (server_ != nullptr) Drain(absl::Seconds(1));
+}
+
+}  // namespace psflow

@@ -1,0 +1,212 @@
+#include "ps/ps_service.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace psflow {
+namespace {
+
+template <typename Part>
+absl::StatusOr<std::vector<ChunkRef>> ResolveParts(
+    const ParameterServerCore& core, uint32_t protocol_version,
+    const google::protobuf::RepeatedPtrField<Part>& parts) {
+  RETURN_IF_ERROR(ParameterServerCore::CheckBatchSize(parts.size()));
+  std::vector<ChunkRef> refs;
+  refs.reserve(parts.size());
+  for (const Part& part : parts) {
+    ASSIGN_OR_RETURN(ChunkRef ref,
+                     core.Resolve(protocol_version, part.variable(),
+                                  part.offset_elements(), part.num_elements()));
+    refs.push_back(ref);
+  }
+  return refs;
+}
+
+}  // namespace
+
+PullBatchRequest PsService::AsBatch(const PullRequest& request) {
+  PullBatchRequest batch;
+  batch.set_protocol_version(request.protocol_version());
+  batch.set_min_version(request.min_version());
+  batch.set_consistent_snapshot(request.consistent_snapshot());
+  PullRequest& part = *batch.add_parts();
+  part.set_variable(request.variable());
+  part.set_offset_elements(request.offset_elements());
+  part.set_num_elements(request.num_elements());
+  return batch;
+}
+
+PushBatchRequest PsService::AsBatch(const PushRequest& request) {
+  PushBatchRequest batch;
+  batch.set_protocol_version(request.protocol_version());
+  batch.set_version(request.version());
+  batch.set_worker_index(request.worker_index());
+  PushRequest& part = *batch.add_parts();
+  part.set_variable(request.variable());
+  part.set_offset_elements(request.offset_elements());
+  part.set_num_elements(request.num_elements());
+  return batch;
+}
+
+std::shared_ptr<PsService::PendingPull> PsService::Pull(
+    const PullBatchRequest& request, std::vector<absl::Span<float>> out,
+    PullDone done) {
+  absl::StatusOr<std::vector<ChunkRef>> refs =
+      ResolveParts(*core_, request.protocol_version(), request.parts());
+  if (!refs.ok()) {
+    done(refs.status());
+    return nullptr;
+  }
+  if (!out.empty()) {
+    if (out.size() != refs->size()) {
+      done(absl::InvalidArgumentError(absl::StrCat(
+          "pull of ", refs->size(), " parts into ", out.size(), " buffers")));
+      return nullptr;
+    }
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (static_cast<int64_t>(out[i].size()) != (*refs)[i].num_elements) {
+        done(absl::InvalidArgumentError(absl::StrCat(
+            "pull buffer for \"", request.parts(i).variable(), "\" holds ",
+            out[i].size(), " values; the part has ", (*refs)[i].num_elements)));
+        return nullptr;
+      }
+    }
+  }
+  std::shared_ptr<PendingPull> pull(new PendingPull(
+      this, *std::move(refs), request.min_version(),
+      request.consistent_snapshot(), std::move(out), std::move(done)));
+  return pull->Start() ? pull : nullptr;
+}
+
+bool PsService::PendingPull::Start() {
+  {
+    absl::MutexLock lock(&mu_);
+    for (size_t i = 0; i < refs_.size() && !cancelled_; ++i) {
+      // The callback blocks on mu_ until this loop is done. It holds the
+      // pull alive until it runs or is cancelled.
+      std::optional<uint64_t> id = refs_[i].variable->WhenVersionReached(
+          refs_[i].chunk, min_version_,
+          [self = shared_from_this(), i] { self->OnVersionReached(i); });
+      if (id.has_value()) waits_.emplace_back(i, *id);
+    }
+    if (!waits_.empty()) return true;
+    answer_claimed_ = true;
+  }
+  Answer();
+  return false;
+}
+
+void PsService::PendingPull::OnVersionReached(size_t part) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = std::find_if(waits_.begin(), waits_.end(),
+                           [part](const auto& w) { return w.first == part; });
+    if (it != waits_.end()) waits_.erase(it);
+    if (!waits_.empty() || answer_claimed_) return;
+    answer_claimed_ = true;
+  }
+  Answer();
+}
+
+void PsService::PendingPull::Cancel() {
+  std::string waiting_for;
+  {
+    absl::MutexLock lock(&mu_);
+    cancelled_ = true;
+    if (answer_claimed_) return;
+    for (auto it = waits_.begin(); it != waits_.end();) {
+      const ChunkRef& ref = refs_[it->first];
+      if (waiting_for.empty()) {
+        waiting_for =
+            absl::StrCat("\"", ref.variable->name(), "\" chunk ", ref.chunk,
+                         " (at step ", ref.variable->Version(ref.chunk), ")");
+      }
+      // A wait that cannot be cancelled is firing now; its callback
+      // removes itself and, if last, answers.
+      it = ref.variable->CancelWait(ref.chunk, it->second) ? waits_.erase(it)
+                                                           : std::next(it);
+    }
+    if (!waits_.empty()) return;
+    answer_claimed_ = true;
+  }
+  PullDone done = std::move(done_);
+  done(absl::DeadlineExceededError(
+      absl::StrCat("pull was cancelled while waiting for step ", min_version_,
+                   " of ", waiting_for)));
+}
+
+void PsService::PendingPull::Answer() {
+  PullAnswer answer;
+  ParameterServerCore& core = service_->core();
+  if (!out_.empty()) {
+    for (size_t i = 0; i < refs_.size(); ++i) {
+      answer.response.add_versions(core.Pull(refs_[i], out_[i]).version());
+    }
+  } else if (consistent_snapshot_) {
+    int64_t total = 0;
+    for (const ChunkRef& ref : refs_) total += ref.num_elements;
+    answer.owner = service_->pool().Acquire(total);
+    int64_t offset = 0;
+    for (const ChunkRef& ref : refs_) {
+      absl::Span<float> values =
+          answer.owner->span().subspan(offset, ref.num_elements);
+      answer.response.add_versions(core.Pull(ref, values).version());
+      answer.values.push_back(values);
+      offset += ref.num_elements;
+    }
+  } else {
+    // Zero-copy: the values stay in the variables, which live as long as
+    // the core.
+    for (const ChunkRef& ref : refs_) {
+      PullView view = core.View(ref);
+      answer.response.add_versions(view.response.version());
+      answer.values.push_back(view.values);
+    }
+  }
+  PullDone done = std::move(done_);
+  done(std::move(answer));
+}
+
+absl::StatusOr<std::vector<ChunkRef>> PsService::ResolvePush(
+    const PushBatchRequest& request) const {
+  return ResolveParts(*core_, request.protocol_version(), request.parts());
+}
+
+absl::StatusOr<PushBatchResponse> PsService::Push(
+    const PushBatchRequest& request, absl::Span<const ChunkRef> refs,
+    absl::Span<const absl::Span<const float>> gradients) {
+  return core_->PushBatch(refs, request.version(), request.worker_index(),
+                          gradients);
+}
+
+absl::StatusOr<ChunkRef> PsService::ResolveAssign(
+    const AssignRequest& request) const {
+  return core_->Resolve(request.protocol_version(), request.variable(),
+                        request.offset_elements(), request.num_elements());
+}
+
+absl::Status PsService::Assign(const ChunkRef& ref,
+                               absl::Span<const float> values) {
+  return core_->Assign(ref, values);
+}
+
+absl::StatusOr<PushResponse> PsService::SingleAnswer(
+    const PushBatchResponse& response) {
+  if (response.results_size() != 1) {
+    return absl::InternalError(absl::StrCat(
+        "a push of one part got ", response.results_size(), " results"));
+  }
+  const PushPartResult& part = response.results(0);
+  if (part.code() != 0) {
+    return absl::Status(static_cast<absl::StatusCode>(part.code()),
+                        part.message());
+  }
+  PushResponse single;
+  single.set_version(part.version());
+  return single;
+}
+
+}  // namespace psflow

@@ -1,0 +1,149 @@
+// The parameter server's request semantics, written once for every
+// transport: the gRPC adapter (ps/grpc_ps_server.h) and the in-process twin
+// (client/local_ps_shard.h) only move bytes and call this.
+//
+//   Pull:   checks the batch (1 to kMaxBatchParts parts, each resolved to
+//           exactly one chunk), then answers once every part reached
+//           min_version: at once, or on the thread whose push completed the
+//           last awaited step, or when the caller cancels it (its
+//           deadline). Values are either sent from the variables in place
+//           (zero-copy; Hogwild semantics), copied as one consistent
+//           snapshot per chunk, or copied into buffers the caller gives
+//           (the in-process twin, shared memory), each under its chunk's
+//           lock.
+//   Push:   resolves every part first, then the core checks every part
+//           (sizes, NaN/Inf) before applying any; per-part outcomes (a stale
+//           sync part is Aborted alone).
+//   Assign: one chunk, overwritten.
+//
+// A single Pull or Push is a batch of one here; adapters convert the
+// answer back for the single-call wire methods.
+//
+// Thread-safe. The core and the pool must outlive the service and every
+// pull it answers.
+#ifndef PSFLOW_PS_PS_SERVICE_H_
+#define PSFLOW_PS_PS_SERVICE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "common/buffer_pool.h"
+#include "proto/ps.pb.h"
+#include "ps/ps_core.h"
+
+namespace psflow {
+
+class PsService {
+ public:
+  // A pull's answer: one version per part and, unless the caller gave
+  // buffers, the values to send (views into the variables, or into
+  // `owner`'s snapshot, which must be kept until they are sent).
+  struct PullAnswer {
+    PullBatchResponse response;
+    std::vector<absl::Span<const float>> values;
+    std::shared_ptr<PooledBuffer> owner;
+  };
+  using PullDone = std::function<void(absl::StatusOr<PullAnswer>)>;
+
+  // A pull that may still be waiting for its step.
+  class PendingPull;
+
+  // `pool` is needed only by pulls that return values to send (no
+  // buffers given); may be null otherwise.
+  PsService(ParameterServerCore* core, BufferPool* pool)
+      : core_(core), pool_(pool) {}
+
+  // Starts `request`. With `out` empty the answer carries the values to
+  // send; otherwise `out` holds one buffer per part, exactly its size
+  // (InvalidArgument otherwise), and the values are copied into it.
+  // `done` runs exactly once: before Pull returns for an error or a pull
+  // that need not wait, else later on another thread. The returned handle
+  // cancels a waiting pull (its `done` gets DeadlineExceeded); null when
+  // `done` already ran.
+  std::shared_ptr<PendingPull> Pull(const PullBatchRequest& request,
+                                    std::vector<absl::Span<float>> out,
+                                    PullDone done);
+
+  // The chunks a push batch names (batch size checked), for adapters that
+  // must place the payload before pushing.
+  absl::StatusOr<std::vector<ChunkRef>> ResolvePush(
+      const PushBatchRequest& request) const;
+
+  // Applies a batch whose parts ResolvePush gave as `refs`, `gradients[i]`
+  // for refs[i] (see ParameterServerCore::PushBatch).
+  absl::StatusOr<PushBatchResponse> Push(
+      const PushBatchRequest& request, absl::Span<const ChunkRef> refs,
+      absl::Span<const absl::Span<const float>> gradients);
+
+  // The chunk an assign names (to size its payload), and the assign.
+  absl::StatusOr<ChunkRef> ResolveAssign(const AssignRequest& request) const;
+  absl::Status Assign(const ChunkRef& ref, absl::Span<const float> values);
+
+  ParameterServerCore& core() { return *core_; }
+  BufferPool& pool() { return *pool_; }
+
+  // A single call as a batch of one, and the single answer of a batch of
+  // one (a part's error, e.g. Aborted for a stale sync gradient, becomes
+  // the call's).
+  static PullBatchRequest AsBatch(const PullRequest& request);
+  static PushBatchRequest AsBatch(const PushRequest& request);
+  static absl::StatusOr<PushResponse> SingleAnswer(
+      const PushBatchResponse& response);
+
+ private:
+  ParameterServerCore* const core_;
+  BufferPool* const pool_;
+};
+
+class PsService::PendingPull
+    : public std::enable_shared_from_this<PendingPull> {
+ public:
+  // Answers DeadlineExceeded naming the awaited chunk, unless the pull
+  // already answered or is answering now. Safe from any thread, any
+  // number of times.
+  void Cancel();
+
+ private:
+  friend class PsService;
+  PendingPull(PsService* service, std::vector<ChunkRef> refs,
+              int64_t min_version, bool consistent_snapshot,
+              std::vector<absl::Span<float>> out, PullDone done)
+      : service_(service),
+        refs_(std::move(refs)),
+        min_version_(min_version),
+        consistent_snapshot_(consistent_snapshot),
+        out_(std::move(out)),
+        done_(std::move(done)) {}
+
+  // Registers a wait on every part below min_version; answers now when
+  // none is. Returns whether the pull is still waiting.
+  bool Start();
+  void OnVersionReached(size_t part);
+  void Answer();
+
+  PsService* const service_;
+  const std::vector<ChunkRef> refs_;
+  const int64_t min_version_;
+  const bool consistent_snapshot_;
+  const std::vector<absl::Span<float>> out_;
+  PullDone done_;  // run once, by whoever claims the answer
+
+  absl::Mutex mu_;
+  // Pending waits: (index into refs_, WhenVersionReached id).
+  std::vector<std::pair<size_t, uint64_t>> waits_ ABSL_GUARDED_BY(mu_);
+  // Set by whichever of the last wait, Cancel or Start answers.
+  bool answer_claimed_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_PS_PS_SERVICE_H_
