@@ -342,8 +342,15 @@ absl::Status RunChief(const ChiefOptions& options) {
     absl::Status shutdown =
         client->ShutdownAll(result.ok() ? "job finished" : "job failed");
     if (!shutdown.ok()) LOG(WARNING) << shutdown.message();
-    // Tasks poll about once a second: let them learn the outcome.
-    absl::SleepFor(absl::Seconds(2));
+    // Tasks still running hear the outcome at their next status request
+    // (about once a second); finished ones never ask again.
+    std::vector<std::string> unaware =
+        coordinator.WaitForOutcomeHeard(absl::Now() + absl::Seconds(5));
+    if (!unaware.empty()) {
+      LOG(WARNING) << "stopping without " << absl::StrJoin(unaware, ", ")
+                   << " having heard the job's end; they will find the chief "
+                      "gone and exit";
+    }
     server->Stop(absl::Seconds(1));
     return result;
   };

@@ -26,9 +26,9 @@ class CoordinatorServer::Service final : public Coordinator::CallbackService {
   }
 
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context,
-                                      const StatusRequest*,
+                                      const StatusRequest* request,
                                       StatusResponse* response) override {
-    *response = coordinator_->Status();
+    *response = coordinator_->Status(*request);
     return Done(context, absl::OkStatus());
   }
 

@@ -75,7 +75,9 @@ absl::StatusOr<JobSpec> JobCoordinator::Register(
     worker.incarnation = request.incarnation();
     worker.last_contact = absl::Now();
     LOG(INFO) << WorkerNameLocked(index) << " joined";
-  } else if (request.task_type() != "evaluator") {
+  } else if (request.task_type() == "evaluator") {
+    evaluator_registered_ = true;
+  } else {
     return absl::InvalidArgumentError(
         absl::StrCat("task type \"", request.task_type(),
                      "\" does not register with the chief"));
@@ -92,6 +94,7 @@ StatusResponse JobCoordinator::Progress(const ProgressReport& report) {
     worker.lost = false;
     worker.last_contact = absl::Now();
     worker.last = report;
+    if (EndedLocked()) worker.heard_outcome = true;
     // Steps of an older generation belong to a model that was replaced.
     if (report.generation() == generation_) {
       global_step_ = std::max(global_step_, report.global_step());
@@ -171,6 +174,44 @@ JobCoordinator::TakeRestoreRequest() {
 StatusResponse JobCoordinator::Status() const {
   absl::MutexLock lock(&mu_);
   return StatusLocked();
+}
+
+StatusResponse JobCoordinator::Status(const StatusRequest& request) {
+  absl::MutexLock lock(&mu_);
+  if (EndedLocked()) {
+    if (request.task_type() == "evaluator") {
+      evaluator_heard_outcome_ = true;
+    } else if (request.task_type() == "worker" && request.task_index() >= 0 &&
+               request.task_index() < static_cast<int>(workers_.size())) {
+      workers_[request.task_index()].heard_outcome = true;
+    }
+  }
+  return StatusLocked();
+}
+
+std::vector<std::string> JobCoordinator::UninformedLocked() const {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    const Worker& w = workers_[i];
+    if (w.registered && !w.lost && !w.last.finished() && !w.heard_outcome) {
+      names.push_back(WorkerNameLocked(static_cast<int>(i)));
+    }
+  }
+  if (evaluator_registered_ && !final_evaluation_received_ &&
+      !evaluator_heard_outcome_) {
+    names.push_back("evaluator");
+  }
+  return names;
+}
+
+std::vector<std::string> JobCoordinator::WaitForOutcomeHeard(
+    absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  auto all_heard = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return EndedLocked() && UninformedLocked().empty();
+  };
+  mu_.AwaitWithDeadline(absl::Condition(&all_heard), deadline);
+  return UninformedLocked();
 }
 
 void JobCoordinator::Evaluation(const EvaluationReport& report) {

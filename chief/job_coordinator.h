@@ -49,11 +49,22 @@ class JobCoordinator {
   // evaluator).
   void Succeed();
 
-  // RPC handlers.
+  // RPC handlers. A task that asks for the status or reports progress
+  // after the job ended (SUCCEEDED or FAILED) has heard the outcome.
   absl::StatusOr<JobSpec> Register(const RegisterTaskRequest& request);
   StatusResponse Progress(const ProgressReport& report);
-  StatusResponse Status() const;
+  StatusResponse Status(const StatusRequest& request);
   void Evaluation(const EvaluationReport& report);
+
+  // The status, for the chief itself.
+  StatusResponse Status() const;
+
+  // After the job ended: blocks until every task still in it has heard the
+  // outcome (workers registered, not lost and not finished; an evaluator
+  // that registered and has not sent its final evaluation), or `deadline`;
+  // returns the tasks that did not. Tasks that are done never ask again,
+  // so a job whose tasks all finished does not wait at all.
+  std::vector<std::string> WaitForOutcomeHeard(absl::Time deadline);
 
   // Blocks until every worker has registered, one has already finished
   // training (the job does not need the rest), the job failed, or
@@ -106,7 +117,15 @@ class JobCoordinator {
     absl::Time last_contact;
     ProgressReport last;
     bool lost = false;
+    bool heard_outcome = false;
   };
+
+  bool EndedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return state_ == SUCCEEDED || state_ == FAILED;
+  }
+  // Tasks that must still hear the outcome.
+  std::vector<std::string> UninformedLocked() const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   StatusResponse StatusLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   bool TrainingOverLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -121,6 +140,8 @@ class JobCoordinator {
   int64_t global_step_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<EvaluationReport> evaluation_ ABSL_GUARDED_BY(mu_);
   bool final_evaluation_received_ ABSL_GUARDED_BY(mu_) = false;
+  bool evaluator_registered_ ABSL_GUARDED_BY(mu_) = false;
+  bool evaluator_heard_outcome_ ABSL_GUARDED_BY(mu_) = false;
   int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time paused_at_ ABSL_GUARDED_BY(mu_);
   std::deque<RestoreRequest> restore_requests_ ABSL_GUARDED_BY(mu_);

@@ -211,5 +211,48 @@ TEST(JobCoordinatorTest, FinalEvaluationIsAwaitedWithADeadline) {
   EXPECT_EQ(c.state(), SUCCEEDED) << "a finished job stays finished";
 }
 
+TEST(JobCoordinatorTest, AJobWhoseTasksAllFinishedNeedNotWaitToStop) {
+  JobCoordinator c(TwoWorkers());
+  c.SetSpec(Spec(ASYNC));
+  ASSERT_OK(c.Register(Worker(0)));
+  ASSERT_OK(c.Register(Worker(1)));
+  Progress(c, Report(0, 10, /*finished=*/true));
+  Progress(c, Report(1, 10, /*finished=*/true));
+  c.Succeed();
+  // No deadline to wait out: every task is done.
+  EXPECT_THAT(c.WaitForOutcomeHeard(absl::InfiniteFuture()),
+              ::testing::IsEmpty());
+}
+
+TEST(JobCoordinatorTest, AFailedJobWaitsUntilRunningTasksHeardIt) {
+  JobCoordinator c(TwoWorkers());
+  c.SetSpec(Spec(ASYNC));
+  ASSERT_OK(c.Register(Worker(0)));
+  ASSERT_OK(c.Register(Worker(1)));
+  RegisterTaskRequest evaluator = Worker(0);
+  evaluator.set_task_type("evaluator");
+  ASSERT_OK(c.Register(evaluator));
+  Progress(c, Report(0, 5));
+  Progress(c, Report(1, 5));
+  c.Fail("a parameter server was lost");
+  EXPECT_THAT(c.WaitForOutcomeHeard(absl::Now()),
+              ::testing::ElementsAre("worker-0 at h0:1", "worker-1 at h1:1",
+                                     "evaluator"));
+  // A status request before the end does not count; one after it does.
+  StatusRequest asks_as_evaluator;
+  asks_as_evaluator.set_task_type("evaluator");
+  EXPECT_EQ(c.Status(asks_as_evaluator).state(), FAILED);
+  EXPECT_EQ(Progress(c, Report(1, 5)).state(), FAILED);
+  StatusRequest asks_as_worker_0;
+  asks_as_worker_0.set_task_type("worker");
+  asks_as_worker_0.set_task_index(0);
+  std::thread late(
+      [&] { EXPECT_EQ(c.Status(asks_as_worker_0).state(), FAILED); });
+  // Returns once worker 0 asked: progress, not a clock.
+  EXPECT_THAT(c.WaitForOutcomeHeard(absl::InfiniteFuture()),
+              ::testing::IsEmpty());
+  late.join();
+}
+
 }  // namespace
 }  // namespace psflow

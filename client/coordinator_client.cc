@@ -22,8 +22,10 @@ std::unique_ptr<grpc::ClientContext> Context(absl::Time deadline) {
 
 CoordinatorClient::CoordinatorClient(const std::string& address,
                                      std::string chief,
-                                     const TransportSecurity& security)
+                                     const TransportSecurity& security,
+                                     std::optional<TaskId> self)
     : chief_(std::move(chief)),
+      self_(std::move(self)),
       stub_(Coordinator::NewStub(OpenChannel(address, security))) {}
 
 absl::StatusOr<JobSpec> CoordinatorClient::Register(const TaskId& task,
@@ -74,8 +76,12 @@ absl::StatusOr<StatusResponse> CoordinatorClient::GetStatus(
     absl::Duration timeout) {
   StatusResponse response;
   auto context = Context(absl::Now() + timeout);
-  grpc::Status status =
-      stub_->GetStatus(context.get(), StatusRequest(), &response);
+  StatusRequest request;
+  if (self_.has_value()) {
+    request.set_task_type(std::string(TaskTypeName(self_->type)));
+    request.set_task_index(self_->index);
+  }
+  grpc::Status status = stub_->GetStatus(context.get(), request, &response);
   if (!status.ok()) return FromGrpcStatus(status, "status from " + chief_);
   return response;
 }

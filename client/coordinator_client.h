@@ -5,6 +5,7 @@
 #define PSFLOW_CLIENT_COORDINATOR_CLIENT_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -18,8 +19,11 @@ namespace psflow {
 class CoordinatorClient {
  public:
   // `chief` names it in errors, e.g. "chief-0 at 10.0.0.2:2222".
+  // `self` is the calling task (none for operators' tools): the chief
+  // learns from its status requests that it heard the job's end.
   CoordinatorClient(const std::string& address, std::string chief,
-                    const TransportSecurity& security);
+                    const TransportSecurity& security,
+                    std::optional<TaskId> self = std::nullopt);
 
   // Joins the job and returns its spec, retrying while the chief is not
   // up yet or still initializing, until `deadline` (DeadlineExceeded,
@@ -39,6 +43,7 @@ class CoordinatorClient {
 
  private:
   const std::string chief_;
+  const std::optional<TaskId> self_;
   std::unique_ptr<Coordinator::Stub> stub_;
 };
 

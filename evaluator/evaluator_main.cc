@@ -70,7 +70,7 @@ int Run() {
   const std::string chief_address = *tf.cluster.Address(chief);
   CoordinatorClient coordinator(
       chief_address, absl::StrCat(chief.ToString(), " at ", chief_address),
-      *security);
+      *security, tf.task);
   EvaluatorOptions options;
   options.tf_config = tf;
   options.security = *security;

@@ -116,7 +116,7 @@ int Run() {
   const std::string chief_address = *tf.cluster.Address(chief_task);
   CoordinatorClient coordinator(
       chief_address, absl::StrCat(chief_task.ToString(), " at ", chief_address),
-      *security);
+      *security, tf.task);
   absl::Status result;
   absl::StatusOr<std::unique_ptr<Device>> device =
       SelectDevice(absl::GetFlag(FLAGS_device), /*cpu_threads=*/1);

@@ -10,12 +10,14 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "client/coordinator_client.h"
 #include "client/psctl/tfconfig_gen.h"
 #include "common/file_util.h"
 #include "common/free_port.h"
@@ -81,6 +83,48 @@ std::string TfConfigJson(const std::map<TaskType, std::vector<int>>& ports,
 }
 
 std::atomic<int> stop_signal{0};
+
+// Asks the chief for the job's state and global step about once a second
+// and reports a stall when neither changed for `stall_timeout`. The chief
+// not answering counts as no progress.
+class ProgressWatch {
+ public:
+  ProgressWatch(const std::string& chief_address, absl::Duration stall_timeout)
+      : stall_timeout_(stall_timeout),
+        chief_(chief_address, "the chief at " + chief_address,
+               TransportSecurity()),
+        last_change_(absl::Now()),
+        next_check_(absl::Now() + absl::Seconds(1)) {}
+
+  // nullopt while the job moves; otherwise why psctl local gives up.
+  std::optional<std::string> Check() {
+    if (stall_timeout_ <= absl::ZeroDuration() || absl::Now() < next_check_) {
+      return std::nullopt;
+    }
+    next_check_ = absl::Now() + absl::Seconds(1);
+    absl::StatusOr<StatusResponse> status = chief_.GetStatus(absl::Seconds(2));
+    std::string seen =
+        status.ok() ? absl::StrCat(JobState_Name(status->state()), " at step ",
+                                   status->global_step(), " (generation ",
+                                   status->generation(), ")")
+                    : "the chief not answering";
+    if (seen != last_seen_) {
+      last_seen_ = seen;
+      last_change_ = absl::Now();
+      return std::nullopt;
+    }
+    if (absl::Now() - last_change_ < stall_timeout_) return std::nullopt;
+    return absl::StrCat("no progress for ",
+                        absl::FormatDuration(stall_timeout_), ": ", seen);
+  }
+
+ private:
+  const absl::Duration stall_timeout_;
+  CoordinatorClient chief_;
+  std::string last_seen_;
+  absl::Time last_change_;
+  absl::Time next_check_;
+};
 
 }  // namespace
 
@@ -212,6 +256,9 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
   const absl::Time start = absl::Now();
   int exit_code = 0;
   std::string reason;
+  ProgressWatch progress(
+      absl::StrCat("127.0.0.1:", ports[coordinator_task.type][0]),
+      options.stall_timeout);
   while (true) {
     absl::StatusOr<int> code =
         coordinator->process->Wait(absl::Milliseconds(100));
@@ -235,6 +282,11 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
         absl::Now() - start > options.timeout) {
       reason = absl::StrCat("timed out after ",
                             absl::FormatDuration(options.timeout));
+      exit_code = 1;
+      break;
+    }
+    if (std::optional<std::string> stalled = progress.Check()) {
+      reason = *std::move(stalled);
       exit_code = 1;
       break;
     }

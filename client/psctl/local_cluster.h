@@ -41,6 +41,10 @@ struct LocalClusterOptions {
   std::string checkpoint_dir;
   // Stops everything and fails after this long (0: no limit).
   absl::Duration timeout = absl::ZeroDuration();
+  // Stops everything and fails when the job's state and global step (as
+  // the chief reports them) stay the same this long (0: never). A bound on
+  // hangs that does not depend on the machine's speed.
+  absl::Duration stall_timeout = absl::ZeroDuration();
 };
 
 // Runs the job to its end; returns the exit status to use (0 success).

@@ -53,6 +53,10 @@ class LocalCommand : public Subcommand {
                   "shared memory (false: loopback TCP, as between hosts)");
     flags.AddInt("timeout_s", &timeout_s_,
                  "give up after this many seconds (0: no limit)");
+    flags.AddInt("stall_timeout_s", &stall_timeout_s_,
+                 "give up when the job makes no progress (state, global "
+                 "step) for this many seconds (0: never); unlike "
+                 "--timeout_s it does not depend on the machine's speed");
     flags.AddString("checkpoint_dir", &options_.checkpoint_dir,
                     "checkpoint directory; kept between runs, so a second run "
                     "resumes (default <dir>/checkpoints, emptied at start)");
@@ -63,6 +67,7 @@ class LocalCommand : public Subcommand {
     LocalClusterOptions options = options_;
     if (options.bin_dir.empty()) options.bin_dir = DefaultBinDir();
     options.timeout = absl::Seconds(timeout_s_);
+    options.stall_timeout = absl::Seconds(stall_timeout_s_);
     absl::StatusOr<int> code = RunLocalCluster(options, out);
     if (!code.ok()) {
       err << "psctl local: " << code.status().message() << "\n";
@@ -74,6 +79,7 @@ class LocalCommand : public Subcommand {
  private:
   LocalClusterOptions options_;
   int timeout_s_ = 0;
+  int stall_timeout_s_ = 0;
 };
 
 }  // namespace

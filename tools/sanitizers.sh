@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Machine checks of concurrency and memory safety (docs/testing.md):
+#   1. the whole tree under clang 14 with -Werror=thread-safety, which
+#      checks every ABSL_GUARDED_BY / ABSL_EXCLUSIVE_LOCKS_REQUIRED;
+#   2. every unit test under AddressSanitizer + UndefinedBehaviorSanitizer
+#      (the multi-process tests in tests/ and the bundle test run in the
+#      normal build only).
+# Installs what it needs (tools/setup.sh). Extra arguments go to both
+# bazel commands.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash tools/setup.sh
+bazel build --config=clang "$@" -- //...
+bazel test --config=asan "$@" -- //... -//tests/... -//deploy/...
