@@ -1,50 +1,45 @@
-// How workers and the evaluator talk to the chief's Coordinator service.
-// Every call has a deadline; errors name the chief and its address.
-// Thread-safe.
+// How workers, the evaluator and operators' tools talk to the chief, as an
+// interface: GrpcCoordinatorClient (client/grpc_coordinator_client.h)
+// reaches a chief over the network; LocalCoordinatorClient
+// (chief/local_coordinator_client.h) calls an in-process JobCoordinator,
+// so a role's logic can be tested without processes.
+//
+// Every call is bounded (`deadline` or `timeout`). Implementations are
+// thread-safe.
 #ifndef PSFLOW_CLIENT_COORDINATOR_CLIENT_H_
 #define PSFLOW_CLIENT_COORDINATOR_CLIENT_H_
 
-#include <memory>
-#include <optional>
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/rpc/transport_security.h"
 #include "common/task.h"
-#include "proto/coordinator.grpc.pb.h"
+#include "proto/coordinator.pb.h"
 
 namespace psflow {
 
 class CoordinatorClient {
  public:
-  // `chief` names it in errors, e.g. "chief-0 at 10.0.0.2:2222".
-  // `self` is the calling task (none for operators' tools): the chief
-  // learns from its status requests that it heard the job's end.
-  CoordinatorClient(const std::string& address, std::string chief,
-                    const TransportSecurity& security,
-                    std::optional<TaskId> self = std::nullopt);
+  virtual ~CoordinatorClient() = default;
 
   // Joins the job and returns its spec, retrying while the chief is not
   // up yet or still initializing, until `deadline` (DeadlineExceeded,
   // naming the chief, then).
-  absl::StatusOr<JobSpec> Register(const TaskId& task, uint64_t incarnation,
-                                   absl::Time deadline);
+  virtual absl::StatusOr<JobSpec> Register(const TaskId& task,
+                                           uint64_t incarnation,
+                                           absl::Time deadline) = 0;
 
-  absl::StatusOr<StatusResponse> ReportProgress(const ProgressReport& report,
-                                                absl::Duration timeout);
-  absl::StatusOr<StatusResponse> GetStatus(absl::Duration timeout);
-  absl::Status ReportEvaluation(const EvaluationReport& report,
-                                absl::Duration timeout);
+  // A worker's heartbeat; the answer is the job's status.
+  virtual absl::StatusOr<StatusResponse> ReportProgress(
+      const ProgressReport& report, absl::Duration timeout) = 0;
+  virtual absl::StatusOr<StatusResponse> GetStatus(absl::Duration timeout) = 0;
+  virtual absl::Status ReportEvaluation(const EvaluationReport& report,
+                                        absl::Duration timeout) = 0;
   // Asks the chief to restore a checkpoint into the running job; returns
   // the step training resumes from.
-  absl::StatusOr<int64_t> RestoreCheckpoint(const std::string& path,
-                                            absl::Duration timeout);
-
- private:
-  const std::string chief_;
-  const std::optional<TaskId> self_;
-  std::unique_ptr<Coordinator::Stub> stub_;
+  virtual absl::StatusOr<int64_t> RestoreCheckpoint(const std::string& path,
+                                                    absl::Duration timeout) = 0;
 };
 
 }  // namespace psflow

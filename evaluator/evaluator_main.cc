@@ -6,7 +6,7 @@
 // Exits 0 when the job succeeded, 1 with the reason otherwise.
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "client/coordinator_client.h"
+#include "client/grpc_coordinator_client.h"
 #include "common/host_port.h"
 #include "common/logging.h"
 #include "common/process_setup.h"
@@ -68,7 +68,7 @@ int Run() {
   }
   const TaskId chief = tf.ChiefTask();
   const std::string chief_address = *tf.cluster.Address(chief);
-  CoordinatorClient coordinator(
+  GrpcCoordinatorClient coordinator(
       chief_address, absl::StrCat(chief.ToString(), " at ", chief_address),
       *security, tf.task);
   EvaluatorOptions options;

@@ -75,6 +75,12 @@ std::shared_ptr<PsService::PendingPull> PsService::Pull(
       }
     }
   }
+  // Every chunk is at step 0 or later: an async pull never waits, and is
+  // answered here without the bookkeeping of a wait (the hot path).
+  if (request.min_version() <= 0) {
+    done(Answer(*refs, request.consistent_snapshot(), out));
+    return nullptr;
+  }
   std::shared_ptr<PendingPull> pull(new PendingPull(
       this, *std::move(refs), request.min_version(),
       request.consistent_snapshot(), std::move(out), std::move(done)));
@@ -139,35 +145,40 @@ void PsService::PendingPull::Cancel() {
 }
 
 void PsService::PendingPull::Answer() {
+  PullDone done = std::move(done_);
+  done(service_->Answer(refs_, consistent_snapshot_, out_));
+}
+
+PsService::PullAnswer PsService::Answer(
+    absl::Span<const ChunkRef> refs, bool consistent_snapshot,
+    absl::Span<const absl::Span<float>> out) {
   PullAnswer answer;
-  ParameterServerCore& core = service_->core();
-  if (!out_.empty()) {
-    for (size_t i = 0; i < refs_.size(); ++i) {
-      answer.response.add_versions(core.Pull(refs_[i], out_[i]).version());
+  if (!out.empty()) {
+    for (size_t i = 0; i < refs.size(); ++i) {
+      answer.response.add_versions(core_->Pull(refs[i], out[i]).version());
     }
-  } else if (consistent_snapshot_) {
+  } else if (consistent_snapshot) {
     int64_t total = 0;
-    for (const ChunkRef& ref : refs_) total += ref.num_elements;
-    answer.owner = service_->pool().Acquire(total);
+    for (const ChunkRef& ref : refs) total += ref.num_elements;
+    answer.owner = pool_->Acquire(total);
     int64_t offset = 0;
-    for (const ChunkRef& ref : refs_) {
+    for (const ChunkRef& ref : refs) {
       absl::Span<float> values =
           answer.owner->span().subspan(offset, ref.num_elements);
-      answer.response.add_versions(core.Pull(ref, values).version());
+      answer.response.add_versions(core_->Pull(ref, values).version());
       answer.values.push_back(values);
       offset += ref.num_elements;
     }
   } else {
     // Zero-copy: the values stay in the variables, which live as long as
     // the core.
-    for (const ChunkRef& ref : refs_) {
-      PullView view = core.View(ref);
+    for (const ChunkRef& ref : refs) {
+      PullView view = core_->View(ref);
       answer.response.add_versions(view.response.version());
       answer.values.push_back(view.values);
     }
   }
-  PullDone done = std::move(done_);
-  done(std::move(answer));
+  return answer;
 }
 
 absl::StatusOr<std::vector<ChunkRef>> PsService::ResolvePush(

@@ -99,6 +99,11 @@ class PsService {
       const PushBatchResponse& response);
 
  private:
+  // The answer of a pull whose parts reached their step: values copied
+  // into `out` (when given), a snapshot, or views.
+  PullAnswer Answer(absl::Span<const ChunkRef> refs, bool consistent_snapshot,
+                    absl::Span<const absl::Span<float>> out);
+
   ParameterServerCore* const core_;
   BufferPool* const pool_;
 };

@@ -48,7 +48,11 @@ FLOORS = {
 }
 ROLES = {"chief", "worker", "evaluator"}
 # Headers a role offers to other roles.
-PUBLIC_ROLE_HEADERS = {"chief/chief_runner.h"}
+PUBLIC_ROLE_HEADERS = {
+    "chief/chief_runner.h",  # worker 0 runs the chief's duties
+    "chief/job_coordinator.h",  # the job's state machine, in process
+    "chief/local_coordinator_client.h",  # its in-process client
+}
 SOURCE_SUFFIXES = (".h", ".cc", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 

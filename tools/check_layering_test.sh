@@ -63,10 +63,10 @@ reset_tree
 write evaluator/evaluator_runner.cc worker/trainer.h
 expect_violation 'evaluator/evaluator_runner.cc:1'
 reset_tree
-write worker/worker_main.cc chief/job_coordinator.h
+write worker/worker_main.cc chief/recovery.h
 expect_violation 'worker/worker_main.cc:1'
 reset_tree
-write client/ps_client_test.cc chief/job_coordinator.h
+write client/ps_client_test.cc chief/recovery.h
 expect_violation 'client/ps_client_test.cc:1'
 
 # Sideways between two folders on one floor.

@@ -12,39 +12,130 @@
 // pull returns) reaches the job's total, so every worker stops at the same
 // point without asking the chief each step. A heartbeat with progress goes
 // to the chief about once a second; the chief's answer can end the loop
-// (the job failed elsewhere).
+// (the job failed elsewhere) or pause it (a restore).
+//
+// When a parameter-server call fails, or the chief pauses the job, the
+// trainer waits for the chief to recover the job (RecoveryPolicy below),
+// then pulls afresh.
+//
+// A Trainer is run by one thread; everything in TrainerParts must outlive
+// Run(). The pieces come in from outside (worker/training_job.h builds
+// them for a real worker), so tests drive it with in-process twins.
 #ifndef PSFLOW_WORKER_TRAINER_H_
 #define PSFLOW_WORKER_TRAINER_H_
 
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "client/coordinator_client.h"
+#include "client/ps_client.h"
 #include "common/metrics/event_file_writer.h"
-#include "common/rpc/transport_security.h"
-#include "common/tf_config.h"
-#include "model/device/device.h"
+#include "data/batch_stream.h"
+#include "model/model.h"
 #include "proto/coordinator.pb.h"
 
 namespace psflow {
 
-struct TrainerOptions {
-  TfConfig tf_config;
-  TransportSecurity security;
-  JobSpec spec;
-  Device* device = nullptr;
-  CoordinatorClient* coordinator = nullptr;
-  uint64_t incarnation = 0;
-  // TensorBoard event file for this worker's metrics; may be null.
-  EventFileWriter* metrics = nullptr;
-  absl::Duration heartbeat_interval = absl::Seconds(1);
-  // How long the worker rides out failing parameter-server calls (a lost
-  // server) or a pause, waiting for the chief to restore the model and
-  // resume, before it gives up with the error.
+// How a trainer rides out failures and pauses.
+struct RecoveryPolicy {
+  // How long failing parameter-server calls or a pause are ridden out,
+  // waiting for the chief to restore the model and resume, before the
+  // worker gives up with the error.
   absl::Duration recovery_timeout = absl::Minutes(5);
+  // How long a worker whose server calls fail waits for a chief that does
+  // not answer either (the job ended, or the cluster is gone).
+  absl::Duration chief_silence_with_servers_down = absl::Seconds(30);
+  // After a failed server call, how long the chief gets to notice the lost
+  // server (and pause the job) before the worker simply retries.
+  absl::Duration chief_notice_time = absl::Seconds(3);
+  // How often a waiting worker asks the chief.
+  absl::Duration poll_interval = absl::Milliseconds(200);
 };
 
-absl::Status RunTrainer(const TrainerOptions& options);
+struct TrainerOptions {
+  int worker_index = 0;
+  // Random per process start (the chief tells restarts from retries).
+  uint64_t incarnation = 0;
+  JobSpec spec;
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  RecoveryPolicy recovery;
+};
+
+// What a trainer works with; nothing is owned.
+struct TrainerParts {
+  Device* device = nullptr;                // the model's
+  Model* model = nullptr;                  // for the job's batch size
+  std::vector<LogicalVariable> variables;  // the model's, in order
+  ParameterClient* client = nullptr;       // configured for the job
+  CoordinatorClient* coordinator = nullptr;
+  BatchStream* batches = nullptr;
+  EventFileWriter* metrics = nullptr;  // optional
+};
+
+class Trainer {
+ public:
+  Trainer(TrainerOptions options, TrainerParts parts);
+
+  // Trains until the job's total global steps (OK), the job ends
+  // elsewhere (OK when it succeeded, Aborted when it failed), or a failure
+  // outlasts the recovery policy (that error).
+  absl::Status Run();
+
+  // Counters after Run().
+  int64_t local_steps() const { return local_steps_; }
+  int64_t stale_pushes() const { return stale_; }
+
+ private:
+  // Host buffers for every variable, in model order.
+  struct HostTensors {
+    std::vector<std::shared_ptr<HostBuffer>> buffers;  // own `values`
+    std::vector<absl::Span<float>> values;
+  };
+  // Progress since the last heartbeat.
+  struct Window {
+    double loss = 0;
+    int64_t correct = 0, examples = 0;
+    absl::Time start = absl::Now();
+  };
+
+  absl::Status AllocateBuffers();
+  std::vector<ParameterClient::Mutable> Targets(const HostTensors& t) const;
+  std::vector<ParameterClient::Const> Sources(const HostTensors& t) const;
+  // Whether the job ended before this worker started (OK: nothing to do).
+  absl::StatusOr<bool> JobAlreadyOver();
+  ProgressReport BaseReport() const;
+  absl::StatusOr<StatusResponse> Heartbeat(bool finished);
+  // Waits out a pause, or failing server calls (`cause`), until the chief
+  // trains again: OK means "pull again and go on" (or job_over_).
+  absl::Status Recover(const absl::Status& cause);
+  // A failed server call: OK to restart the step, else the error.
+  absl::Status OnFailure(const absl::Status& cause);
+  // Drops the step in progress and pulls the model afresh.
+  void Restart();
+
+  const TrainerOptions options_;
+  const TrainerParts parts_;
+  const bool sync_;
+
+  HostTensors params_[2], grads_[2];
+  // Async keeps two gradient buffers so that a step's push travels while
+  // the next step computes; a buffer is reused only after its push ended.
+  std::shared_ptr<PsHandle> pushes_[2];
+  std::shared_ptr<PsHandle> pull_;
+  int grad_slot_ = 0;
+  int current_ = 0;
+  int64_t local_steps_ = 0, examples_ = 0, stale_ = 0, version_ = 0;
+  // Restores by the chief bump the model's generation: after one, what
+  // this worker holds is stale and it pulls again.
+  int64_t generation_ = 0;
+  bool job_over_ = false;
+  // Consecutive failed attempts share one recovery deadline.
+  absl::Time failing_since_ = absl::InfiniteFuture();
+  Window window_;
+};
 
 }  // namespace psflow
 

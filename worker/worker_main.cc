@@ -12,7 +12,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "chief/chief_runner.h"
-#include "client/coordinator_client.h"
+#include "client/grpc_coordinator_client.h"
 #include "common/host_port.h"
 #include "common/job/job_config.h"
 #include "common/logging.h"
@@ -22,7 +22,7 @@
 #include "common/rpc/health_server.h"
 #include "common/rpc/transport_security.h"
 #include "model/device/select_device.h"
-#include "worker/trainer.h"
+#include "worker/training_job.h"
 
 ABSL_FLAG(std::string, transport_security, "insecure",
           "How connections between tasks are secured; every task of a job "
@@ -114,7 +114,7 @@ int Run() {
 
   const TaskId chief_task = tf.ChiefTask();
   const std::string chief_address = *tf.cluster.Address(chief_task);
-  CoordinatorClient coordinator(
+  GrpcCoordinatorClient coordinator(
       chief_address, absl::StrCat(chief_task.ToString(), " at ", chief_address),
       *security, tf.task);
   absl::Status result;
@@ -148,7 +148,7 @@ int Run() {
           LOG(WARNING) << "no metrics: " << writer.status().message();
         }
       }
-      TrainerOptions options;
+      TrainingJobOptions options;
       options.metrics = metrics.get();
       options.tf_config = tf;
       options.security = *security;
@@ -156,9 +156,9 @@ int Run() {
       options.device = device->get();
       options.coordinator = &coordinator;
       options.incarnation = incarnation;
-      options.recovery_timeout =
+      options.recovery.recovery_timeout =
           absl::Seconds(absl::GetFlag(FLAGS_recovery_timeout_s));
-      result = RunTrainer(options);
+      result = RunTrainingJob(options);
     }
   }
   if (!result.ok()) {

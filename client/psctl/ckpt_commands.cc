@@ -10,7 +10,7 @@
 #include "checkpoint/paths.h"
 #include "checkpoint/reader.h"
 #include "checkpoint/state_file.h"
-#include "client/coordinator_client.h"
+#include "client/grpc_coordinator_client.h"
 #include "common/file_util.h"
 #include "common/tf_config_loader.h"
 #include "proto/ps.pb.h"
@@ -208,9 +208,9 @@ int CkptRestore(const std::string& path, const std::string& tf_config_flag,
     return 1;
   }
   // psctl speaks to the chief as the job's tasks do.
-  CoordinatorClient client(address,
-                           absl::StrCat(chief.ToString(), " at ", address),
-                           TransportSecurity());
+  GrpcCoordinatorClient client(address,
+                               absl::StrCat(chief.ToString(), " at ", address),
+                               TransportSecurity());
   absl::StatusOr<int64_t> step =
       client.RestoreCheckpoint(absolute, absl::Minutes(15));
   if (!step.ok()) {

@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
-#include "client/coordinator_client.h"
+#include "client/grpc_coordinator_client.h"
 #include "client/psctl/tfconfig_gen.h"
 #include "common/file_util.h"
 #include "common/free_port.h"
@@ -120,7 +120,7 @@ class ProgressWatch {
 
  private:
   const absl::Duration stall_timeout_;
-  CoordinatorClient chief_;
+  GrpcCoordinatorClient chief_;
   std::string last_seen_;
   absl::Time last_change_;
   absl::Time next_check_;

@@ -1,12 +1,10 @@
-#include "client/coordinator_client.h"
+#include "client/grpc_coordinator_client.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/channel.h"
 #include "common/rpc/grpc_status.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
 #include "proto/protocol.h"
 
 namespace psflow {
@@ -20,17 +18,17 @@ std::unique_ptr<grpc::ClientContext> Context(absl::Time deadline) {
 
 }  // namespace
 
-CoordinatorClient::CoordinatorClient(const std::string& address,
-                                     std::string chief,
-                                     const TransportSecurity& security,
-                                     std::optional<TaskId> self)
+GrpcCoordinatorClient::GrpcCoordinatorClient(const std::string& address,
+                                             std::string chief,
+                                             const TransportSecurity& security,
+                                             std::optional<TaskId> self)
     : chief_(std::move(chief)),
       self_(std::move(self)),
       stub_(Coordinator::NewStub(OpenChannel(address, security))) {}
 
-absl::StatusOr<JobSpec> CoordinatorClient::Register(const TaskId& task,
-                                                    uint64_t incarnation,
-                                                    absl::Time deadline) {
+absl::StatusOr<JobSpec> GrpcCoordinatorClient::Register(const TaskId& task,
+                                                        uint64_t incarnation,
+                                                        absl::Time deadline) {
   RegisterTaskRequest request;
   request.set_protocol_version(kProtocolVersion);
   request.set_task_type(std::string(TaskTypeName(task.type)));
@@ -63,7 +61,7 @@ absl::StatusOr<JobSpec> CoordinatorClient::Register(const TaskId& task,
   return status;
 }
 
-absl::StatusOr<StatusResponse> CoordinatorClient::ReportProgress(
+absl::StatusOr<StatusResponse> GrpcCoordinatorClient::ReportProgress(
     const ProgressReport& report, absl::Duration timeout) {
   StatusResponse response;
   auto context = Context(absl::Now() + timeout);
@@ -72,7 +70,7 @@ absl::StatusOr<StatusResponse> CoordinatorClient::ReportProgress(
   return response;
 }
 
-absl::StatusOr<StatusResponse> CoordinatorClient::GetStatus(
+absl::StatusOr<StatusResponse> GrpcCoordinatorClient::GetStatus(
     absl::Duration timeout) {
   StatusResponse response;
   auto context = Context(absl::Now() + timeout);
@@ -86,15 +84,15 @@ absl::StatusOr<StatusResponse> CoordinatorClient::GetStatus(
   return response;
 }
 
-absl::Status CoordinatorClient::ReportEvaluation(const EvaluationReport& report,
-                                                 absl::Duration timeout) {
+absl::Status GrpcCoordinatorClient::ReportEvaluation(
+    const EvaluationReport& report, absl::Duration timeout) {
   EvaluationAck ack;
   auto context = Context(absl::Now() + timeout);
   return FromGrpcStatus(stub_->ReportEvaluation(context.get(), report, &ack),
                         "evaluation report to " + chief_);
 }
 
-absl::StatusOr<int64_t> CoordinatorClient::RestoreCheckpoint(
+absl::StatusOr<int64_t> GrpcCoordinatorClient::RestoreCheckpoint(
     const std::string& path, absl::Duration timeout) {
   RestoreCheckpointRequest request;
   request.set_path(path);

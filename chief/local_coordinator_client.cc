@@ -1,0 +1,71 @@
+#include "chief/local_coordinator_client.h"
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "proto/protocol.h"
+
+namespace psflow {
+
+absl::StatusOr<JobSpec> LocalCoordinatorClient::Register(const TaskId& task,
+                                                         uint64_t incarnation,
+                                                         absl::Time deadline) {
+  RegisterTaskRequest request;
+  request.set_protocol_version(kProtocolVersion);
+  request.set_task_type(std::string(TaskTypeName(task.type)));
+  request.set_task_index(task.index);
+  request.set_incarnation(incarnation);
+  while (true) {
+    absl::StatusOr<JobSpec> spec = coordinator_->Register(request);
+    // FailedPrecondition: still initializing, as the gRPC client retries.
+    if (!absl::IsFailedPrecondition(spec.status()) || absl::Now() >= deadline) {
+      return spec;
+    }
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+}
+
+absl::StatusOr<StatusResponse> LocalCoordinatorClient::ReportProgress(
+    const ProgressReport& report, absl::Duration) {
+  return coordinator_->Progress(report);
+}
+
+absl::StatusOr<StatusResponse> LocalCoordinatorClient::GetStatus(
+    absl::Duration) {
+  StatusRequest request;
+  if (self_.has_value()) {
+    request.set_task_type(std::string(TaskTypeName(self_->type)));
+    request.set_task_index(self_->index);
+  }
+  return coordinator_->Status(request);
+}
+
+absl::Status LocalCoordinatorClient::ReportEvaluation(
+    const EvaluationReport& report, absl::Duration) {
+  coordinator_->Evaluation(report);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> LocalCoordinatorClient::RestoreCheckpoint(
+    const std::string& path, absl::Duration timeout) {
+  // Answered by the chief's main loop, like the RPC.
+  struct Result {
+    absl::Notification done;
+    absl::StatusOr<int64_t> step;
+  };
+  auto result = std::make_shared<Result>();
+  coordinator_->RequestRestore(JobCoordinator::RestoreRequest{
+      path, [result](absl::StatusOr<int64_t> step) {
+        result->step = std::move(step);
+        result->done.Notify();
+      }});
+  if (!result->done.WaitForNotificationWithTimeout(timeout)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("the chief did not restore ", path, " within ",
+                     absl::FormatDuration(timeout)));
+  }
+  return result->step;
+}
+
+}  // namespace psflow

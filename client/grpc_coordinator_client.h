@@ -1,0 +1,45 @@
+// The CoordinatorClient that reaches the chief's Coordinator service over
+// gRPC: what workers, the evaluator and psctl use. Every call has a
+// deadline; errors name the chief and its address. Thread-safe.
+#ifndef PSFLOW_CLIENT_GRPC_COORDINATOR_CLIENT_H_
+#define PSFLOW_CLIENT_GRPC_COORDINATOR_CLIENT_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "client/coordinator_client.h"
+#include "common/rpc/transport_security.h"
+#include "common/task.h"
+#include "proto/coordinator.grpc.pb.h"
+
+namespace psflow {
+
+class GrpcCoordinatorClient final : public CoordinatorClient {
+ public:
+  // `chief` names it in errors, e.g. "chief-0 at 10.0.0.2:2222".
+  // `self` is the calling task (none for operators' tools): the chief
+  // learns from its status requests that it heard the job's end.
+  GrpcCoordinatorClient(const std::string& address, std::string chief,
+                        const TransportSecurity& security,
+                        std::optional<TaskId> self = std::nullopt);
+
+  absl::StatusOr<JobSpec> Register(const TaskId& task, uint64_t incarnation,
+                                   absl::Time deadline) override;
+  absl::StatusOr<StatusResponse> ReportProgress(
+      const ProgressReport& report, absl::Duration timeout) override;
+  absl::StatusOr<StatusResponse> GetStatus(absl::Duration timeout) override;
+  absl::Status ReportEvaluation(const EvaluationReport& report,
+                                absl::Duration timeout) override;
+  absl::StatusOr<int64_t> RestoreCheckpoint(const std::string& path,
+                                            absl::Duration timeout) override;
+
+ private:
+  const std::string chief_;
+  const std::optional<TaskId> self_;
+  std::unique_ptr<Coordinator::Stub> stub_;
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_CLIENT_GRPC_COORDINATOR_CLIENT_H_

@@ -1,0 +1,178 @@
+#include "worker/trainer.h"
+
+#include <memory>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "chief/job_coordinator.h"
+#include "chief/local_coordinator_client.h"
+#include "client/local_ps_shard.h"
+#include "client/ps_client.h"
+#include "common/job/placement.h"
+#include "common/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "model/device/cpu/cpu_device.h"
+#include "model/initializer.h"
+#include "model/registry.h"
+#include "proto/protocol.h"
+
+namespace psflow {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Two well-separated classes of 4 features: softmax regression learns
+// them within a few dozen steps.
+std::shared_ptr<Dataset> Separable() {
+  auto data = std::make_shared<Dataset>();
+  data->num_examples = 512;
+  data->example_shape = {4};
+  data->num_features = 4;
+  data->num_classes = 2;
+  std::mt19937 random(7);
+  std::uniform_int_distribution<int> noise(0, 60);
+  for (int i = 0; i < data->num_examples; ++i) {
+    const int label = i % 2;
+    data->labels.push_back(label);
+    for (int f = 0; f < 4; ++f) {
+      const int base = (f < 2) == (label == 0) ? 190 : 10;
+      data->features.push_back(static_cast<uint8_t>(base + noise(random)));
+    }
+  }
+  return data;
+}
+
+// One worker, one in-process parameter server, an in-process chief: the
+// trainer's logic without processes or sockets.
+class TrainerTest : public ::testing::Test {
+ protected:
+  void SetUpJob(UpdateMode mode, int64_t total_steps,
+                bool configure_servers = true) {
+    JobSpec& spec = options_.spec;
+    JobConfig& job = *spec.mutable_config();
+    job.mutable_model()->mutable_softmax_regression();
+    job.mutable_training()->set_batch_size(16);
+    job.mutable_training()->set_mode(mode);
+    job.mutable_logging()->set_log_every_steps(1000);
+    spec.set_total_steps(total_steps);
+    spec.set_num_workers(1);
+    spec.add_example_shape(4);
+    spec.set_num_classes(2);
+    ConfigureRequest& ps = *spec.mutable_ps_config();
+    ps.set_protocol_version(kProtocolVersion);
+    ps.mutable_optimizer()->set_kind(OptimizerConfig::SGD);
+    ps.mutable_learning_rate()->set_learning_rate(0.5);
+    ps.set_mode(mode);
+    ps.set_num_workers(1);
+    ps.set_replicas_to_aggregate(1);
+
+    ASSERT_OK_AND_ASSIGN(definition_, DefineJobModel(spec));
+    device_ = CreateCpuDevice(1);
+    ASSERT_OK_AND_ASSIGN(model_, definition_->Instantiate(device_.get(), 16));
+    const std::vector<LogicalVariable> variables =
+        LogicalVariables(definition_->variables());
+    ASSERT_OK_AND_ASSIGN(Placement placement,
+                         PlaceVariables(variables, 1, 1 << 20));
+    core_ =
+        std::make_unique<ParameterServerCore>(ParameterServerCore::Options{});
+    std::vector<std::unique_ptr<PsShard>> shards;
+    shards.push_back(std::make_unique<LocalPsShard>(core_.get(), "ps-0"));
+    client_ = std::make_unique<ParameterClient>(std::move(shards), placement,
+                                                ParameterClient::Options());
+    if (configure_servers) {
+      ASSERT_OK(client_->Configure(ps));
+      ASSERT_OK(client_->CreateVariables());
+      std::vector<std::vector<float>> initial =
+          InitialValues(definition_->variables(), 1);
+      std::vector<ParameterClient::Const> values;
+      for (size_t i = 0; i < variables.size(); ++i) {
+        values.emplace_back(variables[i].name, initial[i]);
+      }
+      ASSERT_OK(client_->Assign(values)->Wait());
+    }
+    JobCoordinator::Options coordinator_options;
+    coordinator_options.num_workers = 1;
+    coordinator_ = std::make_unique<JobCoordinator>(coordinator_options);
+    coordinator_->SetSpec(spec);
+    chief_ = std::make_unique<LocalCoordinatorClient>(
+        coordinator_.get(), TaskId{TaskType::kWorker, 0});
+    BatchStream::Options stream;
+    stream.batch_size = 16;
+    stream.seed = 3;
+    batches_ = std::make_unique<BatchStream>(Separable(), stream);
+
+    options_.heartbeat_interval = absl::Milliseconds(1);
+    parts_.device = device_.get();
+    parts_.model = model_.get();
+    parts_.variables = variables;
+    parts_.client = client_.get();
+    parts_.coordinator = chief_.get();
+    parts_.batches = batches_.get();
+  }
+
+  TrainerOptions options_;
+  TrainerParts parts_;
+  std::unique_ptr<ModelDefinition> definition_;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<ParameterServerCore> core_;
+  std::unique_ptr<ParameterClient> client_;
+  std::unique_ptr<JobCoordinator> coordinator_;
+  std::unique_ptr<LocalCoordinatorClient> chief_;
+  std::unique_ptr<BatchStream> batches_;
+};
+
+TEST_F(TrainerTest, AsyncTrainsToTheJobsTotalAndLearns) {
+  SetUpJob(ASYNC, 60);
+  Trainer trainer(options_, parts_);
+  ASSERT_OK(trainer.Run());
+  EXPECT_GE(core_->Stats().updates_applied(), 60);
+  const ProgressReport last = coordinator_->LastReports()[0];
+  EXPECT_TRUE(last.finished());
+  EXPECT_GE(last.global_step(), 60);
+  EXPECT_GT(last.accuracy(), 0.9) << "the last window's batches";
+}
+
+TEST_F(TrainerTest, SyncTakesOneStepPerGlobalStep) {
+  SetUpJob(SYNC, 25);
+  Trainer trainer(options_, parts_);
+  ASSERT_OK(trainer.Run());
+  EXPECT_EQ(trainer.local_steps(), 25);
+  EXPECT_EQ(trainer.stale_pushes(), 0);
+  EXPECT_EQ(core_->Stats().updates_applied(), 25 * 2);  // kernel and bias
+}
+
+TEST_F(TrainerTest, AJobThatAlreadySucceededIsNothingToDo) {
+  SetUpJob(ASYNC, 60);
+  coordinator_->Succeed();
+  Trainer trainer(options_, parts_);
+  EXPECT_OK(trainer.Run());
+  EXPECT_EQ(trainer.local_steps(), 0);
+}
+
+TEST_F(TrainerTest, AFailedJobEndsTheRunWithItsReason) {
+  SetUpJob(ASYNC, 60);
+  coordinator_->Fail("ps-1 was lost");
+  Trainer trainer(options_, parts_);
+  EXPECT_THAT(trainer.Run(),
+              StatusIs(absl::StatusCode::kAborted, HasSubstr("ps-1 was lost")));
+}
+
+// Every server call fails (the servers were never configured) and the
+// chief keeps training: the worker retries until the recovery timeout,
+// then gives up with the servers' error.
+TEST_F(TrainerTest, FailingServersOutlastingTheRecoveryTimeoutEndTheRun) {
+  SetUpJob(ASYNC, 60, /*configure_servers=*/false);
+  options_.recovery.recovery_timeout = absl::Milliseconds(300);
+  options_.recovery.chief_notice_time = absl::Milliseconds(20);
+  options_.recovery.poll_interval = absl::Milliseconds(5);
+  Trainer trainer(options_, parts_);
+  EXPECT_THAT(trainer.Run(), StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_EQ(trainer.local_steps(), 0);
+  EXPECT_TRUE(coordinator_->LastReports()[0].paused());
+}
+
+}  // namespace
+}  // namespace psflow

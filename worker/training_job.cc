@@ -1,0 +1,70 @@
+#include "worker/training_job.h"
+
+#include <memory>
+#include <utility>
+
+#include "absl/algorithm/container.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/cluster_client.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "data/batch_stream.h"
+#include "data/dataset.h"
+#include "model/registry.h"
+
+namespace psflow {
+
+absl::Status RunTrainingJob(const TrainingJobOptions& options) {
+  const JobSpec& spec = options.spec;
+  const JobConfig& job = spec.config();
+  const int index = options.tf_config.task.index;
+  const int num_workers = spec.num_workers();
+
+  ASSIGN_OR_RETURN(Dataset train, LoadIdxDataset(job.data().train_images(),
+                                                 job.data().train_labels()));
+  if (!absl::c_equal(train.example_shape, spec.example_shape()) ||
+      train.num_classes > spec.num_classes()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "this worker's training data has examples of shape [",
+        absl::StrJoin(train.example_shape, ", "), "] and ", train.num_classes,
+        " classes, but the chief's has [",
+        absl::StrJoin(spec.example_shape(), ", "), "] and ", spec.num_classes(),
+        "; every task must see the same data files"));
+  }
+  auto shard = std::make_shared<Dataset>(ShardOf(train, index, num_workers));
+  LOG(INFO) << "training on shard " << index << " of " << num_workers << " ("
+            << shard->num_examples << " examples) on "
+            << options.device->Describe();
+  BatchStream::Options stream_options;
+  stream_options.batch_size = job.training().batch_size();
+  stream_options.seed = job.training().seed();
+  BatchStream batches(shard, stream_options);
+
+  ASSIGN_OR_RETURN(std::unique_ptr<ModelDefinition> definition,
+                   DefineJobModel(spec));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<Model> model,
+      definition->Instantiate(options.device, job.training().batch_size()));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<ParameterClient> client,
+      ConnectToJobParameterServers(options.tf_config, spec, options.security));
+
+  TrainerOptions trainer_options;
+  trainer_options.worker_index = index;
+  trainer_options.incarnation = options.incarnation;
+  trainer_options.spec = spec;
+  trainer_options.heartbeat_interval = options.heartbeat_interval;
+  trainer_options.recovery = options.recovery;
+  TrainerParts parts;
+  parts.device = options.device;
+  parts.model = model.get();
+  parts.variables = LogicalVariables(definition->variables());
+  parts.client = client.get();
+  parts.coordinator = options.coordinator;
+  parts.batches = &batches;
+  parts.metrics = options.metrics;
+  return Trainer(std::move(trainer_options), std::move(parts)).Run();
+}
+
+}  // namespace psflow
