@@ -4,18 +4,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "proto/protocol.h"
 
 namespace psflow {
 
 absl::StatusOr<JobSpec> LocalCoordinatorClient::Register(const TaskId& task,
                                                          uint64_t incarnation,
                                                          absl::Time deadline) {
-  RegisterTaskRequest request;
-  request.set_protocol_version(kProtocolVersion);
-  request.set_task_type(std::string(TaskTypeName(task.type)));
-  request.set_task_index(task.index);
-  request.set_incarnation(incarnation);
+  const RegisterTaskRequest request = RegisterRequest(task, incarnation);
   while (true) {
     absl::StatusOr<JobSpec> spec = coordinator_->Register(request);
     // FailedPrecondition: still initializing, as the gRPC client retries.
@@ -33,11 +28,7 @@ absl::StatusOr<StatusResponse> LocalCoordinatorClient::ReportProgress(
 
 absl::StatusOr<StatusResponse> LocalCoordinatorClient::GetStatus(
     absl::Duration) {
-  StatusRequest request;
-  if (self_.has_value()) {
-    request.set_task_type(std::string(TaskTypeName(self_->type)));
-    request.set_task_index(self_->index);
-  }
+  const StatusRequest request = StatusRequestFrom(self_);
   return coordinator_->Status(request);
 }
 

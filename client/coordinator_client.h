@@ -10,6 +10,7 @@
 #define PSFLOW_CLIENT_COORDINATOR_CLIENT_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -41,6 +42,12 @@ class CoordinatorClient {
   virtual absl::StatusOr<int64_t> RestoreCheckpoint(const std::string& path,
                                                     absl::Duration timeout) = 0;
 };
+
+// The requests every implementation sends: a task joining the job (with
+// this release's protocol version), and a status request naming who asks
+// (none: an operator's tool).
+RegisterTaskRequest RegisterRequest(const TaskId& task, uint64_t incarnation);
+StatusRequest StatusRequestFrom(const std::optional<TaskId>& self);
 
 }  // namespace psflow
 

@@ -5,7 +5,6 @@
 #include "absl/strings/str_cat.h"
 #include "common/rpc/channel.h"
 #include "common/rpc/grpc_status.h"
-#include "proto/protocol.h"
 
 namespace psflow {
 namespace {
@@ -29,11 +28,7 @@ GrpcCoordinatorClient::GrpcCoordinatorClient(const std::string& address,
 absl::StatusOr<JobSpec> GrpcCoordinatorClient::Register(const TaskId& task,
                                                         uint64_t incarnation,
                                                         absl::Time deadline) {
-  RegisterTaskRequest request;
-  request.set_protocol_version(kProtocolVersion);
-  request.set_task_type(std::string(TaskTypeName(task.type)));
-  request.set_task_index(task.index);
-  request.set_incarnation(incarnation);
+  const RegisterTaskRequest request = RegisterRequest(task, incarnation);
   grpc::Status last;
   while (true) {
     // Wait for the connection (bounded per attempt) rather than fail fast.
@@ -74,11 +69,7 @@ absl::StatusOr<StatusResponse> GrpcCoordinatorClient::GetStatus(
     absl::Duration timeout) {
   StatusResponse response;
   auto context = Context(absl::Now() + timeout);
-  StatusRequest request;
-  if (self_.has_value()) {
-    request.set_task_type(std::string(TaskTypeName(self_->type)));
-    request.set_task_index(self_->index);
-  }
+  const StatusRequest request = StatusRequestFrom(self_);
   grpc::Status status = stub_->GetStatus(context.get(), request, &response);
   if (!status.ok()) return FromGrpcStatus(status, "status from " + chief_);
   return response;

@@ -3,20 +3,9 @@
 #include <algorithm>
 #include <numeric>
 
+#include "common/splitmix64.h"
+
 namespace psflow {
-namespace {
-
-// SplitMix64: a well-mixed 64-bit step, so nearby (seed, epoch) pairs give
-// unrelated permutations. Written out (not std::shuffle) so the order is
-// the same with every standard library.
-uint64_t SplitMix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
 
 std::vector<int64_t> BatchStream::EpochOrder(int64_t num_examples,
                                              uint64_t seed, int64_t epoch,

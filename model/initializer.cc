@@ -2,16 +2,10 @@
 
 #include <cmath>
 
+#include "common/splitmix64.h"
+
 namespace psflow {
 namespace {
-
-// SplitMix64, as in the data pipeline: the same values on every platform.
-uint64_t Next(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 // Fan-in and fan-out of a kernel: its first and last dimensions, with the
 // dimensions in between (a convolution's window) counted in both, as Keras
@@ -47,7 +41,8 @@ std::vector<std::vector<float>> InitialValues(
         const Fans fans = FansOf(v.shape());
         const double limit = std::sqrt(6.0 / (fans.in + fans.out));
         for (float& x : value) {
-          const double u = (Next(state) >> 11) * (1.0 / 9007199254740992.0);
+          const double u =
+              (SplitMix64(state) >> 11) * (1.0 / 9007199254740992.0);
           x = static_cast<float>((2 * u - 1) * limit);
         }
         break;

@@ -17,6 +17,9 @@ PACKAGES=(
   dataset-fashion-mnist
   # Test and benchmark helpers (independent readers, loopback baseline).
   python3 python3-yaml iperf3 procps
+  # A CPU-heavy neighbour for checking the suite does not depend on the
+  # machine's speed (docs/testing.md).
+  stress-ng
   # The relocatable bundle (//deploy:bundle) points its binaries at its lib/.
   patchelf
   # Formatting check in CI; clang for the thread-safety build
