@@ -1,0 +1,81 @@
+// The evaluator's work: evaluate on the held-out set either each new
+// checkpoint once (when the job saves checkpoints; the best is copied to
+// <checkpoint dir>/best) or the live model at an interval (read-only,
+// consistent pulls from the parameter servers); report each result to the
+// chief; evaluate the final model when the chief says training ended (the
+// final checkpoint), and return. Training never waits for the evaluator.
+//
+// The Evaluator's parts come in from outside (evaluator_runner.h builds
+// them for the real process), so tests drive it with in-process twins. It
+// is run by one thread; its parts must outlive Run().
+#ifndef PSFLOW_EVALUATOR_EVALUATOR_H_
+#define PSFLOW_EVALUATOR_EVALUATOR_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "client/coordinator_client.h"
+#include "client/ps_client.h"
+#include "common/metrics/event_file_writer.h"
+#include "data/dataset.h"
+#include "model/device/device.h"
+#include "proto/coordinator.pb.h"
+
+namespace psflow {
+
+class Evaluator {
+ public:
+  // Not owned. `metrics` may be null.
+  struct Parts {
+    const JobSpec* spec = nullptr;
+    CoordinatorClient* coordinator = nullptr;
+    ParameterClient* client = nullptr;  // configured for the job
+    Device* device = nullptr;
+    const Dataset* test = nullptr;
+    EventFileWriter* metrics = nullptr;
+  };
+  struct Policy {
+    // Gives up when the chief cannot be reached for this long.
+    absl::Duration chief_timeout = absl::Seconds(30);
+    // How often it asks the chief for the job's state.
+    absl::Duration poll_interval = absl::Milliseconds(250);
+    // How soon it asks again after the chief did not answer.
+    absl::Duration retry_interval = absl::Milliseconds(500);
+  };
+
+  Evaluator(Parts parts, Policy policy) : parts_(parts), policy_(policy) {}
+
+  // OK after the final evaluation of a job that succeeded (or at once when
+  // it already had); Aborted with the job's error when it failed;
+  // Unavailable when the chief stays silent past chief_timeout.
+  absl::Status Run();
+
+ private:
+  const Parts parts_;
+  const Policy policy_;
+};
+
+// One evaluation of the model in `client` on `data` (every example).
+absl::StatusOr<EvaluationReport> EvaluateOnce(const JobSpec& spec,
+                                              ParameterClient& client,
+                                              Device& device,
+                                              const Dataset& data);
+
+// One evaluation of the checkpoint at `path` (its values, CRC-checked).
+absl::StatusOr<EvaluationReport> EvaluateCheckpoint(const JobSpec& spec,
+                                                    const std::string& path,
+                                                    Device& device,
+                                                    const Dataset& data);
+
+// One evaluation of the model's variables given as `values` (in the
+// model's variable order), reported at `global_step`.
+absl::StatusOr<EvaluationReport> EvaluateValues(
+    const JobSpec& spec, const std::vector<std::vector<float>>& values,
+    int64_t global_step, Device& device, const Dataset& data);
+
+}  // namespace psflow
+
+#endif  // PSFLOW_EVALUATOR_EVALUATOR_H_
