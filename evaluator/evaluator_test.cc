@@ -5,21 +5,17 @@
 #include <utility>
 #include <vector>
 
-#include "chief/job_coordinator.h"
-#include "chief/local_coordinator_client.h"
-#include "client/local_ps_shard.h"
-#include "common/job/placement.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/device/cpu/cpu_device.h"
-#include "model/initializer.h"
-#include "model/registry.h"
 #include "proto/protocol.h"
+#include "tests/in_process_job.h"
 
 namespace psflow {
 namespace {
 
+using ::psflow::testing::InProcessJob;
 using ::testing::HasSubstr;
 
 // A chief that never answers.
@@ -78,36 +74,12 @@ class EvaluatorTest : public ::testing::Test {
   }
 
   void SetUp() override {
-    ASSERT_OK_AND_ASSIGN(auto definition, DefineJobModel(spec_));
-    const std::vector<LogicalVariable> variables =
-        LogicalVariables(definition->variables());
-    ASSERT_OK_AND_ASSIGN(Placement placement,
-                         PlaceVariables(variables, 1, 1 << 20));
-    core_ =
-        std::make_unique<ParameterServerCore>(ParameterServerCore::Options{});
-    std::vector<std::unique_ptr<PsShard>> shards;
-    shards.push_back(std::make_unique<LocalPsShard>(core_.get(), "ps-0"));
-    client_ = std::make_unique<ParameterClient>(std::move(shards), placement,
-                                                ParameterClient::Options());
-    ASSERT_OK(client_->Configure(spec_.ps_config()));
-    ASSERT_OK(client_->CreateVariables());
-    std::vector<std::vector<float>> initial =
-        InitialValues(definition->variables(), 1);
-    std::vector<ParameterClient::Const> values;
-    for (size_t i = 0; i < variables.size(); ++i) {
-      values.emplace_back(variables[i].name, initial[i]);
-    }
-    ASSERT_OK(client_->Assign(values)->Wait());
-    JobCoordinator::Options options;
-    options.num_workers = 1;
-    coordinator_ = std::make_unique<JobCoordinator>(options);
-    coordinator_->SetSpec(spec_);
-    chief_ = std::make_unique<LocalCoordinatorClient>(
-        coordinator_.get(), TaskId{TaskType::kEvaluator, 0});
+    ASSERT_OK_AND_ASSIGN(
+        job_, InProcessJob::Start(spec_, TaskId{TaskType::kEvaluator, 0}));
     device_ = CreateCpuDevice(1);
     parts_.spec = &spec_;
-    parts_.coordinator = chief_.get();
-    parts_.client = client_.get();
+    parts_.coordinator = job_->chief.get();
+    parts_.client = job_->client.get();
     parts_.device = device_.get();
     parts_.test = &test_;
     policy_.poll_interval = absl::Milliseconds(1);
@@ -116,10 +88,7 @@ class EvaluatorTest : public ::testing::Test {
 
   JobSpec spec_;
   Dataset test_;
-  std::unique_ptr<ParameterServerCore> core_;
-  std::unique_ptr<ParameterClient> client_;
-  std::unique_ptr<JobCoordinator> coordinator_;
-  std::unique_ptr<LocalCoordinatorClient> chief_;
+  std::unique_ptr<InProcessJob> job_;
   std::unique_ptr<Device> device_;
   Evaluator::Parts parts_;
   Evaluator::Policy policy_;
@@ -130,7 +99,7 @@ TEST_F(EvaluatorTest, EvaluatesTheLiveModelAndSendsTheFinalEvaluation) {
   std::thread evaluator([&] { result = Evaluator(parts_, policy_).Run(); });
   // The chief's side: training ended, waiting for the final evaluation.
   std::optional<EvaluationReport> final_eval =
-      coordinator_->RunFinalEvaluation(absl::InfiniteFuture());
+      job_->coordinator->RunFinalEvaluation(absl::InfiniteFuture());
   evaluator.join();
   EXPECT_OK(result);
   ASSERT_TRUE(final_eval.has_value());
@@ -142,13 +111,13 @@ TEST_F(EvaluatorTest, EvaluatesTheLiveModelAndSendsTheFinalEvaluation) {
 }
 
 TEST_F(EvaluatorTest, AFailedJobEndsItWithTheJobsReason) {
-  coordinator_->Fail("ps-0 was lost");
+  job_->coordinator->Fail("ps-0 was lost");
   EXPECT_THAT(Evaluator(parts_, policy_).Run(),
               StatusIs(absl::StatusCode::kAborted, HasSubstr("ps-0 was lost")));
 }
 
 TEST_F(EvaluatorTest, ASucceededJobEndsIt) {
-  coordinator_->Succeed();
+  job_->coordinator->Succeed();
   EXPECT_OK(Evaluator(parts_, policy_).Run());
 }
 

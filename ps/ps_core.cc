@@ -7,7 +7,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/notification.h"
 #include "common/job/update_rule.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -315,25 +314,6 @@ absl::StatusOr<PushBatchResponse> ParameterServerCore::PushBatch(
     }
   }
   return response;
-}
-
-absl::StatusOr<PullResponse> ParameterServerCore::PullBlocking(
-    const ChunkRef& ref, int64_t min_version, absl::Time deadline,
-    absl::Span<float> out) {
-  auto ready = std::make_shared<absl::Notification>();
-  std::optional<uint64_t> id = ref.variable->WhenVersionReached(
-      ref.chunk, min_version, [ready] { ready->Notify(); });
-  if (id.has_value() && !ready->WaitForNotificationWithDeadline(deadline)) {
-    if (ref.variable->CancelWait(ref.chunk, *id)) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "pull of \"", ref.variable->name(), "\" chunk ", ref.chunk,
-          " waited for step ", min_version, " but it is still at step ",
-          ref.variable->Version(ref.chunk),
-          "; the workers of that step may be slow or gone"));
-    }
-    ready->WaitForNotification();  // Raced with the version advancing.
-  }
-  return Pull(ref, out);
 }
 
 StatsResponse ParameterServerCore::Stats() const {

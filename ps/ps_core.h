@@ -106,13 +106,6 @@ class ParameterServerCore {
       absl::Span<const ChunkRef> refs, int64_t version, int worker,
       absl::Span<const absl::Span<const float>> gradients);
 
-  // Pull for in-process callers: waits until the chunk reaches
-  // `min_version` or `deadline` passes (DeadlineExceeded).
-  absl::StatusOr<PullResponse> PullBlocking(const ChunkRef& ref,
-                                            int64_t min_version,
-                                            absl::Time deadline,
-                                            absl::Span<float> out);
-
   StatsResponse Stats() const;
 
   // SYNC checkpoints: bounds updates (see HoldRequest). FailedPrecondition

@@ -4,7 +4,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/notification.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -302,47 +301,6 @@ TEST_F(PsCoreTest, SyncGradientFromTheFutureIsRejected) {
   EXPECT_THAT(core_.Push(Ref(8, 2), PushHeader(5, 0), g),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("claims step 5 but the chunk is at step 0")));
-}
-
-TEST_F(PsCoreTest, PullForAFutureStepWaitsUntilItIsApplied) {
-  SetUpVariable(Sgd(1.0, SYNC, 2, 2));
-  std::vector<float> g = {4, 4};
-  ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(0, 0), g));
-  absl::Notification pulled;
-  std::vector<float> out(2);
-  absl::StatusOr<PullResponse> result;
-  std::thread puller([&] {
-    result = core_.PullBlocking(Ref(8, 2), 1, absl::Now() + absl::Seconds(30),
-                                absl::MakeSpan(out));
-    pulled.Notify();
-  });
-  EXPECT_FALSE(pulled.WaitForNotificationWithTimeout(absl::Milliseconds(50)))
-      << "the pull returned before step 1 was applied";
-  ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(0, 1), g));
-  puller.join();
-  ASSERT_OK(result);
-  EXPECT_EQ(result->version(), 1);
-  EXPECT_THAT(out, ElementsAre(-4.0f, -4.0f));
-}
-
-TEST_F(PsCoreTest, PullForAFutureStepGivesUpAtTheDeadline) {
-  SetUpVariable(Sgd(1.0, SYNC, 2, 2));
-  std::vector<float> out(2);
-  EXPECT_THAT(
-      core_.PullBlocking(Ref(8, 2), 1, absl::Now() + absl::Milliseconds(20),
-                         absl::MakeSpan(out)),
-      StatusIs(absl::StatusCode::kDeadlineExceeded,
-               HasSubstr("waited for step 1 but it is still at step "
-                         "0")));
-}
-
-TEST_F(PsCoreTest, PullForAnAppliedStepDoesNotWait) {
-  SetUpVariable(Sgd(1.0));
-  std::vector<float> out(4);
-  ASSERT_OK_AND_ASSIGN(
-      PullResponse response,
-      core_.PullBlocking(Ref(0, 4), 0, absl::Now(), absl::MakeSpan(out)));
-  EXPECT_EQ(response.version(), 0);
 }
 
 TEST_F(PsCoreTest, AdamSlotsLiveBesideTheVariable) {

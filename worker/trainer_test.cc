@@ -5,22 +5,17 @@
 #include <utility>
 #include <vector>
 
-#include "chief/job_coordinator.h"
-#include "chief/local_coordinator_client.h"
-#include "client/local_ps_shard.h"
-#include "client/ps_client.h"
-#include "common/job/placement.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/device/cpu/cpu_device.h"
-#include "model/initializer.h"
-#include "model/registry.h"
 #include "proto/protocol.h"
+#include "tests/in_process_job.h"
 
 namespace psflow {
 namespace {
 
+using ::psflow::testing::InProcessJob;
 using ::testing::HasSubstr;
 
 // Two well-separated classes of 4 features: softmax regression learns
@@ -68,36 +63,12 @@ class TrainerTest : public ::testing::Test {
     ps.set_num_workers(1);
     ps.set_replicas_to_aggregate(1);
 
-    ASSERT_OK_AND_ASSIGN(definition_, DefineJobModel(spec));
+    ASSERT_OK_AND_ASSIGN(job_,
+                         InProcessJob::Start(spec, TaskId{TaskType::kWorker, 0},
+                                             configure_servers));
     device_ = CreateCpuDevice(1);
-    ASSERT_OK_AND_ASSIGN(model_, definition_->Instantiate(device_.get(), 16));
-    const std::vector<LogicalVariable> variables =
-        LogicalVariables(definition_->variables());
-    ASSERT_OK_AND_ASSIGN(Placement placement,
-                         PlaceVariables(variables, 1, 1 << 20));
-    core_ =
-        std::make_unique<ParameterServerCore>(ParameterServerCore::Options{});
-    std::vector<std::unique_ptr<PsShard>> shards;
-    shards.push_back(std::make_unique<LocalPsShard>(core_.get(), "ps-0"));
-    client_ = std::make_unique<ParameterClient>(std::move(shards), placement,
-                                                ParameterClient::Options());
-    if (configure_servers) {
-      ASSERT_OK(client_->Configure(ps));
-      ASSERT_OK(client_->CreateVariables());
-      std::vector<std::vector<float>> initial =
-          InitialValues(definition_->variables(), 1);
-      std::vector<ParameterClient::Const> values;
-      for (size_t i = 0; i < variables.size(); ++i) {
-        values.emplace_back(variables[i].name, initial[i]);
-      }
-      ASSERT_OK(client_->Assign(values)->Wait());
-    }
-    JobCoordinator::Options coordinator_options;
-    coordinator_options.num_workers = 1;
-    coordinator_ = std::make_unique<JobCoordinator>(coordinator_options);
-    coordinator_->SetSpec(spec);
-    chief_ = std::make_unique<LocalCoordinatorClient>(
-        coordinator_.get(), TaskId{TaskType::kWorker, 0});
+    ASSERT_OK_AND_ASSIGN(model_,
+                         job_->definition->Instantiate(device_.get(), 16));
     BatchStream::Options stream;
     stream.batch_size = 16;
     stream.seed = 3;
@@ -106,21 +77,17 @@ class TrainerTest : public ::testing::Test {
     options_.heartbeat_interval = absl::Milliseconds(1);
     parts_.device = device_.get();
     parts_.model = model_.get();
-    parts_.variables = variables;
-    parts_.client = client_.get();
-    parts_.coordinator = chief_.get();
+    parts_.variables = job_->variables;
+    parts_.client = job_->client.get();
+    parts_.coordinator = job_->chief.get();
     parts_.batches = batches_.get();
   }
 
   TrainerOptions options_;
   TrainerParts parts_;
-  std::unique_ptr<ModelDefinition> definition_;
+  std::unique_ptr<InProcessJob> job_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<Model> model_;
-  std::unique_ptr<ParameterServerCore> core_;
-  std::unique_ptr<ParameterClient> client_;
-  std::unique_ptr<JobCoordinator> coordinator_;
-  std::unique_ptr<LocalCoordinatorClient> chief_;
   std::unique_ptr<BatchStream> batches_;
 };
 
@@ -128,8 +95,8 @@ TEST_F(TrainerTest, AsyncTrainsToTheJobsTotalAndLearns) {
   SetUpJob(ASYNC, 60);
   Trainer trainer(options_, parts_);
   ASSERT_OK(trainer.Run());
-  EXPECT_GE(core_->Stats().updates_applied(), 60);
-  const ProgressReport last = coordinator_->LastReports()[0];
+  EXPECT_GE(job_->core->Stats().updates_applied(), 60);
+  const ProgressReport last = job_->coordinator->LastReports()[0];
   EXPECT_TRUE(last.finished());
   EXPECT_GE(last.global_step(), 60);
   EXPECT_GT(last.accuracy(), 0.9) << "the last window's batches";
@@ -141,12 +108,12 @@ TEST_F(TrainerTest, SyncTakesOneStepPerGlobalStep) {
   ASSERT_OK(trainer.Run());
   EXPECT_EQ(trainer.local_steps(), 25);
   EXPECT_EQ(trainer.stale_pushes(), 0);
-  EXPECT_EQ(core_->Stats().updates_applied(), 25 * 2);  // kernel and bias
+  EXPECT_EQ(job_->core->Stats().updates_applied(), 25 * 2);  // kernel and bias
 }
 
 TEST_F(TrainerTest, AJobThatAlreadySucceededIsNothingToDo) {
   SetUpJob(ASYNC, 60);
-  coordinator_->Succeed();
+  job_->coordinator->Succeed();
   Trainer trainer(options_, parts_);
   EXPECT_OK(trainer.Run());
   EXPECT_EQ(trainer.local_steps(), 0);
@@ -154,7 +121,7 @@ TEST_F(TrainerTest, AJobThatAlreadySucceededIsNothingToDo) {
 
 TEST_F(TrainerTest, AFailedJobEndsTheRunWithItsReason) {
   SetUpJob(ASYNC, 60);
-  coordinator_->Fail("ps-1 was lost");
+  job_->coordinator->Fail("ps-1 was lost");
   Trainer trainer(options_, parts_);
   EXPECT_THAT(trainer.Run(),
               StatusIs(absl::StatusCode::kAborted, HasSubstr("ps-1 was lost")));
@@ -171,7 +138,7 @@ TEST_F(TrainerTest, FailingServersOutlastingTheRecoveryTimeoutEndTheRun) {
   Trainer trainer(options_, parts_);
   EXPECT_THAT(trainer.Run(), StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_EQ(trainer.local_steps(), 0);
-  EXPECT_TRUE(coordinator_->LastReports()[0].paused());
+  EXPECT_TRUE(job_->coordinator->LastReports()[0].paused());
 }
 
 }  // namespace

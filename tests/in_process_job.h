@@ -1,0 +1,40 @@
+// Test helper: a whole job inside one process, for testing a role's logic
+// without processes or sockets. One parameter server (LocalPsShard over a
+// ParameterServerCore), a ParameterClient configured with the spec's
+// update rule and holding the model's initial values, and the chief's
+// JobCoordinator (spec set: TRAINING) reached through a
+// LocalCoordinatorClient that speaks for `self`.
+#ifndef PSFLOW_TESTS_IN_PROCESS_JOB_H_
+#define PSFLOW_TESTS_IN_PROCESS_JOB_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "chief/job_coordinator.h"
+#include "chief/local_coordinator_client.h"
+#include "client/ps_client.h"
+#include "common/task.h"
+#include "model/model.h"
+#include "proto/coordinator.pb.h"
+#include "ps/ps_core.h"
+
+namespace psflow::testing {
+
+struct InProcessJob {
+  // `configure_servers` false leaves the server unconfigured, so every
+  // call to it fails (FailedPrecondition).
+  static absl::StatusOr<std::unique_ptr<InProcessJob>> Start(
+      const JobSpec& spec, const TaskId& self, bool configure_servers = true);
+
+  std::unique_ptr<ModelDefinition> definition;
+  std::vector<LogicalVariable> variables;  // the model's, in order
+  std::unique_ptr<ParameterServerCore> core;
+  std::unique_ptr<ParameterClient> client;
+  std::unique_ptr<JobCoordinator> coordinator;
+  std::unique_ptr<LocalCoordinatorClient> chief;
+};
+
+}  // namespace psflow::testing
+
+#endif  // PSFLOW_TESTS_IN_PROCESS_JOB_H_
