@@ -9,10 +9,10 @@
 #include "absl/strings/str_join.h"
 #include "checkpoint/checkpoint_manager.h"
 #include "checkpoint/state_file.h"
-#include "chief/checkpoint_schedule.h"
 #include "chief/coordinator_service.h"
 #include "chief/job_coordinator.h"
 #include "chief/recovery.h"
+#include "chief/training_supervisor.h"
 #include "client/cluster_client.h"
 #include "client/health_check.h"
 #include "common/file_util.h"
@@ -174,82 +174,6 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
   return prepared;
 }
 
-void LogProgress(const JobCoordinator& coordinator, absl::Time start,
-                 EventFileWriter* metrics) {
-  StatusResponse status = coordinator.Status();
-  double rate = 0, loss = 0, accuracy = 0;
-  int reporting = 0;
-  for (const ProgressReport& r : coordinator.LastReports()) {
-    if (r.local_steps() == 0 || r.finished()) continue;
-    rate += r.examples_per_sec();
-    loss += r.loss();
-    accuracy += r.accuracy();
-    ++reporting;
-  }
-  if (reporting > 0) {
-    loss /= reporting;
-    accuracy /= reporting;
-  }
-  const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
-  const double fraction =
-      status.total_steps() > 0
-          ? static_cast<double>(status.global_step()) / status.total_steps()
-          : 0;
-  const double eta = fraction > 0 ? elapsed * (1 - fraction) / fraction : 0;
-  if (metrics != nullptr && reporting > 0) {
-    // Training metrics as the chief sees them, at the global step; "loss"
-    // shares its tag with the evaluator's so the two share a chart.
-    (void)metrics->AddScalar("loss", status.global_step(), loss);
-    (void)metrics->AddScalar("accuracy", status.global_step(), accuracy);
-    (void)metrics->AddScalar("examples_per_sec", status.global_step(), rate);
-    (void)metrics->Flush();
-  }
-  LOG(INFO) << absl::StrFormat(
-      "step %d/%d (%.0f%%), %.0f examples/s, loss %.4f, accuracy %.4f, "
-      "ETA %.0fs",
-      status.global_step(), status.total_steps(), 100 * fraction, rate, loss,
-      accuracy, eta);
-}
-
-// After CheckParameterServers failed with `lost`.
-absl::Status RecoverLostServer(const absl::Status& lost,
-                               const RecoveryOptions& recovery,
-                               CheckpointManager* checkpoints,
-                               const ChiefOptions& options,
-                               CheckpointSchedule& schedule) {
-  LOG(WARNING) << "parameter server lost: " << lost.message();
-  if (checkpoints == nullptr) {
-    return absl::UnavailableError(absl::StrCat(
-        lost.message(),
-        "; without checkpoints (checkpoint.directory) the model cannot be "
-        "recovered"));
-  }
-  ASSIGN_OR_RETURN(std::optional<std::string> latest,
-                   LatestCheckpoint(checkpoints->directory()));
-  if (!latest.has_value()) {
-    return absl::UnavailableError(absl::StrCat(
-        lost.message(), "; no checkpoint was saved yet to recover from"));
-  }
-  absl::StatusOr<int64_t> step =
-      PauseAndRestore(recovery,
-                      absl::StrCat("recovering from a lost parameter server (",
-                                   lost.message(), ")"),
-                      *latest);
-  if (!step.ok()) {
-    return absl::Status(
-        step.status().code(),
-        absl::StrCat("recovery failed: ", step.status().message()));
-  }
-  schedule = CheckpointSchedule(options.job.checkpoint(), *step);
-  return absl::OkStatus();
-}
-
-void LogSaved(const SavedCheckpoint& saved) {
-  LOG(INFO) << absl::StrFormat("saved %s (step %d, %.1f MB in %.2f s)",
-                               saved.path, saved.step, saved.bytes / 1e6,
-                               absl::ToDoubleSeconds(saved.elapsed));
-}
-
 absl::Status WriteResult(const std::string& path, const JobCoordinator& c,
                          double training_seconds) {
   StatusResponse status = c.Status();
@@ -283,12 +207,162 @@ absl::Status WriteResult(const std::string& path, const JobCoordinator& c,
   return absl::OkStatus();
 }
 
+// Ends the job: records the outcome, tells every task and parameter
+// server, lets the tasks hear it (bounded), stops serving.
+absl::Status EndJob(absl::Status result, const ChiefOptions& options,
+                    JobCoordinator& coordinator, ParameterClient* client,
+                    CoordinatorServer& server, absl::Time training_start) {
+  if (result.ok()) {
+    coordinator.Succeed();
+  } else {
+    coordinator.Fail(std::string(result.message()));
+  }
+  if (!options.result_file.empty()) {
+    absl::Status written =
+        WriteResult(options.result_file, coordinator,
+                    absl::ToDoubleSeconds(absl::Now() - training_start));
+    if (!written.ok()) LOG(ERROR) << written.message();
+  }
+  while (std::optional<JobCoordinator::RestoreRequest> request =
+             coordinator.TakeRestoreRequest()) {
+    request->done(absl::FailedPreconditionError("the job is ending"));
+  }
+  // Every parameter server is told to stop, even when the job failed
+  // before the chief connected to them, so no process outlives the job.
+  std::unique_ptr<ParameterClient> fallback;
+  if (client == nullptr) {
+    ParameterClient::Options shutdown_options;
+    shutdown_options.rpc_timeout = absl::Seconds(5);
+    fallback = ConnectToParameterServers(options.tf_config, Placement(),
+                                         shutdown_options, options.security);
+    client = fallback.get();
+  }
+  LOG(INFO) << "stopping " << client->num_shards() << " parameter servers";
+  absl::Status shutdown =
+      client->ShutdownAll(result.ok() ? "job finished" : "job failed");
+  if (!shutdown.ok()) LOG(WARNING) << shutdown.message();
+  // Tasks still running hear the outcome at their next status request
+  // (about once a second); finished ones never ask again.
+  std::vector<std::string> unaware =
+      coordinator.WaitForOutcomeHeard(absl::Now() + absl::Seconds(5));
+  if (!unaware.empty()) {
+    LOG(WARNING) << "stopping without " << absl::StrJoin(unaware, ", ")
+                 << " having heard the job's end; they will find the chief "
+                    "gone and exit";
+  }
+  server.Stop(absl::Seconds(1));
+  return result;
+}
+
+// OK once every worker joined, or training already reached its end
+// without the missing ones (a restored, finished job).
+absl::Status AwaitWorkers(const ChiefOptions& options,
+                          JobCoordinator& coordinator, const JobSpec& spec,
+                          absl::Time deadline) {
+  std::vector<std::string> missing = coordinator.WaitForWorkers(deadline);
+  if (missing.empty()) {
+    LOG(INFO) << "all " << spec.num_workers() << " workers joined; training";
+    return absl::OkStatus();
+  }
+  if (coordinator.state() == TRAINING &&
+      coordinator.Status().global_step() >= spec.total_steps()) {
+    LOG(WARNING) << "training reached its end without "
+                 << absl::StrJoin(missing, ", ");
+    return absl::OkStatus();
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat("workers that never joined by the startup deadline (",
+                   absl::FormatDuration(options.startup_timeout),
+                   "): ", absl::StrJoin(missing, ", ")));
+}
+
+// The chief's event file; null (logged) when it cannot be written.
+std::unique_ptr<EventFileWriter> OpenChiefMetrics(const ChiefOptions& options) {
+  // "chief-0" even when worker 0 runs the chief's duties: its own
+  // training metrics stay apart under "worker-0".
+  absl::StatusOr<std::unique_ptr<EventFileWriter>> writer =
+      EventFileWriter::Create(
+          MetricsDir(options.job, options.logdir, "chief-0"));
+  if (!writer.ok()) {
+    LOG(WARNING) << "no metrics: " << writer.status().message();
+    return nullptr;
+  }
+  LOG(INFO) << "metrics: " << (*writer)->path();
+  return *std::move(writer);
+}
+
+// Supervises training until it ends (TrainingSupervisor).
+absl::Status SuperviseTraining(const ChiefOptions& options,
+                               JobCoordinator& coordinator, Prepared& prepared,
+                               EventFileWriter* metrics) {
+  ParameterClient& client = *prepared.client;
+  RecoveryOptions recovery;
+  recovery.tf_config = &options.tf_config;
+  recovery.security = options.security;
+  recovery.spec = &prepared.spec;
+  recovery.coordinator = &coordinator;
+  recovery.client = &client;
+  const std::vector<int64_t> expected_variables =
+      ExpectedVariablesPerServer(client.placement());
+  SupervisorParts parts;
+  parts.coordinator = &coordinator;
+  parts.checkpoints = prepared.checkpoints.get();
+  parts.metrics = metrics;
+  parts.check_servers = [&] {
+    return CheckParameterServers(client, expected_variables, absl::Seconds(2));
+  };
+  parts.restore = [&](const std::string& why, const std::string& checkpoint) {
+    return PauseAndRestore(recovery, why, checkpoint);
+  };
+  SupervisorPolicy policy;
+  policy.checkpoint = options.job.checkpoint();
+  policy.log_interval = options.log_interval;
+  policy.max_tick = std::min(options.log_interval, policy.max_tick);
+  TrainingSupervisor supervisor(std::move(parts), policy,
+                                prepared.restored_step);
+  RETURN_IF_ERROR(supervisor.Supervise());
+  if (coordinator.state() == FAILED) {
+    return absl::AbortedError(coordinator.Status().message());
+  }
+  return absl::OkStatus();
+}
+
+// After the last step: the final checkpoint, then the final evaluation
+// (when the job has an evaluator and test data).
+absl::Status FinishTraining(const ChiefOptions& options,
+                            JobCoordinator& coordinator,
+                            CheckpointManager* checkpoints) {
+  if (checkpoints != nullptr) {
+    absl::StatusOr<SavedCheckpoint> saved = checkpoints->Save();
+    if (!saved.ok()) {
+      return absl::Status(saved.status().code(),
+                          absl::StrCat("the final checkpoint failed: ",
+                                       saved.status().message()));
+    }
+    LogSavedCheckpoint(*saved);
+  }
+  if (!options.tf_config.cluster.HasJob(TaskType::kEvaluator) ||
+      options.job.data().test_images().empty()) {
+    return absl::OkStatus();
+  }
+  std::optional<EvaluationReport> final_eval = coordinator.RunFinalEvaluation(
+      absl::Now() + options.final_evaluation_timeout);
+  if (final_eval.has_value()) {
+    LOG(INFO) << absl::StrFormat(
+        "final evaluation at step %d: test accuracy %.4f, loss %.4f",
+        final_eval->global_step(), final_eval->accuracy(), final_eval->loss());
+  } else {
+    LOG(WARNING) << "the evaluator sent no final evaluation within "
+                 << absl::FormatDuration(options.final_evaluation_timeout);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RunChief(const ChiefOptions& options) {
   const TfConfig& tf = options.tf_config;
-  const absl::Time start = absl::Now();
-  const absl::Time deadline = start + options.startup_timeout;
+  const absl::Time deadline = absl::Now() + options.startup_timeout;
   JobCoordinator::Options coordinator_options;
   coordinator_options.num_workers = tf.cluster.NumTasks(TaskType::kWorker);
   for (const auto& [index, address] : tf.cluster.job(TaskType::kWorker)) {
@@ -310,182 +384,33 @@ absl::Status RunChief(const ChiefOptions& options) {
             << "; serving on port " << server->port();
 
   absl::Time training_start = absl::Now();
-  // Ends the job: tells every task, lets them hear it, stops serving.
-  auto finish = [&](absl::Status result,
-                    ParameterClient* client) -> absl::Status {
-    if (result.ok()) {
-      coordinator.Succeed();
-    } else {
-      coordinator.Fail(std::string(result.message()));
-    }
-    if (!options.result_file.empty()) {
-      absl::Status written =
-          WriteResult(options.result_file, coordinator,
-                      absl::ToDoubleSeconds(absl::Now() - training_start));
-      if (!written.ok()) LOG(ERROR) << written.message();
-    }
-    while (std::optional<JobCoordinator::RestoreRequest> request =
-               coordinator.TakeRestoreRequest()) {
-      request->done(absl::FailedPreconditionError("the job is ending"));
-    }
-    // Every parameter server is told to stop, even when the job failed
-    // before the chief connected to them, so no process outlives the job.
-    std::unique_ptr<ParameterClient> fallback;
-    if (client == nullptr) {
-      ParameterClient::Options shutdown_options;
-      shutdown_options.rpc_timeout = absl::Seconds(5);
-      fallback = ConnectToParameterServers(tf, Placement(), shutdown_options,
-                                           options.security);
-      client = fallback.get();
-    }
-    LOG(INFO) << "stopping " << client->num_shards() << " parameter servers";
-    absl::Status shutdown =
-        client->ShutdownAll(result.ok() ? "job finished" : "job failed");
-    if (!shutdown.ok()) LOG(WARNING) << shutdown.message();
-    // Tasks still running hear the outcome at their next status request
-    // (about once a second); finished ones never ask again.
-    std::vector<std::string> unaware =
-        coordinator.WaitForOutcomeHeard(absl::Now() + absl::Seconds(5));
-    if (!unaware.empty()) {
-      LOG(WARNING) << "stopping without " << absl::StrJoin(unaware, ", ")
-                   << " having heard the job's end; they will find the chief "
-                      "gone and exit";
-    }
-    server->Stop(absl::Seconds(1));
-    return result;
-  };
-
   absl::StatusOr<Prepared> prepared = PrepareJob(options, deadline);
-  if (!prepared.ok()) return finish(prepared.status(), nullptr);
+  if (!prepared.ok()) {
+    return EndJob(prepared.status(), options, coordinator, nullptr, *server,
+                  training_start);
+  }
   coordinator.SetSpec(prepared->spec);
   ParameterClient* client = prepared->client.get();
-
-  std::vector<std::string> missing = coordinator.WaitForWorkers(deadline);
-  if (!missing.empty() && coordinator.state() == TRAINING &&
-      coordinator.Status().global_step() >= prepared->spec.total_steps()) {
-    LOG(WARNING) << "training reached its end without "
-                 << absl::StrJoin(missing, ", ");
-  } else if (!missing.empty()) {
-    return finish(absl::DeadlineExceededError(absl::StrCat(
-                      "workers that never joined by the startup deadline (",
-                      absl::FormatDuration(options.startup_timeout),
-                      "): ", absl::StrJoin(missing, ", "))),
-                  client);
+  auto end = [&](absl::Status result) {
+    return EndJob(std::move(result), options, coordinator, client, *server,
+                  training_start);
+  };
+  if (absl::Status joined =
+          AwaitWorkers(options, coordinator, prepared->spec, deadline);
+      !joined.ok()) {
+    return end(joined);
   }
-  LOG(INFO) << "all " << coordinator_options.num_workers
-            << " workers joined; training";
   training_start = absl::Now();
-  std::unique_ptr<EventFileWriter> metrics;
-  {
-    absl::StatusOr<std::unique_ptr<EventFileWriter>> writer =
-        // "chief-0" even when worker 0 runs the chief's duties: its own
-        // training metrics stay apart under "worker-0".
-        EventFileWriter::Create(
-            MetricsDir(options.job, options.logdir, "chief-0"));
-    if (writer.ok()) {
-      metrics = *std::move(writer);
-      LOG(INFO) << "metrics: " << metrics->path();
-    } else {
-      LOG(WARNING) << "no metrics: " << writer.status().message();
-    }
-  }
-  CheckpointSchedule schedule(options.job.checkpoint(),
-                              prepared->restored_step);
-  CheckpointManager* checkpoints = prepared->checkpoints.get();
-  RecoveryOptions recovery;
-  recovery.tf_config = &tf;
-  recovery.security = options.security;
-  recovery.spec = &prepared->spec;
-  recovery.coordinator = &coordinator;
-  recovery.client = client;
-  const std::vector<int64_t> expected_variables =
-      ExpectedVariablesPerServer(client->placement());
-  absl::Time next_ps_check = absl::Now() + absl::Seconds(1);
-  absl::Time next_log = absl::Now() + options.log_interval;
-  // Wakes often enough for step-based checkpoints.
-  const absl::Duration tick =
-      std::min(options.log_interval, absl::Milliseconds(250));
-  while (
-      !coordinator.WaitForTrainingEnd(std::min(next_log, absl::Now() + tick))) {
-    if (absl::Now() >= next_log) {
-      LogProgress(coordinator, training_start, metrics.get());
-      next_log = absl::Now() + options.log_interval;
-    }
-    // `psctl ckpt restore`: pause, restore, resume. A failed restore
-    // changed nothing (two phases), so training resumes as it was.
-    while (std::optional<JobCoordinator::RestoreRequest> request =
-               coordinator.TakeRestoreRequest()) {
-      absl::StatusOr<int64_t> step = PauseAndRestore(
-          recovery, absl::StrCat("restoring ", request->path, " on request"),
-          request->path);
-      if (step.ok()) {
-        schedule = CheckpointSchedule(options.job.checkpoint(), *step);
-      } else {
-        LOG(WARNING) << "restore of " << request->path
-                     << " failed: " << step.status().message();
-        coordinator.Resume(coordinator.Status().global_step());
-      }
-      request->done(step);
-    }
-    // A lost parameter server: wait for it, restore the newest checkpoint
-    // everywhere, resume.
-    if (absl::Now() >= next_ps_check && coordinator.state() == TRAINING) {
-      absl::Status servers =
-          CheckParameterServers(*client, expected_variables, absl::Seconds(2));
-      next_ps_check = absl::Now() + absl::Seconds(1);
-      if (!servers.ok()) {
-        absl::Status recovered = RecoverLostServer(
-            servers, recovery, checkpoints, options, schedule);
-        if (!recovered.ok()) return finish(recovered, client);
-        continue;
-      }
-    }
-    if (checkpoints != nullptr &&
-        schedule.Due(coordinator.Status().global_step(), absl::Now())) {
-      absl::StatusOr<SavedCheckpoint> saved = checkpoints->Save();
-      schedule.Saved(
-          saved.ok() ? saved->step : coordinator.Status().global_step(),
-          absl::Now());
-      if (saved.ok()) {
-        LogSaved(*saved);
-      } else {
-        LOG(WARNING) << "checkpoint failed (training goes on; the next one "
-                        "is tried on schedule): "
-                     << saved.status().message();
-      }
-    }
-  }
-  if (coordinator.state() == FAILED) {
-    return finish(absl::AbortedError(coordinator.Status().message()), client);
+  std::unique_ptr<EventFileWriter> metrics = OpenChiefMetrics(options);
+  if (absl::Status trained =
+          SuperviseTraining(options, coordinator, *prepared, metrics.get());
+      !trained.ok()) {
+    return end(trained);
   }
   LOG(INFO) << "training finished after "
             << absl::FormatDuration(absl::Trunc(absl::Now() - training_start,
                                                 absl::Milliseconds(100)));
-  if (checkpoints != nullptr) {
-    absl::StatusOr<SavedCheckpoint> saved = checkpoints->Save();
-    if (!saved.ok()) {
-      return finish(absl::Status(saved.status().code(),
-                                 absl::StrCat("the final checkpoint failed: ",
-                                              saved.status().message())),
-                    client);
-    }
-    LogSaved(*saved);
-  }
-  if (tf.cluster.HasJob(TaskType::kEvaluator) &&
-      !options.job.data().test_images().empty()) {
-    std::optional<EvaluationReport> final_eval = coordinator.RunFinalEvaluation(
-        absl::Now() + options.final_evaluation_timeout);
-    if (final_eval.has_value()) {
-      LOG(INFO) << absl::StrFormat(
-          "final evaluation at step %d: test accuracy %.4f, loss %.4f",
-          final_eval->global_step(), final_eval->accuracy(),
-          final_eval->loss());
-    } else {
-      LOG(WARNING) << "the evaluator sent no final evaluation within "
-                   << absl::FormatDuration(options.final_evaluation_timeout);
-    }
-  }
-  return finish(absl::OkStatus(), client);
+  return end(FinishTraining(options, coordinator, prepared->checkpoints.get()));
 }
 
 }  // namespace psflow

@@ -16,21 +16,21 @@ JobCoordinator::JobCoordinator(const Options& options)
       generation_(absl::ToUnixMicros(absl::Now())) {}
 
 void JobCoordinator::SetSpec(const JobSpec& spec) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (state_ != INITIALIZING) return;
   spec_ = spec;
   state_ = TRAINING;
 }
 
 void JobCoordinator::Fail(const std::string& message) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (state_ == SUCCEEDED || state_ == FAILED) return;
   state_ = FAILED;
   message_ = message;
 }
 
 void JobCoordinator::Succeed() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (state_ == FAILED) return;
   state_ = SUCCEEDED;
   message_ = "job finished";
@@ -51,7 +51,7 @@ absl::StatusOr<JobSpec> JobCoordinator::Register(
                      " from the task, but the chief speaks ", kProtocolVersion,
                      "; run the same psflow release on every task"));
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (state_ == INITIALIZING) {
     return absl::FailedPreconditionError(
         "the chief is still initializing (waiting for parameter servers)");
@@ -86,7 +86,7 @@ absl::StatusOr<JobSpec> JobCoordinator::Register(
 }
 
 StatusResponse JobCoordinator::Progress(const ProgressReport& report) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const int index = report.worker_index();
   if (index >= 0 && index < static_cast<int>(workers_.size())) {
     Worker& worker = workers_[index];
@@ -119,7 +119,7 @@ StatusResponse JobCoordinator::StatusLocked() const {
 }
 
 bool JobCoordinator::Pause(const std::string& why) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (state_ != TRAINING) return false;
   state_ = PAUSED;
   message_ = why;
@@ -129,7 +129,7 @@ bool JobCoordinator::Pause(const std::string& why) {
 
 std::vector<std::string> JobCoordinator::WaitForWorkersPaused(
     absl::Time deadline) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto unpaused = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     std::vector<std::string> names;
     for (size_t i = 0; i < workers_.size(); ++i) {
@@ -144,12 +144,12 @@ std::vector<std::string> JobCoordinator::WaitForWorkersPaused(
   auto all_paused = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return state_ != PAUSED || unpaused().empty();
   };
-  mu_.AwaitWithDeadline(absl::Condition(&all_paused), deadline);
+  mu_.AwaitWithDeadline(Condition(&all_paused), deadline);
   return unpaused();
 }
 
 void JobCoordinator::Resume(int64_t global_step) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (state_ != PAUSED) return;
   ++generation_;
   global_step_ = global_step;
@@ -158,13 +158,13 @@ void JobCoordinator::Resume(int64_t global_step) {
 }
 
 void JobCoordinator::RequestRestore(RestoreRequest request) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   restore_requests_.push_back(std::move(request));
 }
 
 std::optional<JobCoordinator::RestoreRequest>
 JobCoordinator::TakeRestoreRequest() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (restore_requests_.empty()) return std::nullopt;
   RestoreRequest request = std::move(restore_requests_.front());
   restore_requests_.pop_front();
@@ -172,12 +172,12 @@ JobCoordinator::TakeRestoreRequest() {
 }
 
 StatusResponse JobCoordinator::Status() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return StatusLocked();
 }
 
 StatusResponse JobCoordinator::Status(const StatusRequest& request) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (EndedLocked()) {
     if (request.task_type() == "evaluator") {
       evaluator_heard_outcome_ = true;
@@ -206,22 +206,22 @@ std::vector<std::string> JobCoordinator::UninformedLocked() const {
 
 std::vector<std::string> JobCoordinator::WaitForOutcomeHeard(
     absl::Time deadline) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto all_heard = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return EndedLocked() && UninformedLocked().empty();
   };
-  mu_.AwaitWithDeadline(absl::Condition(&all_heard), deadline);
+  mu_.AwaitWithDeadline(Condition(&all_heard), deadline);
   return UninformedLocked();
 }
 
 void JobCoordinator::Evaluation(const EvaluationReport& report) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   evaluation_ = report;
   if (report.final()) final_evaluation_received_ = true;
 }
 
 std::vector<std::string> JobCoordinator::WaitForWorkers(absl::Time deadline) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto all_joined = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (state_ == FAILED) return true;
     bool all = true, any_finished = false;
@@ -232,7 +232,7 @@ std::vector<std::string> JobCoordinator::WaitForWorkers(absl::Time deadline) {
     // The others already trained the job to its end: stop waiting.
     return all || any_finished;
   };
-  mu_.AwaitWithDeadline(absl::Condition(&all_joined), deadline);
+  mu_.AwaitWithDeadline(Condition(&all_joined), deadline);
   std::vector<std::string> missing;
   for (size_t i = 0; i < workers_.size(); ++i) {
     if (!workers_[i].registered) missing.push_back(WorkerNameLocked(i));
@@ -255,7 +255,7 @@ bool JobCoordinator::TrainingOverLocked() const {
 }
 
 bool JobCoordinator::WaitForTrainingEnd(absl::Time deadline) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   while (true) {
     const absl::Time now = absl::Now();
     if (state_ == TRAINING) {
@@ -303,38 +303,37 @@ bool JobCoordinator::WaitForTrainingEnd(absl::Time deadline) {
     }
     if (TrainingOverLocked()) return true;
     if (now >= deadline) return false;
-    mu_.AwaitWithTimeout(
-        absl::Condition(this, &JobCoordinator::TrainingOverLocked),
-        std::min(absl::Seconds(1), deadline - now));
+    mu_.AwaitWithTimeout(Condition(this, &JobCoordinator::TrainingOverLocked),
+                         std::min(absl::Seconds(1), deadline - now));
   }
 }
 
 std::optional<EvaluationReport> JobCoordinator::RunFinalEvaluation(
     absl::Time deadline) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (state_ == TRAINING) state_ = FINAL_EVALUATION;
   auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return final_evaluation_received_ || state_ == FAILED;
   };
-  mu_.AwaitWithDeadline(absl::Condition(&done), deadline);
+  mu_.AwaitWithDeadline(Condition(&done), deadline);
   if (!final_evaluation_received_) return std::nullopt;
   return evaluation_;
 }
 
 JobState JobCoordinator::state() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return state_;
 }
 
 std::vector<ProgressReport> JobCoordinator::LastReports() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::vector<ProgressReport> reports;
   for (const Worker& w : workers_) reports.push_back(w.last);
   return reports;
 }
 
 std::optional<EvaluationReport> JobCoordinator::last_evaluation() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return evaluation_;
 }
 

@@ -21,8 +21,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/mutex.h"
 #include "proto/coordinator.pb.h"
 
 namespace psflow {
@@ -132,7 +132,7 @@ class JobCoordinator {
   std::string WorkerNameLocked(int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   const Options options_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   JobState state_ ABSL_GUARDED_BY(mu_) = INITIALIZING;
   std::string message_ ABSL_GUARDED_BY(mu_);
   JobSpec spec_ ABSL_GUARDED_BY(mu_);

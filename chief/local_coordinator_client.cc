@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
+#include "common/mutex.h"
 
 namespace psflow {
 
@@ -42,7 +42,7 @@ absl::StatusOr<int64_t> LocalCoordinatorClient::RestoreCheckpoint(
     const std::string& path, absl::Duration timeout) {
   // Answered by the chief's main loop, like the RPC.
   struct Result {
-    absl::Notification done;
+    Notification done;
     absl::StatusOr<int64_t> step;
   };
   auto result = std::make_shared<Result>();

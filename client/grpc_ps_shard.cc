@@ -134,7 +134,7 @@ GrpcPsShard::GrpcPsShard(const std::string& address, std::string name,
     absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> region =
         SharedMemoryRegion::Create(bytes);
     if (region.ok()) {
-      absl::MutexLock lock(&shared_mu_);
+      MutexLock lock(&shared_mu_);
       arena_ = std::make_shared<SharedMemoryArena>(*std::move(region));
       StartAttach();
     } else {
@@ -146,18 +146,18 @@ GrpcPsShard::GrpcPsShard(const std::string& address, std::string name,
 
 GrpcPsShard::~GrpcPsShard() {
   {
-    absl::MutexLock lock(&shared_mu_);
+    MutexLock lock(&shared_mu_);
     closing_ = true;
     if (attach_call_ != nullptr) attach_call_->context->TryCancel();
   }
   {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(
+    MutexLock lock(&mu_);
+    mu_.Await(Condition(
         +[](int* n) { return *n == 0; }, &in_flight_));
   }
   uint64_t session = 0;
   {
-    absl::MutexLock lock(&shared_mu_);
+    MutexLock lock(&shared_mu_);
     session = session_;
   }
   if (session != 0) {
@@ -204,7 +204,7 @@ void GrpcPsShard::StartAttach() {
             &copy, &response)
             .ok() &&
         response.session() != 0;
-    absl::MutexLock lock(&shared_mu_);
+    MutexLock lock(&shared_mu_);
     attach_call_ = nullptr;
     if (parsed) {
       // Kept even when closing, so that the destructor detaches it.
@@ -233,7 +233,7 @@ std::shared_ptr<GrpcPsShard::SharedLease> GrpcPsShard::LeaseSharedMemory(
   uint64_t session = 0;
   std::shared_ptr<SharedMemoryArena> arena;
   {
-    absl::MutexLock lock(&shared_mu_);
+    MutexLock lock(&shared_mu_);
     if (shared_state_ != SharedState::kAttached) return nullptr;
     session = session_;
     arena = arena_;
@@ -253,7 +253,7 @@ void GrpcPsShard::RetirePiece(SharedLease& lease, const BulkCall& call) {
   if (lease.arena->CountRetired(lease.bytes) * 2 <= lease.arena->capacity()) {
     return;
   }
-  absl::MutexLock lock(&shared_mu_);
+  MutexLock lock(&shared_mu_);
   if (closing_ || arena_ != lease.arena ||
       shared_state_ != SharedState::kAttached) {
     return;  // Already replaced, being re-attached, or shutting down.
@@ -271,7 +271,7 @@ void GrpcPsShard::RetirePiece(SharedLease& lease, const BulkCall& call) {
 }
 
 void GrpcPsShard::OnSharedMemoryLost(uint64_t session) {
-  absl::MutexLock lock(&shared_mu_);
+  MutexLock lock(&shared_mu_);
   if (closing_ || shared_state_ != SharedState::kAttached ||
       session_ != session) {
     return;  // Already handled, or shutting down.
@@ -283,14 +283,14 @@ void GrpcPsShard::OnSharedMemoryLost(uint64_t session) {
 }
 
 int64_t GrpcPsShard::shared_memory_bytes_held() const {
-  absl::MutexLock lock(&shared_mu_);
+  MutexLock lock(&shared_mu_);
   return arena_ == nullptr ? 0 : arena_->used_bytes();
 }
 
 bool GrpcPsShard::WaitForSharedMemory(absl::Duration timeout) {
-  absl::MutexLock lock(&shared_mu_);
+  MutexLock lock(&shared_mu_);
   shared_mu_.AwaitWithTimeout(
-      absl::Condition(
+      Condition(
           +[](SharedState* state) { return *state != SharedState::kAttaching; },
           &shared_state_),
       timeout);
@@ -325,7 +325,7 @@ void GrpcPsShard::Poll(Connection* connection) {
     delete call;
     std::vector<BulkCall*> ready;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       --in_flight_;
       in_flight_bytes_ -= bytes;
       while (!queued_.empty() && (in_flight_bytes_ == 0 ||
@@ -424,7 +424,7 @@ absl::StatusOr<RestoreShardResponse> GrpcPsShard::RestoreShard(
 
 void GrpcPsShard::StartBulk(BulkCall* call) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     ++in_flight_;
     if (call->bypass_budget) {
       call->bytes = 0;

@@ -34,9 +34,9 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "client/ps_shard.h"
 #include "client/shared_memory_arena.h"
+#include "common/mutex.h"
 #include "common/rpc/transport_security.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/completion_queue.h"
@@ -156,14 +156,14 @@ class GrpcPsShard final : public PsShard {
   std::unique_ptr<ParameterServer::Stub> control_;
   std::atomic<uint64_t> next_connection_{0};
 
-  absl::Mutex mu_;
+  Mutex mu_;
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;            // started or queued
   int64_t in_flight_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // started only
   std::deque<BulkCall*> queued_ ABSL_GUARDED_BY(mu_);
 
   // Shared memory (null arena: disabled or unavailable). Lock order:
   // shared_mu_ before mu_.
-  mutable absl::Mutex shared_mu_;
+  mutable Mutex shared_mu_;
   // Replaced (RenewSharedMemory) once half of it is retired.
   std::shared_ptr<SharedMemoryArena> arena_ ABSL_GUARDED_BY(shared_mu_);
   SharedState shared_state_ ABSL_GUARDED_BY(shared_mu_) = SharedState::kOff;

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/notification.h"
 #include "client/grpc_ps_shard.h"
+#include "common/mutex.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -68,7 +68,7 @@ class SharedMemoryTest : public ::testing::Test {
     header.set_offset_elements(offset);
     header.set_num_elements(static_cast<int64_t>(out.size()));
     header.set_min_version(min_version);
-    absl::Notification done;
+    Notification done;
     absl::StatusOr<PullResponse> result;
     shard.Pull(header, absl::MakeSpan(out), deadline,
                [&](absl::StatusOr<PullResponse> r) {
@@ -87,7 +87,7 @@ class SharedMemoryTest : public ::testing::Test {
     header.set_offset_elements(offset);
     header.set_num_elements(kChunk);
     auto gradient = std::make_shared<std::vector<float>>(kChunk, value);
-    absl::Notification done;
+    Notification done;
     absl::StatusOr<PushResponse> result;
     shard.Push(header, *gradient, gradient, Soon(),
                [&](absl::StatusOr<PushResponse> r) {
@@ -114,7 +114,7 @@ class SharedMemoryTest : public ::testing::Test {
     auto b = std::make_shared<std::vector<float>>(
         std::vector<float>{1.0f, 2.0f, 3.0f});
     std::vector<float> w(kChunk, w_value);
-    absl::Notification done;
+    Notification done;
     absl::StatusOr<PushBatchResponse> result;
     shard.PushBatch(header, {*b, w}, b, Soon(),
                     [&](absl::StatusOr<PushBatchResponse> r) {
@@ -280,7 +280,7 @@ TEST_F(SharedMemoryTest, WrongSizedBuffersGetTheErrorsTcpGives) {
   header.set_variable("w");
   header.set_num_elements(kChunk);
   auto short_gradient = std::make_shared<std::vector<float>>(kChunk - 1, 1.0f);
-  absl::Notification done;
+  Notification done;
   absl::StatusOr<PushResponse> pushed;
   shard->Push(header, *short_gradient, short_gradient, Soon(),
               [&](absl::StatusOr<PushResponse> r) {
@@ -306,7 +306,7 @@ TEST_F(SharedMemoryTest, CallsThatFindTheRegionFullGoOverTcp) {
   constexpr int kPulls = 32;
   std::vector<std::vector<float>> out(kPulls, std::vector<float>(kChunk));
   std::vector<absl::Status> status(kPulls);
-  absl::Mutex mu;
+  Mutex mu;
   int left = kPulls;
   for (int i = 0; i < kPulls; ++i) {
     PullRequest header;
@@ -316,14 +316,14 @@ TEST_F(SharedMemoryTest, CallsThatFindTheRegionFullGoOverTcp) {
     header.set_num_elements(kChunk);
     shard->Pull(header, absl::MakeSpan(out[i]), Soon(),
                 [&, i](absl::StatusOr<PullResponse> r) {
-                  absl::MutexLock lock(&mu);
+                  MutexLock lock(&mu);
                   status[i] = r.status();
                   --left;
                 });
   }
   {
-    absl::MutexLock lock(&mu);
-    mu.Await(absl::Condition(
+    MutexLock lock(&mu);
+    mu.Await(Condition(
         +[](int* n) { return *n == 0; }, &left));
   }
   for (int i = 0; i < kPulls; ++i) {

@@ -15,7 +15,7 @@ LocalPsShard::LocalPsShard(ParameterServerCore* core, std::string name)
 
 LocalPsShard::~LocalPsShard() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
   watcher_.join();
@@ -23,7 +23,7 @@ LocalPsShard::~LocalPsShard() {
   // back, and no wait refers to this shard afterwards.
   std::multimap<absl::Time, std::weak_ptr<PsService::PendingPull>> left;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     left.swap(deadlines_);
   }
   for (auto& [deadline, weak] : left) {
@@ -34,12 +34,12 @@ LocalPsShard::~LocalPsShard() {
 void LocalPsShard::CancelAt(absl::Time deadline,
                             std::shared_ptr<PsService::PendingPull> pull) {
   if (pull == nullptr) return;  // answered already
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   deadlines_.emplace(deadline, pull);
 }
 
 void LocalPsShard::WatchDeadlines() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   while (!stopping_) {
     const absl::Time next =
         deadlines_.empty() ? absl::InfiniteFuture() : deadlines_.begin()->first;
@@ -57,7 +57,7 @@ void LocalPsShard::WatchDeadlines() {
       return stopping_ || deadlines_.size() != size ||
              (!deadlines_.empty() && deadlines_.begin()->first != next);
     };
-    mu_.AwaitWithDeadline(absl::Condition(&changed), next);
+    mu_.AwaitWithDeadline(Condition(&changed), next);
   }
 }
 
@@ -76,7 +76,7 @@ absl::StatusOr<StatsResponse> LocalPsShard::Stats(absl::Time) {
 }
 
 absl::Status LocalPsShard::Shutdown(const std::string&, absl::Time) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   shutdown_requested_ = true;
   return absl::OkStatus();
 }
@@ -97,7 +97,7 @@ absl::StatusOr<RestoreShardResponse> LocalPsShard::RestoreShard(
 }
 
 bool LocalPsShard::shutdown_requested() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return shutdown_requested_;
 }
 

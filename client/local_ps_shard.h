@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "client/ps_shard.h"
+#include "common/mutex.h"
 #include "ps/ps_core.h"
 #include "ps/ps_service.h"
 
@@ -70,7 +71,7 @@ class LocalPsShard final : public PsShard {
   ParameterServerCore* const core_;
   PsService service_;
   const std::string name_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   bool shutdown_requested_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // Waiting pulls by deadline; an answered pull is cancelled harmlessly.

@@ -5,21 +5,21 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "proto/protocol.h"
 
 namespace psflow {
 
 // Shared by the handle, every in-flight RPC and every send buffer's owner.
 struct PsHandle::State {
-  absl::Mutex mu;
+  Mutex mu;
   int pending ABSL_GUARDED_BY(mu) = 1;  // the issuing thread holds one
   bool released ABSL_GUARDED_BY(mu) = false;
   absl::Status status ABSL_GUARDED_BY(mu);
   int64_t min_version ABSL_GUARDED_BY(mu) = std::numeric_limits<int64_t>::max();
 
   void Finish(const absl::Status& result, int64_t version) {
-    absl::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     if (!result.ok() && status.ok()) status = result;
     if (version >= 0) min_version = std::min(min_version, version);
     --pending;
@@ -34,7 +34,7 @@ struct ReleaseGuard {
   explicit ReleaseGuard(std::shared_ptr<PsHandle::State> s)
       : state(std::move(s)) {}
   ~ReleaseGuard() {
-    absl::MutexLock lock(&state->mu);
+    MutexLock lock(&state->mu);
     state->released = true;
   }
   std::shared_ptr<PsHandle::State> state;
@@ -43,8 +43,8 @@ struct ReleaseGuard {
 }  // namespace
 
 absl::Status PsHandle::Wait() {
-  absl::MutexLock lock(&state_->mu);
-  state_->mu.Await(absl::Condition(
+  MutexLock lock(&state_->mu);
+  state_->mu.Await(Condition(
       +[](State* s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
         return s->pending == 0 && s->released;
       },
@@ -53,7 +53,7 @@ absl::Status PsHandle::Wait() {
 }
 
 int64_t PsHandle::min_version() const {
-  absl::MutexLock lock(&state_->mu);
+  MutexLock lock(&state_->mu);
   return state_->min_version == std::numeric_limits<int64_t>::max()
              ? -1
              : state_->min_version;
@@ -224,7 +224,7 @@ void ParameterClient::IssueOne(Op op, const Piece& piece, int64_t version,
   PsShard& shard = *shards_[piece.ps];
   const int64_t n = static_cast<int64_t>(piece.data.size());
   {
-    absl::MutexLock lock(&state->mu);
+    MutexLock lock(&state->mu);
     ++state->pending;
   }
   switch (op) {
@@ -276,7 +276,7 @@ void ParameterClient::IssueBatch(Op op, const std::vector<const Piece*>& batch,
                                  const std::shared_ptr<const void>& guard) {
   PsShard& shard = *shards_[batch[0]->ps];
   {
-    absl::MutexLock lock(&state->mu);
+    MutexLock lock(&state->mu);
     ++state->pending;
   }
   if (op == Op::kPull) {

@@ -5,9 +5,9 @@
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/notification.h"
 #include "client/grpc_ps_shard.h"
 #include "client/local_ps_shard.h"
+#include "common/mutex.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -136,7 +136,7 @@ class PsShardConformanceTest : public ::testing::TestWithParam<Transport> {
     header.set_protocol_version(kProtocolVersion);
     header.set_min_version(min_version);
     AddParts(&header);
-    absl::Notification done;
+    Notification done;
     absl::StatusOr<PullBatchResponse> result;
     shard().PullBatch(header, {absl::MakeSpan(w_tail), absl::MakeSpan(b)},
                       deadline, [&](absl::StatusOr<PullBatchResponse> r) {
@@ -158,7 +158,7 @@ class PsShardConformanceTest : public ::testing::TestWithParam<Transport> {
     AddParts(&header);
     auto owner = std::make_shared<std::vector<std::vector<float>>>(
         std::vector<std::vector<float>>{std::move(w_tail), std::move(b)});
-    absl::Notification done;
+    Notification done;
     absl::StatusOr<PushBatchResponse> result;
     shard().PushBatch(header, {(*owner)[0], (*owner)[1]}, owner, Soon(),
                       [&](absl::StatusOr<PushBatchResponse> r) {
@@ -178,7 +178,7 @@ class PsShardConformanceTest : public ::testing::TestWithParam<Transport> {
     header.set_offset_elements(offset);
     header.set_num_elements(out.size());
     header.set_min_version(min_version);
-    absl::Notification done;
+    Notification done;
     absl::StatusOr<PullResponse> result;
     shard().Pull(header, absl::MakeSpan(out), deadline,
                  [&](absl::StatusOr<PullResponse> r) {
@@ -201,7 +201,7 @@ class PsShardConformanceTest : public ::testing::TestWithParam<Transport> {
     header.set_version(version);
     header.set_worker_index(worker);
     auto owner = std::make_shared<std::vector<float>>(std::move(grad));
-    absl::Notification done;
+    Notification done;
     absl::StatusOr<PushResponse> result;
     shard().Push(header, *owner, owner, Soon(),
                  [&](absl::StatusOr<PushResponse> r) {
@@ -219,7 +219,7 @@ class PsShardConformanceTest : public ::testing::TestWithParam<Transport> {
     header.set_offset_elements(offset);
     header.set_num_elements(values.size());
     auto owner = std::make_shared<std::vector<float>>(std::move(values));
-    absl::Notification done;
+    Notification done;
     absl::Status result;
     shard().Assign(header, *owner, owner, Soon(), [&](absl::Status s) {
       result = s;
@@ -291,7 +291,7 @@ TEST_P(PsShardConformanceTest, OtherProtocolVersionIsRefused) {
 TEST_P(PsShardConformanceTest, SyncPullWaitsForTheStepThenAnswers) {
   Setup(SYNC, 2, 2);
   ASSERT_OK(Push(0, {2, 2, 2, 2}, 0, 0));
-  absl::Notification pulled;
+  Notification pulled;
   std::vector<float> out(4);
   absl::StatusOr<PullResponse> result;
   std::thread puller([&] {
@@ -424,7 +424,7 @@ TEST_P(PsShardConformanceTest, BatchWithAnUnknownPartIsNotFound) {
   AddParts(&header);
   header.mutable_parts(1)->set_variable("missing");
   std::vector<float> w_tail(2), b(3);
-  absl::Notification done;
+  Notification done;
   absl::StatusOr<PullBatchResponse> result;
   shard().PullBatch(header, {absl::MakeSpan(w_tail), absl::MakeSpan(b)}, Soon(),
                     [&](absl::StatusOr<PullBatchResponse> r) {
@@ -440,7 +440,7 @@ TEST_P(PsShardConformanceTest, EmptyBatchIsInvalidArgument) {
   Setup(ASYNC);
   PushBatchRequest header;
   header.set_protocol_version(kProtocolVersion);
-  absl::Notification done;
+  Notification done;
   absl::StatusOr<PushBatchResponse> result;
   shard().PushBatch(header, {}, nullptr, Soon(),
                     [&](absl::StatusOr<PushBatchResponse> r) {
@@ -456,7 +456,7 @@ TEST_P(PsShardConformanceTest, EmptyBatchIsInvalidArgument) {
 // after w's tail does.
 TEST_P(PsShardConformanceTest, SyncBatchPullWaitsForEveryPart) {
   Setup(SYNC, 1, 1);
-  absl::Notification pulled;
+  Notification pulled;
   std::vector<float> w_tail(2), b(3);
   absl::StatusOr<PullBatchResponse> result;
   std::thread puller([&] {

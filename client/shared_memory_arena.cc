@@ -16,7 +16,7 @@ std::optional<int64_t> SharedMemoryArena::Allocate(int64_t bytes) {
   if (bytes <= 0) return std::nullopt;
   const int64_t rounded = (bytes + kSharedMemoryAlignment - 1) /
                           kSharedMemoryAlignment * kSharedMemoryAlignment;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   // First fit keeps pieces near the start, so few pages are ever touched.
   for (auto it = free_.begin(); it != free_.end(); ++it) {
     if (it->second < rounded) continue;
@@ -32,7 +32,7 @@ std::optional<int64_t> SharedMemoryArena::Allocate(int64_t bytes) {
 }
 
 void SharedMemoryArena::Free(int64_t offset) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto used = used_.find(offset);
   CHECK(used != used_.end())
       << "freeing shared memory at " << offset << ", which is not allocated";
@@ -57,13 +57,13 @@ void SharedMemoryArena::Free(int64_t offset) {
 }
 
 int64_t SharedMemoryArena::CountRetired(int64_t bytes) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   retired_bytes_ += bytes;
   return retired_bytes_;
 }
 
 int64_t SharedMemoryArena::used_bytes() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return used_bytes_;
 }
 

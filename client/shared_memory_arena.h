@@ -13,7 +13,7 @@
 #include <optional>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "common/shared_memory_region.h"
 
 namespace psflow {
@@ -43,7 +43,7 @@ class SharedMemoryArena {
 
  private:
   const std::unique_ptr<SharedMemoryRegion> region_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::map<int64_t, int64_t> free_ ABSL_GUARDED_BY(mu_);  // offset -> bytes
   std::map<int64_t, int64_t> used_ ABSL_GUARDED_BY(mu_);  // offset -> bytes
   int64_t used_bytes_ ABSL_GUARDED_BY(mu_) = 0;

@@ -30,7 +30,7 @@ BufferPool::~BufferPool() {
 std::shared_ptr<PooledBuffer> BufferPool::Acquire(size_t floats) {
   float* data = nullptr;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (size_t i = 0; i < idle_.size(); ++i) {
       if (idle_[i].second == floats) {
         data = idle_[i].first;
@@ -56,7 +56,7 @@ std::shared_ptr<PooledBuffer> BufferPool::Acquire(size_t floats) {
 
 void BufferPool::Release(float* data, size_t floats) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (cached_bytes_ + floats * sizeof(float) <= max_cached_bytes_) {
       idle_.emplace_back(data, floats);
       cached_bytes_ += floats * sizeof(float);
@@ -67,7 +67,7 @@ void BufferPool::Release(float* data, size_t floats) {
 }
 
 size_t BufferPool::cached_bytes() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return cached_bytes_;
 }
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "common/mutex.h"
 
 namespace psflow {
 
@@ -54,7 +54,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   void Release(float* data, size_t floats);
 
   const size_t max_cached_bytes_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   // Idle buffers by size, each (pointer, floats).
   std::vector<std::pair<float*, size_t>> idle_ ABSL_GUARDED_BY(mu_);
   size_t cached_bytes_ ABSL_GUARDED_BY(mu_) = 0;

@@ -8,14 +8,14 @@
 #include <cstring>
 
 #include "absl/base/const_init.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/mutex.h"
 
 namespace psflow {
 namespace {
 
-absl::Mutex tag_mu(absl::kConstInit);
+Mutex tag_mu(absl::kConstInit);
 std::string* tag ABSL_GUARDED_BY(tag_mu) = nullptr;
 std::atomic<int> min_severity{static_cast<int>(LogSeverity::kInfo)};
 std::atomic<LogSink> sink{nullptr};
@@ -39,14 +39,14 @@ void WriteToStderr(absl::string_view line) {
 }
 
 std::string CurrentTag() {
-  absl::MutexLock lock(&tag_mu);
+  MutexLock lock(&tag_mu);
   return tag == nullptr ? std::string() : *tag;
 }
 
 }  // namespace
 
 void SetLogTag(absl::string_view new_tag) {
-  absl::MutexLock lock(&tag_mu);
+  MutexLock lock(&tag_mu);
   if (tag == nullptr) tag = new std::string;
   tag->assign(new_tag.data(), new_tag.size());
 }

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/base/const_init.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -18,18 +18,18 @@ using ::testing::MatchesRegex;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-absl::Mutex captured_mu(absl::kConstInit);
+Mutex captured_mu(absl::kConstInit);
 std::vector<std::string>* captured ABSL_GUARDED_BY(captured_mu) = nullptr;
 
 void CaptureLine(absl::string_view line) {
-  absl::MutexLock lock(&captured_mu);
+  MutexLock lock(&captured_mu);
   captured->emplace_back(line);
 }
 
 class LoggingTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::MutexLock lock(&captured_mu);
+    MutexLock lock(&captured_mu);
     captured = new std::vector<std::string>;
     SetLogSink(&CaptureLine);
     SetLogTag("");
@@ -37,12 +37,12 @@ class LoggingTest : public ::testing::Test {
   }
   void TearDown() override {
     SetLogSink(nullptr);
-    absl::MutexLock lock(&captured_mu);
+    MutexLock lock(&captured_mu);
     delete captured;
     captured = nullptr;
   }
   std::vector<std::string> Lines() {
-    absl::MutexLock lock(&captured_mu);
+    MutexLock lock(&captured_mu);
     return *captured;
   }
 };

@@ -30,7 +30,7 @@ BatchStream::BatchStream(std::shared_ptr<const Dataset> dataset,
 
 BatchStream::~BatchStream() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
   producer_.join();
@@ -59,8 +59,8 @@ void BatchStream::Produce() {
         for (int64_t f = 0; f < features; ++f) dst[f] = src[f] * (1.0f / 255);
         batch.labels[b] = data.labels[example];
       }
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(
+      MutexLock lock(&mu_);
+      mu_.Await(Condition(
           +[](BatchStream* s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
             return s->stop_ || static_cast<int>(s->ready_.size()) <
                                    std::max(1, s->options_.prefetch);
@@ -71,13 +71,13 @@ void BatchStream::Produce() {
     }
     if (data.num_examples == 0) break;
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   finished_ = true;
 }
 
 std::optional<Batch> BatchStream::Next() {
-  absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(
+  MutexLock lock(&mu_);
+  mu_.Await(Condition(
       +[](BatchStream* s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
         return !s->ready_.empty() || s->finished_;
       },

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "data/dataset.h"
 
 namespace psflow {
@@ -63,7 +63,7 @@ class BatchStream {
 
   const std::shared_ptr<const Dataset> dataset_;
   const Options options_;
-  absl::Mutex mu_;
+  Mutex mu_;
   std::deque<Batch> ready_ ABSL_GUARDED_BY(mu_);
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

@@ -230,7 +230,7 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   void OnCancel() override {
     std::shared_ptr<PsService::PendingPull> pending;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       cancelled_ = true;
       pending = pending_;
     }
@@ -259,14 +259,14 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
       out = *std::move(pieces);
     }
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       starting_ = true;
     }
     std::shared_ptr<PsService::PendingPull> pending = service_->Pull(
         request, std::move(out),
         [this, batch](absl::StatusOr<PsService::PullAnswer> answer) {
           {
-            absl::MutexLock lock(&mu_);
+            MutexLock lock(&mu_);
             // Answered inside Pull(): replied to below, once Pull returned.
             if (starting_) {
               early_answer_ = std::move(answer);
@@ -278,7 +278,7 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     std::optional<absl::StatusOr<PsService::PullAnswer>> early;
     bool cancel = false;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       starting_ = false;
       early.swap(early_answer_);
       pending_ = pending;
@@ -438,7 +438,7 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   std::atomic<bool> replied_{false};
   // A shared-memory pull's region, held until the answer is sent.
   SharedMemorySessions::Payload shared_;
-  absl::Mutex mu_;
+  Mutex mu_;
   std::shared_ptr<PsService::PendingPull> pending_ ABSL_GUARDED_BY(mu_);
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   // While the service's Pull() runs: an answer given inside it waits here.
@@ -506,14 +506,14 @@ StatsResponse GrpcParameterServer::Stats() const {
 void GrpcParameterServer::RequestShutdown(const std::string& reason) {
   // Handlers call this (the Shutdown RPC) while Wait() may be draining:
   // it takes only mu_, which Wait() never holds across the drain.
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (shutdown_requested_.HasBeenNotified()) return;
   reason_ = reason;
   shutdown_requested_.Notify();
 }
 
 void GrpcParameterServer::RunInBackground(std::function<void()> work) {
-  absl::MutexLock lock(&background_mu_);
+  MutexLock lock(&background_mu_);
   for (auto it = background_.begin(); it != background_.end();) {
     if (it->done->load()) {
       it->thread.join();
@@ -539,7 +539,7 @@ std::string GrpcParameterServer::Wait() {
   auto join_background = [this] {
     std::vector<BackgroundThread> threads;
     {
-      absl::MutexLock lock(&background_mu_);
+      MutexLock lock(&background_mu_);
       threads.swap(background_);
     }
     for (BackgroundThread& t : threads) t.thread.join();
@@ -550,7 +550,7 @@ std::string GrpcParameterServer::Wait() {
   // Draining must not run under a handler; Wait() is the owner's thread.
   server_->Drain(grace_, during_drain_for_testing_);
   join_background();
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return reason_;
 }
 

@@ -27,10 +27,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/buffer_pool.h"
+#include "common/mutex.h"
 #include "common/rpc/server_runner.h"
 #include "common/rpc/transport_security.h"
 #include "ps/ps_core.h"
@@ -102,8 +101,8 @@ class GrpcParameterServer {
   absl::Duration grace_;
   std::function<void()> during_drain_for_testing_;
 
-  absl::Notification shutdown_requested_;
-  absl::Mutex mu_;
+  Notification shutdown_requested_;
+  Mutex mu_;
   std::string reason_ ABSL_GUARDED_BY(mu_);
   // Threads of RunInBackground; finished ones are joined by the next call,
   // so a long job's many checkpoints do not pile up threads.
@@ -111,7 +110,7 @@ class GrpcParameterServer {
     std::thread thread;
     std::shared_ptr<std::atomic<bool>> done;
   };
-  absl::Mutex background_mu_;
+  Mutex background_mu_;
   std::vector<BackgroundThread> background_ ABSL_GUARDED_BY(background_mu_);
 };
 

@@ -62,7 +62,7 @@ absl::StatusOr<ConfigureResponse> ParameterServerCore::Configure(
   RETURN_IF_ERROR(CheckProtocol(request.protocol_version()));
   ConfigureResponse response;
   response.set_chunk_elements(chunk_elements_);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (configured_) {
     if (google::protobuf::util::MessageDifferencer::Equals(configuration_,
                                                            request)) {
@@ -125,7 +125,7 @@ absl::Status ParameterServerCore::CheckConfiguredLocked() const {
 absl::Status ParameterServerCore::CreateVariables(
     const CreateVariablesRequest& request) {
   RETURN_IF_ERROR(CheckProtocol(request.protocol_version()));
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckConfiguredLocked());
   // Validate everything first so that a bad request creates nothing.
   std::map<std::string, int64_t> sizes;
@@ -180,7 +180,7 @@ absl::StatusOr<ChunkRef> ParameterServerCore::Resolve(
     uint32_t protocol_version, absl::string_view variable,
     int64_t offset_elements, int64_t num_elements) const {
   RETURN_IF_ERROR(CheckProtocol(protocol_version));
-  absl::ReaderMutexLock lock(&mu_);
+  ReaderMutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckConfiguredLocked());
   auto it = variables_.find(variable);
   if (it == variables_.end()) {
@@ -319,7 +319,7 @@ absl::StatusOr<PushBatchResponse> ParameterServerCore::PushBatch(
 StatsResponse ParameterServerCore::Stats() const {
   StatsResponse stats;
   {
-    absl::ReaderMutexLock lock(&mu_);
+    ReaderMutexLock lock(&mu_);
     stats.set_num_variables(static_cast<int64_t>(variables_.size()));
     stats.set_total_elements(total_elements_);
   }
@@ -335,7 +335,7 @@ StatsResponse ParameterServerCore::Stats() const {
 
 absl::StatusOr<std::vector<Variable*>> ParameterServerCore::ListVariables()
     const {
-  absl::ReaderMutexLock lock(&mu_);
+  ReaderMutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckConfiguredLocked());
   std::vector<Variable*> list;
   for (const auto& [name, variable] : variables_)
@@ -344,17 +344,17 @@ absl::StatusOr<std::vector<Variable*>> ParameterServerCore::ListVariables()
 }
 
 void ParameterServerCore::StashRestore(std::shared_ptr<void> staged) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   stashed_restore_ = std::move(staged);
 }
 
 std::shared_ptr<void> ParameterServerCore::TakeStashedRestore() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return std::move(stashed_restore_);
 }
 
 bool ParameterServerCore::sync() const {
-  absl::ReaderMutexLock lock(&mu_);
+  ReaderMutexLock lock(&mu_);
   return configured_ && rule_.sync;
 }
 

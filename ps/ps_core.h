@@ -20,9 +20,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/mutex.h"
 #include "proto/protocol.h"
 #include "proto/ps.pb.h"
 #include "ps/lr_schedule.h"
@@ -144,7 +144,7 @@ class ParameterServerCore {
 
   const int64_t chunk_elements_;
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   bool configured_ ABSL_GUARDED_BY(mu_) = false;
   ConfigureRequest configuration_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<Optimizer> optimizer_ ABSL_GUARDED_BY(mu_);

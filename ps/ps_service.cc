@@ -89,7 +89,7 @@ std::shared_ptr<PsService::PendingPull> PsService::Pull(
 
 bool PsService::PendingPull::Start() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (size_t i = 0; i < refs_.size() && !cancelled_; ++i) {
       // The callback blocks on mu_ until this loop is done. It holds the
       // pull alive until it runs or is cancelled.
@@ -107,7 +107,7 @@ bool PsService::PendingPull::Start() {
 
 void PsService::PendingPull::OnVersionReached(size_t part) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto it = std::find_if(waits_.begin(), waits_.end(),
                            [part](const auto& w) { return w.first == part; });
     if (it != waits_.end()) waits_.erase(it);
@@ -120,7 +120,7 @@ void PsService::PendingPull::OnVersionReached(size_t part) {
 void PsService::PendingPull::Cancel() {
   std::string waiting_for;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     cancelled_ = true;
     if (answer_claimed_) return;
     for (auto it = waits_.begin(); it != waits_.end();) {

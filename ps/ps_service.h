@@ -33,9 +33,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "common/buffer_pool.h"
+#include "common/mutex.h"
 #include "proto/ps.pb.h"
 #include "ps/ps_core.h"
 
@@ -141,7 +141,7 @@ class PsService::PendingPull
   const std::vector<absl::Span<float>> out_;
   PullDone done_;  // run once, by whoever claims the answer
 
-  absl::Mutex mu_;
+  Mutex mu_;
   // Pending waits: (index into refs_, WhenVersionReached id).
   std::vector<std::pair<size_t, uint64_t>> waits_ ABSL_GUARDED_BY(mu_);
   // Set by whichever of the last wait, Cancel or Start answers.

@@ -3,7 +3,7 @@
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/notification.h"
+#include "common/mutex.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -91,7 +91,7 @@ TEST_F(PsServiceTest, APullThatNeedNotWaitAnswersBeforeReturning) {
 
 TEST_F(PsServiceTest, AWaitingPullIsAnsweredByThePushThatCompletesTheStep) {
   std::vector<float> a(4), b(4);
-  absl::Notification answered;
+  Notification answered;
   std::thread::id answered_on;
   auto pending =
       service_.Pull(PullBoth(1), {absl::MakeSpan(a), absl::MakeSpan(b)},

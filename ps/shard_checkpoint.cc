@@ -13,9 +13,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "common/crc32c.h"
 #include "common/file_util.h"
+#include "common/mutex.h"
 #include "common/status_macros.h"
 #include "proto/protocol.h"
 
@@ -40,7 +40,7 @@ absl::Status WaitForStep(const std::vector<Variable*>& variables, int64_t step,
                          absl::Time deadline,
                          const std::function<bool()>& cancelled) {
   struct Pending {
-    absl::Mutex mu;
+    Mutex mu;
     int count ABSL_GUARDED_BY(mu) = 0;
   };
   auto pending = std::make_shared<Pending>();
@@ -48,17 +48,17 @@ absl::Status WaitForStep(const std::vector<Variable*>& variables, int64_t step,
   for (Variable* v : variables) {
     for (int c = 0; c < v->num_chunks(); ++c) {
       {
-        absl::MutexLock lock(&pending->mu);
+        MutexLock lock(&pending->mu);
         ++pending->count;
       }
       std::optional<uint64_t> id = v->WhenVersionReached(c, step, [pending] {
-        absl::MutexLock lock(&pending->mu);
+        MutexLock lock(&pending->mu);
         --pending->count;
       });
       if (id.has_value()) {
         waits.push_back({{v, c}, *id});
       } else {
-        absl::MutexLock lock(&pending->mu);
+        MutexLock lock(&pending->mu);
         --pending->count;
       }
     }
@@ -67,9 +67,9 @@ absl::Status WaitForStep(const std::vector<Variable*>& variables, int64_t step,
   bool reached = false;
   bool stopped = false;
   while (!reached && !stopped && absl::Now() < deadline) {
-    absl::MutexLock lock(&pending->mu);
+    MutexLock lock(&pending->mu);
     reached = pending->mu.AwaitWithDeadline(
-        absl::Condition(
+        Condition(
             +[](int* count) { return *count == 0; }, &pending->count),
         std::min(deadline, absl::Now() + absl::Milliseconds(100)));
     stopped = cancelled != nullptr && cancelled();

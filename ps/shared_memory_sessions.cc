@@ -37,7 +37,7 @@ absl::StatusOr<uint64_t> SharedMemorySessions::Attach(
   session->region = *std::move(region);
   session->last_used_ns.store(NowNs());
   ForgetIdle();
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (static_cast<int>(sessions_.size()) >= options_.max_sessions) {
     return absl::ResourceExhaustedError(
         absl::StrCat("this server already holds ", sessions_.size(),
@@ -52,7 +52,7 @@ absl::StatusOr<uint64_t> SharedMemorySessions::Attach(
 
 void SharedMemorySessions::Detach(uint64_t session) {
   std::unique_ptr<Session> gone;  // unmapped outside the lock
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = sessions_.find(session);
   if (it == sessions_.end()) return;
   gone = std::move(it->second);
@@ -61,7 +61,7 @@ void SharedMemorySessions::Detach(uint64_t session) {
 
 void SharedMemorySessions::DetachAll() {
   std::map<uint64_t, std::unique_ptr<Session>> gone;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   gone.swap(sessions_);
 }
 
@@ -71,7 +71,7 @@ void SharedMemorySessions::ForgetIdle() {
   next_sweep_ns_.store(now + std::max<int64_t>(idle_ns / 4, 1'000'000),
                        std::memory_order_relaxed);
   std::vector<std::unique_ptr<Session>> gone;  // unmapped outside the lock
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (auto it = sessions_.begin(); it != sessions_.end();) {
     if (it->second->last_used_ns.load() < now - idle_ns) {
       gone.push_back(std::move(it->second));
@@ -89,7 +89,7 @@ absl::StatusOr<SharedMemorySessions::Payload> SharedMemorySessions::Resolve(
   if (NowNs() >= next_sweep_ns_.load(std::memory_order_relaxed)) ForgetIdle();
   std::shared_ptr<SharedMemoryRegion> region;
   {
-    absl::ReaderMutexLock lock(&mu_);
+    ReaderMutexLock lock(&mu_);
     auto it = sessions_.find(shared.session());
     if (it == sessions_.end()) {
       return absl::FailedPreconditionError(
@@ -119,7 +119,7 @@ absl::StatusOr<SharedMemorySessions::Payload> SharedMemorySessions::Resolve(
 }
 
 int64_t SharedMemorySessions::size() const {
-  absl::ReaderMutexLock lock(&mu_);
+  ReaderMutexLock lock(&mu_);
   return static_cast<int64_t>(sessions_.size());
 }
 

@@ -20,9 +20,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/random/random.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/mutex.h"
 #include "common/shared_memory_region.h"
 #include "proto/ps.pb.h"
 
@@ -78,7 +78,7 @@ class SharedMemorySessions {
 
   const Options options_;
   std::atomic<int64_t> next_sweep_ns_{0};
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::map<uint64_t, std::unique_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
   absl::BitGen ids_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> bytes_{0};

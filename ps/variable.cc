@@ -58,7 +58,7 @@ absl::StatusOr<int> Variable::ChunkFor(int64_t offset, int64_t count) const {
 
 int64_t Variable::Read(int chunk, absl::Span<float> out) const {
   const Chunk& c = *chunks_[chunk];
-  absl::MutexLock lock(&c.mu);
+  MutexLock lock(&c.mu);
   std::memcpy(out.data(), values_.get() + c.begin, c.size * sizeof(float));
   return c.version;
 }
@@ -70,13 +70,13 @@ absl::Span<const float> Variable::Values(int chunk) const {
 
 void Variable::Write(int chunk, absl::Span<const float> values) {
   Chunk& c = *chunks_[chunk];
-  absl::MutexLock lock(&c.mu);
+  MutexLock lock(&c.mu);
   std::memcpy(values_.get() + c.begin, values.data(), c.size * sizeof(float));
 }
 
 int64_t Variable::Version(int chunk) const {
   const Chunk& c = *chunks_[chunk];
-  absl::MutexLock lock(&c.mu);
+  MutexLock lock(&c.mu);
   return c.version;
 }
 
@@ -110,7 +110,7 @@ absl::StatusOr<std::pair<PushOutcome, int64_t>> Variable::Push(
   std::vector<std::function<void()>> ready;
   std::pair<PushOutcome, int64_t> result;
   {
-    absl::MutexLock lock(&c.mu);
+    MutexLock lock(&c.mu);
     if (!rule_.sync) {
       ApplyLocked(c, gradient);
       ready = AdvanceLocked(c);
@@ -178,7 +178,7 @@ const std::vector<std::string>& Variable::slot_names() const {
 int64_t Variable::Snapshot(int chunk, absl::Span<float> values,
                            const std::vector<absl::Span<float>>& slots) const {
   const Chunk& c = *chunks_[chunk];
-  absl::MutexLock lock(&c.mu);
+  MutexLock lock(&c.mu);
   std::memcpy(values.data(), values_.get() + c.begin, c.size * sizeof(float));
   for (size_t s = 0; s < slots_.size(); ++s) {
     std::memcpy(slots[s].data(), slots_[s].get() + c.begin,
@@ -195,7 +195,7 @@ absl::Status Variable::RestoreInPlace(
   Chunk& c = *chunks_[chunk];
   std::vector<std::function<void()>> ready;
   {
-    absl::MutexLock lock(&c.mu);
+    MutexLock lock(&c.mu);
     std::vector<absl::Span<float>> slots;
     for (auto& slot : slots_) {
       slots.push_back(absl::MakeSpan(slot.get() + c.begin, c.size));
@@ -224,7 +224,7 @@ void Variable::SetHoldLimit(int chunk, int64_t limit) {
   Chunk& c = *chunks_[chunk];
   std::vector<std::function<void()>> ready;
   {
-    absl::MutexLock lock(&c.mu);
+    MutexLock lock(&c.mu);
     c.hold_limit = limit;
     ready = ApplyAggregateLocked(c);
   }
@@ -234,7 +234,7 @@ void Variable::SetHoldLimit(int chunk, int64_t limit) {
 std::optional<uint64_t> Variable::WhenVersionReached(
     int chunk, int64_t min_version, std::function<void()> ready) {
   Chunk& c = *chunks_[chunk];
-  absl::MutexLock lock(&c.mu);
+  MutexLock lock(&c.mu);
   if (c.version >= min_version) return std::nullopt;
   const uint64_t id = next_waiter_id.fetch_add(1);
   c.waiters.push_back(Waiter{id, min_version, std::move(ready)});
@@ -243,7 +243,7 @@ std::optional<uint64_t> Variable::WhenVersionReached(
 
 bool Variable::CancelWait(int chunk, uint64_t id) {
   Chunk& c = *chunks_[chunk];
-  absl::MutexLock lock(&c.mu);
+  MutexLock lock(&c.mu);
   auto it = std::find_if(c.waiters.begin(), c.waiters.end(),
                          [id](const Waiter& w) { return w.id == id; });
   if (it == c.waiters.end()) return false;

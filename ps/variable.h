@@ -26,8 +26,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "common/mutex.h"
 #include "ps/lr_schedule.h"
 #include "ps/optimizer.h"
 
@@ -136,7 +136,7 @@ class Variable {
   struct Chunk {
     int64_t begin = 0;  // element offset; constant
     int64_t size = 0;   // elements; constant
-    mutable absl::Mutex mu;
+    mutable Mutex mu;
     int64_t version ABSL_GUARDED_BY(mu) = 0;
     // Sync aggregation for the current version.
     std::vector<float> sum ABSL_GUARDED_BY(mu);

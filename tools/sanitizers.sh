@@ -4,7 +4,9 @@
 #      checks every ABSL_GUARDED_BY / ABSL_EXCLUSIVE_LOCKS_REQUIRED;
 #   2. every unit test under AddressSanitizer + UndefinedBehaviorSanitizer
 #      (the multi-process tests in tests/ and the bundle test run in the
-#      normal build only).
+#      normal build only);
+#   3. every unit test under ThreadSanitizer, except the four whose
+#      threads meet only inside gRPC (tag no_tsan; docs/testing.md).
 # Installs what it needs (tools/setup.sh). Extra arguments go to both
 # bazel commands.
 set -euo pipefail
@@ -13,3 +15,4 @@ cd "$(dirname "$0")/.."
 bash tools/setup.sh
 bazel build --config=clang "$@" -- //...
 bazel test --config=asan "$@" -- //... -//tests/... -//deploy/...
+bazel test --config=tsan "$@" -- //... -//tests/... -//deploy/...

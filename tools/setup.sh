@@ -25,6 +25,8 @@ PACKAGES=(
   # Formatting check in CI; clang for the thread-safety build
   # (--config=clang).
   clang-format clang-14
+  # Sanitizer runtimes for --config=asan and --config=tsan (gcc).
+  libasan8 libubsan1 libtsan2
 )
 
 missing=()

@@ -65,11 +65,15 @@ absl::StatusOr<StatusResponse> Trainer::Heartbeat(bool finished) {
   const double seconds =
       std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - window_.start));
   if (window_.examples > 0) {
-    report.set_loss(window_.loss / window_.examples);
-    report.set_accuracy(static_cast<double>(window_.correct) /
-                        window_.examples);
+    last_loss_ = window_.loss / window_.examples;
+    last_accuracy_ = static_cast<double>(window_.correct) / window_.examples;
     report.set_examples_per_sec(window_.examples / seconds);
   }
+  // A window without a step (heartbeats come faster than steps on a slow
+  // or loaded machine) repeats the latest loss and accuracy rather than
+  // reporting zeros.
+  report.set_loss(last_loss_);
+  report.set_accuracy(last_accuracy_);
   report.set_finished(finished);
   if (parts_.metrics != nullptr && window_.examples > 0) {
     absl::Status written;

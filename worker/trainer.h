@@ -135,6 +135,9 @@ class Trainer {
   // Consecutive failed attempts share one recovery deadline.
   absl::Time failing_since_ = absl::InfiniteFuture();
   Window window_;
+  // Of the latest window that saw examples.
+  double last_loss_ = 0;
+  double last_accuracy_ = 0;
 };
 
 }  // namespace psflow

@@ -102,6 +102,20 @@ TEST_F(TrainerTest, AsyncTrainsToTheJobsTotalAndLearns) {
   EXPECT_GT(last.accuracy(), 0.9) << "the last window's batches";
 }
 
+// With a heartbeat after every step, the final report's window is empty:
+// it repeats the latest measured accuracy instead of reporting zero.
+TEST_F(TrainerTest, HeartbeatsWithoutNewStepsKeepTheLatestAccuracy) {
+  SetUpJob(ASYNC, 60);
+  options_.heartbeat_interval = absl::ZeroDuration();
+  Trainer trainer(options_, parts_);
+  ASSERT_OK(trainer.Run());
+  const ProgressReport last = job_->coordinator->LastReports()[0];
+  EXPECT_TRUE(last.finished());
+  EXPECT_GT(last.accuracy(), 0.9);
+  EXPECT_GT(last.loss(), 0);
+  EXPECT_EQ(last.examples_per_sec(), 0) << "no examples since the last one";
+}
+
 TEST_F(TrainerTest, SyncTakesOneStepPerGlobalStep) {
   SetUpJob(SYNC, 25);
   Trainer trainer(options_, parts_);

@@ -16,13 +16,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
 #include "client/grpc_coordinator_client.h"
 #include "client/psctl/tfconfig_gen.h"
 #include "common/file_util.h"
 #include "common/free_port.h"
 #include "common/job/job_config.h"
 #include "common/json.h"
+#include "common/mutex.h"
 #include "common/signals.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
@@ -43,7 +43,7 @@ struct Task {
 
 // Copies a child's output line by line to `out` (prefixed) and its log.
 void PumpOutput(int fd, const std::string& prefix, const std::string& log_path,
-                std::ostream& out, absl::Mutex& out_mu) {
+                std::ostream& out, Mutex& out_mu) {
   std::ofstream log(log_path);
   std::string pending;
   char buffer[4096];
@@ -58,14 +58,14 @@ void PumpOutput(int fd, const std::string& prefix, const std::string& log_path,
       pending.erase(0, newline + 1);
       log << line;
       log.flush();
-      absl::MutexLock lock(&out_mu);
+      MutexLock lock(&out_mu);
       out << prefix << line;
       out.flush();
     }
   }
   if (!pending.empty()) {
     log << pending << "\n";
-    absl::MutexLock lock(&out_mu);
+    MutexLock lock(&out_mu);
     out << prefix << pending << "\n";
   }
 }
@@ -222,9 +222,9 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
     stop_signal.store(name == "SIGINT" ? SIGINT : SIGTERM);
   });
 
-  absl::Mutex out_mu;
+  Mutex out_mu;
   {
-    absl::MutexLock lock(&out_mu);
+    MutexLock lock(&out_mu);
     out << "psctl local: " << options.num_ps << " ps, " << options.num_workers
         << " workers" << (options.evaluator ? ", evaluator" : "")
         << (options.chief ? ", chief" : " (worker-0 is the chief)")
@@ -313,7 +313,7 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
   }
   for (Task& task : tasks) task.reader.join();
 
-  absl::MutexLock lock(&out_mu);
+  MutexLock lock(&out_mu);
   if (!stragglers.empty()) {
     out << "psctl local: stopped tasks that did not exit in time: "
         << absl::StrJoin(stragglers, ", ") << "\n";

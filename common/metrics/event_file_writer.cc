@@ -58,13 +58,13 @@ absl::StatusOr<std::unique_ptr<EventFileWriter>> EventFileWriter::Create(
 }
 
 EventFileWriter::~EventFileWriter() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (file_ != nullptr) std::fclose(file_);
 }
 
 absl::Status EventFileWriter::WriteRecord(const std::string& data) {
   const std::string record = EncodeTfRecord(data);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (std::fwrite(record.data(), 1, record.size(), file_) != record.size()) {
     return absl::DataLossError(
         absl::StrCat("writing ", path_, ": ", std::strerror(errno)));
@@ -84,7 +84,7 @@ absl::Status EventFileWriter::AddScalar(absl::string_view tag, int64_t step,
 }
 
 absl::Status EventFileWriter::Flush() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (std::fflush(file_) != 0) {
     return absl::DataLossError(
         absl::StrCat("flushing ", path_, ": ", std::strerror(errno)));

@@ -17,8 +17,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/mutex.h"
 
 namespace psflow {
 
@@ -47,7 +47,7 @@ class EventFileWriter {
   absl::Status WriteRecord(const std::string& data);
 
   const std::string path_;
-  absl::Mutex mu_;
+  Mutex mu_;
   std::FILE* file_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -202,7 +202,7 @@ absl::StatusOr<MetricCell*> MetricFamily::GetOrCreateCell(
         QuotedValues(label_values), "; give one value per label, in order"));
   }
   std::vector<std::string> key(label_values.begin(), label_values.end());
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = cells_.find(key);
   if (it != cells_.end()) return it->second.get();
   if (cells_.size() >= max_series_) {
@@ -225,7 +225,7 @@ FamilySnapshot MetricFamily::Snapshot() const {
   family.help = help_;
   family.label_names = label_names_;
   family.bucket_bounds = bucket_bounds_;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   family.series.reserve(cells_.size());
   for (const auto& [label_values, cell] : cells_) {
     family.series.push_back(cell->Read());
@@ -287,7 +287,7 @@ absl::StatusOr<MetricFamily*> MetricsRegistry::GetOrCreateFamily(
     std::vector<std::string> label_names, std::vector<double> bucket_bounds) {
   absl::Status valid = ValidateFamily(type, name, label_names, bucket_bounds);
   if (!valid.ok()) return valid;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = families_.find(name);
   if (it != families_.end()) {
     const MetricFamily& existing = *it->second;
@@ -375,7 +375,7 @@ MetricsSnapshot MetricsRegistry::Snapshot() const {
   // snapshot never blocks registration.
   std::vector<const MetricFamily*> families;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     families.reserve(families_.size());
     for (const auto& [name, family] : families_) {
       families.push_back(family.get());

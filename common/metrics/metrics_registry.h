@@ -50,8 +50,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "common/mutex.h"
 
 namespace psflow {
 
@@ -218,7 +218,7 @@ class MetricFamily {
   const std::vector<double> bucket_bounds_;
   const size_t max_series_;
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::map<std::vector<std::string>, std::unique_ptr<MetricCell>> cells_
       ABSL_GUARDED_BY(mu_);
 };
@@ -307,7 +307,7 @@ class MetricsRegistry {
 
   const MetricsRegistryOptions options_;
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   // Families are never removed, so pointers to them stay valid.
   std::map<std::string, std::unique_ptr<MetricFamily>, std::less<>> families_
       ABSL_GUARDED_BY(mu_);

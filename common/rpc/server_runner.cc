@@ -45,7 +45,7 @@ absl::StatusOr<std::unique_ptr<ServerRunner>> ServerRunner::Start(
 
 void ServerRunner::Drain(absl::Duration grace,
                          const std::function<void()>& during_drain) {
-  absl::MutexLock lock(&drain_mu_);
+  MutexLock lock(&drain_mu_);
   if (drained_) return;
   if (auto* health = server_->GetHealthCheckService()) {
     health->SetServingStatus(false);

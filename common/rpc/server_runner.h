@@ -24,8 +24,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/mutex.h"
 #include "common/rpc/transport_security.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/server.h"
@@ -75,7 +75,7 @@ class ServerRunner {
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   // Orders callers of Drain(); never taken by a handler.
-  absl::Mutex drain_mu_;
+  Mutex drain_mu_;
   bool drained_ ABSL_GUARDED_BY(drain_mu_) = false;
 };
 

@@ -1,0 +1,171 @@
+#include "chief/training_supervisor.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "checkpoint/state_file.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+
+namespace psflow {
+
+TrainingSupervisor::TrainingSupervisor(SupervisorParts parts,
+                                       SupervisorPolicy policy,
+                                       int64_t restored_step)
+    : parts_(std::move(parts)),
+      policy_(std::move(policy)),
+      schedule_(policy_.checkpoint, restored_step, parts_.now()),
+      start_(parts_.now()),
+      next_log_(start_ + policy_.log_interval),
+      next_server_check_(start_ + policy_.server_check_interval) {}
+
+absl::Time TrainingSupervisor::NextTick() const {
+  return std::min(
+      {next_log_, next_server_check_, parts_.now() + policy_.max_tick});
+}
+
+absl::Status TrainingSupervisor::Supervise() {
+  while (!parts_.coordinator->WaitForTrainingEnd(NextTick())) {
+    RETURN_IF_ERROR(Tick());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TrainingSupervisor::Tick() {
+  if (parts_.now() >= next_log_) {
+    LogProgress();
+    next_log_ = parts_.now() + policy_.log_interval;
+  }
+  ServeRestoreRequests();
+  RETURN_IF_ERROR(WatchServers());
+  SaveIfDue();
+  return absl::OkStatus();
+}
+
+void TrainingSupervisor::LogProgress() {
+  const StatusResponse status = parts_.coordinator->Status();
+  double rate = 0, loss = 0, accuracy = 0;
+  int reporting = 0;
+  for (const ProgressReport& r : parts_.coordinator->LastReports()) {
+    if (r.local_steps() == 0 || r.finished()) continue;
+    rate += r.examples_per_sec();
+    loss += r.loss();
+    accuracy += r.accuracy();
+    ++reporting;
+  }
+  if (reporting > 0) {
+    loss /= reporting;
+    accuracy /= reporting;
+  }
+  const double elapsed = absl::ToDoubleSeconds(parts_.now() - start_);
+  const double fraction =
+      status.total_steps() > 0
+          ? static_cast<double>(status.global_step()) / status.total_steps()
+          : 0;
+  const double eta = fraction > 0 ? elapsed * (1 - fraction) / fraction : 0;
+  if (parts_.metrics != nullptr && reporting > 0) {
+    // Training metrics as the chief sees them, at the global step; "loss"
+    // shares its tag with the evaluator's so the two share a chart.
+    const int64_t step = status.global_step();
+    absl::Status written = parts_.metrics->AddScalar("loss", step, loss);
+    written.Update(parts_.metrics->AddScalar("accuracy", step, accuracy));
+    written.Update(parts_.metrics->AddScalar("examples_per_sec", step, rate));
+    written.Update(parts_.metrics->Flush());
+    if (!written.ok()) {
+      LOG(WARNING) << "cannot write the chief's metrics: " << written.message();
+    }
+  }
+  LOG(INFO) << absl::StrFormat(
+      "step %d/%d (%.0f%%), %.0f examples/s, loss %.4f, accuracy %.4f, "
+      "ETA %.0fs",
+      status.global_step(), status.total_steps(), 100 * fraction, rate, loss,
+      accuracy, eta);
+}
+
+// A failed restore changed nothing (it runs in two phases), so training
+// resumes as it was.
+void TrainingSupervisor::ServeRestoreRequests() {
+  JobCoordinator& coordinator = *parts_.coordinator;
+  while (std::optional<JobCoordinator::RestoreRequest> request =
+             coordinator.TakeRestoreRequest()) {
+    absl::StatusOr<int64_t> step =
+        parts_.restore(absl::StrCat("restoring ", request->path, " on request"),
+                       request->path);
+    if (step.ok()) {
+      schedule_ = CheckpointSchedule(policy_.checkpoint, *step, parts_.now());
+    } else {
+      LOG(WARNING) << "restore of " << request->path
+                   << " failed: " << step.status().message();
+      coordinator.Resume(coordinator.Status().global_step());
+    }
+    request->done(step);
+  }
+}
+
+absl::Status TrainingSupervisor::WatchServers() {
+  if (parts_.now() < next_server_check_ ||
+      parts_.coordinator->state() != TRAINING) {
+    return absl::OkStatus();
+  }
+  absl::Status servers = parts_.check_servers();
+  next_server_check_ = parts_.now() + policy_.server_check_interval;
+  if (servers.ok()) return absl::OkStatus();
+  return RecoverLostServer(servers);
+}
+
+// Waits for the lost server, restores the newest checkpoint everywhere,
+// resumes; an error ends the job.
+absl::Status TrainingSupervisor::RecoverLostServer(const absl::Status& lost) {
+  LOG(WARNING) << "parameter server lost: " << lost.message();
+  if (parts_.checkpoints == nullptr) {
+    return absl::UnavailableError(absl::StrCat(
+        lost.message(),
+        "; without checkpoints (checkpoint.directory) the model cannot be "
+        "recovered"));
+  }
+  ASSIGN_OR_RETURN(std::optional<std::string> latest,
+                   LatestCheckpoint(parts_.checkpoints->directory()));
+  if (!latest.has_value()) {
+    return absl::UnavailableError(absl::StrCat(
+        lost.message(), "; no checkpoint was saved yet to recover from"));
+  }
+  absl::StatusOr<int64_t> step =
+      parts_.restore(absl::StrCat("recovering from a lost parameter server (",
+                                  lost.message(), ")"),
+                     *latest);
+  if (!step.ok()) {
+    return absl::Status(
+        step.status().code(),
+        absl::StrCat("recovery failed: ", step.status().message()));
+  }
+  schedule_ = CheckpointSchedule(policy_.checkpoint, *step, parts_.now());
+  return absl::OkStatus();
+}
+
+// A failed save does not end the job: training goes on and the next save
+// is tried on schedule.
+void TrainingSupervisor::SaveIfDue() {
+  if (parts_.checkpoints == nullptr) return;
+  const int64_t step = parts_.coordinator->Status().global_step();
+  if (!schedule_.Due(step, parts_.now())) return;
+  absl::StatusOr<SavedCheckpoint> saved = parts_.checkpoints->Save();
+  schedule_.Saved(saved.ok() ? saved->step : step, parts_.now());
+  if (saved.ok()) {
+    LogSavedCheckpoint(*saved);
+  } else {
+    LOG(WARNING) << "checkpoint failed (training goes on; the next one is "
+                    "tried on schedule): "
+                 << saved.status().message();
+  }
+}
+
+void LogSavedCheckpoint(const SavedCheckpoint& saved) {
+  LOG(INFO) << absl::StrFormat("saved %s (step %d, %.1f MB in %.2f s)",
+                               saved.path, saved.step, saved.bytes / 1e6,
+                               absl::ToDoubleSeconds(saved.elapsed));
+}
+
+}  // namespace psflow

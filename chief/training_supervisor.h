@@ -1,0 +1,96 @@
+// The chief's duties while the workers train, one Tick at a time:
+//
+//  - logging progress (and writing the chief's training metrics);
+//  - serving `psctl ckpt restore` requests: pause, restore, resume;
+//  - watching the parameter servers and recovering from a lost one by
+//    restoring the newest checkpoint everywhere;
+//  - saving checkpoints on schedule.
+//
+// Everything it acts on is passed in (the coordinator, the checkpoint
+// manager, the server check and the restore procedure, the clock), so its
+// decisions are unit-tested without processes, sockets or waiting.
+#ifndef PSFLOW_CHIEF_TRAINING_SUPERVISOR_H_
+#define PSFLOW_CHIEF_TRAINING_SUPERVISOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "checkpoint/checkpoint_manager.h"
+#include "chief/checkpoint_schedule.h"
+#include "chief/job_coordinator.h"
+#include "common/metrics/event_file_writer.h"
+#include "proto/job_config.pb.h"
+
+namespace psflow {
+
+struct SupervisorParts {
+  JobCoordinator* coordinator = nullptr;
+  // Null: the job keeps no checkpoints (a lost server then ends it).
+  CheckpointManager* checkpoints = nullptr;
+  // Null: no metrics are written, only logged.
+  EventFileWriter* metrics = nullptr;
+  // OK when every parameter server answers holding its variables;
+  // otherwise Unavailable naming the lost one (CheckParameterServers).
+  std::function<absl::Status()> check_servers;
+  // Pauses the workers, restores `checkpoint` onto every server and
+  // resumes; returns the global step resumed at. On error the job stays
+  // paused (PauseAndRestore).
+  std::function<absl::StatusOr<int64_t>(const std::string& why,
+                                        const std::string& checkpoint)>
+      restore;
+  std::function<absl::Time()> now = [] { return absl::Now(); };
+};
+
+struct SupervisorPolicy {
+  CheckpointConfig checkpoint;  // the schedule (every N steps / seconds)
+  absl::Duration log_interval = absl::Seconds(10);
+  absl::Duration server_check_interval = absl::Seconds(1);
+  // The longest sleep between ticks: short enough for step-based
+  // checkpoints and restore requests to be served promptly.
+  absl::Duration max_tick = absl::Milliseconds(250);
+};
+
+class TrainingSupervisor {
+ public:
+  // `restored_step` is the step a restored checkpoint resumed at (-1 on a
+  // fresh start), so the schedule does not save it again at once.
+  TrainingSupervisor(SupervisorParts parts, SupervisorPolicy policy,
+                     int64_t restored_step);
+
+  // Runs every duty that is due now. An error ends the job: a lost server
+  // that could not be recovered.
+  absl::Status Tick();
+
+  // When the next Tick is due.
+  absl::Time NextTick() const;
+
+  // Ticks until the coordinator says training is over (finished or
+  // failed), waking when the coordinator's state changes or a tick is due.
+  absl::Status Supervise();
+
+ private:
+  void LogProgress();
+  void ServeRestoreRequests();
+  absl::Status WatchServers();
+  absl::Status RecoverLostServer(const absl::Status& lost);
+  void SaveIfDue();
+
+  SupervisorParts parts_;
+  SupervisorPolicy policy_;
+  CheckpointSchedule schedule_;
+  absl::Time start_;
+  absl::Time next_log_;
+  absl::Time next_server_check_;
+};
+
+// "saved <path> (step N, X MB in Y s)" in the log.
+void LogSavedCheckpoint(const SavedCheckpoint& saved);
+
+}  // namespace psflow
+
+#endif  // PSFLOW_CHIEF_TRAINING_SUPERVISOR_H_

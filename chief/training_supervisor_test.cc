@@ -1,0 +1,262 @@
+#include "chief/training_supervisor.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "checkpoint/state_file.h"
+#include "common/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/protocol.h"
+#include "tests/in_process_job.h"
+
+namespace psflow {
+namespace {
+
+using ::psflow::testing::InProcessJob;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+// The supervisor over an in-process job (one parameter server, the
+// coordinator), a fake clock, and a recorded server check and restore.
+class TrainingSupervisorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    JobSpec spec;
+    spec.mutable_config()->mutable_model()->mutable_softmax_regression();
+    spec.set_total_steps(1000);
+    spec.set_num_workers(1);
+    spec.add_example_shape(4);
+    spec.set_num_classes(2);
+    ConfigureRequest& ps = *spec.mutable_ps_config();
+    ps.set_protocol_version(kProtocolVersion);
+    ps.mutable_optimizer()->set_kind(OptimizerConfig::SGD);
+    ps.mutable_learning_rate()->set_learning_rate(0.1);
+    ps.set_mode(ASYNC);
+    ps.set_num_workers(1);
+    ps.set_replicas_to_aggregate(1);
+    ASSERT_OK_AND_ASSIGN(
+        job_, InProcessJob::Start(spec, TaskId{TaskType::kWorker, 0}));
+
+    parts_.coordinator = job_->coordinator.get();
+    parts_.check_servers = [this] {
+      ++server_checks_;
+      return server_status_;
+    };
+    parts_.restore =
+        [this](const std::string& why,
+               const std::string& checkpoint) -> absl::StatusOr<int64_t> {
+      restores_.push_back(checkpoint);
+      reasons_.push_back(why);
+      return restore_result_;
+    };
+    parts_.now = [this] { return now_; };
+    policy_.log_interval = absl::Seconds(10);
+    policy_.server_check_interval = absl::Seconds(1);
+  }
+
+  void UseCheckpoints() {
+    CheckpointManagerOptions options;
+    options.directory =
+        ::testing::TempDir() + "/supervisor_" +
+        ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(options.directory);
+    options.job_name = "test";
+    ASSERT_OK_AND_ASSIGN(
+        checkpoints_, CheckpointManager::Create(options, job_->client.get()));
+    parts_.checkpoints = checkpoints_.get();
+  }
+
+  // The server applies updates up to version `step` (zero gradients: a
+  // checkpoint is named by the servers' version), and worker 0 reports
+  // reaching it.
+  void ReachStep(int64_t step) {
+    std::vector<std::vector<float>> zeros;
+    for (const LogicalVariable& v : job_->variables) {
+      zeros.emplace_back(v.num_elements(), 0.0f);
+    }
+    std::vector<ParameterClient::Const> gradients;
+    for (size_t i = 0; i < zeros.size(); ++i) {
+      gradients.emplace_back(job_->variables[i].name, zeros[i]);
+    }
+    for (; pushed_ < step; ++pushed_) {
+      ASSERT_OK(job_->client->Push(gradients)->Wait());
+    }
+    ProgressReport report;
+    report.set_worker_index(0);
+    report.set_global_step(step);
+    report.set_local_steps(step);
+    report.set_generation(job_->coordinator->Status().generation());
+    job_->coordinator->Progress(report);
+  }
+
+  std::vector<std::string> Saved() const {
+    std::vector<std::string> names;
+    for (const auto& entry :
+         std::filesystem::directory_iterator(checkpoints_->directory())) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("ckpt-", 0) == 0) names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  std::unique_ptr<InProcessJob> job_;
+  std::unique_ptr<CheckpointManager> checkpoints_;
+  SupervisorParts parts_;
+  SupervisorPolicy policy_;
+  absl::Time now_ = absl::FromUnixSeconds(1'800'000'000);
+  absl::Status server_status_;
+  int server_checks_ = 0;
+  int64_t pushed_ = 0;
+  absl::StatusOr<int64_t> restore_result_ = 0;
+  std::vector<std::string> restores_;
+  std::vector<std::string> reasons_;
+};
+
+TEST_F(TrainingSupervisorTest, SavesEveryNStepsAndNeverTheSameStepTwice) {
+  UseCheckpoints();
+  policy_.checkpoint.set_save_every_steps(10);
+  TrainingSupervisor supervisor(parts_, policy_, /*restored_step=*/-1);
+
+  ReachStep(9);
+  ASSERT_OK(supervisor.Tick());
+  EXPECT_THAT(Saved(), IsEmpty());
+  ReachStep(10);
+  ASSERT_OK(supervisor.Tick());
+  ASSERT_OK(supervisor.Tick());
+  ReachStep(25);
+  ASSERT_OK(supervisor.Tick());
+  EXPECT_THAT(Saved(), ElementsAre("ckpt-10", "ckpt-25"));
+}
+
+TEST_F(TrainingSupervisorTest, SavesOnTheClockAfterTheRestoredStep) {
+  UseCheckpoints();
+  policy_.checkpoint.set_save_every_secs(60);
+  TrainingSupervisor supervisor(parts_, policy_, /*restored_step=*/5);
+
+  ReachStep(7);
+  now_ += absl::Seconds(59);
+  ASSERT_OK(supervisor.Tick());
+  EXPECT_THAT(Saved(), IsEmpty());
+  now_ += absl::Seconds(1);
+  ASSERT_OK(supervisor.Tick());
+  EXPECT_THAT(Saved(), ElementsAre("ckpt-7"));
+  // Sixty more seconds without a new step: nothing new to save.
+  now_ += absl::Seconds(60);
+  ASSERT_OK(supervisor.Tick());
+  EXPECT_THAT(Saved(), ElementsAre("ckpt-7"));
+}
+
+TEST_F(TrainingSupervisorTest, ChecksServersOncePerInterval) {
+  TrainingSupervisor supervisor(parts_, policy_, -1);
+  ASSERT_OK(supervisor.Tick());
+  EXPECT_EQ(server_checks_, 0);
+  now_ += absl::Seconds(1);
+  ASSERT_OK(supervisor.Tick());
+  ASSERT_OK(supervisor.Tick());
+  EXPECT_EQ(server_checks_, 1);
+  now_ += absl::Milliseconds(999);
+  ASSERT_OK(supervisor.Tick());
+  EXPECT_EQ(server_checks_, 1);
+  now_ += absl::Milliseconds(1);
+  ASSERT_OK(supervisor.Tick());
+  EXPECT_EQ(server_checks_, 2);
+}
+
+TEST_F(TrainingSupervisorTest, NextTickIsTheEarliestDuty) {
+  policy_.max_tick = absl::Milliseconds(250);
+  TrainingSupervisor supervisor(parts_, policy_, -1);
+  EXPECT_EQ(supervisor.NextTick(), now_ + absl::Milliseconds(250));
+  policy_.max_tick = absl::Minutes(1);
+  TrainingSupervisor slow(parts_, policy_, -1);
+  EXPECT_EQ(slow.NextTick(), now_ + absl::Seconds(1));  // the server check
+}
+
+TEST_F(TrainingSupervisorTest, LostServerWithoutCheckpointsEndsTheJob) {
+  server_status_ = absl::UnavailableError("ps-1 at 10.0.0.2:2222 is gone");
+  TrainingSupervisor supervisor(parts_, policy_, -1);
+  now_ += absl::Seconds(1);
+  absl::Status ended = supervisor.Tick();
+  EXPECT_EQ(ended.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(ended.message(), HasSubstr("ps-1 at 10.0.0.2:2222 is gone"));
+  EXPECT_THAT(ended.message(), HasSubstr("checkpoint.directory"));
+  EXPECT_THAT(restores_, IsEmpty());
+}
+
+TEST_F(TrainingSupervisorTest, LostServerBeforeTheFirstCheckpointEndsTheJob) {
+  UseCheckpoints();
+  server_status_ = absl::UnavailableError("ps-0 is gone");
+  TrainingSupervisor supervisor(parts_, policy_, -1);
+  now_ += absl::Seconds(1);
+  absl::Status ended = supervisor.Tick();
+  EXPECT_EQ(ended.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(ended.message(), HasSubstr("no checkpoint was saved yet"));
+}
+
+TEST_F(TrainingSupervisorTest, LostServerRestoresTheNewestCheckpoint) {
+  UseCheckpoints();
+  policy_.checkpoint.set_save_every_steps(10);
+  TrainingSupervisor supervisor(parts_, policy_, -1);
+  ReachStep(10);
+  ASSERT_OK(supervisor.Tick());
+  ReachStep(20);
+  ASSERT_OK(supervisor.Tick());
+  ASSERT_THAT(Saved(), ElementsAre("ckpt-10", "ckpt-20"));
+
+  server_status_ = absl::UnavailableError("ps-0 is gone");
+  restore_result_ = 20;
+  now_ += absl::Seconds(1);
+  ASSERT_OK(supervisor.Tick());
+  ASSERT_EQ(restores_.size(), 1);
+  EXPECT_THAT(restores_[0], HasSubstr("ckpt-20"));
+  EXPECT_THAT(reasons_[0], HasSubstr("ps-0 is gone"));
+
+  // A recovery that fails ends the job, saying why.
+  restore_result_ = absl::DeadlineExceededError("ps-0 never came back");
+  now_ += absl::Seconds(1);
+  absl::Status ended = supervisor.Tick();
+  EXPECT_EQ(ended.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(ended.message(), HasSubstr("recovery failed"));
+}
+
+TEST_F(TrainingSupervisorTest, ServesRestoreRequestsAndResumesAfterAFailure) {
+  TrainingSupervisor supervisor(parts_, policy_, -1);
+  std::vector<absl::StatusOr<int64_t>> answers;
+  auto request = [&](const std::string& path) {
+    job_->coordinator->RequestRestore(
+        {path, [&](absl::StatusOr<int64_t> step) { answers.push_back(step); }});
+  };
+  restore_result_ = 40;
+  request("/ckpt/ckpt-40");
+  ASSERT_OK(supervisor.Tick());
+  ASSERT_EQ(answers.size(), 1);
+  EXPECT_THAT(answers[0], IsOkAndHolds(40));
+  EXPECT_THAT(restores_, ElementsAre("/ckpt/ckpt-40"));
+
+  // A failed restore leaves the job paused by the restore procedure; the
+  // supervisor resumes it where it was.
+  ReachStep(45);
+  restore_result_ = absl::DataLossError("truncated index");
+  request("/ckpt/ckpt-bad");
+  ASSERT_TRUE(job_->coordinator->Pause("restoring"));
+  ASSERT_OK(supervisor.Tick());
+  ASSERT_EQ(answers.size(), 2);
+  EXPECT_EQ(answers[1].status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(job_->coordinator->state(), TRAINING);
+  EXPECT_EQ(job_->coordinator->Status().global_step(), 45);
+}
+
+TEST_F(TrainingSupervisorTest, SuperviseReturnsWhenTrainingEnds) {
+  TrainingSupervisor supervisor(parts_, policy_, -1);
+  job_->coordinator->Fail("worker-0 reported an error");
+  EXPECT_OK(supervisor.Supervise());
+  EXPECT_EQ(job_->coordinator->state(), FAILED);
+}
+
+}  // namespace
+}  // namespace psflow
