@@ -84,12 +84,6 @@ class GrpcPsShard final : public PsShard {
                                               absl::Time deadline) override;
   absl::StatusOr<RestoreShardResponse> RestoreShard(
       const RestoreShardRequest& request, absl::Time deadline) override;
-  void Pull(const PullRequest& header, absl::Span<float> out,
-            absl::Time deadline,
-            std::function<void(absl::StatusOr<PullResponse>)> done) override;
-  void Push(const PushRequest& header, absl::Span<const float> data,
-            std::shared_ptr<const void> owner, absl::Time deadline,
-            std::function<void(absl::StatusOr<PushResponse>)> done) override;
   void PullBatch(
       const PullBatchRequest& header, std::vector<absl::Span<float>> out,
       absl::Time deadline,

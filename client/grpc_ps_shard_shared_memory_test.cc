@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "client/grpc_ps_shard.h"
+#include "client/ps_shard_test_util.h"
 #include "common/mutex.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
@@ -62,40 +63,16 @@ class SharedMemoryTest : public ::testing::Test {
                                            std::vector<float>& out,
                                            int64_t min_version = 0,
                                            absl::Time deadline = Soon()) {
-    PullRequest header;
-    header.set_protocol_version(kProtocolVersion);
-    header.set_variable("w");
-    header.set_offset_elements(offset);
-    header.set_num_elements(static_cast<int64_t>(out.size()));
-    header.set_min_version(min_version);
-    Notification done;
-    absl::StatusOr<PullResponse> result;
-    shard.Pull(header, absl::MakeSpan(out), deadline,
-               [&](absl::StatusOr<PullResponse> r) {
-                 result = std::move(r);
-                 done.Notify();
-               });
-    done.WaitForNotification();
-    return result;
+    return testing::PullOne(shard, "w", offset, absl::MakeSpan(out),
+                            min_version, deadline);
   }
 
+  // A whole chunk of w, all `value`.
   static absl::StatusOr<PushResponse> Push(PsShard& shard, int64_t offset,
                                            float value) {
-    PushRequest header;
-    header.set_protocol_version(kProtocolVersion);
-    header.set_variable("w");
-    header.set_offset_elements(offset);
-    header.set_num_elements(kChunk);
-    auto gradient = std::make_shared<std::vector<float>>(kChunk, value);
-    Notification done;
-    absl::StatusOr<PushResponse> result;
-    shard.Push(header, *gradient, gradient, Soon(),
-               [&](absl::StatusOr<PushResponse> r) {
-                 result = std::move(r);
-                 done.Notify();
-               });
-    done.WaitForNotification();
-    return result;
+    return testing::PushOne(
+        shard, "w", offset,
+        std::make_shared<const std::vector<float>>(kChunk, value), Soon());
   }
 
   // Pushes b's gradient {1, 2, 3} and w's second chunk's (all `w_value`)
@@ -275,19 +252,12 @@ TEST_F(SharedMemoryTest, WrongSizedBuffersGetTheErrorsTcpGives) {
   std::vector<float> too_long(kChunk + 1);
   EXPECT_THAT(Pull(*shard, 0, too_long),
               StatusIs(absl::StatusCode::kInvalidArgument));
-  PushRequest header;
-  header.set_protocol_version(kProtocolVersion);
-  header.set_variable("w");
-  header.set_num_elements(kChunk);
-  auto short_gradient = std::make_shared<std::vector<float>>(kChunk - 1, 1.0f);
-  Notification done;
-  absl::StatusOr<PushResponse> pushed;
-  shard->Push(header, *short_gradient, short_gradient, Soon(),
-              [&](absl::StatusOr<PushResponse> r) {
-                pushed = std::move(r);
-                done.Notify();
-              });
-  done.WaitForNotification();
+  testing::PushOptions declared;
+  declared.num_elements = kChunk;
+  absl::StatusOr<PushResponse> pushed = testing::PushOne(
+      *shard, "w", 0,
+      std::make_shared<const std::vector<float>>(kChunk - 1, 1.0f), Soon(),
+      declared);
   EXPECT_THAT(pushed,
               StatusIs(absl::StatusCode::kInvalidArgument,
                        ::testing::HasSubstr("payload holds 255 values")));
@@ -309,17 +279,18 @@ TEST_F(SharedMemoryTest, CallsThatFindTheRegionFullGoOverTcp) {
   Mutex mu;
   int left = kPulls;
   for (int i = 0; i < kPulls; ++i) {
-    PullRequest header;
+    PullBatchRequest header;
     header.set_protocol_version(kProtocolVersion);
-    header.set_variable("w");
-    header.set_offset_elements((i % 2) * kChunk);
-    header.set_num_elements(kChunk);
-    shard->Pull(header, absl::MakeSpan(out[i]), Soon(),
-                [&, i](absl::StatusOr<PullResponse> r) {
-                  MutexLock lock(&mu);
-                  status[i] = r.status();
-                  --left;
-                });
+    PullRequest* part = header.add_parts();
+    part->set_variable("w");
+    part->set_offset_elements((i % 2) * kChunk);
+    part->set_num_elements(kChunk);
+    shard->PullBatch(header, {absl::MakeSpan(out[i])}, Soon(),
+                     [&, i](absl::StatusOr<PullBatchResponse> r) {
+                       MutexLock lock(&mu);
+                       status[i] = r.status();
+                       --left;
+                     });
   }
   {
     MutexLock lock(&mu);

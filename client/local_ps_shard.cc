@@ -101,34 +101,6 @@ bool LocalPsShard::shutdown_requested() const {
   return shutdown_requested_;
 }
 
-void LocalPsShard::Pull(
-    const PullRequest& header, absl::Span<float> out, absl::Time deadline,
-    std::function<void(absl::StatusOr<PullResponse>)> done) {
-  CancelAt(deadline,
-           service_.Pull(PsService::AsBatch(header), {out},
-                         [done = std::move(done)](
-                             absl::StatusOr<PsService::PullAnswer> answer) {
-                           if (!answer.ok()) return done(answer.status());
-                           PullResponse single;
-                           single.set_version(answer->response.versions(0));
-                           done(single);
-                         }));
-}
-
-void LocalPsShard::Push(
-    const PushRequest& header, absl::Span<const float> data,
-    std::shared_ptr<const void>, absl::Time,
-    std::function<void(absl::StatusOr<PushResponse>)> done) {
-  const PushBatchRequest batch = PsService::AsBatch(header);
-  absl::StatusOr<std::vector<ChunkRef>> refs = service_.ResolvePush(batch);
-  if (!refs.ok()) return done(refs.status());
-  const absl::Span<const float> gradients[] = {data};
-  absl::StatusOr<PushBatchResponse> response =
-      service_.Push(batch, *refs, gradients);
-  if (!response.ok()) return done(response.status());
-  done(PsService::SingleAnswer(*response));
-}
-
 void LocalPsShard::PullBatch(
     const PullBatchRequest& header, std::vector<absl::Span<float>> out,
     absl::Time deadline,

@@ -181,10 +181,7 @@ std::shared_ptr<PsHandle> ParameterClient::Issue(
   std::vector<int64_t> batched(shards_.size(), 0);       // elements
   std::vector<int64_t> header_bytes(shards_.size(), 0);  // estimated
   auto flush = [&](int ps) {
-    if (batches[ps].size() == 1) {
-      IssueOne(op, *batches[ps][0], version, worker, consistent_snapshot,
-               deadline, state, guard);
-    } else if (!batches[ps].empty()) {
+    if (!batches[ps].empty()) {
       IssueBatch(op, batches[ps], version, worker, consistent_snapshot,
                  deadline, state, guard);
     }
@@ -194,9 +191,14 @@ std::shared_ptr<PsHandle> ParameterClient::Issue(
   };
   for (const Piece& piece : pieces) {
     const int64_t n = static_cast<int64_t>(piece.data.size());
-    if (op == Op::kAssign || n >= chunk_elements_) {
-      IssueOne(op, piece, version, worker, consistent_snapshot, deadline, state,
-               guard);
+    if (op == Op::kAssign) {
+      IssueAssign(piece, deadline, state, guard);
+      continue;
+    }
+    if (n >= chunk_elements_) {
+      // A whole chunk: a batch of its own.
+      IssueBatch(op, {&piece}, version, worker, consistent_snapshot, deadline,
+                 state, guard);
       continue;
     }
     const int64_t part_bytes =
@@ -216,57 +218,20 @@ std::shared_ptr<PsHandle> ParameterClient::Issue(
   return handle;
 }
 
-void ParameterClient::IssueOne(Op op, const Piece& piece, int64_t version,
-                               int worker, bool consistent_snapshot,
-                               absl::Time deadline,
-                               const std::shared_ptr<PsHandle::State>& state,
-                               const std::shared_ptr<const void>& guard) {
-  PsShard& shard = *shards_[piece.ps];
-  const int64_t n = static_cast<int64_t>(piece.data.size());
+void ParameterClient::IssueAssign(const Piece& piece, absl::Time deadline,
+                                  const std::shared_ptr<PsHandle::State>& state,
+                                  const std::shared_ptr<const void>& guard) {
   {
     MutexLock lock(&state->mu);
     ++state->pending;
   }
-  switch (op) {
-    case Op::kPull: {
-      PullRequest header;
-      header.set_protocol_version(kProtocolVersion);
-      header.set_variable(*piece.part);
-      header.set_offset_elements(piece.offset);
-      header.set_num_elements(n);
-      header.set_min_version(version);
-      header.set_consistent_snapshot(consistent_snapshot);
-      shard.Pull(header, piece.data, deadline,
-                 [state](absl::StatusOr<PullResponse> r) {
-                   state->Finish(r.status(), r.ok() ? r->version() : -1);
-                 });
-      break;
-    }
-    case Op::kPush: {
-      PushRequest header;
-      header.set_protocol_version(kProtocolVersion);
-      header.set_variable(*piece.part);
-      header.set_offset_elements(piece.offset);
-      header.set_num_elements(n);
-      header.set_version(version);
-      header.set_worker_index(worker);
-      shard.Push(header, piece.data, guard, deadline,
-                 [state](absl::StatusOr<PushResponse> r) {
-                   state->Finish(r.status(), r.ok() ? r->version() : -1);
-                 });
-      break;
-    }
-    case Op::kAssign: {
-      AssignRequest header;
-      header.set_protocol_version(kProtocolVersion);
-      header.set_variable(*piece.part);
-      header.set_offset_elements(piece.offset);
-      header.set_num_elements(n);
-      shard.Assign(header, piece.data, guard, deadline,
-                   [state](absl::Status s) { state->Finish(s, -1); });
-      break;
-    }
-  }
+  AssignRequest header;
+  header.set_protocol_version(kProtocolVersion);
+  header.set_variable(*piece.part);
+  header.set_offset_elements(piece.offset);
+  header.set_num_elements(static_cast<int64_t>(piece.data.size()));
+  shards_[piece.ps]->Assign(header, piece.data, guard, deadline,
+                            [state](absl::Status s) { state->Finish(s, -1); });
 }
 
 void ParameterClient::IssueBatch(Op op, const std::vector<const Piece*>& batch,

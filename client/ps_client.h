@@ -123,15 +123,14 @@ class ParameterClient : public ShardSet {
     absl::Span<float> data;
   };
 
-  // Issues one RPC per full chunk, and one per server for each chunk's
-  // worth of smaller pieces (the batch methods).
+  // Issues one batch RPC per full chunk, and one per server for each
+  // chunk's worth of smaller pieces; one Assign RPC per chunk.
   std::shared_ptr<PsHandle> Issue(Op op, const std::vector<Mutable>& targets,
                                   int64_t version, int worker,
                                   bool consistent_snapshot = false);
-  void IssueOne(Op op, const Piece& piece, int64_t version, int worker,
-                bool consistent_snapshot, absl::Time deadline,
-                const std::shared_ptr<PsHandle::State>& state,
-                const std::shared_ptr<const void>& guard);
+  void IssueAssign(const Piece& piece, absl::Time deadline,
+                   const std::shared_ptr<PsHandle::State>& state,
+                   const std::shared_ptr<const void>& guard);
   void IssueBatch(Op op, const std::vector<const Piece*>& batch,
                   int64_t version, int worker, bool consistent_snapshot,
                   absl::Time deadline,

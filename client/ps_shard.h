@@ -48,21 +48,12 @@ class PsShard {
   virtual absl::StatusOr<RestoreShardResponse> RestoreShard(
       const RestoreShardRequest& request, absl::Time deadline) = 0;
 
-  // Reads header.num_elements values into `out`. With min_version > 0 the
-  // server answers once the chunk reaches that version (or the deadline).
-  virtual void Pull(const PullRequest& header, absl::Span<float> out,
-                    absl::Time deadline,
-                    std::function<void(absl::StatusOr<PullResponse>)> done) = 0;
-
-  // Sends a gradient chunk without copying it.
-  virtual void Push(const PushRequest& header, absl::Span<const float> data,
-                    std::shared_ptr<const void> owner, absl::Time deadline,
-                    std::function<void(absl::StatusOr<PushResponse>)> done) = 0;
-
-  // Batched forms (several whole chunks of this server in one call, see
+  // Pulls and pushes carry one or more parts of this server's variables
+  // (whole chunks, or several pieces smaller than a chunk; see
   // PullBatchRequest/PushBatchRequest in proto/ps.proto). `out[i]` and
-  // `data[i]` belong to header.parts(i). A pull batch answers once every
-  // part reached header.min_version().
+  // `data[i]` belong to header.parts(i); gradients and values are sent
+  // without copying (`owner` keeps them alive until sent). A pull answers
+  // once every part reached header.min_version() (sync mode).
   virtual void PullBatch(
       const PullBatchRequest& header, std::vector<absl::Span<float>> out,
       absl::Time deadline,

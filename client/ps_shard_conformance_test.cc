@@ -7,6 +7,7 @@
 
 #include "client/grpc_ps_shard.h"
 #include "client/local_ps_shard.h"
+#include "client/ps_shard_test_util.h"
 #include "common/mutex.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
@@ -172,44 +173,22 @@ class PsShardConformanceTest : public ::testing::TestWithParam<Transport> {
   absl::StatusOr<PullResponse> Pull(int64_t offset, std::vector<float>& out,
                                     int64_t min_version = 0,
                                     absl::Time deadline = Soon()) {
-    PullRequest header;
-    header.set_protocol_version(kProtocolVersion);
-    header.set_variable("w");
-    header.set_offset_elements(offset);
-    header.set_num_elements(out.size());
-    header.set_min_version(min_version);
-    Notification done;
-    absl::StatusOr<PullResponse> result;
-    shard().Pull(header, absl::MakeSpan(out), deadline,
-                 [&](absl::StatusOr<PullResponse> r) {
-                   result = std::move(r);
-                   done.Notify();
-                 });
-    done.WaitForNotification();
-    return result;
+    return testing::PullOne(shard(), "w", offset, absl::MakeSpan(out),
+                            min_version, deadline);
   }
 
   absl::StatusOr<PushResponse> Push(int64_t offset, std::vector<float> grad,
                                     int64_t version = 0, int worker = 0,
                                     const std::string& variable = "w",
                                     uint32_t protocol = kProtocolVersion) {
-    PushRequest header;
-    header.set_protocol_version(protocol);
-    header.set_variable(variable);
-    header.set_offset_elements(offset);
-    header.set_num_elements(grad.size());
-    header.set_version(version);
-    header.set_worker_index(worker);
-    auto owner = std::make_shared<std::vector<float>>(std::move(grad));
-    Notification done;
-    absl::StatusOr<PushResponse> result;
-    shard().Push(header, *owner, owner, Soon(),
-                 [&](absl::StatusOr<PushResponse> r) {
-                   result = std::move(r);
-                   done.Notify();
-                 });
-    done.WaitForNotification();
-    return result;
+    testing::PushOptions options;
+    options.version = version;
+    options.worker = worker;
+    options.protocol = protocol;
+    return testing::PushOne(
+        shard(), variable, offset,
+        std::make_shared<const std::vector<float>>(std::move(grad)), Soon(),
+        options);
   }
 
   absl::Status Assign(int64_t offset, std::vector<float> values) {

@@ -9,11 +9,10 @@ namespace psflow {
 
 // The protocol version this build speaks. Bump it on any incompatible
 // change; peers with another version fail with a message naming both.
-inline constexpr uint32_t kProtocolVersion = 1;
+// 2: pulls and pushes are batches only (1 also had single-chunk methods).
+inline constexpr uint32_t kProtocolVersion = 2;
 
 // Full method names of the bulk tensor RPCs.
-inline constexpr char kBulkPullMethod[] = "/psflow.ParameterServerBulk/Pull";
-inline constexpr char kBulkPushMethod[] = "/psflow.ParameterServerBulk/Push";
 inline constexpr char kBulkAssignMethod[] =
     "/psflow.ParameterServerBulk/Assign";
 inline constexpr char kBulkPullBatchMethod[] =

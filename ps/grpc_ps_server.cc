@@ -208,14 +208,10 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     }
     request_bytes_ = request_.Length();
     const std::string& method = context_->method();
-    if (method == kBulkPullMethod) {
-      HandlePull(/*batch=*/false);  // Replies now or once the step is applied.
-    } else if (method == kBulkPullBatchMethod) {
-      HandlePull(/*batch=*/true);
-    } else if (method == kBulkPushMethod) {
-      Reply(HandlePush(/*batch=*/false));
+    if (method == kBulkPullBatchMethod) {
+      HandlePull();  // Replies now or once the step is applied.
     } else if (method == kBulkPushBatchMethod) {
-      Reply(HandlePush(/*batch=*/true));
+      Reply(HandlePush());
     } else if (method == kBulkAssignMethod) {
       Reply(HandleAssign());
     } else {
@@ -240,19 +236,12 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   void OnDone() override { delete this; }
 
  private:
-  void HandlePull(bool batch) {
+  void HandlePull() {
     PullBatchRequest request;
-    absl::StatusOr<BulkFrame> frame;
-    if (batch) {
-      frame = BulkFrame::Parse(request_, request);
-    } else {
-      PullRequest single;
-      frame = BulkFrame::Parse(request_, single);
-      request = PsService::AsBatch(single);
-    }
+    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, request);
     if (!frame.ok()) return Reply(frame.status());
     std::vector<absl::Span<float>> out;
-    if (batch && request.has_shared()) {
+    if (request.has_shared()) {
       absl::StatusOr<std::vector<absl::Span<float>>> pieces =
           SharedPieces(request.shared(), *frame, request.parts());
       if (!pieces.ok()) return Reply(pieces.status());
@@ -262,19 +251,20 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
       MutexLock lock(&mu_);
       starting_ = true;
     }
-    std::shared_ptr<PsService::PendingPull> pending = service_->Pull(
-        request, std::move(out),
-        [this, batch](absl::StatusOr<PsService::PullAnswer> answer) {
-          {
-            MutexLock lock(&mu_);
-            // Answered inside Pull(): replied to below, once Pull returned.
-            if (starting_) {
-              early_answer_ = std::move(answer);
-              return;
-            }
-          }
-          SendPull(batch, std::move(answer));
-        });
+    std::shared_ptr<PsService::PendingPull> pending =
+        service_->Pull(request, std::move(out),
+                       [this](absl::StatusOr<PsService::PullAnswer> answer) {
+                         {
+                           MutexLock lock(&mu_);
+                           // Answered inside Pull(): replied to below, once
+                           // Pull returned.
+                           if (starting_) {
+                             early_answer_ = std::move(answer);
+                             return;
+                           }
+                         }
+                         SendPull(std::move(answer));
+                       });
     std::optional<absl::StatusOr<PsService::PullAnswer>> early;
     bool cancel = false;
     {
@@ -285,7 +275,7 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
       cancel = cancelled_ && pending != nullptr;
     }
     // Either may be the last use of `this`.
-    if (early.has_value()) return SendPull(batch, *std::move(early));
+    if (early.has_value()) return SendPull(*std::move(early));
     if (cancel) pending->Cancel();
   }
 
@@ -322,34 +312,22 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     return pieces;
   }
 
-  void SendPull(bool batch, absl::StatusOr<PsService::PullAnswer> answer) {
+  void SendPull(absl::StatusOr<PsService::PullAnswer> answer) {
     if (!answer.ok()) return Reply(answer.status());
     if (shared_.region != nullptr) {
       // The values went into the client's memory; the answer is a header.
       shared_ = {};  // Unmaps once its client detached.
       response_ = EncodeBulkFrame(answer->response, {}, nullptr);
-    } else if (batch) {
-      response_ = EncodeBulkFramePieces(answer->response, answer->values,
-                                        std::move(answer->owner));
     } else {
-      PullResponse single;
-      single.set_version(answer->response.versions(0));
-      response_ = EncodeBulkFramePieces(single, answer->values,
+      response_ = EncodeBulkFramePieces(answer->response, answer->values,
                                         std::move(answer->owner));
     }
     Reply(absl::OkStatus());
   }
 
-  absl::Status HandlePush(bool batch) {
+  absl::Status HandlePush() {
     PushBatchRequest request;
-    absl::StatusOr<BulkFrame> frame;
-    if (batch) {
-      frame = BulkFrame::Parse(request_, request);
-    } else {
-      PushRequest single;
-      frame = BulkFrame::Parse(request_, single);
-      request = PsService::AsBatch(single);
-    }
+    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, request);
     if (!frame.ok()) return frame.status();
     ASSIGN_OR_RETURN(std::vector<ChunkRef> refs,
                      service_->ResolvePush(request));
@@ -364,7 +342,7 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
       gradients.push_back(pieces.back());
       offset += ref.num_elements;
     }
-    if (batch && request.has_shared()) {
+    if (request.has_shared()) {
       // One copy out of the client's memory, which the client could still
       // change: the NaN/Inf check and the update must see the same values.
       if (frame->payload_bytes() != 0) {
@@ -378,21 +356,13 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
                   shared.values.size() * sizeof(float));
     } else if (absl::Status copied = frame->CopyPayload(pieces); !copied.ok()) {
       return absl::InvalidArgumentError(
-          batch ? absl::StrCat(
-                      "push batch of ", refs.size(), " parts starting with \"",
-                      request.parts(0).variable(), "\": ", copied.message())
-                : absl::StrCat("push to \"", request.parts(0).variable(),
-                               "\": ", copied.message()));
+          absl::StrCat("push of ", refs.size(), " parts starting with \"",
+                       request.parts(0).variable(), "\": ", copied.message()));
     }
     request_.Clear();  // Release gRPC's receive slices early.
     ASSIGN_OR_RETURN(PushBatchResponse response,
                      service_->Push(request, refs, gradients));
-    if (batch) {
-      response_ = EncodeBulkFrame(response, {}, nullptr);
-    } else {
-      ASSIGN_OR_RETURN(PushResponse single, PsService::SingleAnswer(response));
-      response_ = EncodeBulkFrame(single, {}, nullptr);
-    }
+    response_ = EncodeBulkFrame(response, {}, nullptr);
     return absl::OkStatus();
   }
 

@@ -27,30 +27,6 @@ absl::StatusOr<std::vector<ChunkRef>> ResolveParts(
 
 }  // namespace
 
-PullBatchRequest PsService::AsBatch(const PullRequest& request) {
-  PullBatchRequest batch;
-  batch.set_protocol_version(request.protocol_version());
-  batch.set_min_version(request.min_version());
-  batch.set_consistent_snapshot(request.consistent_snapshot());
-  PullRequest& part = *batch.add_parts();
-  part.set_variable(request.variable());
-  part.set_offset_elements(request.offset_elements());
-  part.set_num_elements(request.num_elements());
-  return batch;
-}
-
-PushBatchRequest PsService::AsBatch(const PushRequest& request) {
-  PushBatchRequest batch;
-  batch.set_protocol_version(request.protocol_version());
-  batch.set_version(request.version());
-  batch.set_worker_index(request.worker_index());
-  PushRequest& part = *batch.add_parts();
-  part.set_variable(request.variable());
-  part.set_offset_elements(request.offset_elements());
-  part.set_num_elements(request.num_elements());
-  return batch;
-}
-
 std::shared_ptr<PsService::PendingPull> PsService::Pull(
     const PullBatchRequest& request, std::vector<absl::Span<float>> out,
     PullDone done) {
@@ -202,22 +178,6 @@ absl::StatusOr<ChunkRef> PsService::ResolveAssign(
 absl::Status PsService::Assign(const ChunkRef& ref,
                                absl::Span<const float> values) {
   return core_->Assign(ref, values);
-}
-
-absl::StatusOr<PushResponse> PsService::SingleAnswer(
-    const PushBatchResponse& response) {
-  if (response.results_size() != 1) {
-    return absl::InternalError(absl::StrCat(
-        "a push of one part got ", response.results_size(), " results"));
-  }
-  const PushPartResult& part = response.results(0);
-  if (part.code() != 0) {
-    return absl::Status(static_cast<absl::StatusCode>(part.code()),
-                        part.message());
-  }
-  PushResponse single;
-  single.set_version(part.version());
-  return single;
 }
 
 }  // namespace psflow

@@ -90,14 +90,6 @@ class PsService {
   ParameterServerCore& core() { return *core_; }
   BufferPool& pool() { return *pool_; }
 
-  // A single call as a batch of one, and the single answer of a batch of
-  // one (a part's error, e.g. Aborted for a stale sync gradient, becomes
-  // the call's).
-  static PullBatchRequest AsBatch(const PullRequest& request);
-  static PushBatchRequest AsBatch(const PushRequest& request);
-  static absl::StatusOr<PushResponse> SingleAnswer(
-      const PushBatchResponse& response);
-
  private:
   // The answer of a pull whose parts reached their step: values copied
   // into `out` (when given), a snapshot, or views.

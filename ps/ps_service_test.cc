@@ -162,18 +162,5 @@ TEST_F(PsServiceTest, BadRequestsAnswerAtOnceWithTheReason) {
   EXPECT_THAT(result, StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
-TEST_F(PsServiceTest, ASinglePushAnswerCarriesItsPartsError) {
-  PushBatchResponse response;
-  PushPartResult* part = response.add_results();
-  part->set_code(static_cast<int>(absl::StatusCode::kAborted));
-  part->set_message("stale");
-  EXPECT_THAT(PsService::SingleAnswer(response),
-              StatusIs(absl::StatusCode::kAborted, "stale"));
-  response.mutable_results(0)->set_code(0);
-  response.mutable_results(0)->set_version(3);
-  ASSERT_OK_AND_ASSIGN(PushResponse single, PsService::SingleAnswer(response));
-  EXPECT_EQ(single.version(), 3);
-}
-
 }  // namespace
 }  // namespace psflow

@@ -305,21 +305,27 @@ TEST(PsClusterTest, MalformedAndTruncatedBulkRequestsAreRejected) {
   std::string garbage = "\xff\xff\xff\xff\x0f not a frame";
   grpc::Slice slice(garbage);
   grpc::Status status =
-      RawBulkCall(ps.port, kBulkPushMethod, grpc::ByteBuffer(&slice, 1));
+      RawBulkCall(ps.port, kBulkPushBatchMethod, grpc::ByteBuffer(&slice, 1));
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(), HasSubstr("not speaking psflow"));
 
   // The header promises 100 values of "bias"; the payload holds 99.
-  PushRequest header;
+  PushBatchRequest header;
   header.set_protocol_version(kProtocolVersion);
-  header.set_variable("bias");
-  header.set_num_elements(100);
+  PushRequest* part = header.add_parts();
+  part->set_variable("bias");
+  part->set_num_elements(100);
   auto short_payload = std::make_shared<std::vector<float>>(99, 1.0f);
-  status = RawBulkCall(ps.port, kBulkPushMethod,
+  status = RawBulkCall(ps.port, kBulkPushBatchMethod,
                        EncodeBulkFrame(header, *short_payload, short_payload));
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(status.error_message(),
-              HasSubstr("payload holds 99 values but the header says 100"));
+  EXPECT_THAT(status.error_message(), HasSubstr("payload holds 99 values"));
+
+  // A client of protocol 1 pushing one chunk through the method it had.
+  status = RawBulkCall(ps.port, "/psflow.ParameterServerBulk/Push",
+                       EncodeBulkFrame(header, {}, nullptr));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_THAT(status.error_message(), HasSubstr("another psflow release"));
 
   status = RawBulkCall(ps.port, "/psflow.ParameterServerBulk/Frobnicate",
                        EncodeBulkFrame(header, {}, nullptr));

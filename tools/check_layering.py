@@ -18,6 +18,10 @@ runs the chief's duties through chief's public API (PUBLIC_ROLE_HEADERS).
 Unit tests (*_test.cc) may include any floor (a checkpoint test drives the
 real client), but never a role's internals from another folder.
 
+Locks go through common/mutex.h (which ThreadSanitizer can see; see
+docs/testing.md): only the files in ABSL_SYNC_ALLOWED include
+absl/synchronization/ directly.
+
 Usage: check_layering.py [ROOT]   (exit 0: clean; 1: violations listed)
 """
 
@@ -53,6 +57,12 @@ PUBLIC_ROLE_HEADERS = {
     "chief/job_coordinator.h",  # the job's state machine, in process
     "chief/local_coordinator_client.h",  # its in-process client
 }
+# Files that may include absl/synchronization/ (everything else locks
+# through common/mutex.h).
+ABSL_SYNC_ALLOWED = {
+    "common/mutex.h",  # the aliases and the TSan twin
+    "common/process_setup.cc",  # configures abseil's deadlock detection
+}
 SOURCE_SUFFIXES = (".h", ".cc", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
@@ -69,6 +79,10 @@ def folder_of(path):
 
 def violation(source, header):
     """Why `source` may not include `header`, or None when it may."""
+    if header.startswith("absl/synchronization/") and \
+            source not in ABSL_SYNC_ALLOWED:
+        return "lock through common/mutex.h, which ThreadSanitizer can " \
+               "see (docs/testing.md)"
     src, dst = folder_of(source), folder_of(header)
     if src is None or dst is None or src == dst:
         return None

@@ -48,6 +48,11 @@ expect_violation() {  # expect_violation <file:line pattern>
 reset_tree
 expect_clean
 
+# abseil's mutex directly, which TSan cannot see.
+reset_tree
+write ps/ps_core.cc proto/protocol.h absl/synchronization/mutex.h
+expect_violation 'ps/ps_core.cc:2: includes "absl/synchronization/mutex.h"'
+
 # A lower layer including a higher one.
 reset_tree
 write ps/ps_core.cc proto/protocol.h client/ps_client.h

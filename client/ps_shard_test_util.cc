@@ -1,0 +1,74 @@
+#include "client/ps_shard_test_util.h"
+
+#include <utility>
+
+#include "common/mutex.h"
+
+namespace psflow::testing {
+
+absl::StatusOr<PullResponse> PullOne(PsShard& shard,
+                                     const std::string& variable,
+                                     int64_t offset, absl::Span<float> out,
+                                     int64_t min_version, absl::Time deadline) {
+  PullBatchRequest header;
+  header.set_protocol_version(kProtocolVersion);
+  header.set_min_version(min_version);
+  PullRequest* part = header.add_parts();
+  part->set_variable(variable);
+  part->set_offset_elements(offset);
+  part->set_num_elements(static_cast<int64_t>(out.size()));
+  Notification done;
+  absl::StatusOr<PullBatchResponse> result;
+  shard.PullBatch(header, {out}, deadline,
+                  [&](absl::StatusOr<PullBatchResponse> r) {
+                    result = std::move(r);
+                    done.Notify();
+                  });
+  done.WaitForNotification();
+  if (!result.ok()) return result.status();
+  if (result->versions_size() != 1) {
+    return absl::InternalError("a one-part pull answered another count");
+  }
+  PullResponse response;
+  response.set_version(result->versions(0));
+  return response;
+}
+
+absl::StatusOr<PushResponse> PushOne(
+    PsShard& shard, const std::string& variable, int64_t offset,
+    std::shared_ptr<const std::vector<float>> gradient, absl::Time deadline,
+    const PushOptions& options) {
+  PushBatchRequest header;
+  header.set_protocol_version(options.protocol);
+  header.set_version(options.version);
+  header.set_worker_index(options.worker);
+  PushRequest* part = header.add_parts();
+  part->set_variable(variable);
+  part->set_offset_elements(offset);
+  part->set_num_elements(options.num_elements >= 0
+                             ? options.num_elements
+                             : static_cast<int64_t>(gradient->size()));
+  Notification done;
+  absl::StatusOr<PushBatchResponse> result;
+  const absl::Span<const float> data = *gradient;
+  shard.PushBatch(header, {data}, std::move(gradient), deadline,
+                  [&](absl::StatusOr<PushBatchResponse> r) {
+                    result = std::move(r);
+                    done.Notify();
+                  });
+  done.WaitForNotification();
+  if (!result.ok()) return result.status();
+  if (result->results_size() != 1) {
+    return absl::InternalError("a one-part push answered another count");
+  }
+  const PushPartResult& outcome = result->results(0);
+  if (outcome.code() != 0) {
+    return absl::Status(static_cast<absl::StatusCode>(outcome.code()),
+                        outcome.message());
+  }
+  PushResponse response;
+  response.set_version(outcome.version());
+  return response;
+}
+
+}  // namespace psflow::testing
