@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "client/cluster_client.h"
 #include "client/grpc_ps_shard.h"
 
 namespace psflow::bench {
@@ -89,11 +90,10 @@ std::unique_ptr<ParameterClient> Cluster::NewClient(
   std::vector<std::unique_ptr<PsShard>> shards;
   GrpcPsShard::Options options;
   options.connections = options_.connections;
-  options.shared_memory_bytes = options_.shared_memory_bytes;
   for (size_t i = 0; i < ports_.size(); ++i) {
-    shards.push_back(
-        std::make_unique<GrpcPsShard>(absl::StrCat("127.0.0.1:", ports_[i]),
-                                      absl::StrCat("ps-", i), options));
+    shards.push_back(ConnectPsShard(absl::StrCat("127.0.0.1:", ports_[i]),
+                                    absl::StrCat("ps-", i), options,
+                                    options_.shared_memory_bytes));
   }
   return std::make_unique<ParameterClient>(std::move(shards), placement,
                                            ParameterClient::Options());

@@ -33,7 +33,7 @@ class Cluster {
     int64_t chunk_bytes = 4 << 20;
     // TCP connections per client per server.
     int connections = 2;
-    // GrpcPsShard::Options::shared_memory_bytes; 0 measures TCP alone.
+    // Shared memory per server (ConnectPsShard); 0 measures TCP alone.
     int64_t shared_memory_bytes = 0;
   };
 

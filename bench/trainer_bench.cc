@@ -138,7 +138,9 @@ absl::StatusOr<double> WithParameterServer(int steps, int batch, int hidden) {
     return absl::InternalError("no worker rate in the output:\n" + output);
   }
   double rate = 0;
-  absl::SimpleAtod(match[1].str(), &rate);
+  if (!absl::SimpleAtod(match[1].str(), &rate)) {
+    return absl::InternalError("unreadable worker rate: " + match[1].str());
+  }
   return rate;
 }
 

@@ -2,10 +2,22 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/grpc_ps_shard.h"
+#include "client/shared_memory_shard.h"
 #include "common/job/placement_proto.h"
 #include "common/status_macros.h"
 
 namespace psflow {
+
+std::unique_ptr<PsShard> ConnectPsShard(const std::string& address,
+                                        std::string name,
+                                        const GrpcPsShard::Options& options,
+                                        int64_t shared_memory_bytes) {
+  auto transport =
+      std::make_unique<GrpcPsShard>(address, std::move(name), options);
+  if (shared_memory_bytes <= 0) return transport;
+  return std::make_unique<SharedMemoryShard>(std::move(transport),
+                                             shared_memory_bytes);
+}
 
 std::unique_ptr<ParameterClient> ConnectToParameterServers(
     const TfConfig& config, const Placement& placement,
@@ -15,7 +27,7 @@ std::unique_ptr<ParameterClient> ConnectToParameterServers(
   shard_options.security = security;
   std::vector<std::unique_ptr<PsShard>> shards;
   for (const auto& [index, address] : config.cluster.job(TaskType::kPs)) {
-    shards.push_back(std::make_unique<GrpcPsShard>(
+    shards.push_back(ConnectPsShard(
         address, absl::StrCat("ps-", index, " at ", address), shard_options));
   }
   return std::make_unique<ParameterClient>(std::move(shards), placement,

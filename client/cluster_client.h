@@ -2,9 +2,12 @@
 #ifndef PSFLOW_CLIENT_CLUSTER_CLIENT_H_
 #define PSFLOW_CLIENT_CLUSTER_CLIENT_H_
 
+#include <cstdint>
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
+#include "client/grpc_ps_shard.h"
 #include "client/ps_client.h"
 #include "common/job/placement.h"
 #include "common/rpc/transport_security.h"
@@ -13,7 +16,20 @@
 
 namespace psflow {
 
-// One GrpcPsShard per "ps" task, named "ps-<i> at <address>" in errors.
+// Shared memory a client offers each parameter server on its host; 0 keeps
+// every call on TCP. Pages are only touched as calls use them, so this is
+// an upper bound, best about GrpcPsShard::Options::max_in_flight_bytes.
+inline constexpr int64_t kDefaultSharedMemoryBytes = int64_t{64} << 20;
+
+// A connection to one parameter server: the gRPC transport, behind the
+// shared-memory decorator unless `shared_memory_bytes` is 0. `name` is used
+// in errors ("ps-1 at 10.0.0.3:2222").
+std::unique_ptr<PsShard> ConnectPsShard(
+    const std::string& address, std::string name,
+    const GrpcPsShard::Options& options,
+    int64_t shared_memory_bytes = kDefaultSharedMemoryBytes);
+
+// One connection per "ps" task, named "ps-<i> at <address>" in errors.
 std::unique_ptr<ParameterClient> ConnectToParameterServers(
     const TfConfig& config, const Placement& placement,
     const ParameterClient::Options& options, const TransportSecurity& security);

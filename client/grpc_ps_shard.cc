@@ -39,8 +39,9 @@ struct GrpcPsShard::BulkCall {
   // Pulls that wait for a sync step bypass the budget: holding it while
   // waiting would queue the very pushes that complete the step.
   bool bypass_budget = false;
-  // The shared memory holding the call's values, if any (owned by finish).
-  SharedLease* lease = nullptr;
+  // The call's values lie in a shared-memory region (no payload either
+  // way): never retried here, the decorator decides (shared_memory_shard.h).
+  bool shared = false;
   int attempt = 0;
   // Per attempt.
   std::unique_ptr<grpc::ClientContext> context;
@@ -53,57 +54,6 @@ struct GrpcPsShard::BulkCall {
                      bool shared_memory_lost)>
       finish;
 };
-
-// Bytes of the shared region reserved for one call; freed when the last
-// holder (the call, or a TCP resend's frame) lets go.
-struct GrpcPsShard::SharedLease {
-  SharedLease(std::shared_ptr<SharedMemoryArena> arena, uint64_t session,
-              int64_t offset, int64_t bytes)
-      : arena(std::move(arena)),
-        session(session),
-        offset(offset),
-        bytes(bytes) {}
-  // A retired piece is never handed out again: the server may still write
-  // (a pull) or read (a push) it after the client gave up on the call.
-  ~SharedLease() {
-    if (!retired) arena->Free(offset);
-  }
-  float* values() const { return reinterpret_cast<float*>(arena->at(offset)); }
-  SharedPayload payload() const {
-    SharedPayload payload;
-    payload.set_session(session);
-    payload.set_offset(static_cast<uint64_t>(offset));
-    payload.set_bytes(static_cast<uint64_t>(bytes));
-    return payload;
-  }
-
-  const std::shared_ptr<SharedMemoryArena> arena;
-  const uint64_t session;
-  const int64_t offset;
-  const int64_t bytes;
-  bool retired = false;  // set on the call's poller thread only
-};
-
-namespace {
-
-// Statuses that may be the client's own (deadline, cancel, broken
-// connection) while the server still works on the call.
-bool ServerMayStillUse(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-    case grpc::StatusCode::CANCELLED:
-    case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::UNKNOWN:
-    case grpc::StatusCode::INTERNAL:
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-    case grpc::StatusCode::DATA_LOSS:
-      return true;
-    default:
-      return false;
-  }
-}
-
-}  // namespace
 
 GrpcPsShard::GrpcPsShard(const std::string& address, std::string name,
                          const Options& options)
@@ -129,59 +79,22 @@ GrpcPsShard::GrpcPsShard(const std::string& address, std::string name,
     connection->poller = std::thread([this, c = connection.get()] { Poll(c); });
   }
   control_ = ParameterServer::NewStub(connections_[0]->channel);
-  if (options.shared_memory_bytes > 0) {
-    const int64_t bytes = (options.shared_memory_bytes + 4095) / 4096 * 4096;
-    absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> region =
-        SharedMemoryRegion::Create(bytes);
-    if (region.ok()) {
-      MutexLock lock(&shared_mu_);
-      arena_ = std::make_shared<SharedMemoryArena>(*std::move(region));
-      StartAttach();
-    } else {
-      LOG(INFO) << "bulk data with " << name_
-                << " stays on TCP: " << region.status().message();
-    }
-  }
 }
 
 GrpcPsShard::~GrpcPsShard() {
-  {
-    MutexLock lock(&shared_mu_);
-    closing_ = true;
-    if (attach_call_ != nullptr) attach_call_->context->TryCancel();
-  }
+  CancelSharedMemoryOffers();
   {
     MutexLock lock(&mu_);
     mu_.Await(Condition(
         +[](int* n) { return *n == 0; }, &in_flight_));
   }
-  uint64_t session = 0;
-  {
-    MutexLock lock(&shared_mu_);
-    session = session_;
-  }
-  if (session != 0) {
-    // Best effort: a server that is gone forgets the session anyway.
-    grpc::ClientContext context;
-    context.set_deadline(
-        absl::ToChronoTime(absl::Now() + absl::Milliseconds(500)));
-    DetachSharedMemoryRequest request;
-    request.set_session(session);
-    DetachSharedMemoryResponse response;
-    control_->DetachSharedMemory(&context, request, &response);
-  }
   for (auto& connection : connections_) connection->queue.Shutdown();
   for (auto& connection : connections_) connection->poller.join();
 }
 
-void GrpcPsShard::StartAttach() {
-  shared_state_ = SharedState::kAttaching;
-  AttachSharedMemoryRequest request;
-  request.set_protocol_version(kProtocolVersion);
-  request.set_pid(getpid());
-  request.set_fd(arena_->region().fd());
-  request.set_total_bytes(arena_->region().total_bytes());
-  request.set_token(arena_->region().token());
+void GrpcPsShard::OfferSharedMemory(
+    const AttachSharedMemoryRequest& request,
+    std::function<void(absl::StatusOr<AttachSharedMemoryResponse>)> done) {
   // The control method goes as a generic call so that it completes on a
   // poller like every bulk call (see the destructor's order).
   auto* call = new BulkCall;
@@ -192,109 +105,45 @@ void GrpcPsShard::StartAttach() {
       request, &call->request, &own_buffer);
   call->deadline = absl::Now() + absl::Minutes(10);
   call->idempotent = false;
-  call->wait_for_ready = true;
+  call->wait_for_ready = true;  // made before the server may be up
   call->bypass_budget = true;
-  call->finish = [this](const grpc::Status& status,
-                        const grpc::ByteBuffer& answer, bool) {
+  call->finish = [this, call, done = std::move(done)](
+                     const grpc::Status& status, const grpc::ByteBuffer& answer,
+                     bool) {
+    {
+      MutexLock lock(&offers_mu_);
+      offers_.erase(call);
+    }
+    if (!status.ok()) return done(FromGrpcStatus(status, call->what));
     AttachSharedMemoryResponse response;
     grpc::ByteBuffer copy(answer);  // Deserialize consumes its buffer.
-    const bool parsed =
-        status.ok() &&
-        grpc::SerializationTraits<AttachSharedMemoryResponse>::Deserialize(
-            &copy, &response)
-            .ok() &&
-        response.session() != 0;
-    MutexLock lock(&shared_mu_);
-    attach_call_ = nullptr;
-    if (parsed) {
-      // Kept even when closing, so that the destructor detaches it.
-      session_ = response.session();
-      shared_state_ = SharedState::kAttached;
-      if (!closing_) {
-        LOG(INFO) << "bulk data with " << name_
-                  << " goes through shared memory";
-      }
-      return;
+    if (!grpc::SerializationTraits<AttachSharedMemoryResponse>::Deserialize(
+             &copy, &response)
+             .ok()) {
+      return done(absl::InternalError(
+          absl::StrCat(call->what, ": the server's answer is garbled")));
     }
-    shared_state_ = SharedState::kOff;
-    if (!closing_) {
-      LOG(INFO) << "bulk data with " << name_ << " stays on TCP: "
-                << (status.ok() ? "the server's answer is garbled"
-                                : status.error_message());
-    }
+    done(std::move(response));
   };
-  attach_call_ = call;
+  // Registered and sent under the lock, so a cancel finds its context.
+  MutexLock lock(&offers_mu_);
+  offers_.insert(call);
   StartBulk(call);
 }
 
-std::shared_ptr<GrpcPsShard::SharedLease> GrpcPsShard::LeaseSharedMemory(
-    int64_t bytes) {
-  if (bytes <= 0) return nullptr;
-  uint64_t session = 0;
-  std::shared_ptr<SharedMemoryArena> arena;
-  {
-    MutexLock lock(&shared_mu_);
-    if (shared_state_ != SharedState::kAttached) return nullptr;
-    session = session_;
-    arena = arena_;
-  }
-  std::optional<int64_t> offset = arena->Allocate(bytes);
-  if (!offset.has_value()) return nullptr;  // Full: this call takes TCP.
-  return std::make_shared<SharedLease>(std::move(arena), session, *offset,
-                                       bytes);
+void GrpcPsShard::CancelSharedMemoryOffers() {
+  MutexLock lock(&offers_mu_);
+  for (BulkCall* call : offers_) call->context->TryCancel();
 }
 
-void GrpcPsShard::RetirePiece(SharedLease& lease, const BulkCall& call) {
-  lease.retired = true;
-  LOG(WARNING) << call.what << " ended with " << call.status.error_message()
-               << "; keeping its " << lease.bytes
-               << " bytes of shared memory out of use, as the server may "
-                  "still be using them";
-  if (lease.arena->CountRetired(lease.bytes) * 2 <= lease.arena->capacity()) {
-    return;
-  }
-  MutexLock lock(&shared_mu_);
-  if (closing_ || arena_ != lease.arena ||
-      shared_state_ != SharedState::kAttached) {
-    return;  // Already replaced, being re-attached, or shutting down.
-  }
-  absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> region =
-      SharedMemoryRegion::Create(arena_->capacity());
-  if (!region.ok()) return;  // Keep the old one: its free pieces still work.
-  LOG(WARNING) << "half of the shared memory with " << name_
-               << " is held by calls that failed; offering a fresh region";
-  // The old region lives on while calls hold pieces of it; the server
-  // forgets its session once idle.
-  arena_ = std::make_shared<SharedMemoryArena>(*std::move(region));
-  session_ = 0;
-  StartAttach();
-}
-
-void GrpcPsShard::OnSharedMemoryLost(uint64_t session) {
-  MutexLock lock(&shared_mu_);
-  if (closing_ || shared_state_ != SharedState::kAttached ||
-      session_ != session) {
-    return;  // Already handled, or shutting down.
-  }
-  LOG(WARNING) << name_ << " forgot our shared memory (it restarted?); "
-               << "offering it again, and resending over TCP meanwhile";
-  session_ = 0;
-  StartAttach();
-}
-
-int64_t GrpcPsShard::shared_memory_bytes_held() const {
-  MutexLock lock(&shared_mu_);
-  return arena_ == nullptr ? 0 : arena_->used_bytes();
-}
-
-bool GrpcPsShard::WaitForSharedMemory(absl::Duration timeout) {
-  MutexLock lock(&shared_mu_);
-  shared_mu_.AwaitWithTimeout(
-      Condition(
-          +[](SharedState* state) { return *state != SharedState::kAttaching; },
-          &shared_state_),
-      timeout);
-  return shared_state_ == SharedState::kAttached;
+void GrpcPsShard::DetachSharedMemory(uint64_t session, absl::Time deadline) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(deadline));
+  DetachSharedMemoryRequest request;
+  request.set_session(session);
+  DetachSharedMemoryResponse response;
+  // Best effort: a server that is gone forgets the session anyway.
+  (void)control_->DetachSharedMemory(&context, request, &response);
 }
 
 void GrpcPsShard::Poll(Connection* connection) {
@@ -303,16 +152,12 @@ void GrpcPsShard::Poll(Connection* connection) {
   while (connection->queue.Next(&tag, &ok)) {
     auto* call = static_cast<BulkCall*>(tag);
     if (call->status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-        call->idempotent && call->lease == nullptr &&
+        call->idempotent && !call->shared &&
         call->attempt < options_.max_attempts && absl::Now() < call->deadline) {
       Send(call);
       continue;
     }
     const int64_t bytes = call->bytes;
-    if (call->lease != nullptr && !call->status.ok() &&
-        ServerMayStillUse(call->status.error_code()) && !call->lease->retired) {
-      RetirePiece(*call->lease, *call);
-    }
     bool shared_memory_lost = false;
     if (!call->status.ok()) {
       const auto& trailers = call->context->GetServerTrailingMetadata();
@@ -469,27 +314,21 @@ std::string BatchRange(const Parts& parts) {
   return what;
 }
 
-// Whether every buffer holds exactly its part's elements. Calls that do not
-// go over TCP, where they fail with the usual size errors.
-template <typename Header, typename Span>
-bool SizesMatch(const Header& header, const std::vector<Span>& pieces) {
-  if (header.parts_size() != static_cast<int>(pieces.size())) return false;
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    if (header.parts(static_cast<int>(i)).num_elements() !=
-        static_cast<int64_t>(pieces[i].size())) {
-      return false;
-    }
-  }
-  return true;
+// Tensor bytes a batch moves (its parts' elements), for the in-flight
+// budget.
+template <typename Header>
+int64_t BatchBytes(const Header& header) {
+  int64_t elements = 0;
+  for (const auto& part : header.parts()) elements += part.num_elements();
+  return elements * static_cast<int64_t>(sizeof(float));
 }
 
-template <typename Span>
-int64_t TotalBytes(const std::vector<Span>& pieces) {
-  int64_t bytes = 0;
-  for (const Span& piece : pieces) {
-    bytes += static_cast<int64_t>(piece.size() * sizeof(float));
-  }
-  return bytes;
+// A failed call's status; marked when the server forgot the call's
+// shared-memory session (nothing was applied).
+absl::Status CallError(const grpc::Status& status, const std::string& what,
+                       bool shared_memory_lost) {
+  absl::Status error = FromGrpcStatus(status, what);
+  return shared_memory_lost ? MarkSharedMemoryLost(std::move(error)) : error;
 }
 
 }  // namespace
@@ -498,76 +337,43 @@ void GrpcPsShard::PullBatch(
     const PullBatchRequest& header, std::vector<absl::Span<float>> out,
     absl::Time deadline,
     std::function<void(absl::StatusOr<PullBatchResponse>)> done) {
-  std::shared_ptr<SharedLease> lease =
-      SizesMatch(header, out) ? LeaseSharedMemory(TotalBytes(out)) : nullptr;
-  PullBatchVia(header, std::move(out), deadline, std::move(done),
-               std::move(lease));
-}
-
-void GrpcPsShard::PullBatchVia(
-    PullBatchRequest header, std::vector<absl::Span<float>> out,
-    absl::Time deadline,
-    std::function<void(absl::StatusOr<PullBatchResponse>)> done,
-    std::shared_ptr<SharedLease> lease) {
   auto* call = new BulkCall;
   call->method = kBulkPullBatchMethod;
   call->what = header.parts().empty()
                    ? "pull of an empty batch from " + name_
                    : absl::StrCat("pull of ", BatchRange(header.parts()),
                                   " from ", name_);
-  if (lease != nullptr) *header.mutable_shared() = lease->payload();
-  call->lease = lease.get();
+  call->shared = header.has_shared();
   call->request = EncodeBulkFrame(header, {}, nullptr);
-  call->bytes = TotalBytes(out);
+  call->bytes = BatchBytes(header);
   call->bypass_budget = header.min_version() > 0;
   call->deadline = deadline;
-  call->finish = [this, what = call->what, header = std::move(header),
-                  out = std::move(out), deadline, done = std::move(done),
-                  lease = std::move(lease)](const grpc::Status& status,
-                                            const grpc::ByteBuffer& response,
-                                            bool shared_memory_lost) mutable {
-    if (lease != nullptr &&
-        (shared_memory_lost ||
-         (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-          absl::Now() < deadline))) {
-      // Resent over TCP (with TCP's retries): never into the same piece,
-      // which a first attempt that reached the server may still fill.
-      if (shared_memory_lost) OnSharedMemoryLost(lease->session);
-      header.clear_shared();
-      return PullBatchVia(std::move(header), std::move(out), deadline,
-                          std::move(done), nullptr);
-    }
-    // The piece goes back before `done` runs, so a caller that waits for
-    // it finds the region as it was.
-    auto finish = [&lease, &done](auto result) {
-      lease.reset();
-      done(std::move(result));
-    };
-    if (!status.ok()) return finish(FromGrpcStatus(status, what));
+  call->finish = [what = call->what, shared = call->shared,
+                  parts = header.parts_size(), out = std::move(out),
+                  done = std::move(done)](const grpc::Status& status,
+                                          const grpc::ByteBuffer& response,
+                                          bool shared_memory_lost) {
+    if (!status.ok()) return done(CallError(status, what, shared_memory_lost));
     PullBatchResponse answer;
     absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, answer);
-    if (!frame.ok()) return finish(frame.status());
-    if (answer.versions_size() != static_cast<int>(out.size())) {
-      return finish(absl::InternalError(
+    if (!frame.ok()) return done(frame.status());
+    if (answer.versions_size() != parts) {
+      return done(absl::InternalError(
           absl::StrCat(what, ": the server answered ", answer.versions_size(),
-                       " parts for ", out.size())));
+                       " parts for ", parts)));
     }
-    if (lease != nullptr) {
+    if (shared) {
+      // The values are in the region; the decorator copies them out.
       if (frame->payload_bytes() != 0) {
-        return finish(absl::InternalError(absl::StrCat(
+        return done(absl::InternalError(absl::StrCat(
             what,
             ": the server answered a shared-memory pull with a payload")));
       }
-      const float* values = lease->values();
-      for (absl::Span<float> piece : out) {
-        std::copy(values, values + piece.size(), piece.data());
-        values += piece.size();
-      }
     } else if (absl::Status copied = frame->CopyPayload(out); !copied.ok()) {
-      return finish(absl::Status(copied.code(),
-                                 absl::StrCat(what, ": ", copied.message())));
+      return done(absl::Status(copied.code(),
+                               absl::StrCat(what, ": ", copied.message())));
     }
-    finish(std::move(answer));
+    done(std::move(answer));
   };
   StartBulk(call);
 }
@@ -576,77 +382,35 @@ void GrpcPsShard::PushBatch(
     const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
     std::shared_ptr<const void> owner, absl::Time deadline,
     std::function<void(absl::StatusOr<PushBatchResponse>)> done) {
-  std::shared_ptr<SharedLease> lease =
-      SizesMatch(header, data) ? LeaseSharedMemory(TotalBytes(data)) : nullptr;
-  PushBatchVia(header, std::move(data), std::move(owner), deadline,
-               std::move(done), std::move(lease));
-}
-
-void GrpcPsShard::PushBatchVia(
-    PushBatchRequest header, std::vector<absl::Span<const float>> data,
-    std::shared_ptr<const void> owner, absl::Time deadline,
-    std::function<void(absl::StatusOr<PushBatchResponse>)> done,
-    std::shared_ptr<SharedLease> lease) {
   auto* call = new BulkCall;
   call->method = kBulkPushBatchMethod;
   call->what =
       header.parts().empty()
           ? "push of an empty batch to " + name_
           : absl::StrCat("push to ", BatchRange(header.parts()), " on ", name_);
-  call->bytes = TotalBytes(data);
-  if (lease != nullptr) {
-    // One copy into the region; the caller's buffer is free from here on.
-    float* values = lease->values();
-    for (absl::Span<const float> piece : data) {
-      std::copy(piece.begin(), piece.end(), values);
-      values += piece.size();
-    }
-    owner.reset();
-    *header.mutable_shared() = lease->payload();
-    call->lease = lease.get();
-    call->request = EncodeBulkFrame(header, {}, nullptr);
-  } else {
-    call->request = EncodeBulkFramePieces(header, data, std::move(owner));
-  }
+  call->shared = header.has_shared();
+  // With shared memory the values are in the region: the frame is a header.
+  call->request = call->shared
+                      ? EncodeBulkFrame(header, {}, nullptr)
+                      : EncodeBulkFramePieces(header, data, std::move(owner));
+  call->bytes = BatchBytes(header);
   call->deadline = deadline;
   // An async push that reached the server must not be applied twice.
   call->idempotent = false;
-  call->finish = [this, what = call->what, header = std::move(header),
-                  data = std::move(data), deadline, done = std::move(done),
-                  lease = std::move(lease)](const grpc::Status& status,
-                                            const grpc::ByteBuffer& response,
-                                            bool shared_memory_lost) mutable {
-    if (shared_memory_lost && lease != nullptr) {
-      // Refused before anything was applied: resend the values, which are
-      // still in the region, over TCP; the lease lives as long as the frame.
-      OnSharedMemoryLost(lease->session);
-      header.clear_shared();
-      const float* values = lease->values();
-      std::vector<absl::Span<const float>> copies;
-      for (absl::Span<const float> piece : data) {
-        copies.emplace_back(values, piece.size());
-        values += piece.size();
-      }
-      return PushBatchVia(std::move(header), std::move(copies),
-                          std::move(lease), deadline, std::move(done), nullptr);
-    }
-    const int parts = header.parts_size();
-    // The piece goes back before `done` runs, so a caller that waits for
-    // it finds the region as it was.
-    auto finish = [&lease, &done](auto result) {
-      lease.reset();
-      done(std::move(result));
-    };
-    if (!status.ok()) return finish(FromGrpcStatus(status, what));
+  call->finish = [what = call->what, parts = header.parts_size(),
+                  done = std::move(done)](const grpc::Status& status,
+                                          const grpc::ByteBuffer& response,
+                                          bool shared_memory_lost) {
+    if (!status.ok()) return done(CallError(status, what, shared_memory_lost));
     PushBatchResponse answer;
     absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, answer);
-    if (!frame.ok()) return finish(frame.status());
+    if (!frame.ok()) return done(frame.status());
     if (answer.results_size() != parts) {
-      return finish(absl::InternalError(
+      return done(absl::InternalError(
           absl::StrCat(what, ": the server answered ", answer.results_size(),
                        " parts for ", parts)));
     }
-    finish(std::move(answer));
+    done(std::move(answer));
   };
   StartBulk(call);
 }

@@ -3,17 +3,14 @@
 //
 // Sends are zero-copy (the frame's payload slice points at the caller's
 // buffer); a pull response is copied once, from gRPC's receive slices into
-// the caller's buffer.
+// the caller's buffer. Idempotent calls (everything but pushes and
+// shared-memory calls) that fail with Unavailable are retried, waiting for
+// the connection to come back, until their deadline.
 //
-// Same host: the shard offers the server a shared-memory region at once
-// (AttachSharedMemory, asynchronously). Once the server attached it, pulls
-// and pushes carry their values through that region and only small headers
-// through gRPC: no kernel TCP copies. Until then, when the server refuses
-// (another host, --shared_memory=false), or when a call finds the region
-// full, calls go over TCP as above. A server that forgot the session (it
-// restarted) is re-attached, and the calls it refused are resent over TCP.
-// Idempotent calls (everything but Push) that fail with Unavailable are
-// retried, waiting for the connection to come back, until their deadline.
+// It is also a SharedMemoryTransport: it carries batches whose values lie
+// in a shared-memory region and offers regions to the server, for the
+// SharedMemoryShard decorator (shared_memory_shard.h), which owns the
+// region.
 //
 // Bulk calls use the completion-queue API with one queue and one poller
 // thread per connection; `done` callbacks run on those threads. The
@@ -29,13 +26,14 @@
 #include <atomic>
 #include <deque>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "client/ps_shard.h"
-#include "client/shared_memory_arena.h"
+#include "client/shared_memory_transport.h"
 #include "common/mutex.h"
 #include "common/rpc/transport_security.h"
 #include "grpcpp/channel.h"
@@ -45,7 +43,7 @@
 
 namespace psflow {
 
-class GrpcPsShard final : public PsShard {
+class GrpcPsShard final : public SharedMemoryTransport {
  public:
   struct Options {
     // TCP connections for bulk calls; chunks are spread round-robin.
@@ -56,10 +54,6 @@ class GrpcPsShard final : public PsShard {
     // the client. Bounds the server's buffer memory when many workers push
     // large models, and keeps its reused buffers warm.
     int64_t max_in_flight_bytes = int64_t{64} << 20;
-    // Shared memory offered to a server on this host; 0 keeps every call on
-    // TCP. Pages are only touched as calls use them (first fit from the
-    // start), so this is an upper bound, best about max_in_flight_bytes.
-    int64_t shared_memory_bytes = int64_t{64} << 20;
     // The job's transport security (common/rpc/transport_security.h).
     TransportSecurity security;
   };
@@ -96,18 +90,15 @@ class GrpcPsShard final : public PsShard {
               std::shared_ptr<const void> owner, absl::Time deadline,
               std::function<void(absl::Status)> done) override;
 
-  // Waits until the shared-memory offer is settled, at most `timeout`;
-  // returns whether calls now go through shared memory.
-  bool WaitForSharedMemory(absl::Duration timeout);
-  // Bytes of the shared region held by calls in flight, plus those retired
-  // after a call ended while the server might still use them (0 without
-  // shared memory).
-  int64_t shared_memory_bytes_held() const;
+  void OfferSharedMemory(
+      const AttachSharedMemoryRequest& request,
+      std::function<void(absl::StatusOr<AttachSharedMemoryResponse>)> done)
+      override;
+  void CancelSharedMemoryOffers() override;
+  void DetachSharedMemory(uint64_t session, absl::Time deadline) override;
 
  private:
   struct BulkCall;
-  struct SharedLease;
-  enum class SharedState { kOff, kAttaching, kAttached };
   struct Connection {
     std::shared_ptr<grpc::Channel> channel;
     std::unique_ptr<grpc::GenericStub> stub;
@@ -122,28 +113,6 @@ class GrpcPsShard final : public PsShard {
   // Handles completions of one connection's queue until it shuts down.
   void Poll(Connection* connection);
 
-  // Offers the region to the server; the answer arrives on a gRPC thread.
-  void StartAttach() ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_mu_);
-  // `bytes` of the region for one call, or null: the call goes over TCP.
-  std::shared_ptr<SharedLease> LeaseSharedMemory(int64_t bytes);
-  // The server forgot `session`: attach again.
-  void OnSharedMemoryLost(uint64_t session);
-  // A call gave up on its piece of `lease`'s region; once half the region
-  // is given up, a fresh region replaces it.
-  void RetirePiece(SharedLease& lease, const BulkCall& call);
-
-  // The batch calls, with their values in `lease` (or, when null, in the
-  // frame). Single pulls and pushes through shared memory use these too.
-  void PullBatchVia(PullBatchRequest header, std::vector<absl::Span<float>> out,
-                    absl::Time deadline,
-                    std::function<void(absl::StatusOr<PullBatchResponse>)> done,
-                    std::shared_ptr<SharedLease> lease);
-  void PushBatchVia(PushBatchRequest header,
-                    std::vector<absl::Span<const float>> data,
-                    std::shared_ptr<const void> owner, absl::Time deadline,
-                    std::function<void(absl::StatusOr<PushBatchResponse>)> done,
-                    std::shared_ptr<SharedLease> lease);
-
   const std::string name_;
   const Options options_;
   std::vector<std::unique_ptr<Connection>> connections_;
@@ -155,16 +124,10 @@ class GrpcPsShard final : public PsShard {
   int64_t in_flight_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // started only
   std::deque<BulkCall*> queued_ ABSL_GUARDED_BY(mu_);
 
-  // Shared memory (null arena: disabled or unavailable). Lock order:
-  // shared_mu_ before mu_.
-  mutable Mutex shared_mu_;
-  // Replaced (RenewSharedMemory) once half of it is retired.
-  std::shared_ptr<SharedMemoryArena> arena_ ABSL_GUARDED_BY(shared_mu_);
-  SharedState shared_state_ ABSL_GUARDED_BY(shared_mu_) = SharedState::kOff;
-  uint64_t session_ ABSL_GUARDED_BY(shared_mu_) = 0;
-  bool closing_ ABSL_GUARDED_BY(shared_mu_) = false;
-  // The attach in flight, for cancelling it in the destructor.
-  BulkCall* attach_call_ ABSL_GUARDED_BY(shared_mu_) = nullptr;
+  // Shared-memory offers in flight, for cancelling them. Lock order:
+  // offers_mu_ before mu_.
+  Mutex offers_mu_;
+  std::set<BulkCall*> offers_ ABSL_GUARDED_BY(offers_mu_);
 };
 
 }  // namespace psflow

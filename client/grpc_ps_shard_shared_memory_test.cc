@@ -1,12 +1,13 @@
-// The same-host shared-memory data plane of GrpcPsShard against a real
-// server on 127.0.0.1: that values really bypass TCP, and what happens when
-// the server refuses, forgets the session, or the region is full.
+// The same-host shared-memory data plane (SharedMemoryShard over GrpcPsShard)
+// against a real server on 127.0.0.1: that values really bypass TCP, and what
+// happens when the server refuses, forgets the session, or the region is full.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "client/grpc_ps_shard.h"
 #include "client/ps_shard_test_util.h"
+#include "client/shared_memory_shard.h"
 #include "common/mutex.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
@@ -52,11 +53,13 @@ class SharedMemoryTest : public ::testing::Test {
     ASSERT_OK(server_->core().CreateVariables(create));
   }
 
-  std::unique_ptr<GrpcPsShard> Connect(int64_t shared_memory_bytes) {
-    GrpcPsShard::Options options;
-    options.shared_memory_bytes = shared_memory_bytes;
-    return std::make_unique<GrpcPsShard>(
-        absl::StrCat("127.0.0.1:", server_->port()), "ps-0", options);
+  // The decorator over the gRPC transport, as clients connect.
+  std::unique_ptr<SharedMemoryShard> Connect(int64_t shared_memory_bytes) {
+    return std::make_unique<SharedMemoryShard>(
+        std::make_unique<GrpcPsShard>(
+            absl::StrCat("127.0.0.1:", server_->port()), "ps-0",
+            GrpcPsShard::Options()),
+        shared_memory_bytes);
   }
 
   static absl::StatusOr<PullResponse> Pull(PsShard& shard, int64_t offset,
@@ -126,7 +129,7 @@ class SharedMemoryTest : public ::testing::Test {
 
 TEST_F(SharedMemoryTest, ValuesTravelThroughSharedMemoryNotTcp) {
   StartServer(SharedMemorySessions::Options{});
-  std::unique_ptr<GrpcPsShard> shard = Connect(1 << 20);
+  std::unique_ptr<SharedMemoryShard> shard = Connect(1 << 20);
   ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
   const StatsResponse before = server_->Stats();
   EXPECT_EQ(before.shared_memory_sessions(), 1);
@@ -160,7 +163,7 @@ TEST_F(SharedMemoryTest, ServerWithSharedMemoryOffKeepsTheClientOnTcp) {
   SharedMemorySessions::Options off;
   off.enabled = false;
   StartServer(off);
-  std::unique_ptr<GrpcPsShard> shard = Connect(1 << 20);
+  std::unique_ptr<SharedMemoryShard> shard = Connect(1 << 20);
   EXPECT_FALSE(shard->WaitForSharedMemory(absl::Seconds(20)));
   ASSERT_OK(Push(*shard, 0, 2.0f));
   ASSERT_OK(PushBatch(*shard, 4.0f));
@@ -174,7 +177,7 @@ TEST_F(SharedMemoryTest, ServerWithSharedMemoryOffKeepsTheClientOnTcp) {
 
 TEST_F(SharedMemoryTest, ForgottenSessionIsResentOverTcpOnceAndReattached) {
   StartServer(SharedMemorySessions::Options{});
-  std::unique_ptr<GrpcPsShard> shard = Connect(1 << 20);
+  std::unique_ptr<SharedMemoryShard> shard = Connect(1 << 20);
   ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
   // As a restarted server would have.
   auto forget = [&] { server_->shared_memory().DetachAll(); };
@@ -207,7 +210,7 @@ TEST_F(SharedMemoryTest, ForgottenSessionIsResentOverTcpOnceAndReattached) {
 
 TEST_F(SharedMemoryTest, PieceOfACallTheClientGaveUpOnIsNeverReused) {
   StartServer(SharedMemorySessions::Options{});
-  std::unique_ptr<GrpcPsShard> shard = Connect(1 << 20);
+  std::unique_ptr<SharedMemoryShard> shard = Connect(1 << 20);
   ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
   std::vector<float> w(kChunk);
   // Waits for a step that never comes: the client's deadline ends it, and
@@ -225,7 +228,8 @@ TEST_F(SharedMemoryTest, PieceOfACallTheClientGaveUpOnIsNeverReused) {
 
 TEST_F(SharedMemoryTest, RegionMostlyGivenUpIsReplacedByAFreshOne) {
   StartServer(SharedMemorySessions::Options{});
-  std::unique_ptr<GrpcPsShard> shard = Connect(4 * kChunk * 4);  // 4 pieces
+  std::unique_ptr<SharedMemoryShard> shard =
+      Connect(4 * kChunk * 4);  // 4 pieces
   ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
   std::vector<float> w(kChunk);
   for (int i = 0; i < 3; ++i) {
@@ -245,7 +249,7 @@ TEST_F(SharedMemoryTest, RegionMostlyGivenUpIsReplacedByAFreshOne) {
 
 TEST_F(SharedMemoryTest, WrongSizedBuffersGetTheErrorsTcpGives) {
   StartServer(SharedMemorySessions::Options{});
-  std::unique_ptr<GrpcPsShard> shard = Connect(1 << 20);
+  std::unique_ptr<SharedMemoryShard> shard = Connect(1 << 20);
   ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
   // A buffer longer than the chunk must not be filled from (or read past)
   // the chunk's piece of the region.
@@ -268,7 +272,7 @@ TEST_F(SharedMemoryTest, WrongSizedBuffersGetTheErrorsTcpGives) {
 TEST_F(SharedMemoryTest, CallsThatFindTheRegionFullGoOverTcp) {
   StartServer(SharedMemorySessions::Options{});
   // Room for two 1 KiB chunks: most of 32 concurrent pulls find it full.
-  std::unique_ptr<GrpcPsShard> shard = Connect(2 * kChunk * 4);
+  std::unique_ptr<SharedMemoryShard> shard = Connect(2 * kChunk * 4);
   ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
   ASSERT_OK(Push(*shard, 0, 2.0f));
   ASSERT_OK(Push(*shard, kChunk, 3.0f));

@@ -8,6 +8,7 @@
 #include "client/grpc_ps_shard.h"
 #include "client/local_ps_shard.h"
 #include "client/ps_shard_test_util.h"
+#include "client/shared_memory_shard.h"
 #include "common/mutex.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
@@ -42,19 +43,31 @@ struct LocalHarness : Harness {
   LocalPsShard local;
 };
 
+// The gRPC transport, behind the shared-memory decorator when
+// `shared_memory_bytes` > 0.
 struct GrpcHarness : Harness {
-  explicit GrpcHarness(const GrpcPsShard::Options& client_options) {
+  GrpcHarness(const GrpcPsShard::Options& client_options,
+              int64_t shared_memory_bytes = 0) {
     GrpcParameterServer::Options options;
     options.listen_address = "127.0.0.1:0";
     options.core.chunk_bytes = kChunk * sizeof(float);
     options.grace = absl::Milliseconds(200);
     server = *GrpcParameterServer::Start(options);
-    remote = std::make_unique<GrpcPsShard>(
+    auto transport = std::make_unique<GrpcPsShard>(
         absl::StrCat("127.0.0.1:", server->port()), "ps-0", client_options);
+    if (shared_memory_bytes > 0) {
+      shared = std::make_unique<SharedMemoryShard>(std::move(transport),
+                                                   shared_memory_bytes);
+    } else {
+      remote = std::move(transport);
+    }
   }
-  PsShard& shard() override { return *remote; }
+  PsShard& shard() override {
+    return shared != nullptr ? static_cast<PsShard&>(*shared) : *remote;
+  }
   std::unique_ptr<GrpcParameterServer> server;
-  std::unique_ptr<GrpcPsShard> remote;
+  std::unique_ptr<GrpcPsShard> remote;        // TCP only
+  std::unique_ptr<SharedMemoryShard> shared;  // or through shared memory
 };
 
 enum class Transport {
@@ -68,7 +81,6 @@ class PsShardConformanceTest : public ::testing::TestWithParam<Transport> {
  protected:
   void SetUp() override {
     GrpcPsShard::Options options;
-    options.shared_memory_bytes = 0;
     switch (GetParam()) {
       case Transport::kLocal:
         harness_ = std::make_unique<LocalHarness>();
@@ -77,9 +89,8 @@ class PsShardConformanceTest : public ::testing::TestWithParam<Transport> {
         harness_ = std::make_unique<GrpcHarness>(options);
         break;
       case Transport::kGrpcSharedMemory: {
-        options.shared_memory_bytes = 1 << 20;
-        auto harness = std::make_unique<GrpcHarness>(options);
-        ASSERT_TRUE(harness->remote->WaitForSharedMemory(absl::Seconds(20)));
+        auto harness = std::make_unique<GrpcHarness>(options, 1 << 20);
+        ASSERT_TRUE(harness->shared->WaitForSharedMemory(absl::Seconds(20)));
         harness_ = std::move(harness);
         break;
       }
@@ -94,7 +105,7 @@ class PsShardConformanceTest : public ::testing::TestWithParam<Transport> {
 
   PsShard& shard() { return harness_->shard(); }
 
-  void Setup(UpdateMode mode, int workers = 1, int replicas = 1) {
+  void ConfigureServer(UpdateMode mode, int workers = 1, int replicas = 1) {
     ConfigureRequest config;
     config.set_protocol_version(kProtocolVersion);
     config.mutable_optimizer()->set_kind(OptimizerConfig::SGD);
@@ -222,7 +233,7 @@ class PsShardConformanceTest : public ::testing::TestWithParam<Transport> {
 };
 
 TEST_P(PsShardConformanceTest, AssignedValuesArePulledBack) {
-  Setup(ASYNC);
+  ConfigureServer(ASYNC);
   ASSERT_OK(Assign(0, {1, 2, 3, 4}));
   ASSERT_OK(Assign(4, {5, 6, 7, 8}));
   ASSERT_OK(Assign(8, {9, 10}));
@@ -230,28 +241,28 @@ TEST_P(PsShardConformanceTest, AssignedValuesArePulledBack) {
 }
 
 TEST_P(PsShardConformanceTest, AsyncPushIsAppliedOnArrival) {
-  Setup(ASYNC);
+  ConfigureServer(ASYNC);
   ASSERT_OK_AND_ASSIGN(PushResponse response, Push(8, {1.5f, -2.0f}));
   EXPECT_EQ(response.version(), 1);
   EXPECT_THAT(ReadAll(), ElementsAre(0, 0, 0, 0, 0, 0, 0, 0, -1.5f, 2.0f));
 }
 
 TEST_P(PsShardConformanceTest, PullOfUnknownVariableIsNotFound) {
-  Setup(ASYNC);
+  ConfigureServer(ASYNC);
   EXPECT_THAT(Push(0, {1, 1, 1, 1}, 0, 0, "missing"),
               StatusIs(absl::StatusCode::kNotFound,
                        HasSubstr("variable \"missing\" is not on this")));
 }
 
 TEST_P(PsShardConformanceTest, MisalignedRangeIsInvalidArgument) {
-  Setup(ASYNC);
+  ConfigureServer(ASYNC);
   std::vector<float> out(3);
   EXPECT_THAT(Pull(1, out), StatusIs(absl::StatusCode::kInvalidArgument,
                                      HasSubstr("is not one chunk")));
 }
 
 TEST_P(PsShardConformanceTest, NonFiniteGradientIsRejectedAndChangesNothing) {
-  Setup(ASYNC);
+  ConfigureServer(ASYNC);
   EXPECT_THAT(Push(4, {1, 2, std::numeric_limits<float>::quiet_NaN(), 4}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("value nan at element 6")));
@@ -261,14 +272,14 @@ TEST_P(PsShardConformanceTest, NonFiniteGradientIsRejectedAndChangesNothing) {
 }
 
 TEST_P(PsShardConformanceTest, OtherProtocolVersionIsRefused) {
-  Setup(ASYNC);
+  ConfigureServer(ASYNC);
   EXPECT_THAT(Push(0, {1, 1, 1, 1}, 0, 0, "w", kProtocolVersion + 1),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("run the same psflow release")));
 }
 
 TEST_P(PsShardConformanceTest, SyncPullWaitsForTheStepThenAnswers) {
-  Setup(SYNC, 2, 2);
+  ConfigureServer(SYNC, 2, 2);
   ASSERT_OK(Push(0, {2, 2, 2, 2}, 0, 0));
   Notification pulled;
   std::vector<float> out(4);
@@ -288,7 +299,7 @@ TEST_P(PsShardConformanceTest, SyncPullWaitsForTheStepThenAnswers) {
 // A worker that prefetches the next step's values while pushing this
 // step's gradient must not deadlock, however small the client's budget.
 TEST_P(PsShardConformanceTest, WaitingPullDoesNotBlockThePushCompletingIt) {
-  Setup(SYNC, 1, 1);
+  ConfigureServer(SYNC, 1, 1);
   std::vector<float> out(4);
   absl::StatusOr<PullResponse> pulled;
   std::thread prefetch([&] { pulled = Pull(0, out, /*min_version=*/1); });
@@ -301,14 +312,14 @@ TEST_P(PsShardConformanceTest, WaitingPullDoesNotBlockThePushCompletingIt) {
 }
 
 TEST_P(PsShardConformanceTest, SyncPullGivesUpAtItsDeadline) {
-  Setup(SYNC, 2, 2);
+  ConfigureServer(SYNC, 2, 2);
   std::vector<float> out(4);
   EXPECT_THAT(Pull(0, out, 1, absl::Now() + absl::Milliseconds(100)),
               StatusIs(absl::StatusCode::kDeadlineExceeded));
 }
 
 TEST_P(PsShardConformanceTest, StaleSyncGradientIsAborted) {
-  Setup(SYNC, 2, 1);
+  ConfigureServer(SYNC, 2, 1);
   ASSERT_OK(Push(0, {1, 1, 1, 1}, 0, 0));
   EXPECT_THAT(Push(0, {1, 1, 1, 1}, 0, 1),
               StatusIs(absl::StatusCode::kAborted, HasSubstr("stale")));
@@ -317,7 +328,7 @@ TEST_P(PsShardConformanceTest, StaleSyncGradientIsAborted) {
 }
 
 TEST_P(PsShardConformanceTest, ConcurrentPushesSumExactly) {
-  Setup(ASYNC);
+  ConfigureServer(ASYNC);
   constexpr int kThreads = 4;
   constexpr int kPushes = 100;
   std::vector<std::thread> threads;
@@ -337,7 +348,7 @@ TEST_P(PsShardConformanceTest, ConcurrentPushesSumExactly) {
 }
 
 TEST_P(PsShardConformanceTest, ConfiguringTwiceDifferentlyIsRefused) {
-  Setup(ASYNC);
+  ConfigureServer(ASYNC);
   ConfigureRequest other;
   other.set_protocol_version(kProtocolVersion);
   other.mutable_optimizer()->set_kind(OptimizerConfig::ADAM);
@@ -348,12 +359,12 @@ TEST_P(PsShardConformanceTest, ConfiguringTwiceDifferentlyIsRefused) {
 }
 
 TEST_P(PsShardConformanceTest, ShutdownIsAcknowledged) {
-  Setup(ASYNC);
+  ConfigureServer(ASYNC);
   EXPECT_OK(shard().Shutdown("test over", Soon()));
 }
 
 TEST_P(PsShardConformanceTest, BatchPullReadsEveryPartInOrder) {
-  Setup(ASYNC);
+  ConfigureServer(ASYNC);
   ASSERT_OK(Assign(8, {9, 10}));
   ASSERT_OK(Push(0, {1, 1, 1, 1}));  // w chunk 0 at version 1, the rest 0
   std::vector<float> w_tail(2, -7), b(3, -7);
@@ -364,7 +375,7 @@ TEST_P(PsShardConformanceTest, BatchPullReadsEveryPartInOrder) {
 }
 
 TEST_P(PsShardConformanceTest, BatchPushAppliesEveryPart) {
-  Setup(ASYNC);
+  ConfigureServer(ASYNC);
   ASSERT_OK_AND_ASSIGN(PushBatchResponse response,
                        PushBatch({1, 2}, {3, 4, 5}));
   ASSERT_EQ(response.results_size(), 2);
@@ -382,7 +393,7 @@ TEST_P(PsShardConformanceTest, BatchPushAppliesEveryPart) {
 }
 
 TEST_P(PsShardConformanceTest, BatchWithANonFinitePartChangesNothing) {
-  Setup(ASYNC);
+  ConfigureServer(ASYNC);
   EXPECT_THAT(PushBatch({1, 2}, {3, std::numeric_limits<float>::infinity(), 5}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("push to \"b\" from worker 0: gradient "
@@ -397,7 +408,7 @@ TEST_P(PsShardConformanceTest, BatchWithANonFinitePartChangesNothing) {
 }
 
 TEST_P(PsShardConformanceTest, BatchWithAnUnknownPartIsNotFound) {
-  Setup(ASYNC);
+  ConfigureServer(ASYNC);
   PullBatchRequest header;
   header.set_protocol_version(kProtocolVersion);
   AddParts(&header);
@@ -416,7 +427,7 @@ TEST_P(PsShardConformanceTest, BatchWithAnUnknownPartIsNotFound) {
 }
 
 TEST_P(PsShardConformanceTest, EmptyBatchIsInvalidArgument) {
-  Setup(ASYNC);
+  ConfigureServer(ASYNC);
   PushBatchRequest header;
   header.set_protocol_version(kProtocolVersion);
   Notification done;
@@ -434,7 +445,7 @@ TEST_P(PsShardConformanceTest, EmptyBatchIsInvalidArgument) {
 // The answer waits for the slowest part: here b completes step 1 only
 // after w's tail does.
 TEST_P(PsShardConformanceTest, SyncBatchPullWaitsForEveryPart) {
-  Setup(SYNC, 1, 1);
+  ConfigureServer(SYNC, 1, 1);
   Notification pulled;
   std::vector<float> w_tail(2), b(3);
   absl::StatusOr<PullBatchResponse> result;
@@ -454,7 +465,7 @@ TEST_P(PsShardConformanceTest, SyncBatchPullWaitsForEveryPart) {
 }
 
 TEST_P(PsShardConformanceTest, SyncBatchPullGivesUpAtItsDeadline) {
-  Setup(SYNC, 1, 1);
+  ConfigureServer(SYNC, 1, 1);
   ASSERT_OK(Push(8, {1, 1}));  // w's tail reaches step 1, b never does
   std::vector<float> w_tail(2), b(3);
   EXPECT_THAT(PullBatch(w_tail, b, 1, absl::Now() + absl::Milliseconds(100)),
@@ -462,7 +473,7 @@ TEST_P(PsShardConformanceTest, SyncBatchPullGivesUpAtItsDeadline) {
 }
 
 TEST_P(PsShardConformanceTest, StalePartOfASyncBatchIsAbortedAlone) {
-  Setup(SYNC, 2, 1);
+  ConfigureServer(SYNC, 2, 1);
   ASSERT_OK(Push(8, {1, 1}, 0, 0));  // w's tail moves to step 1
   ASSERT_OK_AND_ASSIGN(PushBatchResponse response,
                        PushBatch({5, 5}, {1, 1, 1}, /*version=*/0, 1));

@@ -104,9 +104,11 @@ class ABSL_LOCKABLE Mutex {
 
   void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
   // Like absl::Mutex, every unlock lets waiters re-check their conditions.
+  // They are woken before the unlock: once it returns, a waiter may
+  // destroy the mutex (the last user's unlock must not touch it).
   void Unlock() ABSL_UNLOCK_FUNCTION() {
-    mu_.unlock();
     changed_.notify_all();
+    mu_.unlock();
   }
   void ReaderLock() ABSL_SHARED_LOCK_FUNCTION() { mu_.lock_shared(); }
   void ReaderUnlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock_shared(); }

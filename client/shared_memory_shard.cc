@@ -1,0 +1,368 @@
+#include "client/shared_memory_shard.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "proto/protocol.h"
+
+namespace psflow {
+
+// Bytes of the region reserved for one call; freed when the last holder
+// (the call, or a resend's frame) lets go.
+struct SharedMemoryShard::Lease {
+  Lease(std::shared_ptr<SharedMemoryArena> arena, uint64_t session,
+        int64_t offset, int64_t bytes)
+      : arena(std::move(arena)),
+        session(session),
+        offset(offset),
+        bytes(bytes) {}
+  // A retired piece is never handed out again: the server may still write
+  // (a pull) or read (a push) it after the client gave up on the call.
+  ~Lease() {
+    if (!retired) arena->Free(offset);
+  }
+  float* values() const { return reinterpret_cast<float*>(arena->at(offset)); }
+  SharedPayload payload() const {
+    SharedPayload payload;
+    payload.set_session(session);
+    payload.set_offset(static_cast<uint64_t>(offset));
+    payload.set_bytes(static_cast<uint64_t>(bytes));
+    return payload;
+  }
+
+  const std::shared_ptr<SharedMemoryArena> arena;
+  const uint64_t session;
+  const int64_t offset;
+  const int64_t bytes;
+  bool retired = false;  // set by the call's callback only
+};
+
+namespace {
+
+// Statuses that may be the client's own (deadline, cancel, broken
+// connection) while the server still works on the call.
+bool ServerMayStillUse(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kCancelled:
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kUnknown:
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kDataLoss:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Whether every buffer holds exactly its part's elements. Calls that do
+// not go without the region, where they get the transport's size errors.
+template <typename Header, typename Span>
+bool SizesMatch(const Header& header, const std::vector<Span>& pieces) {
+  if (header.parts_size() != static_cast<int>(pieces.size())) return false;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (header.parts(static_cast<int>(i)).num_elements() !=
+        static_cast<int64_t>(pieces[i].size())) {
+      return false;
+    }
+  }
+  return true;
+}
+
+template <typename Span>
+int64_t TotalBytes(const std::vector<Span>& pieces) {
+  int64_t bytes = 0;
+  for (const Span& piece : pieces) {
+    bytes += static_cast<int64_t>(piece.size() * sizeof(float));
+  }
+  return bytes;
+}
+
+}  // namespace
+
+SharedMemoryShard::SharedMemoryShard(
+    std::unique_ptr<SharedMemoryTransport> transport, int64_t region_bytes)
+    : transport_(std::move(transport)) {
+  const int64_t bytes = (region_bytes + 4095) / 4096 * 4096;
+  absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> region =
+      SharedMemoryRegion::Create(bytes);
+  if (!region.ok()) {
+    LOG(INFO) << "bulk data with " << name()
+              << " stays on TCP: " << region.status().message();
+    return;
+  }
+  MutexLock lock(&mu_);
+  arena_ = std::make_shared<SharedMemoryArena>(*std::move(region));
+  StartOffer();
+}
+
+SharedMemoryShard::~SharedMemoryShard() {
+  {
+    MutexLock lock(&mu_);
+    closing_ = true;
+  }
+  transport_->CancelSharedMemoryOffers();
+  uint64_t session = 0;
+  {
+    MutexLock lock(&mu_);
+    mu_.Await(Condition(
+        +[](int* n) { return *n == 0; }, &calls_in_flight_));
+    session = session_;
+  }
+  if (session != 0) {
+    transport_->DetachSharedMemory(session,
+                                   absl::Now() + absl::Milliseconds(500));
+  }
+}
+
+void SharedMemoryShard::CallStarted() {
+  MutexLock lock(&mu_);
+  ++calls_in_flight_;
+}
+
+// The last use of `this` by a callback: the destructor may run once the
+// lock is released.
+void SharedMemoryShard::CallEnded() {
+  MutexLock lock(&mu_);
+  --calls_in_flight_;
+}
+
+void SharedMemoryShard::StartOffer() {
+  state_ = State::kAttaching;
+  ++calls_in_flight_;
+  AttachSharedMemoryRequest request;
+  request.set_protocol_version(kProtocolVersion);
+  request.set_pid(getpid());
+  request.set_fd(arena_->region().fd());
+  request.set_total_bytes(arena_->region().total_bytes());
+  request.set_token(arena_->region().token());
+  transport_->OfferSharedMemory(
+      request, [this, arena = arena_](
+                   absl::StatusOr<AttachSharedMemoryResponse> answer) {
+        MutexLock lock(&mu_);
+        --calls_in_flight_;
+        if (arena != arena_) return;  // An older region's answer.
+        if (answer.ok() && answer->session() != 0) {
+          // Kept even when closing, so that the destructor detaches it.
+          session_ = answer->session();
+          state_ = State::kAttached;
+          if (!closing_) {
+            LOG(INFO) << "bulk data with " << name()
+                      << " goes through shared memory";
+          }
+          return;
+        }
+        state_ = State::kOff;
+        if (!closing_) {
+          LOG(INFO) << "bulk data with " << name() << " stays on TCP: "
+                    << (answer.ok() ? "the server's answer has no session"
+                                    : answer.status().message());
+        }
+      });
+}
+
+std::shared_ptr<SharedMemoryShard::Lease> SharedMemoryShard::LeasePiece(
+    int64_t bytes) {
+  if (bytes <= 0) return nullptr;
+  uint64_t session = 0;
+  std::shared_ptr<SharedMemoryArena> arena;
+  {
+    MutexLock lock(&mu_);
+    if (state_ != State::kAttached || closing_) return nullptr;
+    session = session_;
+    arena = arena_;
+    // Counted before the call starts, so the destructor waits for it.
+    ++calls_in_flight_;
+  }
+  std::optional<int64_t> offset = arena->Allocate(bytes);
+  if (!offset.has_value()) {  // Full: this call goes without the region.
+    CallEnded();
+    return nullptr;
+  }
+  return std::make_shared<Lease>(std::move(arena), session, *offset, bytes);
+}
+
+void SharedMemoryShard::RetirePiece(Lease& lease, const absl::Status& why) {
+  lease.retired = true;
+  LOG(WARNING) << name() << ": a call ended with " << why.message()
+               << "; keeping its " << lease.bytes
+               << " bytes of shared memory out of use, as the server may "
+                  "still be using them";
+  if (lease.arena->CountRetired(lease.bytes) * 2 <= lease.arena->capacity()) {
+    return;
+  }
+  MutexLock lock(&mu_);
+  if (closing_ || arena_ != lease.arena || state_ != State::kAttached) {
+    return;  // Already replaced, being offered again, or shutting down.
+  }
+  absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> region =
+      SharedMemoryRegion::Create(arena_->capacity());
+  if (!region.ok()) return;  // Keep the old one: its free pieces still work.
+  LOG(WARNING) << "half of the shared memory with " << name()
+               << " is held by calls that failed; offering a fresh region";
+  // The old region lives on while calls hold pieces of it; the server
+  // forgets its session once idle.
+  arena_ = std::make_shared<SharedMemoryArena>(*std::move(region));
+  session_ = 0;
+  StartOffer();
+}
+
+void SharedMemoryShard::OnLost(uint64_t session) {
+  MutexLock lock(&mu_);
+  if (closing_ || state_ != State::kAttached || session_ != session) {
+    return;  // Already handled, or shutting down.
+  }
+  LOG(WARNING) << name() << " forgot our shared memory (it restarted?); "
+               << "offering it again, and resending over TCP meanwhile";
+  session_ = 0;
+  StartOffer();
+}
+
+int64_t SharedMemoryShard::shared_memory_bytes_held() const {
+  MutexLock lock(&mu_);
+  return arena_ == nullptr ? 0 : arena_->used_bytes();
+}
+
+bool SharedMemoryShard::WaitForSharedMemory(absl::Duration timeout) {
+  MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(
+      Condition(
+          +[](State* state) { return *state != State::kAttaching; }, &state_),
+      timeout);
+  return state_ == State::kAttached;
+}
+
+void SharedMemoryShard::PullBatch(
+    const PullBatchRequest& header, std::vector<absl::Span<float>> out,
+    absl::Time deadline,
+    std::function<void(absl::StatusOr<PullBatchResponse>)> done) {
+  std::shared_ptr<Lease> lease =
+      SizesMatch(header, out) ? LeasePiece(TotalBytes(out)) : nullptr;
+  if (lease == nullptr) {
+    return transport_->PullBatch(header, std::move(out), deadline,
+                                 std::move(done));
+  }
+  PullVia(header, std::move(out), deadline, std::move(done), std::move(lease));
+}
+
+void SharedMemoryShard::PullVia(
+    PullBatchRequest header, std::vector<absl::Span<float>> out,
+    absl::Time deadline,
+    std::function<void(absl::StatusOr<PullBatchResponse>)> done,
+    std::shared_ptr<Lease> lease) {
+  *header.mutable_shared() = lease->payload();
+  PullBatchRequest shared_header = header;
+  transport_->PullBatch(
+      shared_header, {}, deadline,
+      [this, header = std::move(header), out = std::move(out), deadline,
+       done = std::move(done), lease = std::move(lease)](
+          absl::StatusOr<PullBatchResponse> answer) mutable {
+        if (!answer.ok()) {
+          const absl::Status& status = answer.status();
+          const bool lost = IsSharedMemoryLost(status);
+          if (lost || (status.code() == absl::StatusCode::kUnavailable &&
+                       absl::Now() < deadline)) {
+            // Resent without the region (with the transport's retries):
+            // never into the same piece, which a first attempt that reached
+            // the server may still fill.
+            if (lost) {
+              OnLost(lease->session);
+            } else {
+              RetirePiece(*lease, status);
+            }
+            lease.reset();
+            header.clear_shared();
+            transport_->PullBatch(header, std::move(out), deadline,
+                                  std::move(done));
+            return CallEnded();
+          }
+          if (ServerMayStillUse(status.code())) RetirePiece(*lease, status);
+          // The piece goes back before `done` runs, so a caller that waits
+          // for it finds the region as it was.
+          lease.reset();
+          done(status);
+          return CallEnded();
+        }
+        if (answer->versions_size() != static_cast<int>(out.size())) {
+          lease.reset();
+          done(absl::InternalError(absl::StrCat(
+              "pull from ", name(), ": the server answered ",
+              answer->versions_size(), " parts for ", out.size())));
+          return CallEnded();
+        }
+        const float* values = lease->values();
+        for (absl::Span<float> piece : out) {
+          std::copy(values, values + piece.size(), piece.data());
+          values += piece.size();
+        }
+        lease.reset();
+        done(std::move(answer));
+        CallEnded();
+      });
+}
+
+void SharedMemoryShard::PushBatch(
+    const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
+    std::shared_ptr<const void> owner, absl::Time deadline,
+    std::function<void(absl::StatusOr<PushBatchResponse>)> done) {
+  std::shared_ptr<Lease> lease =
+      SizesMatch(header, data) ? LeasePiece(TotalBytes(data)) : nullptr;
+  if (lease == nullptr) {
+    return transport_->PushBatch(header, std::move(data), std::move(owner),
+                                 deadline, std::move(done));
+  }
+  PushVia(header, std::move(data), std::move(owner), deadline, std::move(done),
+          std::move(lease));
+}
+
+void SharedMemoryShard::PushVia(
+    PushBatchRequest header, std::vector<absl::Span<const float>> data,
+    std::shared_ptr<const void> owner, absl::Time deadline,
+    std::function<void(absl::StatusOr<PushBatchResponse>)> done,
+    std::shared_ptr<Lease> lease) {
+  // One copy into the region; the caller's buffer is free from here on.
+  float* values = lease->values();
+  for (absl::Span<const float> piece : data) {
+    std::copy(piece.begin(), piece.end(), values);
+    values += piece.size();
+  }
+  owner.reset();
+  *header.mutable_shared() = lease->payload();
+  PushBatchRequest shared_header = header;
+  transport_->PushBatch(
+      shared_header, {}, nullptr, deadline,
+      [this, header = std::move(header), data = std::move(data), deadline,
+       done = std::move(done), lease = std::move(lease)](
+          absl::StatusOr<PushBatchResponse> answer) mutable {
+        if (!answer.ok() && IsSharedMemoryLost(answer.status())) {
+          // Refused before anything was applied: resend the values, which
+          // are still in the region, without it; the lease lives as long
+          // as the resend's frame.
+          OnLost(lease->session);
+          header.clear_shared();
+          const float* values = lease->values();
+          std::vector<absl::Span<const float>> copies;
+          for (absl::Span<const float> piece : data) {
+            copies.emplace_back(values, piece.size());
+            values += piece.size();
+          }
+          transport_->PushBatch(header, std::move(copies), std::move(lease),
+                                deadline, std::move(done));
+          return CallEnded();
+        }
+        if (!answer.ok() && ServerMayStillUse(answer.status().code())) {
+          RetirePiece(*lease, answer.status());
+        }
+        lease.reset();
+        done(std::move(answer));
+        CallEnded();
+      });
+}
+
+}  // namespace psflow

@@ -1,0 +1,142 @@
+// Same-host bulk data through shared memory, as a decorator over a shard
+// transport (SharedMemoryTransport, e.g. GrpcPsShard).
+//
+// At construction it creates a region (a sealed memfd, common/
+// shared_memory_region.h) and offers it to the server. Once the server
+// attached it, each pull and push takes a piece of the region for its
+// values and the transport carries only the header: no kernel TCP copies.
+// Until then, when the server refuses (another host, --shared_memory=
+// false), or when a call finds the region full, calls go to the transport
+// unchanged (TCP). Control calls and assigns always pass straight through.
+//
+// Faults:
+//  - a server that forgot the session (it restarted) refuses the call
+//    before applying anything: the call is resent without the region and
+//    the region is offered again;
+//  - a pull that fails with Unavailable before its deadline is resent
+//    without the region, never into the same piece;
+//  - a call that ended on what may be the client's own error (deadline,
+//    cancel, a broken connection) may still be served by the server, so
+//    its piece is never handed out again; once half the region is given up
+//    that way, a fresh region replaces it.
+//
+// Thread-safe. The destructor waits for the calls it started and detaches
+// the region before the transport goes.
+#ifndef PSFLOW_CLIENT_SHARED_MEMORY_SHARD_H_
+#define PSFLOW_CLIENT_SHARED_MEMORY_SHARD_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "client/shared_memory_arena.h"
+#include "client/shared_memory_transport.h"
+#include "common/mutex.h"
+
+namespace psflow {
+
+class SharedMemoryShard final : public PsShard {
+ public:
+  // `region_bytes` (rounded up to whole pages) is an upper bound: pages are
+  // touched only as calls use them, first fit from the start.
+  SharedMemoryShard(std::unique_ptr<SharedMemoryTransport> transport,
+                    int64_t region_bytes);
+  ~SharedMemoryShard() override;
+
+  const std::string& name() const override { return transport_->name(); }
+  absl::StatusOr<ConfigureResponse> Configure(const ConfigureRequest& request,
+                                              absl::Time deadline) override {
+    return transport_->Configure(request, deadline);
+  }
+  absl::Status CreateVariables(const CreateVariablesRequest& request,
+                               absl::Time deadline) override {
+    return transport_->CreateVariables(request, deadline);
+  }
+  absl::StatusOr<StatsResponse> Stats(absl::Time deadline) override {
+    return transport_->Stats(deadline);
+  }
+  absl::Status Shutdown(const std::string& reason,
+                        absl::Time deadline) override {
+    return transport_->Shutdown(reason, deadline);
+  }
+  absl::StatusOr<HoldResponse> Hold(const HoldRequest& request,
+                                    absl::Time deadline) override {
+    return transport_->Hold(request, deadline);
+  }
+  absl::StatusOr<SaveShardResponse> SaveShard(const SaveShardRequest& request,
+                                              absl::Time deadline) override {
+    return transport_->SaveShard(request, deadline);
+  }
+  absl::StatusOr<RestoreShardResponse> RestoreShard(
+      const RestoreShardRequest& request, absl::Time deadline) override {
+    return transport_->RestoreShard(request, deadline);
+  }
+  void Assign(const AssignRequest& header, absl::Span<const float> data,
+              std::shared_ptr<const void> owner, absl::Time deadline,
+              std::function<void(absl::Status)> done) override {
+    transport_->Assign(header, data, std::move(owner), deadline,
+                       std::move(done));
+  }
+
+  void PullBatch(
+      const PullBatchRequest& header, std::vector<absl::Span<float>> out,
+      absl::Time deadline,
+      std::function<void(absl::StatusOr<PullBatchResponse>)> done) override;
+  void PushBatch(
+      const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
+      std::shared_ptr<const void> owner, absl::Time deadline,
+      std::function<void(absl::StatusOr<PushBatchResponse>)> done) override;
+
+  // Waits until the offer is settled, at most `timeout`; returns whether
+  // calls now go through shared memory.
+  bool WaitForSharedMemory(absl::Duration timeout);
+  // Bytes of the region held by calls in flight, plus those given up after
+  // a call ended while the server might still use them.
+  int64_t shared_memory_bytes_held() const;
+
+ private:
+  struct Lease;
+  enum class State { kOff, kAttaching, kAttached };
+
+  // Offers the current region; the answer arrives on a transport thread.
+  void StartOffer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `bytes` of the region for one call, or null: the call goes without.
+  std::shared_ptr<Lease> LeasePiece(int64_t bytes);
+  // The server forgot `session`: offer the region again.
+  void OnLost(uint64_t session);
+  // A call gave up on its piece (`why`); replaces the region once half of
+  // it is given up.
+  void RetirePiece(Lease& lease, const absl::Status& why);
+  // Counts a call that will call back into this object, and its end.
+  void CallStarted();
+  void CallEnded();
+
+  void PullVia(PullBatchRequest header, std::vector<absl::Span<float>> out,
+               absl::Time deadline,
+               std::function<void(absl::StatusOr<PullBatchResponse>)> done,
+               std::shared_ptr<Lease> lease);
+  void PushVia(PushBatchRequest header,
+               std::vector<absl::Span<const float>> data,
+               std::shared_ptr<const void> owner, absl::Time deadline,
+               std::function<void(absl::StatusOr<PushBatchResponse>)> done,
+               std::shared_ptr<Lease> lease);
+
+  const std::unique_ptr<SharedMemoryTransport> transport_;
+
+  mutable Mutex mu_;
+  // Null: no region (creating it failed). Replaced once half of it is
+  // given up.
+  std::shared_ptr<SharedMemoryArena> arena_ ABSL_GUARDED_BY(mu_);
+  State state_ ABSL_GUARDED_BY(mu_) = State::kOff;
+  uint64_t session_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  // Offers and region calls whose callbacks have yet to run.
+  int calls_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_CLIENT_SHARED_MEMORY_SHARD_H_
