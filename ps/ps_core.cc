@@ -273,6 +273,15 @@ absl::StatusOr<PushResponse> ParameterServerCore::ApplyChecked(
   if (outcome->first == PushOutcome::kApplied) {
     updates_applied_.fetch_add(1, std::memory_order_relaxed);
   }
+  if (outcome->first != PushOutcome::kDuplicate) {
+    // Updates the chunk received since `version`, before this one: the
+    // version after an applied push is one past the one it was applied to
+    // (sync only accepts version == the chunk's, so its staleness is 0).
+    const int64_t before = outcome->first == PushOutcome::kApplied
+                               ? outcome->second - 1
+                               : outcome->second;
+    staleness_.Record(before - version);
+  }
   PushResponse response;
   response.set_version(outcome->second);
   return response;
@@ -328,6 +337,7 @@ StatsResponse ParameterServerCore::Stats() const {
   stats.set_updates_applied(updates_applied_.load());
   stats.set_stale_gradients_dropped(stale_dropped_.load());
   stats.set_nonfinite_gradients_rejected(nonfinite_rejected_.load());
+  staleness_.AddTo(stats);
   stats.set_bytes_received(bytes_received_.load());
   stats.set_bytes_sent(bytes_sent_.load());
   return stats;

@@ -27,6 +27,7 @@
 #include "proto/ps.pb.h"
 #include "ps/lr_schedule.h"
 #include "ps/optimizer.h"
+#include "ps/staleness_histogram.h"
 #include "ps/variable.h"
 
 namespace psflow {
@@ -162,6 +163,7 @@ class ParameterServerCore {
   std::atomic<int64_t> nonfinite_rejected_{0};
   std::atomic<int64_t> bytes_received_{0};
   std::atomic<int64_t> bytes_sent_{0};
+  StalenessHistogram staleness_;
 };
 
 }  // namespace psflow

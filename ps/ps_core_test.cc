@@ -259,6 +259,43 @@ TEST_F(PsCoreTest, ConcurrentAsyncPushesNeverLoseAnUpdate) {
   EXPECT_EQ(core_.Stats().updates_applied(), kThreads * kPushes * 3);
 }
 
+// Every push computed from version 0 of one chunk: whatever the order, the
+// k-th applied one had k updates before it, so the stalenesses are exactly
+// 0, 1, ..., N-1.
+TEST_F(PsCoreTest, ConcurrentAsyncPushesRecordEachOnesStaleness) {
+  SetUpVariable(Sgd(0.001));
+  constexpr int kThreads = 4;
+  constexpr int kPushes = 250;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      std::vector<float> grad = {1, 1};
+      for (int i = 0; i < kPushes; ++i) {
+        ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(/*version=*/0), grad));
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  const StatsResponse stats = core_.Stats();
+  constexpr int64_t kTotal = kThreads * kPushes;
+  EXPECT_EQ(stats.staleness_sum(), kTotal * (kTotal - 1) / 2);
+  // Bucket b holds stalenesses up to 2^b - 1: 1, 1, 2, 4, ... of them.
+  EXPECT_THAT(stats.staleness_counts(),
+              ElementsAre(1, 1, 2, 4, 8, 16, 32, 64, 128, 256, 488, 0));
+}
+
+TEST_F(PsCoreTest, FreshGradientsAreNotStale) {
+  SetUpVariable(Sgd(1.0, SYNC, 2, 2));
+  std::vector<float> g = {1, 1};
+  ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(0, 0), g));  // accumulated
+  ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(0, 1), g));  // applied
+  ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(1, 0), g));
+  ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(1, 0), g));  // duplicate
+  const StatsResponse stats = core_.Stats();
+  EXPECT_EQ(stats.staleness_counts(0), 3);
+  EXPECT_EQ(stats.staleness_sum(), 0);
+}
+
 TEST_F(PsCoreTest, SyncAppliesTheAverageOnceAllReplicasArrived) {
   SetUpVariable(Sgd(1.0, SYNC, 3, 3));
   std::vector<float> g0 = {3, 0}, g1 = {0, 3}, g2 = {3, 3};

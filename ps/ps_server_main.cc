@@ -22,6 +22,7 @@
 #include "common/rpc/transport_security.h"
 #include "common/signals.h"
 #include "ps/grpc_ps_server.h"
+#include "ps/staleness_histogram.h"
 
 ABSL_FLAG(std::string, transport_security, "insecure",
           "How connections between tasks are secured; every task of a job "
@@ -111,6 +112,7 @@ int Run() {
             << stats.updates_applied() << " updates applied, "
             << stats.stale_gradients_dropped() << " stale dropped, "
             << stats.nonfinite_gradients_rejected() << " non-finite rejected)";
+  LOG(INFO) << DescribeStaleness(stats);
   return 0;
 }
 

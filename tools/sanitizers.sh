@@ -13,6 +13,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash tools/setup.sh
+t=$(date +%s)
 bazel build --config=clang "$@" -- //...
+echo "sanitizers: clang thread-safety build $(( $(date +%s) - t ))s"
+t=$(date +%s)
 bazel test --config=asan "$@" -- //... -//tests/... -//deploy/...
+echo "sanitizers: ASan/UBSan unit tests $(( $(date +%s) - t ))s"
+t=$(date +%s)
 bazel test --config=tsan "$@" -- //... -//tests/... -//deploy/...
+echo "sanitizers: TSan unit tests $(( $(date +%s) - t ))s"
