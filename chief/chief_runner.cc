@@ -114,6 +114,8 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
   ps.set_mode(job.training().mode());
   ps.set_num_workers(num_workers);
   ps.set_replicas_to_aggregate(ReplicasToAggregate(job, num_workers));
+  ps.set_staleness_aware_learning_rate(
+      job.training().staleness_aware_learning_rate());
   spec.set_total_steps(TotalGlobalSteps(job, train.num_examples, num_workers));
   spec.set_num_workers(num_workers);
   spec.set_input_size(model->input().num_features());

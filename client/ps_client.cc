@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/mutex.h"
+#include "common/status_macros.h"
 #include "proto/protocol.h"
 
 namespace psflow {
@@ -367,14 +368,15 @@ ParameterClient::RestoreShards(const std::vector<RestoreShardRequest>& requests,
   });
 }
 
-absl::Status ParameterClient::ShutdownAll(const std::string& reason) {
-  const absl::Time deadline = absl::Now() + options_.rpc_timeout;
-  absl::Status first;
-  for (const auto& shard : shards_) {
-    absl::Status status = shard->Shutdown(reason, deadline);
-    if (!status.ok() && first.ok()) first = status;
-  }
-  return first;
+absl::Status ParameterClient::ShutdownAll(const std::string& reason,
+                                          absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  absl::StatusOr<std::vector<bool>> stopped =
+      OnEveryServer<bool>(num_shards(), [&](int i) -> absl::StatusOr<bool> {
+        RETURN_IF_ERROR(shards_[i]->Shutdown(reason, deadline));
+        return true;
+      });
+  return stopped.status();
 }
 
 }  // namespace psflow

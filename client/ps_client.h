@@ -107,7 +107,11 @@ class ParameterClient : public ShardSet {
       absl::Duration timeout) override;
 
   // Asks every server to exit; returns the first error.
-  absl::Status ShutdownAll(const std::string& reason);
+  // Tells every server to stop, all at once, each call bounded by
+  // `timeout`: one hung server never holds up the others (or the caller)
+  // for longer. Returns the first error.
+  absl::Status ShutdownAll(const std::string& reason,
+                           absl::Duration timeout = absl::Seconds(10));
 
   const Placement& placement() const override { return placement_; }
   int num_shards() const override { return static_cast<int>(shards_.size()); }

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "client/local_ps_shard.h"
+#include "common/mutex.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -175,6 +176,7 @@ class CountingShard final : public PsShard {
     return inner_.Stats(d);
   }
   absl::Status Shutdown(const std::string& r, absl::Time d) override {
+    if (on_shutdown) RETURN_IF_ERROR(on_shutdown(d));
     return inner_.Shutdown(r, d);
   }
   absl::StatusOr<HoldResponse> Hold(const HoldRequest& r,
@@ -210,7 +212,10 @@ class CountingShard final : public PsShard {
   }
 
   // Calls come from the test's thread only.
-  std::vector<int> batch_parts;  // parts of each batch call, in order
+  std::vector<int> batch_parts;
+  // Runs first in Shutdown when set.
+  std::function<absl::Status(absl::Time deadline)>
+      on_shutdown;  // parts of each batch call, in order
 
  private:
   LocalPsShard inner_;
@@ -302,6 +307,53 @@ TEST_F(ParameterClientBatchingTest, LongNamesSplitBatchesToBoundTheHeader) {
   }
   ASSERT_OK(client.Pull(targets)->Wait());
   for (int i = 0; i < 40; ++i) EXPECT_EQ(values[i], -(i + 1.0f)) << i;
+}
+
+// Each server's Shutdown waits until the other's has started: a client that
+// stopped servers one after another would wait out the first one's
+// deadline and fail.
+TEST(ParameterClientShutdownTest, StopsEveryServerAtOnce) {
+  ParameterServerCore core_a(ParameterServerCore::Options{});
+  ParameterServerCore core_b(ParameterServerCore::Options{});
+  auto a = std::make_unique<CountingShard>(&core_a);
+  auto b = std::make_unique<CountingShard>(&core_b);
+  Mutex mu;
+  int entered = 0;
+  auto meet = [&](absl::Time deadline) -> absl::Status {
+    MutexLock lock(&mu);
+    ++entered;
+    auto both = [&entered]() { return entered == 2; };
+    if (!mu.AwaitWithDeadline(Condition(&both), deadline)) {
+      return absl::DeadlineExceededError("the other server was not asked");
+    }
+    return absl::OkStatus();
+  };
+  a->on_shutdown = meet;
+  b->on_shutdown = meet;
+  std::vector<std::unique_ptr<PsShard>> shards;
+  shards.push_back(std::move(a));
+  shards.push_back(std::move(b));
+  ParameterClient client(std::move(shards), Placement(),
+                         ParameterClient::Options());
+  EXPECT_OK(client.ShutdownAll("done", absl::Seconds(30)));
+}
+
+TEST(ParameterClientShutdownTest, ReportsAServerThatDidNotStop) {
+  ParameterServerCore core_a(ParameterServerCore::Options{});
+  ParameterServerCore core_b(ParameterServerCore::Options{});
+  auto a = std::make_unique<CountingShard>(&core_a);
+  auto b = std::make_unique<CountingShard>(&core_b);
+  b->on_shutdown = [](absl::Time) {
+    return absl::UnavailableError("ps-1 at 10.0.0.2:2222 is unreachable");
+  };
+  std::vector<std::unique_ptr<PsShard>> shards;
+  shards.push_back(std::move(a));
+  shards.push_back(std::move(b));
+  ParameterClient client(std::move(shards), Placement(),
+                         ParameterClient::Options());
+  EXPECT_THAT(client.ShutdownAll("done"),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       ::testing::HasSubstr("ps-1 at 10.0.0.2:2222")));
 }
 
 }  // namespace

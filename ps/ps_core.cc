@@ -79,6 +79,7 @@ absl::StatusOr<ConfigureResponse> ParameterServerCore::Configure(
                    LrScheduleFromProto(request.learning_rate()));
   ASSIGN_OR_RETURN(LrSchedule schedule, LrSchedule::Create(schedule_config));
   UpdateRule rule;
+  rule.staleness_aware = request.staleness_aware_learning_rate();
   switch (request.mode()) {
     case ASYNC:
       break;
@@ -97,6 +98,11 @@ absl::StatusOr<ConfigureResponse> ParameterServerCore::Configure(
             request.num_workers(),
             " (fewer than the workers makes the rest "
             "backups)"));
+      }
+      if (request.staleness_aware_learning_rate()) {
+        return absl::InvalidArgumentError(
+            "staleness_aware_learning_rate applies to ASYNC only: SYNC "
+            "gradients are never stale");
       }
       rule.sync = true;
       rule.replicas_to_aggregate = request.replicas_to_aggregate();

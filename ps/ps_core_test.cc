@@ -284,6 +284,39 @@ TEST_F(PsCoreTest, ConcurrentAsyncPushesRecordEachOnesStaleness) {
               ElementsAre(1, 1, 2, 4, 8, 16, 32, 64, 128, 256, 488, 0));
 }
 
+// lr 1, g = 1: a gradient k updates late moves the weight by 1 / (k + 1).
+TEST_F(PsCoreTest, StalenessAwareLearningRateDividesByStalenessPlusOne) {
+  ConfigureRequest config = Sgd(1.0);
+  config.set_staleness_aware_learning_rate(true);
+  SetUpVariable(config);
+  std::vector<float> g = {1, 1};
+  ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(0), g));  // fresh: -1
+  ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(0), g));  // 1 late: -1/2
+  ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(0), g));  // 2 late: -1/3
+  ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(3), g));  // fresh again: -1
+  const float expected = -(1.0f + 0.5f + 1.0f / 3.0f + 1.0f);
+  const std::vector<float> values = ReadAll();
+  EXPECT_FLOAT_EQ(values[8], expected);
+  EXPECT_FLOAT_EQ(values[9], expected);
+  EXPECT_EQ(values[0], 0.0f) << "other chunks untouched";
+}
+
+TEST_F(PsCoreTest, WithoutStalenessAwarenessLateGradientsMoveAsFar) {
+  SetUpVariable(Sgd(1.0));
+  std::vector<float> g = {1, 1};
+  for (int i = 0; i < 3; ++i)
+    ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(0), g));
+  EXPECT_THAT(ReadAll(), ElementsAre(0, 0, 0, 0, 0, 0, 0, 0, -3.0f, -3.0f));
+}
+
+TEST_F(PsCoreTest, StalenessAwareLearningRateIsRefusedInSync) {
+  ConfigureRequest config = Sgd(1.0, SYNC, 2, 2);
+  config.set_staleness_aware_learning_rate(true);
+  EXPECT_THAT(core_.Configure(config),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("applies to ASYNC only")));
+}
+
 TEST_F(PsCoreTest, FreshGradientsAreNotStale) {
   SetUpVariable(Sgd(1.0, SYNC, 2, 2));
   std::vector<float> g = {1, 1};

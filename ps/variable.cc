@@ -80,15 +80,16 @@ int64_t Variable::Version(int chunk) const {
   return c.version;
 }
 
-void Variable::ApplyLocked(Chunk& c, absl::Span<const float> gradient) {
+void Variable::ApplyLocked(Chunk& c, absl::Span<const float> gradient,
+                           double lr_scale) {
   std::vector<absl::Span<float>> slot_spans;
   slot_spans.reserve(slots_.size());
   for (auto& slot : slots_) {
     slot_spans.push_back(absl::MakeSpan(slot.get() + c.begin, c.size));
   }
-  rule_.optimizer->Apply(rule_.schedule->At(c.version), c.version + 1,
-                         absl::MakeSpan(values_.get() + c.begin, c.size),
-                         gradient, slot_spans);
+  rule_.optimizer->Apply(
+      rule_.schedule->At(c.version) * lr_scale, c.version + 1,
+      absl::MakeSpan(values_.get() + c.begin, c.size), gradient, slot_spans);
 }
 
 std::vector<std::function<void()>> Variable::AdvanceLocked(Chunk& c) {
@@ -112,7 +113,11 @@ absl::StatusOr<std::pair<PushOutcome, int64_t>> Variable::Push(
   {
     MutexLock lock(&c.mu);
     if (!rule_.sync) {
-      ApplyLocked(c, gradient);
+      // Staleness-aware async SGD: a gradient `staleness` updates late
+      // moves the chunk 1 / (staleness + 1) as far.
+      const int64_t staleness = std::max<int64_t>(c.version - version, 0);
+      ApplyLocked(c, gradient,
+                  rule_.staleness_aware ? 1.0 / (staleness + 1) : 1.0);
       ready = AdvanceLocked(c);
       result = {PushOutcome::kApplied, c.version};
     } else {

@@ -40,6 +40,8 @@ struct UpdateRule {
   const LrSchedule* schedule = nullptr;
   bool sync = false;
   int replicas_to_aggregate = 1;  // sync only
+  // Async: each update's learning rate divided by (staleness + 1).
+  bool staleness_aware = false;
 };
 
 // What a push did, for the server's counters.
@@ -148,9 +150,10 @@ class Variable {
     std::vector<Waiter> waiters ABSL_GUARDED_BY(mu);
   };
 
-  // Applies `gradient` to chunk `c` as update number c.version + 1.
-  void ApplyLocked(Chunk& c, absl::Span<const float> gradient)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu);
+  // Applies `gradient` to chunk `c` as update number c.version + 1, at
+  // the schedule's learning rate times `lr_scale`.
+  void ApplyLocked(Chunk& c, absl::Span<const float> gradient,
+                   double lr_scale = 1.0) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu);
 
   // Applies the complete sync aggregate of chunk `c` unless a hold keeps
   // it; returns the waiters to run.

@@ -102,6 +102,11 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
                    absl::StrCat("is ", UpdateMode_Name(t.mode()),
                                 "; use \"ASYNC\" or \"SYNC\""));
   }
+  if (t.staleness_aware_learning_rate() && t.mode() == SYNC) {
+    return Invalid("training.staleness_aware_learning_rate",
+                   "applies to ASYNC training only (SYNC gradients are never "
+                   "stale); remove it or use \"mode\": \"ASYNC\"");
+  }
   if (t.replicas_to_aggregate() < 0) {
     return Invalid("training.replicas_to_aggregate",
                    absl::StrCat("is ", t.replicas_to_aggregate(),

@@ -82,6 +82,18 @@ TEST(JobConfigTest, BadOptimizerIsRejectedByField) {
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("beta1 is 1.5")));
 }
 
+TEST(JobConfigTest, StalenessAwareLearningRateIsForAsyncOnly) {
+  EXPECT_OK(WithTraining(
+      R"({"batch_size": 8, "steps": 5, "mode": "ASYNC",
+          "staleness_aware_learning_rate": true})"));
+  EXPECT_THAT(
+      WithTraining(R"({"batch_size": 8, "steps": 5, "mode": "SYNC",
+                       "staleness_aware_learning_rate": true})"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("training.staleness_aware_learning_rate applies to "
+                         "ASYNC training only")));
+}
+
 TEST(JobConfigTest, BadTrainingValuesAreRejectedByField) {
   EXPECT_THAT(WithTraining(R"({"batch_size": 0, "steps": 1, "mode": "ASYNC"})"),
               StatusIs(absl::StatusCode::kInvalidArgument,
