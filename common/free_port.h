@@ -5,11 +5,17 @@
 #ifndef PSFLOW_COMMON_FREE_PORT_H_
 #define PSFLOW_COMMON_FREE_PORT_H_
 
+#include <vector>
+
 #include "absl/status/statusor.h"
 
 namespace psflow {
 
 absl::StatusOr<int> PickFreePort();
+
+// `count` distinct free ports (all held while they are chosen, so no two
+// are the same), for a launcher that starts that many servers at once.
+absl::StatusOr<std::vector<int>> PickFreePorts(int count);
 
 }  // namespace psflow
 

@@ -159,10 +159,14 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
   }
   RETURN_IF_ERROR(MakeDirectories(options.dir + "/tf_config"));
 
+  // One distinct port per task: a cluster spec never names a port twice.
+  const int num_tasks = (options.chief ? 1 : 0) + options.num_ps +
+                        options.num_workers + (options.evaluator ? 1 : 0);
+  ASSIGN_OR_RETURN(std::vector<int> free_ports, PickFreePorts(num_tasks));
   std::map<TaskType, std::vector<int>> ports;
   std::vector<Task> tasks;
   auto add = [&](TaskType type, int index) -> absl::Status {
-    ASSIGN_OR_RETURN(int port, PickFreePort());
+    const int port = free_ports[tasks.size()];
     ports[type].push_back(port);
     Task task;
     task.id = TaskId{type, index};
