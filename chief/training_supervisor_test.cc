@@ -10,7 +10,6 @@
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "proto/protocol.h"
 #include "tests/in_process_job.h"
 
 namespace psflow {
@@ -26,19 +25,7 @@ using ::testing::IsEmpty;
 class TrainingSupervisorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    JobSpec spec;
-    spec.mutable_config()->mutable_model()->mutable_softmax_regression();
-    spec.set_total_steps(1000);
-    spec.set_num_workers(1);
-    spec.add_example_shape(4);
-    spec.set_num_classes(2);
-    ConfigureRequest& ps = *spec.mutable_ps_config();
-    ps.set_protocol_version(kProtocolVersion);
-    ps.mutable_optimizer()->set_kind(OptimizerConfig::SGD);
-    ps.mutable_learning_rate()->set_learning_rate(0.1);
-    ps.set_mode(ASYNC);
-    ps.set_num_workers(1);
-    ps.set_replicas_to_aggregate(1);
+    const JobSpec spec = testing::SoftmaxRegressionSpec(ASYNC, 1000, 0.1);
     ASSERT_OK_AND_ASSIGN(
         job_, InProcessJob::Start(spec, TaskId{TaskType::kWorker, 0}));
 

@@ -9,7 +9,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/device/cpu/cpu_device.h"
-#include "proto/protocol.h"
 #include "tests/in_process_job.h"
 
 namespace psflow {
@@ -48,20 +47,10 @@ class SilentChief final : public CoordinatorClient {
 class EvaluatorTest : public ::testing::Test {
  protected:
   EvaluatorTest() {
+    spec_ = testing::SoftmaxRegressionSpec(ASYNC, 10, 0.1);
     JobConfig& job = *spec_.mutable_config();
-    job.mutable_model()->mutable_softmax_regression();
     job.mutable_evaluation()->set_batch_size(32);
     job.mutable_evaluation()->set_every_secs(0.1);
-    spec_.set_total_steps(10);
-    spec_.set_num_workers(1);
-    spec_.add_example_shape(4);
-    spec_.set_num_classes(2);
-    ConfigureRequest& ps = *spec_.mutable_ps_config();
-    ps.set_protocol_version(kProtocolVersion);
-    ps.mutable_optimizer()->set_kind(OptimizerConfig::SGD);
-    ps.mutable_learning_rate()->set_learning_rate(0.1);
-    ps.set_mode(ASYNC);
-    ps.set_num_workers(1);
 
     test_.num_examples = 100;
     test_.example_shape = {4};

@@ -7,8 +7,28 @@
 #include "common/status_macros.h"
 #include "model/initializer.h"
 #include "model/registry.h"
+#include "proto/protocol.h"
 
 namespace psflow::testing {
+
+JobSpec SoftmaxRegressionSpec(UpdateMode mode, int64_t total_steps,
+                              double learning_rate) {
+  JobSpec spec;
+  spec.mutable_config()->mutable_model()->mutable_softmax_regression();
+  spec.mutable_config()->mutable_training()->set_mode(mode);
+  spec.set_total_steps(total_steps);
+  spec.set_num_workers(1);
+  spec.add_example_shape(4);
+  spec.set_num_classes(2);
+  ConfigureRequest& ps = *spec.mutable_ps_config();
+  ps.set_protocol_version(kProtocolVersion);
+  ps.mutable_optimizer()->set_kind(OptimizerConfig::SGD);
+  ps.mutable_learning_rate()->set_learning_rate(learning_rate);
+  ps.set_mode(mode);
+  ps.set_num_workers(1);
+  ps.set_replicas_to_aggregate(1);
+  return spec;
+}
 
 absl::StatusOr<std::unique_ptr<InProcessJob>> InProcessJob::Start(
     const JobSpec& spec, const TaskId& self, bool configure_servers) {

@@ -21,6 +21,11 @@
 
 namespace psflow::testing {
 
+// The job the role tests share: one worker training softmax regression
+// on 4 features and 2 classes with SGD at `learning_rate`, in `mode`.
+JobSpec SoftmaxRegressionSpec(UpdateMode mode, int64_t total_steps,
+                              double learning_rate);
+
 struct InProcessJob {
   // `configure_servers` false leaves the server unconfigured, so every
   // call to it fails (FailedPrecondition).

@@ -9,7 +9,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/device/cpu/cpu_device.h"
-#include "proto/protocol.h"
 #include "tests/in_process_job.h"
 
 namespace psflow {
@@ -46,22 +45,10 @@ class TrainerTest : public ::testing::Test {
   void SetUpJob(UpdateMode mode, int64_t total_steps,
                 bool configure_servers = true) {
     JobSpec& spec = options_.spec;
+    spec = testing::SoftmaxRegressionSpec(mode, total_steps, 0.5);
     JobConfig& job = *spec.mutable_config();
-    job.mutable_model()->mutable_softmax_regression();
     job.mutable_training()->set_batch_size(16);
-    job.mutable_training()->set_mode(mode);
     job.mutable_logging()->set_log_every_steps(1000);
-    spec.set_total_steps(total_steps);
-    spec.set_num_workers(1);
-    spec.add_example_shape(4);
-    spec.set_num_classes(2);
-    ConfigureRequest& ps = *spec.mutable_ps_config();
-    ps.set_protocol_version(kProtocolVersion);
-    ps.mutable_optimizer()->set_kind(OptimizerConfig::SGD);
-    ps.mutable_learning_rate()->set_learning_rate(0.5);
-    ps.set_mode(mode);
-    ps.set_num_workers(1);
-    ps.set_replicas_to_aggregate(1);
 
     ASSERT_OK_AND_ASSIGN(job_,
                          InProcessJob::Start(spec, TaskId{TaskType::kWorker, 0},
