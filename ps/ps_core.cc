@@ -286,7 +286,8 @@ absl::StatusOr<PushResponse> ParameterServerCore::ApplyChecked(
     const int64_t before = outcome->first == PushOutcome::kApplied
                                ? outcome->second - 1
                                : outcome->second;
-    staleness_.Record(before - version);
+    // `version` comes from the client: clamped, so no value overflows.
+    staleness_.Record(before - std::clamp<int64_t>(version, 0, before));
   }
   PushResponse response;
   response.set_version(outcome->second);

@@ -1,6 +1,7 @@
 #include "ps/ps_core.h"
 
 #include <cmath>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -315,6 +316,24 @@ TEST_F(PsCoreTest, StalenessAwareLearningRateIsRefusedInSync) {
   EXPECT_THAT(core_.Configure(config),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("applies to ASYNC only")));
+}
+
+// Versions are the client's word: extreme ones count as the most or the
+// least stale possible, never overflow (UBSan checks the arithmetic).
+TEST_F(PsCoreTest, ExtremePushVersionsAreClampedNotOverflowed) {
+  ConfigureRequest config = Sgd(1.0);
+  config.set_staleness_aware_learning_rate(true);
+  SetUpVariable(config);
+  std::vector<float> g = {1, 1};
+  ASSERT_OK(core_.Push(Ref(8, 2), PushHeader(0), g));  // version 1 now
+  ASSERT_OK(core_.Push(Ref(8, 2),
+                       PushHeader(std::numeric_limits<int64_t>::min()), g));
+  ASSERT_OK(core_.Push(Ref(8, 2),
+                       PushHeader(std::numeric_limits<int64_t>::max()), g));
+  const StatsResponse stats = core_.Stats();
+  EXPECT_EQ(stats.staleness_sum(), 0 + 1 + 0);
+  // -1, then -1/2 (1 late), then -1 (claims the future: fresh).
+  EXPECT_FLOAT_EQ(ReadAll()[8], -2.5f);
 }
 
 TEST_F(PsCoreTest, FreshGradientsAreNotStale) {

@@ -115,7 +115,9 @@ absl::StatusOr<std::pair<PushOutcome, int64_t>> Variable::Push(
     if (!rule_.sync) {
       // Staleness-aware async SGD: a gradient `staleness` updates late
       // moves the chunk 1 / (staleness + 1) as far.
-      const int64_t staleness = std::max<int64_t>(c.version - version, 0);
+      // `version` comes from the client: clamped, so no value overflows.
+      const int64_t staleness =
+          c.version - std::clamp<int64_t>(version, 0, c.version);
       ApplyLocked(c, gradient,
                   rule_.staleness_aware ? 1.0 / (staleness + 1) : 1.0);
       ready = AdvanceLocked(c);
