@@ -116,6 +116,7 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
   ps.set_replicas_to_aggregate(ReplicasToAggregate(job, num_workers));
   ps.set_staleness_aware_learning_rate(
       job.training().staleness_aware_learning_rate());
+  ps.set_max_staleness(job.training().max_staleness());
   spec.set_total_steps(TotalGlobalSteps(job, train.num_examples, num_workers));
   spec.set_num_workers(num_workers);
   spec.set_input_size(model->input().num_features());
@@ -316,6 +317,11 @@ absl::Status SuperviseTraining(const ChiefOptions& options,
   parts.restore = [&](const std::string& why, const std::string& checkpoint) {
     return PauseAndRestore(recovery, why, checkpoint);
   };
+  if (options.job.training().mode() == BOUNDED) {
+    parts.exclude_workers = [&client](const std::vector<int>& workers) {
+      return client.ExcludeWorkers(workers, absl::Seconds(2));
+    };
+  }
   SupervisorPolicy policy;
   policy.checkpoint = options.job.checkpoint();
   policy.log_interval = options.log_interval;

@@ -291,7 +291,11 @@ bool JobCoordinator::WaitForTrainingEnd(absl::Time deadline) {
                          << "); it may rejoin";
           }
         } else {
-          LOG(WARNING) << what << "; async training continues without it";
+          LOG(WARNING) << what << "; "
+                       << (spec_.config().training().mode() == BOUNDED
+                               ? "bounded-staleness training continues "
+                                 "without it (it no longer bounds the others)"
+                               : "async training continues without it");
         }
       }
       bool anyone_left = false;
@@ -323,6 +327,16 @@ std::optional<EvaluationReport> JobCoordinator::RunFinalEvaluation(
 JobState JobCoordinator::state() const {
   MutexLock lock(&mu_);
   return state_;
+}
+
+std::vector<int> JobCoordinator::WorkersOutsideBound() const {
+  ReaderMutexLock lock(&mu_);
+  std::vector<int> outside;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    const Worker& w = workers_[i];
+    if (!w.registered || w.lost || w.last.finished()) outside.push_back(i);
+  }
+  return outside;
 }
 
 std::vector<ProgressReport> JobCoordinator::LastReports() const {

@@ -106,6 +106,9 @@ class JobCoordinator {
   std::optional<RestoreRequest> TakeRestoreRequest();
 
   JobState state() const;
+  // Workers that must not hold back the others in BOUNDED mode: those not
+  // registered, lost or finished, by index.
+  std::vector<int> WorkersOutsideBound() const;
   // Each worker's latest heartbeat (empty reports for silent workers).
   std::vector<ProgressReport> LastReports() const;
   std::optional<EvaluationReport> last_evaluation() const;

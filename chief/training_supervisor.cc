@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "checkpoint/state_file.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -40,6 +41,7 @@ absl::Status TrainingSupervisor::Tick() {
     next_log_ = parts_.now() + policy_.log_interval;
   }
   ServeRestoreRequests();
+  UpdateWorkerBound();
   RETURN_IF_ERROR(WatchServers());
   SaveIfDue();
   return absl::OkStatus();
@@ -114,6 +116,29 @@ absl::Status TrainingSupervisor::WatchServers() {
   next_server_check_ = parts_.now() + policy_.server_check_interval;
   if (servers.ok()) return absl::OkStatus();
   return RecoverLostServer(servers);
+}
+
+void TrainingSupervisor::UpdateWorkerBound() {
+  if (!parts_.exclude_workers) return;
+  const std::vector<int> outside = parts_.coordinator->WorkersOutsideBound();
+  if (outside == excluded_sent_ && parts_.now() < next_bound_refresh_) return;
+  const bool changed = outside != excluded_sent_;
+  absl::Status sent = parts_.exclude_workers(outside);
+  next_bound_refresh_ = parts_.now() + policy_.server_check_interval;
+  if (!sent.ok()) {
+    // A lost server is WatchServers' business; retried next tick.
+    if (changed) {
+      LOG(WARNING) << "cannot update the bounded-staleness workers: "
+                   << sent.message();
+    }
+    excluded_sent_.reset();
+    return;
+  }
+  if (changed && !outside.empty()) {
+    LOG(INFO) << "workers outside the staleness bound: "
+              << absl::StrJoin(outside, ", ");
+  }
+  excluded_sent_ = outside;
 }
 
 // Waits for the lost server, restores the newest checkpoint everywhere,

@@ -4,7 +4,9 @@
 //  - serving `psctl ckpt restore` requests: pause, restore, resume;
 //  - watching the parameter servers and recovering from a lost one by
 //    restoring the newest checkpoint everywhere;
-//  - saving checkpoints on schedule.
+//  - saving checkpoints on schedule;
+//  - in BOUNDED mode, telling the parameter servers which workers no
+//    longer bound the others (lost, finished, never joined).
 //
 // Everything it acts on is passed in (the coordinator, the checkpoint
 // manager, the server check and the restore procedure, the clock), so its
@@ -14,7 +16,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -43,6 +47,9 @@ struct SupervisorParts {
   std::function<absl::StatusOr<int64_t>(const std::string& why,
                                         const std::string& checkpoint)>
       restore;
+  // BOUNDED mode only (null otherwise): tells every parameter server the
+  // workers outside the bound (ParameterClient::ExcludeWorkers).
+  std::function<absl::Status(const std::vector<int>&)> exclude_workers;
   std::function<absl::Time()> now = [] { return absl::Now(); };
 };
 
@@ -77,6 +84,9 @@ class TrainingSupervisor {
   void LogProgress();
   void ServeRestoreRequests();
   absl::Status WatchServers();
+  // Sends the workers outside the bound when they changed, and about every
+  // server_check_interval anyway (a restarted server starts with none).
+  void UpdateWorkerBound();
   absl::Status RecoverLostServer(const absl::Status& lost);
   void SaveIfDue();
 
@@ -86,6 +96,9 @@ class TrainingSupervisor {
   absl::Time start_;
   absl::Time next_log_;
   absl::Time next_server_check_;
+  // What exclude_workers last delivered, and when it is due again.
+  std::optional<std::vector<int>> excluded_sent_;
+  absl::Time next_bound_refresh_;
 };
 
 // "saved <path> (step N, X MB in Y s)" in the log.

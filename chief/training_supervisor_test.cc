@@ -245,5 +245,48 @@ TEST_F(TrainingSupervisorTest, SuperviseReturnsWhenTrainingEnds) {
   EXPECT_EQ(job_->coordinator->state(), FAILED);
 }
 
+TEST_F(TrainingSupervisorTest, TellsServersWhichWorkersNoLongerBound) {
+  std::vector<std::vector<int>> sent;
+  absl::Status answer;
+  parts_.exclude_workers = [&](const std::vector<int>& workers) {
+    sent.push_back(workers);
+    return answer;
+  };
+  TrainingSupervisor supervisor(parts_, policy_, -1);
+  // Worker 0 has not joined yet: outside the bound.
+  ASSERT_OK(supervisor.Tick());
+  EXPECT_THAT(sent, ElementsAre(ElementsAre(0)));
+  ReachStep(3);  // joins and reports
+  ASSERT_OK(supervisor.Tick());
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_THAT(sent[1], IsEmpty());
+  // Unchanged: sent again only once the refresh interval passed.
+  ASSERT_OK(supervisor.Tick());
+  EXPECT_EQ(sent.size(), 2u);
+  now_ += policy_.server_check_interval;
+  ASSERT_OK(supervisor.Tick());
+  EXPECT_EQ(sent.size(), 3u);
+  // A finished worker no longer bounds the others; a failed delivery is
+  // retried at the next tick.
+  ProgressReport finished;
+  finished.set_worker_index(0);
+  finished.set_finished(true);
+  job_->coordinator->Progress(finished);
+  answer = absl::UnavailableError("ps-0 is down");
+  ASSERT_OK(supervisor.Tick());
+  answer = absl::OkStatus();
+  ASSERT_OK(supervisor.Tick());
+  ASSERT_EQ(sent.size(), 5u);
+  EXPECT_THAT(sent[3], ElementsAre(0));
+  EXPECT_THAT(sent[4], ElementsAre(0));
+}
+
+TEST_F(TrainingSupervisorTest, OtherModesNeverTouchTheBound) {
+  // parts_.exclude_workers is unset (ASYNC): ticks simply do not call it.
+  TrainingSupervisor supervisor(parts_, policy_, -1);
+  ASSERT_OK(supervisor.Tick());
+  EXPECT_EQ(job_->coordinator->WorkersOutsideBound(), std::vector<int>{0});
+}
+
 }  // namespace
 }  // namespace psflow

@@ -36,8 +36,9 @@ struct GrpcPsShard::BulkCall {
   // offer, made before the server may be up).
   bool wait_for_ready = false;
   int64_t bytes = 0;  // tensor bytes, counted against the in-flight budget
-  // Pulls that wait for a sync step bypass the budget: holding it while
-  // waiting would queue the very pushes that complete the step.
+  // Pulls that wait for a sync step or a slower worker (bounded staleness)
+  // bypass the budget: holding it while waiting would queue the very
+  // pushes that end the wait.
   bool bypass_budget = false;
   // The call's values lie in a shared-memory region (no payload either
   // way): never retried here, the decorator decides (shared_memory_shard.h).
@@ -239,6 +240,15 @@ absl::Status GrpcPsShard::Shutdown(const std::string& reason,
                         "shut down " + name_);
 }
 
+absl::Status GrpcPsShard::ExcludeWorkers(const ExcludeWorkersRequest& request,
+                                         absl::Time deadline) {
+  ExcludeWorkersResponse response;
+  auto context = ControlContext(deadline);
+  return FromGrpcStatus(
+      control_->ExcludeWorkers(context.get(), request, &response),
+      "update the bounded-staleness workers on " + name_);
+}
+
 absl::StatusOr<HoldResponse> GrpcPsShard::Hold(const HoldRequest& request,
                                                absl::Time deadline) {
   HoldResponse response;
@@ -346,7 +356,8 @@ void GrpcPsShard::PullBatch(
   call->shared = header.has_shared();
   call->request = EncodeBulkFrame(header, {}, nullptr);
   call->bytes = BatchBytes(header);
-  call->bypass_budget = header.min_version() > 0;
+  // Pulls that may wait (a sync step, a slower worker) bypass the budget.
+  call->bypass_budget = header.min_version() > 0 || header.has_worker_clock();
   call->deadline = deadline;
   call->finish = [what = call->what, shared = call->shared,
                   parts = header.parts_size(), out = std::move(out),

@@ -72,6 +72,8 @@ class GrpcPsShard final : public SharedMemoryTransport {
   absl::StatusOr<StatsResponse> Stats(absl::Time deadline) override;
   absl::Status Shutdown(const std::string& reason,
                         absl::Time deadline) override;
+  absl::Status ExcludeWorkers(const ExcludeWorkersRequest& request,
+                              absl::Time deadline) override;
   absl::StatusOr<HoldResponse> Hold(const HoldRequest& request,
                                     absl::Time deadline) override;
   absl::StatusOr<SaveShardResponse> SaveShard(const SaveShardRequest& request,

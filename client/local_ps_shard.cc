@@ -81,6 +81,11 @@ absl::Status LocalPsShard::Shutdown(const std::string&, absl::Time) {
   return absl::OkStatus();
 }
 
+absl::Status LocalPsShard::ExcludeWorkers(const ExcludeWorkersRequest& request,
+                                          absl::Time) {
+  return core_->ExcludeWorkers(request);
+}
+
 absl::StatusOr<HoldResponse> LocalPsShard::Hold(const HoldRequest& request,
                                                 absl::Time) {
   return core_->Hold(request);

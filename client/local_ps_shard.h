@@ -35,6 +35,8 @@ class LocalPsShard final : public PsShard {
   absl::StatusOr<StatsResponse> Stats(absl::Time deadline) override;
   absl::Status Shutdown(const std::string& reason,
                         absl::Time deadline) override;
+  absl::Status ExcludeWorkers(const ExcludeWorkersRequest& request,
+                              absl::Time deadline) override;
   absl::StatusOr<HoldResponse> Hold(const HoldRequest& request,
                                     absl::Time deadline) override;
   absl::StatusOr<SaveShardResponse> SaveShard(const SaveShardRequest& request,

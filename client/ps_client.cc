@@ -18,11 +18,13 @@ struct PsHandle::State {
   bool released ABSL_GUARDED_BY(mu) = false;
   absl::Status status ABSL_GUARDED_BY(mu);
   int64_t min_version ABSL_GUARDED_BY(mu) = std::numeric_limits<int64_t>::max();
+  int64_t worker_clock ABSL_GUARDED_BY(mu) = -1;
 
-  void Finish(const absl::Status& result, int64_t version) {
+  void Finish(const absl::Status& result, int64_t version, int64_t clock = -1) {
     MutexLock lock(&mu);
     if (!result.ok() && status.ok()) status = result;
     if (version >= 0) min_version = std::min(min_version, version);
+    worker_clock = std::max(worker_clock, clock);
     --pending;
   }
 };
@@ -58,6 +60,11 @@ int64_t PsHandle::min_version() const {
   return state_->min_version == std::numeric_limits<int64_t>::max()
              ? -1
              : state_->min_version;
+}
+
+int64_t PsHandle::worker_clock() const {
+  MutexLock lock(&state_->mu);
+  return state_->worker_clock;
 }
 
 ParameterClient::ParameterClient(std::vector<std::unique_ptr<PsShard>> shards,
@@ -106,11 +113,22 @@ absl::Status ParameterClient::CreateVariables() {
 std::shared_ptr<PsHandle> ParameterClient::Pull(
     const std::vector<Mutable>& variables, int64_t min_version,
     bool consistent_snapshot) {
-  return Issue(Op::kPull, variables, min_version, 0, consistent_snapshot);
+  BatchOptions options;
+  options.version = min_version;
+  options.consistent_snapshot = consistent_snapshot;
+  return Issue(Op::kPull, variables, options);
+}
+
+std::shared_ptr<PsHandle> ParameterClient::PullForStep(
+    const std::vector<Mutable>& variables, const WorkerClock& clock) {
+  BatchOptions options;
+  options.pull_clock = clock;
+  return Issue(Op::kPull, variables, options);
 }
 
 std::shared_ptr<PsHandle> ParameterClient::Push(
-    const std::vector<Const>& gradients, int64_t version, int worker) {
+    const std::vector<Const>& gradients, int64_t version, int worker,
+    std::optional<int64_t> worker_clock) {
   std::vector<Mutable> targets;
   targets.reserve(gradients.size());
   for (const auto& [name, data] : gradients) {
@@ -118,7 +136,11 @@ std::shared_ptr<PsHandle> ParameterClient::Push(
     targets.emplace_back(
         name, absl::MakeSpan(const_cast<float*>(data.data()), data.size()));
   }
-  return Issue(Op::kPush, targets, version, worker);
+  BatchOptions options;
+  options.version = version;
+  options.worker = worker;
+  options.push_clock = worker_clock;
+  return Issue(Op::kPush, targets, options);
 }
 
 std::shared_ptr<PsHandle> ParameterClient::Assign(
@@ -129,12 +151,11 @@ std::shared_ptr<PsHandle> ParameterClient::Assign(
     targets.emplace_back(
         name, absl::MakeSpan(const_cast<float*>(data.data()), data.size()));
   }
-  return Issue(Op::kAssign, targets, 0, 0);
+  return Issue(Op::kAssign, targets, BatchOptions());
 }
 
 std::shared_ptr<PsHandle> ParameterClient::Issue(
-    Op op, const std::vector<Mutable>& targets, int64_t version, int worker,
-    bool consistent_snapshot) {
+    Op op, const std::vector<Mutable>& targets, const BatchOptions& options) {
   auto state = std::make_shared<PsHandle::State>();
   auto handle = std::shared_ptr<PsHandle>(new PsHandle(state));
   auto guard = std::make_shared<ReleaseGuard>(state);
@@ -177,15 +198,14 @@ std::shared_ptr<PsHandle> ParameterClient::Issue(
   }
   // Pieces smaller than a chunk (biases, small layers, a large variable's
   // last piece) travel together: one RPC per server and up to a chunk of
-  // them, instead of one RPC each.
+  // them, instead of one RPC each. Batches are planned first and sent
+  // after, so that each knows how many go to its server.
+  std::vector<std::vector<const Piece*>> planned;
   std::vector<std::vector<const Piece*>> batches(shards_.size());
   std::vector<int64_t> batched(shards_.size(), 0);       // elements
   std::vector<int64_t> header_bytes(shards_.size(), 0);  // estimated
   auto flush = [&](int ps) {
-    if (!batches[ps].empty()) {
-      IssueBatch(op, batches[ps], version, worker, consistent_snapshot,
-                 deadline, state, guard);
-    }
+    if (!batches[ps].empty()) planned.push_back(std::move(batches[ps]));
     batches[ps].clear();
     batched[ps] = 0;
     header_bytes[ps] = 0;
@@ -198,8 +218,7 @@ std::shared_ptr<PsHandle> ParameterClient::Issue(
     }
     if (n >= chunk_elements_) {
       // A whole chunk: a batch of its own.
-      IssueBatch(op, {&piece}, version, worker, consistent_snapshot, deadline,
-                 state, guard);
+      planned.push_back({&piece});
       continue;
     }
     const int64_t part_bytes =
@@ -214,6 +233,12 @@ std::shared_ptr<PsHandle> ParameterClient::Issue(
     header_bytes[piece.ps] += part_bytes;
   }
   for (int ps = 0; ps < static_cast<int>(shards_.size()); ++ps) flush(ps);
+  std::vector<int> batches_per_server(shards_.size(), 0);
+  for (const auto& batch : planned) ++batches_per_server[batch[0]->ps];
+  for (const auto& batch : planned) {
+    IssueBatch(op, batch, options, batches_per_server[batch[0]->ps], deadline,
+               state, guard);
+  }
   guard.reset();  // Released once the transport drops its references too.
   state->Finish(absl::OkStatus(), -1);
   return handle;
@@ -236,8 +261,8 @@ void ParameterClient::IssueAssign(const Piece& piece, absl::Time deadline,
 }
 
 void ParameterClient::IssueBatch(Op op, const std::vector<const Piece*>& batch,
-                                 int64_t version, int worker,
-                                 bool consistent_snapshot, absl::Time deadline,
+                                 const BatchOptions& options,
+                                 int batches_to_server, absl::Time deadline,
                                  const std::shared_ptr<PsHandle::State>& state,
                                  const std::shared_ptr<const void>& guard) {
   PsShard& shard = *shards_[batch[0]->ps];
@@ -248,8 +273,11 @@ void ParameterClient::IssueBatch(Op op, const std::vector<const Piece*>& batch,
   if (op == Op::kPull) {
     PullBatchRequest header;
     header.set_protocol_version(kProtocolVersion);
-    header.set_min_version(version);
-    header.set_consistent_snapshot(consistent_snapshot);
+    header.set_min_version(options.version);
+    header.set_consistent_snapshot(options.consistent_snapshot);
+    if (options.pull_clock.has_value()) {
+      *header.mutable_worker_clock() = *options.pull_clock;
+    }
     std::vector<absl::Span<float>> out;
     for (const Piece* piece : batch) {
       PullRequest* part = header.add_parts();
@@ -258,21 +286,25 @@ void ParameterClient::IssueBatch(Op op, const std::vector<const Piece*>& batch,
       part->set_num_elements(static_cast<int64_t>(piece->data.size()));
       out.push_back(piece->data);
     }
-    shard.PullBatch(header, std::move(out), deadline,
-                    [state](absl::StatusOr<PullBatchResponse> r) {
-                      int64_t min = -1;
-                      if (r.ok() && !r->versions().empty()) {
-                        min = *std::min_element(r->versions().begin(),
-                                                r->versions().end());
-                      }
-                      state->Finish(r.status(), min);
-                    });
+    shard.PullBatch(
+        header, std::move(out), deadline,
+        [state](absl::StatusOr<PullBatchResponse> r) {
+          int64_t min = -1;
+          if (r.ok() && !r->versions().empty()) {
+            min = *std::min_element(r->versions().begin(), r->versions().end());
+          }
+          state->Finish(r.status(), min, r.ok() ? r->worker_clock() : -1);
+        });
     return;
   }
   PushBatchRequest header;
   header.set_protocol_version(kProtocolVersion);
-  header.set_version(version);
-  header.set_worker_index(worker);
+  header.set_version(options.version);
+  header.set_worker_index(options.worker);
+  if (options.push_clock.has_value()) {
+    header.set_worker_clock(*options.push_clock);
+    header.set_batches_in_step(batches_to_server);
+  }
   std::vector<absl::Span<const float>> data;
   for (const Piece* piece : batch) {
     PushRequest* part = header.add_parts();
@@ -337,6 +369,21 @@ absl::StatusOr<std::vector<Response>> OnEveryServer(int n, Call call) {
 }
 
 }  // namespace
+
+absl::Status ParameterClient::ExcludeWorkers(const std::vector<int>& workers,
+                                             absl::Duration timeout) {
+  ExcludeWorkersRequest request;
+  request.set_protocol_version(kProtocolVersion);
+  for (int w : workers) request.add_workers(w);
+  const absl::Time deadline = absl::Now() + timeout;
+  return OnEveryServer<bool>(
+             num_shards(),
+             [&](int i) -> absl::StatusOr<bool> {
+               RETURN_IF_ERROR(shards_[i]->ExcludeWorkers(request, deadline));
+               return true;
+             })
+      .status();
+}
 
 absl::StatusOr<std::vector<HoldResponse>> ParameterClient::HoldAll(
     const HoldRequest& request) {

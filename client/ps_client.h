@@ -45,6 +45,10 @@ class PsHandle {
   // the global step the values belong to. -1 if none was reported.
   int64_t min_version() const;
 
+  // After Wait(), for PullForStep: the highest worker clock a server
+  // answered (after a join, the step the worker goes on from); else -1.
+  int64_t worker_clock() const;
+
   // Opaque; defined in ps_client.cc.
   struct State;
 
@@ -82,10 +86,19 @@ class ParameterClient : public ShardSet {
                                  int64_t min_version = 0,
                                  bool consistent_snapshot = false);
 
-  // Sends gradients. `version` is the step the gradient was computed at
-  // (sync mode); `worker` the pushing worker's index.
-  std::shared_ptr<PsHandle> Push(const std::vector<Const>& gradients,
-                                 int64_t version = 0, int worker = 0);
+  // BOUNDED mode: a worker's pull for its step clock.clock(), answered
+  // once no live worker is more than max_staleness steps behind it
+  // (bounded by Options::rpc_timeout); with clock.join(), the worker
+  // (re)joins the bound (see WorkerClock in proto/ps.proto).
+  std::shared_ptr<PsHandle> PullForStep(const std::vector<Mutable>& variables,
+                                        const WorkerClock& clock);
+
+  // Sends gradients. `version` is the global step the gradient was
+  // computed at; `worker` the pushing worker's index; `worker_clock`
+  // (BOUNDED) the worker's own step it belongs to.
+  std::shared_ptr<PsHandle> Push(
+      const std::vector<Const>& gradients, int64_t version = 0, int worker = 0,
+      std::optional<int64_t> worker_clock = std::nullopt);
 
   // Overwrites variable values (initialization, restore).
   std::shared_ptr<PsHandle> Assign(const std::vector<Const>& values);
@@ -106,7 +119,11 @@ class ParameterClient : public ShardSet {
       const std::vector<RestoreShardRequest>& requests,
       absl::Duration timeout) override;
 
-  // Asks every server to exit; returns the first error.
+  // BOUNDED mode: tells every server, at once, which workers no longer
+  // bound the others (each call bounded by `timeout`).
+  absl::Status ExcludeWorkers(const std::vector<int>& workers,
+                              absl::Duration timeout = absl::Seconds(10));
+
   // Tells every server to stop, all at once, each call bounded by
   // `timeout`: one hung server never holds up the others (or the caller)
   // for longer. Returns the first error.
@@ -127,16 +144,25 @@ class ParameterClient : public ShardSet {
     absl::Span<float> data;
   };
 
+  // What a pull or push batch carries besides its parts.
+  struct BatchOptions {
+    int64_t version = 0;  // pulls: min_version; pushes: the version
+    int worker = 0;       // pushes
+    bool consistent_snapshot = false;
+    std::optional<WorkerClock> pull_clock;  // BOUNDED pulls
+    std::optional<int64_t> push_clock;      // BOUNDED pushes
+  };
+
   // Issues one batch RPC per full chunk, and one per server for each
   // chunk's worth of smaller pieces; one Assign RPC per chunk.
   std::shared_ptr<PsHandle> Issue(Op op, const std::vector<Mutable>& targets,
-                                  int64_t version, int worker,
-                                  bool consistent_snapshot = false);
+                                  const BatchOptions& options);
   void IssueAssign(const Piece& piece, absl::Time deadline,
                    const std::shared_ptr<PsHandle::State>& state,
                    const std::shared_ptr<const void>& guard);
+  // `batches_to_server`: how many batches of this call go to its server.
   void IssueBatch(Op op, const std::vector<const Piece*>& batch,
-                  int64_t version, int worker, bool consistent_snapshot,
+                  const BatchOptions& options, int batches_to_server,
                   absl::Time deadline,
                   const std::shared_ptr<PsHandle::State>& state,
                   const std::shared_ptr<const void>& guard);

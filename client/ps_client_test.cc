@@ -179,6 +179,10 @@ class CountingShard final : public PsShard {
     if (on_shutdown) RETURN_IF_ERROR(on_shutdown(d));
     return inner_.Shutdown(r, d);
   }
+  absl::Status ExcludeWorkers(const ExcludeWorkersRequest& r,
+                              absl::Time d) override {
+    return inner_.ExcludeWorkers(r, d);
+  }
   absl::StatusOr<HoldResponse> Hold(const HoldRequest& r,
                                     absl::Time d) override {
     return inner_.Hold(r, d);

@@ -40,6 +40,10 @@ class PsShard {
   virtual absl::Status Shutdown(const std::string& reason,
                                 absl::Time deadline) = 0;
 
+  // BOUNDED mode: the workers that no longer bound the others.
+  virtual absl::Status ExcludeWorkers(const ExcludeWorkersRequest& request,
+                                      absl::Time deadline) = 0;
+
   // Checkpoint RPCs (proto/ps.proto).
   virtual absl::StatusOr<HoldResponse> Hold(const HoldRequest& request,
                                             absl::Time deadline) = 0;

@@ -62,6 +62,10 @@ class SharedMemoryShard final : public PsShard {
                         absl::Time deadline) override {
     return transport_->Shutdown(reason, deadline);
   }
+  absl::Status ExcludeWorkers(const ExcludeWorkersRequest& request,
+                              absl::Time deadline) override {
+    return transport_->ExcludeWorkers(request, deadline);
+  }
   absl::StatusOr<HoldResponse> Hold(const HoldRequest& request,
                                     absl::Time deadline) override {
     return transport_->Hold(request, deadline);

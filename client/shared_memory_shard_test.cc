@@ -66,6 +66,10 @@ class ScriptedTransport final : public SharedMemoryTransport {
   absl::Status Shutdown(const std::string&, absl::Time) override {
     return absl::UnimplementedError("scripted");
   }
+  absl::Status ExcludeWorkers(const ExcludeWorkersRequest&,
+                              absl::Time) override {
+    return absl::UnimplementedError("scripted");
+  }
   absl::StatusOr<HoldResponse> Hold(const HoldRequest&, absl::Time) override {
     return absl::UnimplementedError("scripted");
   }

@@ -10,7 +10,12 @@ namespace psflow {
 // The protocol version this build speaks. Bump it on any incompatible
 // change; peers with another version fail with a message naming both.
 // 2: pulls and pushes are batches only (1 also had single-chunk methods).
-inline constexpr uint32_t kProtocolVersion = 2;
+// 3: BOUNDED mode (WorkerClock on pulls and pushes, ExcludeWorkers).
+inline constexpr uint32_t kProtocolVersion = 3;
+
+// Bounds on what a Configure may ask of a server.
+inline constexpr int32_t kMaxWorkers = 1 << 16;
+inline constexpr int32_t kMaxStalenessBound = 1 << 20;
 
 // Full method names of the bulk tensor RPCs.
 inline constexpr char kBulkAssignMethod[] =

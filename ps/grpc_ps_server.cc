@@ -42,6 +42,10 @@ class GrpcParameterServer::ControlService final
                         ? absl::StrCat(" (", request->replicas_to_aggregate(),
                                        " of ", request->num_workers(),
                                        " workers)")
+                    : request->mode() == BOUNDED
+                        ? absl::StrCat(" (max_staleness ",
+                                       request->max_staleness(), ", ",
+                                       request->num_workers(), " workers)")
                         : "")
                 << ", chunks of " << result->chunk_elements() << " floats";
     }
@@ -95,6 +99,13 @@ class GrpcParameterServer::ControlService final
       DetachSharedMemoryResponse* response) override {
     server_->shared_memory_->Detach(request->session());
     return Done(context, absl::OkStatus());
+  }
+
+  grpc::ServerUnaryReactor* ExcludeWorkers(
+      grpc::CallbackServerContext* context,
+      const ExcludeWorkersRequest* request,
+      ExcludeWorkersResponse* response) override {
+    return Done(context, server_->core().ExcludeWorkers(*request));
   }
 
   grpc::ServerUnaryReactor* Hold(grpc::CallbackServerContext* context,

@@ -107,9 +107,29 @@ absl::StatusOr<ConfigureResponse> ParameterServerCore::Configure(
       rule.sync = true;
       rule.replicas_to_aggregate = request.replicas_to_aggregate();
       break;
+    case BOUNDED:
+      if (request.num_workers() < 1 || request.num_workers() > kMaxWorkers) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("num_workers is ", request.num_workers(),
+                         "; bounded mode needs the number of workers (1..",
+                         kMaxWorkers, ")"));
+      }
+      if (request.max_staleness() < 0 ||
+          request.max_staleness() > kMaxStalenessBound) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "max_staleness is ", request.max_staleness(), "; use 0..",
+            kMaxStalenessBound,
+            " (0 is sync without aggregation; large values approach async)"));
+      }
+      break;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "mode is ", UpdateMode_Name(request.mode()), "; use ASYNC or SYNC"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("mode is ", UpdateMode_Name(request.mode()),
+                       "; use ASYNC, SYNC or BOUNDED"));
+  }
+  if (request.mode() == BOUNDED) {
+    worker_clocks_ = std::make_unique<WorkerClocks>(request.num_workers(),
+                                                    request.max_staleness());
   }
   optimizer_ = std::move(optimizer);
   schedule_ = std::make_unique<LrSchedule>(schedule);
@@ -345,6 +365,9 @@ StatsResponse ParameterServerCore::Stats() const {
   stats.set_stale_gradients_dropped(stale_dropped_.load());
   stats.set_nonfinite_gradients_rejected(nonfinite_rejected_.load());
   staleness_.AddTo(stats);
+  if (WorkerClocks* clocks = worker_clocks(); clocks != nullptr) {
+    clocks->AddTo(stats);
+  }
   stats.set_bytes_received(bytes_received_.load());
   stats.set_bytes_sent(bytes_sent_.load());
   return stats;
@@ -368,6 +391,23 @@ void ParameterServerCore::StashRestore(std::shared_ptr<void> staged) {
 std::shared_ptr<void> ParameterServerCore::TakeStashedRestore() {
   MutexLock lock(&mu_);
   return std::move(stashed_restore_);
+}
+
+WorkerClocks* ParameterServerCore::worker_clocks() const {
+  ReaderMutexLock lock(&mu_);
+  return worker_clocks_.get();
+}
+
+absl::Status ParameterServerCore::ExcludeWorkers(
+    const ExcludeWorkersRequest& request) {
+  RETURN_IF_ERROR(CheckProtocol(request.protocol_version()));
+  WorkerClocks* clocks = worker_clocks();
+  if (clocks == nullptr) {
+    return absl::FailedPreconditionError(
+        "ExcludeWorkers is for BOUNDED mode; this parameter server is not "
+        "configured for it");
+  }
+  return clocks->Exclude(request.workers());
 }
 
 bool ParameterServerCore::sync() const {

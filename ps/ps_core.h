@@ -29,6 +29,7 @@
 #include "ps/optimizer.h"
 #include "ps/staleness_histogram.h"
 #include "ps/variable.h"
+#include "ps/worker_clocks.h"
 
 namespace psflow {
 
@@ -121,6 +122,14 @@ class ParameterServerCore {
   // Whether updates are synchronous (after Configure).
   bool sync() const;
 
+  // BOUNDED mode's worker clocks (null in other modes or before
+  // Configure). Lives as long as the core.
+  WorkerClocks* worker_clocks() const;
+
+  // BOUNDED: replaces the workers that do not bound the others.
+  // FailedPrecondition in other modes.
+  absl::Status ExcludeWorkers(const ExcludeWorkersRequest& request);
+
   // Keeps a restore that was read and checked but not applied yet
   // (RestoreShard PREPARE; opaque here, see shard_checkpoint.cc), replacing
   // any earlier one; Take returns and forgets it (null when none).
@@ -155,6 +164,8 @@ class ParameterServerCore {
       ABSL_GUARDED_BY(mu_);
   int64_t total_elements_ ABSL_GUARDED_BY(mu_) = 0;
   std::shared_ptr<void> stashed_restore_ ABSL_GUARDED_BY(mu_);
+  // Set once, by Configure (BOUNDED).
+  std::unique_ptr<WorkerClocks> worker_clocks_ ABSL_GUARDED_BY(mu_);
 
   std::atomic<int64_t> pulls_{0};
   std::atomic<int64_t> pushes_{0};

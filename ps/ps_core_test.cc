@@ -102,7 +102,56 @@ TEST_F(PsCoreTest, ConfiguringDifferentlyIsRefused) {
 TEST_F(PsCoreTest, UnspecifiedModeIsRejected) {
   EXPECT_THAT(core_.Configure(Sgd(0.1, UPDATE_MODE_UNSPECIFIED)),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("use ASYNC or SYNC")));
+                       HasSubstr("use ASYNC, SYNC or BOUNDED")));
+}
+
+TEST_F(PsCoreTest, BoundedModeNeedsWorkersAndAStalenessInRange) {
+  ConfigureRequest bounded = Sgd(0.1, BOUNDED, 0);
+  EXPECT_THAT(core_.Configure(bounded),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("num_workers is 0; bounded mode needs")));
+  bounded.set_num_workers(kMaxWorkers + 1);
+  EXPECT_THAT(core_.Configure(bounded),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  bounded.set_num_workers(4);
+  bounded.set_max_staleness(-1);
+  EXPECT_THAT(core_.Configure(bounded),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("max_staleness is -1; use 0..")));
+  bounded.set_max_staleness(kMaxStalenessBound + 1);
+  EXPECT_THAT(core_.Configure(bounded),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(core_.worker_clocks(), nullptr);
+  bounded.set_max_staleness(2);
+  // The staleness-aware rate is for bounded mode too.
+  bounded.set_staleness_aware_learning_rate(true);
+  ASSERT_OK(core_.Configure(bounded));
+  ASSERT_NE(core_.worker_clocks(), nullptr);
+  EXPECT_FALSE(core_.sync());
+  ExcludeWorkersRequest exclude;
+  exclude.set_protocol_version(kProtocolVersion);
+  exclude.add_workers(3);
+  ASSERT_OK(core_.ExcludeWorkers(exclude));
+  StatsResponse stats = core_.Stats();
+  EXPECT_THAT(stats.worker_clocks(), ::testing::ElementsAre(0, 0, 0, 0));
+  EXPECT_THAT(stats.worker_excluded(),
+              ::testing::ElementsAre(false, false, false, true));
+  exclude.add_workers(4);
+  EXPECT_THAT(core_.ExcludeWorkers(exclude),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST_F(PsCoreTest, ExcludeWorkersIsOnlyForBoundedMode) {
+  ExcludeWorkersRequest exclude;
+  exclude.set_protocol_version(kProtocolVersion);
+  EXPECT_THAT(core_.ExcludeWorkers(exclude),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  ASSERT_OK(core_.Configure(Sgd(0.1)));
+  EXPECT_THAT(core_.ExcludeWorkers(exclude),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("for BOUNDED mode")));
+  EXPECT_EQ(core_.worker_clocks(), nullptr);
+  EXPECT_EQ(core_.Stats().worker_clocks_size(), 0);
 }
 
 TEST_F(PsCoreTest, SyncReplicasMustFitTheWorkers) {

@@ -23,6 +23,7 @@
 #include "common/signals.h"
 #include "ps/grpc_ps_server.h"
 #include "ps/staleness_histogram.h"
+#include "ps/worker_clocks.h"
 
 ABSL_FLAG(std::string, transport_security, "insecure",
           "How connections between tasks are secured; every task of a job "
@@ -113,6 +114,9 @@ int Run() {
             << stats.stale_gradients_dropped() << " stale dropped, "
             << stats.nonfinite_gradients_rejected() << " non-finite rejected)";
   LOG(INFO) << DescribeStaleness(stats);
+  if (std::string bounded = DescribeBoundedWaits(stats); !bounded.empty()) {
+    LOG(INFO) << bounded;
+  }
   return 0;
 }
 

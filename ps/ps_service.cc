@@ -51,15 +51,32 @@ std::shared_ptr<PsService::PendingPull> PsService::Pull(
       }
     }
   }
+  // BOUNDED: a worker's pull waits for the slowest live worker.
+  Gate gate;
+  if (request.has_worker_clock()) {
+    gate.clocks = core_->worker_clocks();  // null in other modes: no gate
+    if (gate.clocks != nullptr) {
+      const WorkerClock& wc = request.worker_clock();
+      if (absl::Status ok = gate.clocks->Check(wc.worker_index(), wc.clock());
+          !ok.ok()) {
+        done(ok);
+        return nullptr;
+      }
+      gate.worker = wc.worker_index();
+      gate.clock =
+          wc.join() ? gate.clocks->Join(gate.worker, wc.clock()) : wc.clock();
+    }
+  }
   // Every chunk is at step 0 or later: an async pull never waits, and is
   // answered here without the bookkeeping of a wait (the hot path).
-  if (request.min_version() <= 0) {
-    done(Answer(*refs, request.consistent_snapshot(), out));
+  if (request.min_version() <= 0 &&
+      (gate.clocks == nullptr || gate.clocks->Allows(gate.clock))) {
+    done(Answer(*refs, request.consistent_snapshot(), out, gate));
     return nullptr;
   }
   std::shared_ptr<PendingPull> pull(new PendingPull(
       this, *std::move(refs), request.min_version(),
-      request.consistent_snapshot(), std::move(out), std::move(done)));
+      request.consistent_snapshot(), gate, std::move(out), std::move(done)));
   return pull->Start() ? pull : nullptr;
 }
 
@@ -73,6 +90,14 @@ bool PsService::PendingPull::Start() {
           refs_[i].chunk, min_version_,
           [self = shared_from_this(), i] { self->OnVersionReached(i); });
       if (id.has_value()) waits_.emplace_back(i, *id);
+    }
+    if (gate_.clocks != nullptr && !cancelled_) {
+      std::optional<uint64_t> id = gate_.clocks->WhenAllowed(
+          gate_.worker, gate_.clock, [self = shared_from_this()] {
+            self->gate_.clocks->CountWait(absl::Now() - self->created_);
+            self->OnVersionReached(kClockWait);
+          });
+      if (id.has_value()) waits_.emplace_back(kClockWait, *id);
     }
     if (!waits_.empty()) return true;
     answer_claimed_ = true;
@@ -100,35 +125,48 @@ void PsService::PendingPull::Cancel() {
     cancelled_ = true;
     if (answer_claimed_) return;
     for (auto it = waits_.begin(); it != waits_.end();) {
-      const ChunkRef& ref = refs_[it->first];
-      if (waiting_for.empty()) {
-        waiting_for =
-            absl::StrCat("\"", ref.variable->name(), "\" chunk ", ref.chunk,
-                         " (at step ", ref.variable->Version(ref.chunk), ")");
+      bool cancelled;
+      if (it->first == kClockWait) {
+        waiting_for = absl::StrCat(
+            "waiting for a slower worker: ",
+            gate_.clocks->DescribeWait(gate_.worker, gate_.clock),
+            " (bounded staleness; the chief drops a lost worker from the "
+            "bound after its heartbeat timeout)");
+        cancelled = gate_.clocks->Cancel(it->second);
+        if (cancelled) gate_.clocks->CountWait(absl::Now() - created_);
+      } else {
+        const ChunkRef& ref = refs_[it->first];
+        if (waiting_for.empty()) {
+          waiting_for =
+              absl::StrCat("waiting for step ", min_version_, " of \"",
+                           ref.variable->name(), "\" chunk ", ref.chunk,
+                           " (at step ", ref.variable->Version(ref.chunk), ")");
+        }
+        cancelled = ref.variable->CancelWait(ref.chunk, it->second);
       }
       // A wait that cannot be cancelled is firing now; its callback
       // removes itself and, if last, answers.
-      it = ref.variable->CancelWait(ref.chunk, it->second) ? waits_.erase(it)
-                                                           : std::next(it);
+      it = cancelled ? waits_.erase(it) : std::next(it);
     }
     if (!waits_.empty()) return;
     answer_claimed_ = true;
   }
   PullDone done = std::move(done_);
   done(absl::DeadlineExceededError(
-      absl::StrCat("pull was cancelled while waiting for step ", min_version_,
-                   " of ", waiting_for)));
+      absl::StrCat("pull was cancelled while ", waiting_for)));
 }
 
 void PsService::PendingPull::Answer() {
   PullDone done = std::move(done_);
-  done(service_->Answer(refs_, consistent_snapshot_, out_));
+  done(service_->Answer(refs_, consistent_snapshot_, out_, gate_));
 }
 
-PsService::PullAnswer PsService::Answer(
-    absl::Span<const ChunkRef> refs, bool consistent_snapshot,
-    absl::Span<const absl::Span<float>> out) {
+PsService::PullAnswer PsService::Answer(absl::Span<const ChunkRef> refs,
+                                        bool consistent_snapshot,
+                                        absl::Span<const absl::Span<float>> out,
+                                        const Gate& gate) {
   PullAnswer answer;
+  if (gate.clocks != nullptr) answer.response.set_worker_clock(gate.clock);
   if (!out.empty()) {
     for (size_t i = 0; i < refs.size(); ++i) {
       answer.response.add_versions(core_->Pull(refs[i], out[i]).version());
@@ -165,8 +203,27 @@ absl::StatusOr<std::vector<ChunkRef>> PsService::ResolvePush(
 absl::StatusOr<PushBatchResponse> PsService::Push(
     const PushBatchRequest& request, absl::Span<const ChunkRef> refs,
     absl::Span<const absl::Span<const float>> gradients) {
-  return core_->PushBatch(refs, request.version(), request.worker_index(),
-                          gradients);
+  // BOUNDED: a worker's push carries its step (batches_in_step > 0); its
+  // clock is checked before anything is applied and advanced after.
+  WorkerClocks* clocks =
+      request.batches_in_step() > 0 ? core_->worker_clocks() : nullptr;
+  if (clocks != nullptr) {
+    RETURN_IF_ERROR(
+        clocks->Check(request.worker_index(), request.worker_clock()));
+    if (request.batches_in_step() > WorkerClocks::kMaxBatchesInStep) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("batches_in_step is ", request.batches_in_step(),
+                       "; at most ", WorkerClocks::kMaxBatchesInStep));
+    }
+  }
+  ASSIGN_OR_RETURN(PushBatchResponse response,
+                   core_->PushBatch(refs, request.version(),
+                                    request.worker_index(), gradients));
+  if (clocks != nullptr) {
+    clocks->OnPushApplied(request.worker_index(), request.worker_clock(),
+                          request.batches_in_step());
+  }
+  return response;
 }
 
 absl::StatusOr<ChunkRef> PsService::ResolveAssign(

@@ -4,14 +4,16 @@
 //
 //   Pull:   checks the batch (1 to kMaxBatchParts parts, each resolved to
 //           exactly one chunk), then answers once every part reached
-//           min_version: at once, or on the thread whose push completed the
-//           last awaited step, or when the caller cancels it (its
-//           deadline). Values are either sent from the variables in place
-//           (zero-copy; Hogwild semantics), copied as one consistent
-//           snapshot per chunk, or copied into buffers the caller gives
-//           (the in-process twin, shared memory), each under its chunk's
+//           min_version and (BOUNDED) the slowest live worker is close
+//           enough (ps/worker_clocks.h): at once, or on the thread whose
+//           push completed the last awaited step, or when the caller
+//           cancels it (its deadline). Values are either sent from the
+//           variables in place (zero-copy; Hogwild semantics), copied as one
+//           consistent snapshot per chunk, or copied into buffers the caller
+//           gives (the in-process twin, shared memory), each under its chunk's
 //           lock.
-//   Push:   resolves every part first, then the core checks every part
+//   Push:   resolves every part first (BOUNDED: and the worker clock),
+//           then the core checks every part
 //           (sizes, NaN/Inf) before applying any; per-part outcomes (a stale
 //           sync part is Aborted alone).
 //   Assign: one chunk, overwritten.
@@ -33,11 +35,14 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/buffer_pool.h"
 #include "common/mutex.h"
 #include "proto/ps.pb.h"
 #include "ps/ps_core.h"
+#include "ps/worker_clocks.h"
 
 namespace psflow {
 
@@ -55,6 +60,13 @@ class PsService {
 
   // A pull that may still be waiting for its step.
   class PendingPull;
+
+  // BOUNDED: the worker clock a pull waits for (no gate without clocks).
+  struct Gate {
+    WorkerClocks* clocks = nullptr;
+    int worker = -1;
+    int64_t clock = 0;
+  };
 
   // `pool` is needed only by pulls that return values to send (no
   // buffers given); may be null otherwise.
@@ -94,7 +106,7 @@ class PsService {
   // The answer of a pull whose parts reached their step: values copied
   // into `out` (when given), a snapshot, or views.
   PullAnswer Answer(absl::Span<const ChunkRef> refs, bool consistent_snapshot,
-                    absl::Span<const absl::Span<float>> out);
+                    absl::Span<const absl::Span<float>> out, const Gate& gate);
 
   ParameterServerCore* const core_;
   BufferPool* const pool_;
@@ -111,18 +123,24 @@ class PsService::PendingPull
  private:
   friend class PsService;
   PendingPull(PsService* service, std::vector<ChunkRef> refs,
-              int64_t min_version, bool consistent_snapshot,
+              int64_t min_version, bool consistent_snapshot, Gate gate,
               std::vector<absl::Span<float>> out, PullDone done)
       : service_(service),
         refs_(std::move(refs)),
         min_version_(min_version),
         consistent_snapshot_(consistent_snapshot),
+        gate_(gate),
         out_(std::move(out)),
         done_(std::move(done)) {}
 
-  // Registers a wait on every part below min_version; answers now when
-  // none is. Returns whether the pull is still waiting.
+  // The wait on the gate, among the parts' waits.
+  static constexpr size_t kClockWait = static_cast<size_t>(-1);
+
+  // Registers a wait on every part below min_version, and on the gate;
+  // answers now when nothing waits. Returns whether the pull is still
+  // waiting.
   bool Start();
+  // A part's version (or, for kClockWait, the gate) was reached.
   void OnVersionReached(size_t part);
   void Answer();
 
@@ -130,11 +148,13 @@ class PsService::PendingPull
   const std::vector<ChunkRef> refs_;
   const int64_t min_version_;
   const bool consistent_snapshot_;
+  const Gate gate_;
+  const absl::Time created_ = absl::Now();
   const std::vector<absl::Span<float>> out_;
   PullDone done_;  // run once, by whoever claims the answer
 
   Mutex mu_;
-  // Pending waits: (index into refs_, WhenVersionReached id).
+  // Pending waits: (index into refs_ or kClockWait, the wait's id).
   std::vector<std::pair<size_t, uint64_t>> waits_ ABSL_GUARDED_BY(mu_);
   // Set by whichever of the last wait, Cancel or Start answers.
   bool answer_claimed_ ABSL_GUARDED_BY(mu_) = false;

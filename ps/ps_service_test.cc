@@ -15,20 +15,25 @@ namespace {
 using ::testing::Each;
 using ::testing::HasSubstr;
 
+// SGD at rate 1 in `mode`.
+ConfigureRequest Sgd(UpdateMode mode, int workers) {
+  ConfigureRequest config;
+  config.set_protocol_version(kProtocolVersion);
+  config.mutable_optimizer()->set_kind(OptimizerConfig::SGD);
+  config.mutable_learning_rate()->set_learning_rate(1.0);
+  config.set_mode(mode);
+  config.set_num_workers(workers);
+  if (mode == SYNC) config.set_replicas_to_aggregate(workers);
+  return config;
+}
+
 // "w": 8 elements in chunks of 4, SGD at rate 1, sync with one worker.
 class PsServiceTest : public ::testing::Test {
  protected:
-  PsServiceTest()
+  explicit PsServiceTest(const ConfigureRequest& config = Sgd(SYNC, 1))
       : core_(ParameterServerCore::Options{4 * sizeof(float)}),
         pool_(BufferPool::Create(1 << 20)),
         service_(&core_, pool_.get()) {
-    ConfigureRequest config;
-    config.set_protocol_version(kProtocolVersion);
-    config.mutable_optimizer()->set_kind(OptimizerConfig::SGD);
-    config.mutable_learning_rate()->set_learning_rate(1.0);
-    config.set_mode(SYNC);
-    config.set_num_workers(1);
-    config.set_replicas_to_aggregate(1);
     EXPECT_OK(core_.Configure(config));
     CreateVariablesRequest create;
     create.set_protocol_version(kProtocolVersion);
@@ -51,11 +56,19 @@ class PsServiceTest : public ::testing::Test {
     return request;
   }
 
-  // Pushes a gradient of ones to both chunks at `version`.
-  absl::StatusOr<PushBatchResponse> PushOnes(int64_t version) {
+  // Pushes a gradient of ones to both chunks at `version`; with a clock
+  // (bounded mode), as `worker`'s step `clock`.
+  absl::StatusOr<PushBatchResponse> PushOnes(
+      int64_t version, int worker = 0,
+      std::optional<int64_t> clock = std::nullopt) {
     PushBatchRequest request;
     request.set_protocol_version(kProtocolVersion);
     request.set_version(version);
+    request.set_worker_index(worker);
+    if (clock.has_value()) {
+      request.set_worker_clock(*clock);
+      request.set_batches_in_step(1);
+    }
     for (int64_t offset : {0, 4}) {
       PushRequest* part = request.add_parts();
       part->set_variable("w");
@@ -160,6 +173,140 @@ TEST_F(PsServiceTest, BadRequestsAnswerAtOnceWithTheReason) {
     result = a.status();
   });
   EXPECT_THAT(result, StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+// Bounded staleness with two workers, max_staleness 1.
+class BoundedPsServiceTest : public PsServiceTest {
+ protected:
+  BoundedPsServiceTest() : PsServiceTest(Bounded()) {}
+
+  static ConfigureRequest Bounded() {
+    ConfigureRequest config = Sgd(BOUNDED, 2);
+    config.set_max_staleness(1);
+    return config;
+  }
+
+  static PullBatchRequest PullForStep(int worker, int64_t clock,
+                                      bool join = false) {
+    PullBatchRequest request = PullBoth(0);
+    request.mutable_worker_clock()->set_worker_index(worker);
+    request.mutable_worker_clock()->set_clock(clock);
+    request.mutable_worker_clock()->set_join(join);
+    return request;
+  }
+};
+
+TEST_F(BoundedPsServiceTest, AWorkerAheadWaitsForTheSlowestAndSeesItsStep) {
+  // Worker 0 pushed steps 0 and 1; worker 1 nothing yet.
+  ASSERT_OK(PushOnes(0, 0, 0));
+  ASSERT_OK(PushOnes(1, 0, 1));
+  std::vector<float> a(4), b(4);
+  Notification answered;
+  int64_t clock = -1;
+  // Step 2 needs every worker at step 1 or later.
+  auto pending =
+      service_.Pull(PullForStep(0, 2), {absl::MakeSpan(a), absl::MakeSpan(b)},
+                    [&](absl::StatusOr<PsService::PullAnswer> answer) {
+                      ASSERT_OK(answer);
+                      clock = answer->response.worker_clock();
+                      answered.Notify();
+                    });
+  ASSERT_NE(pending, nullptr);
+  EXPECT_FALSE(answered.HasBeenNotified());
+  // Worker 1's step 0 releases it, on the pushing thread, with that
+  // step's update in the values.
+  ASSERT_OK(PushOnes(0, 1, 0));
+  ASSERT_TRUE(answered.HasBeenNotified());
+  EXPECT_EQ(clock, 2);
+  EXPECT_THAT(a, Each(-3.0f));
+  EXPECT_EQ(core_.Stats().bounded_waits(), 1);
+}
+
+TEST_F(BoundedPsServiceTest, APullWithinTheBoundAnswersAtOnce) {
+  std::vector<float> a(4), b(4);
+  int answers = 0;
+  auto pending =
+      service_.Pull(PullForStep(1, 1), {absl::MakeSpan(a), absl::MakeSpan(b)},
+                    [&](absl::StatusOr<PsService::PullAnswer> answer) {
+                      ASSERT_OK(answer);
+                      ++answers;
+                    });
+  EXPECT_EQ(pending, nullptr);
+  EXPECT_EQ(answers, 1);
+  // Pulls without a worker clock (the chief, the evaluator) never wait.
+  service_.Pull(PullBoth(0), {absl::MakeSpan(a), absl::MakeSpan(b)},
+                [&](absl::StatusOr<PsService::PullAnswer> answer) {
+                  ASSERT_OK(answer);
+                  ++answers;
+                });
+  EXPECT_EQ(answers, 2);
+}
+
+TEST_F(BoundedPsServiceTest, CancelledWaitNamesTheSlowWorker) {
+  ASSERT_OK(PushOnes(0, 0, 0));
+  ASSERT_OK(PushOnes(1, 0, 1));
+  std::vector<float> a(4), b(4);
+  absl::Status result;
+  auto pending =
+      service_.Pull(PullForStep(0, 2), {absl::MakeSpan(a), absl::MakeSpan(b)},
+                    [&](absl::StatusOr<PsService::PullAnswer> answer) {
+                      result = answer.status();
+                    });
+  ASSERT_NE(pending, nullptr);
+  pending->Cancel();
+  EXPECT_THAT(result,
+              StatusIs(absl::StatusCode::kDeadlineExceeded,
+                       HasSubstr("worker 1 is at step 0; this pull by worker "
+                                 "0 is for its step 2 with max_staleness 1")));
+  ASSERT_OK(PushOnes(0, 1, 0));  // The cancelled wait is gone.
+}
+
+TEST_F(BoundedPsServiceTest, ExcludingTheSlowWorkerReleasesTheWait) {
+  ASSERT_OK(PushOnes(0, 0, 0));
+  ASSERT_OK(PushOnes(1, 0, 1));
+  std::vector<float> a(4), b(4);
+  Notification answered;
+  auto pending =
+      service_.Pull(PullForStep(0, 2), {absl::MakeSpan(a), absl::MakeSpan(b)},
+                    [&](absl::StatusOr<PsService::PullAnswer> answer) {
+                      EXPECT_OK(answer);
+                      answered.Notify();
+                    });
+  ASSERT_NE(pending, nullptr);
+  ExcludeWorkersRequest lost;
+  lost.set_protocol_version(kProtocolVersion);
+  lost.add_workers(1);
+  ASSERT_OK(core_.ExcludeWorkers(lost));
+  EXPECT_TRUE(answered.HasBeenNotified());
+}
+
+TEST_F(BoundedPsServiceTest, AJoiningWorkerGoesOnFromTheSlowestOther) {
+  for (int64_t step = 0; step < 5; ++step) ASSERT_OK(PushOnes(step, 0, step));
+  // Worker 1 (re)starts with no steps of its own.
+  std::vector<float> a(4), b(4);
+  int64_t clock = -1;
+  service_.Pull(PullForStep(1, 0, /*join=*/true),
+                {absl::MakeSpan(a), absl::MakeSpan(b)},
+                [&](absl::StatusOr<PsService::PullAnswer> answer) {
+                  ASSERT_OK(answer);
+                  clock = answer->response.worker_clock();
+                });
+  EXPECT_EQ(clock, 5);
+}
+
+TEST_F(BoundedPsServiceTest, BadWorkerClocksAreRefusedBeforeAnythingApplies) {
+  std::vector<float> a(4), b(4);
+  absl::Status result;
+  service_.Pull(PullForStep(2, 0), {absl::MakeSpan(a), absl::MakeSpan(b)},
+                [&](absl::StatusOr<PsService::PullAnswer> answer) {
+                  result = answer.status();
+                });
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kInvalidArgument,
+                               HasSubstr("names worker 2")));
+  EXPECT_THAT(PushOnes(0, 0, -5), StatusIs(absl::StatusCode::kInvalidArgument,
+                                           HasSubstr("worker_clock -5")));
+  EXPECT_THAT(PushOnes(0, 7, 0), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(core_.Stats().updates_applied(), 0);
 }
 
 }  // namespace

@@ -13,7 +13,8 @@ namespace psflow::testing {
 
 std::string TestJob(const std::string& mode, int steps,
                     const std::string& extra, int hidden,
-                    const std::string& train_images) {
+                    const std::string& train_images,
+                    const std::string& training_extra) {
   const std::string data = kFashionMnist;
   return absl::StrCat(R"({
     "name": "test",
@@ -32,7 +33,9 @@ std::string TestJob(const std::string& mode, int steps,
              "test_labels": ")",
                       data, R"(t10k-labels-idx1-ubyte.gz"},
     "training": {"batch_size": 64, "steps": )",
-                      steps, R"(, "mode": ")", mode, R"(", "seed": 3},
+                      steps, R"(, "mode": ")", mode, R"(", "seed": 3)",
+                      training_extra.empty() ? "" : ", ", training_extra,
+                      R"(},
     "logging": {"log_every_steps": 1000},
     "evaluation": {"every_secs": 2, "batch_size": 2000})",
                       extra.empty() ? "" : ",\n    ", extra, "\n  }");

@@ -16,12 +16,14 @@ inline constexpr char kFashionMnist[] = "/usr/share/datasets/fashion-mnist/";
 // A small job: `steps` global steps of an MLP with `hidden` units, in
 // `mode`. The rate decays over the job so that the final accuracy does not
 // depend on where async noise leaves the last step. `extra` is inserted
-// as more top-level fields, e.g. R"("checkpoint": {...})".
+// as more top-level fields, e.g. R"("checkpoint": {...})";
+// `training_extra` as more fields of "training", e.g. R"("max_staleness": 2)".
 std::string TestJob(
     const std::string& mode, int steps, const std::string& extra = "",
     int hidden = 64,
     const std::string& train_images = std::string(kFashionMnist) +
-                                      "train-images-idx3-ubyte.gz");
+                                      "train-images-idx3-ubyte.gz",
+    const std::string& training_extra = "");
 
 // Writes `text` to a fresh file under the test's temporary directory.
 std::string WriteTestFile(const std::string& name, const std::string& text);

@@ -84,6 +84,23 @@ TEST(TrainingTest, SyncJobWithASeparateChiefLearns) {
   EXPECT_THAT(run.output, HasSubstr("mode SYNC (2 of 2 workers)"));
 }
 
+TEST(TrainingTest, BoundedStalenessJobWithAStragglerLearns) {
+  // Worker 2 takes three times as long per step; with max_staleness 2 the
+  // others wait for it, and the servers say how often.
+  LocalRun run = RunLocal(
+      WriteTestFile("bounded.json", TestJob("BOUNDED", 600, "", 64,
+                                            std::string(kFashionMnist) +
+                                                "train-images-idx3-ubyte.gz",
+                                            R"("max_staleness": 2)")),
+      {"--ps=2", "--workers=3", "--straggler=2:3"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_GE(TestAccuracy(run), 0.78) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("mode BOUNDED (max_staleness 2, 3 "
+                                    "workers)"));
+  EXPECT_THAT(run.output, HasSubstr("slowed down 3x (--slowdown)"));
+  EXPECT_THAT(run.output, HasSubstr("pulls waited for a slower worker"));
+}
+
 TEST(TrainingTest, JobOverLoopbackTcpLearns) {
   // What a job across hosts does: servers refuse shared memory, so every
   // tensor byte crosses TCP.

@@ -14,7 +14,8 @@ namespace psflow {
 Trainer::Trainer(TrainerOptions options, TrainerParts parts)
     : options_(std::move(options)),
       parts_(std::move(parts)),
-      sync_(options_.spec.config().training().mode() == SYNC) {}
+      sync_(options_.spec.config().training().mode() == SYNC),
+      bounded_(options_.spec.config().training().mode() == BOUNDED) {}
 
 absl::Status Trainer::AllocateBuffers() {
   // From the device: page-locked on CUDA, so uploads of pulled parameters
@@ -184,9 +185,21 @@ absl::Status Trainer::OnFailure(const absl::Status& cause) {
   return Recover(cause);
 }
 
+std::shared_ptr<PsHandle> Trainer::PullFor(const HostTensors& t,
+                                           int64_t min_version, int64_t clock,
+                                           bool join) {
+  if (!bounded_) return parts_.client->Pull(Targets(t), min_version);
+  WorkerClock worker_clock;
+  worker_clock.set_worker_index(options_.worker_index);
+  worker_clock.set_clock(clock);
+  worker_clock.set_join(join);
+  joining_ = join;
+  return parts_.client->PullForStep(Targets(t), worker_clock);
+}
+
 void Trainer::Restart() {
   (void)pull_->Wait();
-  pull_ = parts_.client->Pull(Targets(params_[current_]), 0);
+  pull_ = PullFor(params_[current_], 0, clock_, /*join=*/true);
 }
 
 absl::Status Trainer::Run() {
@@ -197,7 +210,8 @@ absl::Status Trainer::Run() {
   const int log_every = std::max(1, spec.config().logging().log_every_steps());
   absl::Time next_heartbeat = absl::Now() + options_.heartbeat_interval;
   const absl::Time training_start = absl::Now();
-  pull_ = parts_.client->Pull(Targets(params_[current_]), sync_ ? version_ : 0);
+  pull_ = PullFor(params_[current_], sync_ ? version_ : 0, clock_,
+                  /*join=*/true);
   while (true) {
     if (absl::Status pulled = pull_->Wait(); !pulled.ok()) {
       RETURN_IF_ERROR(OnFailure(pulled));
@@ -206,6 +220,12 @@ absl::Status Trainer::Run() {
       continue;
     }
     version_ = pull_->min_version();
+    if (joining_) {
+      // The servers place a (re)joining worker no further behind than the
+      // slowest live one.
+      clock_ = std::max(clock_, pull_->worker_clock());
+      joining_ = false;
+    }
     if (version_ >= spec.total_steps()) break;
     std::optional<Batch> batch = parts_.batches->Next();
     if (!batch.has_value()) break;  // Streams are endless; defensive.
@@ -213,8 +233,9 @@ absl::Status Trainer::Run() {
     RETURN_IF_ERROR(parts_.model->LoadParameters(
         std::vector<absl::Span<const float>>(values.begin(), values.end())));
     if (!sync_) {
-      // Fetch the next step's parameters while this one computes.
-      pull_ = parts_.client->Pull(Targets(params_[1 - current_]));
+      // Fetch the next step's parameters while this one computes (bounded:
+      // the server answers once the slowest worker is close enough).
+      pull_ = PullFor(params_[1 - current_], 0, clock_ + 1, /*join=*/false);
     }
     if (pushes_[grad_slot_] != nullptr) {
       absl::Status pushed = pushes_[grad_slot_]->Wait();
@@ -226,12 +247,17 @@ absl::Status Trainer::Run() {
         continue;
       }
     }
+    const absl::Time compute_start = absl::Now();
     ASSIGN_OR_RETURN(
         BatchStats stats,
         parts_.model->TrainStep({batch->size, batch->features, batch->labels},
                                 grads_[grad_slot_].values));
+    if (options_.slowdown > 1) {
+      absl::SleepFor((absl::Now() - compute_start) * (options_.slowdown - 1));
+    }
     std::shared_ptr<PsHandle> push = parts_.client->Push(
-        Sources(grads_[grad_slot_]), version_, options_.worker_index);
+        Sources(grads_[grad_slot_]), version_, options_.worker_index,
+        bounded_ ? std::optional<int64_t>(clock_) : std::nullopt);
     if (sync_) {
       absl::Status pushed = push->Wait();
       if (absl::IsAborted(pushed)) {
@@ -248,6 +274,7 @@ absl::Status Trainer::Run() {
     }
     failing_since_ = absl::InfiniteFuture();
     ++local_steps_;
+    ++clock_;
     examples_ += batch->size;
     window_.loss += stats.loss_sum;
     window_.correct += stats.correct;

@@ -7,6 +7,11 @@
 //          step is applied), compute, push with that step's version; a
 //          push that arrives after the step closed (a backup's) is dropped
 //          by the server and counted here.
+//   bounded: as async, but every pull and push carries this worker's own
+//          step (its clock), and a server answers the pull for step c once
+//          no live worker is more than max_staleness steps behind it. The
+//          first pull, and the first after a failure or a pause, joins:
+//          the servers answer the clock to go on from.
 //
 // The loop ends when the parameter servers' global step (the version a
 // pull returns) reaches the job's total, so every worker stops at the same
@@ -62,6 +67,10 @@ struct TrainerOptions {
   JobSpec spec;
   absl::Duration heartbeat_interval = absl::Seconds(1);
   RecoveryPolicy recovery;
+  // A deliberate straggler for experiments (the worker's --slowdown flag):
+  // each step takes this many times its compute time, by sleeping for the
+  // difference after computing. 1 is full speed.
+  double slowdown = 1;
 };
 
 // What a trainer works with; nothing is owned.
@@ -115,10 +124,15 @@ class Trainer {
   absl::Status OnFailure(const absl::Status& cause);
   // Drops the step in progress and pulls the model afresh.
   void Restart();
+  // Pulls `t` for this worker's step `clock` (bounded mode: with the
+  // worker clock, joining when `join`), waiting for min_version (sync).
+  std::shared_ptr<PsHandle> PullFor(const HostTensors& t, int64_t min_version,
+                                    int64_t clock, bool join);
 
   const TrainerOptions options_;
   const TrainerParts parts_;
   const bool sync_;
+  const bool bounded_;
 
   HostTensors params_[2], grads_[2];
   // Async keeps two gradient buffers so that a step's push travels while
@@ -128,6 +142,10 @@ class Trainer {
   int grad_slot_ = 0;
   int current_ = 0;
   int64_t local_steps_ = 0, examples_ = 0, stale_ = 0, version_ = 0;
+  // Bounded mode: this worker's clock (steps it pushed, as the servers
+  // count them; a join may move it forward), and whether pull_ joins.
+  int64_t clock_ = 0;
+  bool joining_ = false;
   // Restores by the chief bump the model's generation: after one, what
   // this worker holds is stale and it pulls again.
   int64_t generation_ = 0;

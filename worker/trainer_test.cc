@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <random>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -46,6 +47,13 @@ class TrainerTest : public ::testing::Test {
                 bool configure_servers = true) {
     JobSpec& spec = options_.spec;
     spec = testing::SoftmaxRegressionSpec(mode, total_steps, 0.5);
+    if (mode == BOUNDED) {
+      // Two workers (this trainer is worker 0), max_staleness 1.
+      spec.set_num_workers(2);
+      spec.mutable_ps_config()->set_num_workers(2);
+      spec.mutable_ps_config()->set_max_staleness(1);
+      spec.mutable_config()->mutable_training()->set_max_staleness(1);
+    }
     JobConfig& job = *spec.mutable_config();
     job.mutable_training()->set_batch_size(16);
     job.mutable_logging()->set_log_every_steps(1000);
@@ -110,6 +118,76 @@ TEST_F(TrainerTest, SyncTakesOneStepPerGlobalStep) {
   EXPECT_EQ(trainer.local_steps(), 25);
   EXPECT_EQ(trainer.stale_pushes(), 0);
   EXPECT_EQ(job_->core->Stats().updates_applied(), 25 * 2);  // kernel and bias
+}
+
+// Worker 0 trains while worker 1 (pushed by hand here) stands still: with
+// max_staleness 1 worker 0 stops after its step 1, goes on one step per
+// step of worker 1, and runs free once the chief excludes worker 1.
+TEST_F(TrainerTest, BoundedWorkerWaitsForTheSlowestAndGoesOnWhenItIsLost) {
+  SetUpJob(BOUNDED, 30);
+  auto clock_of = [this](int worker) {
+    return job_->core->Stats().worker_clocks(worker);
+  };
+  auto wait_for_clock = [&](int worker, int64_t clock) {
+    while (clock_of(worker) < clock) absl::SleepFor(absl::Milliseconds(1));
+  };
+  absl::Status result;
+  Trainer trainer(options_, parts_);
+  std::thread run([&] { result = trainer.Run(); });
+
+  wait_for_clock(0, 2);
+  // Step 2 needs worker 1 at step 1: however long we wait, no progress.
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_EQ(clock_of(0), 2);
+
+  std::vector<std::vector<float>> zeros;
+  std::vector<ParameterClient::Const> gradients;
+  for (const LogicalVariable& v : job_->variables) {
+    zeros.emplace_back(v.num_elements(), 0.0f);
+  }
+  for (size_t i = 0; i < zeros.size(); ++i) {
+    gradients.emplace_back(job_->variables[i].name, zeros[i]);
+  }
+  ASSERT_OK(
+      job_->client->Push(gradients, 0, /*worker=*/1, /*clock=*/0)->Wait());
+  wait_for_clock(0, 3);
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_EQ(clock_of(0), 3);
+
+  // The chief declares worker 1 lost: worker 0 trains to the end.
+  ASSERT_OK(job_->client->ExcludeWorkers({1}));
+  run.join();
+  ASSERT_OK(result);
+  EXPECT_GE(job_->core->Stats().updates_applied(), 30);
+  EXPECT_GE(job_->core->Stats().bounded_waits(), 2);
+  EXPECT_GE(trainer.local_steps(), 29);
+}
+
+TEST_F(TrainerTest, ARestartedBoundedWorkerJoinsAtTheSlowestClock) {
+  SetUpJob(BOUNDED, 20);
+  // Worker 1 is far ahead (it trained while worker 0 was away) and then
+  // left the bound; worker 0 restarts with a clock of 0.
+  std::vector<std::vector<float>> zeros;
+  std::vector<ParameterClient::Const> gradients;
+  for (const LogicalVariable& v : job_->variables) {
+    zeros.emplace_back(v.num_elements(), 0.0f);
+  }
+  for (size_t i = 0; i < zeros.size(); ++i) {
+    gradients.emplace_back(job_->variables[i].name, zeros[i]);
+  }
+  for (int64_t step = 0; step < 5; ++step) {
+    ASSERT_OK(job_->client->Push(gradients, step, 1, step)->Wait());
+  }
+  Trainer trainer(options_, parts_);
+  std::thread run([&] { ASSERT_OK(trainer.Run()); });
+  // It joins at worker 1's clock (5) rather than holding worker 1 back by
+  // five steps: its first pushes are its steps 5 and 6.
+  while (job_->core->Stats().worker_clocks(0) < 5) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_OK(job_->client->ExcludeWorkers({1}));
+  run.join();
+  EXPECT_GE(job_->core->Stats().worker_clocks(0), 5 + trainer.local_steps());
 }
 
 TEST_F(TrainerTest, AJobThatAlreadySucceededIsNothingToDo) {

@@ -56,6 +56,7 @@ absl::Status RunTrainingJob(const TrainingJobOptions& options) {
   trainer_options.spec = spec;
   trainer_options.heartbeat_interval = options.heartbeat_interval;
   trainer_options.recovery = options.recovery;
+  trainer_options.slowdown = options.slowdown;
   TrainerParts parts;
   parts.device = options.device;
   parts.model = model.get();

@@ -28,6 +28,8 @@ struct TrainingJobOptions {
   uint64_t incarnation = 0;
   absl::Duration heartbeat_interval = absl::Seconds(1);
   RecoveryPolicy recovery;
+  // TrainerOptions::slowdown (experiments only).
+  double slowdown = 1;
 };
 
 // OK when this worker's part ended well (the job trained to its end);

@@ -43,6 +43,10 @@ ABSL_FLAG(int32_t, recovery_timeout_s, 300,
 ABSL_FLAG(std::string, checkpoint_dir, "",
           "As chief: checkpoint directory; overrides the job's "
           "checkpoint.directory");
+ABSL_FLAG(double, slowdown, 1,
+          "For experiments: make this worker a straggler whose every step "
+          "takes this many times its compute time (it sleeps for the "
+          "difference). 1 is full speed");
 ABSL_FLAG(int32_t, startup_timeout_s, 120,
           "Seconds to wait for the chief (and, as chief, for the cluster)");
 
@@ -57,6 +61,13 @@ int Run() {
     return 1;
   }
   const TfConfig& tf = *role_config;
+  const double slowdown = absl::GetFlag(FLAGS_slowdown);
+  if (!(slowdown >= 1) || slowdown > 1000) {
+    LOG(ERROR) << "--slowdown=" << slowdown
+               << " is outside [1, 1000]; 1 is full speed, 3 makes each step "
+                  "take three times as long";
+    return 1;
+  }
   absl::StatusOr<TransportSecurity> security =
       ParseTransportSecurity(absl::GetFlag(FLAGS_transport_security));
   if (!security.ok()) {
@@ -158,6 +169,12 @@ int Run() {
       options.incarnation = incarnation;
       options.recovery.recovery_timeout =
           absl::Seconds(absl::GetFlag(FLAGS_recovery_timeout_s));
+      options.slowdown = slowdown;
+      if (slowdown > 1) {
+        LOG(WARNING) << "slowed down " << slowdown
+                     << "x (--slowdown): this worker is a deliberate "
+                        "straggler";
+      }
       result = RunTrainingJob(options);
     }
   }

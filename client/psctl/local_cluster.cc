@@ -208,6 +208,10 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
       case TaskType::kWorker:
         task.binary = "worker/worker";
         task.args = {bind, logdir, "--device=" + options.device};
+        if (task.id.index == options.straggler) {
+          task.args.push_back(
+              absl::StrCat("--slowdown=", options.straggler_slowdown));
+        }
         break;
       case TaskType::kEvaluator:
         task.binary = "evaluator/evaluator";

@@ -39,6 +39,10 @@ struct LocalClusterOptions {
   // every run starts afresh; a directory given here is kept, so a second
   // run resumes from its newest checkpoint.
   std::string checkpoint_dir;
+  // Experiments: worker `straggler` (-1: none) runs with
+  // --slowdown=`straggler_slowdown`.
+  int straggler = -1;
+  double straggler_slowdown = 1;
   // Stops everything and fails after this long (0: no limit).
   absl::Duration timeout = absl::ZeroDuration();
   // Stops everything and fails when the job's state and global step (as

@@ -4,8 +4,11 @@
 
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "client/psctl/local_cluster.h"
 
@@ -30,7 +33,8 @@ class LocalCommand : public Subcommand {
             "local", {},
             "psctl local [--job=<file>] [--ps=N] [--workers=M] [--evaluator]\n"
             "            [--chief] [--dir=<dir>] [--device=auto|cpu|cuda]\n"
-            "            [--shared_memory=false]",
+            "            [--shared_memory=false] "
+            "[--straggler=<worker>:<factor>]",
             "Run a whole cluster on 127.0.0.1 and exit with the job's "
             "result.") {
     options_.job_path = "configs/fashion_mnist_mlp.json";
@@ -60,6 +64,10 @@ class LocalCommand : public Subcommand {
     flags.AddString("checkpoint_dir", &options_.checkpoint_dir,
                     "checkpoint directory; kept between runs, so a second run "
                     "resumes (default <dir>/checkpoints, emptied at start)");
+    flags.AddString("straggler", &straggler_,
+                    "experiments: <worker>:<factor> slows that worker down "
+                    "(each step takes factor times its compute time), e.g. "
+                    "3:4");
   }
 
   int Run(const std::vector<std::string>& arguments, std::ostream& out,
@@ -68,6 +76,21 @@ class LocalCommand : public Subcommand {
     if (options.bin_dir.empty()) options.bin_dir = DefaultBinDir();
     options.timeout = absl::Seconds(timeout_s_);
     options.stall_timeout = absl::Seconds(stall_timeout_s_);
+    if (!straggler_.empty()) {
+      std::pair<std::string, std::string> parts =
+          absl::StrSplit(straggler_, absl::MaxSplits(':', 1));
+      if (!absl::SimpleAtoi(parts.first, &options.straggler) ||
+          !absl::SimpleAtod(parts.second, &options.straggler_slowdown) ||
+          options.straggler < 0 || options.straggler >= options.num_workers ||
+          !(options.straggler_slowdown >= 1) ||
+          options.straggler_slowdown > 1000) {
+        err << "psctl local: --straggler=" << straggler_
+            << " is not <worker>:<factor> with a worker in 0.."
+            << options.num_workers - 1
+            << " and a factor in [1, 1000]; e.g. --straggler=3:4\n";
+        return kExitUsage;
+      }
+    }
     absl::StatusOr<int> code = RunLocalCluster(options, out);
     if (!code.ok()) {
       err << "psctl local: " << code.status().message() << "\n";
@@ -78,6 +101,7 @@ class LocalCommand : public Subcommand {
 
  private:
   LocalClusterOptions options_;
+  std::string straggler_;
   int timeout_s_ = 0;
   int stall_timeout_s_ = 0;
 };

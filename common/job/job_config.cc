@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
+#include "proto/protocol.h"
 
 namespace psflow {
 namespace {
@@ -97,15 +98,40 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
       return Invalid("training",
                      "needs \"steps\" or \"epochs\" to know when to stop");
   }
-  if (t.mode() != ASYNC && t.mode() != SYNC) {
+  if (t.mode() != ASYNC && t.mode() != SYNC && t.mode() != BOUNDED) {
     return Invalid("training.mode",
                    absl::StrCat("is ", UpdateMode_Name(t.mode()),
-                                "; use \"ASYNC\" or \"SYNC\""));
+                                "; use \"ASYNC\", \"SYNC\" or \"BOUNDED\""));
   }
   if (t.staleness_aware_learning_rate() && t.mode() == SYNC) {
     return Invalid("training.staleness_aware_learning_rate",
-                   "applies to ASYNC training only (SYNC gradients are never "
-                   "stale); remove it or use \"mode\": \"ASYNC\"");
+                   "applies to ASYNC and BOUNDED training only (SYNC "
+                   "gradients are never stale); remove it or use \"mode\": "
+                   "\"ASYNC\"");
+  }
+  if (t.mode() == BOUNDED) {
+    if (!t.has_max_staleness()) {
+      return Invalid("training.max_staleness",
+                     "is needed by \"mode\": \"BOUNDED\": how many steps a "
+                     "worker may run ahead of the slowest (e.g. 4; 0 is sync "
+                     "without aggregation)");
+    }
+    if (t.max_staleness() < 0 || t.max_staleness() > kMaxStalenessBound) {
+      return Invalid("training.max_staleness",
+                     absl::StrCat("is ", t.max_staleness(), "; use 0 to ",
+                                  kMaxStalenessBound));
+    }
+    if (t.replicas_to_aggregate() != 0) {
+      return Invalid("training.replicas_to_aggregate",
+                     "applies to SYNC training only; BOUNDED applies every "
+                     "gradient on arrival. Remove it");
+    }
+  } else if (t.has_max_staleness()) {
+    return Invalid(
+        "training.max_staleness",
+        absl::StrCat("applies to \"mode\": \"BOUNDED\" only (this "
+                     "job is ",
+                     UpdateMode_Name(t.mode()), "); remove it or use BOUNDED"));
   }
   if (t.replicas_to_aggregate() < 0) {
     return Invalid("training.replicas_to_aggregate",

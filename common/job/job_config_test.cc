@@ -82,16 +82,48 @@ TEST(JobConfigTest, BadOptimizerIsRejectedByField) {
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("beta1 is 1.5")));
 }
 
-TEST(JobConfigTest, StalenessAwareLearningRateIsForAsyncOnly) {
+TEST(JobConfigTest, StalenessAwareLearningRateIsForAsyncAndBoundedOnly) {
   EXPECT_OK(WithTraining(
       R"({"batch_size": 8, "steps": 5, "mode": "ASYNC",
+          "staleness_aware_learning_rate": true})"));
+  EXPECT_OK(WithTraining(
+      R"({"batch_size": 8, "steps": 5, "mode": "BOUNDED", "max_staleness": 2,
           "staleness_aware_learning_rate": true})"));
   EXPECT_THAT(
       WithTraining(R"({"batch_size": 8, "steps": 5, "mode": "SYNC",
                        "staleness_aware_learning_rate": true})"),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("training.staleness_aware_learning_rate applies to "
-                         "ASYNC training only")));
+                         "ASYNC and BOUNDED training only")));
+}
+
+TEST(JobConfigTest, BoundedModeNeedsMaxStalenessAndNothingElseTakesIt) {
+  ASSERT_OK_AND_ASSIGN(
+      JobConfig zero,
+      WithTraining(R"({"batch_size": 8, "steps": 5, "mode": "BOUNDED",
+                       "max_staleness": 0})"));
+  EXPECT_TRUE(zero.training().has_max_staleness());
+  EXPECT_THAT(
+      WithTraining(R"({"batch_size": 8, "steps": 5, "mode": "BOUNDED"})"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("training.max_staleness is needed by \"mode\": "
+                         "\"BOUNDED\"")));
+  EXPECT_THAT(WithTraining(R"({"batch_size": 8, "steps": 5, "mode": "BOUNDED",
+                       "max_staleness": -1})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("training.max_staleness is -1; use 0 to")));
+  EXPECT_THAT(WithTraining(R"({"batch_size": 8, "steps": 5, "mode": "BOUNDED",
+                       "max_staleness": 2000000000})"),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(WithTraining(R"({"batch_size": 8, "steps": 5, "mode": "BOUNDED",
+                       "max_staleness": 2, "replicas_to_aggregate": 1})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("replicas_to_aggregate applies to SYNC")));
+  EXPECT_THAT(WithTraining(R"({"batch_size": 8, "steps": 5, "mode": "ASYNC",
+                       "max_staleness": 2})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("training.max_staleness applies to \"mode\": "
+                                 "\"BOUNDED\" only (this job is ASYNC)")));
 }
 
 TEST(JobConfigTest, BadTrainingValuesAreRejectedByField) {
