@@ -41,6 +41,19 @@ absl::StatusOr<int64_t> PauseAndRestore(const RecoveryOptions& options,
         "); nothing to restore into"));
   }
   LOG(INFO) << "pausing the workers: " << why;
+  if (options.spec->config().training().mode() == BOUNDED) {
+    // A worker waiting for a slower one would not see the pause until its
+    // pull's deadline: lift the bound (every worker rejoins it after the
+    // restore, and the supervisor sends the real set again).
+    std::vector<int> everyone(options.spec->num_workers());
+    for (int i = 0; i < options.spec->num_workers(); ++i) everyone[i] = i;
+    absl::Status lifted =
+        options.client->ExcludeWorkers(everyone, absl::Seconds(2));
+    if (!lifted.ok()) {
+      LOG(WARNING) << "cannot lift the staleness bound for the pause: "
+                   << lifted.message();
+    }
+  }
   std::vector<std::string> unpaused =
       coordinator.WaitForWorkersPaused(absl::Now() + options.pause_timeout);
   if (!unpaused.empty()) {

@@ -96,6 +96,7 @@ void TrainingSupervisor::ServeRestoreRequests() {
     absl::StatusOr<int64_t> step =
         parts_.restore(absl::StrCat("restoring ", request->path, " on request"),
                        request->path);
+    excluded_sent_.reset();  // A pause lifts the bound: send it again.
     if (step.ok()) {
       schedule_ = CheckpointSchedule(policy_.checkpoint, *step, parts_.now());
     } else {
@@ -161,6 +162,7 @@ absl::Status TrainingSupervisor::RecoverLostServer(const absl::Status& lost) {
       parts_.restore(absl::StrCat("recovering from a lost parameter server (",
                                   lost.message(), ")"),
                      *latest);
+  excluded_sent_.reset();
   if (!step.ok()) {
     return absl::Status(
         step.status().code(),

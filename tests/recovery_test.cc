@@ -35,9 +35,11 @@ using ::testing::HasSubstr;
 // A chief, 2 ps, 2 workers and an evaluator, each its own process.
 class ManualCluster {
  public:
-  ManualCluster(const std::string& job, const std::string& checkpoint_dir)
+  ManualCluster(const std::string& job, const std::string& checkpoint_dir,
+                std::vector<std::string> chief_flags = {})
       : job_(job),
         checkpoint_dir_(checkpoint_dir),
+        chief_flags_(std::move(chief_flags)),
         result_file_(TempPath("result.json")) {
     for (const char* task :
          {"chief", "ps0", "ps1", "worker0", "worker1", "evaluator0"}) {
@@ -69,6 +71,7 @@ class ManualCluster {
       argv = {RunfilePath("chief/chief"), bind, "--job=" + job_,
               "--checkpoint_dir=" + checkpoint_dir_,
               "--result_file=" + result_file_};
+      argv.insert(argv.end(), chief_flags_.begin(), chief_flags_.end());
     } else if (type == "worker") {
       argv = {RunfilePath("worker/worker"), bind, "--device=cpu"};
     } else {
@@ -121,6 +124,7 @@ class ManualCluster {
  private:
   std::string job_;
   std::string checkpoint_dir_;
+  std::vector<std::string> chief_flags_;
   std::string result_file_;
   std::map<std::string, int> ports_;
   std::map<std::string, std::vector<std::unique_ptr<Subprocess>>> processes_;
@@ -200,6 +204,43 @@ TEST(RecoveryTest, KilledWorkerRestartsAndRejoinsAsyncTraining) {
   const std::string chief = ExpectJobSucceeds(cluster);
   EXPECT_THAT(chief, HasSubstr("worker-1 at 127.0.0.1:"));
   EXPECT_THAT(chief, HasSubstr("restarted (new incarnation)"));
+}
+
+// Waits until `process` has printed `text`.
+void WaitForOutput(Subprocess* process, const std::string& text) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(120);
+  while (absl::Now() < deadline) {
+    if (process->Output().find(text) != std::string::npos) return;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  FAIL() << "no \"" << text << "\" in:\n" << process->Output();
+}
+
+TEST(RecoveryTest, KilledBoundedWorkerReleasesTheBoundAndRejoins) {
+  const std::string dir = TempPath("bounded_kill_ckpts");
+  const std::string job = WriteTestFile(
+      "bounded_kill.json",
+      TestJob("BOUNDED", 3000,
+              R"("checkpoint": {"save_every_steps": 500, "max_to_keep": 2})",
+              64,
+              std::string(::psflow::testing::kFashionMnist) +
+                  "train-images-idx3-ubyte.gz",
+              R"("max_staleness": 2)"));
+  ManualCluster cluster(job, dir, {"--heartbeat_timeout_s=2"});
+  cluster.StartAll();
+  WaitForCheckpoints(dir, 1);
+  // Worker 0 soon waits for the dead worker 1, until the chief declares it
+  // lost and the servers drop it from the bound.
+  Subprocess* worker1 = cluster.Latest("worker1");
+  worker1->Signal(SIGKILL);
+  ASSERT_OK(worker1->Wait(absl::Seconds(10)));
+  Subprocess* chief = cluster.Latest("chief0");
+  WaitForOutput(chief, "bounded-staleness training continues without it");
+  WaitForOutput(chief, "workers outside the staleness bound: 1");
+  // Back again: it joins at the slowest live worker's clock.
+  cluster.Start("worker", 1);
+
+  EXPECT_THAT(ExpectJobSucceeds(cluster), HasSubstr("worker-1 at 127.0.0.1:"));
 }
 
 TEST(RecoveryTest, KilledChiefRestartsAndResumesFromTheNewestCheckpoint) {

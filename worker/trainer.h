@@ -13,6 +13,10 @@
 //          first pull, and the first after a failure or a pause, joins:
 //          the servers answer the clock to go on from.
 //
+// While the loop blocks (a pull waiting for a sync step or for a slower
+// worker), a keep-alive thread resends the latest heartbeat about once an
+// interval, so the chief never takes a waiting worker for a lost one.
+//
 // The loop ends when the parameter servers' global step (the version a
 // pull returns) reaches the job's total, so every worker stops at the same
 // point without asking the chief each step. A heartbeat with progress goes
@@ -31,6 +35,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -38,6 +43,7 @@
 #include "client/coordinator_client.h"
 #include "client/ps_client.h"
 #include "common/metrics/event_file_writer.h"
+#include "common/mutex.h"
 #include "data/batch_stream.h"
 #include "model/model.h"
 #include "proto/coordinator.pb.h"
@@ -110,6 +116,8 @@ class Trainer {
     absl::Time start = absl::Now();
   };
 
+  // The training loop (Run adds the keep-alive and the final report).
+  absl::Status Train();
   absl::Status AllocateBuffers();
   std::vector<ParameterClient::Mutable> Targets(const HostTensors& t) const;
   std::vector<ParameterClient::Const> Sources(const HostTensors& t) const;
@@ -124,6 +132,11 @@ class Trainer {
   absl::Status OnFailure(const absl::Status& cause);
   // Drops the step in progress and pulls the model afresh.
   void Restart();
+  // Records a report just sent (the keep-alive resends it when the loop
+  // sends nothing for an interval).
+  void Remember(const ProgressReport& report);
+  // The keep-alive thread's loop, until stop_keepalive_.
+  void KeepAlive();
   // Pulls `t` for this worker's step `clock` (bounded mode: with the
   // worker clock, joining when `join`), waiting for min_version (sync).
   std::shared_ptr<PsHandle> PullFor(const HostTensors& t, int64_t min_version,
@@ -153,6 +166,10 @@ class Trainer {
   // Consecutive failed attempts share one recovery deadline.
   absl::Time failing_since_ = absl::InfiniteFuture();
   Window window_;
+  Mutex keepalive_mu_;
+  std::optional<ProgressReport> last_report_ ABSL_GUARDED_BY(keepalive_mu_);
+  absl::Time last_report_time_ ABSL_GUARDED_BY(keepalive_mu_);
+  Notification stop_keepalive_;
   // Of the latest window that saw examples.
   double last_loss_ = 0;
   double last_accuracy_ = 0;

@@ -1,5 +1,6 @@
 #include "worker/trainer.h"
 
+#include <atomic>
 #include <memory>
 #include <random>
 #include <thread>
@@ -161,6 +162,60 @@ TEST_F(TrainerTest, BoundedWorkerWaitsForTheSlowestAndGoesOnWhenItIsLost) {
   EXPECT_GE(job_->core->Stats().updates_applied(), 30);
   EXPECT_GE(job_->core->Stats().bounded_waits(), 2);
   EXPECT_GE(trainer.local_steps(), 29);
+}
+
+// Counts the heartbeats that reach the chief.
+class CountingCoordinator final : public CoordinatorClient {
+ public:
+  explicit CountingCoordinator(CoordinatorClient* inner) : inner_(inner) {}
+  absl::StatusOr<JobSpec> Register(const TaskId& task, uint64_t incarnation,
+                                   absl::Time deadline) override {
+    return inner_->Register(task, incarnation, deadline);
+  }
+  absl::StatusOr<StatusResponse> ReportProgress(
+      const ProgressReport& report, absl::Duration timeout) override {
+    ++reports;
+    return inner_->ReportProgress(report, timeout);
+  }
+  absl::StatusOr<StatusResponse> GetStatus(absl::Duration timeout) override {
+    return inner_->GetStatus(timeout);
+  }
+  absl::Status ReportEvaluation(const EvaluationReport& report,
+                                absl::Duration timeout) override {
+    return inner_->ReportEvaluation(report, timeout);
+  }
+  absl::StatusOr<int64_t> RestoreCheckpoint(const std::string& path,
+                                            absl::Duration timeout) override {
+    return inner_->RestoreCheckpoint(path, timeout);
+  }
+  std::atomic<int> reports{0};
+
+ private:
+  CoordinatorClient* inner_;
+};
+
+// A worker blocked on a pull (here: waiting for a slower worker) keeps
+// reporting, so the chief never declares it lost for waiting.
+TEST_F(TrainerTest, AWaitingWorkerKeepsHeartbeating) {
+  SetUpJob(BOUNDED, 30);
+  CountingCoordinator counting(parts_.coordinator);
+  parts_.coordinator = &counting;
+  options_.heartbeat_interval = absl::Milliseconds(100);
+  Trainer trainer(options_, parts_);
+  absl::Status result;
+  std::thread run([&] { result = trainer.Run(); });
+  while (job_->core->Stats().worker_clocks(0) < 2) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  // Blocked for good (worker 1 never pushes): reports keep coming.
+  const int blocked_at = counting.reports.load();
+  while (counting.reports.load() < blocked_at + 3) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(job_->core->Stats().worker_clocks(0), 2);
+  ASSERT_OK(job_->client->ExcludeWorkers({1}));
+  run.join();
+  EXPECT_OK(result);
 }
 
 TEST_F(TrainerTest, ARestartedBoundedWorkerJoinsAtTheSlowestClock) {
