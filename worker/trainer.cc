@@ -292,9 +292,10 @@ absl::Status Trainer::Train() {
         BatchStats stats,
         parts_.model->TrainStep({batch->size, batch->features, batch->labels},
                                 grads_[grad_slot_].values));
-    if (options_.slowdown > 1) {
-      absl::SleepFor((absl::Now() - compute_start) * (options_.slowdown - 1));
-    }
+    const absl::Time computed = absl::Now();
+    absl::SleepFor(options_.slowdown.Delay(computed, computed - compute_start,
+                                           options_.worker_index,
+                                           spec.num_workers()));
     std::shared_ptr<PsHandle> push = parts_.client->Push(
         Sources(grads_[grad_slot_]), version_, options_.worker_index,
         bounded_ ? std::optional<int64_t>(clock_) : std::nullopt);

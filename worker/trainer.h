@@ -47,6 +47,7 @@
 #include "data/batch_stream.h"
 #include "model/model.h"
 #include "proto/coordinator.pb.h"
+#include "worker/slowdown.h"
 
 namespace psflow {
 
@@ -73,10 +74,9 @@ struct TrainerOptions {
   JobSpec spec;
   absl::Duration heartbeat_interval = absl::Seconds(1);
   RecoveryPolicy recovery;
-  // A deliberate straggler for experiments (the worker's --slowdown flag):
-  // each step takes this many times its compute time, by sleeping for the
-  // difference after computing. 1 is full speed.
-  double slowdown = 1;
+  // A deliberate straggler for experiments (the worker's --slowdown
+  // flags); full speed by default.
+  Slowdown slowdown;
 };
 
 // What a trainer works with; nothing is owned.

@@ -29,7 +29,7 @@ struct TrainingJobOptions {
   absl::Duration heartbeat_interval = absl::Seconds(1);
   RecoveryPolicy recovery;
   // TrainerOptions::slowdown (experiments only).
-  double slowdown = 1;
+  Slowdown slowdown;
 };
 
 // OK when this worker's part ended well (the job trained to its end);

@@ -47,6 +47,10 @@ ABSL_FLAG(double, slowdown, 1,
           "For experiments: make this worker a straggler whose every step "
           "takes this many times its compute time (it sleeps for the "
           "difference). 1 is full speed");
+ABSL_FLAG(int32_t, slowdown_period_ms, 0,
+          "With --slowdown: 0 slows every step; otherwise the workers take "
+          "turns, each slowed for this many milliseconds out of every "
+          "num_workers times as many (transient stragglers)");
 ABSL_FLAG(int32_t, startup_timeout_s, 120,
           "Seconds to wait for the chief (and, as chief, for the cluster)");
 
@@ -61,11 +65,18 @@ int Run() {
     return 1;
   }
   const TfConfig& tf = *role_config;
-  const double slowdown = absl::GetFlag(FLAGS_slowdown);
-  if (!(slowdown >= 1) || slowdown > 1000) {
-    LOG(ERROR) << "--slowdown=" << slowdown
+  Slowdown slowdown;
+  slowdown.factor = absl::GetFlag(FLAGS_slowdown);
+  slowdown.period = absl::Milliseconds(absl::GetFlag(FLAGS_slowdown_period_ms));
+  if (!(slowdown.factor >= 1) || slowdown.factor > 1000) {
+    LOG(ERROR) << "--slowdown=" << slowdown.factor
                << " is outside [1, 1000]; 1 is full speed, 3 makes each step "
                   "take three times as long";
+    return 1;
+  }
+  if (slowdown.period < absl::ZeroDuration()) {
+    LOG(ERROR) << "--slowdown_period_ms is negative; use 0 (always slow) or "
+                  "a turn length in milliseconds";
     return 1;
   }
   absl::StatusOr<TransportSecurity> security =
@@ -170,10 +181,15 @@ int Run() {
       options.recovery.recovery_timeout =
           absl::Seconds(absl::GetFlag(FLAGS_recovery_timeout_s));
       options.slowdown = slowdown;
-      if (slowdown > 1) {
-        LOG(WARNING) << "slowed down " << slowdown
-                     << "x (--slowdown): this worker is a deliberate "
-                        "straggler";
+      if (slowdown.factor > 1) {
+        LOG(WARNING) << "slowed down " << slowdown.factor << "x (--slowdown)"
+                     << (slowdown.period > absl::ZeroDuration()
+                             ? absl::StrCat(
+                                   " in turns of ",
+                                   absl::FormatDuration(slowdown.period),
+                                   " with the other workers")
+                             : "")
+                     << ": this worker is a deliberate straggler";
       }
       result = RunTrainingJob(options);
     }

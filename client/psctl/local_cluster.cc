@@ -208,9 +208,10 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
       case TaskType::kWorker:
         task.binary = "worker/worker";
         task.args = {bind, logdir, "--device=" + options.device};
-        if (task.id.index == options.straggler) {
-          task.args.push_back(
-              absl::StrCat("--slowdown=", options.straggler_slowdown));
+        if (auto it = options.worker_flags.find(task.id.index);
+            it != options.worker_flags.end()) {
+          task.args.insert(task.args.end(), it->second.begin(),
+                           it->second.end());
         }
         break;
       case TaskType::kEvaluator:

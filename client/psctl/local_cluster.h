@@ -10,6 +10,7 @@
 #ifndef PSFLOW_CLIENT_PSCTL_LOCAL_CLUSTER_H_
 #define PSFLOW_CLIENT_PSCTL_LOCAL_CLUSTER_H_
 
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -39,10 +40,9 @@ struct LocalClusterOptions {
   // every run starts afresh; a directory given here is kept, so a second
   // run resumes from its newest checkpoint.
   std::string checkpoint_dir;
-  // Experiments: worker `straggler` (-1: none) runs with
-  // --slowdown=`straggler_slowdown`.
-  int straggler = -1;
-  double straggler_slowdown = 1;
+  // More flags for some workers, by index (e.g. --slowdown for
+  // straggler experiments).
+  std::map<int, std::vector<std::string>> worker_flags;
   // Stops everything and fails after this long (0: no limit).
   absl::Duration timeout = absl::ZeroDuration();
   // Stops everything and fails when the job's state and global step (as

@@ -2,12 +2,14 @@
 
 #include <unistd.h>
 
+#include <map>
 #include <ostream>
 #include <string>
-#include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "client/psctl/local_cluster.h"
@@ -26,6 +28,39 @@ std::string DefaultBinDir() {
   return dir;
 }
 
+// --straggler: "<worker>:<factor>" gives that worker --slowdown=<factor>;
+// "rotate:<factor>:<ms>" gives every worker --slowdown=<factor> and
+// --slowdown_period_ms=<ms> (turns, one slow worker at a time).
+absl::Status ParseStraggler(const std::string& value, int num_workers,
+                            std::map<int, std::vector<std::string>>& flags) {
+  const std::vector<std::string> parts = absl::StrSplit(value, ':');
+  double factor = 0;
+  int worker = -1, period_ms = 0;
+  const bool rotate = parts.size() == 3 && parts[0] == "rotate" &&
+                      absl::SimpleAtod(parts[1], &factor) &&
+                      absl::SimpleAtoi(parts[2], &period_ms) && period_ms > 0;
+  const bool one = parts.size() == 2 && absl::SimpleAtoi(parts[0], &worker) &&
+                   absl::SimpleAtod(parts[1], &factor) && worker >= 0 &&
+                   worker < num_workers;
+  if ((!rotate && !one) || !(factor >= 1) || factor > 1000) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--straggler=", value, " is not <worker>:<factor> (a worker in 0..",
+        num_workers - 1,
+        ") or rotate:<factor>:<milliseconds>, with a factor in [1, 1000]; "
+        "e.g. --straggler=3:4 or --straggler=rotate:4:200"));
+  }
+  const std::string slowdown = absl::StrCat("--slowdown=", factor);
+  if (one) {
+    flags[worker].push_back(slowdown);
+    return absl::OkStatus();
+  }
+  for (int w = 0; w < num_workers; ++w) {
+    flags[w].push_back(slowdown);
+    flags[w].push_back(absl::StrCat("--slowdown_period_ms=", period_ms));
+  }
+  return absl::OkStatus();
+}
+
 class LocalCommand : public Subcommand {
  public:
   LocalCommand()
@@ -33,8 +68,8 @@ class LocalCommand : public Subcommand {
             "local", {},
             "psctl local [--job=<file>] [--ps=N] [--workers=M] [--evaluator]\n"
             "            [--chief] [--dir=<dir>] [--device=auto|cpu|cuda]\n"
-            "            [--shared_memory=false] "
-            "[--straggler=<worker>:<factor>]",
+            "            [--shared_memory=false]\n"
+            "            [--straggler=<worker>:<factor>|rotate:<factor>:<ms>]",
             "Run a whole cluster on 127.0.0.1 and exit with the job's "
             "result.") {
     options_.job_path = "configs/fashion_mnist_mlp.json";
@@ -67,7 +102,8 @@ class LocalCommand : public Subcommand {
     flags.AddString("straggler", &straggler_,
                     "experiments: <worker>:<factor> slows that worker down "
                     "(each step takes factor times its compute time), e.g. "
-                    "3:4");
+                    "3:4; rotate:<factor>:<ms> slows the workers in turns of "
+                    "<ms> milliseconds, one at a time");
   }
 
   int Run(const std::vector<std::string>& arguments, std::ostream& out,
@@ -77,17 +113,10 @@ class LocalCommand : public Subcommand {
     options.timeout = absl::Seconds(timeout_s_);
     options.stall_timeout = absl::Seconds(stall_timeout_s_);
     if (!straggler_.empty()) {
-      std::pair<std::string, std::string> parts =
-          absl::StrSplit(straggler_, absl::MaxSplits(':', 1));
-      if (!absl::SimpleAtoi(parts.first, &options.straggler) ||
-          !absl::SimpleAtod(parts.second, &options.straggler_slowdown) ||
-          options.straggler < 0 || options.straggler >= options.num_workers ||
-          !(options.straggler_slowdown >= 1) ||
-          options.straggler_slowdown > 1000) {
-        err << "psctl local: --straggler=" << straggler_
-            << " is not <worker>:<factor> with a worker in 0.."
-            << options.num_workers - 1
-            << " and a factor in [1, 1000]; e.g. --straggler=3:4\n";
+      absl::Status parsed =
+          ParseStraggler(straggler_, options.num_workers, options.worker_flags);
+      if (!parsed.ok()) {
+        err << "psctl local: " << parsed.message() << "\n";
         return kExitUsage;
       }
     }

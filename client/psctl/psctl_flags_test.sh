@@ -40,6 +40,14 @@ run local --ps=two
 [ "$code" -eq 2 ] || fail "local --ps=two exited $code, want 2"
 grep -q "psctl local: --ps=two is not an integer" <<<"$err" || fail "message: $err"
 
+# A straggler must name one of the job's workers, or rotate.
+for bad in 5:4 1:0.5 rotate:4 rotate:4:0 x; do
+  run local --workers=2 --straggler=$bad
+  [ "$code" -eq 2 ] || fail "local --straggler=$bad exited $code, want 2"
+  grep -q "psctl local: --straggler=$bad is not <worker>:<factor> (a worker in 0..1) or rotate:<factor>:<milliseconds>" <<<"$err" ||
+    fail "message: $err"
+done
+
 # Missing argument.
 run ckpt inspect --values
 [ "$code" -eq 2 ] || fail "ckpt inspect without a checkpoint exited $code"
