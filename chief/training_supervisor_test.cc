@@ -281,6 +281,25 @@ TEST_F(TrainingSupervisorTest, TellsServersWhichWorkersNoLongerBound) {
   EXPECT_THAT(sent[4], ElementsAre(0));
 }
 
+TEST_F(TrainingSupervisorTest, SendsTheBoundAgainRightAfterARestore) {
+  int sent = 0;
+  parts_.exclude_workers = [&](const std::vector<int>&) {
+    ++sent;
+    return absl::OkStatus();
+  };
+  TrainingSupervisor supervisor(parts_, policy_, -1);
+  ReachStep(3);
+  ASSERT_OK(supervisor.Tick());
+  ASSERT_EQ(sent, 1);
+  // The pause for the restore lifted the bound on the servers: the set
+  // goes out again at once, not a refresh interval later.
+  job_->coordinator->RequestRestore(
+      {"/ckpt/ckpt-2", [](absl::StatusOr<int64_t>) {}});
+  ASSERT_OK(supervisor.Tick());
+  EXPECT_THAT(restores_, ElementsAre("/ckpt/ckpt-2"));
+  EXPECT_EQ(sent, 2);
+}
+
 TEST_F(TrainingSupervisorTest, OtherModesNeverTouchTheBound) {
   // parts_.exclude_workers is unset (ASYNC): ticks simply do not call it.
   TrainingSupervisor supervisor(parts_, policy_, -1);

@@ -243,6 +243,37 @@ TEST(RecoveryTest, KilledBoundedWorkerReleasesTheBoundAndRejoins) {
   EXPECT_THAT(ExpectJobSucceeds(cluster), HasSubstr("worker-1 at 127.0.0.1:"));
 }
 
+TEST(RecoveryTest, PsctlRestoresACheckpointIntoARunningBoundedJob) {
+  // The pause lifts the bound (a worker waiting for a slower one sees it
+  // at once); after the restore every worker rejoins at the slowest clock.
+  const std::string dir = TempPath("bounded_restore_ckpts");
+  const std::string job = WriteTestFile(
+      "bounded_restore.json",
+      TestJob("BOUNDED", 3000,
+              R"("checkpoint": {"save_every_steps": 300, "max_to_keep": 10})",
+              64,
+              std::string(::psflow::testing::kFashionMnist) +
+                  "train-images-idx3-ubyte.gz",
+              R"("max_staleness": 1)"));
+  ManualCluster cluster(job, dir);
+  cluster.StartAll();
+  WaitForCheckpoints(dir, 2);
+  ASSERT_OK_AND_ASSIGN(CheckpointState state, ReadCheckpointState(dir));
+  const std::string first = dir + "/" + state.all_model_checkpoint_paths(0);
+  Subprocess restore({RunfilePath("client/psctl/psctl"), "ckpt", "restore",
+                      first, "--tf_config=" + cluster.TfConfig("chief", 0)},
+                     {}, TempPath("bounded_restore.log"));
+  ASSERT_OK(restore.Start());
+  EXPECT_THAT(restore.Wait(absl::Seconds(120)), IsOkAndHolds(0))
+      << restore.Output();
+  EXPECT_THAT(restore.Output(), HasSubstr("training resumed at global step"));
+  EXPECT_THAT(ExpectJobSucceeds(cluster), HasSubstr("on request"));
+  for (const char* worker : {"worker0", "worker1"}) {
+    EXPECT_THAT(cluster.Latest(worker)->Output(),
+                HasSubstr("the chief restored the model"));
+  }
+}
+
 TEST(RecoveryTest, KilledChiefRestartsAndResumesFromTheNewestCheckpoint) {
   const std::string dir = TempPath("chief_kill_ckpts");
   const std::string job = WriteTestFile(
