@@ -9,10 +9,15 @@
 #include "chief/chief_runner.h"
 #include "common/job/job_config.h"
 #include "common/logging.h"
+#include "common/metrics/metrics_registry.h"
+#include "common/metrics/task_metrics_endpoint.h"
 #include "common/process_setup.h"
 #include "common/role_config.h"
 #include "common/rpc/transport_security.h"
 
+ABSL_FLAG(int32_t, metrics_port, -1,
+          "Serve Prometheus metrics at http://<bind_host>:<port>/metrics (0: "
+          "any free port, logged; -1: off)");
 ABSL_FLAG(std::string, transport_security, "insecure",
           "How connections between tasks are secured; every task of a job "
           "uses the same (this release: insecure)");
@@ -72,6 +77,21 @@ int main(int argc, char** argv) {
       absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
   options.heartbeat_timeout =
       absl::Seconds(absl::GetFlag(FLAGS_heartbeat_timeout_s));
+  MetricsRegistry registry;
+  options.metrics_registry = &registry;
+  TaskMetricsEndpointOptions endpoint;
+  endpoint.host = options.bind_host;
+  endpoint.port = absl::GetFlag(FLAGS_metrics_port);
+  endpoint.task_type = "chief";
+  endpoint.task_index = role_config->task.index;
+  const std::string job_name = job->name();
+  endpoint.job_name = [job_name] { return job_name; };
+  absl::StatusOr<std::unique_ptr<MetricsHttpServer>> metrics_endpoint =
+      ServeTaskMetrics(&registry, endpoint);
+  if (!metrics_endpoint.ok()) {
+    LOG(ERROR) << metrics_endpoint.status().message();
+    return 1;
+  }
   absl::Status result = RunChief(options);
   if (!result.ok()) {
     LOG(ERROR) << "job failed: " << result.message();

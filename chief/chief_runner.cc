@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "checkpoint/checkpoint_manager.h"
 #include "checkpoint/state_file.h"
+#include "chief/chief_metrics.h"
 #include "chief/coordinator_service.h"
 #include "chief/job_coordinator.h"
 #include "chief/recovery.h"
@@ -117,6 +118,7 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
   ps.set_staleness_aware_learning_rate(
       job.training().staleness_aware_learning_rate());
   ps.set_max_staleness(job.training().max_staleness());
+  ps.set_job_name(job.name());
   spec.set_total_steps(TotalGlobalSteps(job, train.num_examples, num_workers));
   spec.set_num_workers(num_workers);
   spec.set_input_size(model->input().num_features());
@@ -378,6 +380,11 @@ absl::Status RunChief(const ChiefOptions& options) {
   }
   coordinator_options.heartbeat_timeout = options.heartbeat_timeout;
   JobCoordinator coordinator(coordinator_options);
+  std::unique_ptr<MetricsRegistry::RefresherHandle> chief_metrics;
+  if (options.metrics_registry != nullptr) {
+    ASSIGN_OR_RETURN(chief_metrics, ExportChiefMetrics(options.metrics_registry,
+                                                       &coordinator));
+  }
 
   ASSIGN_OR_RETURN(HostPort own,
                    ParseHostPort(*tf.cluster.Address(tf.ChiefTask())));

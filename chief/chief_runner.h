@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/metrics/metrics_registry.h"
 #include "common/rpc/transport_security.h"
 #include "common/tf_config.h"
 #include "proto/job_config.pb.h"
@@ -47,6 +48,8 @@ struct ChiefOptions {
   std::string checkpoint_dir;
   // Progress lines at this interval.
   absl::Duration log_interval = absl::Seconds(2);
+  // Optional: where the chief's Prometheus metrics go (chief_metrics.h).
+  MetricsRegistry* metrics_registry = nullptr;
 };
 
 // Runs the job to its end. OK when it succeeded; otherwise the reason,

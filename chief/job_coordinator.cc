@@ -329,6 +329,23 @@ JobState JobCoordinator::state() const {
   return state_;
 }
 
+JobCoordinator::WorkerCounts JobCoordinator::CountWorkers() const {
+  ReaderMutexLock lock(&mu_);
+  WorkerCounts counts;
+  for (const Worker& w : workers_) {
+    if (!w.registered) {
+      ++counts.missing;
+    } else if (w.lost) {
+      ++counts.lost;
+    } else if (w.last.finished()) {
+      ++counts.finished;
+    } else {
+      ++counts.training;
+    }
+  }
+  return counts;
+}
+
 std::vector<int> JobCoordinator::WorkersOutsideBound() const {
   ReaderMutexLock lock(&mu_);
   std::vector<int> outside;

@@ -106,6 +106,14 @@ class JobCoordinator {
   std::optional<RestoreRequest> TakeRestoreRequest();
 
   JobState state() const;
+  // How many workers are in each state now.
+  struct WorkerCounts {
+    int missing = 0;  // never registered
+    int training = 0;
+    int finished = 0;
+    int lost = 0;
+  };
+  WorkerCounts CountWorkers() const;
   // Workers that must not hold back the others in BOUNDED mode: those not
   // registered, lost or finished, by index.
   std::vector<int> WorkersOutsideBound() const;

@@ -216,6 +216,12 @@ absl::Status Evaluator::Run() {
           "%sstep %d: test loss %.4f, accuracy %.4f; per class [%s]",
           final ? "final evaluation, " : "", report.global_step(),
           report.loss(), report.accuracy(), absl::StrJoin(per_class, " "));
+      if (const Parts::LiveMetrics* live = parts_.live; live != nullptr) {
+        live->loss->Set(report.loss());
+        live->accuracy->Set(report.accuracy());
+        live->global_step->Set(static_cast<double>(report.global_step()));
+        live->evaluations->Increment();
+      }
       if (parts_.metrics != nullptr) {
         const int64_t step = report.global_step();
         absl::Status written =

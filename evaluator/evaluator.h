@@ -20,6 +20,7 @@
 #include "client/coordinator_client.h"
 #include "client/ps_client.h"
 #include "common/metrics/event_file_writer.h"
+#include "common/metrics/metrics_registry.h"
 #include "data/dataset.h"
 #include "model/device/device.h"
 #include "proto/coordinator.pb.h"
@@ -36,6 +37,14 @@ class Evaluator {
     Device* device = nullptr;
     const Dataset* test = nullptr;
     EventFileWriter* metrics = nullptr;
+    // Optional Prometheus cells, set at every evaluation.
+    struct LiveMetrics {
+      GaugeCell* loss = nullptr;
+      GaugeCell* accuracy = nullptr;
+      GaugeCell* global_step = nullptr;
+      CounterCell* evaluations = nullptr;
+    };
+    const LiveMetrics* live = nullptr;
   };
   struct Policy {
     // Gives up when the chief cannot be reached for this long.

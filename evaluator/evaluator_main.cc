@@ -26,6 +26,9 @@ ABSL_FLAG(std::string, logdir, "",
           "TensorBoard root; overrides the job's logging.log_dir");
 ABSL_FLAG(std::string, bind_host, "0.0.0.0", "Interface to listen on");
 ABSL_FLAG(int32_t, startup_timeout_s, 120, "Seconds to wait for the chief");
+ABSL_FLAG(int32_t, metrics_port, -1,
+          "Serve Prometheus metrics at http://<bind_host>:<port>/metrics (0: "
+          "any free port, logged; -1: off)");
 
 namespace psflow {
 namespace {
@@ -79,6 +82,22 @@ int Run() {
   options.logdir = absl::GetFlag(FLAGS_logdir);
   options.startup_timeout =
       absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
+  MetricsRegistry registry;
+  JobNameLabel job_name;
+  options.metrics_registry = &registry;
+  options.job_name = &job_name;
+  TaskMetricsEndpointOptions endpoint;
+  endpoint.host = absl::GetFlag(FLAGS_bind_host);
+  endpoint.port = absl::GetFlag(FLAGS_metrics_port);
+  endpoint.task_type = "evaluator";
+  endpoint.task_index = tf.task.index;
+  endpoint.job_name = [&job_name] { return job_name.Get(); };
+  absl::StatusOr<std::unique_ptr<MetricsHttpServer>> metrics_endpoint =
+      ServeTaskMetrics(&registry, endpoint);
+  if (!metrics_endpoint.ok()) {
+    LOG(ERROR) << metrics_endpoint.status().message();
+    return 1;
+  }
   absl::Status result = RunEvaluator(options);
   if (health != nullptr) health->Drain(absl::ZeroDuration());
   if (!result.ok()) {

@@ -12,6 +12,8 @@
 #include "absl/time/time.h"
 #include "client/coordinator_client.h"
 #include "client/ps_client.h"
+#include "common/metrics/metrics_registry.h"
+#include "common/metrics/task_metrics_endpoint.h"
 #include "common/rpc/transport_security.h"
 #include "common/tf_config.h"
 #include "data/dataset.h"
@@ -30,6 +32,10 @@ struct EvaluatorOptions {
   absl::Duration chief_timeout = absl::Seconds(30);
   // Overrides the job's logging.log_dir for TensorBoard event files.
   std::string logdir;
+  // Optional: where the evaluator's Prometheus metrics go
+  // (psflow_evaluator_*), and where the job's name goes once known.
+  MetricsRegistry* metrics_registry = nullptr;
+  JobNameLabel* job_name = nullptr;
 };
 
 // OK when the job succeeded (after the final evaluation); the job's error

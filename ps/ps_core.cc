@@ -55,7 +55,8 @@ std::string ShapeString(const google::protobuf::RepeatedField<int64_t>& dims) {
 
 ParameterServerCore::ParameterServerCore(Options options)
     : chunk_elements_(std::max<int64_t>(
-          1, options.chunk_bytes / static_cast<int64_t>(sizeof(float)))) {}
+          1, options.chunk_bytes / static_cast<int64_t>(sizeof(float)))),
+      apply_seconds_(options.apply_seconds) {}
 
 absl::StatusOr<ConfigureResponse> ParameterServerCore::Configure(
     const ConfigureRequest& request) {
@@ -332,6 +333,8 @@ absl::StatusOr<PushBatchResponse> ParameterServerCore::PushBatch(
         absl::StrCat("push batch of ", refs.size(), " chunks carries ",
                      gradients.size(), " gradients"));
   }
+  const absl::Time start =
+      apply_seconds_ != nullptr ? absl::Now() : absl::InfinitePast();
   // Every part is checked before any is applied: one bad part rejects the
   // whole batch and leaves every variable untouched.
   for (size_t i = 0; i < refs.size(); ++i) {
@@ -348,6 +351,9 @@ absl::StatusOr<PushBatchResponse> ParameterServerCore::PushBatch(
       part->set_code(static_cast<int>(result.status().code()));
       part->set_message(std::string(result.status().message()));
     }
+  }
+  if (apply_seconds_ != nullptr) {
+    apply_seconds_->Observe(absl::ToDoubleSeconds(absl::Now() - start));
   }
   return response;
 }
@@ -408,6 +414,16 @@ absl::Status ParameterServerCore::ExcludeWorkers(
         "configured for it");
   }
   return clocks->Exclude(request.workers());
+}
+
+UpdateMode ParameterServerCore::mode() const {
+  ReaderMutexLock lock(&mu_);
+  return configured_ ? configuration_.mode() : UPDATE_MODE_UNSPECIFIED;
+}
+
+std::string ParameterServerCore::job_name() const {
+  ReaderMutexLock lock(&mu_);
+  return configuration_.job_name();
 }
 
 bool ParameterServerCore::sync() const {

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/metrics/metrics_registry.h"
 #include "common/mutex.h"
 #include "proto/protocol.h"
 #include "proto/ps.pb.h"
@@ -53,6 +54,9 @@ class ParameterServerCore {
     // Size of the unit of locking, versioning and transfer. 1-4 MB keeps
     // several RPCs in flight per PS for large tensors.
     int64_t chunk_bytes = 4 << 20;
+    // Optional (metrics): observes how long each push batch takes to check
+    // and apply, in seconds. Must outlive the core.
+    HistogramCell* apply_seconds = nullptr;
   };
 
   explicit ParameterServerCore(Options options);
@@ -122,6 +126,11 @@ class ParameterServerCore {
   // Whether updates are synchronous (after Configure).
   bool sync() const;
 
+  // The configured mode and job name (UPDATE_MODE_UNSPECIFIED and "" before
+  // Configure).
+  UpdateMode mode() const;
+  std::string job_name() const;
+
   // BOUNDED mode's worker clocks (null in other modes or before
   // Configure). Lives as long as the core.
   WorkerClocks* worker_clocks() const;
@@ -153,6 +162,7 @@ class ParameterServerCore {
                                             absl::Span<const float> gradient);
 
   const int64_t chunk_elements_;
+  HistogramCell* const apply_seconds_;
 
   mutable Mutex mu_;
   bool configured_ ABSL_GUARDED_BY(mu_) = false;

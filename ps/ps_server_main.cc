@@ -16,12 +16,15 @@
 #include "absl/strings/str_cat.h"
 #include "common/host_port.h"
 #include "common/logging.h"
+#include "common/metrics/metrics_registry.h"
+#include "common/metrics/task_metrics_endpoint.h"
 #include "common/port_file.h"
 #include "common/process_setup.h"
 #include "common/role_config.h"
 #include "common/rpc/transport_security.h"
 #include "common/signals.h"
 #include "ps/grpc_ps_server.h"
+#include "ps/ps_metrics.h"
 #include "ps/staleness_histogram.h"
 #include "ps/worker_clocks.h"
 
@@ -43,6 +46,9 @@ ABSL_FLAG(bool, shared_memory, true,
           "Let workers and evaluators on this host move tensors through "
           "shared memory instead of loopback TCP (they fall back to TCP "
           "when they cannot)");
+ABSL_FLAG(int32_t, metrics_port, -1,
+          "Serve Prometheus metrics at http://<bind_host>:<port>/metrics (0: "
+          "any free port, logged; -1: off)");
 ABSL_FLAG(int32_t, shutdown_grace_ms, 5000,
           "How long in-flight RPCs may finish after shutdown is requested");
 
@@ -76,7 +82,15 @@ int Run() {
     return 1;
   }
 
+  MetricsRegistry registry;
+  absl::StatusOr<std::unique_ptr<PsMetrics>> ps_metrics =
+      PsMetrics::Create(&registry);
+  if (!ps_metrics.ok()) {
+    LOG(ERROR) << ps_metrics.status().message();
+    return 1;
+  }
   GrpcParameterServer::Options options;
+  options.core.apply_seconds = (*ps_metrics)->apply_seconds();
   options.listen_address =
       HostPort{absl::GetFlag(FLAGS_bind_host), address->port}.ToString();
   options.core.chunk_bytes = chunk_bytes;
@@ -101,6 +115,24 @@ int Run() {
       LOG(ERROR) << written.message();
       return 1;
     }
+  }
+  ParameterServerCore* core = &(*server)->core();
+  PsMetrics* metrics = ps_metrics->get();
+  const auto refresher = registry.AddRefresher([core, metrics] {
+    absl::Status refreshed = metrics->Refresh(core->Stats(), core->mode());
+    if (!refreshed.ok()) LOG(WARNING) << "metrics: " << refreshed.message();
+  });
+  TaskMetricsEndpointOptions endpoint;
+  endpoint.host = absl::GetFlag(FLAGS_bind_host);
+  endpoint.port = absl::GetFlag(FLAGS_metrics_port);
+  endpoint.task_type = "ps";
+  endpoint.task_index = config.task.index;
+  endpoint.job_name = [core] { return core->job_name(); };
+  absl::StatusOr<std::unique_ptr<MetricsHttpServer>> metrics_endpoint =
+      ServeTaskMetrics(&registry, endpoint);
+  if (!metrics_endpoint.ok()) {
+    LOG(ERROR) << metrics_endpoint.status().message();
+    return 1;
   }
   GrpcParameterServer* raw = server->get();
   WatchTerminationSignals([raw](const std::string& signal) {

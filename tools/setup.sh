@@ -27,6 +27,9 @@ PACKAGES=(
   clang-format clang-14
   # Sanitizer runtimes for --config=asan and --config=tsan (gcc).
   libasan8 libubsan1 libtsan2
+  # A real Prometheus server and the reference exposition parser for the
+  # metrics tests.
+  prometheus python3-prometheus-client
 )
 
 missing=()

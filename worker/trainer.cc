@@ -77,6 +77,12 @@ absl::StatusOr<StatusResponse> Trainer::Heartbeat(bool finished) {
   report.set_loss(last_loss_);
   report.set_accuracy(last_accuracy_);
   report.set_finished(finished);
+  if (const WorkerMetrics* live = parts_.live_metrics; live != nullptr) {
+    live->loss->Set(report.loss());
+    live->accuracy->Set(report.accuracy());
+    live->examples_per_second->Set(report.examples_per_sec());
+    live->global_step->Set(static_cast<double>(version_));
+  }
   if (parts_.metrics != nullptr && window_.examples > 0) {
     absl::Status written;
     for (auto [tag, value] :
@@ -252,8 +258,16 @@ absl::Status Trainer::Train() {
   const absl::Time training_start = absl::Now();
   pull_ = PullFor(params_[current_], sync_ ? version_ : 0, clock_,
                   /*join=*/true);
+  const WorkerMetrics* live = parts_.live_metrics;
+  // Observes the time since `start` into `cell` when metrics are on.
+  auto observe = [](HistogramCell* cell, absl::Time start) {
+    cell->Observe(absl::ToDoubleSeconds(absl::Now() - start));
+  };
   while (true) {
-    if (absl::Status pulled = pull_->Wait(); !pulled.ok()) {
+    const absl::Time pull_wait_start = absl::Now();
+    absl::Status pulled = pull_->Wait();
+    if (live != nullptr) observe(live->pull_wait_seconds, pull_wait_start);
+    if (!pulled.ok()) {
       RETURN_IF_ERROR(OnFailure(pulled));
       if (job_over_) break;
       Restart();
@@ -278,7 +292,9 @@ absl::Status Trainer::Train() {
       pull_ = PullFor(params_[1 - current_], 0, clock_ + 1, /*join=*/false);
     }
     if (pushes_[grad_slot_] != nullptr) {
+      const absl::Time push_wait_start = absl::Now();
       absl::Status pushed = pushes_[grad_slot_]->Wait();
+      if (live != nullptr) observe(live->push_wait_seconds, push_wait_start);
       pushes_[grad_slot_] = nullptr;
       if (!pushed.ok()) {
         RETURN_IF_ERROR(OnFailure(pushed));
@@ -293,6 +309,7 @@ absl::Status Trainer::Train() {
         parts_.model->TrainStep({batch->size, batch->features, batch->labels},
                                 grads_[grad_slot_].values));
     const absl::Time computed = absl::Now();
+    if (live != nullptr) observe(live->compute_seconds, compute_start);
     absl::SleepFor(options_.slowdown.Delay(computed, computed - compute_start,
                                            options_.worker_index,
                                            spec.num_workers()));
@@ -300,7 +317,9 @@ absl::Status Trainer::Train() {
         Sources(grads_[grad_slot_]), version_, options_.worker_index,
         bounded_ ? std::optional<int64_t>(clock_) : std::nullopt);
     if (sync_) {
+      const absl::Time push_wait_start = absl::Now();
       absl::Status pushed = push->Wait();
+      if (live != nullptr) observe(live->push_wait_seconds, push_wait_start);
       if (absl::IsAborted(pushed)) {
         ++stale_;  // The step closed before this gradient arrived.
       } else if (!pushed.ok()) {
@@ -316,6 +335,10 @@ absl::Status Trainer::Train() {
     failing_since_ = absl::InfiniteFuture();
     ++local_steps_;
     ++clock_;
+    if (live != nullptr) {
+      live->steps->Increment();
+      live->examples->Add(batch->size);
+    }
     examples_ += batch->size;
     window_.loss += stats.loss_sum;
     window_.correct += stats.correct;

@@ -48,6 +48,7 @@
 #include "model/model.h"
 #include "proto/coordinator.pb.h"
 #include "worker/slowdown.h"
+#include "worker/worker_metrics.h"
 
 namespace psflow {
 
@@ -87,7 +88,8 @@ struct TrainerParts {
   ParameterClient* client = nullptr;       // configured for the job
   CoordinatorClient* coordinator = nullptr;
   BatchStream* batches = nullptr;
-  EventFileWriter* metrics = nullptr;  // optional
+  EventFileWriter* metrics = nullptr;           // optional
+  const WorkerMetrics* live_metrics = nullptr;  // optional (Prometheus)
 };
 
 class Trainer {

@@ -65,6 +65,7 @@ absl::Status RunTrainingJob(const TrainingJobOptions& options) {
   parts.coordinator = options.coordinator;
   parts.batches = &batches;
   parts.metrics = options.metrics;
+  parts.live_metrics = options.live_metrics;
   return Trainer(std::move(trainer_options), std::move(parts)).Run();
 }
 

@@ -14,6 +14,7 @@
 #include "model/device/device.h"
 #include "proto/coordinator.pb.h"
 #include "worker/trainer.h"
+#include "worker/worker_metrics.h"
 
 namespace psflow {
 
@@ -30,6 +31,8 @@ struct TrainingJobOptions {
   RecoveryPolicy recovery;
   // TrainerOptions::slowdown (experiments only).
   Slowdown slowdown;
+  // Optional Prometheus metrics the trainer updates.
+  const WorkerMetrics* live_metrics = nullptr;
 };
 
 // OK when this worker's part ended well (the job trained to its end);

@@ -17,12 +17,15 @@
 #include "common/job/job_config.h"
 #include "common/logging.h"
 #include "common/metrics/event_file_writer.h"
+#include "common/metrics/metrics_registry.h"
+#include "common/metrics/task_metrics_endpoint.h"
 #include "common/process_setup.h"
 #include "common/role_config.h"
 #include "common/rpc/health_server.h"
 #include "common/rpc/transport_security.h"
 #include "model/device/select_device.h"
 #include "worker/training_job.h"
+#include "worker/worker_metrics.h"
 
 ABSL_FLAG(std::string, transport_security, "insecure",
           "How connections between tasks are secured; every task of a job "
@@ -51,6 +54,9 @@ ABSL_FLAG(int32_t, slowdown_period_ms, 0,
           "With --slowdown: 0 slows every step; otherwise the workers take "
           "turns, each slowed for this many milliseconds out of every "
           "num_workers times as many (transient stragglers)");
+ABSL_FLAG(int32_t, metrics_port, -1,
+          "Serve Prometheus metrics at http://<bind_host>:<port>/metrics (0: "
+          "any free port, logged; -1: off)");
 ABSL_FLAG(int32_t, startup_timeout_s, 120,
           "Seconds to wait for the chief (and, as chief, for the cluster)");
 
@@ -96,6 +102,29 @@ int Run() {
   const std::string listen =
       HostPort{absl::GetFlag(FLAGS_bind_host), own->port}.ToString();
 
+  // One registry per process: worker 0 running the chief's duties serves
+  // both sets of metrics.
+  MetricsRegistry registry;
+  absl::StatusOr<std::unique_ptr<WorkerMetrics>> worker_metrics =
+      WorkerMetrics::Create(&registry);
+  if (!worker_metrics.ok()) {
+    LOG(ERROR) << worker_metrics.status().message();
+    return 1;
+  }
+  JobNameLabel job_name;  // known once the job spec is
+  TaskMetricsEndpointOptions endpoint;
+  endpoint.host = absl::GetFlag(FLAGS_bind_host);
+  endpoint.port = absl::GetFlag(FLAGS_metrics_port);
+  endpoint.task_type = "worker";
+  endpoint.task_index = tf.task.index;
+  endpoint.job_name = [&job_name] { return job_name.Get(); };
+  absl::StatusOr<std::unique_ptr<MetricsHttpServer>> metrics_endpoint =
+      ServeTaskMetrics(&registry, endpoint);
+  if (!metrics_endpoint.ok()) {
+    LOG(ERROR) << metrics_endpoint.status().message();
+    return 1;
+  }
+
   // Worker 0 without a chief job runs the chief's duties on its own port.
   std::thread chief;
   absl::Status chief_result;
@@ -120,6 +149,7 @@ int Run() {
     options.logdir = absl::GetFlag(FLAGS_logdir);
     options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
     options.startup_timeout = startup;
+    options.metrics_registry = &registry;
     LOG(INFO) << "no \"chief\" job in TF_CONFIG: this worker also runs the "
                  "chief's duties";
     chief = std::thread(
@@ -181,6 +211,8 @@ int Run() {
       options.recovery.recovery_timeout =
           absl::Seconds(absl::GetFlag(FLAGS_recovery_timeout_s));
       options.slowdown = slowdown;
+      options.live_metrics = worker_metrics->get();
+      job_name.Set(spec->config().name());
       if (slowdown.factor > 1) {
         LOG(WARNING) << "slowed down " << slowdown.factor << "x (--slowdown)"
                      << (slowdown.period > absl::ZeroDuration()

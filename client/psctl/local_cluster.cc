@@ -162,7 +162,9 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
   // One distinct port per task: a cluster spec never names a port twice.
   const int num_tasks = (options.chief ? 1 : 0) + options.num_ps +
                         options.num_workers + (options.evaluator ? 1 : 0);
-  ASSIGN_OR_RETURN(std::vector<int> free_ports, PickFreePorts(num_tasks));
+  // With metrics, a second port per task, all distinct too.
+  ASSIGN_OR_RETURN(std::vector<int> free_ports,
+                   PickFreePorts(options.metrics ? 2 * num_tasks : num_tasks));
   std::map<TaskType, std::vector<int>> ports;
   std::vector<Task> tasks;
   auto add = [&](TaskType type, int index) -> absl::Status {
@@ -224,6 +226,21 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
       task.args.push_back("--result_file=" + result_file);
       task.args.push_back("--checkpoint_dir=" + AbsolutePath(checkpoint_dir));
     }
+  }
+
+  if (options.metrics) {
+    // Prometheus's file_sd format: one target group per task.
+    std::string targets = "[\n";
+    for (size_t t = 0; t < tasks.size(); ++t) {
+      const int port = free_ports[num_tasks + t];
+      tasks[t].args.push_back(absl::StrCat("--metrics_port=", port));
+      absl::StrAppend(
+          &targets, t == 0 ? "" : ",\n", "  {\"targets\": [\"127.0.0.1:", port,
+          "\"], \"labels\": {\"task\": \"", tasks[t].id.ToString(), "\"}}");
+    }
+    absl::StrAppend(&targets, "\n]\n");
+    RETURN_IF_ERROR(
+        WriteFileAtomically(options.dir + "/prometheus_targets.json", targets));
   }
 
   BlockTerminationSignals();

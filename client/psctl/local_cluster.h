@@ -40,6 +40,10 @@ struct LocalClusterOptions {
   // every run starts afresh; a directory given here is kept, so a second
   // run resumes from its newest checkpoint.
   std::string checkpoint_dir;
+  // Every task serves Prometheus metrics on a port of its own
+  // (--metrics_port); the targets are listed, in Prometheus's file_sd
+  // format, in <dir>/prometheus_targets.json.
+  bool metrics = false;
   // More flags for some workers, by index (e.g. --slowdown for
   // straggler experiments).
   std::map<int, std::vector<std::string>> worker_flags;

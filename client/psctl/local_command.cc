@@ -68,7 +68,7 @@ class LocalCommand : public Subcommand {
             "local", {},
             "psctl local [--job=<file>] [--ps=N] [--workers=M] [--evaluator]\n"
             "            [--chief] [--dir=<dir>] [--device=auto|cpu|cuda]\n"
-            "            [--shared_memory=false]\n"
+            "            [--shared_memory=false] [--metrics]\n"
             "            [--straggler=<worker>:<factor>|rotate:<factor>:<ms>]",
             "Run a whole cluster on 127.0.0.1 and exit with the job's "
             "result.") {
@@ -99,6 +99,9 @@ class LocalCommand : public Subcommand {
     flags.AddString("checkpoint_dir", &options_.checkpoint_dir,
                     "checkpoint directory; kept between runs, so a second run "
                     "resumes (default <dir>/checkpoints, emptied at start)");
+    flags.AddBool("metrics", &options_.metrics,
+                  "every task serves Prometheus metrics on a free port; the "
+                  "targets go to <dir>/prometheus_targets.json (file_sd)");
     flags.AddString("straggler", &straggler_,
                     "experiments: <worker>:<factor> slows that worker down "
                     "(each step takes factor times its compute time), e.g. "

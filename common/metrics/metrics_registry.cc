@@ -132,6 +132,11 @@ bool IsValidLabelName(absl::string_view name) {
 
 void CounterCell::AddDouble(double amount) { AtomicAdd(fractional_, amount); }
 
+void CounterCell::IncreaseTo(double total) {
+  const double now = Value();
+  if (total > now) AddDouble(total - now);
+}
+
 double CounterCell::Value() const {
   return static_cast<double>(integral_.load(std::memory_order_relaxed)) +
          fractional_.load(std::memory_order_relaxed);
@@ -167,6 +172,20 @@ void HistogramCell::Observe(double value) {
                 bounds_.begin();
   buckets_[bucket].fetch_add(1, std::memory_order_relaxed);
   AtomicAdd(sum_, value);
+}
+
+absl::Status HistogramCell::MirrorFrom(absl::Span<const uint64_t> bucket_counts,
+                                       double sum) {
+  if (bucket_counts.size() != bounds_.size() + 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("histogram of ", bounds_.size() + 1,
+                     " buckets mirrored from ", bucket_counts.size()));
+  }
+  for (size_t i = 0; i < bucket_counts.size(); ++i) {
+    buckets_[i].store(bucket_counts[i], std::memory_order_relaxed);
+  }
+  sum_.store(sum, std::memory_order_relaxed);
+  return absl::OkStatus();
 }
 
 SeriesSnapshot HistogramCell::Read() const {
@@ -387,6 +406,24 @@ MetricsSnapshot MetricsRegistry::Snapshot() const {
     snapshot.families.push_back(family->Snapshot());
   }
   return snapshot;
+}
+
+std::unique_ptr<MetricsRegistry::RefresherHandle> MetricsRegistry::AddRefresher(
+    std::function<void()> refresh) {
+  MutexLock lock(&refresh_mu_);
+  const uint64_t id = next_refresher_++;
+  refreshers_[id] = std::move(refresh);
+  return std::unique_ptr<RefresherHandle>(new RefresherHandle(this, id));
+}
+
+MetricsRegistry::RefresherHandle::~RefresherHandle() {
+  MutexLock lock(&registry_->refresh_mu_);
+  registry_->refreshers_.erase(id_);
+}
+
+void MetricsRegistry::Refresh() {
+  MutexLock lock(&refresh_mu_);
+  for (auto& [id, refresh] : refreshers_) refresh();
 }
 
 }  // namespace psflow

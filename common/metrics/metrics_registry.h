@@ -41,6 +41,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -133,6 +134,11 @@ class CounterCell final : public MetricCell {
   }
   void Increment() { Add(int64_t{1}); }
 
+  // Raises the count to `total` when it is below (for counts kept
+  // elsewhere, copied in when the registry is read); never lowers it.
+  // Meant for one refreshing thread per cell.
+  void IncreaseTo(double total);
+
   double Value() const;
   SeriesSnapshot Read() const override;
 
@@ -167,6 +173,12 @@ class HistogramCell final : public MetricCell {
 
   // A NaN lands in the +Inf bucket and makes the sum NaN, as in Prometheus.
   void Observe(double value);
+
+  // Replaces the counts with ones kept elsewhere, copied in when the
+  // registry is read: one count per bound plus the +Inf bucket
+  // (InvalidArgument otherwise, nothing changed). For one refreshing
+  // thread per cell.
+  absl::Status MirrorFrom(absl::Span<const uint64_t> bucket_counts, double sum);
 
   SeriesSnapshot Read() const override;
 
@@ -300,6 +312,27 @@ class MetricsRegistry {
   // Every family and series with its current value.
   MetricsSnapshot Snapshot() const;
 
+  // Values kept elsewhere (a server's counters, the chief's view of the
+  // job) are copied in by refreshers, run by Refresh() before a sink reads
+  // the registry. A refresher runs until its handle is destroyed; the
+  // destructor waits for a run in progress.
+  class RefresherHandle {
+   public:
+    ~RefresherHandle();
+    RefresherHandle(const RefresherHandle&) = delete;
+    RefresherHandle& operator=(const RefresherHandle&) = delete;
+
+   private:
+    friend class MetricsRegistry;
+    RefresherHandle(MetricsRegistry* registry, uint64_t id)
+        : registry_(registry), id_(id) {}
+    MetricsRegistry* const registry_;
+    const uint64_t id_;
+  };
+  std::unique_ptr<RefresherHandle> AddRefresher(std::function<void()> refresh);
+  // Runs every refresher, one at a time.
+  void Refresh();
+
  private:
   absl::StatusOr<MetricFamily*> GetOrCreateFamily(
       MetricType type, absl::string_view name, absl::string_view help,
@@ -311,6 +344,11 @@ class MetricsRegistry {
   // Families are never removed, so pointers to them stay valid.
   std::map<std::string, std::unique_ptr<MetricFamily>, std::less<>> families_
       ABSL_GUARDED_BY(mu_);
+  // Held while refreshers run, so removing one waits for its run.
+  Mutex refresh_mu_;
+  std::map<uint64_t, std::function<void()>> refreshers_
+      ABSL_GUARDED_BY(refresh_mu_);
+  uint64_t next_refresher_ ABSL_GUARDED_BY(refresh_mu_) = 1;
 };
 
 }  // namespace psflow

@@ -1,0 +1,82 @@
+#include "chief/chief_metrics.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "common/status_macros.h"
+
+namespace psflow {
+
+absl::StatusOr<std::unique_ptr<MetricsRegistry::RefresherHandle>>
+ExportChiefMetrics(MetricsRegistry* registry,
+                   const JobCoordinator* coordinator) {
+  MetricsRegistry& r = *registry;
+  auto gauge = [&r](const char* name,
+                    const char* help) -> absl::StatusOr<GaugeCell*> {
+    ASSIGN_OR_RETURN(GaugeFamily * family, r.Gauge(name, help));
+    return family->WithLabels({});
+  };
+  ASSIGN_OR_RETURN(GaugeCell * global_step,
+                   gauge("psflow_chief_global_step",
+                         "The job's global step (updates applied)."));
+  ASSIGN_OR_RETURN(GaugeCell * total_steps,
+                   gauge("psflow_chief_total_steps",
+                         "The global step at which training ends."));
+  ASSIGN_OR_RETURN(GaugeCell * rate,
+                   gauge("psflow_chief_examples_per_second",
+                         "Training examples per second over every "
+                         "worker's latest heartbeat."));
+  ASSIGN_OR_RETURN(GaugeCell * accuracy,
+                   gauge("psflow_chief_test_accuracy",
+                         "The evaluator's latest test accuracy."));
+  ASSIGN_OR_RETURN(GaugeCell * loss, gauge("psflow_chief_test_loss",
+                                           "The evaluator's latest test "
+                                           "loss."));
+  ASSIGN_OR_RETURN(
+      GaugeFamily * states,
+      r.Gauge("psflow_chief_job_state",
+              "1 for the job's current state, 0 for the others.", {"state"}));
+  std::vector<std::pair<JobState, GaugeCell*>> state_cells;
+  for (JobState state :
+       {INITIALIZING, TRAINING, PAUSED, FINAL_EVALUATION, SUCCEEDED, FAILED}) {
+    ASSIGN_OR_RETURN(
+        GaugeCell * cell,
+        states->WithLabels({absl::AsciiStrToLower(JobState_Name(state))}));
+    state_cells.emplace_back(state, cell);
+  }
+  ASSIGN_OR_RETURN(GaugeFamily * workers,
+                   r.Gauge("psflow_chief_workers",
+                           "Workers by state: missing (never joined), "
+                           "training, finished, lost.",
+                           {"state"}));
+  ASSIGN_OR_RETURN(GaugeCell * missing, workers->WithLabels({"missing"}));
+  ASSIGN_OR_RETURN(GaugeCell * training, workers->WithLabels({"training"}));
+  ASSIGN_OR_RETURN(GaugeCell * finished, workers->WithLabels({"finished"}));
+  ASSIGN_OR_RETURN(GaugeCell * lost, workers->WithLabels({"lost"}));
+  return registry->AddRefresher([=] {
+    const StatusResponse status = coordinator->Status();
+    global_step->Set(static_cast<double>(status.global_step()));
+    total_steps->Set(static_cast<double>(status.total_steps()));
+    for (const auto& [state, cell] : state_cells) {
+      cell->Set(state == status.state() ? 1 : 0);
+    }
+    const JobCoordinator::WorkerCounts counts = coordinator->CountWorkers();
+    missing->Set(counts.missing);
+    training->Set(counts.training);
+    finished->Set(counts.finished);
+    lost->Set(counts.lost);
+    double examples_per_second = 0;
+    for (const ProgressReport& report : coordinator->LastReports()) {
+      if (!report.finished()) examples_per_second += report.examples_per_sec();
+    }
+    rate->Set(examples_per_second);
+    if (auto evaluation = coordinator->last_evaluation()) {
+      accuracy->Set(evaluation->accuracy());
+      loss->Set(evaluation->loss());
+    }
+  });
+}
+
+}  // namespace psflow
