@@ -91,6 +91,15 @@ def check_rendered(psctl, path, name, namespace, num_ps, num_workers,
                service["spec"]["selector"], "the service selects the pods")
         (container,) = pod["containers"]
         expect(container["ports"][0]["containerPort"] == 2222, "port")
+        expect({"name": "metrics", "containerPort": 9464} in
+               container["ports"], "%s: metrics port 9464" % object_name)
+        annotations = spec["template"]["metadata"]["annotations"]
+        expect(annotations == {"prometheus.io/scrape": "true",
+                               "prometheus.io/port": "9464",
+                               "prometheus.io/path": "/metrics"},
+               "%s: scrape annotations %r" % (object_name, annotations))
+        expect("--metrics_port=9464" in container["command"][2],
+               "%s serves its metrics" % object_name)
         for probe in ("readinessProbe", "livenessProbe"):
             expect(container[probe]["grpc"]["port"] == 2222,
                    "%s: gRPC health %s" % (object_name, probe))

@@ -13,6 +13,9 @@ namespace psflow {
 namespace {
 
 constexpr int kPort = 2222;
+// Every task serves Prometheus metrics here (--metrics_port); the pods
+// carry the usual prometheus.io scrape annotations.
+constexpr int kMetricsPort = 9464;
 constexpr char kIndexPlaceholder[] = "__INDEX__";
 
 struct Role {
@@ -127,6 +130,7 @@ absl::StatusOr<std::string> RenderK8sManifests(
         "export TF_CONFIG=\"${TF_CONFIG_TEMPLATE%", kIndexPlaceholder,
         "*}${JOB_COMPLETION_INDEX:?}${TF_CONFIG_TEMPLATE##*", kIndexPlaceholder,
         "}\"; exec /opt/psflow/", role.binary);
+    args.push_back(absl::StrCat("--metrics_port=", kMetricsPort));
     for (const std::string& a : args) absl::StrAppend(&command, " ", a);
 
     // Headless Service: stable DNS per pod, published before readiness
@@ -150,7 +154,12 @@ absl::StatusOr<std::string> RenderK8sManifests(
         // A crashed task is restarted in place (same name, same address);
         // the chief recovers a restarted ps from the newest checkpoint.
         "\n  backoffLimit: ", 10 * role.count,
-        "\n  template:\n    metadata:\n      labels:\n        psflow/job: ",
+        "\n  template:\n    metadata:\n      annotations:\n"
+        "        prometheus.io/scrape: \"true\"\n"
+        "        prometheus.io/port: \"",
+        kMetricsPort,
+        "\"\n        prometheus.io/path: /metrics\n      labels:\n"
+        "        psflow/job: ",
         options.name, "\n        psflow/role: ", role.short_name,
         "\n    spec:\n      subdomain: ", name,
         "\n      restartPolicy: OnFailure\n      containers:\n"
@@ -159,7 +168,8 @@ absl::StatusOr<std::string> RenderK8sManifests(
         "]\n        env:\n        - name: TF_CONFIG_TEMPLATE\n          "
         "value: ",
         Quote(tf_config), "\n        ports:\n        - name: grpc\n",
-        "          containerPort: ", kPort,
+        "          containerPort: ", kPort, "\n        - name: metrics\n",
+        "          containerPort: ", kMetricsPort,
         "\n        readinessProbe:\n          grpc:\n            port: ", kPort,
         "\n          periodSeconds: 5\n        livenessProbe:\n          "
         "grpc:\n"
