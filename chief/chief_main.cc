@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   endpoint.task_index = role_config->task.index;
   const std::string job_name = job->name();
   endpoint.job_name = [job_name] { return job_name; };
-  absl::StatusOr<std::unique_ptr<MetricsHttpServer>> metrics_endpoint =
+  absl::StatusOr<std::unique_ptr<TaskMetricsEndpoint>> metrics_endpoint =
       ServeTaskMetrics(&registry, endpoint);
   if (!metrics_endpoint.ok()) {
     LOG(ERROR) << metrics_endpoint.status().message();

@@ -12,7 +12,7 @@ namespace psflow {
 
 absl::StatusOr<std::unique_ptr<PsMetrics>> PsMetrics::Create(
     MetricsRegistry* registry) {
-  std::unique_ptr<PsMetrics> m(new PsMetrics(registry));
+  std::unique_ptr<PsMetrics> m(new PsMetrics());
   MetricsRegistry& r = *registry;
   ASSIGN_OR_RETURN(m->pulls_, r.Counter("psflow_ps_pulls_total",
                                         "Chunk parts pulled.", {"mode"}));

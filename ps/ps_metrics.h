@@ -45,9 +45,8 @@ class PsMetrics {
   absl::Status Refresh(const StatsResponse& stats, UpdateMode mode);
 
  private:
-  explicit PsMetrics(MetricsRegistry* registry) : registry_(registry) {}
+  PsMetrics() = default;
 
-  MetricsRegistry* const registry_;
   CounterFamily* pulls_ = nullptr;
   CounterFamily* pushes_ = nullptr;
   CounterCell* updates_ = nullptr;

@@ -128,7 +128,7 @@ int Run() {
   endpoint.task_type = "ps";
   endpoint.task_index = config.task.index;
   endpoint.job_name = [core] { return core->job_name(); };
-  absl::StatusOr<std::unique_ptr<MetricsHttpServer>> metrics_endpoint =
+  absl::StatusOr<std::unique_ptr<TaskMetricsEndpoint>> metrics_endpoint =
       ServeTaskMetrics(&registry, endpoint);
   if (!metrics_endpoint.ok()) {
     LOG(ERROR) << metrics_endpoint.status().message();

@@ -135,6 +135,9 @@ scrape_configs:
             "evaluator's accuracy": lambda: bool(query(
                 port, 'psflow_evaluator_accuracy{job="prometheus_test",'
                       'task_type="evaluator"} > 0')),
+            "system metrics of every task": lambda: len(query(
+                port, 'psflow_process_resident_memory_bytes{'
+                      'job="prometheus_test"} > 0')) == 4,
             "step phases": lambda: bool(query(
                 port, 'psflow_worker_step_phase_seconds_count{phase="compute"}'
                       ' > 0')),

@@ -118,7 +118,7 @@ int Run() {
   endpoint.task_type = "worker";
   endpoint.task_index = tf.task.index;
   endpoint.job_name = [&job_name] { return job_name.Get(); };
-  absl::StatusOr<std::unique_ptr<MetricsHttpServer>> metrics_endpoint =
+  absl::StatusOr<std::unique_ptr<TaskMetricsEndpoint>> metrics_endpoint =
       ServeTaskMetrics(&registry, endpoint);
   if (!metrics_endpoint.ok()) {
     LOG(ERROR) << metrics_endpoint.status().message();

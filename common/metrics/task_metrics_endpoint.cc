@@ -4,13 +4,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/metrics/process_metrics.h"
 #include "common/metrics/prometheus_text.h"
+#include "common/status_macros.h"
 
 namespace psflow {
 
-absl::StatusOr<std::unique_ptr<MetricsHttpServer>> ServeTaskMetrics(
+absl::StatusOr<std::unique_ptr<TaskMetricsEndpoint>> ServeTaskMetrics(
     MetricsRegistry* registry, const TaskMetricsEndpointOptions& options) {
   if (options.port == -1) return nullptr;
+  ASSIGN_OR_RETURN(std::unique_ptr<MetricsRegistry::RefresherHandle> process,
+                   ExportProcessMetrics(registry));
   MetricsHttpServer::Options server;
   server.host = options.host;
   server.port = options.port;
@@ -26,12 +30,12 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> ServeTaskMetrics(
     labels.emplace_back("task_index", task_index);
     return PrometheusText(registry->Snapshot(), labels);
   };
-  auto started = MetricsHttpServer::Start(server, std::move(render));
-  if (started.ok()) {
-    LOG(INFO) << "Prometheus metrics at http://" << options.host << ":"
-              << (*started)->port() << "/metrics";
-  }
-  return started;
+  ASSIGN_OR_RETURN(std::unique_ptr<MetricsHttpServer> started,
+                   MetricsHttpServer::Start(server, std::move(render)));
+  LOG(INFO) << "Prometheus metrics at http://" << options.host << ":"
+            << started->port() << "/metrics";
+  return std::make_unique<TaskMetricsEndpoint>(std::move(process),
+                                               std::move(started));
 }
 
 }  // namespace psflow

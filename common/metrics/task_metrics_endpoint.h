@@ -1,6 +1,7 @@
 // Serves one task's metrics registry to Prometheus (--metrics_port of every
 // role): refreshes the registry, then renders it with the task's labels
-// (job, task_type, task_index).
+// (job, task_type, task_index). Adds the process's system metrics
+// (psflow_process_*).
 #ifndef PSFLOW_COMMON_METRICS_TASK_METRICS_ENDPOINT_H_
 #define PSFLOW_COMMON_METRICS_TASK_METRICS_ENDPOINT_H_
 
@@ -44,9 +45,26 @@ struct TaskMetricsEndpointOptions {
   std::function<std::string()> job_name;
 };
 
+// A task's endpoint: the HTTP server, and the process's system metrics
+// (process_metrics.h) it adds to the registry while it serves.
+class TaskMetricsEndpoint {
+ public:
+  TaskMetricsEndpoint(
+      std::unique_ptr<MetricsRegistry::RefresherHandle> process_metrics,
+      std::unique_ptr<MetricsHttpServer> server)
+      : process_metrics_(std::move(process_metrics)),
+        server_(std::move(server)) {}
+  int port() const { return server_->port(); }
+
+ private:
+  // Declared first: destroyed after the server stops serving.
+  std::unique_ptr<MetricsRegistry::RefresherHandle> process_metrics_;
+  std::unique_ptr<MetricsHttpServer> server_;
+};
+
 // Null (and OK) when options.port is -1. `registry` must outlive the
 // endpoint. Logs the address it serves.
-absl::StatusOr<std::unique_ptr<MetricsHttpServer>> ServeTaskMetrics(
+absl::StatusOr<std::unique_ptr<TaskMetricsEndpoint>> ServeTaskMetrics(
     MetricsRegistry* registry, const TaskMetricsEndpointOptions& options);
 
 }  // namespace psflow
