@@ -9,6 +9,44 @@
 
 namespace psflow {
 
+absl::StatusOr<std::unique_ptr<CheckpointMetrics>> CheckpointMetrics::Create(
+    MetricsRegistry* registry) {
+  auto m = std::make_unique<CheckpointMetrics>();
+  MetricsRegistry& r = *registry;
+  ASSIGN_OR_RETURN(CounterFamily * saves,
+                   r.Counter("psflow_chief_checkpoints_total",
+                             "Checkpoint saves, by outcome.", {"outcome"}));
+  ASSIGN_OR_RETURN(m->saved, saves->WithLabels({"saved"}));
+  ASSIGN_OR_RETURN(m->failed, saves->WithLabels({"failed"}));
+  ASSIGN_OR_RETURN(HistogramFamily * seconds,
+                   r.Histogram("psflow_chief_checkpoint_seconds",
+                               "Time to save a checkpoint (every server's "
+                               "shard, fsyncs, the state file).",
+                               {}, ExponentialBuckets(0.01, 2, 14)));
+  ASSIGN_OR_RETURN(m->seconds, seconds->WithLabels({}));
+  ASSIGN_OR_RETURN(GaugeFamily * bytes,
+                   r.Gauge("psflow_chief_checkpoint_bytes",
+                           "Size of the latest saved checkpoint."));
+  ASSIGN_OR_RETURN(m->bytes, bytes->WithLabels({}));
+  ASSIGN_OR_RETURN(GaugeFamily * step,
+                   r.Gauge("psflow_chief_checkpoint_step",
+                           "Global step of the latest saved checkpoint."));
+  ASSIGN_OR_RETURN(m->step, step->WithLabels({}));
+  return m;
+}
+
+void CheckpointMetrics::Record(
+    const absl::StatusOr<SavedCheckpoint>& result) const {
+  if (!result.ok()) {
+    failed->Increment();
+    return;
+  }
+  saved->Increment();
+  seconds->Observe(absl::ToDoubleSeconds(result->elapsed));
+  bytes->Set(static_cast<double>(result->bytes));
+  step->Set(static_cast<double>(result->step));
+}
+
 absl::StatusOr<std::unique_ptr<MetricsRegistry::RefresherHandle>>
 ExportChiefMetrics(MetricsRegistry* registry,
                    const JobCoordinator* coordinator) {

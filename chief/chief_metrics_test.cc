@@ -55,5 +55,24 @@ TEST(ChiefMetricsTest, ScrapesReadTheCoordinatorsViewOfTheJob) {
               HasSubstr("psflow_chief_job_state{state=\"training\"} 1\n"));
 }
 
+TEST(ChiefMetricsTest, CheckpointSavesAreCountedAndMeasured) {
+  MetricsRegistry registry;
+  ASSERT_OK_AND_ASSIGN(auto metrics, CheckpointMetrics::Create(&registry));
+  SavedCheckpoint saved;
+  saved.step = 300;
+  saved.bytes = 4096;
+  saved.elapsed = absl::Milliseconds(250);
+  metrics->Record(saved);
+  metrics->Record(absl::DataLossError("disk full"));
+  const std::string text = PrometheusText(registry.Snapshot());
+  EXPECT_THAT(text, HasSubstr("psflow_chief_checkpoints_total{outcome="
+                              "\"saved\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("psflow_chief_checkpoints_total{outcome="
+                              "\"failed\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("psflow_chief_checkpoint_seconds_sum 0.25\n"));
+  EXPECT_THAT(text, HasSubstr("psflow_chief_checkpoint_bytes 4096\n"));
+  EXPECT_THAT(text, HasSubstr("psflow_chief_checkpoint_step 300\n"));
+}
+
 }  // namespace
 }  // namespace psflow

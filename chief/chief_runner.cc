@@ -299,7 +299,8 @@ std::unique_ptr<EventFileWriter> OpenChiefMetrics(const ChiefOptions& options) {
 // Supervises training until it ends (TrainingSupervisor).
 absl::Status SuperviseTraining(const ChiefOptions& options,
                                JobCoordinator& coordinator, Prepared& prepared,
-                               EventFileWriter* metrics) {
+                               EventFileWriter* metrics,
+                               const CheckpointMetrics* checkpoint_metrics) {
   ParameterClient& client = *prepared.client;
   RecoveryOptions recovery;
   recovery.tf_config = &options.tf_config;
@@ -313,6 +314,7 @@ absl::Status SuperviseTraining(const ChiefOptions& options,
   parts.coordinator = &coordinator;
   parts.checkpoints = prepared.checkpoints.get();
   parts.metrics = metrics;
+  parts.checkpoint_metrics = checkpoint_metrics;
   parts.check_servers = [&] {
     return CheckParameterServers(client, expected_variables, absl::Seconds(2));
   };
@@ -341,9 +343,11 @@ absl::Status SuperviseTraining(const ChiefOptions& options,
 // (when the job has an evaluator and test data).
 absl::Status FinishTraining(const ChiefOptions& options,
                             JobCoordinator& coordinator,
-                            CheckpointManager* checkpoints) {
+                            CheckpointManager* checkpoints,
+                            const CheckpointMetrics* checkpoint_metrics) {
   if (checkpoints != nullptr) {
     absl::StatusOr<SavedCheckpoint> saved = checkpoints->Save();
+    if (checkpoint_metrics != nullptr) checkpoint_metrics->Record(saved);
     if (!saved.ok()) {
       return absl::Status(saved.status().code(),
                           absl::StrCat("the final checkpoint failed: ",
@@ -381,9 +385,12 @@ absl::Status RunChief(const ChiefOptions& options) {
   coordinator_options.heartbeat_timeout = options.heartbeat_timeout;
   JobCoordinator coordinator(coordinator_options);
   std::unique_ptr<MetricsRegistry::RefresherHandle> chief_metrics;
+  std::unique_ptr<CheckpointMetrics> checkpoint_metrics;
   if (options.metrics_registry != nullptr) {
     ASSIGN_OR_RETURN(chief_metrics, ExportChiefMetrics(options.metrics_registry,
                                                        &coordinator));
+    ASSIGN_OR_RETURN(checkpoint_metrics,
+                     CheckpointMetrics::Create(options.metrics_registry));
   }
 
   ASSIGN_OR_RETURN(HostPort own,
@@ -418,14 +425,16 @@ absl::Status RunChief(const ChiefOptions& options) {
   training_start = absl::Now();
   std::unique_ptr<EventFileWriter> metrics = OpenChiefMetrics(options);
   if (absl::Status trained =
-          SuperviseTraining(options, coordinator, *prepared, metrics.get());
+          SuperviseTraining(options, coordinator, *prepared, metrics.get(),
+                            checkpoint_metrics.get());
       !trained.ok()) {
     return end(trained);
   }
   LOG(INFO) << "training finished after "
             << absl::FormatDuration(absl::Trunc(absl::Now() - training_start,
                                                 absl::Milliseconds(100)));
-  return end(FinishTraining(options, coordinator, prepared->checkpoints.get()));
+  return end(FinishTraining(options, coordinator, prepared->checkpoints.get(),
+                            checkpoint_metrics.get()));
 }
 
 }  // namespace psflow

@@ -179,6 +179,9 @@ void TrainingSupervisor::SaveIfDue() {
   const int64_t step = parts_.coordinator->Status().global_step();
   if (!schedule_.Due(step, parts_.now())) return;
   absl::StatusOr<SavedCheckpoint> saved = parts_.checkpoints->Save();
+  if (parts_.checkpoint_metrics != nullptr) {
+    parts_.checkpoint_metrics->Record(saved);
+  }
   schedule_.Saved(saved.ok() ? saved->step : step, parts_.now());
   if (saved.ok()) {
     LogSavedCheckpoint(*saved);

@@ -26,6 +26,7 @@
 #include "absl/time/time.h"
 #include "checkpoint/checkpoint_manager.h"
 #include "chief/checkpoint_schedule.h"
+#include "chief/chief_metrics.h"
 #include "chief/job_coordinator.h"
 #include "common/metrics/event_file_writer.h"
 #include "proto/job_config.pb.h"
@@ -47,6 +48,8 @@ struct SupervisorParts {
   std::function<absl::StatusOr<int64_t>(const std::string& why,
                                         const std::string& checkpoint)>
       restore;
+  // Optional: records every save's outcome (Prometheus).
+  const CheckpointMetrics* checkpoint_metrics = nullptr;
   // BOUNDED mode only (null otherwise): tells every parameter server the
   // workers outside the bound (ParameterClient::ExcludeWorkers).
   std::function<absl::Status(const std::vector<int>&)> exclude_workers;

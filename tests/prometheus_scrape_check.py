@@ -129,9 +129,10 @@ scrape_configs:
                 port, 'psflow_ps_pulls_total{task_type="ps",task_index="0",'
                       'mode="async"} > 0')) and bool(query(
                 port, 'psflow_ps_gradient_staleness_count > 0')),
-            "chief's global step": lambda: bool(query(
+            "chief's global step and checkpoints": lambda: bool(query(
                 port, 'psflow_chief_global_step{task_type="worker",'
-                      'task_index="0"} > 0')),
+                      'task_index="0"} > 0')) and bool(query(
+                port, 'psflow_chief_checkpoints_total{outcome="saved"} > 0')),
             "evaluator's accuracy": lambda: bool(query(
                 port, 'psflow_evaluator_accuracy{job="prometheus_test",'
                       'task_type="evaluator"} > 0')),
