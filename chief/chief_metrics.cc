@@ -18,20 +18,17 @@ absl::StatusOr<std::unique_ptr<CheckpointMetrics>> CheckpointMetrics::Create(
                              "Checkpoint saves, by outcome.", {"outcome"}));
   ASSIGN_OR_RETURN(m->saved, saves->WithLabels({"saved"}));
   ASSIGN_OR_RETURN(m->failed, saves->WithLabels({"failed"}));
-  ASSIGN_OR_RETURN(HistogramFamily * seconds,
-                   r.Histogram("psflow_chief_checkpoint_seconds",
-                               "Time to save a checkpoint (every server's "
-                               "shard, fsyncs, the state file).",
-                               {}, ExponentialBuckets(0.01, 2, 14)));
-  ASSIGN_OR_RETURN(m->seconds, seconds->WithLabels({}));
-  ASSIGN_OR_RETURN(GaugeFamily * bytes,
-                   r.Gauge("psflow_chief_checkpoint_bytes",
-                           "Size of the latest saved checkpoint."));
-  ASSIGN_OR_RETURN(m->bytes, bytes->WithLabels({}));
-  ASSIGN_OR_RETURN(GaugeFamily * step,
-                   r.Gauge("psflow_chief_checkpoint_step",
-                           "Global step of the latest saved checkpoint."));
-  ASSIGN_OR_RETURN(m->step, step->WithLabels({}));
+  ASSIGN_OR_RETURN(m->seconds, r.UnlabeledHistogram(
+                                   "psflow_chief_checkpoint_seconds",
+                                   "Time to save a checkpoint (every server's "
+                                   "shard, fsyncs, the state file).",
+                                   ExponentialBuckets(0.01, 2, 14)));
+  ASSIGN_OR_RETURN(m->bytes,
+                   r.UnlabeledGauge("psflow_chief_checkpoint_bytes",
+                                    "Size of the latest saved checkpoint."));
+  ASSIGN_OR_RETURN(
+      m->step, r.UnlabeledGauge("psflow_chief_checkpoint_step",
+                                "Global step of the latest saved checkpoint."));
   return m;
 }
 
@@ -51,27 +48,24 @@ absl::StatusOr<std::unique_ptr<MetricsRegistry::RefresherHandle>>
 ExportChiefMetrics(MetricsRegistry* registry,
                    const JobCoordinator* coordinator) {
   MetricsRegistry& r = *registry;
-  auto gauge = [&r](const char* name,
-                    const char* help) -> absl::StatusOr<GaugeCell*> {
-    ASSIGN_OR_RETURN(GaugeFamily * family, r.Gauge(name, help));
-    return family->WithLabels({});
-  };
-  ASSIGN_OR_RETURN(GaugeCell * global_step,
-                   gauge("psflow_chief_global_step",
-                         "The job's global step (updates applied)."));
+  ASSIGN_OR_RETURN(
+      GaugeCell * global_step,
+      r.UnlabeledGauge("psflow_chief_global_step",
+                       "The job's global step (updates applied)."));
   ASSIGN_OR_RETURN(GaugeCell * total_steps,
-                   gauge("psflow_chief_total_steps",
-                         "The global step at which training ends."));
+                   r.UnlabeledGauge("psflow_chief_total_steps",
+                                    "The global step at which training ends."));
   ASSIGN_OR_RETURN(GaugeCell * rate,
-                   gauge("psflow_chief_examples_per_second",
-                         "Training examples per second over every "
-                         "worker's latest heartbeat."));
+                   r.UnlabeledGauge("psflow_chief_examples_per_second",
+                                    "Training examples per second over every "
+                                    "worker's latest heartbeat."));
   ASSIGN_OR_RETURN(GaugeCell * accuracy,
-                   gauge("psflow_chief_test_accuracy",
-                         "The evaluator's latest test accuracy."));
-  ASSIGN_OR_RETURN(GaugeCell * loss, gauge("psflow_chief_test_loss",
-                                           "The evaluator's latest test "
-                                           "loss."));
+                   r.UnlabeledGauge("psflow_chief_test_accuracy",
+                                    "The evaluator's latest test accuracy."));
+  ASSIGN_OR_RETURN(GaugeCell * loss,
+                   r.UnlabeledGauge("psflow_chief_test_loss",
+                                    "The evaluator's latest test "
+                                    "loss."));
   ASSIGN_OR_RETURN(
       GaugeFamily * states,
       r.Gauge("psflow_chief_job_state",

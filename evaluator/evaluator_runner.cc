@@ -54,23 +54,20 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
   Evaluator::Parts::LiveMetrics live;
   if (options.metrics_registry != nullptr) {
     MetricsRegistry& r = *options.metrics_registry;
-    auto gauge = [&r](const char* name,
-                      const char* help) -> absl::StatusOr<GaugeCell*> {
-      ASSIGN_OR_RETURN(GaugeFamily * family, r.Gauge(name, help));
-      return family->WithLabels({});
-    };
-    ASSIGN_OR_RETURN(live.loss, gauge("psflow_evaluator_loss",
+    ASSIGN_OR_RETURN(live.loss,
+                     r.UnlabeledGauge("psflow_evaluator_loss",
                                       "Test loss of the latest evaluation."));
-    ASSIGN_OR_RETURN(live.accuracy,
-                     gauge("psflow_evaluator_accuracy",
-                           "Test accuracy of the latest evaluation."));
-    ASSIGN_OR_RETURN(live.global_step,
-                     gauge("psflow_evaluator_global_step",
-                           "The global step the latest evaluation read."));
-    ASSIGN_OR_RETURN(CounterFamily * evaluations,
-                     r.Counter("psflow_evaluator_evaluations_total",
-                               "Evaluations completed."));
-    ASSIGN_OR_RETURN(live.evaluations, evaluations->WithLabels({}));
+    ASSIGN_OR_RETURN(
+        live.accuracy,
+        r.UnlabeledGauge("psflow_evaluator_accuracy",
+                         "Test accuracy of the latest evaluation."));
+    ASSIGN_OR_RETURN(
+        live.global_step,
+        r.UnlabeledGauge("psflow_evaluator_global_step",
+                         "The global step the latest evaluation read."));
+    ASSIGN_OR_RETURN(live.evaluations,
+                     r.UnlabeledCounter("psflow_evaluator_evaluations_total",
+                                        "Evaluations completed."));
   }
   if (options.job_name != nullptr) options.job_name->Set(job.name());
   Evaluator::Parts parts;

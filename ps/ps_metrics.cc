@@ -18,27 +18,17 @@ absl::StatusOr<std::unique_ptr<PsMetrics>> PsMetrics::Create(
                                         "Chunk parts pulled.", {"mode"}));
   ASSIGN_OR_RETURN(m->pushes_, r.Counter("psflow_ps_pushes_total",
                                          "Chunk parts pushed.", {"mode"}));
-  auto single_counter = [&r](const char* name,
-                             const char* help) -> absl::StatusOr<CounterCell*> {
-    ASSIGN_OR_RETURN(CounterFamily * family, r.Counter(name, help));
-    return family->WithLabels({});
-  };
-  auto single_gauge = [&r](const char* name,
-                           const char* help) -> absl::StatusOr<GaugeCell*> {
-    ASSIGN_OR_RETURN(GaugeFamily * family, r.Gauge(name, help));
-    return family->WithLabels({});
-  };
   ASSIGN_OR_RETURN(m->updates_,
-                   single_counter("psflow_ps_updates_applied_total",
-                                  "Updates applied (async: pushes; sync: "
-                                  "aggregated steps), per chunk."));
-  ASSIGN_OR_RETURN(m->stale_,
-                   single_counter("psflow_ps_stale_gradients_dropped_total",
+                   r.UnlabeledCounter("psflow_ps_updates_applied_total",
+                                      "Updates applied (async: pushes; sync: "
+                                      "aggregated steps), per chunk."));
+  ASSIGN_OR_RETURN(m->stale_, r.UnlabeledCounter(
+                                  "psflow_ps_stale_gradients_dropped_total",
                                   "Sync gradients dropped for an older step."));
   ASSIGN_OR_RETURN(
       m->nonfinite_,
-      single_counter("psflow_ps_nonfinite_gradients_rejected_total",
-                     "Gradients rejected because they held NaN or Inf."));
+      r.UnlabeledCounter("psflow_ps_nonfinite_gradients_rejected_total",
+                         "Gradients rejected because they held NaN or Inf."));
   ASSIGN_OR_RETURN(m->bytes_,
                    r.Counter("psflow_ps_transferred_bytes_total",
                              "Tensor bytes received (in) and sent (out), "
@@ -49,28 +39,28 @@ absl::StatusOr<std::unique_ptr<PsMetrics>> PsMetrics::Create(
     staleness_bounds.push_back(
         static_cast<double>(StalenessHistogram::UpperBound(b)));
   }
-  ASSIGN_OR_RETURN(HistogramFamily * staleness,
-                   r.Histogram("psflow_ps_gradient_staleness",
-                               "Updates a chunk received between the "
-                               "version a gradient was computed from and "
-                               "its application.",
-                               {}, staleness_bounds));
-  ASSIGN_OR_RETURN(m->staleness_, staleness->WithLabels({}));
-  ASSIGN_OR_RETURN(HistogramFamily * apply,
-                   r.Histogram("psflow_ps_apply_seconds",
-                               "Time to check and apply one push batch "
-                               "(batches rejected for NaN/Inf not counted).",
-                               {}, ExponentialBuckets(1e-6, 4, 12)));
-  ASSIGN_OR_RETURN(m->apply_seconds_, apply->WithLabels({}));
+  ASSIGN_OR_RETURN(m->staleness_,
+                   r.UnlabeledHistogram("psflow_ps_gradient_staleness",
+                                        "Updates a chunk received between the "
+                                        "version a gradient was computed "
+                                        "from and its application.",
+                                        staleness_bounds));
+  ASSIGN_OR_RETURN(
+      m->apply_seconds_,
+      r.UnlabeledHistogram("psflow_ps_apply_seconds",
+                           "Time to check and apply one push batch "
+                           "(batches rejected for NaN/Inf not counted).",
+                           ExponentialBuckets(1e-6, 4, 12)));
   ASSIGN_OR_RETURN(m->variables_,
-                   single_gauge("psflow_ps_variables", "Variables held."));
+                   r.UnlabeledGauge("psflow_ps_variables", "Variables held."));
   ASSIGN_OR_RETURN(m->variable_bytes_,
-                   single_gauge("psflow_ps_variable_bytes",
-                                "Bytes of variable values held (optimizer "
-                                "slots not included)."));
-  ASSIGN_OR_RETURN(m->sessions_,
-                   single_gauge("psflow_ps_shared_memory_sessions",
-                                "Same-host shared-memory regions attached."));
+                   r.UnlabeledGauge("psflow_ps_variable_bytes",
+                                    "Bytes of variable values held (optimizer "
+                                    "slots not included)."));
+  ASSIGN_OR_RETURN(
+      m->sessions_,
+      r.UnlabeledGauge("psflow_ps_shared_memory_sessions",
+                       "Same-host shared-memory regions attached."));
   ASSIGN_OR_RETURN(m->worker_clock_,
                    r.Gauge("psflow_ps_worker_clock",
                            "Bounded staleness: steps each worker has pushed "
@@ -81,14 +71,15 @@ absl::StatusOr<std::unique_ptr<PsMetrics>> PsMetrics::Create(
                            "Bounded staleness: 1 when the chief excluded "
                            "the worker from the bound (lost, finished).",
                            {"worker"}));
-  ASSIGN_OR_RETURN(m->bounded_waits_,
-                   single_counter("psflow_ps_bounded_waits_total",
-                                  "Bounded staleness: pulls that waited for "
-                                  "a slower worker."));
+  ASSIGN_OR_RETURN(
+      m->bounded_waits_,
+      r.UnlabeledCounter("psflow_ps_bounded_waits_total",
+                         "Bounded staleness: pulls that waited for "
+                         "a slower worker."));
   ASSIGN_OR_RETURN(m->bounded_wait_seconds_,
-                   single_counter("psflow_ps_bounded_wait_seconds_total",
-                                  "Bounded staleness: seconds pulls waited "
-                                  "for a slower worker."));
+                   r.UnlabeledCounter("psflow_ps_bounded_wait_seconds_total",
+                                      "Bounded staleness: seconds pulls waited "
+                                      "for a slower worker."));
   return m;
 }
 

@@ -92,8 +92,8 @@ bool PsService::PendingPull::Start() {
       if (id.has_value()) waits_.emplace_back(i, *id);
     }
     if (gate_.clocks != nullptr && !cancelled_) {
-      std::optional<uint64_t> id = gate_.clocks->WhenAllowed(
-          gate_.worker, gate_.clock, [self = shared_from_this()] {
+      std::optional<uint64_t> id =
+          gate_.clocks->WhenAllowed(gate_.clock, [self = shared_from_this()] {
             self->gate_.clocks->CountWait(absl::Now() - self->created_);
             self->OnVersionReached(kClockWait);
           });

@@ -142,22 +142,23 @@ absl::Status WorkerClocks::Exclude(absl::Span<const int32_t> workers) {
   return absl::OkStatus();
 }
 
-std::optional<uint64_t> WorkerClocks::WhenAllowed(int worker, int64_t clock,
+std::optional<uint64_t> WorkerClocks::WhenAllowed(int64_t clock,
                                                   std::function<void()> ready) {
-  (void)worker;  // The bound is the same for every worker.
   MutexLock lock(&mu_);
-  const int64_t needed = clock - max_staleness_;
-  const std::optional<int64_t> slowest = SlowestLocked(-1);
-  if (!slowest.has_value() || *slowest >= needed) return std::nullopt;
+  if (AllowsLocked(clock)) return std::nullopt;
   const uint64_t id = next_id_++;
-  waiters_.push_back(Waiter{id, needed, std::move(ready)});
+  waiters_.push_back(Waiter{id, clock - max_staleness_, std::move(ready)});
   return id;
+}
+
+bool WorkerClocks::AllowsLocked(int64_t clock) const {
+  const std::optional<int64_t> slowest = SlowestLocked(-1);
+  return !slowest.has_value() || *slowest >= clock - max_staleness_;
 }
 
 bool WorkerClocks::Allows(int64_t clock) const {
   MutexLock lock(&mu_);
-  const std::optional<int64_t> slowest = SlowestLocked(-1);
-  return !slowest.has_value() || *slowest >= clock - max_staleness_;
+  return AllowsLocked(clock);
 }
 
 bool WorkerClocks::Cancel(uint64_t id) {

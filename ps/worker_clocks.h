@@ -67,10 +67,11 @@ class WorkerClocks {
   // worker.
   absl::Status Exclude(absl::Span<const int32_t> workers);
 
-  // Runs `ready` once `worker`'s pull for step `clock` is allowed: now
+  // Runs `ready` once a pull for step `clock` is allowed (the bound is the
+  // same for every worker): now
   // (returns nullopt without running it) or later (returns an id for
   // Cancel). Must pass Check.
-  std::optional<uint64_t> WhenAllowed(int worker, int64_t clock,
+  std::optional<uint64_t> WhenAllowed(int64_t clock,
                                       std::function<void()> ready);
 
   // Whether a pull for step `clock` may be answered now.
@@ -102,6 +103,7 @@ class WorkerClocks {
   // worker is live.
   std::optional<int64_t> SlowestLocked(int except) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  bool AllowsLocked(int64_t clock) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // The slowest live worker's index (-1 when none is live).
   int SlowestWorkerLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Raises `worker`'s clock to the slowest other live one.

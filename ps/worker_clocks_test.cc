@@ -25,7 +25,7 @@ TEST(WorkerClocksTest, PullWithinTheBoundIsAllowedAtOnce) {
   for (int64_t step : {0, 1, 2}) {
     EXPECT_TRUE(clocks.Allows(step));
     bool ran = false;
-    EXPECT_EQ(clocks.WhenAllowed(0, step, [&] { ran = true; }), std::nullopt);
+    EXPECT_EQ(clocks.WhenAllowed(step, [&] { ran = true; }), std::nullopt);
     EXPECT_FALSE(ran);  // Allowed now: the caller goes on, no callback.
   }
   EXPECT_FALSE(clocks.Allows(3));
@@ -37,7 +37,7 @@ TEST(WorkerClocksTest, PullAheadWaitsUntilTheSlowestCatchesUp) {
   PushSteps(clocks, 1, 4);
   // Worker 2 is at 0; worker 0 wants its step 5: needs everyone at >= 3.
   int released = 0;
-  std::optional<uint64_t> id = clocks.WhenAllowed(0, 5, [&] { ++released; });
+  std::optional<uint64_t> id = clocks.WhenAllowed(5, [&] { ++released; });
   ASSERT_TRUE(id.has_value());
   PushSteps(clocks, 2, 2);
   EXPECT_EQ(released, 0);  // worker 2 at 2: still too far behind
@@ -109,7 +109,7 @@ TEST(WorkerClocksTest, ExcludedWorkersDoNotBoundTheOthers) {
   PushSteps(clocks, 0, 5);
   PushSteps(clocks, 1, 5);
   int released = 0;
-  ASSERT_TRUE(clocks.WhenAllowed(0, 5, [&] { ++released; }).has_value());
+  ASSERT_TRUE(clocks.WhenAllowed(5, [&] { ++released; }).has_value());
   // The chief declares worker 2 (at 0) lost: the waiter goes on.
   ASSERT_OK(clocks.Exclude({2}));
   EXPECT_EQ(released, 1);
@@ -125,7 +125,7 @@ TEST(WorkerClocksTest, NobodyLiveMeansNoBound) {
   WorkerClocks clocks(2, 0);
   ASSERT_OK(clocks.Exclude({0, 1}));
   EXPECT_TRUE(clocks.Allows(1000));
-  EXPECT_EQ(clocks.WhenAllowed(0, 1000, [] {}), std::nullopt);
+  EXPECT_EQ(clocks.WhenAllowed(1000, [] {}), std::nullopt);
 }
 
 TEST(WorkerClocksTest, JoiningWorkerLeavesTheExcludedSet) {
@@ -169,7 +169,7 @@ TEST(WorkerClocksTest, CancelledWaiterNeverRunsAndWaitNamesTheSlowest) {
   PushSteps(clocks, 1, 10);
   PushSteps(clocks, 2, 15);
   bool ran = false;
-  std::optional<uint64_t> id = clocks.WhenAllowed(0, 21, [&] { ran = true; });
+  std::optional<uint64_t> id = clocks.WhenAllowed(21, [&] { ran = true; });
   ASSERT_TRUE(id.has_value());
   EXPECT_EQ(clocks.DescribeWait(0, 21),
             "worker 1 is at step 10; this pull by worker 0 is for its step "
@@ -210,7 +210,7 @@ TEST(WorkerClocksTest, ConcurrentPushesCountEveryStep) {
         clocks.OnPushApplied(w, step, 2);
         clocks.OnPushApplied(w, step, 2);
         if (step % 100 == 0 &&
-            clocks.WhenAllowed(w, step + 1, [&] { ++released; })) {
+            clocks.WhenAllowed(step + 1, [&] { ++released; })) {
           ++registered;
         }
       }

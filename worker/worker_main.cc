@@ -211,7 +211,10 @@ int Run() {
       options.recovery.recovery_timeout =
           absl::Seconds(absl::GetFlag(FLAGS_recovery_timeout_s));
       options.slowdown = slowdown;
-      options.live_metrics = worker_metrics->get();
+      // Only when served: otherwise the trainer skips the clock reads.
+      if (*metrics_endpoint != nullptr) {
+        options.live_metrics = worker_metrics->get();
+      }
       job_name.Set(spec->config().name());
       if (slowdown.factor > 1) {
         LOG(WARNING) << "slowed down " << slowdown.factor << "x (--slowdown)"

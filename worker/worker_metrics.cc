@@ -10,14 +10,13 @@ absl::StatusOr<std::unique_ptr<WorkerMetrics>> WorkerMetrics::Create(
     MetricsRegistry* registry) {
   auto m = std::make_unique<WorkerMetrics>();
   MetricsRegistry& r = *registry;
-  ASSIGN_OR_RETURN(CounterFamily * steps,
-                   r.Counter("psflow_worker_steps_total",
-                             "Training steps this worker computed."));
-  ASSIGN_OR_RETURN(m->steps, steps->WithLabels({}));
-  ASSIGN_OR_RETURN(CounterFamily * examples,
-                   r.Counter("psflow_worker_examples_total",
-                             "Training examples this worker computed on."));
-  ASSIGN_OR_RETURN(m->examples, examples->WithLabels({}));
+  ASSIGN_OR_RETURN(m->steps,
+                   r.UnlabeledCounter("psflow_worker_steps_total",
+                                      "Training steps this worker computed."));
+  ASSIGN_OR_RETURN(
+      m->examples,
+      r.UnlabeledCounter("psflow_worker_examples_total",
+                         "Training examples this worker computed on."));
   ASSIGN_OR_RETURN(
       HistogramFamily * phases,
       r.Histogram("psflow_worker_step_phase_seconds",
@@ -28,25 +27,24 @@ absl::StatusOr<std::unique_ptr<WorkerMetrics>> WorkerMetrics::Create(
   ASSIGN_OR_RETURN(m->compute_seconds, phases->WithLabels({"compute"}));
   ASSIGN_OR_RETURN(m->pull_wait_seconds, phases->WithLabels({"pull_wait"}));
   ASSIGN_OR_RETURN(m->push_wait_seconds, phases->WithLabels({"push_wait"}));
-  auto gauge = [&r](const char* name,
-                    const char* help) -> absl::StatusOr<GaugeCell*> {
-    ASSIGN_OR_RETURN(GaugeFamily * family, r.Gauge(name, help));
-    return family->WithLabels({});
-  };
-  ASSIGN_OR_RETURN(m->loss, gauge("psflow_worker_loss",
-                                  "Training loss over the latest heartbeat "
-                                  "window's batches."));
-  ASSIGN_OR_RETURN(m->accuracy, gauge("psflow_worker_accuracy",
-                                      "Training accuracy over the latest "
-                                      "heartbeat window's batches."));
-  ASSIGN_OR_RETURN(m->examples_per_second,
-                   gauge("psflow_worker_examples_per_second",
-                         "Examples per second over the latest heartbeat "
-                         "window."));
-  ASSIGN_OR_RETURN(m->global_step,
-                   gauge("psflow_worker_global_step",
-                         "The global step of the parameters this worker "
-                         "last pulled."));
+  ASSIGN_OR_RETURN(m->loss,
+                   r.UnlabeledGauge("psflow_worker_loss",
+                                    "Training loss over the latest heartbeat "
+                                    "window's batches."));
+  ASSIGN_OR_RETURN(m->accuracy,
+                   r.UnlabeledGauge("psflow_worker_accuracy",
+                                    "Training accuracy over the latest "
+                                    "heartbeat window's batches."));
+  ASSIGN_OR_RETURN(
+      m->examples_per_second,
+      r.UnlabeledGauge("psflow_worker_examples_per_second",
+                       "Examples per second over the latest heartbeat "
+                       "window."));
+  ASSIGN_OR_RETURN(
+      m->global_step,
+      r.UnlabeledGauge("psflow_worker_global_step",
+                       "The global step of the parameters this worker "
+                       "last pulled."));
   return m;
 }
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 
 namespace psflow {
 namespace {
@@ -406,6 +407,26 @@ MetricsSnapshot MetricsRegistry::Snapshot() const {
     snapshot.families.push_back(family->Snapshot());
   }
   return snapshot;
+}
+
+absl::StatusOr<CounterCell*> MetricsRegistry::UnlabeledCounter(
+    absl::string_view name, absl::string_view help) {
+  ASSIGN_OR_RETURN(CounterFamily * family, Counter(name, help));
+  return family->WithLabels({});
+}
+
+absl::StatusOr<GaugeCell*> MetricsRegistry::UnlabeledGauge(
+    absl::string_view name, absl::string_view help) {
+  ASSIGN_OR_RETURN(GaugeFamily * family, Gauge(name, help));
+  return family->WithLabels({});
+}
+
+absl::StatusOr<HistogramCell*> MetricsRegistry::UnlabeledHistogram(
+    absl::string_view name, absl::string_view help,
+    std::vector<double> bucket_bounds) {
+  ASSIGN_OR_RETURN(HistogramFamily * family,
+                   Histogram(name, help, {}, std::move(bucket_bounds)));
+  return family->WithLabels({});
 }
 
 std::unique_ptr<MetricsRegistry::RefresherHandle> MetricsRegistry::AddRefresher(

@@ -309,6 +309,16 @@ class MetricsRegistry {
       absl::string_view name, absl::string_view help,
       std::vector<std::string> label_names, std::vector<double> bucket_bounds);
 
+  // The single series of a family without labels, registering the family
+  // on first use (errors as above).
+  absl::StatusOr<CounterCell*> UnlabeledCounter(absl::string_view name,
+                                                absl::string_view help);
+  absl::StatusOr<GaugeCell*> UnlabeledGauge(absl::string_view name,
+                                            absl::string_view help);
+  absl::StatusOr<HistogramCell*> UnlabeledHistogram(
+      absl::string_view name, absl::string_view help,
+      std::vector<double> bucket_bounds);
+
   // Every family and series with its current value.
   MetricsSnapshot Snapshot() const;
 

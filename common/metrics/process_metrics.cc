@@ -90,30 +90,22 @@ ProcessSample SampleProcess() {
 absl::StatusOr<std::unique_ptr<MetricsRegistry::RefresherHandle>>
 ExportProcessMetrics(MetricsRegistry* registry) {
   MetricsRegistry& r = *registry;
-  auto counter = [&r](const char* name,
-                      const char* help) -> absl::StatusOr<CounterCell*> {
-    ASSIGN_OR_RETURN(CounterFamily * family, r.Counter(name, help));
-    return family->WithLabels({});
-  };
-  auto gauge = [&r](const char* name,
-                    const char* help) -> absl::StatusOr<GaugeCell*> {
-    ASSIGN_OR_RETURN(GaugeFamily * family, r.Gauge(name, help));
-    return family->WithLabels({});
-  };
-  ASSIGN_OR_RETURN(CounterCell * cpu,
-                   counter("psflow_process_cpu_seconds_total",
-                           "User and system CPU time of this process."));
+  ASSIGN_OR_RETURN(
+      CounterCell * cpu,
+      r.UnlabeledCounter("psflow_process_cpu_seconds_total",
+                         "User and system CPU time of this process."));
   ASSIGN_OR_RETURN(GaugeCell * resident,
-                   gauge("psflow_process_resident_memory_bytes",
-                         "Resident set size of this process."));
-  ASSIGN_OR_RETURN(GaugeCell * threads,
-                   gauge("psflow_process_threads", "Threads of this process."));
+                   r.UnlabeledGauge("psflow_process_resident_memory_bytes",
+                                    "Resident set size of this process."));
+  ASSIGN_OR_RETURN(
+      GaugeCell * threads,
+      r.UnlabeledGauge("psflow_process_threads", "Threads of this process."));
   ASSIGN_OR_RETURN(CounterCell * disk_read,
-                   counter("psflow_process_disk_read_bytes_total",
-                           "Bytes this process read from storage."));
+                   r.UnlabeledCounter("psflow_process_disk_read_bytes_total",
+                                      "Bytes this process read from storage."));
   ASSIGN_OR_RETURN(CounterCell * disk_written,
-                   counter("psflow_process_disk_written_bytes_total",
-                           "Bytes this process wrote to storage."));
+                   r.UnlabeledCounter("psflow_process_disk_written_bytes_total",
+                                      "Bytes this process wrote to storage."));
   ASSIGN_OR_RETURN(
       CounterFamily * received,
       r.Counter("psflow_process_network_receive_bytes_total",
