@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
       absl::Seconds(absl::GetFlag(FLAGS_heartbeat_timeout_s));
   MetricsRegistry registry;
   options.metrics_registry = &registry;
+  options.system_metrics = true;
   TaskMetricsEndpointOptions endpoint;
   endpoint.host = options.bind_host;
   endpoint.port = absl::GetFlag(FLAGS_metrics_port);

@@ -23,6 +23,7 @@
 #include "common/json.h"
 #include "common/logging.h"
 #include "common/metrics/event_file_writer.h"
+#include "common/metrics/system_metrics_logger.h"
 #include "common/port_file.h"
 #include "common/status_macros.h"
 #include "data/dataset.h"
@@ -36,7 +37,7 @@ namespace {
 // Waits for every parameter server, each named with its address.
 absl::Status WaitForParameterServers(const TfConfig& config,
                                      const TransportSecurity& security,
-                                     absl::Time deadline) {
+                                     absl::Time deadline, ServerBoard& board) {
   std::vector<std::string> missing;
   std::vector<std::thread> probes;
   std::vector<absl::Status> results(config.cluster.NumTasks(TaskType::kPs));
@@ -46,6 +47,7 @@ absl::Status WaitForParameterServers(const TfConfig& config,
       results[slot] =
           WaitUntilHealthy(address, absl::StrCat("ps-", index, " at ", address),
                            deadline, security);
+      board.RecordProbe(index, results[slot], absl::Now());
     });
   }
   for (auto& p : probes) p.join();
@@ -86,7 +88,8 @@ bool CheckpointsConfigured(const ChiefOptions& options) {
 }
 
 absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
-                                    absl::Time deadline) {
+                                    absl::Time deadline,
+                                    JobCoordinator& coordinator) {
   const TfConfig& tf = options.tf_config;
   const JobConfig& job = options.job;
   // The data's shape and classes from the images' header and the labels:
@@ -119,13 +122,18 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
       job.training().staleness_aware_learning_rate());
   ps.set_max_staleness(job.training().max_staleness());
   ps.set_job_name(job.name());
+  ps.set_log_dir(job.logging().log_dir());
   spec.set_total_steps(TotalGlobalSteps(job, train.num_examples, num_workers));
   spec.set_num_workers(num_workers);
   spec.set_input_size(model->input().num_features());
   spec.set_num_classes(train.num_classes);
   for (int64_t d : train.example_shape) spec.add_example_shape(d);
 
-  RETURN_IF_ERROR(WaitForParameterServers(tf, options.security, deadline));
+  coordinator.SetActivity("waiting for the parameter servers to answer");
+  RETURN_IF_ERROR(WaitForParameterServers(tf, options.security, deadline,
+                                          coordinator.servers()));
+  coordinator.SetActivity(
+      "configuring the parameter servers and creating the variables");
   ParameterClient::Options client_options;
   client_options.rpc_timeout = absl::Seconds(60);
   prepared.client = ConnectToParameterServers(tf, placement, client_options,
@@ -144,6 +152,7 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
     ASSIGN_OR_RETURN(std::optional<std::string> latest,
                      LatestCheckpoint(prepared.checkpoints->directory()));
     if (latest.has_value()) {
+      coordinator.SetActivity(absl::StrCat("restoring ", *latest));
       const absl::Time start = absl::Now();
       absl::StatusOr<int64_t> step = RestoreCheckpoint(
           *latest, job.optimizer(), *prepared.client, absl::Minutes(10));
@@ -164,6 +173,7 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
       return prepared;
     }
   }
+  coordinator.SetActivity("initializing the variables");
   const std::vector<ModelVariable>& variables = model->variables();
   std::vector<std::vector<float>> initial =
       InitialValues(variables, job.training().seed());
@@ -243,9 +253,13 @@ absl::Status EndJob(absl::Status result, const ChiefOptions& options,
     client = fallback.get();
   }
   LOG(INFO) << "stopping " << client->num_shards() << " parameter servers";
+  coordinator.SetActivity("stopping the parameter servers");
   absl::Status shutdown =
       client->ShutdownAll(result.ok() ? "job finished" : "job failed");
+  coordinator.servers().RecordShutdown(shutdown, absl::Now());
   if (!shutdown.ok()) LOG(WARNING) << shutdown.message();
+  coordinator.SetActivity(
+      "waiting for the other tasks to hear that the job ended (at most 5s)");
   // Tasks still running hear the outcome at their next status request
   // (about once a second); finished ones never ask again.
   std::vector<std::string> unaware =
@@ -255,6 +269,7 @@ absl::Status EndJob(absl::Status result, const ChiefOptions& options,
                  << " having heard the job's end; they will find the chief "
                     "gone and exit";
   }
+  coordinator.SetActivity("exiting");
   server.Stop(absl::Seconds(1));
   return result;
 }
@@ -264,6 +279,7 @@ absl::Status EndJob(absl::Status result, const ChiefOptions& options,
 absl::Status AwaitWorkers(const ChiefOptions& options,
                           JobCoordinator& coordinator, const JobSpec& spec,
                           absl::Time deadline) {
+  coordinator.SetActivity("waiting for every worker to join");
   std::vector<std::string> missing = coordinator.WaitForWorkers(deadline);
   if (missing.empty()) {
     LOG(INFO) << "all " << spec.num_workers() << " workers joined; training";
@@ -316,7 +332,10 @@ absl::Status SuperviseTraining(const ChiefOptions& options,
   parts.metrics = metrics;
   parts.checkpoint_metrics = checkpoint_metrics;
   parts.check_servers = [&] {
-    return CheckParameterServers(client, expected_variables, absl::Seconds(2));
+    const std::vector<absl::StatusOr<StatsResponse>> stats =
+        client.StatsOfEach(absl::Seconds(2));
+    coordinator.servers().RecordStats(stats, absl::Now());
+    return CheckParameterServers(stats, expected_variables);
   };
   parts.restore = [&](const std::string& why, const std::string& checkpoint) {
     return PauseAndRestore(recovery, why, checkpoint);
@@ -332,6 +351,7 @@ absl::Status SuperviseTraining(const ChiefOptions& options,
   policy.max_tick = std::min(options.log_interval, policy.max_tick);
   TrainingSupervisor supervisor(std::move(parts), policy,
                                 prepared.restored_step);
+  coordinator.SetActivity("supervising training");
   RETURN_IF_ERROR(supervisor.Supervise());
   if (coordinator.state() == FAILED) {
     return absl::AbortedError(coordinator.Status().message());
@@ -346,6 +366,7 @@ absl::Status FinishTraining(const ChiefOptions& options,
                             CheckpointManager* checkpoints,
                             const CheckpointMetrics* checkpoint_metrics) {
   if (checkpoints != nullptr) {
+    coordinator.SetActivity("saving the final checkpoint");
     absl::StatusOr<SavedCheckpoint> saved = checkpoints->Save();
     if (checkpoint_metrics != nullptr) checkpoint_metrics->Record(saved);
     if (!saved.ok()) {
@@ -359,6 +380,9 @@ absl::Status FinishTraining(const ChiefOptions& options,
       options.job.data().test_images().empty()) {
     return absl::OkStatus();
   }
+  coordinator.SetActivity(absl::StrCat(
+      "waiting for the evaluator's final evaluation (at most ",
+      absl::FormatDuration(options.final_evaluation_timeout), ")"));
   std::optional<EvaluationReport> final_eval = coordinator.RunFinalEvaluation(
       absl::Now() + options.final_evaluation_timeout);
   if (final_eval.has_value()) {
@@ -383,6 +407,19 @@ absl::Status RunChief(const ChiefOptions& options) {
     coordinator_options.worker_addresses[index] = address;
   }
   coordinator_options.heartbeat_timeout = options.heartbeat_timeout;
+  coordinator_options.chief_task = tf.ChiefTask().ToString();
+  coordinator_options.chief_address = *tf.cluster.Address(tf.ChiefTask());
+  for (const auto& [index, address] : tf.cluster.job(TaskType::kPs)) {
+    coordinator_options.ps_addresses[index] = address;
+  }
+  if (tf.cluster.HasJob(TaskType::kEvaluator)) {
+    const auto& evaluators = tf.cluster.job(TaskType::kEvaluator);
+    if (!evaluators.empty()) {
+      coordinator_options.evaluator_address = evaluators.begin()->second;
+    }
+  }
+  coordinator_options.job_name = options.job.name();
+  coordinator_options.mode = options.job.training().mode();
   JobCoordinator coordinator(coordinator_options);
   std::unique_ptr<MetricsRegistry::RefresherHandle> chief_metrics;
   std::unique_ptr<CheckpointMetrics> checkpoint_metrics;
@@ -406,7 +443,8 @@ absl::Status RunChief(const ChiefOptions& options) {
             << "; serving on port " << server->port();
 
   absl::Time training_start = absl::Now();
-  absl::StatusOr<Prepared> prepared = PrepareJob(options, deadline);
+  absl::StatusOr<Prepared> prepared =
+      PrepareJob(options, deadline, coordinator);
   if (!prepared.ok()) {
     return EndJob(prepared.status(), options, coordinator, nullptr, *server,
                   training_start);
@@ -422,8 +460,14 @@ absl::Status RunChief(const ChiefOptions& options) {
       !joined.ok()) {
     return end(joined);
   }
+  coordinator.EndStartup();
   training_start = absl::Now();
   std::unique_ptr<EventFileWriter> metrics = OpenChiefMetrics(options);
+  std::unique_ptr<SystemMetricsLogger> system_metrics;
+  if (options.system_metrics && metrics != nullptr) {
+    system_metrics = std::make_unique<SystemMetricsLogger>(
+        metrics.get(), SystemMetricsLogger::Options());
+  }
   if (absl::Status trained =
           SuperviseTraining(options, coordinator, *prepared, metrics.get(),
                             checkpoint_metrics.get());

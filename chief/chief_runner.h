@@ -50,6 +50,9 @@ struct ChiefOptions {
   absl::Duration log_interval = absl::Seconds(2);
   // Optional: where the chief's Prometheus metrics go (chief_metrics.h).
   MetricsRegistry* metrics_registry = nullptr;
+  // Write this process's system metrics into the chief's event file (the
+  // chief binary; worker 0 running the chief's duties writes its own).
+  bool system_metrics = false;
 };
 
 // Runs the job to its end. OK when it succeeded; otherwise the reason,

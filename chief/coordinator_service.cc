@@ -32,6 +32,13 @@ class CoordinatorServer::Service final : public Coordinator::CallbackService {
     return Done(context, absl::OkStatus());
   }
 
+  grpc::ServerUnaryReactor* DescribeJob(grpc::CallbackServerContext* context,
+                                        const DescribeJobRequest*,
+                                        JobDescription* response) override {
+    *response = coordinator_->Describe();
+    return Done(context, absl::OkStatus());
+  }
+
   grpc::ServerUnaryReactor* ReportEvaluation(
       grpc::CallbackServerContext* context, const EvaluationReport* report,
       EvaluationAck*) override {

@@ -10,6 +10,7 @@ namespace psflow {
 
 JobCoordinator::JobCoordinator(const Options& options)
     : options_(options),
+      servers_(options.ps_addresses),
       workers_(std::max(0, options.num_workers)),
       // Distinct per chief start: workers that outlived a previous chief
       // see a new generation and pull the (restored) model again.
@@ -77,6 +78,7 @@ absl::StatusOr<JobSpec> JobCoordinator::Register(
     LOG(INFO) << WorkerNameLocked(index) << " joined";
   } else if (request.task_type() == "evaluator") {
     evaluator_registered_ = true;
+    evaluator_last_contact_ = absl::Now();
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("task type \"", request.task_type(),
@@ -94,7 +96,9 @@ StatusResponse JobCoordinator::Progress(const ProgressReport& report) {
     worker.lost = false;
     worker.last_contact = absl::Now();
     worker.last = report;
-    if (EndedLocked()) worker.heard_outcome = true;
+    // A worker that reports an error ends its part itself: the chief does
+    // not wait for it to hear the outcome.
+    if (EndedLocked() || !report.error().empty()) worker.heard_outcome = true;
     // Steps of an older generation belong to a model that was replaced.
     if (report.generation() == generation_) {
       global_step_ = std::max(global_step_, report.global_step());
@@ -134,7 +138,11 @@ std::vector<std::string> JobCoordinator::WaitForWorkersPaused(
     std::vector<std::string> names;
     for (size_t i = 0; i < workers_.size(); ++i) {
       const Worker& w = workers_[i];
-      if (!w.registered || w.lost || w.last.finished()) continue;
+      // A preparing worker has not pulled yet; it hears of the pause in
+      // the answer to the report it sends before its first pull.
+      if (!w.registered || w.lost || w.last.finished() || w.last.preparing()) {
+        continue;
+      }
       if (!w.last.paused() || w.last_contact < paused_at_) {
         names.push_back(WorkerNameLocked(i));
       }
@@ -178,6 +186,7 @@ StatusResponse JobCoordinator::Status() const {
 
 StatusResponse JobCoordinator::Status(const StatusRequest& request) {
   MutexLock lock(&mu_);
+  if (request.task_type() == "evaluator") evaluator_last_contact_ = absl::Now();
   if (EndedLocked()) {
     if (request.task_type() == "evaluator") {
       evaluator_heard_outcome_ = true;
@@ -216,6 +225,7 @@ std::vector<std::string> JobCoordinator::WaitForOutcomeHeard(
 
 void JobCoordinator::Evaluation(const EvaluationReport& report) {
   MutexLock lock(&mu_);
+  evaluator_last_contact_ = absl::Now();
   evaluation_ = report;
   if (report.final()) final_evaluation_received_ = true;
 }
@@ -366,6 +376,126 @@ std::vector<ProgressReport> JobCoordinator::LastReports() const {
 std::optional<EvaluationReport> JobCoordinator::last_evaluation() const {
   MutexLock lock(&mu_);
   return evaluation_;
+}
+
+void JobCoordinator::SetActivity(std::string activity) {
+  MutexLock lock(&mu_);
+  activity_ = std::move(activity);
+}
+
+void JobCoordinator::EndStartup() {
+  MutexLock lock(&mu_);
+  starting_ = false;
+}
+
+namespace {
+
+double SecondsSince(const std::optional<absl::Time>& when, absl::Time now) {
+  return when.has_value() ? absl::ToDoubleSeconds(now - *when) : -1;
+}
+
+}  // namespace
+
+JobDescription JobCoordinator::Describe() const {
+  const absl::Time now = absl::Now();
+  JobDescription d;
+  d.set_job_name(options_.job_name);
+  d.set_mode(options_.mode);
+  d.set_seconds_since_start(absl::ToDoubleSeconds(now - started_));
+  TaskView& chief = *d.add_tasks();
+  chief.set_task(options_.chief_task);
+  chief.set_address(options_.chief_address);
+  chief.set_state(TaskView::COORDINATING);
+  chief.set_seconds_since_contact(0);
+  for (TaskView& server : servers_.Views(now)) {
+    *d.add_tasks() = std::move(server);
+  }
+  MutexLock lock(&mu_);
+  *d.mutable_status() = StatusLocked();
+  d.set_activity(activity_);
+  d.set_starting(starting_);
+  chief.set_detail(activity_);
+  const bool ended = EndedLocked();
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    const Worker& w = workers_[i];
+    TaskView& v = *d.add_tasks();
+    v.set_task(absl::StrCat("worker-", i));
+    auto address = options_.worker_addresses.find(static_cast<int>(i));
+    if (address != options_.worker_addresses.end()) {
+      v.set_address(address->second);
+    }
+    if (!w.registered) {
+      v.set_state(TaskView::MISSING);
+      v.set_seconds_since_contact(-1);
+      v.set_detail(state_ == INITIALIZING
+                       ? "has not joined (workers join once the chief has "
+                         "initialized the parameter servers)"
+                       : "has not joined");
+      continue;
+    }
+    v.set_seconds_since_contact(absl::ToDoubleSeconds(now - w.last_contact));
+    v.set_local_steps(w.last.local_steps());
+    v.set_global_step(w.last.global_step());
+    v.set_examples_per_sec(w.last.examples_per_sec());
+    v.set_loss(w.last.loss());
+    if (w.lost) {
+      v.set_state(TaskView::LOST);
+      v.set_detail(
+          absl::StrCat("no heartbeat for ",
+                       absl::FormatDuration(
+                           absl::Trunc(now - w.last_contact, absl::Seconds(1))),
+                       " (heartbeat timeout ",
+                       absl::FormatDuration(options_.heartbeat_timeout), ")"));
+    } else if (!w.last.error().empty()) {
+      v.set_state(TaskView::FAILED);
+      v.set_detail(w.last.error());
+    } else if (w.last.finished()) {
+      v.set_state(TaskView::FINISHED);
+      v.set_detail("finished its part of training");
+    } else if (w.last.preparing()) {
+      v.set_state(TaskView::PREPARING);
+      v.set_detail(
+          "loading its data, building its model and connecting to the "
+          "parameter servers");
+    } else if (w.last.paused()) {
+      v.set_state(TaskView::PAUSED);
+      v.set_detail(absl::StrCat("paused by the chief: ", message_));
+    } else {
+      v.set_state(TaskView::TRAINING);
+    }
+    if (ended && !w.heard_outcome && !w.lost && !w.last.finished()) {
+      v.set_detail("has not yet heard that the job ended");
+    }
+  }
+  if (!options_.evaluator_address.empty()) {
+    TaskView& v = *d.add_tasks();
+    v.set_task("evaluator-0");
+    v.set_address(options_.evaluator_address);
+    v.set_seconds_since_contact(SecondsSince(evaluator_last_contact_, now));
+    if (!evaluator_registered_) {
+      v.set_state(TaskView::MISSING);
+      v.set_detail("has not joined");
+    } else {
+      v.set_state(final_evaluation_received_ ? TaskView::FINISHED
+                                             : TaskView::EVALUATING);
+      if (evaluation_.has_value()) {
+        v.set_global_step(evaluation_->global_step());
+        v.set_loss(evaluation_->loss());
+        v.set_accuracy(evaluation_->accuracy());
+        v.set_detail(absl::StrCat(evaluation_->final() ? "final" : "latest",
+                                  " evaluation at step ",
+                                  evaluation_->global_step()));
+      } else {
+        v.set_detail(state_ == FINAL_EVALUATION
+                         ? "the chief waits for its final evaluation"
+                         : "no evaluation yet");
+      }
+      if (ended && !final_evaluation_received_ && !evaluator_heard_outcome_) {
+        v.set_detail("has not yet heard that the job ended");
+      }
+    }
+  }
+  return d;
 }
 
 }  // namespace psflow

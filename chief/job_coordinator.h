@@ -22,6 +22,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "chief/server_board.h"
 #include "common/mutex.h"
 #include "proto/coordinator.pb.h"
 
@@ -35,6 +36,14 @@ class JobCoordinator {
     std::map<int, std::string> worker_addresses;
     // A worker silent for this long is declared lost.
     absl::Duration heartbeat_timeout = absl::Seconds(60);
+    // For Describe (`psctl status`): the other tasks' TF_CONFIG addresses
+    // and the job's name and mode.
+    std::string chief_task = "chief-0";  // or "worker-0" acting as chief
+    std::string chief_address;
+    std::map<int, std::string> ps_addresses;
+    std::string evaluator_address;  // empty: the job has no evaluator
+    std::string job_name;
+    UpdateMode mode = UPDATE_MODE_UNSPECIFIED;
   };
 
   explicit JobCoordinator(const Options& options);
@@ -121,6 +130,19 @@ class JobCoordinator {
   std::vector<ProgressReport> LastReports() const;
   std::optional<EvaluationReport> last_evaluation() const;
 
+  // What the chief is doing or waiting for now, in words ("waiting for
+  // the workers to join").
+  void SetActivity(std::string activity);
+  // Start-up is over: every worker joined (tasks missing from now on are
+  // faults, not late starters).
+  void EndStartup();
+  // The parameter servers as the chief last saw them; the chief's probes
+  // and checks record into it.
+  ServerBoard& servers() { return servers_; }
+  // The whole job as `psctl status` shows it: the chief, every parameter
+  // server, worker and evaluator with its state and what it waits for.
+  JobDescription Describe() const;
+
  private:
   struct Worker {
     bool registered = false;
@@ -143,7 +165,12 @@ class JobCoordinator {
   std::string WorkerNameLocked(int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   const Options options_;
+  const absl::Time started_ = absl::Now();
+  ServerBoard servers_;
   mutable Mutex mu_;
+  std::string activity_ ABSL_GUARDED_BY(mu_) = "starting";
+  bool starting_ ABSL_GUARDED_BY(mu_) = true;
+  std::optional<absl::Time> evaluator_last_contact_ ABSL_GUARDED_BY(mu_);
   JobState state_ ABSL_GUARDED_BY(mu_) = INITIALIZING;
   std::string message_ ABSL_GUARDED_BY(mu_);
   JobSpec spec_ ABSL_GUARDED_BY(mu_);

@@ -13,6 +13,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 JobSpec Spec(UpdateMode mode, int64_t total_steps = 100) {
   JobSpec spec;
@@ -192,6 +193,27 @@ TEST(JobCoordinatorTest, PauseWaitsForWorkersAndResumeStartsANewGeneration) {
   EXPECT_EQ(c.Status().global_step(), 20);
 }
 
+// A worker still loading its data has not pulled anything: a pause does
+// not wait for it (it hears of the pause before its first pull).
+TEST(JobCoordinatorTest, APauseDoesNotWaitForAPreparingWorker) {
+  JobCoordinator c(TwoWorkers());
+  c.SetSpec(Spec(ASYNC));
+  ASSERT_OK(c.Register(Worker(0)));
+  ASSERT_OK(c.Register(Worker(1)));
+  Progress(c, Report(0, 50));
+  ProgressReport preparing;
+  preparing.set_worker_index(1);
+  preparing.set_preparing(true);
+  c.Progress(preparing);
+  ASSERT_TRUE(c.Pause("restoring"));
+  EXPECT_THAT(c.WaitForWorkersPaused(absl::Now() + absl::Milliseconds(50)),
+              ElementsAre("worker-0 at h0:1"));
+  // Once it reports that it steps, it is waited for like the others.
+  Progress(c, Report(1, 0));
+  EXPECT_THAT(c.WaitForWorkersPaused(absl::Now() + absl::Milliseconds(50)),
+              ElementsAre("worker-0 at h0:1", "worker-1 at h1:1"));
+}
+
 TEST(JobCoordinatorTest, FinalEvaluationIsAwaitedWithADeadline) {
   JobCoordinator c(TwoWorkers());
   c.SetSpec(Spec(ASYNC));
@@ -252,6 +274,139 @@ TEST(JobCoordinatorTest, AFailedJobWaitsUntilRunningTasksHeardIt) {
   EXPECT_THAT(c.WaitForOutcomeHeard(absl::InfiniteFuture()),
               ::testing::IsEmpty());
   late.join();
+}
+
+// The worker whose error failed the job knows: the chief does not wait
+// for it to hear the outcome.
+TEST(JobCoordinatorTest, TheFailingWorkerNeedNotHearTheOutcome) {
+  JobCoordinator c(TwoWorkers());
+  c.SetSpec(Spec(ASYNC));
+  ASSERT_OK(c.Register(Worker(0)));
+  ASSERT_OK(c.Register(Worker(1)));
+  ProgressReport failed = Report(0, 5);
+  failed.set_error("cannot read the data");
+  EXPECT_EQ(Progress(c, failed).state(), FAILED);
+  EXPECT_THAT(c.WaitForOutcomeHeard(absl::Now()),
+              ElementsAre("worker-1 at h1:1"));
+}
+
+JobCoordinator::Options DescribedJob() {
+  JobCoordinator::Options options = TwoWorkers();
+  options.chief_address = "c:1";
+  options.ps_addresses = {{0, "p0:1"}};
+  options.evaluator_address = "e:1";
+  options.job_name = "described";
+  options.mode = SYNC;
+  return options;
+}
+
+const TaskView& Row(const JobDescription& d, const std::string& task) {
+  for (const TaskView& v : d.tasks()) {
+    if (v.task() == task) return v;
+  }
+  static const TaskView* none = new TaskView();
+  ADD_FAILURE() << "no row for " << task << " in " << d.DebugString();
+  return *none;
+}
+
+TEST(JobCoordinatorDescribeTest, StartupNamesWhatIsMissing) {
+  JobCoordinator c(DescribedJob());
+  c.SetActivity("waiting for the parameter servers to answer");
+  JobDescription d = c.Describe();
+  EXPECT_EQ(d.job_name(), "described");
+  EXPECT_EQ(d.mode(), SYNC);
+  EXPECT_EQ(d.status().state(), INITIALIZING);
+  EXPECT_EQ(d.activity(), "waiting for the parameter servers to answer");
+  ASSERT_EQ(d.tasks_size(), 5);  // chief, ps-0, worker-0, worker-1, evaluator
+  EXPECT_EQ(d.tasks(0).task(), "chief-0");
+  EXPECT_EQ(d.tasks(0).address(), "c:1");
+  EXPECT_EQ(Row(d, "ps-0").state(), TaskView::MISSING);
+  EXPECT_EQ(Row(d, "worker-1").state(), TaskView::MISSING);
+  EXPECT_THAT(Row(d, "worker-1").detail(), HasSubstr("initialized"));
+  EXPECT_EQ(Row(d, "evaluator-0").state(), TaskView::MISSING);
+  EXPECT_EQ(Row(d, "evaluator-0").address(), "e:1");
+  EXPECT_TRUE(d.starting());
+  c.EndStartup();
+  EXPECT_FALSE(c.Describe().starting());
+}
+
+TEST(JobCoordinatorDescribeTest, EveryWorkerStateShows) {
+  JobCoordinator::Options options = DescribedJob();
+  options.num_workers = 4;
+  options.mode = ASYNC;
+  JobCoordinator c(options);
+  c.SetSpec(Spec(ASYNC));
+  for (int i = 0; i < 3; ++i) ASSERT_OK(c.Register(Worker(i)));
+  ProgressReport preparing;
+  preparing.set_worker_index(0);
+  preparing.set_preparing(true);
+  c.Progress(preparing);
+  ProgressReport training = Report(1, 40);
+  training.set_local_steps(20);
+  training.set_examples_per_sec(1234);
+  Progress(c, training);
+  Progress(c, Report(2, 100, /*finished=*/true));
+  JobDescription d = c.Describe();
+  EXPECT_EQ(Row(d, "worker-0").state(), TaskView::PREPARING);
+  EXPECT_EQ(Row(d, "worker-1").state(), TaskView::TRAINING);
+  EXPECT_EQ(Row(d, "worker-1").local_steps(), 20);
+  EXPECT_EQ(Row(d, "worker-1").examples_per_sec(), 1234);
+  EXPECT_GE(Row(d, "worker-1").seconds_since_contact(), 0);
+  EXPECT_EQ(Row(d, "worker-2").state(), TaskView::FINISHED);
+  EXPECT_EQ(Row(d, "worker-3").state(), TaskView::MISSING);
+  EXPECT_EQ(Row(d, "worker-3").seconds_since_contact(), -1);
+
+  ProgressReport failed = Report(1, 41);
+  failed.set_error("out of memory");
+  Progress(c, failed);
+  d = c.Describe();
+  EXPECT_EQ(Row(d, "worker-1").state(), TaskView::FAILED);
+  EXPECT_EQ(Row(d, "worker-1").detail(), "out of memory");
+}
+
+TEST(JobCoordinatorDescribeTest, ALostWorkerAndTheEndShow) {
+  JobCoordinator c(DescribedJob());
+  JobSpec spec = Spec(ASYNC);
+  c.SetSpec(spec);
+  ASSERT_OK(c.Register(Worker(0)));
+  ASSERT_OK(c.Register(Worker(1)));
+  RegisterTaskRequest evaluator;
+  evaluator.set_protocol_version(kProtocolVersion);
+  evaluator.set_task_type("evaluator");
+  ASSERT_OK(c.Register(evaluator));
+  EvaluationReport eval;
+  eval.set_global_step(50);
+  eval.set_accuracy(0.75);
+  c.Evaluation(eval);
+  JobDescription d = c.Describe();
+  EXPECT_EQ(Row(d, "evaluator-0").state(), TaskView::EVALUATING);
+  EXPECT_DOUBLE_EQ(Row(d, "evaluator-0").accuracy(), 0.75);
+  EXPECT_EQ(Row(d, "evaluator-0").global_step(), 50);
+
+  c.Fail("worker-0 failed: disk full");
+  d = c.Describe();
+  EXPECT_EQ(d.status().state(), FAILED);
+  EXPECT_THAT(Row(d, "worker-1").detail(), HasSubstr("has not yet heard"));
+  StatusRequest asks;
+  asks.set_task_type("worker");
+  asks.set_task_index(1);
+  c.Status(asks);
+  EXPECT_THAT(Row(c.Describe(), "worker-1").detail(),
+              Not(HasSubstr("has not yet heard")));
+}
+
+TEST(JobCoordinatorDescribeTest, SilentWorkersAreLost) {
+  JobCoordinator::Options options = DescribedJob();
+  options.heartbeat_timeout = absl::Milliseconds(1);
+  JobCoordinator c(options);
+  c.SetSpec(Spec(ASYNC));
+  ASSERT_OK(c.Register(Worker(0)));
+  absl::SleepFor(absl::Milliseconds(5));
+  c.WaitForTrainingEnd(absl::Now() + absl::Seconds(10));
+  const JobDescription d = c.Describe();
+  const TaskView& lost = Row(d, "worker-0");
+  EXPECT_EQ(lost.state(), TaskView::LOST);
+  EXPECT_THAT(lost.detail(), HasSubstr("heartbeat timeout"));
 }
 
 }  // namespace

@@ -32,6 +32,11 @@ absl::StatusOr<StatusResponse> LocalCoordinatorClient::GetStatus(
   return coordinator_->Status(request);
 }
 
+absl::StatusOr<JobDescription> LocalCoordinatorClient::DescribeJob(
+    absl::Duration) {
+  return coordinator_->Describe();
+}
+
 absl::Status LocalCoordinatorClient::ReportEvaluation(
     const EvaluationReport& report, absl::Duration) {
   coordinator_->Evaluation(report);

@@ -31,6 +31,7 @@ class LocalCoordinatorClient final : public CoordinatorClient {
                                 absl::Duration timeout) override;
   absl::StatusOr<int64_t> RestoreCheckpoint(const std::string& path,
                                             absl::Duration timeout) override;
+  absl::StatusOr<JobDescription> DescribeJob(absl::Duration timeout) override;
 
  private:
   JobCoordinator* const coordinator_;

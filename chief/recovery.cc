@@ -17,14 +17,14 @@ std::vector<int64_t> ExpectedVariablesPerServer(const Placement& placement) {
   return expected;
 }
 
-absl::Status CheckParameterServers(ParameterClient& client,
-                                   const std::vector<int64_t>& expected,
-                                   absl::Duration timeout) {
-  ASSIGN_OR_RETURN(std::vector<StatsResponse> stats, client.Stats(timeout));
-  for (size_t i = 0; i < stats.size() && i < expected.size(); ++i) {
-    if (stats[i].num_variables() < expected[i]) {
+absl::Status CheckParameterServers(
+    const std::vector<absl::StatusOr<StatsResponse>>& stats,
+    const std::vector<int64_t>& expected) {
+  for (size_t i = 0; i < stats.size(); ++i) {
+    if (!stats[i].ok()) return stats[i].status();
+    if (i < expected.size() && stats[i]->num_variables() < expected[i]) {
       return absl::UnavailableError(absl::StrCat(
-          "ps-", i, " holds ", stats[i].num_variables(), " of its ",
+          "ps-", i, " holds ", stats[i]->num_variables(), " of its ",
           expected[i], " variables: it restarted and lost its state"));
     }
   }

@@ -28,11 +28,11 @@ namespace psflow {
 // Variables each server holds under the placement (for the health check).
 std::vector<int64_t> ExpectedVariablesPerServer(const Placement& placement);
 
-// OK when every server answers within `timeout` holding its variables;
-// otherwise Unavailable naming the first server that is lost.
-absl::Status CheckParameterServers(ParameterClient& client,
-                                   const std::vector<int64_t>& expected,
-                                   absl::Duration timeout);
+// OK when every server answered (`stats`, in server order) holding its
+// variables; otherwise Unavailable naming the first server that is lost.
+absl::Status CheckParameterServers(
+    const std::vector<absl::StatusOr<StatsResponse>>& stats,
+    const std::vector<int64_t>& expected);
 
 struct RecoveryOptions {
   const TfConfig* tf_config = nullptr;

@@ -41,6 +41,9 @@ class CoordinatorClient {
   // the step training resumes from.
   virtual absl::StatusOr<int64_t> RestoreCheckpoint(const std::string& path,
                                                     absl::Duration timeout) = 0;
+  // The chief's view of every task (`psctl status`).
+  virtual absl::StatusOr<JobDescription> DescribeJob(
+      absl::Duration timeout) = 0;
 };
 
 // The requests every implementation sends: a task joining the job (with

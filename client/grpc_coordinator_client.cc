@@ -75,6 +75,17 @@ absl::StatusOr<StatusResponse> GrpcCoordinatorClient::GetStatus(
   return response;
 }
 
+absl::StatusOr<JobDescription> GrpcCoordinatorClient::DescribeJob(
+    absl::Duration timeout) {
+  JobDescription response;
+  auto context = Context(absl::Now() + timeout);
+  grpc::Status status =
+      stub_->DescribeJob(context.get(), DescribeJobRequest(), &response);
+  if (!status.ok())
+    return FromGrpcStatus(status, "job description from " + chief_);
+  return response;
+}
+
 absl::Status GrpcCoordinatorClient::ReportEvaluation(
     const EvaluationReport& report, absl::Duration timeout) {
   EvaluationAck ack;

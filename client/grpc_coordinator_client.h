@@ -33,6 +33,7 @@ class GrpcCoordinatorClient final : public CoordinatorClient {
                                 absl::Duration timeout) override;
   absl::StatusOr<int64_t> RestoreCheckpoint(const std::string& path,
                                             absl::Duration timeout) override;
+  absl::StatusOr<JobDescription> DescribeJob(absl::Duration timeout) override;
 
  private:
   const std::string chief_;

@@ -348,6 +348,18 @@ absl::StatusOr<std::vector<StatsResponse>> ParameterClient::Stats(
   return all;
 }
 
+std::vector<absl::StatusOr<StatsResponse>> ParameterClient::StatsOfEach(
+    absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  std::vector<absl::StatusOr<StatsResponse>> results(shards_.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    threads.emplace_back([&, i] { results[i] = shards_[i]->Stats(deadline); });
+  }
+  for (std::thread& t : threads) t.join();
+  return results;
+}
+
 namespace {
 
 // Runs call(i) for every server on threads of its own; the results in

@@ -107,6 +107,10 @@ class ParameterClient : public ShardSet {
   // `timeout`, default Options::rpc_timeout).
   absl::StatusOr<std::vector<StatsResponse>> Stats(
       std::optional<absl::Duration> timeout = std::nullopt);
+  // The same, asked of every server at once, with each server's own
+  // answer or error (a server that hangs does not fail the others).
+  std::vector<absl::StatusOr<StatsResponse>> StatsOfEach(
+      absl::Duration timeout);
 
   // Checkpoint fan-outs: one request per server (requests[i] to server i),
   // sent to all at once; the responses in server order, or the first error.

@@ -9,6 +9,7 @@
 #include "common/job/job_config.h"
 #include "common/logging.h"
 #include "common/metrics/event_file_writer.h"
+#include "common/metrics/system_metrics_logger.h"
 #include "common/status_macros.h"
 #include "evaluator/evaluator.h"
 
@@ -50,6 +51,11 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
     } else {
       LOG(WARNING) << "no metrics: " << writer.status().message();
     }
+  }
+  std::unique_ptr<SystemMetricsLogger> system_metrics;
+  if (metrics != nullptr) {
+    system_metrics = std::make_unique<SystemMetricsLogger>(
+        metrics.get(), SystemMetricsLogger::Options());
   }
   Evaluator::Parts::LiveMetrics live;
   if (options.metrics_registry != nullptr) {

@@ -39,6 +39,9 @@ class SilentChief final : public CoordinatorClient {
                                             absl::Duration) override {
     return absl::UnavailableError("silent");
   }
+  absl::StatusOr<JobDescription> DescribeJob(absl::Duration) override {
+    return absl::UnavailableError("silent");
+  }
 };
 
 // Softmax regression over 4 features and 2 classes on one in-process

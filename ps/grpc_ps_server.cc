@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/metrics/process_metrics.h"
 #include "common/rpc/bulk_frame.h"
 #include "common/rpc/grpc_status.h"
 #include "common/rpc/grpc_tuning.h"
@@ -481,6 +482,7 @@ StatsResponse GrpcParameterServer::Stats() const {
   StatsResponse stats = core_->Stats();
   stats.set_shared_memory_sessions(shared_memory_->size());
   stats.set_shared_memory_bytes(shared_memory_->bytes());
+  stats.set_resident_bytes(ResidentMemoryBytes().value_or(0));
   return stats;
 }
 

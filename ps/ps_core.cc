@@ -426,6 +426,12 @@ std::string ParameterServerCore::job_name() const {
   return configuration_.job_name();
 }
 
+std::optional<ConfigureRequest> ParameterServerCore::configuration() const {
+  ReaderMutexLock lock(&mu_);
+  if (!configured_) return std::nullopt;
+  return configuration_;
+}
+
 bool ParameterServerCore::sync() const {
   ReaderMutexLock lock(&mu_);
   return configured_ && rule_.sync;

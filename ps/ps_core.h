@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -130,6 +131,8 @@ class ParameterServerCore {
   // Configure).
   UpdateMode mode() const;
   std::string job_name() const;
+  // The whole configuration (nullopt before Configure).
+  std::optional<ConfigureRequest> configuration() const;
 
   // BOUNDED mode's worker clocks (null in other modes or before
   // Configure). Lives as long as the core.

@@ -25,6 +25,7 @@
 #include "common/signals.h"
 #include "ps/grpc_ps_server.h"
 #include "ps/ps_metrics.h"
+#include "ps/ps_system_metrics.h"
 #include "ps/staleness_histogram.h"
 #include "ps/worker_clocks.h"
 
@@ -49,6 +50,10 @@ ABSL_FLAG(bool, shared_memory, true,
 ABSL_FLAG(int32_t, metrics_port, -1,
           "Serve Prometheus metrics at http://<bind_host>:<port>/metrics (0: "
           "any free port, logged; -1: off)");
+ABSL_FLAG(std::string, logdir, "",
+          "Root of the server's event file (system metrics), "
+          "<logdir>/<job name>/ps-<index>/; default: the job config's "
+          "logging.log_dir, which the chief sends");
 ABSL_FLAG(int32_t, shutdown_grace_ms, 5000,
           "How long in-flight RPCs may finish after shutdown is requested");
 
@@ -134,6 +139,8 @@ int Run() {
     LOG(ERROR) << metrics_endpoint.status().message();
     return 1;
   }
+  PsSystemMetrics system_metrics(core, config.task.index,
+                                 absl::GetFlag(FLAGS_logdir));
   GrpcParameterServer* raw = server->get();
   WatchTerminationSignals([raw](const std::string& signal) {
     raw->RequestShutdown(absl::StrCat("received ", signal));

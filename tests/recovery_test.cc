@@ -1,7 +1,7 @@
 // Recovery with real processes: a parameter server killed (SIGKILL) and
 // restarted mid-job is recovered from the newest checkpoint, and
 // `psctl ckpt restore` rolls a running job back to a checkpoint. Roles are
-// started by hand (psctl local does not restart tasks), on free ports.
+// started by hand (tests/manual_cluster.h), on free ports.
 #include <signal.h>
 
 #include <map>
@@ -20,115 +20,19 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/local_run.h"
+#include "tests/manual_cluster.h"
 #include "tests/test_paths.h"
 
 namespace psflow {
 namespace {
 
+using ::psflow::testing::ManualCluster;
 using ::psflow::testing::RunfilePath;
 using ::psflow::testing::TempPath;
 using ::psflow::testing::TestJob;
 using ::psflow::testing::WriteTestFile;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-
-// A chief, 2 ps, 2 workers and an evaluator, each its own process.
-class ManualCluster {
- public:
-  ManualCluster(const std::string& job, const std::string& checkpoint_dir,
-                std::vector<std::string> chief_flags = {})
-      : job_(job),
-        checkpoint_dir_(checkpoint_dir),
-        chief_flags_(std::move(chief_flags)),
-        result_file_(TempPath("result.json")) {
-    for (const char* task :
-         {"chief", "ps0", "ps1", "worker0", "worker1", "evaluator0"}) {
-      absl::StatusOr<int> port = PickFreePort();
-      EXPECT_OK(port);
-      ports_[task] = port.ok() ? *port : 1;
-    }
-  }
-
-  std::string TfConfig(const std::string& type, int index) const {
-    auto address = [&](const std::string& task) {
-      return absl::StrCat("\"127.0.0.1:", ports_.at(task), "\"");
-    };
-    return absl::StrCat(R"({"cluster": {"chief": [)", address("chief"),
-                        R"(], "ps": [)", address("ps0"), ", ", address("ps1"),
-                        R"(], "worker": [)", address("worker0"), ", ",
-                        address("worker1"), R"(], "evaluator": [)",
-                        address("evaluator0"), R"(]}, "task": {"type": ")",
-                        type, R"(", "index": )", index, "}}");
-  }
-
-  // Starts (or restarts) one task.
-  Subprocess* Start(const std::string& type, int index) {
-    std::vector<std::string> argv;
-    const std::string bind = "--bind_host=127.0.0.1";
-    if (type == "ps") {
-      argv = {RunfilePath("ps/ps_server"), bind};
-    } else if (type == "chief") {
-      argv = {RunfilePath("chief/chief"), bind, "--job=" + job_,
-              "--checkpoint_dir=" + checkpoint_dir_,
-              "--result_file=" + result_file_};
-      argv.insert(argv.end(), chief_flags_.begin(), chief_flags_.end());
-    } else if (type == "worker") {
-      argv = {RunfilePath("worker/worker"), bind, "--device=cpu"};
-    } else {
-      argv = {RunfilePath("evaluator/evaluator"), "--device=cpu"};
-    }
-    const std::string name = absl::StrCat(type, index);
-    auto process =
-        std::make_unique<Subprocess>(argv,
-                                     std::map<std::string, std::string>{
-                                         {"TF_CONFIG", TfConfig(type, index)}},
-                                     TempPath(name + ".log"));
-    EXPECT_OK(process->Start());
-    Subprocess* raw = process.get();
-    processes_[name].push_back(std::move(process));
-    return raw;
-  }
-
-  void StartAll() {
-    Start("ps", 0);
-    Start("ps", 1);
-    Start("chief", 0);
-    Start("worker", 0);
-    Start("worker", 1);
-    Start("evaluator", 0);
-  }
-
-  // SIGKILLs the task's newest process, leaves it down for `downtime`,
-  // then starts it again (as an operator or Kubernetes would).
-  Subprocess* KillAndRestart(const std::string& type, int index,
-                             absl::Duration downtime) {
-    Subprocess* process = Latest(absl::StrCat(type, index));
-    process->Signal(SIGKILL);
-    EXPECT_OK(process->Wait(absl::Seconds(10)));
-    absl::SleepFor(downtime);
-    return Start(type, index);
-  }
-
-  const std::string& result_file() const { return result_file_; }
-
-  Subprocess* Latest(const std::string& name) {
-    return processes_.at(name).back().get();
-  }
-
-  ~ManualCluster() {
-    for (auto& [name, list] : processes_) {
-      for (auto& p : list) p->Signal(SIGKILL);
-    }
-  }
-
- private:
-  std::string job_;
-  std::string checkpoint_dir_;
-  std::vector<std::string> chief_flags_;
-  std::string result_file_;
-  std::map<std::string, int> ports_;
-  std::map<std::string, std::vector<std::unique_ptr<Subprocess>>> processes_;
-};
 
 double ResultAccuracy(const std::string& result_file) {
   absl::StatusOr<std::string> text = ReadFileToString(result_file);

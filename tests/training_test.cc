@@ -13,6 +13,7 @@
 #include "client/health_check.h"
 #include "common/free_port.h"
 #include "common/json.h"
+#include "common/metrics/event_file_test_util.h"
 #include "common/status_matchers.h"
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
@@ -27,11 +28,14 @@ using ::psflow::testing::kFashionMnist;
 using ::psflow::testing::LocalRun;
 using ::psflow::testing::RunfilePath;
 using ::psflow::testing::RunLocal;
+using ::psflow::testing::ScalarTagsIn;
 using ::psflow::testing::TempPath;
 using ::psflow::testing::TestAccuracy;
 using ::psflow::testing::TestJob;
 using ::psflow::testing::WriteTestFile;
+using ::testing::Contains;
 using ::testing::HasSubstr;
+using ::testing::IsSupersetOf;
 using ::testing::Not;
 
 // The event files (events.out.tfevents.*) in `dir`, with their sizes.
@@ -64,14 +68,23 @@ TEST(TrainingTest, AsyncJobWithWorkerZeroAsChiefLearns) {
   EXPECT_THAT(run.output, HasSubstr("bulk data with ps-1 at 127.0.0.1:"));
   EXPECT_THAT(run.output, HasSubstr("goes through shared memory"));
   EXPECT_THAT(run.output, Not(HasSubstr("stays on TCP")));
-  // TensorBoard event files, one directory per task, each with scalars
-  // after the file-version record.
-  for (const char* task : {"chief-0", "worker-0", "worker-1", "evaluator-0"}) {
-    auto files = EventFiles(run.dir + "/logs/test/" + task);
-    ASSERT_EQ(files.size(), 1u) << task;
-    // The file-version record is 41 bytes; a scalar record ~48 more.
-    EXPECT_GT(files[0].second, 41 + 40) << task;
+  // TensorBoard event files, one directory per task: every process's
+  // system metrics, and the training view where it belongs (the chief's
+  // directory is worker 0's chief duties, not a process of its own).
+  for (const char* task :
+       {"ps-0", "ps-1", "worker-0", "worker-1", "evaluator-0"}) {
+    const std::string dir = run.dir + "/logs/test/" + task;
+    EXPECT_EQ(EventFiles(dir).size(), 1u) << task;
+    EXPECT_THAT(ScalarTagsIn(dir), IsSupersetOf({"system/resident_memory_bytes",
+                                                 "system/threads"}))
+        << task;
   }
+  EXPECT_THAT(ScalarTagsIn(run.dir + "/logs/test/worker-0"),
+              IsSupersetOf({"loss", "accuracy", "examples_per_sec"}));
+  EXPECT_THAT(ScalarTagsIn(run.dir + "/logs/test/chief-0"),
+              Contains("examples_per_sec"));
+  EXPECT_THAT(ScalarTagsIn(run.dir + "/logs/test/evaluator-0"),
+              Contains("accuracy"));
 }
 
 TEST(TrainingTest, SyncJobWithASeparateChiefLearns) {
@@ -82,6 +95,9 @@ TEST(TrainingTest, SyncJobWithASeparateChiefLearns) {
   EXPECT_THAT(run.output, HasSubstr("[chief-0]"));
   // Every step averages both workers' gradients (replicas default to all).
   EXPECT_THAT(run.output, HasSubstr("mode SYNC (2 of 2 workers)"));
+  // The chief as a process of its own logs its system metrics too.
+  EXPECT_THAT(ScalarTagsIn(run.dir + "/logs/test/chief-0"),
+              Contains("system/resident_memory_bytes"));
 }
 
 TEST(TrainingTest, BoundedStalenessJobWithAStragglerLearns) {

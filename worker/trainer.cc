@@ -102,33 +102,17 @@ absl::StatusOr<StatusResponse> Trainer::Heartbeat(bool finished) {
 }
 
 void Trainer::Remember(const ProgressReport& report) {
-  MutexLock lock(&keepalive_mu_);
-  last_report_ = report;
-  last_report_time_ = absl::Now();
-}
-
-void Trainer::KeepAlive() {
-  // Never busier than 10 reports a second, even with tests' tiny
-  // heartbeat intervals.
-  const absl::Duration interval =
-      std::max(options_.heartbeat_interval, absl::Milliseconds(100));
-  while (!stop_keepalive_.WaitForNotificationWithTimeout(interval)) {
-    std::optional<ProgressReport> report;
-    {
-      MutexLock lock(&keepalive_mu_);
-      if (absl::Now() - last_report_time_ < interval) continue;
-      report = last_report_;
-      last_report_time_ = absl::Now();
-    }
-    if (!report.has_value()) continue;
-    // Only liveness matters here; the loop acts on the chief's answers.
-    (void)parts_.coordinator->ReportProgress(*report, absl::Seconds(5));
-  }
+  keep_alive_->Remember(report);
 }
 
 absl::StatusOr<bool> Trainer::JobAlreadyOver() {
+  // Sent and answered before the first pull: once the chief has it, the
+  // chief counts this worker as stepping (it waits for it to pause), and
+  // a pause that began earlier is in the answer.
+  const ProgressReport report = BaseReport();
+  Remember(report);
   absl::StatusOr<StatusResponse> status =
-      parts_.coordinator->GetStatus(absl::Seconds(10));
+      parts_.coordinator->ReportProgress(report, absl::Seconds(10));
   if (!status.ok()) return false;  // the first heartbeat will tell
   generation_ = status->generation();
   // A worker that starts late (slow data loading) may find the job over.
@@ -140,6 +124,10 @@ absl::StatusOr<bool> Trainer::JobAlreadyOver() {
   if (status->state() == FAILED) {
     return absl::AbortedError(
         absl::StrCat("the job failed: ", status->message()));
+  }
+  if (status->state() == PAUSED) {
+    RETURN_IF_ERROR(Recover(absl::OkStatus()));
+    return job_over_;
   }
   return false;
 }
@@ -237,14 +225,19 @@ void Trainer::Restart() {
 }
 
 absl::Status Trainer::Run() {
+  std::optional<KeepAlive> own_keep_alive;
+  keep_alive_ = parts_.keep_alive;
+  if (keep_alive_ == nullptr) {
+    own_keep_alive.emplace(
+        parts_.coordinator,
+        PreparingReport(options_.worker_index, options_.incarnation),
+        options_.heartbeat_interval);
+    keep_alive_ = &*own_keep_alive;
+  }
   RETURN_IF_ERROR(AllocateBuffers());
   ASSIGN_OR_RETURN(bool over, JobAlreadyOver());
   if (over) return absl::OkStatus();
-  Remember(BaseReport());
-  std::thread keepalive([this] { KeepAlive(); });
   absl::Status result = Train();
-  stop_keepalive_.Notify();
-  keepalive.join();
   if (!result.ok()) return result;
   absl::StatusOr<StatusResponse> status = Heartbeat(true);
   if (!status.ok()) LOG(WARNING) << status.status().message();

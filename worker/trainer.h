@@ -14,8 +14,9 @@
 //          the servers answer the clock to go on from.
 //
 // While the loop blocks (a pull waiting for a sync step or for a slower
-// worker), a keep-alive thread resends the latest heartbeat about once an
-// interval, so the chief never takes a waiting worker for a lost one.
+// worker), a keep-alive (worker/keep_alive.h) resends the latest heartbeat
+// about once an interval, so the chief never takes a waiting worker for a
+// lost one.
 //
 // The loop ends when the parameter servers' global step (the version a
 // pull returns) reaches the job's total, so every worker stops at the same
@@ -47,6 +48,7 @@
 #include "data/batch_stream.h"
 #include "model/model.h"
 #include "proto/coordinator.pb.h"
+#include "worker/keep_alive.h"
 #include "worker/slowdown.h"
 #include "worker/worker_metrics.h"
 
@@ -90,6 +92,9 @@ struct TrainerParts {
   BatchStream* batches = nullptr;
   EventFileWriter* metrics = nullptr;           // optional
   const WorkerMetrics* live_metrics = nullptr;  // optional (Prometheus)
+  // Optional: one already running since the worker registered; without
+  // it, Run() keeps one of its own while it trains.
+  KeepAlive* keep_alive = nullptr;
 };
 
 class Trainer {
@@ -123,7 +128,8 @@ class Trainer {
   absl::Status AllocateBuffers();
   std::vector<ParameterClient::Mutable> Targets(const HostTensors& t) const;
   std::vector<ParameterClient::Const> Sources(const HostTensors& t) const;
-  // Whether the job ended before this worker started (OK: nothing to do).
+  // Tells the chief this worker starts stepping, and whether the job ended
+  // before it started (OK: nothing to do); waits out a pause in progress.
   absl::StatusOr<bool> JobAlreadyOver();
   ProgressReport BaseReport() const;
   absl::StatusOr<StatusResponse> Heartbeat(bool finished);
@@ -137,8 +143,6 @@ class Trainer {
   // Records a report just sent (the keep-alive resends it when the loop
   // sends nothing for an interval).
   void Remember(const ProgressReport& report);
-  // The keep-alive thread's loop, until stop_keepalive_.
-  void KeepAlive();
   // Pulls `t` for this worker's step `clock` (bounded mode: with the
   // worker clock, joining when `join`), waiting for min_version (sync).
   std::shared_ptr<PsHandle> PullFor(const HostTensors& t, int64_t min_version,
@@ -168,10 +172,8 @@ class Trainer {
   // Consecutive failed attempts share one recovery deadline.
   absl::Time failing_since_ = absl::InfiniteFuture();
   Window window_;
-  Mutex keepalive_mu_;
-  std::optional<ProgressReport> last_report_ ABSL_GUARDED_BY(keepalive_mu_);
-  absl::Time last_report_time_ ABSL_GUARDED_BY(keepalive_mu_);
-  Notification stop_keepalive_;
+  // parts_.keep_alive or Run()'s own.
+  KeepAlive* keep_alive_ = nullptr;
   // Of the latest window that saw examples.
   double last_loss_ = 0;
   double last_accuracy_ = 0;

@@ -188,6 +188,9 @@ class CountingCoordinator final : public CoordinatorClient {
                                             absl::Duration timeout) override {
     return inner_->RestoreCheckpoint(path, timeout);
   }
+  absl::StatusOr<JobDescription> DescribeJob(absl::Duration timeout) override {
+    return inner_->DescribeJob(timeout);
+  }
   std::atomic<int> reports{0};
 
  private:

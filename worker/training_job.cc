@@ -12,6 +12,7 @@
 #include "data/batch_stream.h"
 #include "data/dataset.h"
 #include "model/registry.h"
+#include "worker/keep_alive.h"
 
 namespace psflow {
 
@@ -20,6 +21,11 @@ absl::Status RunTrainingJob(const TrainingJobOptions& options) {
   const JobConfig& job = spec.config();
   const int index = options.tf_config.task.index;
   const int num_workers = spec.num_workers();
+  // From here on the chief hears from this worker about once an interval,
+  // however long loading the data takes.
+  KeepAlive keep_alive(options.coordinator,
+                       PreparingReport(index, options.incarnation),
+                       options.heartbeat_interval);
 
   ASSIGN_OR_RETURN(Dataset train, LoadIdxDataset(job.data().train_images(),
                                                  job.data().train_labels()));
@@ -66,6 +72,7 @@ absl::Status RunTrainingJob(const TrainingJobOptions& options) {
   parts.batches = &batches;
   parts.metrics = options.metrics;
   parts.live_metrics = options.live_metrics;
+  parts.keep_alive = &keep_alive;
   return Trainer(std::move(trainer_options), std::move(parts)).Run();
 }
 

@@ -17,7 +17,9 @@
 #include "common/job/job_config.h"
 #include "common/logging.h"
 #include "common/metrics/event_file_writer.h"
+#include "common/metrics/gpu_monitor.h"
 #include "common/metrics/metrics_registry.h"
+#include "common/metrics/system_metrics_logger.h"
 #include "common/metrics/task_metrics_endpoint.h"
 #include "common/process_setup.h"
 #include "common/role_config.h"
@@ -186,22 +188,47 @@ int Run() {
           (*device)->kind() == DeviceKind::kCpu) {
         device = SelectDevice("cpu", spec->config().training().cpu_threads());
       }
+      // Every worker writes its system metrics; training metrics only where
+      // logging.worker_metrics asks for them.
       std::unique_ptr<EventFileWriter> metrics;
+      absl::StatusOr<std::unique_ptr<EventFileWriter>> writer =
+          EventFileWriter::Create(MetricsDir(
+              spec->config(), absl::GetFlag(FLAGS_logdir), tf.task.ToString()));
+      if (writer.ok()) {
+        metrics = *std::move(writer);
+      } else {
+        LOG(WARNING) << "no metrics: " << writer.status().message();
+      }
+      // GPU metrics through NVML, loaded at run time: without a driver the
+      // worker says so once and goes on.
+      std::unique_ptr<GpuMonitor> gpus;
+      std::unique_ptr<MetricsRegistry::RefresherHandle> gpu_export;
+      if ((*device)->kind() == DeviceKind::kCuda) {
+        absl::StatusOr<std::unique_ptr<GpuMonitor>> opened = GpuMonitor::Open();
+        if (opened.ok()) {
+          gpus = *std::move(opened);
+          if (*metrics_endpoint != nullptr) {
+            absl::StatusOr<std::unique_ptr<MetricsRegistry::RefresherHandle>>
+                exported = ExportGpuMetrics(&registry, gpus.get());
+            if (exported.ok()) gpu_export = *std::move(exported);
+          }
+        } else {
+          LOG(WARNING) << "no GPU metrics: " << opened.status().message();
+        }
+      }
+      std::unique_ptr<SystemMetricsLogger> system_metrics;
+      if (metrics != nullptr) {
+        SystemMetricsLogger::Options system_options;
+        system_options.gpus = gpus.get();
+        system_metrics = std::make_unique<SystemMetricsLogger>(metrics.get(),
+                                                               system_options);
+      }
+      TrainingJobOptions options;
       if (spec->config().logging().worker_metrics() !=
               LoggingConfig::WORKER_ZERO_ONLY ||
           tf.task.index == 0) {
-        absl::StatusOr<std::unique_ptr<EventFileWriter>> writer =
-            EventFileWriter::Create(MetricsDir(spec->config(),
-                                               absl::GetFlag(FLAGS_logdir),
-                                               tf.task.ToString()));
-        if (writer.ok()) {
-          metrics = *std::move(writer);
-        } else {
-          LOG(WARNING) << "no metrics: " << writer.status().message();
-        }
+        options.metrics = metrics.get();
       }
-      TrainingJobOptions options;
-      options.metrics = metrics.get();
       options.tf_config = tf;
       options.security = *security;
       options.spec = *spec;

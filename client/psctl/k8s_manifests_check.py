@@ -126,6 +126,8 @@ def check_rendered(psctl, path, name, namespace, num_ps, num_workers,
             tfconfig_check(psctl, tf_config)
             expect(exec_part.startswith(binaries[role]),
                    "%s runs %s" % (role, exec_part))
+            expect("--logdir=/data/logs" in exec_part,
+                   "%s writes its event file on the claim" % role)
             if role == "chief":
                 expect("--checkpoint_dir=/data/checkpoints" in exec_part,
                        "checkpoints on the claim")
@@ -153,6 +155,18 @@ def check_tfjob(psctl, path):
                container["ports"], "%s: tfjob-port 2222" % kind)
         expect(container["command"][0].startswith("/opt/psflow/"),
                "%s runs a psflow binary" % kind)
+        # Metrics: every task serves them, named and annotated for scrapes.
+        expect("--metrics_port=9464" in container["command"],
+               "%s serves its metrics on 9464" % kind)
+        expect({"name": "metrics", "containerPort": 9464} in
+               container["ports"], "%s: metrics port" % kind)
+        annotations = spec["template"].get("metadata", {}).get(
+            "annotations", {})
+        expect(annotations.get("prometheus.io/scrape") == "true" and
+               annotations.get("prometheus.io/port") == "9464",
+               "%s: scrape annotations %r" % (kind, annotations))
+        expect("--logdir=/data/logs" in container["command"],
+               "%s writes its event file on the claim" % kind)
         cluster[kind.lower()] = ["%s-%s-%d.default.svc:2222" %
                                  (name, kind.lower(), i)
                                  for i in range(spec["replicas"])]

@@ -123,7 +123,8 @@ absl::StatusOr<std::string> RenderK8sManifests(
                     ? "--device=cuda"
                     : "--device=auto"};
         break;
-      default:
+      case TaskType::kPs:
+        args = {"--logdir=/data/logs"};  // its system metrics
         break;
     }
     std::string command = absl::StrCat(

@@ -199,7 +199,7 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
     switch (task.id.type) {
       case TaskType::kPs:
         task.binary = "ps/ps_server";
-        task.args = {bind};
+        task.args = {bind, logdir};
         if (!options.shared_memory)
           task.args.push_back("--shared_memory=false");
         break;

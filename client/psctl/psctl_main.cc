@@ -4,6 +4,7 @@
 //   psctl tfconfig gen --chief=... --ps=... --workers=... [--out=DIR]
 //   psctl k8s render --image=IMAGE [--ps=N] [--workers=M] ...
 //   psctl local --job=<file> --ps=N --workers=M [--evaluator] --dir=<dir>
+//   psctl status [--chief=HOST:PORT | --tf_config=...] [--watch]
 //   psctl ckpt list|inspect|verify|export|restore ...
 //
 // Each subcommand lives with its own flags in a *_command.cc file
@@ -16,6 +17,7 @@
 #include "client/psctl/ckpt_commands.h"
 #include "client/psctl/k8s_command.h"
 #include "client/psctl/local_command.h"
+#include "client/psctl/status_command.h"
 #include "client/psctl/subcommand.h"
 #include "client/psctl/tfconfig_command.h"
 
@@ -29,6 +31,7 @@ Subcommands AllSubcommands() {
   commands.push_back(NewTfConfigGenCommand());
   commands.push_back(NewK8sRenderCommand());
   commands.push_back(NewLocalCommand());
+  commands.push_back(NewStatusCommand());
   commands.push_back(NewCkptListCommand());
   commands.push_back(NewCkptInspectCommand());
   commands.push_back(NewCkptVerifyCommand());

@@ -1,11 +1,9 @@
 #include "common/metrics/event_file_writer.h"
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/escaping.h"
-#include "common/crc32c.h"
+#include "common/metrics/event_file_test_util.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -14,6 +12,7 @@
 namespace psflow {
 namespace {
 
+using ::psflow::testing::ReadEvents;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -33,35 +32,6 @@ TEST(EventFileWriterTest, RecordFramingMatchesTheGoldenBytes) {
   value->set_simple_value(0.25f);
   EXPECT_EQ(absl::BytesToHexString(EncodeTfRecord(event.SerializeAsString())),
             kGoldenRecordHex);
-}
-
-// Reads every record back, checking both CRCs.
-std::vector<tensorflow::Event> ReadEvents(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string bytes = buffer.str();
-  std::vector<tensorflow::Event> events;
-  size_t pos = 0;
-  auto fixed32 = [&](size_t at) {
-    uint32_t v = 0;
-    for (int i = 0; i < 4; ++i)
-      v |= uint32_t(uint8_t(bytes[at + i])) << (8 * i);
-    return v;
-  };
-  while (pos < bytes.size()) {
-    uint64_t length = 0;
-    for (int i = 0; i < 8; ++i)
-      length |= uint64_t(uint8_t(bytes[pos + i])) << (8 * i);
-    EXPECT_EQ(fixed32(pos + 8), MaskCrc32c(Crc32c(bytes.substr(pos, 8))));
-    const std::string data = bytes.substr(pos + 12, length);
-    EXPECT_EQ(fixed32(pos + 12 + length), MaskCrc32c(Crc32c(data)));
-    tensorflow::Event event;
-    EXPECT_TRUE(event.ParseFromString(data));
-    events.push_back(event);
-    pos += 12 + length + 4;
-  }
-  return events;
 }
 
 TEST(EventFileWriterTest, WritesAVersionRecordThenScalars) {

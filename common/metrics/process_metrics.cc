@@ -87,6 +87,13 @@ ProcessSample SampleProcess() {
   return sample;
 }
 
+std::optional<int64_t> ResidentMemoryBytes() {
+  ProcessSample sample;
+  ParseProcStat(ReadProcFile("/proc/self/stat"), sysconf(_SC_CLK_TCK),
+                sysconf(_SC_PAGESIZE), sample);
+  return sample.resident_bytes;
+}
+
 absl::StatusOr<std::unique_ptr<MetricsRegistry::RefresherHandle>>
 ExportProcessMetrics(MetricsRegistry* registry) {
   MetricsRegistry& r = *registry;

@@ -50,6 +50,9 @@ void ParseProcNetDev(absl::string_view text, ProcessSample& sample);
 // Reads /proc/self/{stat,io,net/dev}.
 ProcessSample SampleProcess();
 
+// Reads only /proc/self/stat: this process's resident set size.
+std::optional<int64_t> ResidentMemoryBytes();
+
 // Registers the families and a refresher that samples this process; the
 // refreshing stops when the handle is destroyed.
 absl::StatusOr<std::unique_ptr<MetricsRegistry::RefresherHandle>>

@@ -1,5 +1,8 @@
 #include "common/metrics/process_metrics.h"
 
+#include <optional>
+#include <vector>
+
 #include "common/metrics/prometheus_text.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
@@ -66,6 +69,15 @@ TEST(ProcessMetricsTest, TheLiveProcessShowsUpInTheRegistry) {
   const ProcessSample sample = SampleProcess();
   ASSERT_TRUE(sample.cpu_seconds.has_value());
   EXPECT_GT(*sample.cpu_seconds, 0);
+}
+
+TEST(ProcessMetricsTest, ResidentMemoryGrowsWithTouchedPages) {
+  const std::optional<int64_t> before = ResidentMemoryBytes();
+  ASSERT_TRUE(before.has_value());
+  std::vector<char> block(64 << 20, 1);  // 64 MiB, every page touched
+  const std::optional<int64_t> after = ResidentMemoryBytes();
+  ASSERT_TRUE(after.has_value());
+  EXPECT_GE(*after - *before, 32 << 20) << block[block.size() / 2];
 }
 
 }  // namespace

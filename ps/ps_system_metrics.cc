@@ -1,0 +1,49 @@
+#include "ps/ps_system_metrics.h"
+
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+
+namespace psflow {
+
+PsSystemMetrics::PsSystemMetrics(const ParameterServerCore* core,
+                                 int task_index, std::string logdir_flag)
+    : core_(core),
+      task_index_(task_index),
+      logdir_flag_(std::move(logdir_flag)) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+PsSystemMetrics::~PsSystemMetrics() {
+  stop_.Notify();
+  thread_.join();
+  logger_.reset();  // before the writer it writes to
+}
+
+void PsSystemMetrics::Run() {
+  // Configure arrives once, early; a short poll keeps this free of hooks
+  // into the RPC path.
+  std::optional<ConfigureRequest> configuration;
+  while (!(configuration = core_->configuration()).has_value()) {
+    if (stop_.WaitForNotificationWithTimeout(absl::Milliseconds(200))) return;
+  }
+  std::string root = logdir_flag_;
+  if (root.empty()) root = configuration->log_dir();
+  if (root.empty()) root = "logs";
+  const std::string dir =
+      absl::StrCat(root, "/", configuration->job_name(), "/ps-", task_index_);
+  absl::StatusOr<std::unique_ptr<EventFileWriter>> writer =
+      EventFileWriter::Create(dir);
+  if (!writer.ok()) {
+    LOG(WARNING) << "no system metrics: " << writer.status().message();
+    return;
+  }
+  LOG(INFO) << "system metrics: " << (*writer)->path();
+  writer_ = *std::move(writer);
+  logger_ = std::make_unique<SystemMetricsLogger>(
+      writer_.get(), SystemMetricsLogger::Options());
+}
+
+}  // namespace psflow

@@ -1,0 +1,101 @@
+#include "tests/manual_cluster.h"
+
+#include <signal.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/free_port.h"
+#include "common/status_matchers.h"
+#include "gtest/gtest.h"
+#include "tests/test_paths.h"
+
+namespace psflow::testing {
+
+ManualCluster::ManualCluster(const std::string& job,
+                             const std::string& checkpoint_dir,
+                             std::vector<std::string> chief_flags)
+    : job_(job),
+      checkpoint_dir_(checkpoint_dir),
+      chief_flags_(std::move(chief_flags)),
+      result_file_(TempPath("result.json")) {
+  for (const char* task :
+       {"chief", "ps0", "ps1", "worker0", "worker1", "evaluator0"}) {
+    absl::StatusOr<int> port = PickFreePort();
+    EXPECT_OK(port);
+    ports_[task] = port.ok() ? *port : 1;
+  }
+}
+
+ManualCluster::~ManualCluster() {
+  for (auto& [name, list] : processes_) {
+    for (auto& p : list) p->Signal(SIGKILL);
+  }
+}
+
+std::string ManualCluster::Address(const std::string& task) const {
+  return absl::StrCat("127.0.0.1:", ports_.at(task));
+}
+
+std::string ManualCluster::TfConfig(const std::string& type, int index) const {
+  auto quoted = [&](const std::string& task) {
+    return absl::StrCat("\"", Address(task), "\"");
+  };
+  return absl::StrCat(R"({"cluster": {"chief": [)", quoted("chief"),
+                      R"(], "ps": [)", quoted("ps0"), ", ", quoted("ps1"),
+                      R"(], "worker": [)", quoted("worker0"), ", ",
+                      quoted("worker1"), R"(], "evaluator": [)",
+                      quoted("evaluator0"), R"(]}, "task": {"type": ")", type,
+                      R"(", "index": )", index, "}}");
+}
+
+Subprocess* ManualCluster::Start(const std::string& type, int index) {
+  std::vector<std::string> argv;
+  const std::string bind = "--bind_host=127.0.0.1";
+  if (type == "ps") {
+    argv = {RunfilePath("ps/ps_server"), bind};
+  } else if (type == "chief") {
+    argv = {RunfilePath("chief/chief"), bind, "--job=" + job_,
+            "--checkpoint_dir=" + checkpoint_dir_,
+            "--result_file=" + result_file_};
+    argv.insert(argv.end(), chief_flags_.begin(), chief_flags_.end());
+  } else if (type == "worker") {
+    argv = {RunfilePath("worker/worker"), bind, "--device=cpu"};
+  } else {
+    argv = {RunfilePath("evaluator/evaluator"), "--device=cpu"};
+  }
+  const std::string name = absl::StrCat(type, index);
+  auto process = std::make_unique<Subprocess>(
+      argv,
+      std::map<std::string, std::string>{{"TF_CONFIG", TfConfig(type, index)}},
+      TempPath(name + ".log"));
+  EXPECT_OK(process->Start());
+  Subprocess* raw = process.get();
+  processes_[name].push_back(std::move(process));
+  return raw;
+}
+
+void ManualCluster::StartAll() {
+  Start("ps", 0);
+  Start("ps", 1);
+  Start("chief", 0);
+  Start("worker", 0);
+  Start("worker", 1);
+  Start("evaluator", 0);
+}
+
+Subprocess* ManualCluster::KillAndRestart(const std::string& type, int index,
+                                          absl::Duration downtime) {
+  Subprocess* process = Latest(absl::StrCat(type, index));
+  process->Signal(SIGKILL);
+  EXPECT_OK(process->Wait(absl::Seconds(10)));
+  absl::SleepFor(downtime);
+  return Start(type, index);
+}
+
+Subprocess* ManualCluster::Latest(const std::string& name) {
+  return processes_.at(name).back().get();
+}
+
+}  // namespace psflow::testing

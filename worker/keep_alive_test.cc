@@ -1,0 +1,89 @@
+#include "worker/keep_alive.h"
+
+#include "absl/time/clock.h"
+#include "chief/job_coordinator.h"
+#include "chief/local_coordinator_client.h"
+#include "common/status_matchers.h"
+#include "gtest/gtest.h"
+#include "proto/protocol.h"
+
+namespace psflow {
+namespace {
+
+// A real chief's coordinator in process, with a short heartbeat timeout.
+class KeepAliveTest : public ::testing::Test {
+ protected:
+  KeepAliveTest() : coordinator_(Options()), client_(&coordinator_) {
+    JobSpec spec;
+    spec.set_total_steps(100);
+    spec.mutable_config()->mutable_training()->set_mode(ASYNC);
+    coordinator_.SetSpec(spec);
+    RegisterTaskRequest request;
+    request.set_protocol_version(kProtocolVersion);
+    request.set_task_type("worker");
+    request.set_task_index(0);
+    EXPECT_OK(coordinator_.Register(request));
+  }
+
+  static JobCoordinator::Options Options() {
+    JobCoordinator::Options options;
+    options.num_workers = 1;
+    options.heartbeat_timeout = absl::Seconds(1);
+    return options;
+  }
+
+  // Waits until the chief's latest report from worker 0 satisfies `done`.
+  template <typename Predicate>
+  bool WaitForReport(Predicate done) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (absl::Now() < deadline) {
+      if (done(coordinator_.LastReports().at(0))) return true;
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    return false;
+  }
+
+  JobCoordinator coordinator_;
+  LocalCoordinatorClient client_;
+};
+
+TEST_F(KeepAliveTest, TheFirstReportSaysTheWorkerIsPreparing) {
+  KeepAlive keep_alive(&client_, PreparingReport(0, 42),
+                       absl::Milliseconds(100));
+  EXPECT_TRUE(WaitForReport([](const ProgressReport& r) {
+    return r.preparing() && r.incarnation() == 42;
+  }));
+}
+
+// The chief keeps a worker that loads its data for three heartbeat
+// timeouts among the live ones.
+TEST_F(KeepAliveTest, APreparingWorkerIsNeverDeclaredLost) {
+  KeepAlive keep_alive(&client_, PreparingReport(0, 1),
+                       absl::Milliseconds(100));
+  EXPECT_FALSE(coordinator_.WaitForTrainingEnd(absl::Now() + absl::Seconds(3)));
+  EXPECT_EQ(coordinator_.state(), TRAINING);
+  EXPECT_EQ(coordinator_.CountWorkers().lost, 0);
+}
+
+TEST_F(KeepAliveTest, WithoutItASilentWorkerIsLost) {
+  EXPECT_TRUE(coordinator_.WaitForTrainingEnd(absl::Now() + absl::Seconds(30)));
+  EXPECT_EQ(coordinator_.CountWorkers().lost, 1);
+}
+
+TEST_F(KeepAliveTest, ResendsTheLatestRememberedReport) {
+  KeepAlive keep_alive(&client_, PreparingReport(0, 1),
+                       absl::Milliseconds(100));
+  ASSERT_TRUE(
+      WaitForReport([](const ProgressReport& r) { return r.preparing(); }));
+  ProgressReport stepping;
+  stepping.set_worker_index(0);
+  stepping.set_local_steps(7);
+  keep_alive.Remember(stepping);  // as if the trainer had just sent it
+  EXPECT_EQ(keep_alive.latest().local_steps(), 7);
+  EXPECT_TRUE(WaitForReport([](const ProgressReport& r) {
+    return !r.preparing() && r.local_steps() == 7;
+  }));
+}
+
+}  // namespace
+}  // namespace psflow
