@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "client/cluster_client.h"
 #include "client/grpc_ps_shard.h"
+#include "client/psctl/job_certificates.h"
 
 namespace psflow::bench {
 
@@ -52,6 +53,23 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(
   ++generation;
   auto cluster = std::make_unique<Cluster>();
   cluster->options_ = options;
+  std::vector<std::string> tls_flag;
+  if (options.tls) {
+    ClusterSpec::Job servers;
+    for (int i = 0; i < num_ps; ++i) servers[i] = "127.0.0.1:1";
+    absl::StatusOr<JobCertificates> certificates = MakeJobCertificates(
+        ClusterSpec({{TaskType::kPs, servers}}), "bench", absl::Hours(24));
+    if (!certificates.ok()) return certificates.status();
+    const std::string tls_dir = absl::StrCat(dir, "/tls-", generation);
+    absl::Status written =
+        WriteJobCertificates(*certificates, tls_dir, SecretOptions{"bench"});
+    if (!written.ok()) return written;
+    absl::StatusOr<TransportSecurity> client = LoadMutualTls(
+        tls_dir + "/ca.crt", tls_dir + "/psctl.crt", tls_dir + "/psctl.key");
+    if (!client.ok()) return client.status();
+    cluster->client_security_ = *std::move(client);
+    tls_flag.push_back("--tls_dir=" + tls_dir);
+  }
   for (int i = 0; i < num_ps; ++i) {
     std::vector<std::string> ps;
     for (int j = 0; j < num_ps; ++j) {
@@ -66,11 +84,12 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(
     // dead port.
     const std::string port_file =
         absl::StrCat(dir, "/ps-", i, "-", generation, ".port");
+    std::vector<std::string> argv = {
+        binary, "--bind_host=127.0.0.1", "--port_file=" + port_file,
+        absl::StrCat("--chunk_bytes=", options.chunk_bytes)};
+    argv.insert(argv.end(), tls_flag.begin(), tls_flag.end());
     auto process = std::make_unique<Subprocess>(
-        std::vector<std::string>{
-            binary, "--bind_host=127.0.0.1", "--port_file=" + port_file,
-            absl::StrCat("--chunk_bytes=", options.chunk_bytes)},
-        std::map<std::string, std::string>{{"TF_CONFIG", tf_config}},
+        argv, std::map<std::string, std::string>{{"TF_CONFIG", tf_config}},
         absl::StrCat(dir, "/ps-", i, "-", generation, ".log"));
     absl::Status started = process->Start();
     if (!started.ok()) return started;
@@ -90,6 +109,7 @@ std::unique_ptr<ParameterClient> Cluster::NewClient(
   std::vector<std::unique_ptr<PsShard>> shards;
   GrpcPsShard::Options options;
   options.connections = options_.connections;
+  options.security = client_security_;
   for (size_t i = 0; i < ports_.size(); ++i) {
     shards.push_back(ConnectPsShard(absl::StrCat("127.0.0.1:", ports_[i]),
                                     absl::StrCat("ps-", i), options,

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/ps_client.h"
+#include "common/rpc/transport_security.h"
 #include "common/subprocess.h"
 
 namespace psflow::bench {
@@ -35,6 +36,9 @@ class Cluster {
     int connections = 2;
     // Shared memory per server (ConnectPsShard); 0 measures TCP alone.
     int64_t shared_memory_bytes = 0;
+    // Mutual TLS: certificates made for the cluster, every server started
+    // with --tls_dir, every client presenting its own.
+    bool tls = false;
   };
 
   // Starts `num_ps` servers of `binary`; their port files and logs go to
@@ -52,6 +56,7 @@ class Cluster {
 
  private:
   Options options_;
+  TransportSecurity client_security_;
   std::vector<int> ports_;
   std::vector<std::unique_ptr<Subprocess>> processes_;
 };

@@ -41,6 +41,10 @@ ABSL_FLAG(std::string, ps_server, "",
           "Path of ps_server; default: from this binary's runfiles");
 ABSL_FLAG(std::string, ops, "push,pull,both",
           "Transfers to measure (for profiling one at a time)");
+ABSL_FLAG(int64_t, tls_mb, 40,
+          "Variable size for the TLS vs plaintext comparison (0: skip it)");
+ABSL_FLAG(int, tls_rounds, 3,
+          "Alternating plaintext/TLS rounds in that comparison");
 ABSL_FLAG(int64_t, optimizer_elements, 16 << 20,
           "Elements per optimizer apply measurement (64 MiB of floats)");
 
@@ -228,6 +232,51 @@ int Main(int argc, char** argv) {
     }
   }
   std::printf("\n");
+
+  if (const int64_t tls_bytes = absl::GetFlag(FLAGS_tls_mb) * 1000000;
+      tls_bytes > 0) {
+    // Same run, same clusters' shape, rounds alternating so drift hits
+    // both alike; TCP only (shared memory would bypass TLS for tensors).
+    std::printf(
+        "### Mutual TLS vs plaintext (1 worker x 1 ps, %lld MB, TCP)\n\n",
+        static_cast<long long>(tls_bytes / 1000000));
+    std::printf(
+        "| round | transport | push GB/s | pull GB/s | push+pull GB/s |\n");
+    std::printf("|---|---|---:|---:|---:|\n");
+    std::vector<double> ratios_push, ratios_pull;
+    for (int round = 1; round <= absl::GetFlag(FLAGS_tls_rounds); ++round) {
+      double push[2] = {0, 0}, pull[2] = {0, 0};
+      for (int tls = 0; tls < 2; ++tls) {
+        Cluster::Options options = cluster_options;
+        options.shared_memory_bytes = 0;
+        options.tls = tls == 1;
+        absl::StatusOr<std::unique_ptr<Cluster>> cluster =
+            Cluster::Start(binary, 1, dir, options);
+        if (!cluster.ok()) {
+          std::fprintf(stderr, "%s\n", cluster.status().ToString().c_str());
+          return 1;
+        }
+        absl::StatusOr<TransferResult> r =
+            MeasureTransfers(**cluster, 1, 1, tls_bytes, repeats);
+        if (!r.ok()) {
+          std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
+          return 1;
+        }
+        push[tls] = r->push;
+        pull[tls] = r->pull;
+        std::printf("| %d | %s | %.2f | %.2f | %.2f |\n", round,
+                    tls ? "mutual TLS" : "plaintext", r->push, r->pull,
+                    r->push_pull);
+        std::fflush(stdout);
+      }
+      ratios_push.push_back(push[1] / push[0]);
+      ratios_pull.push_back(pull[1] / pull[0]);
+    }
+    std::printf(
+        "\nTLS / plaintext, median of the rounds: push %.2fx, pull "
+        "%.2fx\n\n",
+        Median(ratios_push), Median(ratios_pull));
+  }
 
   const double triad = TriadGBps(absl::GetFlag(FLAGS_optimizer_elements), 5);
   std::printf("Memory triad (1 thread, just before the table): %.2f GB/s\n\n",

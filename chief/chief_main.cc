@@ -13,14 +13,12 @@
 #include "common/metrics/task_metrics_endpoint.h"
 #include "common/process_setup.h"
 #include "common/role_config.h"
+#include "common/rpc/security_flags.h"
 #include "common/rpc/transport_security.h"
 
 ABSL_FLAG(int32_t, metrics_port, -1,
           "Serve Prometheus metrics at http://<bind_host>:<port>/metrics (0: "
           "any free port, logged; -1: off)");
-ABSL_FLAG(std::string, transport_security, "insecure",
-          "How connections between tasks are secured; every task of a job "
-          "uses the same (this release: insecure)");
 ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG as inline JSON or a file path; defaults to $TF_CONFIG");
 ABSL_FLAG(std::string, job, "", "Job config (JSON); required");
@@ -49,7 +47,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   absl::StatusOr<TransportSecurity> security =
-      ParseTransportSecurity(absl::GetFlag(FLAGS_transport_security));
+      TransportSecurityFromFlags(*role_config);
   if (!security.ok()) {
     LOG(ERROR) << security.status().message();
     return 1;

@@ -263,10 +263,13 @@ absl::Status Validate(const TfConfig& config) {
     }
   }
 
-  if (!config.rpc_layer.empty() && config.rpc_layer != "grpc") {
-    return Error(absl::StrCat("rpc_layer \"", config.rpc_layer,
-                              "\" is not supported; psflow speaks plain "
-                              "gRPC: use \"grpc\" or leave rpc_layer out"));
+  if (!config.rpc_layer.empty() && config.rpc_layer != "grpc" &&
+      config.rpc_layer != "grpc+tls") {
+    return Error(absl::StrCat(
+        "rpc_layer \"", config.rpc_layer,
+        "\" is not supported; psflow speaks gRPC: use \"grpc\" (TLS when "
+        "the task has credentials), \"grpc+tls\" (TLS required) or leave "
+        "rpc_layer out"));
   }
   return absl::OkStatus();
 }

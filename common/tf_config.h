@@ -34,7 +34,9 @@ struct TfConfig {
   TaskId task;  // This process's task.
 
   // Optional keys, accepted as TensorFlow accepts them.
-  std::string rpc_layer;       // "grpc" or empty; others are rejected.
+  // "grpc", "grpc+tls" (mutual TLS required; common/rpc/security_flags.h)
+  // or empty; others are rejected.
+  std::string rpc_layer;
   std::string environment;     // e.g. "cloud"; informational only.
   std::string session_master;  // TF1 remnant; informational only.
   std::string trial;           // task.trial (hyperparameter tuning id).

@@ -12,13 +12,11 @@
 #include "common/process_setup.h"
 #include "common/role_config.h"
 #include "common/rpc/health_server.h"
+#include "common/rpc/security_flags.h"
 #include "common/rpc/transport_security.h"
 #include "evaluator/evaluator_runner.h"
 #include "model/device/select_device.h"
 
-ABSL_FLAG(std::string, transport_security, "insecure",
-          "How connections between tasks are secured; every task of a job "
-          "uses the same (this release: insecure)");
 ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG as inline JSON or a file path; defaults to $TF_CONFIG");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
@@ -41,8 +39,7 @@ int Run() {
     return 1;
   }
   const TfConfig& tf = *role_config;
-  absl::StatusOr<TransportSecurity> security =
-      ParseTransportSecurity(absl::GetFlag(FLAGS_transport_security));
+  absl::StatusOr<TransportSecurity> security = TransportSecurityFromFlags(tf);
   if (!security.ok()) {
     LOG(ERROR) << security.status().message();
     return 1;

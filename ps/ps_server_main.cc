@@ -21,6 +21,7 @@
 #include "common/port_file.h"
 #include "common/process_setup.h"
 #include "common/role_config.h"
+#include "common/rpc/security_flags.h"
 #include "common/rpc/transport_security.h"
 #include "common/signals.h"
 #include "ps/grpc_ps_server.h"
@@ -29,9 +30,6 @@
 #include "ps/staleness_histogram.h"
 #include "ps/worker_clocks.h"
 
-ABSL_FLAG(std::string, transport_security, "insecure",
-          "How connections between tasks are secured; every task of a job "
-          "uses the same (this release: insecure)");
 ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG as inline JSON or a file path; defaults to the TF_CONFIG "
           "environment variable");
@@ -69,7 +67,7 @@ int Run() {
   }
   const TfConfig& config = *role_config;
   absl::StatusOr<TransportSecurity> security =
-      ParseTransportSecurity(absl::GetFlag(FLAGS_transport_security));
+      TransportSecurityFromFlags(config);
   if (!security.ok()) {
     LOG(ERROR) << security.status().message();
     return 1;

@@ -24,14 +24,12 @@
 #include "common/process_setup.h"
 #include "common/role_config.h"
 #include "common/rpc/health_server.h"
+#include "common/rpc/security_flags.h"
 #include "common/rpc/transport_security.h"
 #include "model/device/select_device.h"
 #include "worker/training_job.h"
 #include "worker/worker_metrics.h"
 
-ABSL_FLAG(std::string, transport_security, "insecure",
-          "How connections between tasks are secured; every task of a job "
-          "uses the same (this release: insecure)");
 ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG as inline JSON or a file path; defaults to $TF_CONFIG");
 ABSL_FLAG(std::string, job, "",
@@ -87,8 +85,7 @@ int Run() {
                   "a turn length in milliseconds";
     return 1;
   }
-  absl::StatusOr<TransportSecurity> security =
-      ParseTransportSecurity(absl::GetFlag(FLAGS_transport_security));
+  absl::StatusOr<TransportSecurity> security = TransportSecurityFromFlags(tf);
   if (!security.ok()) {
     LOG(ERROR) << security.status().message();
     return 1;

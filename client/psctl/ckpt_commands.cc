@@ -11,6 +11,7 @@
 #include "checkpoint/reader.h"
 #include "checkpoint/state_file.h"
 #include "client/grpc_coordinator_client.h"
+#include "client/psctl/tls_flags.h"
 #include "common/file_util.h"
 #include "common/tf_config_loader.h"
 #include "proto/ps.pb.h"
@@ -188,7 +189,8 @@ int CkptExport(const std::string& path, const std::string& format,
 }
 
 int CkptRestore(const std::string& path, const std::string& tf_config_flag,
-                std::ostream& out, std::ostream& err) {
+                const SecuritySettings& tls, std::ostream& out,
+                std::ostream& err) {
   absl::StatusOr<LoadedTfConfig> loaded =
       LoadTfConfigFromFlagOrEnvironment(tf_config_flag);
   if (!loaded.ok()) {
@@ -198,6 +200,12 @@ int CkptRestore(const std::string& path, const std::string& tf_config_flag,
   const TfConfig& tf = loaded->config;
   const TaskId chief = tf.ChiefTask();
   const std::string address = *tf.cluster.Address(chief);
+  absl::StatusOr<TransportSecurity> security =
+      PsctlTransportSecurity(tls, tf.rpc_layer);
+  if (!security.ok()) {
+    err << "psctl ckpt restore: " << security.status().message() << "\n";
+    return 2;
+  }
   // Check it here first: a damaged checkpoint is refused before the
   // cluster pauses. The chief and servers read the same absolute path.
   const std::string absolute = AbsolutePath(path);
@@ -208,9 +216,8 @@ int CkptRestore(const std::string& path, const std::string& tf_config_flag,
     return 1;
   }
   // psctl speaks to the chief as the job's tasks do.
-  GrpcCoordinatorClient client(address,
-                               absl::StrCat(chief.ToString(), " at ", address),
-                               TransportSecurity());
+  GrpcCoordinatorClient client(
+      address, absl::StrCat(chief.ToString(), " at ", address), *security);
   absl::StatusOr<int64_t> step =
       client.RestoreCheckpoint(absolute, absl::Minutes(15));
   if (!step.ok()) {
@@ -312,15 +319,17 @@ class CkptRestoreCommand : public Subcommand {
         "tf_config", &tf_config_,
         "the running job's TF_CONFIG (any task's) as inline JSON or a path to "
         "a JSON file; defaults to the TF_CONFIG environment variable");
+    AddTlsFlags(mutable_flags(), &tls_);
   }
 
   int Run(const std::vector<std::string>& arguments, std::ostream& out,
           std::ostream& err) override {
-    return CkptRestore(arguments[0], tf_config_, out, err);
+    return CkptRestore(arguments[0], tf_config_, tls_, out, err);
   }
 
  private:
   std::string tf_config_;
+  SecuritySettings tls_;
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "client/psctl/subcommand.h"
+#include "common/rpc/security_flags.h"
 
 namespace psflow {
 
@@ -33,9 +34,11 @@ int CkptExport(const std::string& path, const std::string& format,
                std::ostream& out, std::ostream& err);
 
 // Asks the chief of the running job described by `tf_config` to pause
-// training, restore `path` onto the parameter servers and resume.
+// training, restore `path` onto the parameter servers and resume; `tls`
+// are psctl's credentials (tls_flags.h).
 int CkptRestore(const std::string& path, const std::string& tf_config_flag,
-                std::ostream& out, std::ostream& err);
+                const SecuritySettings& tls, std::ostream& out,
+                std::ostream& err);
 
 // The subcommands: `psctl ckpt list <dir>`, `psctl ckpt inspect <ckpt>
 // [--tensor=] [--values]`, `psctl ckpt verify <ckpt>`, `psctl ckpt export

@@ -17,12 +17,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/grpc_coordinator_client.h"
+#include "client/psctl/job_certificates.h"
 #include "client/psctl/tfconfig_gen.h"
 #include "common/file_util.h"
 #include "common/free_port.h"
 #include "common/job/job_config.h"
 #include "common/json.h"
 #include "common/mutex.h"
+#include "common/rpc/transport_security.h"
 #include "common/signals.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
@@ -89,10 +91,10 @@ std::atomic<int> stop_signal{0};
 // not answering counts as no progress.
 class ProgressWatch {
  public:
-  ProgressWatch(const std::string& chief_address, absl::Duration stall_timeout)
+  ProgressWatch(const std::string& chief_address, absl::Duration stall_timeout,
+                const TransportSecurity& security)
       : stall_timeout_(stall_timeout),
-        chief_(chief_address, "the chief at " + chief_address,
-               TransportSecurity()),
+        chief_(chief_address, "the chief at " + chief_address, security),
         last_change_(absl::Now()),
         next_check_(absl::Now() + absl::Seconds(1)) {}
 
@@ -228,6 +230,24 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
     }
   }
 
+  TransportSecurity security;  // psctl's own, to watch the chief
+  if (options.tls) {
+    std::map<TaskType, ClusterSpec::Job> jobs;
+    for (const Task& task : tasks) {
+      jobs[task.id.type][task.id.index] = absl::StrCat("127.0.0.1:", task.port);
+    }
+    const std::string tls_dir = AbsolutePath(options.dir + "/tls");
+    ASSIGN_OR_RETURN(JobCertificates certificates,
+                     MakeJobCertificates(ClusterSpec(std::move(jobs)),
+                                         job.name(), absl::Hours(24 * 7)));
+    RETURN_IF_ERROR(WriteJobCertificates(certificates, tls_dir,
+                                         SecretOptions{"psflow-tls"}));
+    for (Task& task : tasks) task.args.push_back("--tls_dir=" + tls_dir);
+    ASSIGN_OR_RETURN(security,
+                     LoadMutualTls(tls_dir + "/ca.crt", tls_dir + "/psctl.crt",
+                                   tls_dir + "/psctl.key"));
+  }
+
   if (options.metrics) {
     // Prometheus's file_sd format: one target group per task.
     std::string targets = "[\n";
@@ -284,7 +304,7 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
   std::string reason;
   ProgressWatch progress(
       absl::StrCat("127.0.0.1:", ports[coordinator_task.type][0]),
-      options.stall_timeout);
+      options.stall_timeout, security);
   while (true) {
     absl::StatusOr<int> code =
         coordinator->process->Wait(absl::Milliseconds(100));

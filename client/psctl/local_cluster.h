@@ -43,6 +43,10 @@ struct LocalClusterOptions {
   // Every task serves Prometheus metrics on a port of its own
   // (--metrics_port); the targets are listed, in Prometheus's file_sd
   // format, in <dir>/prometheus_targets.json.
+  // Mutual TLS between the tasks: a new CA and certificates for this run
+  // in <dir>/tls (psctl certs gen's layout), every task started with
+  // --tls_dir there.
+  bool tls = false;
   bool metrics = false;
   // More flags for some workers, by index (e.g. --slowdown for
   // straggler experiments).

@@ -68,7 +68,7 @@ class LocalCommand : public Subcommand {
             "local", {},
             "psctl local [--job=<file>] [--ps=N] [--workers=M] [--evaluator]\n"
             "            [--chief] [--dir=<dir>] [--device=auto|cpu|cuda]\n"
-            "            [--shared_memory=false] [--metrics]\n"
+            "            [--shared_memory=false] [--metrics] [--tls]\n"
             "            [--straggler=<worker>:<factor>|rotate:<factor>:<ms>]",
             "Run a whole cluster on 127.0.0.1 and exit with the job's "
             "result.") {
@@ -102,6 +102,9 @@ class LocalCommand : public Subcommand {
     flags.AddBool("metrics", &options_.metrics,
                   "every task serves Prometheus metrics on a free port; the "
                   "targets go to <dir>/prometheus_targets.json (file_sd)");
+    flags.AddBool("tls", &options_.tls,
+                  "mutual TLS between the tasks, with a CA and certificates "
+                  "made for this run in <dir>/tls");
     flags.AddString("straggler", &straggler_,
                     "experiments: <worker>:<factor> slows that worker down "
                     "(each step takes factor times its compute time), e.g. "

@@ -5,6 +5,7 @@
 //   psctl k8s render --image=IMAGE [--ps=N] [--workers=M] ...
 //   psctl local --job=<file> --ps=N --workers=M [--evaluator] --dir=<dir>
 //   psctl status [--chief=HOST:PORT | --tf_config=...] [--watch]
+//   psctl certs gen --out=DIR [--tf_config=...]
 //   psctl ckpt list|inspect|verify|export|restore ...
 //
 // Each subcommand lives with its own flags in a *_command.cc file
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "client/psctl/certs_command.h"
 #include "client/psctl/ckpt_commands.h"
 #include "client/psctl/k8s_command.h"
 #include "client/psctl/local_command.h"
@@ -32,6 +34,7 @@ Subcommands AllSubcommands() {
   commands.push_back(NewK8sRenderCommand());
   commands.push_back(NewLocalCommand());
   commands.push_back(NewStatusCommand());
+  commands.push_back(NewCertsGenCommand());
   commands.push_back(NewCkptListCommand());
   commands.push_back(NewCkptInspectCommand());
   commands.push_back(NewCkptVerifyCommand());

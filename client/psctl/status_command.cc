@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/psctl/job_status.h"
+#include "client/psctl/tls_flags.h"
 #include "common/tf_config_loader.h"
 
 namespace psflow {
@@ -46,6 +47,7 @@ class StatusCommand : public Subcommand {
     flags.AddInt("interval", &interval_s_, "seconds between refreshes");
     flags.AddInt("timeout", &timeout_s_,
                  "seconds to wait for each answer (the chief's, each probe)");
+    AddTlsFlags(flags, &tls_);
   }
 
   int Run(const std::vector<std::string>&, std::ostream& out,
@@ -56,6 +58,7 @@ class StatusCommand : public Subcommand {
       return kExitUsage;
     }
     StatusTarget target;
+    std::string rpc_layer;
     if (!chief_.empty()) {
       target.chief_address = chief_;
     } else {
@@ -69,7 +72,15 @@ class StatusCommand : public Subcommand {
       target.tf_config = loaded->config;
       target.chief_address =
           *loaded->config.cluster.Address(loaded->config.ChiefTask());
+      rpc_layer = loaded->config.rpc_layer;
     }
+    absl::StatusOr<TransportSecurity> security =
+        PsctlTransportSecurity(tls_, rpc_layer);
+    if (!security.ok()) {
+      err << "psctl status: " << security.status().message() << "\n";
+      return kExitUsage;
+    }
+    target.security = *security;
     // Frames replace each other on a terminal; elsewhere (a log, a pipe)
     // they follow each other.
     const bool terminal = &out == &std::cout && isatty(fileno(stdout));
@@ -113,6 +124,7 @@ class StatusCommand : public Subcommand {
   bool watch_ = false;
   int interval_s_ = 2;
   int timeout_s_ = 5;
+  SecuritySettings tls_;
 };
 
 }  // namespace

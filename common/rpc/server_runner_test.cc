@@ -57,13 +57,5 @@ TEST(ServerRunnerTest, DrainStopsServingAndIsIdempotent) {
   server->Drain(absl::Seconds(1));  // again: nothing to do
 }
 
-TEST(ServerRunnerTest, OnlyInsecureTransportIsKnownToThisRelease) {
-  EXPECT_OK(ParseTransportSecurity("insecure"));
-  EXPECT_THAT(ParseTransportSecurity("tls"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       ::testing::HasSubstr("--transport_security=tls")));
-  EXPECT_EQ(TransportSecurityName(TransportSecurity()), "insecure");
-}
-
 }  // namespace
 }  // namespace psflow

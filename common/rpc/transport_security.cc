@@ -1,23 +1,78 @@
 #include "common/rpc/transport_security.h"
 
+#include <fstream>
+#include <sstream>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
+#include "common/tls/certificates.h"
 
 namespace psflow {
+namespace {
 
-absl::StatusOr<TransportSecurity> ParseTransportSecurity(
-    absl::string_view name) {
-  if (name == "insecure") return TransportSecurity{};
-  return absl::InvalidArgumentError(
-      absl::StrCat("--transport_security=", name,
-                   " is not a transport security mode; this release "
-                   "supports \"insecure\" (plaintext; keep the cluster's "
-                   "network private)"));
+constexpr int64_t kMaxPemBytes = 1 << 20;
+
+absl::StatusOr<std::string> ReadPemFile(const std::string& path,
+                                        const std::string& what) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read the ", what, " ", path,
+                     " (psctl certs gen makes a job's certificates; see "
+                     "docs/operations.md, \"Security\")"));
+  }
+  const std::streamoff size = in.tellg();
+  if (size < 0 || size > kMaxPemBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the ", what, " ", path, " is ", size,
+                     " bytes; a PEM file is at most ", kMaxPemBytes));
+  }
+  std::string text(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  in.read(text.data(), size);
+  return text;
+}
+
+}  // namespace
+
+absl::StatusOr<TransportSecurity> MutualTls(std::string ca_pem,
+                                            std::string certificate_pem,
+                                            std::string key_pem,
+                                            std::string source) {
+  if (absl::Status checked =
+          CheckCertificate(ca_pem, PemPair{certificate_pem, key_pem});
+      !checked.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TLS credentials from ", source, ": ", checked.message()));
+  }
+  TransportSecurity security;
+  security.mode = TransportSecurity::Mode::kMutualTls;
+  security.ca_pem = std::move(ca_pem);
+  security.certificate_pem = std::move(certificate_pem);
+  security.key_pem = std::move(key_pem);
+  security.source = std::move(source);
+  return security;
+}
+
+absl::StatusOr<TransportSecurity> LoadMutualTls(const std::string& ca_path,
+                                                const std::string& cert_path,
+                                                const std::string& key_path) {
+  absl::StatusOr<std::string> ca = ReadPemFile(ca_path, "CA certificate");
+  if (!ca.ok()) return ca.status();
+  absl::StatusOr<std::string> cert = ReadPemFile(cert_path, "certificate");
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key = ReadPemFile(key_path, "private key");
+  if (!key.ok()) return key.status();
+  return MutualTls(*std::move(ca), *std::move(cert), *std::move(key),
+                   absl::StrCat(cert_path, " (CA ", ca_path, ")"));
 }
 
 std::string TransportSecurityName(const TransportSecurity& security) {
   switch (security.mode) {
     case TransportSecurity::Mode::kInsecure:
       return "insecure";
+    case TransportSecurity::Mode::kMutualTls:
+      return "mtls";
   }
   return "unknown";
 }
@@ -27,6 +82,14 @@ std::shared_ptr<grpc::ServerCredentials> ServerCredentialsFor(
   switch (security.mode) {
     case TransportSecurity::Mode::kInsecure:
       return grpc::InsecureServerCredentials();
+    case TransportSecurity::Mode::kMutualTls: {
+      grpc::SslServerCredentialsOptions options(
+          GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+      options.pem_root_certs = security.ca_pem;
+      options.pem_key_cert_pairs.push_back(
+          {security.key_pem, security.certificate_pem});
+      return grpc::SslServerCredentials(options);
+    }
   }
   return nullptr;
 }
@@ -36,6 +99,13 @@ std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsFor(
   switch (security.mode) {
     case TransportSecurity::Mode::kInsecure:
       return grpc::InsecureChannelCredentials();
+    case TransportSecurity::Mode::kMutualTls: {
+      grpc::SslCredentialsOptions options;
+      options.pem_root_certs = security.ca_pem;
+      options.pem_private_key = security.key_pem;
+      options.pem_cert_chain = security.certificate_pem;
+      return grpc::SslCredentials(options);
+    }
   }
   return nullptr;
 }

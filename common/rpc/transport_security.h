@@ -2,14 +2,21 @@
 // turns a security setting into server and channel credentials. Every
 // server is started through ServerRunner (server_runner.h) and every
 // channel is opened by OpenChannel (channel.h), both from a
-// TransportSecurity, so a new mode (mutual TLS) is added here and nowhere
-// else.
+// TransportSecurity.
 //
-// Today the only mode is "insecure" (plaintext, no peer authentication);
-// roles select it with --transport_security.
+// Modes:
+//   insecure    plaintext, no peer authentication (keep the network
+//               private; every role warns at start);
+//   mutual TLS  every process presents its certificate and checks its
+//               peer's against the job's CA (gRPC's SSL credentials, from
+//               Debian's gRPC); servers refuse clients without a
+//               certificate from that CA, clients check the server's name
+//               against the address they dial. `psctl certs gen` makes the
+//               CA and one certificate per task.
 //
-// Plain value; thread-compatible. The credential factories are
-// thread-safe.
+// Key material is held in memory only and never logged; `source` says
+// where it came from. Plain value; thread-compatible. The credential
+// factories are thread-safe.
 #ifndef PSFLOW_COMMON_RPC_TRANSPORT_SECURITY_H_
 #define PSFLOW_COMMON_RPC_TRANSPORT_SECURITY_H_
 
@@ -24,15 +31,31 @@
 namespace psflow {
 
 struct TransportSecurity {
-  enum class Mode { kInsecure };
+  enum class Mode { kInsecure, kMutualTls };
   Mode mode = Mode::kInsecure;
+  // kMutualTls: the job's CA certificate, and this process's certificate
+  // and private key, all PEM.
+  std::string ca_pem;
+  std::string certificate_pem;
+  std::string key_pem;
+  // Where the files came from, for messages ("/etc/psflow/tls").
+  std::string source;
 };
 
-// "insecure". InvalidArgument naming the value and the accepted ones.
-absl::StatusOr<TransportSecurity> ParseTransportSecurity(
-    absl::string_view name);
+// Mutual TLS from PEM text: OK once the key belongs to the certificate and
+// the certificate verifies against the CA (so a mistake is named at start,
+// not as a failed handshake later).
+absl::StatusOr<TransportSecurity> MutualTls(std::string ca_pem,
+                                            std::string certificate_pem,
+                                            std::string key_pem,
+                                            std::string source);
 
-// The name ParseTransportSecurity accepts for `security`.
+// Mutual TLS from files (each at most 1 MiB); errors name the file.
+absl::StatusOr<TransportSecurity> LoadMutualTls(const std::string& ca_path,
+                                                const std::string& cert_path,
+                                                const std::string& key_path);
+
+// "insecure" or "mtls" (TransportSecurityName's names).
 std::string TransportSecurityName(const TransportSecurity& security);
 
 std::shared_ptr<grpc::ServerCredentials> ServerCredentialsFor(

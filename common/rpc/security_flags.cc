@@ -1,0 +1,116 @@
+#include "common/rpc/security_flags.h"
+
+#include <cstdlib>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+
+ABSL_FLAG(std::string, transport_security, "",
+          "insecure or mtls; default: mtls when TLS files are given "
+          "(--tls_dir or --tls_ca/--tls_cert/--tls_key), else insecure");
+ABSL_FLAG(std::string, tls_dir, "",
+          "Directory with ca.crt, <task>.crt and <task>.key (psctl certs "
+          "gen's layout; a mounted Secret); default $PSFLOW_TLS_DIR");
+ABSL_FLAG(std::string, tls_ca, "",
+          "The job's CA certificate (PEM); default $PSFLOW_TLS_CA, else "
+          "<tls_dir>/ca.crt");
+ABSL_FLAG(std::string, tls_cert, "",
+          "This task's certificate (PEM); default $PSFLOW_TLS_CERT, else "
+          "<tls_dir>/<task>.crt");
+ABSL_FLAG(std::string, tls_key, "",
+          "This task's private key (PEM); default $PSFLOW_TLS_KEY, else "
+          "<tls_dir>/<task>.key");
+
+namespace psflow {
+namespace {
+
+std::string FlagOrEnv(const std::string& flag, const char* env) {
+  if (!flag.empty()) return flag;
+  const char* value = std::getenv(env);
+  return value == nullptr ? "" : value;
+}
+
+}  // namespace
+
+SecuritySettings WithEnvironmentDefaults(SecuritySettings s) {
+  s.tls_dir = FlagOrEnv(s.tls_dir, "PSFLOW_TLS_DIR");
+  s.ca = FlagOrEnv(s.ca, "PSFLOW_TLS_CA");
+  s.cert = FlagOrEnv(s.cert, "PSFLOW_TLS_CERT");
+  s.key = FlagOrEnv(s.key, "PSFLOW_TLS_KEY");
+  return s;
+}
+
+SecuritySettings SecuritySettingsFromFlags() {
+  SecuritySettings s;
+  s.mode = absl::GetFlag(FLAGS_transport_security);
+  s.tls_dir = absl::GetFlag(FLAGS_tls_dir);
+  s.ca = absl::GetFlag(FLAGS_tls_ca);
+  s.cert = absl::GetFlag(FLAGS_tls_cert);
+  s.key = absl::GetFlag(FLAGS_tls_key);
+  return WithEnvironmentDefaults(s);
+}
+
+absl::StatusOr<TransportSecurity> ResolveTransportSecurity(
+    const SecuritySettings& settings, const std::string& name,
+    const std::string& rpc_layer) {
+  const bool files = !settings.tls_dir.empty() || !settings.ca.empty() ||
+                     !settings.cert.empty() || !settings.key.empty();
+  std::string mode = settings.mode;
+  if (mode.empty()) mode = files ? "mtls" : "insecure";
+  if (mode != "insecure" && mode != "mtls") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--transport_security=", mode,
+                     " is not a transport security mode; use mtls (mutual "
+                     "TLS) or insecure (plaintext)"));
+  }
+  if (mode == "insecure") {
+    if (rpc_layer == "grpc+tls") {
+      return absl::InvalidArgumentError(
+          "TF_CONFIG's rpc_layer \"grpc+tls\" requires TLS, but no "
+          "credentials were given: pass --tls_dir (or --tls_ca, --tls_cert "
+          "and --tls_key, or the PSFLOW_TLS_* variables); psctl certs gen "
+          "makes them");
+    }
+    if (files) {
+      return absl::InvalidArgumentError(
+          "TLS files were given with --transport_security=insecure; drop "
+          "one or the other");
+    }
+    return TransportSecurity();
+  }
+  auto pick = [&](const std::string& explicit_path, const std::string& file) {
+    if (!explicit_path.empty()) return explicit_path;
+    if (settings.tls_dir.empty()) return std::string();
+    return absl::StrCat(settings.tls_dir, "/", file);
+  };
+  const std::string ca = pick(settings.ca, "ca.crt");
+  const std::string cert = pick(settings.cert, name + ".crt");
+  const std::string key = pick(settings.key, name + ".key");
+  if (ca.empty() || cert.empty() || key.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mutual TLS needs the job's CA certificate, ", name,
+        "'s certificate and its key: pass --tls_dir=<dir with ca.crt, ", name,
+        ".crt, ", name, ".key> or all of --tls_ca, --tls_cert and --tls_key"));
+  }
+  return LoadMutualTls(ca, cert, key);
+}
+
+absl::StatusOr<TransportSecurity> TransportSecurityFromFlags(
+    const TfConfig& tf_config) {
+  absl::StatusOr<TransportSecurity> security =
+      ResolveTransportSecurity(SecuritySettingsFromFlags(),
+                               tf_config.task.ToString(), tf_config.rpc_layer);
+  if (!security.ok()) return security;
+  if (security->mode == TransportSecurity::Mode::kInsecure) {
+    LOG(WARNING) << "no transport security: anyone who can reach this "
+                    "task's ports can read and change the model and stop "
+                    "the job. For a cluster, give every task its "
+                    "certificate (psctl certs gen; --tls_dir)";
+  } else {
+    LOG(INFO) << "mutual TLS with " << security->source;
+  }
+  return security;
+}
+
+}  // namespace psflow

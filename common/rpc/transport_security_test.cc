@@ -1,0 +1,175 @@
+// Mutual TLS with real handshakes on 127.0.0.1: a health server with the
+// job's credentials answers a client of the same job, and refuses a
+// plaintext client and a client whose certificate comes from another CA.
+#include "common/rpc/transport_security.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/rpc/channel.h"
+#include "common/rpc/health_server.h"
+#include "common/rpc/security_flags.h"
+#include "common/status_matchers.h"
+#include "common/tls/certificates.h"
+#include "gmock/gmock.h"
+#include "grpcpp/client_context.h"
+#include "gtest/gtest.h"
+#include "proto/health.grpc.pb.h"
+
+namespace psflow {
+namespace {
+
+using ::grpc::health::v1::HealthCheckRequest;
+using ::grpc::health::v1::HealthCheckResponse;
+using ::testing::HasSubstr;
+
+// The health check's outcome through `security`: the serving status, or
+// the gRPC error.
+absl::Status Check(int port, const TransportSecurity& security) {
+  auto stub = grpc::health::v1::Health::NewStub(
+      OpenChannel(absl::StrCat("127.0.0.1:", port), security));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  HealthCheckResponse response;
+  grpc::Status status = stub->Check(&context, HealthCheckRequest(), &response);
+  if (!status.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                        status.error_message());
+  }
+  return absl::OkStatus();
+}
+
+struct Job {
+  PemPair ca;
+  TransportSecurity server, client;
+};
+
+Job MakeJob(const std::string& name) {
+  Job job;
+  absl::StatusOr<PemPair> ca = MakeCertificateAuthority(name, absl::Hours(1));
+  EXPECT_OK(ca);
+  job.ca = *ca;
+  for (auto [task, security] :
+       {std::pair{"ps-0", &job.server}, std::pair{"worker-0", &job.client}}) {
+    absl::StatusOr<PemPair> pair =
+        MakeCertificate(job.ca, name, task, {"127.0.0.1"}, absl::Hours(1));
+    EXPECT_OK(pair);
+    absl::StatusOr<TransportSecurity> tls = MutualTls(
+        job.ca.certificate, pair->certificate, pair->private_key, task);
+    EXPECT_OK(tls);
+    *security = *tls;
+  }
+  return job;
+}
+
+TEST(TransportSecurityTest, PeersOfOneJobTalk) {
+  Job job = MakeJob("ours");
+  ASSERT_OK_AND_ASSIGN(auto server,
+                       StartHealthServer("127.0.0.1:0", job.server));
+  EXPECT_OK(Check(server->port(), job.client));
+  EXPECT_EQ(TransportSecurityName(job.client), "mtls");
+}
+
+TEST(TransportSecurityTest, APlaintextClientIsRefused) {
+  Job job = MakeJob("ours");
+  ASSERT_OK_AND_ASSIGN(auto server,
+                       StartHealthServer("127.0.0.1:0", job.server));
+  EXPECT_THAT(Check(server->port(), TransportSecurity()),
+              StatusIs(absl::StatusCode::kUnavailable));
+}
+
+TEST(TransportSecurityTest, AClientFromAnotherCaIsRefused) {
+  Job ours = MakeJob("ours");
+  Job theirs = MakeJob("theirs");
+  ASSERT_OK_AND_ASSIGN(auto server,
+                       StartHealthServer("127.0.0.1:0", ours.server));
+  EXPECT_THAT(Check(server->port(), theirs.client),
+              StatusIs(absl::StatusCode::kUnavailable));
+  // Nor does a client of ours trust a server of theirs.
+  ASSERT_OK_AND_ASSIGN(auto other,
+                       StartHealthServer("127.0.0.1:0", theirs.server));
+  EXPECT_THAT(Check(other->port(), ours.client),
+              StatusIs(absl::StatusCode::kUnavailable));
+}
+
+// The server's certificate must name the address the client dials.
+TEST(TransportSecurityTest, AServerCertificateForAnotherHostIsRefused) {
+  Job job = MakeJob("ours");
+  ASSERT_OK_AND_ASSIGN(
+      PemPair elsewhere,
+      MakeCertificate(job.ca, "ours", "ps-0", {"10.9.9.9"}, absl::Hours(1)));
+  ASSERT_OK_AND_ASSIGN(TransportSecurity misnamed,
+                       MutualTls(job.ca.certificate, elsewhere.certificate,
+                                 elsewhere.private_key, "ps-0"));
+  ASSERT_OK_AND_ASSIGN(auto server, StartHealthServer("127.0.0.1:0", misnamed));
+  EXPECT_THAT(Check(server->port(), job.client),
+              StatusIs(absl::StatusCode::kUnavailable));
+}
+
+std::string WriteFile(const std::string& name, const std::string& text) {
+  const std::string path = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(SecurityFlagsTest, ATlsDirectoryGivesTheTasksOwnFiles) {
+  Job job = MakeJob("ours");
+  ASSERT_OK_AND_ASSIGN(
+      PemPair worker, MakeCertificate(job.ca, "ours", "worker-1", {"127.0.0.1"},
+                                      absl::Hours(1)));
+  const std::string dir = std::getenv("TEST_TMPDIR");
+  WriteFile("ca.crt", job.ca.certificate);
+  WriteFile("worker-1.crt", worker.certificate);
+  WriteFile("worker-1.key", worker.private_key);
+  SecuritySettings settings;
+  settings.tls_dir = dir;
+  ASSERT_OK_AND_ASSIGN(TransportSecurity tls,
+                       ResolveTransportSecurity(settings, "worker-1", ""));
+  EXPECT_EQ(tls.mode, TransportSecurity::Mode::kMutualTls);
+  EXPECT_THAT(tls.source, HasSubstr("worker-1.crt"));
+  // Another task's name looks for its own files.
+  EXPECT_THAT(ResolveTransportSecurity(settings, "worker-2", ""),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("worker-2.crt")));
+}
+
+TEST(SecurityFlagsTest, MistakesAreNamed) {
+  SecuritySettings none;
+  ASSERT_OK_AND_ASSIGN(TransportSecurity plain,
+                       ResolveTransportSecurity(none, "ps-0", "grpc"));
+  EXPECT_EQ(plain.mode, TransportSecurity::Mode::kInsecure);
+  EXPECT_THAT(
+      ResolveTransportSecurity(none, "ps-0", "grpc+tls"),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("requires TLS")));
+  SecuritySettings tls_without_files;
+  tls_without_files.mode = "mtls";
+  EXPECT_THAT(
+      ResolveTransportSecurity(tls_without_files, "ps-0", ""),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--tls_dir")));
+  SecuritySettings unknown;
+  unknown.mode = "tls13";
+  EXPECT_THAT(ResolveTransportSecurity(unknown, "ps-0", ""),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--transport_security=tls13")));
+  SecuritySettings mixed;
+  mixed.mode = "insecure";
+  mixed.tls_dir = "/somewhere";
+  EXPECT_THAT(ResolveTransportSecurity(mixed, "ps-0", ""),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  // A key that is not the certificate's is caught at start.
+  Job job = MakeJob("ours");
+  ASSERT_OK_AND_ASSIGN(
+      PemPair a,
+      MakeCertificate(job.ca, "ours", "ps-0", {"127.0.0.1"}, absl::Hours(1)));
+  ASSERT_OK_AND_ASSIGN(
+      PemPair b,
+      MakeCertificate(job.ca, "ours", "ps-1", {"127.0.0.1"}, absl::Hours(1)));
+  EXPECT_THAT(
+      MutualTls(job.ca.certificate, a.certificate, b.private_key, "the test"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("does not belong")));
+}
+
+}  // namespace
+}  // namespace psflow
