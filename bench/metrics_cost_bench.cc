@@ -29,6 +29,7 @@
 #include "common/metrics/prometheus_text.h"
 #include "common/metrics/system_metrics_logger.h"
 #include "ps/ps_metrics.h"
+#include "ps/staleness_histogram.h"
 #include "worker/worker_metrics.h"
 
 ABSL_FLAG(int, steps, 2'000'000, "Simulated steps for the per-step costs");
@@ -85,10 +86,9 @@ int Run() {
   StatsResponse stats;
   stats.set_num_variables(4);
   stats.set_total_elements(203530);
-  for (int64_t bound : {0, 1, 2, 4, 8, 16, 32, 64}) {
-    stats.add_staleness_upper_bounds(bound);
-    stats.add_staleness_counts(1000 + bound);
-  }
+  StalenessHistogram staleness;  // the server's own, as it fills Stats
+  for (int64_t s = 0; s < 100000; ++s) staleness.Record(s % 40);
+  staleness.AddTo(stats);
   HistogramCell* apply = (*ps)->apply_seconds();
   const double per_push = NanosPer(steps, [&](int) {
     const absl::Time t0 = absl::Now();
