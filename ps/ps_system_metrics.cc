@@ -31,9 +31,17 @@ void PsSystemMetrics::Run() {
   }
   std::string root = logdir_flag_;
   if (root.empty()) root = configuration->log_dir();
-  if (root.empty()) root = "logs";
-  const std::string dir =
-      absl::StrCat(root, "/", configuration->job_name(), "/ps-", task_index_);
+  if (root.empty()) {
+    // A client other than the chief (a benchmark, a tool) configured the
+    // server without a log directory: no event file rather than one in
+    // whatever directory the server happens to run in.
+    LOG(INFO) << "no event file for system metrics: the configuration "
+                 "names no log_dir and --logdir is not set";
+    return;
+  }
+  const std::string job =
+      configuration->job_name().empty() ? "unnamed" : configuration->job_name();
+  const std::string dir = absl::StrCat(root, "/", job, "/ps-", task_index_);
   absl::StatusOr<std::unique_ptr<EventFileWriter>> writer =
       EventFileWriter::Create(dir);
   if (!writer.ok()) {

@@ -3,6 +3,8 @@
 // <log_dir>/<job name>/ps-<index>/, like every other task's. The job's name
 // and log directory come with the chief's Configure, so the file is opened
 // once the server is configured; `--logdir` overrides the job's log_dir.
+// A server configured without a log_dir (not by a chief) and without
+// --logdir writes no event file.
 #ifndef PSFLOW_PS_PS_SYSTEM_METRICS_H_
 #define PSFLOW_PS_PS_SYSTEM_METRICS_H_
 
