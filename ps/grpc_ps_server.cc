@@ -125,9 +125,10 @@ class GrpcParameterServer::ControlService final
     GrpcParameterServer* server = server_;
     server_->RunInBackground([server, reactor, request, response, deadline] {
       const absl::Time start = absl::Now();
-      absl::StatusOr<SaveShardResponse> result =
-          psflow::SaveShard(server->core(), *request, deadline,
-                            [server] { return server->shutdown_requested(); });
+      absl::StatusOr<SaveShardResponse> result = psflow::SaveShard(
+          server->core(), *request, deadline,
+          [server] { return server->shutdown_requested(); },
+          server->checkpoint_root());
       if (result.ok()) {
         *response = *std::move(result);
         LOG(INFO) << "saved " << response->file_bytes() << " bytes to "
@@ -150,8 +151,8 @@ class GrpcParameterServer::ControlService final
     GrpcParameterServer* server = server_;
     server_->RunInBackground([server, reactor, request, response] {
       const absl::Time start = absl::Now();
-      absl::StatusOr<RestoreShardResponse> result =
-          psflow::RestoreShard(server->core(), *request);
+      absl::StatusOr<RestoreShardResponse> result = psflow::RestoreShard(
+          server->core(), *request, server->checkpoint_root());
       if (result.ok()) {
         *response = *std::move(result);
         switch (request->phase()) {
@@ -453,6 +454,7 @@ absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
     const Options& options) {
   std::unique_ptr<GrpcParameterServer> server(new GrpcParameterServer);
   server->grace_ = options.grace;
+  server->checkpoint_root_ = options.checkpoint_root;
   server->during_drain_for_testing_ = options.during_drain_for_testing;
   server->core_ = std::make_unique<ParameterServerCore>(options.core);
   // Idle chunk buffers kept for reuse: enough for many in-flight chunks.

@@ -21,6 +21,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/buffer_pool.h"
+#include "common/confined_path.h"
 #include "common/mutex.h"
 #include "common/rpc/server_runner.h"
 #include "common/rpc/transport_security.h"
@@ -49,6 +51,9 @@ class GrpcParameterServer {
     // Same-host clients' shared-memory regions (docs/wire-protocol.md).
     SharedMemorySessions::Options shared_memory;
     TransportSecurity security;
+    // Where SaveShard and RestoreShard may touch files (--checkpoint_root);
+    // none: any absolute path a peer names.
+    std::optional<PathConfinement> checkpoint_root;
     // Tests only: runs on the draining thread between Shutdown() and the
     // end of the drain, where handlers may still run.
     std::function<void()> during_drain_for_testing;
@@ -63,6 +68,10 @@ class GrpcParameterServer {
 
   int port() const { return server_->port(); }
   ParameterServerCore& core() { return *core_; }
+  // The checkpoint root, or null when paths are not confined.
+  const PathConfinement* checkpoint_root() const {
+    return checkpoint_root_ ? &*checkpoint_root_ : nullptr;
+  }
   // Same-host clients' shared-memory sessions.
   SharedMemorySessions& shared_memory() { return *shared_memory_; }
   // The core's counters plus the transport's (shared memory).
@@ -94,6 +103,7 @@ class GrpcParameterServer {
   std::unique_ptr<ParameterServerCore> core_;
   std::shared_ptr<BufferPool> pool_;
   std::unique_ptr<SharedMemorySessions> shared_memory_;
+  std::optional<PathConfinement> checkpoint_root_;
   std::unique_ptr<PsService> service_;
   std::unique_ptr<ControlService> control_;
   std::unique_ptr<BulkService> bulk_;

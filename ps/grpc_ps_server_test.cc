@@ -1,14 +1,22 @@
 #include "ps/grpc_ps_server.h"
 
+#include <sys/stat.h>
+
+#include <cstdlib>
 #include <memory>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "client/grpc_ps_shard.h"
 #include "common/status_matchers.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/protocol.h"
 
 namespace psflow {
 namespace {
+
+using ::testing::HasSubstr;
 
 std::unique_ptr<GrpcParameterServer> StartServer() {
   GrpcParameterServer::Options options;
@@ -48,6 +56,55 @@ TEST(GrpcParameterServerTest, ShutdownRequestedDuringTheDrainDoesNotBlock) {
   server->RequestShutdown("first");
   EXPECT_EQ(server->Wait(), "first");
   EXPECT_TRUE(ran);
+}
+
+// A server started with a checkpoint root saves under it and refuses a
+// peer's paths outside it, before touching any file.
+TEST(GrpcParameterServerTest, CheckpointPathsOutsideTheRootAreRefused) {
+  const std::string base = std::string(std::getenv("TEST_TMPDIR"));
+  const std::string root = base + "/ckpt";
+  GrpcParameterServer::Options options;
+  options.listen_address = "127.0.0.1:0";
+  ASSERT_OK_AND_ASSIGN(PathConfinement confinement,
+                       PathConfinement::Create(root, "--checkpoint_root"));
+  options.checkpoint_root = confinement;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<GrpcParameterServer> server,
+                       GrpcParameterServer::Start(options));
+  GrpcPsShard shard(absl::StrCat("127.0.0.1:", server->port()), "ps-0",
+                    GrpcPsShard::Options());
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  ConfigureRequest configure;
+  configure.set_protocol_version(kProtocolVersion);
+  configure.mutable_optimizer()->set_kind(OptimizerConfig::SGD);
+  configure.mutable_learning_rate()->set_learning_rate(0.1);
+  configure.set_mode(ASYNC);
+  configure.set_num_workers(1);
+  ASSERT_OK(shard.Configure(configure, deadline));
+
+  SaveShardRequest save;
+  save.set_protocol_version(kProtocolVersion);
+  save.set_path(root + "/data-0");
+  EXPECT_OK(shard.SaveShard(save, deadline));
+  for (const std::string& outside :
+       {base + "/elsewhere-data", root + "/../escaped-data",
+        std::string("/tmp/psflow-escaped-data")}) {
+    save.set_path(outside);
+    EXPECT_THAT(shard.SaveShard(save, deadline),
+                StatusIs(absl::StatusCode::kPermissionDenied,
+                         HasSubstr("--checkpoint_root")))
+        << outside;
+    struct stat st;
+    EXPECT_NE(stat(outside.c_str(), &st), 0) << outside << " was written";
+  }
+
+  RestoreShardRequest restore;
+  restore.set_protocol_version(kProtocolVersion);
+  RestoreSource* source = restore.add_targets()->add_sources();
+  source->set_path("/etc/passwd");
+  source->set_num_elements(1);
+  EXPECT_THAT(shard.RestoreShard(restore, deadline),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("outside the checkpoint root")));
 }
 
 }  // namespace

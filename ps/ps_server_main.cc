@@ -14,6 +14,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "common/confined_path.h"
 #include "common/host_port.h"
 #include "common/logging.h"
 #include "common/metrics/metrics_registry.h"
@@ -52,6 +53,11 @@ ABSL_FLAG(std::string, logdir, "",
           "Root of the server's event file (system metrics), "
           "<logdir>/<job name>/ps-<index>/; default: the job config's "
           "logging.log_dir, which the chief sends");
+ABSL_FLAG(std::string, checkpoint_root, "",
+          "Absolute directory under which this server saves and restores "
+          "checkpoint files (created if missing); paths outside it, with "
+          "\"..\" or through symlinks that leave it are refused. Empty: "
+          "any path the chief names (a warning says so)");
 ABSL_FLAG(int32_t, shutdown_grace_ms, 5000,
           "How long in-flight RPCs may finish after shutdown is requested");
 
@@ -100,6 +106,21 @@ int Run() {
   options.grace = absl::Milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms));
   options.shared_memory.enabled = absl::GetFlag(FLAGS_shared_memory);
   options.security = *security;
+  if (const std::string root = absl::GetFlag(FLAGS_checkpoint_root);
+      !root.empty()) {
+    absl::StatusOr<PathConfinement> confinement =
+        PathConfinement::Create(root, "--checkpoint_root");
+    if (!confinement.ok()) {
+      LOG(ERROR) << "--checkpoint_root: " << confinement.status().message();
+      return 1;
+    }
+    options.checkpoint_root = *std::move(confinement);
+  } else {
+    LOG(WARNING) << "checkpoint paths are not confined: a peer may make "
+                    "this server write or read any file it can reach; "
+                    "start it with --checkpoint_root=<the job's checkpoint "
+                    "directory>";
+  }
   absl::StatusOr<std::unique_ptr<GrpcParameterServer>> server =
       GrpcParameterServer::Start(options);
   if (!server.ok()) {

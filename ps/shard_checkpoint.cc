@@ -156,10 +156,10 @@ absl::Status WriteShard(const std::vector<Variable*>& variables,
 
 }  // namespace
 
-absl::StatusOr<SaveShardResponse> SaveShard(ParameterServerCore& core,
-                                            const SaveShardRequest& request,
-                                            absl::Time deadline,
-                                            std::function<bool()> cancelled) {
+absl::StatusOr<SaveShardResponse> SaveShard(
+    ParameterServerCore& core, const SaveShardRequest& request,
+    absl::Time deadline, std::function<bool()> cancelled,
+    const PathConfinement* confinement) {
   if (request.protocol_version() != kProtocolVersion) {
     return absl::FailedPreconditionError(absl::StrCat(
         "SaveShard with protocol version ", request.protocol_version(),
@@ -168,6 +168,10 @@ absl::StatusOr<SaveShardResponse> SaveShard(ParameterServerCore& core,
   if (request.path().empty() || request.path()[0] != '/') {
     return absl::InvalidArgumentError(absl::StrCat(
         "SaveShard path \"", request.path(), "\" is not an absolute path"));
+  }
+  std::string path = request.path();
+  if (confinement != nullptr) {
+    ASSIGN_OR_RETURN(path, confinement->Check(path, /*exists=*/false));
   }
   ASSIGN_OR_RETURN(std::vector<Variable*> variables, core.ListVariables());
   if (request.sync_step() > 0) {
@@ -178,7 +182,7 @@ absl::StatusOr<SaveShardResponse> SaveShard(ParameterServerCore& core,
     RETURN_IF_ERROR(
         WaitForStep(variables, request.sync_step(), deadline, cancelled));
   }
-  absl::StatusOr<WritableFile> file = WritableFile::CreateNew(request.path());
+  absl::StatusOr<WritableFile> file = WritableFile::CreateNew(path);
   if (!file.ok()) {
     return absl::Status(file.status().code(),
                         absl::StrCat("cannot save this parameter server's "
@@ -192,7 +196,7 @@ absl::StatusOr<SaveShardResponse> SaveShard(ParameterServerCore& core,
       WriteShard(variables, request.sync_step(), *file, response);
   if (!written.ok()) {
     (void)file->Close();
-    unlink(request.path().c_str());
+    unlink(path.c_str());
     return written;
   }
   return response;
@@ -422,11 +426,22 @@ absl::Status CheckCoverage(const RestoreTarget& target, int64_t n) {
 }  // namespace
 
 absl::StatusOr<RestoreShardResponse> RestoreShard(
-    ParameterServerCore& core, const RestoreShardRequest& request) {
+    ParameterServerCore& core, const RestoreShardRequest& request,
+    const PathConfinement* confinement) {
   if (request.protocol_version() != kProtocolVersion) {
     return absl::FailedPreconditionError(absl::StrCat(
         "RestoreShard with protocol version ", request.protocol_version(),
         "; this server speaks ", kProtocolVersion));
+  }
+  if (confinement != nullptr) {
+    // Every file, before any is opened (also for COMMIT: a request is
+    // never trusted for having passed an earlier phase).
+    for (const RestoreTarget& target : request.targets()) {
+      for (const RestoreSource& source : target.sources()) {
+        RETURN_IF_ERROR(
+            confinement->Check(source.path(), /*exists=*/true).status());
+      }
+    }
   }
   ASSIGN_OR_RETURN(std::vector<Variable*> variables, core.ListVariables());
   std::map<std::string, Variable*, std::less<>> by_name;

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/confined_path.h"
 #include "proto/ps.pb.h"
 #include "ps/ps_core.h"
 
@@ -22,16 +23,22 @@ namespace psflow {
 // holds updates there (ParameterServerCore::Hold). The file is removed on
 // any error.
 // `cancelled` is polled while waiting (Cancelled when it returns true).
+//
+// With `confinement` (the server's --checkpoint_root), every path a request
+// names must lie under its root (PermissionDenied otherwise, before any
+// file is touched); without it any absolute path is used.
 absl::StatusOr<SaveShardResponse> SaveShard(
     ParameterServerCore& core, const SaveShardRequest& request,
-    absl::Time deadline, std::function<bool()> cancelled = nullptr);
+    absl::Time deadline, std::function<bool()> cancelled = nullptr,
+    const PathConfinement* confinement = nullptr);
 
 // Reads and checks every source, then overwrites the variables and sets
 // their versions (or, by request.phase(), only prepares, commits or aborts:
 // see RestoreShardRequest). Nothing changes unless every source is intact:
 // DataLoss names the damaged file, tensor and offset.
 absl::StatusOr<RestoreShardResponse> RestoreShard(
-    ParameterServerCore& core, const RestoreShardRequest& request);
+    ParameterServerCore& core, const RestoreShardRequest& request,
+    const PathConfinement* confinement = nullptr);
 
 }  // namespace psflow
 

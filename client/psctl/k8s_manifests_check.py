@@ -128,6 +128,9 @@ def check_rendered(psctl, path, name, namespace, num_ps, num_workers,
                    "%s runs %s" % (role, exec_part))
             expect("--logdir=/data/logs" in exec_part,
                    "%s writes its event file on the claim" % role)
+            if role == "ps":
+                expect("--checkpoint_root=/data/checkpoints" in exec_part,
+                       "ps checkpoint paths confined to the claim")
             if role == "chief":
                 expect("--checkpoint_dir=/data/checkpoints" in exec_part,
                        "checkpoints on the claim")
@@ -167,6 +170,9 @@ def check_tfjob(psctl, path):
                "%s: scrape annotations %r" % (kind, annotations))
         expect("--logdir=/data/logs" in container["command"],
                "%s writes its event file on the claim" % kind)
+        if kind == "PS":
+            expect("--checkpoint_root=/data/checkpoints" in
+                   container["command"], "PS checkpoint paths confined")
         cluster[kind.lower()] = ["%s-%s-%d.default.svc:2222" %
                                  (name, kind.lower(), i)
                                  for i in range(spec["replicas"])]

@@ -124,7 +124,8 @@ absl::StatusOr<std::string> RenderK8sManifests(
                     : "--device=auto"};
         break;
       case TaskType::kPs:
-        args = {"--logdir=/data/logs"};  // its system metrics
+        args = {"--logdir=/data/logs",  // its system metrics
+                "--checkpoint_root=/data/checkpoints"};
         break;
     }
     std::string command = absl::StrCat(

@@ -201,7 +201,8 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
     switch (task.id.type) {
       case TaskType::kPs:
         task.binary = "ps/ps_server";
-        task.args = {bind, logdir};
+        task.args = {bind, logdir,
+                     "--checkpoint_root=" + AbsolutePath(checkpoint_dir)};
         if (!options.shared_memory)
           task.args.push_back("--shared_memory=false");
         break;
