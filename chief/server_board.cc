@@ -32,16 +32,18 @@ void ServerBoard::RecordProbe(int index, const absl::Status& status,
 void ServerBoard::RecordStats(
     const std::vector<absl::StatusOr<StatsResponse>>& stats, absl::Time now) {
   MutexLock lock(&mu_);
-  for (size_t i = 0; i < stats.size(); ++i) {
-    auto it = servers_.find(static_cast<int>(i));
-    if (it == servers_.end()) continue;
-    Server& s = it->second;
-    s.last_error = stats[i].status();
-    if (!stats[i].ok()) continue;
+  // The client's servers are the TF_CONFIG's in index order, as here (a
+  // sparse "ps" job has gaps in its indexes, not in this order).
+  size_t i = 0;
+  for (auto& [index, s] : servers_) {
+    if (i >= stats.size()) break;
+    const absl::StatusOr<StatsResponse>& answer = stats[i++];
+    s.last_error = answer.status();
+    if (!answer.ok()) continue;
     s.last_answer = now;
     s.previous_stats = std::move(s.stats);
     s.previous_stats_time = s.stats_time;
-    s.stats = *stats[i];
+    s.stats = *answer;
     s.stats_time = now;
   }
 }

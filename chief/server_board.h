@@ -29,7 +29,8 @@ class ServerBoard {
 
   // A health probe's outcome (start-up).
   void RecordProbe(int index, const absl::Status& status, absl::Time now);
-  // One Stats round, in server order (the chief's server check).
+  // One Stats round, in server order: the TF_CONFIG's "ps" tasks by
+  // ascending index (the chief's server check).
   void RecordStats(const std::vector<absl::StatusOr<StatsResponse>>& stats,
                    absl::Time now);
   // The chief told every server to stop.

@@ -75,5 +75,19 @@ TEST(ServerBoardTest, ShutdownFinishesEveryServer) {
   }
 }
 
+// TF_CONFIG's sparse form: servers 0 and 2. The second answer is ps-2's.
+TEST(ServerBoardTest, ASparsePsJobMapsAnswersToTheRightServers) {
+  ServerBoard board({{0, "h0:1"}, {2, "h2:1"}});
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  board.RecordStats({Stats(0, 0, 0), absl::UnavailableError("gone")}, t0);
+  const std::vector<TaskView> views = board.Views(t0);
+  ASSERT_EQ(views.size(), 2);
+  EXPECT_EQ(views[0].task(), "ps-0");
+  EXPECT_EQ(views[0].state(), TaskView::SERVING);
+  EXPECT_EQ(views[1].task(), "ps-2");
+  EXPECT_EQ(views[1].state(), TaskView::MISSING);
+  EXPECT_THAT(views[1].detail(), HasSubstr("gone"));
+}
+
 }  // namespace
 }  // namespace psflow
