@@ -121,6 +121,17 @@ absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> SharedMemoryRegion::Open(
   }
   struct stat info;
   struct statfs filesystem;
+  if (fstat(pinned, &info) == 0 && info.st_uid != geteuid()) {
+    // Only between processes of one user: a server running as root must
+    // not map (and write into) another user's memory.
+    const uid_t owner = info.st_uid;
+    close(pinned);
+    return absl::PermissionDeniedError(
+        absl::StrCat(path, " belongs to uid ", owner,
+                     ", not to this server's uid ", geteuid(),
+                     ": shared memory is used only between processes of the "
+                     "same user"));
+  }
   const bool shmem_file = fstat(pinned, &info) == 0 && S_ISREG(info.st_mode) &&
                           fstatfs(pinned, &filesystem) == 0 &&
                           filesystem.f_type == TMPFS_MAGIC;

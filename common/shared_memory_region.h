@@ -48,7 +48,9 @@ class SharedMemoryRegion {
 
   // Maps the region another process on this host created, after checking
   // that /proc/<pid>/fd/<fd> is that region (name, seals, size, token).
-  // FailedPrecondition, naming the reason, when it is not reachable.
+  // FailedPrecondition, naming the reason, when it is not reachable;
+  // PermissionDenied when another user owns it (also for a server that
+  // runs as root).
   static absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> Open(
       pid_t pid, int fd, int64_t total_bytes, const std::string& token);
 

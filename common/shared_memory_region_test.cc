@@ -2,11 +2,14 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -110,6 +113,51 @@ TEST(SharedMemoryRegionTest, OpenRejectsMalformedReferences) {
   EXPECT_THAT(
       SharedMemoryRegion::Open(getpid(), a->fd(), a->total_bytes(), "short"),
       StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+// A region another user's process made is refused, even by a root server
+// that could read it. Needs root to make a process of another user.
+TEST(SharedMemoryRegionTest, OpenRefusesAnotherUsersRegion) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a child as nobody";
+  int ready[2], done[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(done), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // As nobody: make a region, tell the parent where it is, wait until
+    // the parent closes its end of `done`.
+    close(ready[0]);
+    close(done[1]);
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
+    absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> region =
+        SharedMemoryRegion::Create(kData);
+    if (!region.ok()) _exit(3);
+    const std::string message =
+        absl::StrCat((*region)->fd(), " ", (*region)->total_bytes(), " ",
+                     (*region)->token());
+    (void)!write(ready[1], message.data(), message.size());
+    close(ready[1]);
+    char byte;
+    (void)!read(done[0], &byte, 1);
+    _exit(0);
+  }
+  close(ready[1]);
+  close(done[0]);
+  char buffer[256] = {};
+  const ssize_t n = read(ready[0], buffer, sizeof(buffer) - 1);
+  ASSERT_GT(n, 0);
+  int fd = -1;
+  long long total = 0;
+  char token[64] = {};
+  ASSERT_EQ(sscanf(buffer, "%d %lld %63s", &fd, &total, token), 3);
+  EXPECT_THAT(SharedMemoryRegion::Open(child, fd, total, token),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("belongs to uid 65534")));
+  close(done[1]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 }  // namespace
