@@ -202,7 +202,7 @@ std::vector<std::string> JobCoordinator::UninformedLocked() const {
   std::vector<std::string> names;
   for (size_t i = 0; i < workers_.size(); ++i) {
     const Worker& w = workers_[i];
-    if (w.registered && !w.lost && !w.last.finished() && !w.heard_outcome) {
+    if (AwaitsOutcome(w)) {
       names.push_back(WorkerNameLocked(static_cast<int>(i)));
     }
   }
@@ -463,7 +463,7 @@ JobDescription JobCoordinator::Describe() const {
     } else {
       v.set_state(TaskView::TRAINING);
     }
-    if (ended && !w.heard_outcome && !w.lost && !w.last.finished()) {
+    if (ended && AwaitsOutcome(w)) {
       v.set_detail("has not yet heard that the job ended");
     }
   }

@@ -159,6 +159,10 @@ class JobCoordinator {
   // Tasks that must still hear the outcome.
   std::vector<std::string> UninformedLocked() const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Whether a worker still runs and has not heard the outcome.
+  static bool AwaitsOutcome(const Worker& w) {
+    return w.registered && !w.lost && !w.last.finished() && !w.heard_outcome;
+  }
 
   StatusResponse StatusLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   bool TrainingOverLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);

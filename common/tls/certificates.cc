@@ -56,25 +56,24 @@ bool IsIpAddress(const std::string& host) {
          inet_pton(AF_INET6, host.c_str(), buffer) == 1;
 }
 
-absl::StatusOr<std::string> ToPem(X509* cert) {
-  Bio bio(BIO_new(BIO_s_mem()));
-  if (!bio || PEM_write_bio_X509(bio.get(), cert) != 1) {
-    return Failed("cannot encode the certificate");
-  }
+std::string BioContents(BIO* bio) {
   char* data = nullptr;
-  const long size = BIO_get_mem_data(bio.get(), &data);
+  const long size = BIO_get_mem_data(bio, &data);
   return std::string(data, size);
 }
 
-absl::StatusOr<std::string> ToPem(EVP_PKEY* key) {
-  Bio bio(BIO_new(BIO_s_mem()));
-  if (!bio || PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0,
-                                       nullptr, nullptr) != 1) {
+// The certificate and its key, PEM (the key as PKCS#8).
+absl::StatusOr<PemPair> ToPemPair(X509* cert, EVP_PKEY* key) {
+  Bio cert_bio(BIO_new(BIO_s_mem()));
+  if (!cert_bio || PEM_write_bio_X509(cert_bio.get(), cert) != 1) {
+    return Failed("cannot encode the certificate");
+  }
+  Bio key_bio(BIO_new(BIO_s_mem()));
+  if (!key_bio || PEM_write_bio_PrivateKey(key_bio.get(), key, nullptr, nullptr,
+                                           0, nullptr, nullptr) != 1) {
     return Failed("cannot encode the private key");
   }
-  char* data = nullptr;
-  const long size = BIO_get_mem_data(bio.get(), &data);
-  return std::string(data, size);
+  return PemPair{BioContents(cert_bio.get()), BioContents(key_bio.get())};
 }
 
 absl::StatusOr<Cert> ReadCertificate(const std::string& pem) {
@@ -174,14 +173,7 @@ absl::StatusOr<PemPair> MakeCertificateAuthority(const std::string& job,
   if (X509_sign(x, key.get(), EVP_sha256()) == 0) {
     return Failed("cannot sign the CA certificate");
   }
-  PemPair pair;
-  absl::StatusOr<std::string> cert_pem = ToPem(x);
-  if (!cert_pem.ok()) return cert_pem.status();
-  absl::StatusOr<std::string> key_pem = ToPem(key.get());
-  if (!key_pem.ok()) return key_pem.status();
-  pair.certificate = *std::move(cert_pem);
-  pair.private_key = *std::move(key_pem);
-  return pair;
+  return ToPemPair(x, key.get());
 }
 
 absl::StatusOr<PemPair> MakeCertificate(const PemPair& ca,
@@ -226,14 +218,7 @@ absl::StatusOr<PemPair> MakeCertificate(const PemPair& ca,
   if (X509_sign(x, ca_key->get(), EVP_sha256()) == 0) {
     return Failed("cannot sign the certificate");
   }
-  PemPair pair;
-  absl::StatusOr<std::string> cert_pem = ToPem(x);
-  if (!cert_pem.ok()) return cert_pem.status();
-  absl::StatusOr<std::string> key_pem = ToPem(key.get());
-  if (!key_pem.ok()) return key_pem.status();
-  pair.certificate = *std::move(cert_pem);
-  pair.private_key = *std::move(key_pem);
-  return pair;
+  return ToPemPair(x, key.get());
 }
 
 absl::StatusOr<CertificateInfo> DescribeCertificate(const std::string& pem) {
