@@ -1,18 +1,43 @@
 #include "chief/coordinator_service.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/rpc/call_authorizer.h"
 #include "common/rpc/grpc_status.h"
+#include "common/rpc/rpc_role.h"
 #include "common/status_macros.h"
 
 namespace psflow {
 
+namespace {
+
+// Who may call what (docs/operations.md, "Security"). The chief's own
+// process calls as the chief (worker 0 without a chief job trains too).
+const RoleSet kTrainers{RpcRole::kChief, RpcRole::kWorker};
+const RoleSet kTasks{RpcRole::kChief, RpcRole::kWorker, RpcRole::kEvaluator};
+const RoleSet kAnyCaller{RpcRole::kChief, RpcRole::kWorker, RpcRole::kEvaluator,
+                         RpcRole::kAdmin};
+
+}  // namespace
+
 class CoordinatorServer::Service final : public Coordinator::CallbackService {
  public:
-  explicit Service(JobCoordinator* coordinator) : coordinator_(coordinator) {}
+  Service(JobCoordinator* coordinator, const TransportSecurity& security)
+      : coordinator_(coordinator), authorizer_(security) {}
 
   grpc::ServerUnaryReactor* RegisterTask(
       grpc::CallbackServerContext* context, const RegisterTaskRequest* request,
       RegisterTaskResponse* response) override {
+    absl::StatusOr<std::optional<RpcRole>> caller =
+        authorizer_.Authorize(*context, kTasks, "RegisterTask");
+    if (!caller.ok()) return Done(context, caller.status());
+    // A worker registers as a worker and an evaluator as the evaluator.
+    if (caller->has_value() && **caller != RpcRole::kChief &&
+        request->task_type() != RpcRoleName(**caller)) {
+      return Done(context, absl::PermissionDeniedError(
+                               absl::StrCat("a ", RpcRoleName(**caller),
+                                            " cannot register as task type \"",
+                                            request->task_type(), "\"")));
+    }
     absl::StatusOr<JobSpec> spec = coordinator_->Register(*request);
     if (spec.ok()) *response->mutable_spec() = *std::move(spec);
     return Done(context, spec.status());
@@ -21,6 +46,10 @@ class CoordinatorServer::Service final : public Coordinator::CallbackService {
   grpc::ServerUnaryReactor* ReportProgress(grpc::CallbackServerContext* context,
                                            const ProgressReport* report,
                                            StatusResponse* response) override {
+    if (absl::Status allowed = Allow(*context, kTrainers, "ReportProgress");
+        !allowed.ok()) {
+      return Done(context, allowed);
+    }
     *response = coordinator_->Progress(*report);
     return Done(context, absl::OkStatus());
   }
@@ -28,6 +57,10 @@ class CoordinatorServer::Service final : public Coordinator::CallbackService {
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context,
                                       const StatusRequest* request,
                                       StatusResponse* response) override {
+    if (absl::Status allowed = Allow(*context, kAnyCaller, "GetStatus");
+        !allowed.ok()) {
+      return Done(context, allowed);
+    }
     *response = coordinator_->Status(*request);
     return Done(context, absl::OkStatus());
   }
@@ -35,6 +68,10 @@ class CoordinatorServer::Service final : public Coordinator::CallbackService {
   grpc::ServerUnaryReactor* DescribeJob(grpc::CallbackServerContext* context,
                                         const DescribeJobRequest*,
                                         JobDescription* response) override {
+    if (absl::Status allowed = Allow(*context, kAnyCaller, "DescribeJob");
+        !allowed.ok()) {
+      return Done(context, allowed);
+    }
     *response = coordinator_->Describe();
     return Done(context, absl::OkStatus());
   }
@@ -42,6 +79,11 @@ class CoordinatorServer::Service final : public Coordinator::CallbackService {
   grpc::ServerUnaryReactor* ReportEvaluation(
       grpc::CallbackServerContext* context, const EvaluationReport* report,
       EvaluationAck*) override {
+    if (absl::Status allowed =
+            Allow(*context, RoleSet{RpcRole::kEvaluator}, "ReportEvaluation");
+        !allowed.ok()) {
+      return Done(context, allowed);
+    }
     coordinator_->Evaluation(*report);
     return Done(context, absl::OkStatus());
   }
@@ -51,6 +93,12 @@ class CoordinatorServer::Service final : public Coordinator::CallbackService {
       grpc::CallbackServerContext* context,
       const RestoreCheckpointRequest* request,
       RestoreCheckpointResponse* response) override {
+    // An operator's request (psctl ckpt restore).
+    if (absl::Status allowed =
+            Allow(*context, RoleSet{RpcRole::kAdmin}, "RestoreCheckpoint");
+        !allowed.ok()) {
+      return Done(context, allowed);
+    }
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     // The chief's main loop runs it (it owns the parameter server client)
     // and answers through `done`.
@@ -69,14 +117,20 @@ class CoordinatorServer::Service final : public Coordinator::CallbackService {
     return reactor;
   }
 
+  absl::Status Allow(const grpc::ServerContextBase& context,
+                     const RoleSet& roles, absl::string_view method) const {
+    return authorizer_.Authorize(context, roles, method).status();
+  }
+
   JobCoordinator* const coordinator_;
+  const CallAuthorizer authorizer_;
 };
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     const std::string& listen_address, const TransportSecurity& security,
     JobCoordinator* coordinator) {
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer);
-  server->service_ = std::make_unique<Service>(coordinator);
+  server->service_ = std::make_unique<Service>(coordinator, security);
   ServerOptions options;
   options.listen_address = listen_address;
   options.what = "coordinator";

@@ -126,6 +126,31 @@ absl::Status RandomAccessFile::Read(int64_t offset, int64_t n,
   return absl::OkStatus();
 }
 
+absl::Status WriteFileWithMode(const std::string& path, absl::string_view data,
+                               unsigned mode) {
+  const int fd =
+      open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
+  }
+  bool ok = fchmod(fd, mode) == 0;
+  size_t written = 0;
+  while (ok && written < data.size()) {
+    const ssize_t n = write(fd, data.data() + written, data.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) written += static_cast<size_t>(n);
+  }
+  const int saved = errno;
+  close(fd);
+  if (!ok) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot write ", path, ": ", std::strerror(saved)));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status WriteFileAtomically(const std::string& path,
                                  absl::string_view data) {
   std::random_device random;

@@ -100,6 +100,11 @@ class RandomAccessFile {
 absl::Status WriteFileAtomically(const std::string& path,
                                  absl::string_view data);
 
+// Writes `data` to `path` with permission bits `mode`, also when the file
+// existed with wider ones (secrets: keys and tokens at 0600).
+absl::Status WriteFileWithMode(const std::string& path, absl::string_view data,
+                               unsigned mode);
+
 // The whole file. NotFound when it does not exist.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 

@@ -10,6 +10,7 @@
 #include "common/logging.h"
 #include "common/metrics/process_metrics.h"
 #include "common/rpc/bulk_frame.h"
+#include "common/rpc/call_authorizer.h"
 #include "common/rpc/grpc_status.h"
 #include "common/rpc/grpc_tuning.h"
 #include "common/status_macros.h"
@@ -22,6 +23,28 @@
 
 namespace psflow {
 
+// ---- Who may call what (docs/operations.md, "Security") ------------------
+
+namespace {
+
+// The chief (which may also train: worker 0 without a chief job).
+const RoleSet kChiefOnly{RpcRole::kChief};
+// Pushers: whoever trains.
+const RoleSet kTrainers{RpcRole::kChief, RpcRole::kWorker};
+// Pullers: trainers and the evaluator.
+const RoleSet kReaders{RpcRole::kChief, RpcRole::kWorker, RpcRole::kEvaluator};
+// Read-only questions: every role of the job.
+const RoleSet kAnyCaller{RpcRole::kChief, RpcRole::kWorker, RpcRole::kEvaluator,
+                         RpcRole::kAdmin};
+
+}  // namespace
+
+absl::Status GrpcParameterServer::Allow(const grpc::ServerContextBase& context,
+                                        const RoleSet& roles,
+                                        absl::string_view method) const {
+  return authorizer_->Authorize(context, roles, method).status();
+}
+
 // ---- Control RPCs ----------------------------------------------------------
 
 class GrpcParameterServer::ControlService final
@@ -32,6 +55,18 @@ class GrpcParameterServer::ControlService final
   grpc::ServerUnaryReactor* Configure(grpc::CallbackServerContext* context,
                                       const ConfigureRequest* request,
                                       ConfigureResponse* response) override {
+    absl::StatusOr<std::optional<RpcRole>> caller =
+        server_->authorizer().Authorize(*context, kAnyCaller, "Configure");
+    if (!caller.ok()) return Done(context, caller.status());
+    // Only the chief configures; anyone else may check that its settings
+    // are the server's (a worker's handshake), not set them.
+    if (caller->has_value() && **caller != RpcRole::kChief &&
+        !server_->core().configuration().has_value()) {
+      return Done(context,
+                  absl::FailedPreconditionError(
+                      "this parameter server is not configured yet, and only "
+                      "the chief configures it; start the chief first"));
+    }
     absl::StatusOr<ConfigureResponse> result =
         server_->core().Configure(*request);
     if (result.ok()) {
@@ -57,6 +92,11 @@ class GrpcParameterServer::ControlService final
       grpc::CallbackServerContext* context,
       const CreateVariablesRequest* request,
       CreateVariablesResponse* response) override {
+    if (absl::Status allowed =
+            server_->Allow(*context, kChiefOnly, "CreateVariables");
+        !allowed.ok()) {
+      return Done(context, allowed);
+    }
     absl::Status status = server_->core().CreateVariables(*request);
     if (status.ok()) {
       StatsResponse stats = server_->core().Stats();
@@ -69,6 +109,10 @@ class GrpcParameterServer::ControlService final
   grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* context,
                                   const StatsRequest* request,
                                   StatsResponse* response) override {
+    if (absl::Status allowed = server_->Allow(*context, kAnyCaller, "Stats");
+        !allowed.ok()) {
+      return Done(context, allowed);
+    }
     *response = server_->Stats();
     return Done(context, absl::OkStatus());
   }
@@ -77,6 +121,11 @@ class GrpcParameterServer::ControlService final
       grpc::CallbackServerContext* context,
       const AttachSharedMemoryRequest* request,
       AttachSharedMemoryResponse* response) override {
+    if (absl::Status allowed =
+            server_->Allow(*context, kReaders, "AttachSharedMemory");
+        !allowed.ok()) {
+      return Done(context, allowed);
+    }
     absl::StatusOr<uint64_t> session =
         server_->shared_memory_->Attach(*request);
     if (session.ok()) {
@@ -98,6 +147,11 @@ class GrpcParameterServer::ControlService final
       grpc::CallbackServerContext* context,
       const DetachSharedMemoryRequest* request,
       DetachSharedMemoryResponse* response) override {
+    if (absl::Status allowed =
+            server_->Allow(*context, kReaders, "DetachSharedMemory");
+        !allowed.ok()) {
+      return Done(context, allowed);
+    }
     server_->shared_memory_->Detach(request->session());
     return Done(context, absl::OkStatus());
   }
@@ -106,12 +160,21 @@ class GrpcParameterServer::ControlService final
       grpc::CallbackServerContext* context,
       const ExcludeWorkersRequest* request,
       ExcludeWorkersResponse* response) override {
+    if (absl::Status allowed =
+            server_->Allow(*context, kChiefOnly, "ExcludeWorkers");
+        !allowed.ok()) {
+      return Done(context, allowed);
+    }
     return Done(context, server_->core().ExcludeWorkers(*request));
   }
 
   grpc::ServerUnaryReactor* Hold(grpc::CallbackServerContext* context,
                                  const HoldRequest* request,
                                  HoldResponse* response) override {
+    if (absl::Status allowed = server_->Allow(*context, kChiefOnly, "Hold");
+        !allowed.ok()) {
+      return Done(context, allowed);
+    }
     absl::StatusOr<HoldResponse> result = server_->core().Hold(*request);
     if (result.ok()) *response = *result;
     return Done(context, result.status());
@@ -120,6 +183,11 @@ class GrpcParameterServer::ControlService final
   grpc::ServerUnaryReactor* SaveShard(grpc::CallbackServerContext* context,
                                       const SaveShardRequest* request,
                                       SaveShardResponse* response) override {
+    if (absl::Status allowed =
+            server_->Allow(*context, kChiefOnly, "SaveShard");
+        !allowed.ok()) {
+      return Done(context, allowed);
+    }
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     const absl::Time deadline = absl::FromChrono(context->deadline());
     GrpcParameterServer* server = server_;
@@ -147,6 +215,11 @@ class GrpcParameterServer::ControlService final
   grpc::ServerUnaryReactor* RestoreShard(
       grpc::CallbackServerContext* context, const RestoreShardRequest* request,
       RestoreShardResponse* response) override {
+    if (absl::Status allowed =
+            server_->Allow(*context, kChiefOnly, "RestoreShard");
+        !allowed.ok()) {
+      return Done(context, allowed);
+    }
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     GrpcParameterServer* server = server_;
     server_->RunInBackground([server, reactor, request, response] {
@@ -182,6 +255,10 @@ class GrpcParameterServer::ControlService final
   grpc::ServerUnaryReactor* Shutdown(grpc::CallbackServerContext* context,
                                      const ShutdownRequest* request,
                                      ShutdownResponse* response) override {
+    if (absl::Status allowed = server_->Allow(*context, kChiefOnly, "Shutdown");
+        !allowed.ok()) {
+      return Done(context, allowed);
+    }
     server_->RequestShutdown(request->reason().empty()
                                  ? std::string("Shutdown RPC")
                                  : request->reason());
@@ -209,8 +286,12 @@ namespace {
 class BulkReactor final : public grpc::ServerGenericBidiReactor {
  public:
   BulkReactor(grpc::GenericCallbackServerContext* context, PsService* service,
-              SharedMemorySessions* shared_memory)
-      : context_(context), service_(service), shared_memory_(shared_memory) {
+              SharedMemorySessions* shared_memory,
+              const CallAuthorizer* authorizer)
+      : context_(context),
+        service_(service),
+        shared_memory_(shared_memory),
+        authorizer_(authorizer) {
     StartRead(&request_);
   }
 
@@ -221,6 +302,15 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     }
     request_bytes_ = request_.Length();
     const std::string& method = context_->method();
+    const RoleSet& allowed = method == kBulkPushBatchMethod ? kTrainers
+                             : method == kBulkAssignMethod  ? kChiefOnly
+                                                            : kReaders;
+    if (absl::Status authorized =
+            authorizer_->Authorize(*context_, allowed, method).status();
+        !authorized.ok()) {
+      Reply(authorized);
+      return;
+    }
     if (method == kBulkPullBatchMethod) {
       HandlePull();  // Replies now or once the step is applied.
     } else if (method == kBulkPushBatchMethod) {
@@ -415,6 +505,7 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   grpc::GenericCallbackServerContext* const context_;
   PsService* const service_;
   SharedMemorySessions* const shared_memory_;
+  const CallAuthorizer* const authorizer_;
   grpc::ByteBuffer request_;
   grpc::ByteBuffer response_;
   int64_t request_bytes_ = 0;
@@ -435,17 +526,21 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
 class GrpcParameterServer::BulkService final
     : public grpc::CallbackGenericService {
  public:
-  BulkService(PsService* service, SharedMemorySessions* shared_memory)
-      : service_(service), shared_memory_(shared_memory) {}
+  BulkService(PsService* service, SharedMemorySessions* shared_memory,
+              const CallAuthorizer* authorizer)
+      : service_(service),
+        shared_memory_(shared_memory),
+        authorizer_(authorizer) {}
 
   grpc::ServerGenericBidiReactor* CreateReactor(
       grpc::GenericCallbackServerContext* context) override {
-    return new BulkReactor(context, service_, shared_memory_);
+    return new BulkReactor(context, service_, shared_memory_, authorizer_);
   }
 
  private:
   PsService* const service_;
   SharedMemorySessions* const shared_memory_;
+  const CallAuthorizer* const authorizer_;
 };
 
 // ---- Lifecycle -------------------------------------------------------------
@@ -464,8 +559,10 @@ absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
   server->control_ = std::make_unique<ControlService>(server.get());
   server->service_ =
       std::make_unique<PsService>(server->core_.get(), server->pool_.get());
+  server->authorizer_ = std::make_unique<CallAuthorizer>(options.security);
   server->bulk_ = std::make_unique<BulkService>(server->service_.get(),
-                                                server->shared_memory_.get());
+                                                server->shared_memory_.get(),
+                                                server->authorizer_.get());
 
   ServerOptions server_options;
   server_options.listen_address = options.listen_address;

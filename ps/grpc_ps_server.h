@@ -32,6 +32,8 @@
 #include "common/buffer_pool.h"
 #include "common/confined_path.h"
 #include "common/mutex.h"
+#include "common/rpc/call_authorizer.h"
+#include "common/rpc/rpc_role.h"
 #include "common/rpc/server_runner.h"
 #include "common/rpc/transport_security.h"
 #include "ps/ps_core.h"
@@ -76,6 +78,12 @@ class GrpcParameterServer {
   SharedMemorySessions& shared_memory() { return *shared_memory_; }
   // The core's counters plus the transport's (shared memory).
   StatsResponse Stats() const;
+  // Who may call what: the caller's job token and certificate.
+  const CallAuthorizer& authorizer() const { return *authorizer_; }
+  // OK when the caller of `context` has one of `roles`; otherwise
+  // UNAUTHENTICATED or PERMISSION_DENIED naming `method`.
+  absl::Status Allow(const grpc::ServerContextBase& context,
+                     const RoleSet& roles, absl::string_view method) const;
 
   // Starts draining; `reason` is logged. Safe to call more than once and
   // from any thread (not from a signal handler).
@@ -105,6 +113,7 @@ class GrpcParameterServer {
   std::unique_ptr<SharedMemorySessions> shared_memory_;
   std::optional<PathConfinement> checkpoint_root_;
   std::unique_ptr<PsService> service_;
+  std::unique_ptr<CallAuthorizer> authorizer_;
   std::unique_ptr<ControlService> control_;
   std::unique_ptr<BulkService> bulk_;
   std::unique_ptr<ServerRunner> server_;

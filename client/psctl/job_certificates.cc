@@ -1,48 +1,11 @@
 #include "client/psctl/job_certificates.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "common/host_port.h"
 
 namespace psflow {
-namespace {
-
-// Writes `data` to `path` with `mode` (also when the file existed with a
-// wider one).
-absl::Status WriteWithMode(const std::string& path, const std::string& data,
-                           mode_t mode) {
-  const int fd =
-      open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
-  }
-  bool ok = fchmod(fd, mode) == 0;
-  size_t written = 0;
-  while (ok && written < data.size()) {
-    const ssize_t n = write(fd, data.data() + written, data.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) written += static_cast<size_t>(n);
-  }
-  const int saved = errno;
-  close(fd);
-  if (!ok) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot write ", path, ": ", std::strerror(saved)));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::StatusOr<JobCertificates> MakeJobCertificates(const ClusterSpec& cluster,
                                                     const std::string& job,
@@ -91,7 +54,7 @@ absl::Status WriteJobCertificates(const JobCertificates& certificates,
   if (absl::Status made = MakeDirectories(dir); !made.ok()) return made;
   auto write = [&](const std::string& name, const std::string& data,
                    mode_t mode) {
-    return WriteWithMode(absl::StrCat(dir, "/", name), data, mode);
+    return WriteFileWithMode(absl::StrCat(dir, "/", name), data, mode);
   };
   absl::Status status = write("ca.crt", certificates.ca.certificate, 0644);
   status.Update(write("ca.key", certificates.ca.private_key, 0600));

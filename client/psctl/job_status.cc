@@ -86,6 +86,15 @@ bool IsWorker(const TaskView& v) { return v.task().rfind("worker-", 0) == 0; }
 bool IsServer(const TaskView& v) { return v.task().rfind("ps-", 0) == 0; }
 
 // What a probe adds to a task the chief has not heard from.
+// Why there is no description: refused (credentials) or no answer.
+std::string ChiefProblem(const absl::Status& status) {
+  const bool refused = status.code() == absl::StatusCode::kUnauthenticated ||
+                       status.code() == absl::StatusCode::kPermissionDenied;
+  return absl::StrCat(
+      refused ? "the chief refused psctl: " : "the chief does not answer: ",
+      status.message());
+}
+
 std::string ProbeNote(const JobLook& look, const std::string& task) {
   auto it = look.probes.find(task);
   if (it == look.probes.end()) return "";
@@ -167,7 +176,7 @@ Health JudgeHealth(const JobLook& look) {
     health.problems.push_back(std::move(what));
   };
   if (!look.description.has_value()) {
-    problem(absl::StrCat("the chief does not answer: ", look.chief.message(),
+    problem(absl::StrCat(ChiefProblem(look.chief),
                          look.last_seen.empty()
                              ? ""
                              : absl::StrCat(" (last seen: ", look.last_seen,
@@ -253,8 +262,7 @@ std::string RenderJobLook(const JobLook& look, const Health& health) {
     for (const TaskView& v : d.tasks()) rows.push_back(Row(look, v));
     absl::StrAppend(&out, "\n", Table(rows));
   } else {
-    absl::StrAppend(&out, "the chief does not answer: ", look.chief.message(),
-                    "\n");
+    absl::StrAppend(&out, ChiefProblem(look.chief), "\n");
     if (!look.probes.empty()) {
       std::vector<std::vector<std::string>> rows = {
           {"TASK", "ADDRESS", "PORT"}};

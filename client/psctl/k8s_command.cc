@@ -19,9 +19,12 @@ class K8sRenderCommand : public Subcommand {
             "                 [--evaluator] [--gpus_per_worker=K] "
             "[--job=<file in image>]\n"
             "                 [--k8s_namespace=NS] [--storage=10Gi] "
-            "[--storage_class=C]",
+            "[--storage_class=C]\n"
+            "                 [--cpu=2] [--memory=4Gi] [--secure=false]",
             "Kubernetes manifests (Indexed Jobs, headless Services, a volume\n"
-            "claim) for a job of that size, on standard output.") {
+            "claim, a NetworkPolicy) for a job of that size, on standard\n"
+            "output: non-root, read-only pods, with mutual TLS and job tokens\n"
+            "from two Secrets (the output's header says how to make them).") {
     FlagSet& flags = mutable_flags();
     flags.AddString("image", &options_.image, "the psflow container image");
     flags.AddString("name", &options_.name, "prefix of object names");
@@ -36,6 +39,13 @@ class K8sRenderCommand : public Subcommand {
     flags.AddString("storage_class", &options_.storage_class,
                     "storage class of the claim (ReadWriteMany); default: "
                     "the cluster's default");
+    flags.AddString("cpu", &options_.cpu, "CPU request and limit of every pod");
+    flags.AddString("memory", &options_.memory,
+                    "memory request and limit of every pod");
+    flags.AddBool("secure", &options_.secure,
+                  "mutual TLS and job tokens from the Secrets <name>-tls and "
+                  "<name>-tokens (--secure=false: an open job, for a private "
+                  "test cluster only)");
     flags.AddString("job", &job_,
                     "the job config; a relative path names a file in the "
                     "image, under /opt/psflow/");

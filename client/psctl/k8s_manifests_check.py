@@ -2,16 +2,20 @@
 """Checks Kubernetes manifests with a YAML parser.
 
   k8s_manifests_check.py <psctl> <rendered.yaml> <name> <namespace> \
-      <num_ps> <num_workers> <evaluator 0|1> <gpus_per_worker>
+      <num_ps> <num_workers> <evaluator 0|1> <gpus_per_worker> <secure 0|1>
   k8s_manifests_check.py <psctl> --tfjob <tfjob.yaml>
 
 For rendered manifests: the objects and fields that matter (claim, one
-headless Service and Indexed Job per role, probes, volumes, GPUs), and, by
+headless Service and Indexed Job per role, probes, volumes, GPUs; the
+hardening: non-root, read-only root filesystem, no privilege escalation,
+capabilities dropped, requests = limits, the NetworkPolicy; when secure,
+the TLS and token Secrets with only each role's files), and, by
 running each Job's own container command with sh, the TF_CONFIG every pod
 derives from its completion index, which must name that pod's own stable
 DNS address and pass `psctl tfconfig check`.
 """
 import json
+import re
 import subprocess
 import sys
 
@@ -50,8 +54,47 @@ def derived_tf_config(container, index):
     return result.stdout, exec_part
 
 
+def check_hardening(object_name, pod, container, secure):
+    context = pod["securityContext"]
+    expect(context["runAsNonRoot"] is True and context["runAsUser"] != 0,
+           "%s: runs as a non-root user" % object_name)
+    expect(context["seccompProfile"] == {"type": "RuntimeDefault"},
+           "%s: seccomp" % object_name)
+    expect(pod["automountServiceAccountToken"] is False,
+           "%s: no service-account token" % object_name)
+    own = container["securityContext"]
+    expect(own["allowPrivilegeEscalation"] is False,
+           "%s: no privilege escalation" % object_name)
+    expect(own["readOnlyRootFilesystem"] is True,
+           "%s: read-only root filesystem" % object_name)
+    expect(own["capabilities"] == {"drop": ["ALL"]},
+           "%s: every capability dropped" % object_name)
+    resources = container["resources"]
+    for amount in ("cpu", "memory"):
+        expect(resources["requests"][amount] == resources["limits"][amount],
+               "%s: %s request = limit" % (object_name, amount))
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    expect(mounts["tmp"]["mountPath"] == "/tmp", "%s: a writable /tmp" %
+           object_name)
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    if secure:
+        for volume in ("tls", "tokens"):
+            expect(mounts[volume]["readOnly"] is True,
+                   "%s: %s mounted read-only" % (object_name, volume))
+            expect(volumes[volume]["secret"]["defaultMode"] == 0o440,
+                   "%s: %s files 0440" % (object_name, volume))
+    else:
+        expect("tls" not in volumes and "tokens" not in volumes,
+               "%s: no secrets when not secure" % object_name)
+
+
+def token_files(pod):
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    return sorted(item["key"] for item in volumes["tokens"]["secret"]["items"])
+
+
 def check_rendered(psctl, path, name, namespace, num_ps, num_workers,
-                   evaluator, gpus):
+                   evaluator, gpus, secure):
     with open(path) as f:
         docs = [d for d in yaml.safe_load_all(f) if d is not None]
     kinds = {}
@@ -65,6 +108,15 @@ def check_rendered(psctl, path, name, namespace, num_ps, num_workers,
     expect(claim["spec"]["accessModes"] == ["ReadWriteMany"],
            "the claim must be ReadWriteMany (every pod mounts it)")
     expect(len(kinds.get("Service", [])) == len(roles), "a Service per role")
+    (policy,) = kinds["NetworkPolicy"]
+    expect(policy["spec"]["podSelector"] == {"matchLabels": {"psflow/job": name}},
+           "the NetworkPolicy covers the job's pods")
+    expect(policy["spec"]["policyTypes"] == ["Ingress"], "ingress policy")
+    (rule,) = policy["spec"]["ingress"]
+    expect(rule["from"] == [{"podSelector": {"matchLabels": {"psflow/job": name}}}],
+           "only the job's own pods are admitted: %r" % rule["from"])
+    expect(sorted(p["port"] for p in rule["ports"]) == [2222, 9464],
+           "to the job's ports: %r" % rule["ports"])
     expect(len(kinds.get("Job", [])) == len(roles), "a Job per role")
     services = {s["metadata"]["name"]: s for s in kinds["Service"]}
     jobs = {j["metadata"]["name"]: j for j in kinds["Job"]}
@@ -101,8 +153,18 @@ def check_rendered(psctl, path, name, namespace, num_ps, num_workers,
         expect("--metrics_port=9464" in container["command"][2],
                "%s serves its metrics" % object_name)
         for probe in ("readinessProbe", "livenessProbe"):
-            expect(container[probe]["grpc"]["port"] == 2222,
-                   "%s: gRPC health %s" % (object_name, probe))
+            kind = "tcpSocket" if secure else "grpc"
+            expect(container[probe][kind]["port"] == 2222,
+                   "%s: %s %s" % (object_name, kind, probe))
+        check_hardening(object_name, pod, container, secure)
+        if secure:
+            wanted = {"chief": ["chief.token", "tokens.sha256"],
+                      "ps": ["tokens.sha256"],
+                      "worker": ["worker.token"],
+                      "evaluator": ["evaluator.token"]}[role]
+            expect(token_files(pod) == wanted,
+                   "%s mounts %r of the tokens" % (object_name,
+                                                   token_files(pod)))
         expect(container["volumeMounts"][0]["mountPath"] == "/data", "mount")
         expect(pod["volumes"][0]["persistentVolumeClaim"]["claimName"] ==
                claim["metadata"]["name"], "the claim is mounted")
@@ -128,6 +190,11 @@ def check_rendered(psctl, path, name, namespace, num_ps, num_workers,
                    "%s runs %s" % (role, exec_part))
             expect("--logdir=/data/logs" in exec_part,
                    "%s writes its event file on the claim" % role)
+            if secure:
+                for flag in ("--transport_security=mtls",
+                             "--tls_dir=/etc/psflow/tls",
+                             "--token_dir=/etc/psflow/tokens"):
+                    expect(flag in exec_part, "%s: %s" % (role, flag))
             if role == "ps":
                 expect("--checkpoint_root=/data/checkpoints" in exec_part,
                        "ps checkpoint paths confined to the claim")
@@ -173,9 +240,35 @@ def check_tfjob(psctl, path):
         if kind == "PS":
             expect("--checkpoint_root=/data/checkpoints" in
                    container["command"], "PS checkpoint paths confined")
+        pod = spec["template"]["spec"]
+        check_hardening(kind, pod, container, secure=True)
+        for flag in ("--transport_security=mtls", "--tls_dir=/etc/psflow/tls",
+                     "--token_dir=/etc/psflow/tokens"):
+            expect(flag in container["command"], "%s: %s" % (kind, flag))
+        wanted = {"Chief": ["chief.token", "tokens.sha256"],
+                  "PS": ["tokens.sha256"], "Worker": ["worker.token"],
+                  "Evaluator": ["evaluator.token"]}[kind]
+        expect(token_files(pod) == wanted,
+               "%s mounts %r of the tokens" % (kind, token_files(pod)))
+        for probe in ("readinessProbe", "livenessProbe"):
+            if probe in container:
+                expect("tcpSocket" in container[probe],
+                       "%s: %s checks the TCP port" % (kind, probe))
         cluster[kind.lower()] = ["%s-%s-%d.default.svc:2222" %
                                  (name, kind.lower(), i)
                                  for i in range(spec["replicas"])]
+    (policy,) = [d for d in docs if d["kind"] == "NetworkPolicy"]
+    selector = {"matchLabels": {"training.kubeflow.org/job-name": name}}
+    expect(policy["spec"]["podSelector"] == selector and
+           policy["spec"]["ingress"][0]["from"] == [{"podSelector": selector}],
+           "the NetworkPolicy admits only the job's pods")
+    # The header's certificate command names the pods TFJob makes.
+    text = open(path).read()
+    header = re.search(r"^#   psctl certs gen --tf_config='(.*)' ", text, re.M)
+    expect(header is not None, "the header says how to make certificates")
+    header_cluster = json.loads(header.group(1))["cluster"]
+    expect(header_cluster == cluster,
+           "the header's cluster %r is TFJob's %r" % (header_cluster, cluster))
     # The TF_CONFIG TFJob generates for each pod (its operator's format:
     # every replica type in the cluster, "environment": "cloud") must pass
     # psflow's parser unchanged.
@@ -191,9 +284,10 @@ def check_tfjob(psctl, path):
 def main(argv):
     if len(argv) == 4 and argv[2] == "--tfjob":
         check_tfjob(argv[1], argv[3])
-    elif len(argv) == 9:
+    elif len(argv) == 10:
         check_rendered(argv[1], argv[2], argv[3], argv[4], int(argv[5]),
-                       int(argv[6]), argv[7] == "1", int(argv[8]))
+                       int(argv[6]), argv[7] == "1", int(argv[8]),
+                       argv[9] == "1")
     else:
         fail(__doc__)
 

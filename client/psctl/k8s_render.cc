@@ -17,6 +17,11 @@ constexpr int kPort = 2222;
 // carry the usual prometheus.io scrape annotations.
 constexpr int kMetricsPort = 9464;
 constexpr char kIndexPlaceholder[] = "__INDEX__";
+// Pods run as this user and group (not root; the image's files are
+// world-readable), and the volumes are made theirs (fsGroup).
+constexpr int kUser = 65532;
+constexpr char kTlsDir[] = "/etc/psflow/tls";
+constexpr char kTokenDir[] = "/etc/psflow/tokens";
 
 struct Role {
   TaskType type;
@@ -86,10 +91,40 @@ absl::StatusOr<std::string> RenderK8sManifests(
     }
   }
 
-  std::string out = absl::StrCat(
-      "# psflow job \"", options.name, "\": rendered by `psctl k8s render`.\n",
-      "# Apply: kubectl apply -f <this file>; the job has ended when Job ",
-      options.name, "-chief completes.\n");
+  std::string out = absl::StrCat("# psflow job \"", options.name,
+                                 "\": rendered by `psctl k8s render`.\n");
+  if (options.secure) {
+    const std::string tls_secret = options.name + "-tls";
+    const std::string token_secret = options.name + "-tokens";
+    absl::StrAppend(
+        &out,
+        "# Secure: every task uses mutual TLS and its role's job token.\n"
+        "# Make the job's two Secrets first (once; keep the directories, "
+        "psctl\n# uses psctl.crt and admin.token):\n"
+        "#   psctl certs gen --tf_config='",
+        BuildTfConfigJson(addresses, TaskId{TaskType::kChief, 0}),
+        "' \\\n#     --job=", options.name, " --secret_name=", tls_secret,
+        " --namespace=", options.ns, " --out=", tls_secret,
+        "\n#   psctl tokens gen --secret_name=", token_secret,
+        " --namespace=", options.ns, " --out=", token_secret,
+        "\n#   kubectl apply -f ", tls_secret, "/secret.yaml -f ", token_secret,
+        "/secret.yaml\n");
+  }
+  absl::StrAppend(&out, "# Apply: kubectl apply -f <this file>; the job has ",
+                  "ended when Job ", options.name, "-chief completes.\n");
+  // Only the job's own pods reach its ports.
+  absl::StrAppend(
+      &out,
+      "---\napiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n"
+      "metadata:\n  name: ",
+      options.name, "\n  namespace: ", options.ns,
+      "\n  labels:\n    psflow/job: ", options.name,
+      "\nspec:\n  podSelector:\n    matchLabels:\n      psflow/job: ",
+      options.name,
+      "\n  policyTypes: [Ingress]\n  ingress:\n  - from:\n    - podSelector:\n"
+      "        matchLabels:\n          psflow/job: ",
+      options.name, "\n    ports:\n    - protocol: TCP\n      port: ", kPort,
+      "\n    - protocol: TCP\n      port: ", kMetricsPort, "\n");
   // The claim for checkpoints and logs.
   absl::StrAppend(&out, "---\napiVersion: v1\nkind: PersistentVolumeClaim\n",
                   "metadata:\n  name: ", options.name,
@@ -133,6 +168,11 @@ absl::StatusOr<std::string> RenderK8sManifests(
         "*}${JOB_COMPLETION_INDEX:?}${TF_CONFIG_TEMPLATE##*", kIndexPlaceholder,
         "}\"; exec /opt/psflow/", role.binary);
     args.push_back(absl::StrCat("--metrics_port=", kMetricsPort));
+    if (options.secure) {
+      args.push_back("--transport_security=mtls");
+      args.push_back(absl::StrCat("--tls_dir=", kTlsDir));
+      args.push_back(absl::StrCat("--token_dir=", kTokenDir));
+    }
     for (const std::string& a : args) absl::StrAppend(&command, " ", a);
 
     // Headless Service: stable DNS per pod, published before readiness
@@ -164,34 +204,86 @@ absl::StatusOr<std::string> RenderK8sManifests(
         "        psflow/job: ",
         options.name, "\n        psflow/role: ", role.short_name,
         "\n    spec:\n      subdomain: ", name,
-        "\n      restartPolicy: OnFailure\n      containers:\n"
-        "      - name: psflow\n        image: ",
+        "\n      restartPolicy: OnFailure\n"
+        "      automountServiceAccountToken: false\n"
+        "      securityContext:\n        runAsNonRoot: true\n"
+        "        runAsUser: ",
+        kUser, "\n        runAsGroup: ", kUser, "\n        fsGroup: ", kUser,
+        "\n        seccompProfile:\n          type: RuntimeDefault\n"
+        "      containers:\n      - name: psflow\n        image: ",
         options.image, "\n        command: [/bin/sh, -c, ", Quote(command),
         "]\n        env:\n        - name: TF_CONFIG_TEMPLATE\n          "
         "value: ",
-        Quote(tf_config), "\n        ports:\n        - name: grpc\n",
+        Quote(tf_config),
+        "\n        securityContext:\n"
+        "          allowPrivilegeEscalation: false\n"
+        "          readOnlyRootFilesystem: true\n"
+        "          capabilities:\n            drop: [ALL]\n"
+        "        ports:\n        - name: grpc\n",
         "          containerPort: ", kPort, "\n        - name: metrics\n",
-        "          containerPort: ", kMetricsPort,
-        "\n        readinessProbe:\n          grpc:\n            port: ", kPort,
-        "\n          periodSeconds: 5\n        livenessProbe:\n          "
-        "grpc:\n"
-        "            port: ",
-        kPort,
+        "          containerPort: ", kMetricsPort, "\n");
+    // kubelet's gRPC probes speak plaintext only: with TLS, the port.
+    const std::string probe =
+        options.secure ? absl::StrCat("tcpSocket:\n            port: ", kPort)
+                       : absl::StrCat("grpc:\n            port: ", kPort);
+    absl::StrAppend(
+        &out, "        readinessProbe:\n          ", probe,
+        "\n          periodSeconds: 5\n        livenessProbe:\n          ",
+        probe,
         "\n          initialDelaySeconds: 10\n          periodSeconds: 10\n"
-        "          failureThreshold: 6\n        resources:\n          "
-        "requests:\n"
-        "            cpu: ",
-        Quote(options.cpu), "\n            memory: ", options.memory, "\n");
+        "          failureThreshold: 6\n");
+    const std::string amounts =
+        absl::StrCat("            cpu: ", Quote(options.cpu),
+                     "\n            memory: ", options.memory, "\n");
+    absl::StrAppend(&out, "        resources:\n          requests:\n", amounts,
+                    "          limits:\n", amounts);
     if (role.type == TaskType::kWorker && options.gpus_per_worker > 0) {
-      absl::StrAppend(&out, "          limits:\n            nvidia.com/gpu: ",
-                      options.gpus_per_worker, "\n");
+      absl::StrAppend(
+          &out, "            nvidia.com/gpu: ", options.gpus_per_worker, "\n");
     }
     absl::StrAppend(&out,
                     "        volumeMounts:\n        - name: data\n"
-                    "          mountPath: /data\n      volumes:\n"
+                    "          mountPath: /data\n        - name: tmp\n"
+                    "          mountPath: /tmp\n");
+    if (options.secure) {
+      absl::StrAppend(&out,
+                      "        - name: tls\n          mountPath: ", kTlsDir,
+                      "\n          readOnly: true\n        - name: tokens\n"
+                      "          mountPath: ",
+                      kTokenDir, "\n          readOnly: true\n");
+    }
+    absl::StrAppend(&out,
+                    "      volumes:\n"
                     "      - name: data\n        persistentVolumeClaim:\n"
                     "          claimName: ",
-                    options.name, "-data\n");
+                    options.name,
+                    "-data\n      - name: tmp\n        emptyDir: {}\n");
+    if (options.secure) {
+      // 288 is 0440: readable by the pod's group (fsGroup) only.
+      absl::StrAppend(&out,
+                      "      - name: tls\n        secret:\n          "
+                      "secretName: ",
+                      options.name,
+                      "-tls\n          defaultMode: 288\n"
+                      "      - name: tokens\n        secret:\n"
+                      "          secretName: ",
+                      options.name,
+                      "-tokens\n          defaultMode: 288\n"
+                      "          items:\n");
+      // Each role gets only what it needs: its token to present, the
+      // digests to check callers (parameter servers and the chief).
+      std::vector<std::string> files;
+      if (role.type != TaskType::kPs) {
+        files.push_back(absl::StrCat(role.short_name, ".token"));
+      }
+      if (role.type == TaskType::kPs || role.type == TaskType::kChief) {
+        files.push_back("tokens.sha256");
+      }
+      for (const std::string& file : files) {
+        absl::StrAppend(&out, "          - key: ", file,
+                        "\n            path: ", file, "\n");
+      }
+    }
   }
   return out;
 }

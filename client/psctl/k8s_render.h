@@ -7,8 +7,19 @@
 // at start from its completion index (JOB_COMPLETION_INDEX). The chief's
 // Job completing is the job's end; ps and workers exit when the chief says
 // so, and their Jobs complete too. A ReadWriteMany PersistentVolumeClaim
-// holds checkpoints and logs; gRPC health probes on port 2222; workers ask
-// for nvidia.com/gpu when given GPUs.
+// holds checkpoints and logs; workers ask for nvidia.com/gpu when given
+// GPUs.
+//
+// Hardened (docs/operations.md, "Kubernetes"): every pod runs as a
+// non-root user (65532) with a read-only root filesystem, no privilege
+// escalation, every capability dropped, the runtime's seccomp profile and
+// no service-account token, with CPU and memory requests equal to its
+// limits; a NetworkPolicy admits only the job's own pods to its ports.
+// Secure (the default): every task has mutual TLS (Secret <name>-tls from
+// `psctl certs gen`) and its role's job token (Secret <name>-tokens from
+// `psctl tokens gen`, of which each pod mounts only what its role needs);
+// probes then check the TCP port (kubelet's gRPC probes cannot speak TLS).
+// The header of the output says how to make the Secrets.
 #ifndef PSFLOW_CLIENT_PSCTL_K8S_RENDER_H_
 #define PSFLOW_CLIENT_PSCTL_K8S_RENDER_H_
 
@@ -35,9 +46,12 @@ struct K8sRenderOptions {
   // The claim for checkpoints and logs.
   std::string storage = "10Gi";
   std::string storage_class;  // empty: the cluster's default
-  // Requests of every pod.
+  // Requests and limits of every pod.
   std::string cpu = "2";
   std::string memory = "4Gi";
+  // Mutual TLS and job tokens from the two Secrets (see above); false
+  // renders an open job, for a private test cluster only.
+  bool secure = true;
 };
 
 // The manifests, as one multi-document YAML stream. InvalidArgument names

@@ -24,6 +24,7 @@
 #include "common/job/job_config.h"
 #include "common/json.h"
 #include "common/mutex.h"
+#include "common/rpc/job_tokens.h"
 #include "common/rpc/transport_security.h"
 #include "common/signals.h"
 #include "common/status_macros.h"
@@ -247,6 +248,13 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
     ASSIGN_OR_RETURN(security,
                      LoadMutualTls(tls_dir + "/ca.crt", tls_dir + "/psctl.crt",
                                    tls_dir + "/psctl.key"));
+  }
+  if (options.tokens) {
+    const std::string token_dir = AbsolutePath(options.dir + "/tokens");
+    ASSIGN_OR_RETURN(auto tokens, GenerateJobTokens());
+    RETURN_IF_ERROR(WriteJobTokens(tokens, token_dir));
+    for (Task& task : tasks) task.args.push_back("--token_dir=" + token_dir);
+    security.tokens.own = tokens.at(RpcRole::kAdmin);
   }
 
   if (options.metrics) {

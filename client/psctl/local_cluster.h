@@ -43,11 +43,15 @@ struct LocalClusterOptions {
   // Every task serves Prometheus metrics on a port of its own
   // (--metrics_port); the targets are listed, in Prometheus's file_sd
   // format, in <dir>/prometheus_targets.json.
+  bool metrics = false;
   // Mutual TLS between the tasks: a new CA and certificates for this run
   // in <dir>/tls (psctl certs gen's layout), every task started with
   // --tls_dir there.
-  bool tls = false;
-  bool metrics = false;
+  bool tls = true;
+  // Fresh job tokens for this run in <dir>/tokens (psctl tokens gen's
+  // layout), every task started with --token_dir there: another local
+  // user cannot steer the job.
+  bool tokens = true;
   // More flags for some workers, by index (e.g. --slowdown for
   // straggler experiments).
   std::map<int, std::vector<std::string>> worker_flags;

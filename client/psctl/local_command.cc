@@ -68,7 +68,8 @@ class LocalCommand : public Subcommand {
             "local", {},
             "psctl local [--job=<file>] [--ps=N] [--workers=M] [--evaluator]\n"
             "            [--chief] [--dir=<dir>] [--device=auto|cpu|cuda]\n"
-            "            [--shared_memory=false] [--metrics] [--tls]\n"
+            "            [--shared_memory=false] [--metrics] [--tls=false]\n"
+            "            [--tokens=false]\n"
             "            [--straggler=<worker>:<factor>|rotate:<factor>:<ms>]",
             "Run a whole cluster on 127.0.0.1 and exit with the job's "
             "result.") {
@@ -104,7 +105,11 @@ class LocalCommand : public Subcommand {
                   "targets go to <dir>/prometheus_targets.json (file_sd)");
     flags.AddBool("tls", &options_.tls,
                   "mutual TLS between the tasks, with a CA and certificates "
-                  "made for this run in <dir>/tls");
+                  "made for this run in <dir>/tls (--tls=false: plaintext)");
+    flags.AddBool("tokens", &options_.tokens,
+                  "fresh job tokens for this run in <dir>/tokens, so no "
+                  "other local user can steer the job (--tokens=false: "
+                  "none)");
     flags.AddString("straggler", &straggler_,
                     "experiments: <worker>:<factor> slows that worker down "
                     "(each step takes factor times its compute time), e.g. "

@@ -6,6 +6,7 @@
 //   psctl local --job=<file> --ps=N --workers=M [--evaluator] --dir=<dir>
 //   psctl status [--chief=HOST:PORT | --tf_config=...] [--watch]
 //   psctl certs gen --out=DIR [--tf_config=...]
+//   psctl tokens gen --out=DIR
 //   psctl ckpt list|inspect|verify|export|restore ...
 //
 // Each subcommand lives with its own flags in a *_command.cc file
@@ -22,6 +23,7 @@
 #include "client/psctl/status_command.h"
 #include "client/psctl/subcommand.h"
 #include "client/psctl/tfconfig_command.h"
+#include "client/psctl/tokens_command.h"
 
 namespace psflow {
 namespace {
@@ -35,6 +37,7 @@ Subcommands AllSubcommands() {
   commands.push_back(NewLocalCommand());
   commands.push_back(NewStatusCommand());
   commands.push_back(NewCertsGenCommand());
+  commands.push_back(NewTokensGenCommand());
   commands.push_back(NewCkptListCommand());
   commands.push_back(NewCkptInspectCommand());
   commands.push_back(NewCkptVerifyCommand());

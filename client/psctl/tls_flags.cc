@@ -12,11 +12,17 @@ void AddTlsFlags(FlagSet& flags, SecuritySettings* settings) {
                   "psctl's certificate (instead of --tls_dir)");
   flags.AddString("tls_key", &settings->key,
                   "psctl's private key (instead of --tls_dir)");
+  flags.AddString("token_dir", &settings->token_dir,
+                  "the job's tokens (psctl tokens gen): psctl presents "
+                  "admin.token; default $PSFLOW_TOKEN_DIR (none: no token)");
 }
 
 absl::StatusOr<TransportSecurity> PsctlTransportSecurity(
     const SecuritySettings& settings, const std::string& rpc_layer) {
-  return ResolveTransportSecurity(WithEnvironmentDefaults(settings), "psctl",
+  SecurityIdentity identity;
+  identity.name = "psctl";
+  identity.role = RpcRole::kAdmin;
+  return ResolveTransportSecurity(WithEnvironmentDefaults(settings), identity,
                                   rpc_layer);
 }
 

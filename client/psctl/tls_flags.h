@@ -3,7 +3,9 @@
 // certs gen`) and checks the job's servers against the job's CA.
 //
 //   --tls_dir=DIR (ca.crt, psctl.crt, psctl.key), or --tls_ca, --tls_cert,
-//   --tls_key; $PSFLOW_TLS_DIR and friends fill what the flags leave empty.
+//   --tls_key; --token_dir=DIR (admin.token of `psctl tokens gen`);
+//   $PSFLOW_TLS_DIR, $PSFLOW_TOKEN_DIR and friends fill what the flags
+//   leave empty.
 #ifndef PSFLOW_CLIENT_PSCTL_TLS_FLAGS_H_
 #define PSFLOW_CLIENT_PSCTL_TLS_FLAGS_H_
 
@@ -16,7 +18,8 @@
 
 namespace psflow {
 
-// Registers --tls_dir, --tls_ca, --tls_cert and --tls_key on `flags`.
+// Registers --tls_dir, --tls_ca, --tls_cert, --tls_key and --token_dir on
+// `flags`.
 void AddTlsFlags(FlagSet& flags, SecuritySettings* settings);
 
 // psctl's credentials under `settings` (insecure when none are given and

@@ -14,7 +14,8 @@
 
 namespace psflow {
 
-// A channel to `address` (host:port); connects lazily.
+// A channel to `address` (host:port); connects lazily. Every call on it
+// carries `security.tokens.own` when there is one (job_tokens.h).
 std::shared_ptr<grpc::Channel> OpenChannel(
     const std::string& address, const TransportSecurity& security,
     const grpc::ChannelArguments& args = grpc::ChannelArguments());

@@ -22,6 +22,11 @@ ABSL_FLAG(std::string, tls_key, "",
           "This task's private key (PEM); default $PSFLOW_TLS_KEY, else "
           "<tls_dir>/<task>.key");
 
+ABSL_FLAG(std::string, token_dir, "",
+          "Directory with the job's tokens (psctl tokens gen; a mounted "
+          "Secret): <role>.token, and tokens.sha256 for parameter servers "
+          "and the chief; default $PSFLOW_TOKEN_DIR (none: no tokens)");
+
 namespace psflow {
 namespace {
 
@@ -38,6 +43,7 @@ SecuritySettings WithEnvironmentDefaults(SecuritySettings s) {
   s.ca = FlagOrEnv(s.ca, "PSFLOW_TLS_CA");
   s.cert = FlagOrEnv(s.cert, "PSFLOW_TLS_CERT");
   s.key = FlagOrEnv(s.key, "PSFLOW_TLS_KEY");
+  s.token_dir = FlagOrEnv(s.token_dir, "PSFLOW_TOKEN_DIR");
   return s;
 }
 
@@ -48,10 +54,13 @@ SecuritySettings SecuritySettingsFromFlags() {
   s.ca = absl::GetFlag(FLAGS_tls_ca);
   s.cert = absl::GetFlag(FLAGS_tls_cert);
   s.key = absl::GetFlag(FLAGS_tls_key);
+  s.token_dir = absl::GetFlag(FLAGS_token_dir);
   return WithEnvironmentDefaults(s);
 }
 
-absl::StatusOr<TransportSecurity> ResolveTransportSecurity(
+namespace {
+
+absl::StatusOr<TransportSecurity> ResolveTransport(
     const SecuritySettings& settings, const std::string& name,
     const std::string& rpc_layer) {
   const bool files = !settings.tls_dir.empty() || !settings.ca.empty() ||
@@ -96,19 +105,53 @@ absl::StatusOr<TransportSecurity> ResolveTransportSecurity(
   return LoadMutualTls(ca, cert, key);
 }
 
+}  // namespace
+
+absl::StatusOr<TransportSecurity> ResolveTransportSecurity(
+    const SecuritySettings& settings, const SecurityIdentity& identity,
+    const std::string& rpc_layer) {
+  absl::StatusOr<TransportSecurity> security =
+      ResolveTransport(settings, identity.name, rpc_layer);
+  if (!security.ok()) return security;
+  security->chief_task = identity.chief_task;
+  if (!settings.token_dir.empty()) {
+    const bool checks_callers =
+        identity.role == RpcRole::kPs || identity.role == RpcRole::kChief;
+    absl::StatusOr<JobTokens> tokens =
+        LoadJobTokens(settings.token_dir, identity.role, checks_callers);
+    if (!tokens.ok()) return tokens.status();
+    security->tokens = *std::move(tokens);
+  }
+  return security;
+}
+
 absl::StatusOr<TransportSecurity> TransportSecurityFromFlags(
     const TfConfig& tf_config) {
-  absl::StatusOr<TransportSecurity> security =
-      ResolveTransportSecurity(SecuritySettingsFromFlags(),
-                               tf_config.task.ToString(), tf_config.rpc_layer);
+  SecurityIdentity identity;
+  identity.name = tf_config.task.ToString();
+  identity.chief_task = tf_config.ChiefTask();
+  identity.role = RoleOfTask(tf_config.task, identity.chief_task);
+  absl::StatusOr<TransportSecurity> security = ResolveTransportSecurity(
+      SecuritySettingsFromFlags(), identity, tf_config.rpc_layer);
   if (!security.ok()) return security;
-  if (security->mode == TransportSecurity::Mode::kInsecure) {
-    LOG(WARNING) << "no transport security: anyone who can reach this "
-                    "task's ports can read and change the model and stop "
-                    "the job. For a cluster, give every task its "
-                    "certificate (psctl certs gen; --tls_dir)";
+  const bool tls = security->mode != TransportSecurity::Mode::kInsecure;
+  const bool tokens = security->tokens.presents() || security->tokens.checks();
+  if (!tls && !tokens) {
+    LOG(WARNING) << "no transport security and no job token: anyone who "
+                    "can reach this task's ports can read and change the "
+                    "model and stop the job. For a cluster, give every "
+                    "task its certificate (psctl certs gen; --tls_dir) and "
+                    "the job's tokens (psctl tokens gen; --token_dir)";
+  } else if (!tls) {
+    LOG(WARNING) << "job tokens from " << security->tokens.source
+                 << " without TLS: they travel in plaintext, so anyone who "
+                    "can watch the network can take them. Across hosts, "
+                    "add certificates (psctl certs gen; --tls_dir)";
   } else {
-    LOG(INFO) << "mutual TLS with " << security->source;
+    LOG(INFO) << "mutual TLS with " << security->source
+              << (tokens ? absl::StrCat(", job tokens from ",
+                                        security->tokens.source)
+                         : std::string());
   }
   return security;
 }

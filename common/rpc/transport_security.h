@@ -14,6 +14,9 @@
 //               against the address they dial. `psctl certs gen` makes the
 //               CA and one certificate per task.
 //
+// Job tokens (job_tokens.h) travel with it: OpenChannel presents this
+// process's token on every call and CallAuthorizer checks callers'.
+//
 // Key material is held in memory only and never logged; `source` says
 // where it came from. Plain value; thread-compatible. The credential
 // factories are thread-safe.
@@ -25,6 +28,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/rpc/job_tokens.h"
+#include "common/task.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
 
@@ -40,6 +45,12 @@ struct TransportSecurity {
   std::string key_pem;
   // Where the files came from, for messages ("/etc/psflow/tls").
   std::string source;
+  // The job's tokens (job_tokens.h): this process presents `tokens.own` on
+  // every call and checks callers against `tokens.digests`.
+  JobTokens tokens;
+  // The task whose certificate carries the chief's rights (worker 0 when
+  // TF_CONFIG has no chief job).
+  TaskId chief_task{TaskType::kChief, 0};
 };
 
 // Mutual TLS from PEM text: OK once the key belongs to the certificate and

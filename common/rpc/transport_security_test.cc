@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/rpc/channel.h"
 #include "common/rpc/health_server.h"
+#include "common/rpc/job_tokens.h"
 #include "common/rpc/security_flags.h"
 #include "common/status_matchers.h"
 #include "common/tls/certificates.h"
@@ -114,6 +115,15 @@ std::string WriteFile(const std::string& name, const std::string& text) {
   return path;
 }
 
+SecurityIdentity Who(const std::string& task) {
+  SecurityIdentity identity;
+  identity.name = task;
+  identity.role = task.rfind("ps-", 0) == 0      ? RpcRole::kPs
+                  : task.rfind("chief-", 0) == 0 ? RpcRole::kChief
+                                                 : RpcRole::kWorker;
+  return identity;
+}
+
 TEST(SecurityFlagsTest, ATlsDirectoryGivesTheTasksOwnFiles) {
   Job job = MakeJob("ours");
   ASSERT_OK_AND_ASSIGN(
@@ -126,36 +136,36 @@ TEST(SecurityFlagsTest, ATlsDirectoryGivesTheTasksOwnFiles) {
   SecuritySettings settings;
   settings.tls_dir = dir;
   ASSERT_OK_AND_ASSIGN(TransportSecurity tls,
-                       ResolveTransportSecurity(settings, "worker-1", ""));
+                       ResolveTransportSecurity(settings, Who("worker-1"), ""));
   EXPECT_EQ(tls.mode, TransportSecurity::Mode::kMutualTls);
   EXPECT_THAT(tls.source, HasSubstr("worker-1.crt"));
   // Another task's name looks for its own files.
-  EXPECT_THAT(ResolveTransportSecurity(settings, "worker-2", ""),
+  EXPECT_THAT(ResolveTransportSecurity(settings, Who("worker-2"), ""),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("worker-2.crt")));
 }
 
 TEST(SecurityFlagsTest, MistakesAreNamed) {
   SecuritySettings none;
   ASSERT_OK_AND_ASSIGN(TransportSecurity plain,
-                       ResolveTransportSecurity(none, "ps-0", "grpc"));
+                       ResolveTransportSecurity(none, Who("ps-0"), "grpc"));
   EXPECT_EQ(plain.mode, TransportSecurity::Mode::kInsecure);
   EXPECT_THAT(
-      ResolveTransportSecurity(none, "ps-0", "grpc+tls"),
+      ResolveTransportSecurity(none, Who("ps-0"), "grpc+tls"),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("requires TLS")));
   SecuritySettings tls_without_files;
   tls_without_files.mode = "mtls";
   EXPECT_THAT(
-      ResolveTransportSecurity(tls_without_files, "ps-0", ""),
+      ResolveTransportSecurity(tls_without_files, Who("ps-0"), ""),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--tls_dir")));
   SecuritySettings unknown;
   unknown.mode = "tls13";
-  EXPECT_THAT(ResolveTransportSecurity(unknown, "ps-0", ""),
+  EXPECT_THAT(ResolveTransportSecurity(unknown, Who("ps-0"), ""),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("--transport_security=tls13")));
   SecuritySettings mixed;
   mixed.mode = "insecure";
   mixed.tls_dir = "/somewhere";
-  EXPECT_THAT(ResolveTransportSecurity(mixed, "ps-0", ""),
+  EXPECT_THAT(ResolveTransportSecurity(mixed, Who("ps-0"), ""),
               StatusIs(absl::StatusCode::kInvalidArgument));
   // A key that is not the certificate's is caught at start.
   Job job = MakeJob("ours");
@@ -169,6 +179,34 @@ TEST(SecurityFlagsTest, MistakesAreNamed) {
       MutualTls(job.ca.certificate, a.certificate, b.private_key, "the test"),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("does not belong")));
+}
+
+TEST(SecurityFlagsTest, ATokenDirectoryGivesEachRoleWhatItNeeds) {
+  ASSERT_OK_AND_ASSIGN(auto tokens, GenerateJobTokens());
+  const std::string dir =
+      absl::StrCat(std::getenv("TEST_TMPDIR"), "/flag_tokens");
+  ASSERT_OK(WriteJobTokens(tokens, dir));
+  SecuritySettings settings;
+  settings.token_dir = dir;
+  // A parameter server checks callers and presents nothing.
+  ASSERT_OK_AND_ASSIGN(TransportSecurity ps,
+                       ResolveTransportSecurity(settings, Who("ps-0"), ""));
+  EXPECT_TRUE(ps.tokens.checks());
+  EXPECT_FALSE(ps.tokens.presents());
+  // A worker presents its own token and checks nobody.
+  ASSERT_OK_AND_ASSIGN(TransportSecurity worker,
+                       ResolveTransportSecurity(settings, Who("worker-1"), ""));
+  EXPECT_EQ(worker.tokens.own, tokens.at(RpcRole::kWorker));
+  EXPECT_FALSE(worker.tokens.checks());
+  // The chief does both.
+  ASSERT_OK_AND_ASSIGN(TransportSecurity chief,
+                       ResolveTransportSecurity(settings, Who("chief-0"), ""));
+  EXPECT_EQ(chief.tokens.own, tokens.at(RpcRole::kChief));
+  EXPECT_TRUE(chief.tokens.checks());
+  // A directory without the role's token names the file.
+  settings.token_dir = std::getenv("TEST_TMPDIR");
+  EXPECT_THAT(ResolveTransportSecurity(settings, Who("worker-1"), ""),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("worker.token")));
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
-// Mutual TLS end to end: `psctl local --tls` makes the job's certificates
-// and trains the model to its usual accuracy with every connection on TLS;
-// while it runs, psctl with the job's credentials reaches the chief, and a
-// plaintext client and a client with a certificate from another CA are
-// refused; afterwards no private-key bytes appear in any log or file the
+// A secure job end to end: `psctl local` (TLS and job tokens by default)
+// makes the job's certificates and tokens and trains the model with every
+// connection on TLS and every call carrying its role's token; while it
+// runs, psctl with the job's credentials reaches the chief, and a
+// plaintext client, a client with a certificate from another CA, a client
+// without the token and a client with another job's token are refused;
+// afterwards no private-key or token bytes appear in any log or file the
 // job wrote.
 #include <dirent.h>
 #include <sys/stat.h>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -80,51 +83,68 @@ void ListFiles(const std::string& dir, const std::string& skip,
   closedir(d);
 }
 
-TEST(TlsTest, ATlsJobTrainsAndStrangersAreRefused) {
+TEST(SecurityTest, ASecureJobTrainsAndStrangersAreRefused) {
   const std::string dir = TempPath("job");
   const std::string job = WriteTestFile("job.json", TestJob("SYNC", 3000));
-  Subprocess local(
-      LocalArgv(job, dir, {"--tls", "--ps=2", "--workers=2", "--chief"}), {},
-      TempPath("local.log"));
+  // TLS and tokens are psctl local's defaults.
+  Subprocess local(LocalArgv(job, dir, {"--ps=2", "--workers=2", "--chief"}),
+                   {}, TempPath("local.log"));
   ASSERT_OK(local.Start());
   const std::string tf_config = dir + "/tf_config/chief-0.json";
   const std::string tls = dir + "/tls";
+  const std::string tokens = dir + "/tokens";
   const absl::Time give_up = absl::Now() + absl::Minutes(3);
-  while (!(Exists(tf_config) && Exists(tls + "/psctl.key")) &&
+  while (!(Exists(tf_config) && Exists(tls + "/psctl.key") &&
+           Exists(tokens + "/tokens.sha256")) &&
          absl::Now() < give_up) {
     absl::SleepFor(absl::Milliseconds(100));
   }
-  // Another job's certificates, for the same addresses.
+  // Another job's certificates, for the same addresses, and tokens.
   const std::string other_tls = TempPath("other");
   PsctlRun other = Psctl({"certs", "gen", "--tf_config=" + tf_config,
                           "--out=" + other_tls, "--job=other"});
   ASSERT_EQ(other.exit_code, 0) << other.output;
+  const std::string other_tokens = TempPath("other_tokens");
+  other = Psctl({"tokens", "gen", "--out=" + other_tokens});
+  ASSERT_EQ(other.exit_code, 0) << other.output;
 
   const std::vector<std::string> status = {"status", "--tf_config=" + tf_config,
                                            "--timeout=3"};
-  auto with = [&status](const std::string& flag) {
+  auto with = [&status](std::vector<std::string> flags) {
     std::vector<std::string> args = status;
-    if (!flag.empty()) args.push_back(flag);
+    args.insert(args.end(), flags.begin(), flags.end());
     return Psctl(args);
   };
-  // Until the chief answers psctl's own certificate; then strangers are
+  const std::vector<std::string> ours_flags = {"--tls_dir=" + tls,
+                                               "--token_dir=" + tokens};
+  // Until the chief answers psctl's own credentials; then strangers are
   // refused while it still answers (checked again after them, so a job
   // that ended in between cannot pass for a refusal).
   bool checked = false;
   while (!checked && absl::Now() < give_up) {
-    PsctlRun ours = with("--tls_dir=" + tls);
+    PsctlRun ours = with(ours_flags);
     if (ours.exit_code != 0) {
       absl::SleepFor(absl::Milliseconds(300));
       continue;
     }
     EXPECT_THAT(ours.output, HasSubstr("job test (SYNC)"));
-    PsctlRun plaintext = with("");
-    PsctlRun stranger = with("--tls_dir=" + other_tls);
-    if (with("--tls_dir=" + tls).exit_code != 0) break;  // the job ended
+    PsctlRun plaintext = with({"--token_dir=" + tokens});
+    PsctlRun stranger =
+        with({"--tls_dir=" + other_tls, "--token_dir=" + tokens});
+    PsctlRun no_token = with({"--tls_dir=" + tls});
+    PsctlRun wrong_token =
+        with({"--tls_dir=" + tls, "--token_dir=" + other_tokens});
+    if (with(ours_flags).exit_code != 0) break;  // the job ended
     EXPECT_EQ(plaintext.exit_code, 1) << plaintext.output;
     EXPECT_THAT(plaintext.output, HasSubstr("the chief does not answer"));
     EXPECT_EQ(stranger.exit_code, 1) << stranger.output;
     EXPECT_THAT(stranger.output, HasSubstr("the chief does not answer"));
+    EXPECT_EQ(no_token.exit_code, 1) << no_token.output;
+    EXPECT_THAT(no_token.output, HasSubstr("the chief refused psctl"));
+    EXPECT_THAT(no_token.output, HasSubstr("carries no job token"));
+    EXPECT_THAT(no_token.output, HasSubstr("--token_dir"));
+    EXPECT_EQ(wrong_token.exit_code, 1) << wrong_token.output;
+    EXPECT_THAT(wrong_token.output, HasSubstr("not one of this job's"));
     checked = true;
   }
   EXPECT_TRUE(checked) << "the chief never answered with the job's "
@@ -134,14 +154,37 @@ TEST(TlsTest, ATlsJobTrainsAndStrangersAreRefused) {
   const std::string result = ReadAll(dir + "/result.json");
   EXPECT_THAT(result, HasSubstr("\"state\": \"SUCCEEDED\"")) << result;
   EXPECT_THAT(local.Output(), HasSubstr("mutual TLS with"));
+  EXPECT_THAT(local.Output(), HasSubstr("job tokens from"));
   EXPECT_THAT(local.Output(),
               ::testing::Not(HasSubstr("no transport security")));
 
-  // No private key, or any line of one, outside the tls directory.
-  std::vector<std::string> keys, files;
+  // No private key, or any line of one, outside the tls directory, and no
+  // token outside the tokens directory.
+  std::vector<std::string> keys, files, token_files;
   ListFiles(tls, "", keys);
-  ListFiles(dir, tls, files);
+  ListFiles(tokens, "", token_files);
+  std::vector<std::string> all;
+  ListFiles(dir, tls, all);
+  for (const std::string& file : all) {
+    if (file.rfind(tokens + "/", 0) != 0) files.push_back(file);
+  }
   ASSERT_FALSE(files.empty());
+  int tokens_checked = 0;
+  for (const std::string& token_file : token_files) {
+    if (token_file.size() < 6 ||
+        token_file.substr(token_file.size() - 6) != ".token") {
+      continue;
+    }
+    const std::string token =
+        std::string(absl::StripAsciiWhitespace(ReadAll(token_file)));
+    ASSERT_EQ(token.size(), 64u) << token_file;
+    ++tokens_checked;
+    for (const std::string& file : files) {
+      EXPECT_EQ(ReadAll(file).find(token), std::string::npos)
+          << file << " holds the token of " << token_file;
+    }
+  }
+  EXPECT_EQ(tokens_checked, 4);
   for (const std::string& key : keys) {
     if (key.size() < 4 || key.substr(key.size() - 4) != ".key") continue;
     for (absl::string_view line : absl::StrSplit(ReadAll(key), '\n')) {

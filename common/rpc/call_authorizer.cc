@@ -1,0 +1,98 @@
+#include "common/rpc/call_authorizer.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace psflow {
+namespace {
+
+// Longer metadata values are refused before hashing.
+constexpr size_t kMaxTokenMetadataBytes = 256;
+
+std::optional<std::string> CertificateName(
+    const grpc::ServerContextBase& context) {
+  const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  if (auth == nullptr || !auth->IsPeerAuthenticated()) return std::nullopt;
+  const std::vector<grpc::string_ref> names =
+      auth->FindPropertyValues("x509_common_name");
+  if (names.size() != 1) return std::nullopt;
+  return std::string(names[0].data(), names[0].size());
+}
+
+}  // namespace
+
+CallAuthorizer::CallAuthorizer(const TransportSecurity& security)
+    : tls_(security.mode == TransportSecurity::Mode::kMutualTls),
+      chief_task_(security.chief_task) {
+  tokens_.digests = security.tokens.digests;
+  tokens_.source = security.tokens.source;
+}
+
+absl::StatusOr<std::optional<RpcRole>> CallAuthorizer::Identify(
+    const grpc::ServerContextBase& context) const {
+  std::optional<RpcRole> by_certificate;
+  if (tls_) {
+    std::optional<std::string> name = CertificateName(context);
+    if (name.has_value()) {
+      by_certificate = RoleOfCertificateName(*name, chief_task_);
+    }
+    if (!by_certificate.has_value()) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "the caller's certificate names ",
+          name.has_value() ? absl::StrCat("\"", *name, "\"") : "nobody",
+          ", which is no task of this job and not psctl; use a certificate "
+          "from psctl certs gen for this job"));
+    }
+  }
+  if (!tokens_.checks()) return by_certificate;
+
+  const auto& metadata = context.client_metadata();
+  const auto found = metadata.find(kTokenMetadataKey);
+  if (found == metadata.end()) {
+    return absl::UnauthenticatedError(absl::StrCat(
+        "the call carries no job token, and this server admits only callers "
+        "of its job: start the caller with --token_dir=<the job's token "
+        "directory> (or $PSFLOW_TOKEN_DIR; psctl tokens gen makes one; this "
+        "server checks tokens from ",
+        tokens_.source, ")"));
+  }
+  const absl::string_view value(found->second.data(), found->second.size());
+  std::optional<RpcRole> by_token;
+  if (value.size() <= kMaxTokenMetadataBytes &&
+      absl::StartsWith(value, kTokenScheme)) {
+    by_token = RoleOfToken(tokens_, value.substr(sizeof(kTokenScheme) - 1));
+  }
+  if (!by_token.has_value()) {
+    // Never echo the presented value.
+    return absl::UnauthenticatedError(absl::StrCat(
+        "the call's job token is not one of this job's: start the caller "
+        "with the --token_dir (or $PSFLOW_TOKEN_DIR) of this job (this "
+        "server checks tokens from ",
+        tokens_.source, ")"));
+  }
+  if (by_certificate.has_value() && *by_certificate != *by_token) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "the caller's certificate says role ", RpcRoleName(*by_certificate),
+        " but its token is role ", RpcRoleName(*by_token),
+        "'s; give every task its own role's token"));
+  }
+  return by_token;
+}
+
+absl::StatusOr<std::optional<RpcRole>> CallAuthorizer::Authorize(
+    const grpc::ServerContextBase& context, const RoleSet& allowed,
+    absl::string_view method) const {
+  absl::StatusOr<std::optional<RpcRole>> role = Identify(context);
+  if (!role.ok() || !role->has_value()) return role;
+  if (!allowed.Contains(**role)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(method, " is for ", allowed.Describe(),
+                     " only; the caller's role is ", RpcRoleName(**role)));
+  }
+  return role;
+}
+
+}  // namespace psflow

@@ -1,0 +1,200 @@
+// Least privilege on a real parameter server over gRPC: with the job's
+// tokens, only the chief configures, creates, assigns, holds, saves,
+// restores, excludes and shuts down; workers pull and push; the evaluator
+// only pulls; callers without a token, or with another job's, are refused
+// and change nothing.
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/grpc_ps_shard.h"
+#include "client/ps_shard_test_util.h"
+#include "common/rpc/job_tokens.h"
+#include "common/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/protocol.h"
+#include "ps/grpc_ps_server.h"
+
+namespace psflow {
+namespace {
+
+using ::psflow::testing::PullOne;
+using ::psflow::testing::PushOne;
+using ::testing::HasSubstr;
+
+absl::Time Soon() { return absl::Now() + absl::Seconds(30); }
+
+class PsAuthorizationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK_AND_ASSIGN(tokens_, GenerateJobTokens());
+    const std::string dir = absl::StrCat(::testing::TempDir(), "/tokens");
+    ASSERT_OK(WriteJobTokens(tokens_, dir));
+    GrpcParameterServer::Options options;
+    options.listen_address = "127.0.0.1:0";
+    options.grace = absl::Seconds(2);
+    ASSERT_OK_AND_ASSIGN(options.security.tokens,
+                         LoadJobTokens(dir, RpcRole::kPs, true));
+    ASSERT_OK_AND_ASSIGN(server_, GrpcParameterServer::Start(options));
+  }
+
+  // A client presenting `token` ("" none).
+  std::unique_ptr<GrpcPsShard> Client(const std::string& token) {
+    GrpcPsShard::Options options;
+    options.security.tokens.own = token;
+    return std::make_unique<GrpcPsShard>(
+        absl::StrCat("127.0.0.1:", server_->port()), "ps-0", options);
+  }
+  std::unique_ptr<GrpcPsShard> As(RpcRole role) {
+    return Client(tokens_.at(role));
+  }
+
+  static ConfigureRequest Configuration() {
+    ConfigureRequest configure;
+    configure.set_protocol_version(kProtocolVersion);
+    configure.mutable_optimizer()->set_kind(OptimizerConfig::SGD);
+    configure.mutable_learning_rate()->set_learning_rate(1.0);
+    configure.set_mode(ASYNC);
+    configure.set_num_workers(1);
+    return configure;
+  }
+
+  // The chief configures and creates w (4 floats, zero).
+  void Prepare() {
+    auto chief = As(RpcRole::kChief);
+    ASSERT_OK(chief->Configure(Configuration(), Soon()));
+    CreateVariablesRequest create;
+    create.set_protocol_version(kProtocolVersion);
+    VariableSpec* spec = create.add_variables();
+    spec->set_name("w");
+    spec->add_shape(4);
+    ASSERT_OK(chief->CreateVariables(create, Soon()));
+  }
+
+  std::vector<float> Values(GrpcPsShard& shard) {
+    std::vector<float> out(4, -1.0f);
+    EXPECT_OK(PullOne(shard, "w", 0, absl::MakeSpan(out), 0, Soon()));
+    return out;
+  }
+
+  static absl::Status AssignOnce(GrpcPsShard& shard) {
+    AssignRequest header;
+    header.set_protocol_version(kProtocolVersion);
+    header.set_variable("w");
+    header.set_num_elements(4);
+    auto values = std::make_shared<std::vector<float>>(4, 7.0f);
+    std::promise<absl::Status> done;
+    shard.Assign(header, absl::MakeConstSpan(*values), values, Soon(),
+                 [&done](absl::Status status) { done.set_value(status); });
+    return done.get_future().get();
+  }
+
+  std::map<RpcRole, std::string> tokens_;
+  std::unique_ptr<GrpcParameterServer> server_;
+};
+
+TEST_F(PsAuthorizationTest, AWorkerPullsAndPushesButCannotControlTheServer) {
+  Prepare();
+  auto worker = As(RpcRole::kWorker);
+  ASSERT_OK(worker->Configure(Configuration(), Soon()));  // a handshake
+  EXPECT_OK(PushOne(*worker, "w", 0,
+                    std::make_shared<std::vector<float>>(4, 1.0f), Soon()));
+  EXPECT_THAT(Values(*worker), ::testing::Each(-1.0f));
+
+  const auto denied = [](const absl::Status& status, const std::string& what) {
+    EXPECT_THAT(status, StatusIs(absl::StatusCode::kPermissionDenied,
+                                 HasSubstr(what + " is for the chief only")))
+        << what;
+  };
+  denied(worker->Shutdown("a worker's whim", Soon()), "Shutdown");
+  denied(AssignOnce(*worker), "/psflow.ParameterServerBulk/Assign");
+  SaveShardRequest save;
+  save.set_protocol_version(kProtocolVersion);
+  save.set_path(absl::StrCat(::testing::TempDir(), "/stolen"));
+  denied(worker->SaveShard(save, Soon()).status(), "SaveShard");
+  RestoreShardRequest restore;
+  restore.set_protocol_version(kProtocolVersion);
+  denied(worker->RestoreShard(restore, Soon()).status(), "RestoreShard");
+  CreateVariablesRequest create;
+  create.set_protocol_version(kProtocolVersion);
+  denied(worker->CreateVariables(create, Soon()), "CreateVariables");
+  HoldRequest hold;
+  hold.set_protocol_version(kProtocolVersion);
+  denied(worker->Hold(hold, Soon()).status(), "Hold");
+  ExcludeWorkersRequest exclude;
+  exclude.set_protocol_version(kProtocolVersion);
+  denied(worker->ExcludeWorkers(exclude, Soon()), "ExcludeWorkers");
+
+  // Still serving, and the model is the push's, not the Assign's.
+  EXPECT_FALSE(server_->shutdown_requested());
+  auto chief = As(RpcRole::kChief);
+  EXPECT_THAT(Values(*chief), ::testing::Each(-1.0f));
+  EXPECT_OK(AssignOnce(*chief));
+  EXPECT_THAT(Values(*chief), ::testing::Each(7.0f));
+  EXPECT_OK(chief->Shutdown("job finished", Soon()));
+  EXPECT_EQ(server_->Wait(), "job finished");
+}
+
+TEST_F(PsAuthorizationTest, TheEvaluatorOnlyPulls) {
+  Prepare();
+  auto evaluator = As(RpcRole::kEvaluator);
+  EXPECT_THAT(Values(*evaluator), ::testing::Each(0.0f));
+  EXPECT_THAT(PushOne(*evaluator, "w", 0,
+                      std::make_shared<std::vector<float>>(4, 1.0f), Soon())
+                  .status(),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("the chief or a worker only")));
+  EXPECT_OK(evaluator->Stats(Soon()).status());
+  // An admin tool may look, not touch.
+  auto admin = As(RpcRole::kAdmin);
+  EXPECT_OK(admin->Stats(Soon()).status());
+  std::vector<float> out(4);
+  EXPECT_THAT(PullOne(*admin, "w", 0, absl::MakeSpan(out), 0, Soon()).status(),
+              StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_THAT(Values(*evaluator), ::testing::Each(0.0f));
+}
+
+TEST_F(PsAuthorizationTest, StrangersAreRefusedAndChangeNothing) {
+  Prepare();
+  ASSERT_OK_AND_ASSIGN(auto others, GenerateJobTokens());
+  for (const std::string& token : {std::string(), others.at(RpcRole::kChief)}) {
+    auto stranger = Client(token);
+    const absl::StatusCode code = absl::StatusCode::kUnauthenticated;
+    EXPECT_THAT(PushOne(*stranger, "w", 0,
+                        std::make_shared<std::vector<float>>(4, 1.0f), Soon())
+                    .status(),
+                StatusIs(code, HasSubstr("--token_dir")));
+    EXPECT_THAT(AssignOnce(*stranger), StatusIs(code));
+    std::vector<float> out(4);
+    EXPECT_THAT(
+        PullOne(*stranger, "w", 0, absl::MakeSpan(out), 0, Soon()).status(),
+        StatusIs(code));
+    EXPECT_THAT(stranger->Stats(Soon()).status(), StatusIs(code));
+    EXPECT_THAT(stranger->Shutdown("bye", Soon()), StatusIs(code));
+    EXPECT_THAT(stranger->Configure(Configuration(), Soon()).status(),
+                StatusIs(code));
+  }
+  EXPECT_FALSE(server_->shutdown_requested());
+  auto chief = As(RpcRole::kChief);
+  EXPECT_THAT(Values(*chief), ::testing::Each(0.0f));
+}
+
+TEST_F(PsAuthorizationTest, OnlyTheChiefConfigures) {
+  auto worker = As(RpcRole::kWorker);
+  EXPECT_THAT(worker->Configure(Configuration(), Soon()).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("only the chief configures")));
+  Prepare();
+  EXPECT_OK(worker->Configure(Configuration(), Soon()).status());
+  // A worker cannot change the configuration either.
+  ConfigureRequest other = Configuration();
+  other.set_mode(SYNC);
+  EXPECT_THAT(worker->Configure(other, Soon()).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+}
+
+}  // namespace
+}  // namespace psflow
