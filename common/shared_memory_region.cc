@@ -66,7 +66,9 @@ absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> SharedMemoryRegion::Create(
     return absl::UnavailableError(absl::StrCat("memfd_create: ", ErrnoText()));
   }
   const int64_t total = kSharedMemoryHeaderBytes + data_bytes;
-  if (ftruncate(fd, total) != 0 ||
+  // Owner-only, on top of /proc/<pid>/fd being reachable only by this
+  // process's user: no other user's process may open the region.
+  if (fchmod(fd, 0600) != 0 || ftruncate(fd, total) != 0 ||
       fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
     const std::string error = ErrnoText();
     close(fd);

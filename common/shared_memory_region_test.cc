@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,6 +36,15 @@ TEST(SharedMemoryRegionTest, OpenedRegionSharesBytesWithItsCreator) {
   EXPECT_STREQ(opened->base() + kSharedMemoryHeaderBytes, "from the client");
   opened->base()[created->total_bytes() - 1] = 'z';
   EXPECT_EQ(created->base()[created->total_bytes() - 1], 'z');
+}
+
+TEST(SharedMemoryRegionTest, OnlyItsOwnerMayOpenTheRegion) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<SharedMemoryRegion> created,
+                       SharedMemoryRegion::Create(kData));
+  struct stat info;
+  ASSERT_EQ(fstat(created->fd(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600);
+  EXPECT_EQ(info.st_uid, geteuid());
 }
 
 TEST(SharedMemoryRegionTest, TokensDiffer) {

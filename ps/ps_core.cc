@@ -56,7 +56,8 @@ std::string ShapeString(const google::protobuf::RepeatedField<int64_t>& dims) {
 ParameterServerCore::ParameterServerCore(Options options)
     : chunk_elements_(std::max<int64_t>(
           1, options.chunk_bytes / static_cast<int64_t>(sizeof(float)))),
-      apply_seconds_(options.apply_seconds) {}
+      apply_seconds_(options.apply_seconds),
+      max_variable_bytes_(options.max_variable_bytes) {}
 
 absl::StatusOr<ConfigureResponse> ParameterServerCore::Configure(
     const ConfigureRequest& request) {
@@ -188,6 +189,26 @@ absl::Status ParameterServerCore::CreateVariables(
       return absl::InvalidArgumentError(absl::StrCat(
           "variable \"", spec.name(), "\" is listed twice in one request"));
     }
+  }
+  // What the new variables hold, values and every optimizer slot, checked
+  // against the limit before anything is allocated. Each term is at most
+  // 2^36 elements * 4 bytes * (1 + slots), so the sums cannot overflow.
+  const int64_t copies =
+      1 + static_cast<int64_t>(rule_.optimizer->slot_names().size());
+  int64_t new_elements = 0;
+  for (const auto& [name, elements] : sizes) {
+    if (variables_.count(name) == 0) new_elements += elements;
+  }
+  const int64_t held = total_elements_ * copies * int64_t{sizeof(float)};
+  const int64_t wanted = new_elements * copies * int64_t{sizeof(float)};
+  if (max_variable_bytes_ > 0 && wanted > max_variable_bytes_ - held) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "creating these variables needs ", wanted, " bytes (", new_elements,
+        " floats, with ", copies - 1,
+        " optimizer slots each) on this parameter server, which holds ", held,
+        " of at most ", max_variable_bytes_,
+        " bytes (--max_variable_bytes; default half the machine's memory); "
+        "add parameter servers or raise the limit"));
   }
   for (const VariableSpec& spec : request.variables()) {
     if (variables_.count(spec.name()) > 0) continue;

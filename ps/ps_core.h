@@ -58,6 +58,10 @@ class ParameterServerCore {
     // Optional (metrics): observes how long each push batch takes to check
     // and apply, in seconds. Must outlive the core.
     HistogramCell* apply_seconds = nullptr;
+    // At most this many bytes of variables (values and optimizer slots);
+    // CreateVariables beyond it is RESOURCE_EXHAUSTED before anything is
+    // allocated. 0: no limit (ps_server defaults it to half the memory).
+    int64_t max_variable_bytes = 0;
   };
 
   explicit ParameterServerCore(Options options);
@@ -69,7 +73,8 @@ class ParameterServerCore {
   absl::StatusOr<ConfigureResponse> Configure(const ConfigureRequest& request);
 
   // Creates zero-filled variables (FailedPrecondition before Configure or
-  // when a name exists with another shape; InvalidArgument for bad specs).
+  // when a name exists with another shape; InvalidArgument for bad specs;
+  // ResourceExhausted, naming the sizes, beyond max_variable_bytes).
   absl::Status CreateVariables(const CreateVariablesRequest& request);
 
   // Resolves a bulk request's target chunk: checks the protocol version,
@@ -166,6 +171,7 @@ class ParameterServerCore {
 
   const int64_t chunk_elements_;
   HistogramCell* const apply_seconds_;
+  const int64_t max_variable_bytes_;
 
   mutable Mutex mu_;
   bool configured_ ABSL_GUARDED_BY(mu_) = false;

@@ -195,6 +195,29 @@ TEST_F(PsCoreTest, BadShapesAreRejectedAndNothingIsCreated) {
   EXPECT_EQ(core_.Stats().num_variables(), 0);
 }
 
+// A create request is sized against the server's limit before anything is
+// allocated: a hostile or mistaken 256 GiB variable is refused, naming the
+// sizes and the flag, and creates nothing.
+TEST(PsCoreLimitTest, VariablesBeyondTheMemoryLimitAreRefusedBeforeAllocating) {
+  ParameterServerCore::Options options;
+  options.chunk_bytes = 16;
+  options.max_variable_bytes = 1000;
+  ParameterServerCore core(options);
+  ASSERT_OK(core.Configure(Sgd(0.1)));
+  ASSERT_OK(core.CreateVariables(Vars({{"a", {200}}})));  // 800 bytes
+  EXPECT_THAT(core.CreateVariables(Vars({{"b", {10}}, {"c", {41}}})),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("needs 204 bytes"),
+                             HasSubstr("holds 800 of at most 1000"),
+                             HasSubstr("--max_variable_bytes"))));
+  EXPECT_THAT(core.CreateVariables(Vars({{"huge", {1 << 18, 1 << 18}}})),
+              StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_EQ(core.Stats().num_variables(), 1);
+  // What fits still fits; re-creating an existing variable costs nothing.
+  EXPECT_OK(core.CreateVariables(Vars({{"a", {200}}, {"b", {50}}})));
+  EXPECT_EQ(core.Stats().total_elements(), 250);
+}
+
 TEST_F(PsCoreTest, RecreatingWithTheSameShapeIsANoOpAndAnotherShapeFails) {
   SetUpVariable(Sgd(0.1));
   EXPECT_OK(core_.CreateVariables(Vars({{"w", {2, 5}}})));

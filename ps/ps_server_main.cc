@@ -7,6 +7,8 @@
 // default, as TensorFlow does), serves until the chief's Shutdown RPC or
 // SIGTERM/SIGINT, drains in-flight RPCs and exits 0. Exits 1 with a message
 // naming the problem when the configuration is bad or the port is taken.
+#include <unistd.h>
+
 #include <iostream>
 #include <string>
 
@@ -58,6 +60,10 @@ ABSL_FLAG(std::string, checkpoint_root, "",
           "checkpoint files (created if missing); paths outside it, with "
           "\"..\" or through symlinks that leave it are refused. Empty: "
           "any path the chief names (a warning says so)");
+ABSL_FLAG(int64_t, max_variable_bytes, 0,
+          "At most this many bytes of variables, values and optimizer slots "
+          "(a create beyond it is refused with RESOURCE_EXHAUSTED before "
+          "anything is allocated); 0: half of this machine's memory");
 ABSL_FLAG(int32_t, shutdown_grace_ms, 5000,
           "How long in-flight RPCs may finish after shutdown is requested");
 
@@ -103,6 +109,19 @@ int Run() {
   options.listen_address =
       HostPort{absl::GetFlag(FLAGS_bind_host), address->port}.ToString();
   options.core.chunk_bytes = chunk_bytes;
+  options.core.max_variable_bytes = absl::GetFlag(FLAGS_max_variable_bytes);
+  if (options.core.max_variable_bytes < 0) {
+    LOG(ERROR) << "--max_variable_bytes=" << options.core.max_variable_bytes
+               << " is negative; use 0 (half the memory) or a byte count";
+    return 1;
+  }
+  if (options.core.max_variable_bytes == 0) {
+    const int64_t pages = sysconf(_SC_PHYS_PAGES);
+    const int64_t page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) {
+      options.core.max_variable_bytes = pages / 2 * page;
+    }
+  }
   options.grace = absl::Milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms));
   options.shared_memory.enabled = absl::GetFlag(FLAGS_shared_memory);
   options.security = *security;

@@ -286,6 +286,19 @@ absl::StatusOr<int64_t> CheckAllSources(const RestoreShardRequest& request) {
     ASSIGN_OR_RETURN(const RandomAccessFile* file,
                      files.Get(read.source->path()));
     file->WillReadSequentially();
+    // Before any buffer is sized by the request: the slice must lie within
+    // the file that holds it.
+    const int64_t bytes = read.source->num_elements() * int64_t{sizeof(float)};
+    if (read.source->file_offset() > file->size() ||
+        bytes > file->size() - read.source->file_offset()) {
+      return absl::DataLossError(absl::StrCat(
+          "checkpoint file ", read.source->path(), " is ", file->size(),
+          " bytes, but ",
+          TensorName(read.target->variable(), read.target->slot()),
+          " should be ", bytes, " bytes at offset ", read.source->file_offset(),
+          "; the file is truncated or not this checkpoint's: restore another "
+          "one"));
+    }
   }
   // A slice shared by two targets' ranges is checked once.
   std::vector<Read> unique;
@@ -399,6 +412,18 @@ absl::Status CheckCoverage(const RestoreTarget& target, int64_t n) {
       return absl::InvalidArgumentError(absl::StrCat(
           "restore of ", TensorName(target.variable(), target.slot()),
           ": a source has no elements, a negative offset or no path"));
+    }
+    // Keeps slice_begin + num_elements and byte counts from overflowing;
+    // what a source may make the server read is bounded by its file's real
+    // size (CheckAllSources).
+    constexpr int64_t kMaxSlice = int64_t{1} << 40;
+    if (s.num_elements() > kMaxSlice || s.slice_begin() < -kMaxSlice ||
+        s.slice_begin() > kMaxSlice) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "restore of ", TensorName(target.variable(), target.slot()),
+          ": a source slice [", s.slice_begin(), ", +", s.num_elements(),
+          ") is beyond any variable's size; the checkpoint's index is "
+          "damaged"));
     }
     const int64_t lo = std::max<int64_t>(0, s.slice_begin());
     const int64_t hi = std::min(n, s.slice_begin() + s.num_elements());

@@ -237,6 +237,26 @@ TEST_F(ShardCheckpointTest, RestoreRejectsRequestsThatDoNotCoverEverything) {
       RestoreShard(*core, overlap),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("overlap")));
 
+  // Untrusted sizes: a slice beyond any variable, and one larger than its
+  // file (4 GiB of "values" in a file of a few bytes), are refused before
+  // anything is allocated for them.
+  RestoreShardRequest huge = good;
+  huge.mutable_targets(0)->mutable_sources(0)->set_num_elements(int64_t{1}
+                                                                << 50);
+  EXPECT_THAT(RestoreShard(*core, huge),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("beyond any variable's size")));
+  RestoreShardRequest larger_than_file = good;
+  RestoreTarget* target = larger_than_file.mutable_targets(0);
+  RestoreSource one = target->sources(0);
+  one.set_slice_begin(0);
+  one.set_num_elements(int64_t{1} << 30);
+  target->clear_sources();
+  *target->add_sources() = one;
+  EXPECT_THAT(RestoreShard(*core, larger_than_file),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("truncated or not this checkpoint's")));
+
   RestoreShardRequest unknown = good;
   unknown.mutable_targets(0)->set_variable("nope");
   EXPECT_THAT(RestoreShard(*core, unknown),
