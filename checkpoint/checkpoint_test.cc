@@ -214,6 +214,49 @@ TEST_F(CheckpointTest, StateFileListsTheKeptCheckpointsAndOldOnesGo) {
   EXPECT_EQ(latest, dir_ + "/ckpt-4");
 }
 
+// A damaged state file is an error naming it, never "no checkpoints" (which
+// would restart the job from step 0 over the checkpoints it has).
+TEST_F(CheckpointTest, ADamagedStateFileIsAnErrorNotAFreshStart) {
+  Cluster cluster(2);
+  auto manager = Manager(cluster, /*max_to_keep=*/3);
+  for (int i = 0; i < 2; ++i) {
+    cluster.Step(1.0f);
+    ASSERT_OK(manager->Save());
+  }
+  const std::string path = dir_ + "/checkpoint";
+  ASSERT_OK_AND_ASSIGN(std::string good, ReadFileToString(path));
+  const std::vector<std::pair<std::string, std::string>> damaged = {
+      {"", "it is empty"},
+      {"\n  \n", "it is empty"},
+      {good.substr(0, good.find('\n') + 1), "not the last one listed"},
+      {good.substr(0, good.size() / 2), "damaged"},
+      {"model_checkpoint_path: \"ckpt-2\"\n"
+       "all_model_checkpoint_paths: \"../../etc\"\n"
+       "all_model_checkpoint_paths: \"ckpt-2\"\n"
+       "all_model_checkpoint_timestamps: 1\nall_model_checkpoint_timestamps: "
+       "2\n",
+       "not a checkpoint's name"},
+      {"garbage {{{", "does not parse: line 1"},
+  };
+  for (const auto& [text, why] : damaged) {
+    ASSERT_OK(WriteFileAtomically(path, text));
+    EXPECT_THAT(LatestCheckpoint(dir_),
+                StatusIs(absl::StatusCode::kDataLoss,
+                         AllOf(HasSubstr(path), HasSubstr(why),
+                               HasSubstr("psctl ckpt list"))))
+        << text;
+    EXPECT_THAT(manager->Save().status(), StatusIs(absl::StatusCode::kDataLoss))
+        << text;
+  }
+  // The checkpoints themselves were never touched.
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> entries, ListDirectory(dir_));
+  EXPECT_THAT(entries, ::testing::IsSupersetOf({"ckpt-1", "ckpt-2"}));
+  ASSERT_OK(WriteFileAtomically(path, good));
+  ASSERT_OK_AND_ASSIGN(std::optional<std::string> latest,
+                       LatestCheckpoint(dir_));
+  EXPECT_EQ(latest, dir_ + "/ckpt-2");
+}
+
 TEST(RetentionTest, KeepsOneCheckpointEveryNHours) {
   CheckpointState state;
   RetentionPolicy policy;

@@ -1,25 +1,85 @@
 #include "checkpoint/state_file.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "checkpoint/paths.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
+#include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 
 namespace psflow {
+
+namespace {
+
+// Keeps the first parse error for the message instead of letting protobuf
+// log every one to stderr.
+class FirstError final : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (first_.empty()) {
+      first_ = absl::StrCat("line ", line + 1, ": ", message.substr(0, 200));
+    }
+  }
+  void AddWarning(int, google::protobuf::io::ColumnNumber,
+                  const std::string&) override {}
+  const std::string& first() const { return first_; }
+
+ private:
+  std::string first_;
+};
+
+// Why a parsed state file cannot be what WriteCheckpointState wrote (an
+// empty or truncated file, a hand edit), or "" when it is consistent: a
+// non-empty list of plain names (no directories) ending with the newest,
+// one timestamp each.
+std::string Inconsistency(const std::string& text,
+                          const CheckpointState& state) {
+  if (absl::StripAsciiWhitespace(text).empty()) return "it is empty";
+  if (state.all_model_checkpoint_paths_size() !=
+      state.all_model_checkpoint_timestamps_size()) {
+    return "it lists a different number of checkpoints and timestamps";
+  }
+  if (state.model_checkpoint_path().empty() ||
+      state.all_model_checkpoint_paths_size() == 0 ||
+      state.all_model_checkpoint_paths(state.all_model_checkpoint_paths_size() -
+                                       1) != state.model_checkpoint_path()) {
+    return "its newest checkpoint is not the last one listed";
+  }
+  for (const std::string& name : state.all_model_checkpoint_paths()) {
+    if (name.empty() || name == "." || name == ".." ||
+        name.find('/') != std::string::npos) {
+      return absl::StrCat("it lists \"", name.substr(0, 64),
+                          "\", which is not a checkpoint's name");
+    }
+  }
+  return "";
+}
+
+}  // namespace
 
 absl::StatusOr<CheckpointState> ReadCheckpointState(const std::string& dir) {
   const std::string path = JoinPath(dir, kStateFileName);
   ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
   CheckpointState state;
-  if (!google::protobuf::TextFormat::ParseFromString(text, &state) ||
-      state.all_model_checkpoint_paths_size() !=
-          state.all_model_checkpoint_timestamps_size()) {
+  std::string why;
+  FirstError errors;
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text, &state)) {
+    why = absl::StrCat("it does not parse: ", errors.first());
+  } else {
+    why = Inconsistency(text, state);
+  }
+  if (!why.empty()) {
+    // Never read as "no checkpoints": that would restart the job from step
+    // 0 and overwrite what it had.
     return absl::DataLossError(absl::StrCat(
-        "checkpoint state file ", path,
-        " does not parse; fix or delete it (the checkpoints beside it are "
-        "intact: `psctl ckpt list ",
-        dir, "`)"));
+        "checkpoint state file ", path, " is damaged (", why,
+        "); the checkpoints beside it are intact: `psctl ckpt list ", dir,
+        "` shows them; restore one with `psctl ckpt restore`, or delete ", path,
+        " to start the job from scratch"));
   }
   return state;
 }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "checkpoint/checkpoint_manager.h"
+#include "checkpoint/directory_lock.h"
 #include "checkpoint/state_file.h"
 #include "chief/chief_metrics.h"
 #include "chief/coordinator_service.h"
@@ -61,6 +62,8 @@ absl::Status WaitForParameterServers(const TfConfig& config,
 }
 
 struct Prepared {
+  // Held for the job's life: no second job writes the same checkpoints.
+  std::unique_ptr<DirectoryLock> checkpoint_lock;
   JobSpec spec;
   std::unique_ptr<ParameterClient> client;
   std::unique_ptr<CheckpointManager> checkpoints;  // null: none configured
@@ -108,6 +111,18 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
                                   job.training().split_threshold_bytes()));
 
   Prepared prepared;
+  if (CheckpointsConfigured(options)) {
+    ASSIGN_OR_RETURN(
+        prepared.checkpoint_lock,
+        DirectoryLock::Acquire(
+            CheckpointOptions(options).directory,
+            absl::StrCat("job ", job.name(), ", ", tf.task.ToString())));
+    if (!prepared.checkpoint_lock->previous_holder().empty()) {
+      LOG(WARNING) << "took over the checkpoint directory from "
+                   << prepared.checkpoint_lock->previous_holder()
+                   << ", which ended without releasing it (a crash)";
+    }
+  }
   JobSpec& spec = prepared.spec;
   *spec.mutable_config() = job;
   PlacementToProto(placement, spec);

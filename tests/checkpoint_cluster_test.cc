@@ -262,6 +262,25 @@ TEST(CheckpointClusterTest, KilledChiefNeverLeavesABrokenCheckpointAndResumes) {
         std::uniform_int_distribution<int>(50, 700)(random)));
     const pid_t chief = FindChief(dir);
     ASSERT_GT(chief, 0) << psctl.Output();
+    if (attempt == 0) {
+      // A second job on the same checkpoint directory fails at start,
+      // naming the first, and never touches its checkpoints. (The first
+      // chief is stopped meanwhile, so its job cannot end first.)
+      ASSERT_EQ(kill(chief, SIGSTOP), 0);
+      Subprocess second(LocalArgv(job, TempPath("second_local"),
+                                  {"--ps=1", "--workers=1", "--chief",
+                                   "--evaluator=false", flag}),
+                        {}, TempPath("second_psctl.log"));
+      ASSERT_OK(second.Start());
+      absl::StatusOr<int> second_code = second.Wait(absl::Seconds(120));
+      ASSERT_OK(second_code);
+      EXPECT_NE(*second_code, 0);
+      EXPECT_THAT(second.Output(),
+                  AllOf(HasSubstr("is in use by another job (job test, "
+                                  "chief-0, pid "),
+                        HasSubstr("checkpoint.directory")))
+          << second.Output();
+    }
     ASSERT_EQ(kill(chief, SIGKILL), 0);
     absl::StatusOr<int> code = psctl.Wait(absl::Seconds(60));
     ASSERT_OK(code);
@@ -272,6 +291,9 @@ TEST(CheckpointClusterTest, KilledChiefNeverLeavesABrokenCheckpointAndResumes) {
   LocalRun last = RunLocal(job, {"--ps=2", "--workers=1", "--chief", flag});
   ASSERT_EQ(last.exit_code, 0) << last.output;
   EXPECT_THAT(last.output, HasSubstr("resuming at global step"));
+  // The killed chief's lock was taken over, and said so.
+  EXPECT_THAT(last.output,
+              HasSubstr("took over the checkpoint directory from job test"));
   EXPECT_GE(TestAccuracy(last), 0.80) << last.output;
   ExpectEveryListedCheckpointIntact(dir);
 }
