@@ -100,6 +100,14 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
   ASSIGN_OR_RETURN(
       DatasetInfo train,
       DescribeIdxDataset(job.data().train_images(), job.data().train_labels()));
+  // The classes the job declares, every training label inside them; or,
+  // without a declaration, as many as the labels name.
+  if (job.data().num_classes() > 0) {
+    RETURN_IF_ERROR(CheckLabels(train.labels, job.data().num_classes(),
+                                job.data().train_labels()));
+    train.num_classes = job.data().num_classes();
+  }
+  train.labels = {};
   const int num_workers = tf.cluster.NumTasks(TaskType::kWorker);
   ASSIGN_OR_RETURN(std::unique_ptr<ModelDefinition> model,
                    DefineModel(job.model(), InputSpec{train.example_shape,

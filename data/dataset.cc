@@ -76,7 +76,23 @@ absl::StatusOr<DatasetInfo> DescribeIdxDataset(const std::string& images_path,
   info.num_examples = (*images)[0];
   info.example_shape.assign(images->begin() + 1, images->end());
   info.num_classes = NumClasses(labels->data);
+  info.labels = std::move(labels->data);
   return info;
+}
+
+absl::Status CheckLabels(const std::vector<uint8_t>& labels, int num_classes,
+                         const std::string& labels_path) {
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] >= num_classes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          labels_path, " record ", i, " has label ",
+          static_cast<int>(labels[i]), ", outside the job's ", num_classes,
+          " classes [0, ", num_classes,
+          "); is it the right labels file? (data.num_classes sets the "
+          "classes; without it the training labels decide)"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 Dataset ShardOf(const Dataset& dataset, int index, int count) {

@@ -32,13 +32,19 @@ absl::StatusOr<Dataset> LoadIdxDataset(const std::string& images_path,
 struct DatasetInfo {
   int64_t num_examples = 0;
   std::vector<int64_t> example_shape;
-  int num_classes = 0;  // largest label + 1
+  int num_classes = 0;          // largest label + 1
+  std::vector<uint8_t> labels;  // one byte per example
 };
 
 // Reads only the images file's header and the labels (one byte each), with
 // the same errors as LoadIdxDataset for the parts it reads.
 absl::StatusOr<DatasetInfo> DescribeIdxDataset(const std::string& images_path,
                                                const std::string& labels_path);
+
+// InvalidArgument naming `labels_path` and the first record whose label is
+// outside [0, num_classes), and the fix; OK when all are inside.
+absl::Status CheckLabels(const std::vector<uint8_t>& labels, int num_classes,
+                         const std::string& labels_path);
 
 // Worker `index` of `count` trains on examples index, index + count, ...
 // (every example in exactly one shard; sizes differ by at most one).

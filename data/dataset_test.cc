@@ -10,6 +10,7 @@
 namespace psflow {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 constexpr char kTrainImages[] =
@@ -59,6 +60,25 @@ TEST(DatasetTest, ImagesAndLabelsMustAgree) {
   EXPECT_THAT(LoadIdxDataset(kTrainLabels, kTrainLabels),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("is it a labels file?")));
+}
+
+TEST(DatasetTest, LabelsOutsideTheClassesNameTheFileAndRecord) {
+  ASSERT_OK_AND_ASSIGN(DatasetInfo info,
+                       DescribeIdxDataset(kTrainImages, kTrainLabels));
+  ASSERT_EQ(info.labels.size(), 60000u);
+  EXPECT_OK(CheckLabels(info.labels, 10, kTrainLabels));
+  // Fashion-MNIST's first record is an ankle boot (class 9).
+  ASSERT_EQ(info.labels[0], 9);
+  EXPECT_THAT(CheckLabels(info.labels, 9, kTrainLabels),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr(std::string(kTrainLabels) +
+                                       " record 0 has label 9"),
+                             HasSubstr("outside the job's 9 classes"),
+                             HasSubstr("data.num_classes"))));
+  std::vector<uint8_t> damaged = {1, 2, 200, 3};
+  EXPECT_THAT(CheckLabels(damaged, 10, "labels.idx"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("labels.idx record 2 has label 200")));
 }
 
 TEST(DatasetTest, ShardsPartitionTheExamples) {

@@ -34,6 +34,8 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
         absl::StrJoin(spec.example_shape(), ", "),
         "]; use the test split of the training data's set"));
   }
+  RETURN_IF_ERROR(CheckLabels(test.labels, static_cast<int>(spec.num_classes()),
+                              job.data().test_labels()));
   ASSIGN_OR_RETURN(
       std::unique_ptr<ParameterClient> client,
       ConnectToJobParameterServers(options.tf_config, spec, options.security));

@@ -181,6 +181,24 @@ TEST(TrainingTest, MissingDataFileFailsTheJobWithTheFileNamed) {
   EXPECT_THAT(run.output, ::testing::Not(HasSubstr("did not exit in time")));
 }
 
+// Labels outside the classes the job declares fail the job at start with
+// the file and record, instead of training a silently wider model.
+TEST(TrainingTest, LabelsOutsideTheDeclaredClassesFailTheJob) {
+  std::string job = TestJob("ASYNC", 10);
+  // Fashion-MNIST has 10 classes; record 0 is class 9.
+  job = absl::StrReplaceAll(
+      job, {{"train-labels-idx1-ubyte.gz\",",
+             "train-labels-idx1-ubyte.gz\", \"num_classes\": 9,"}});
+  LocalRun run = RunLocal(WriteTestFile("classes.json", job),
+                          {"--workers=1", "--evaluator=false"});
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(run.output,
+              HasSubstr("train-labels-idx1-ubyte.gz record 0 has label 9, "
+                        "outside the job's 9 classes"));
+  ASSERT_OK_AND_ASSIGN(JsonValue result, run.Result());
+  EXPECT_EQ(result.Find("state")->string_value(), "FAILED");
+}
+
 TEST(TrainingTest, TruncatedDataFileFailsTheJobAsDataLoss) {
   std::ifstream in(std::string(kFashionMnist) + "train-images-idx3-ubyte.gz",
                    std::ios::binary);

@@ -29,15 +29,17 @@ absl::Status RunTrainingJob(const TrainingJobOptions& options) {
 
   ASSIGN_OR_RETURN(Dataset train, LoadIdxDataset(job.data().train_images(),
                                                  job.data().train_labels()));
-  if (!absl::c_equal(train.example_shape, spec.example_shape()) ||
-      train.num_classes > spec.num_classes()) {
+  if (!absl::c_equal(train.example_shape, spec.example_shape())) {
     return absl::FailedPreconditionError(absl::StrCat(
         "this worker's training data has examples of shape [",
-        absl::StrJoin(train.example_shape, ", "), "] and ", train.num_classes,
-        " classes, but the chief's has [",
-        absl::StrJoin(spec.example_shape(), ", "), "] and ", spec.num_classes(),
-        "; every task must see the same data files"));
+        absl::StrJoin(train.example_shape, ", "), "], but the chief's has [",
+        absl::StrJoin(spec.example_shape(), ", "),
+        "]; every task must see the same data files"));
   }
+  // Every label inside the model's classes, named by file and record.
+  RETURN_IF_ERROR(CheckLabels(train.labels,
+                              static_cast<int>(spec.num_classes()),
+                              job.data().train_labels()));
   auto shard = std::make_shared<Dataset>(ShardOf(train, index, num_workers));
   LOG(INFO) << "training on shard " << index << " of " << num_workers << " ("
             << shard->num_examples << " examples) on "

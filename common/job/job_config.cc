@@ -73,6 +73,14 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
     return Invalid("data.test_images and data.test_labels",
                    "must be given together (or both left out)");
   }
+  // Labels are one byte each in IDX files.
+  if (data.num_classes() != 0 &&
+      (data.num_classes() < 2 || data.num_classes() > 256)) {
+    return Invalid("data.num_classes",
+                   absl::StrCat("is ", data.num_classes(),
+                                "; use 2..256, or leave it out to count the "
+                                "training labels"));
+  }
 
   const TrainingConfig& t = config.training();
   if (t.batch_size() <= 0) {

@@ -153,6 +153,24 @@ TEST(JobConfigTest, HalfATestSetIsRejected) {
                        HasSubstr("must be given together")));
 }
 
+TEST(JobConfigTest, NumClassesIsTwoTo256OrLeftOut) {
+  for (const char* classes : {"1", "257", "-3"}) {
+    std::string json = kMinimal;
+    json.replace(
+        json.find("\"train_labels\": \"b.gz\""), 22,
+        std::string("\"train_labels\": \"b.gz\", \"num_classes\": ") + classes);
+    EXPECT_THAT(ParseJobConfig(json, "t.json"),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("data.num_classes")))
+        << classes;
+  }
+  std::string json = kMinimal;
+  json.replace(json.find("\"train_labels\": \"b.gz\""), 22,
+               "\"train_labels\": \"b.gz\", \"num_classes\": 10");
+  ASSERT_OK_AND_ASSIGN(JobConfig config, ParseJobConfig(json, "t.json"));
+  EXPECT_EQ(config.data().num_classes(), 10);
+}
+
 TEST(JobConfigTest, EpochsBecomeGlobalSteps) {
   ASSERT_OK_AND_ASSIGN(
       JobConfig async,
