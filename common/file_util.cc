@@ -86,9 +86,10 @@ absl::Status WritableFile::Close() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<RandomAccessFile> RandomAccessFile::Open(
-    const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+absl::StatusOr<int> OpenRegularFile(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO without a writer would otherwise wait for
+  // one forever. It is cleared again for the reads of a regular file.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return IoError("open", path);
   struct stat st;
   if (fstat(fd, &st) != 0) {
@@ -96,7 +97,36 @@ absl::StatusOr<RandomAccessFile> RandomAccessFile::Open(
     close(fd);
     return status;
   }
-  return RandomAccessFile(path, fd, static_cast<int64_t>(st.st_size));
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " is not a regular file (",
+                     S_ISDIR(st.st_mode)    ? "a directory"
+                     : S_ISFIFO(st.st_mode) ? "a FIFO"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                                            : "a device",
+                     "); name a file"));
+  }
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    absl::Status status = IoError("configure", path);
+    close(fd);
+    return status;
+  }
+  return fd;
+}
+
+absl::StatusOr<RandomAccessFile> RandomAccessFile::Open(
+    const std::string& path) {
+  absl::StatusOr<int> fd = OpenRegularFile(path);
+  if (!fd.ok()) return fd.status();
+  struct stat st;
+  if (fstat(*fd, &st) != 0) {
+    absl::Status status = IoError("stat", path);
+    close(*fd);
+    return status;
+  }
+  return RandomAccessFile(path, *fd, static_cast<int64_t>(st.st_size));
 }
 
 void RandomAccessFile::WillReadSequentially() const {
@@ -173,9 +203,15 @@ absl::Status WriteFileAtomically(const std::string& path,
   return SyncDirectory(DirName(path));
 }
 
-absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
+absl::StatusOr<std::string> ReadFileToString(const std::string& path,
+                                             int64_t max_bytes) {
   absl::StatusOr<RandomAccessFile> file = RandomAccessFile::Open(path);
   if (!file.ok()) return file.status();
+  if (file->size() > max_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is ", file->size(), " bytes; at most ", max_bytes,
+                     " are read from such a file"));
+  }
   std::string data(static_cast<size_t>(file->size()), '\0');
   absl::Status status = file->Read(0, file->size(), data.data());
   if (!status.ok()) return status;

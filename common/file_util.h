@@ -4,6 +4,7 @@
 #define PSFLOW_COMMON_FILE_UTIL_H_
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,10 +67,17 @@ class WritableFile {
   int64_t size_ = 0;
 };
 
+// Opens `path` for reading only if it is a regular file: a FIFO, device,
+// socket or directory is FailedPrecondition naming it (opened without
+// blocking, so a FIFO with no writer cannot hang the caller). Returns the
+// descriptor, which the caller closes. NotFound when it does not exist.
+absl::StatusOr<int> OpenRegularFile(const std::string& path);
+
 // A file read at arbitrary offsets (pread), from any number of threads.
 class RandomAccessFile {
  public:
-  // NotFound when `path` does not exist.
+  // NotFound when `path` does not exist; FailedPrecondition when it is not
+  // a regular file (OpenRegularFile).
   static absl::StatusOr<RandomAccessFile> Open(const std::string& path);
 
   RandomAccessFile(RandomAccessFile&& other) = default;
@@ -105,8 +113,12 @@ absl::Status WriteFileAtomically(const std::string& path,
 absl::Status WriteFileWithMode(const std::string& path, absl::string_view data,
                                unsigned mode);
 
-// The whole file. NotFound when it does not exist.
-absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+// The whole file. NotFound when it does not exist; FailedPrecondition when
+// it is not a regular file; InvalidArgument, before reading, when it is
+// larger than `max_bytes`.
+absl::StatusOr<std::string> ReadFileToString(
+    const std::string& path,
+    int64_t max_bytes = std::numeric_limits<int64_t>::max());
 
 // fsyncs a directory, making renames and creations in it durable.
 absl::Status SyncDirectory(const std::string& path);

@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/file_util.h"
 
 namespace psflow {
 namespace {
@@ -16,22 +17,18 @@ namespace {
 constexpr char kEnvironmentSource[] = "the TF_CONFIG environment variable";
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int error = errno;
-    std::string message = absl::StrCat(
-        "--tf_config: cannot open file \"", path, "\": ", std::strerror(error),
-        "; pass an existing file or inline JSON starting with '{'");
-    if (error == ENOENT) return absl::NotFoundError(message);
-    return absl::FailedPreconditionError(message);
+  // A TF_CONFIG lists addresses: far below this.
+  constexpr int64_t kMaxTfConfigBytes = 1 << 20;
+  absl::StatusOr<std::string> text = ReadFileToString(path, kMaxTfConfigBytes);
+  if (!text.ok()) {
+    return absl::Status(
+        text.status().code(),
+        absl::StrCat("--tf_config: cannot read file \"", path, "\" (",
+                     text.status().message(),
+                     "); pass an existing file or inline JSON starting with "
+                     "'{'"));
   }
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  if (in.bad()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("--tf_config: error reading file \"", path, "\""));
-  }
-  return contents.str();
+  return text;
 }
 
 // Adds the source to a parse error so the user knows which input to fix.

@@ -1,5 +1,7 @@
 #include "common/tf_config_loader.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -54,6 +56,20 @@ TEST(TfConfigLoaderTest, MissingFileIsNotFound) {
               StatusIs(absl::StatusCode::kNotFound,
                        AllOf(HasSubstr("/nonexistent/tf_config.json"),
                              HasSubstr("No such file"))));
+}
+
+TEST(TfConfigLoaderTest, AFifoOrAHugeFileIsRefused) {
+  const std::string fifo =
+      std::string(std::getenv("TEST_TMPDIR")) + "/tf_config.fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THAT(LoadTfConfig(fifo, std::nullopt),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr(fifo), HasSubstr("a FIFO"))));
+  const std::string huge =
+      WriteTempFile("huge.json", std::string(2 << 20, ' '));
+  EXPECT_THAT(LoadTfConfig(huge, std::nullopt),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("at most 1048576")));
 }
 
 TEST(TfConfigLoaderTest, ParseErrorsNameTheSource) {

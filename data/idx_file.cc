@@ -1,5 +1,6 @@
 #include "data/idx_file.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
@@ -8,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/file_util.h"
 
 namespace psflow {
 namespace {
@@ -47,18 +49,24 @@ using GzFile = std::unique_ptr<gzFile_s, GzCloser>;
 // Opens `path` and reads its IDX header; the file is left at the data.
 absl::Status OpenIdx(const std::string& path, GzFile& f,
                      std::vector<int64_t>& dims) {
-  f.reset(gzopen(path.c_str(), "rb"));
-  if (f == nullptr) {
-    const int error = errno;
+  // Only a regular file: a FIFO or device could block or never end.
+  absl::StatusOr<int> fd = OpenRegularFile(path);
+  if (!fd.ok()) {
     std::string message = absl::StrCat("cannot open data file ", path, ": ",
-                                       std::strerror(error));
-    if (error == ENOENT) {
+                                       fd.status().message());
+    if (absl::IsNotFound(fd.status())) {
       return absl::NotFoundError(
           absl::StrCat(message,
                        "; check the path in the job config (Fashion-MNIST: "
                        "apt-get install dataset-fashion-mnist)"));
     }
     return absl::FailedPreconditionError(message);
+  }
+  f.reset(gzdopen(*fd, "rb"));
+  if (f == nullptr) {
+    close(*fd);
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot open data file ", path, ": out of memory"));
   }
   gzbuffer(f.get(), 1 << 20);
   uint8_t header[4];

@@ -1,5 +1,6 @@
 #include "data/idx_file.h"
 
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <cstdlib>
@@ -65,6 +66,17 @@ TEST(IdxFileTest, ReadsRawAndGzippedFilesAlike) {
     EXPECT_THAT(a.dims, ElementsAre(2, 3));
     EXPECT_EQ(std::string(a.data.begin(), a.data.end()), "abcdef");
   }
+}
+
+TEST(IdxFileTest, AFifoIsRefusedInsteadOfBlocking) {
+  const std::string fifo =
+      std::string(std::getenv("TEST_TMPDIR")) + "/images.fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THAT(ReadIdxFile(fifo),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("is not a regular file (a FIFO)")));
+  EXPECT_THAT(ReadIdxHeader(fifo),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
 TEST(IdxFileTest, MissingFileIsNotFoundWithAHint) {

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/file_util.h"
 #include "common/job/update_rule.h"
 #include "common/status_macros.h"
 #include "google/protobuf/descriptor.h"
@@ -218,16 +219,18 @@ absl::StatusOr<JobConfig> ParseJobConfig(absl::string_view json,
 }
 
 absl::StatusOr<JobConfig> LoadJobConfigFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("job config ", path,
-                     " cannot be read; pass an existing file "
+  // A job config is a page of JSON; anything much larger is not one.
+  constexpr int64_t kMaxJobConfigBytes = 1 << 20;
+  absl::StatusOr<std::string> text = ReadFileToString(path, kMaxJobConfigBytes);
+  if (!text.ok()) {
+    return absl::Status(
+        text.status().code(),
+        absl::StrCat("job config ", path, " cannot be read (",
+                     text.status().message(),
+                     "); pass an existing JSON file "
                      "(configs/fashion_mnist_mlp.json is the default job)"));
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseJobConfig(text.str(), path);
+  return ParseJobConfig(*text, path);
 }
 
 int ReplicasToAggregate(const JobConfig& config, int num_workers) {

@@ -1,10 +1,9 @@
 #include "common/rpc/transport_security.h"
 
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/file_util.h"
 #include "common/tls/certificates.h"
 
 namespace psflow {
@@ -14,22 +13,16 @@ constexpr int64_t kMaxPemBytes = 1 << 20;
 
 absl::StatusOr<std::string> ReadPemFile(const std::string& path,
                                         const std::string& what) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot read the ", what, " ", path,
-                     " (psctl certs gen makes a job's certificates; see "
-                     "docs/operations.md, \"Security\")"));
+  absl::StatusOr<std::string> text = ReadFileToString(path, kMaxPemBytes);
+  if (!text.ok()) {
+    return absl::Status(
+        text.status().code(),
+        absl::StrCat("cannot read the ", what, " ", path, " (",
+                     text.status().message(), "; a PEM file is at most ",
+                     kMaxPemBytes,
+                     " bytes); psctl certs gen makes a job's certificates; "
+                     "see docs/operations.md, \"Security\""));
   }
-  const std::streamoff size = in.tellg();
-  if (size < 0 || size > kMaxPemBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the ", what, " ", path, " is ", size,
-                     " bytes; a PEM file is at most ", kMaxPemBytes));
-  }
-  std::string text(static_cast<size_t>(size), '\0');
-  in.seekg(0);
-  in.read(text.data(), size);
   return text;
 }
 
