@@ -199,6 +199,21 @@ absl::Status Trainer::Recover(const absl::Status& cause) {
   }
 }
 
+absl::Status Trainer::OnRejected(const absl::Status& cause) {
+  ++rejected_in_a_row_;
+  if (rejected_in_a_row_ >= options_.max_rejected_pushes) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the parameter servers refused this worker's last ", rejected_in_a_row_,
+        " gradients, so no update can be applied (", cause.message(),
+        "); the job stops: lower the learning rate or check the data"));
+  }
+  if (rejected_in_a_row_ == 1) {
+    LOG(WARNING) << "a gradient was refused (" << cause.message()
+                 << "); going on with the next batch";
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Trainer::OnFailure(const absl::Status& cause) {
   if (failing_since_ == absl::InfiniteFuture()) failing_since_ = absl::Now();
   if (absl::Now() - failing_since_ > options_.recovery.recovery_timeout) {
@@ -289,12 +304,18 @@ absl::Status Trainer::Train() {
       absl::Status pushed = pushes_[grad_slot_]->Wait();
       if (live != nullptr) observe(live->push_wait_seconds, push_wait_start);
       pushes_[grad_slot_] = nullptr;
+      if (absl::IsInvalidArgument(pushed)) {
+        RETURN_IF_ERROR(OnRejected(pushed));
+        Restart();
+        continue;
+      }
       if (!pushed.ok()) {
         RETURN_IF_ERROR(OnFailure(pushed));
         if (job_over_) break;
         Restart();
         continue;
       }
+      rejected_in_a_row_ = 0;
     }
     const absl::Time compute_start = absl::Now();
     ASSIGN_OR_RETURN(
@@ -315,11 +336,17 @@ absl::Status Trainer::Train() {
       if (live != nullptr) observe(live->push_wait_seconds, push_wait_start);
       if (absl::IsAborted(pushed)) {
         ++stale_;  // The step closed before this gradient arrived.
+      } else if (absl::IsInvalidArgument(pushed)) {
+        RETURN_IF_ERROR(OnRejected(pushed));
+        Restart();
+        continue;
       } else if (!pushed.ok()) {
         RETURN_IF_ERROR(OnFailure(pushed));
         if (job_over_) break;
         Restart();
         continue;
+      } else {
+        rejected_in_a_row_ = 0;
       }
     } else {
       pushes_[grad_slot_] = std::move(push);

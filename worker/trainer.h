@@ -80,6 +80,11 @@ struct TrainerOptions {
   // A deliberate straggler for experiments (the worker's --slowdown
   // flags); full speed by default.
   Slowdown slowdown;
+  // The servers refusing this many of the worker's gradients in a row
+  // (INVALID_ARGUMENT: NaN or Inf, a wrong size) ends the run with that
+  // cause: retrying the same computation cannot fix them, and a diverged
+  // model would otherwise retry until the recovery timeout.
+  int max_rejected_pushes = 20;
 };
 
 // What a trainer works with; nothing is owned.
@@ -138,6 +143,9 @@ class Trainer {
   absl::Status Recover(const absl::Status& cause);
   // A failed server call: OK to restart the step, else the error.
   absl::Status OnFailure(const absl::Status& cause);
+  // A gradient the servers refused: OK to go on with the next batch, else
+  // (max_rejected_pushes in a row) the error that ends the run.
+  absl::Status OnRejected(const absl::Status& cause);
   // Drops the step in progress and pulls the model afresh.
   void Restart();
   // Records a report just sent (the keep-alive resends it when the loop
@@ -171,6 +179,8 @@ class Trainer {
   bool job_over_ = false;
   // Consecutive failed attempts share one recovery deadline.
   absl::Time failing_since_ = absl::InfiniteFuture();
+  // Gradients refused in a row (OnRejected).
+  int rejected_in_a_row_ = 0;
   Window window_;
   // parts_.keep_alive or Run()'s own.
   KeepAlive* keep_alive_ = nullptr;

@@ -17,6 +17,7 @@ namespace psflow {
 namespace {
 
 using ::psflow::testing::InProcessJob;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // Two well-separated classes of 4 features: softmax regression learns
@@ -267,6 +268,36 @@ TEST_F(TrainerTest, AFailedJobEndsTheRunWithItsReason) {
 // Every server call fails (the servers were never configured) and the
 // chief keeps training: the worker retries until the recovery timeout,
 // then gives up with the servers' error.
+// A model that has diverged (weights near the float limit, so every
+// logit overflows, every gradient is NaN and every push is refused) ends the
+// run promptly with the cause, in both modes, instead of retrying until the
+// recovery timeout.
+TEST_F(TrainerTest, ADivergedModelEndsTheRunWithTheCause) {
+  for (UpdateMode mode : {ASYNC, SYNC}) {
+    SetUpJob(mode, 100000);
+    std::vector<std::vector<float>> huge;
+    std::vector<ParameterClient::Const> values;
+    for (const LogicalVariable& v : job_->variables) {
+      huge.emplace_back(v.num_elements(), 3e38f);
+    }
+    for (size_t i = 0; i < huge.size(); ++i) {
+      values.emplace_back(job_->variables[i].name, huge[i]);
+    }
+    ASSERT_OK(job_->client->Assign(values)->Wait());
+    options_.recovery.recovery_timeout = absl::Hours(1);
+    options_.max_rejected_pushes = 5;
+    Trainer trainer(options_, parts_);
+    EXPECT_THAT(trainer.Run(),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         AllOf(HasSubstr("refused this worker's last 5 "
+                                         "gradients"),
+                               HasSubstr("is not finite"))))
+        << UpdateMode_Name(mode);
+    EXPECT_GE(job_->core->Stats().nonfinite_gradients_rejected(), 5);
+    EXPECT_EQ(job_->core->Stats().updates_applied(), 0);
+  }
+}
+
 TEST_F(TrainerTest, FailingServersOutlastingTheRecoveryTimeoutEndTheRun) {
   SetUpJob(ASYNC, 60, /*configure_servers=*/false);
   options_.recovery.recovery_timeout = absl::Milliseconds(300);
