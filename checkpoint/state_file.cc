@@ -59,9 +59,9 @@ std::string Inconsistency(const std::string& text,
 
 }  // namespace
 
-absl::StatusOr<CheckpointState> ReadCheckpointState(const std::string& dir) {
-  const std::string path = JoinPath(dir, kStateFileName);
-  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+absl::StatusOr<CheckpointState> ParseCheckpointState(const std::string& text,
+                                                     const std::string& path,
+                                                     const std::string& dir) {
   CheckpointState state;
   std::string why;
   FirstError errors;
@@ -82,6 +82,15 @@ absl::StatusOr<CheckpointState> ReadCheckpointState(const std::string& dir) {
         " to start the job from scratch"));
   }
   return state;
+}
+
+absl::StatusOr<CheckpointState> ReadCheckpointState(const std::string& dir) {
+  const std::string path = JoinPath(dir, kStateFileName);
+  // A state file lists a few names; anything this large is not one.
+  constexpr int64_t kMaxStateFileBytes = 1 << 20;
+  ASSIGN_OR_RETURN(std::string text,
+                   ReadFileToString(path, kMaxStateFileBytes));
+  return ParseCheckpointState(text, path, dir);
 }
 
 absl::Status WriteCheckpointState(const std::string& dir,

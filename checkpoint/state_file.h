@@ -23,8 +23,15 @@
 
 namespace psflow {
 
-// NotFound when `dir` has no state file; DataLoss when it does not parse.
+// NotFound when `dir` has no state file; DataLoss, naming it and how to
+// recover, when it is empty, truncated, unparsable or inconsistent.
 absl::StatusOr<CheckpointState> ReadCheckpointState(const std::string& dir);
+
+// The state file's text (as ReadCheckpointState checks it); `path` and
+// `dir` name it in errors.
+absl::StatusOr<CheckpointState> ParseCheckpointState(const std::string& text,
+                                                     const std::string& path,
+                                                     const std::string& dir);
 
 // Replaces the state file atomically (temporary file, fsync, rename).
 absl::Status WriteCheckpointState(const std::string& dir,

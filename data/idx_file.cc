@@ -3,6 +3,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -100,7 +101,8 @@ absl::Status OpenIdx(const std::string& path, GzFile& f,
     }
     const int64_t dim =
         (int64_t{b[0]} << 24) | (b[1] << 16) | (b[2] << 8) | b[3];
-    if (dim <= 0 || elements * dim > kMaxElements) {
+    // Divided, not multiplied: the product of hostile dimensions overflows.
+    if (dim <= 0 || dim > kMaxElements / elements) {
       return absl::DataLossError(absl::StrCat(
           path, ": IDX dimension ", d, " is ", dim, "; the header is corrupt"));
     }
@@ -127,10 +129,22 @@ absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
   if (!opened.ok()) return opened;
   int64_t elements = 1;
   for (int64_t d : array.dims) elements *= d;
-  array.data.resize(elements);
-  absl::StatusOr<size_t> got =
-      ReadFully(f.get(), path, array.data.data(), array.data.size());
-  if (!got.ok()) return got.status();
+  // Grown as the data arrives, in bounded pieces: a header is only a
+  // claim, and a small (or compressed) file claiming gigabytes must not
+  // make the reader reserve them.
+  constexpr int64_t kPiece = int64_t{16} << 20;
+  absl::StatusOr<size_t> got;
+  while (static_cast<int64_t>(array.data.size()) < elements) {
+    const size_t had = array.data.size();
+    const size_t want = static_cast<size_t>(
+        std::min<int64_t>(kPiece, elements - static_cast<int64_t>(had)));
+    array.data.resize(had + want);
+    got = ReadFully(f.get(), path, array.data.data() + had, want);
+    if (!got.ok()) return got.status();
+    array.data.resize(had + *got);
+    if (*got < want) break;
+  }
+  got = array.data.size();
   if (static_cast<int64_t>(*got) < elements) {
     return absl::DataLossError(
         absl::StrCat(path, ": truncated: the header promises ", elements,

@@ -93,6 +93,17 @@ TEST(IdxFileTest, TruncatedDataIsDataLoss) {
                                  "file holds 42")));
 }
 
+// A header is a claim: a few bytes claiming 8 GiB are refused as truncated
+// without the reader reserving the 8 GiB first.
+TEST(IdxFileTest, AHugeClaimInASmallFileIsDataLossNotAnAllocation) {
+  std::string path =
+      WriteGzip("claims.gz", Idx({1 << 20, 1 << 10, 8}, std::string(10, 'z')));
+  EXPECT_THAT(ReadIdxFile(path),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("header promises 8589934592 bytes of data "
+                                 "but the file holds 10")));
+}
+
 TEST(IdxFileTest, TruncatedGzipStreamIsDataLoss) {
   std::string full = Tmp("full.gz");
   WriteGzip("full.gz", Idx({1000}, std::string(1000, 'y')));

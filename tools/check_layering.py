@@ -11,7 +11,7 @@ folder or from folders on lower floors only:
   4  client/                              the client library
   5  chief/ worker/ evaluator/            the roles
   6  client/psctl/                        the operator's tool
-  7  bench/ tests/ deploy/                leaves
+  7  bench/ tests/ deploy/ fuzz/          leaves
 
 Roles never include each other, with one declared exception: worker 0
 runs the chief's duties through chief's public API (PUBLIC_ROLE_HEADERS).
@@ -49,6 +49,7 @@ FLOORS = {
     "bench": 7,
     "tests": 7,
     "deploy": 7,
+    "fuzz": 7,
 }
 ROLES = {"chief", "worker", "evaluator"}
 # Headers a role offers to other roles.

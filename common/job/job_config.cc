@@ -14,7 +14,11 @@
 #include "proto/protocol.h"
 
 namespace psflow {
+
 namespace {
+
+// training.epochs at most this (a million passes over the data).
+constexpr double kMaxEpochs = 1e6;
 
 absl::Status Invalid(absl::string_view field, absl::string_view problem) {
   return absl::InvalidArgumentError(absl::StrCat(field, " ", problem));
@@ -97,10 +101,12 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
       }
       break;
     case TrainingConfig::kEpochs:
-      if (!(t.epochs() > 0) || !std::isfinite(t.epochs())) {
+      // Bounded so that epochs x examples stays an exact count of steps.
+      if (!(t.epochs() > 0) || !(t.epochs() <= kMaxEpochs)) {
         return Invalid(
             "training.epochs",
-            absl::StrCat("is ", t.epochs(), "; use a positive number"));
+            absl::StrCat("is ", t.epochs(), "; use a positive number up to ",
+                         kMaxEpochs));
       }
       break;
     default:
@@ -244,7 +250,12 @@ int64_t TotalGlobalSteps(const JobConfig& config, int64_t train_examples,
   if (t.stop_case() == TrainingConfig::kSteps) return t.steps();
   double batches = t.epochs() * static_cast<double>(train_examples) /
                    std::max(1, t.batch_size());
-  if (t.mode() == SYNC) batches /= ReplicasToAggregate(config, num_workers);
+  if (t.mode() == SYNC)
+    batches /= std::max(1, ReplicasToAggregate(config, num_workers));
+  // Saturates instead of wrapping (an unvalidated config, or a data set
+  // far beyond any real one): 2^62 steps never end anyway.
+  constexpr double kMaxSteps = 4.611686018427387904e18;  // 2^62
+  if (!(batches < kMaxSteps)) return int64_t{1} << 62;
   return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(batches)));
 }
 

@@ -1,0 +1,44 @@
+// Bulk frames: every pull, push and assign's bytes off the wire, parsed
+// with each header message a server accepts.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/rpc/bulk_frame.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/slice.h"
+#include "proto/ps.pb.h"
+
+namespace {
+
+template <typename Header>
+void ParseAs(const grpc::ByteBuffer& buffer) {
+  Header header;
+  absl::StatusOr<psflow::BulkFrame> frame =
+      psflow::BulkFrame::Parse(buffer, header);
+  if (!frame.ok()) return;
+  // At most a few MB of floats: what a server would copy out.
+  if (frame->payload_floats() > (size_t{1} << 22)) return;
+  std::vector<float> out(frame->payload_floats());
+  (void)frame->CopyPayload(absl::MakeSpan(out));
+  if (out.size() >= 2) {
+    std::vector<absl::Span<float>> pieces = {absl::MakeSpan(out).subspan(0, 1),
+                                             absl::MakeSpan(out).subspan(1)};
+    (void)frame->CopyPayload(pieces);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // Split the input over two slices, as gRPC may deliver it.
+  const size_t half = size / 2;
+  grpc::Slice slices[2] = {grpc::Slice(data, half),
+                           grpc::Slice(data + half, size - half)};
+  grpc::ByteBuffer buffer(slices, 2);
+  ParseAs<psflow::PullBatchRequest>(buffer);
+  ParseAs<psflow::PushBatchRequest>(buffer);
+  ParseAs<psflow::AssignRequest>(buffer);
+  ParseAs<psflow::PullBatchResponse>(buffer);
+  return 0;
+}
