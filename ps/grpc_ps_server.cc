@@ -41,8 +41,22 @@ const RoleSet kAnyCaller{RpcRole::kChief, RpcRole::kWorker, RpcRole::kEvaluator,
 
 absl::Status GrpcParameterServer::Allow(const grpc::ServerContextBase& context,
                                         const RoleSet& roles,
-                                        absl::string_view method) const {
-  return authorizer_->Authorize(context, roles, method).status();
+                                        absl::string_view method) {
+  absl::StatusOr<std::optional<RpcRole>> role =
+      authorizer_->Authorize(context, roles, method);
+  if (!role.ok()) return role.status();
+  // The chief's once-a-second Stats and its control calls say it is alive.
+  // An open server cannot tell callers apart: Stats and the chief-only
+  // methods count.
+  const bool from_chief =
+      role->has_value()
+          ? **role == RpcRole::kChief
+          : method == "Stats" || !roles.Contains(RpcRole::kWorker);
+  if (from_chief) {
+    last_chief_contact_micros_.store(absl::ToUnixMicros(absl::Now()),
+                                     std::memory_order_relaxed);
+  }
+  return absl::OkStatus();
 }
 
 // ---- Control RPCs ----------------------------------------------------------
@@ -574,7 +588,32 @@ absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
   server_options.max_send_message_bytes = kMaxBulkMessageBytes;
   server_options.channel_args = BulkTransportChannelArgs();
   ASSIGN_OR_RETURN(server->server_, ServerRunner::Start(server_options));
+  if (options.chief_silence_limit < absl::InfiniteDuration()) {
+    server->WatchTheChief(options.chief_silence_limit);
+  }
   return server;
+}
+
+void GrpcParameterServer::WatchTheChief(absl::Duration limit) {
+  RunInBackground([this, limit] {
+    const absl::Duration poll =
+        std::clamp(limit / 10, absl::Milliseconds(10), absl::Seconds(1));
+    while (!shutdown_requested_.WaitForNotificationWithTimeout(poll)) {
+      const int64_t last =
+          last_chief_contact_micros_.load(std::memory_order_relaxed);
+      if (last == 0) continue;  // no chief yet: servers may start first
+      const absl::Duration silent = absl::Now() - absl::FromUnixMicros(last);
+      if (silent > limit) {
+        chief_lost_.store(true);
+        RequestShutdown(absl::StrCat(
+            "the chief has not called for ",
+            absl::FormatDuration(absl::Trunc(silent, absl::Seconds(1))),
+            " (--chief_timeout_s=", absl::ToInt64Seconds(limit),
+            "): the job is gone or its chief did not come back"));
+        return;
+      }
+    }
+  });
 }
 
 StatsResponse GrpcParameterServer::Stats() const {

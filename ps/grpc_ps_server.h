@@ -56,6 +56,10 @@ class GrpcParameterServer {
     // Where SaveShard and RestoreShard may touch files (--checkpoint_root);
     // none: any absolute path a peer names.
     std::optional<PathConfinement> checkpoint_root;
+    // The server shuts itself down when the chief, once heard from, has
+    // not called for this long (its Stats come every second): a job whose
+    // chief died and did not come back does not leave servers behind.
+    absl::Duration chief_silence_limit = absl::InfiniteDuration();
     // Tests only: runs on the draining thread between Shutdown() and the
     // end of the drain, where handlers may still run.
     std::function<void()> during_drain_for_testing;
@@ -82,8 +86,12 @@ class GrpcParameterServer {
   const CallAuthorizer& authorizer() const { return *authorizer_; }
   // OK when the caller of `context` has one of `roles`; otherwise
   // UNAUTHENTICATED or PERMISSION_DENIED naming `method`.
+  // A call from the chief also counts as its sign of life.
   absl::Status Allow(const grpc::ServerContextBase& context,
-                     const RoleSet& roles, absl::string_view method) const;
+                     const RoleSet& roles, absl::string_view method);
+
+  // Whether the server stopped because the chief fell silent.
+  bool chief_lost() const { return chief_lost_.load(); }
 
   // Starts draining; `reason` is logged. Safe to call more than once and
   // from any thread (not from a signal handler).
@@ -120,7 +128,14 @@ class GrpcParameterServer {
   absl::Duration grace_;
   std::function<void()> during_drain_for_testing_;
 
+  // Runs in the background until shutdown: shuts the server down once the
+  // chief has been silent longer than `limit`.
+  void WatchTheChief(absl::Duration limit);
+
   Notification shutdown_requested_;
+  // When the chief last called (unix micros; 0: never).
+  std::atomic<int64_t> last_chief_contact_micros_{0};
+  std::atomic<bool> chief_lost_{false};
   Mutex mu_;
   std::string reason_ ABSL_GUARDED_BY(mu_);
   // Threads of RunInBackground; finished ones are joined by the next call,

@@ -58,6 +58,32 @@ TEST(GrpcParameterServerTest, ShutdownRequestedDuringTheDrainDoesNotBlock) {
   EXPECT_TRUE(ran);
 }
 
+// A server whose chief, once heard from, falls silent shuts itself down
+// (a job whose chief died for good leaves no server behind); a server no
+// chief has called yet waits for one.
+TEST(GrpcParameterServerTest, AServerWhoseChiefFellSilentShutsDown) {
+  GrpcParameterServer::Options options;
+  options.listen_address = "127.0.0.1:0";
+  options.chief_silence_limit = absl::Seconds(2);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<GrpcParameterServer> waiting,
+                       GrpcParameterServer::Start(options));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<GrpcParameterServer> server,
+                       GrpcParameterServer::Start(options));
+  GrpcPsShard chief(absl::StrCat("127.0.0.1:", server->port()), "ps-0",
+                    GrpcPsShard::Options());
+  // The chief's Stats, every 100 ms for a second: the server stays up.
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_OK(chief.Stats(absl::Now() + absl::Seconds(30)).status());
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_FALSE(server->shutdown_requested());
+  // Then silence.
+  EXPECT_THAT(server->Wait(), HasSubstr("the chief has not called for"));
+  EXPECT_TRUE(server->chief_lost());
+  EXPECT_FALSE(waiting->shutdown_requested());
+  EXPECT_FALSE(waiting->chief_lost());
+}
+
 // A server started with a checkpoint root saves under it and refuses a
 // peer's paths outside it, before touching any file.
 TEST(GrpcParameterServerTest, CheckpointPathsOutsideTheRootAreRefused) {

@@ -64,6 +64,10 @@ ABSL_FLAG(int64_t, max_variable_bytes, 0,
           "At most this many bytes of variables, values and optimizer slots "
           "(a create beyond it is refused with RESOURCE_EXHAUSTED before "
           "anything is allocated); 0: half of this machine's memory");
+ABSL_FLAG(int32_t, chief_timeout_s, 900,
+          "Shut down (exit 1) when the chief, once heard from, has not "
+          "called for this many seconds (it asks every second): a job whose "
+          "chief died for good leaves no server behind. 0: never");
 ABSL_FLAG(int32_t, shutdown_grace_ms, 5000,
           "How long in-flight RPCs may finish after shutdown is requested");
 
@@ -110,6 +114,14 @@ int Run() {
       HostPort{absl::GetFlag(FLAGS_bind_host), address->port}.ToString();
   options.core.chunk_bytes = chunk_bytes;
   options.core.max_variable_bytes = absl::GetFlag(FLAGS_max_variable_bytes);
+  if (const int chief_timeout = absl::GetFlag(FLAGS_chief_timeout_s);
+      chief_timeout > 0) {
+    options.chief_silence_limit = absl::Seconds(chief_timeout);
+  } else if (chief_timeout < 0) {
+    LOG(ERROR) << "--chief_timeout_s=" << chief_timeout
+               << " is negative; use seconds, or 0 for never";
+    return 1;
+  }
   if (options.core.max_variable_bytes < 0) {
     LOG(ERROR) << "--max_variable_bytes=" << options.core.max_variable_bytes
                << " is negative; use 0 (half the memory) or a byte count";
@@ -193,6 +205,10 @@ int Run() {
   LOG(INFO) << DescribeStaleness(stats);
   if (std::string bounded = DescribeBoundedWaits(stats); !bounded.empty()) {
     LOG(INFO) << bounded;
+  }
+  if ((*server)->chief_lost()) {
+    LOG(ERROR) << "exiting: " << reason;
+    return 1;
   }
   return 0;
 }
