@@ -205,6 +205,7 @@ class GrpcParameterServer::ControlService final
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     const absl::Time deadline = absl::FromChrono(context->deadline());
     GrpcParameterServer* server = server_;
+    server_->ChiefCallStarted();
     server_->RunInBackground([server, reactor, request, response, deadline] {
       const absl::Time start = absl::Now();
       absl::StatusOr<SaveShardResponse> result = psflow::SaveShard(
@@ -221,6 +222,7 @@ class GrpcParameterServer::ControlService final
         LOG(WARNING) << "save to " << request->path()
                      << " failed: " << result.status().message();
       }
+      server->ChiefCallEnded();
       reactor->Finish(ToGrpcStatus(result.status()));
     });
     return reactor;
@@ -236,6 +238,7 @@ class GrpcParameterServer::ControlService final
     }
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     GrpcParameterServer* server = server_;
+    server_->ChiefCallStarted();
     server_->RunInBackground([server, reactor, request, response] {
       const absl::Time start = absl::Now();
       absl::StatusOr<RestoreShardResponse> result = psflow::RestoreShard(
@@ -261,6 +264,7 @@ class GrpcParameterServer::ControlService final
       } else {
         LOG(WARNING) << "restore failed: " << result.status().message();
       }
+      server->ChiefCallEnded();
       reactor->Finish(ToGrpcStatus(result.status()));
     });
     return reactor;
@@ -594,6 +598,14 @@ absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
   return server;
 }
 
+void GrpcParameterServer::ChiefCallStarted() { ++chief_calls_in_flight_; }
+
+void GrpcParameterServer::ChiefCallEnded() {
+  last_chief_contact_micros_.store(absl::ToUnixMicros(absl::Now()),
+                                   std::memory_order_relaxed);
+  --chief_calls_in_flight_;
+}
+
 void GrpcParameterServer::WatchTheChief(absl::Duration limit) {
   RunInBackground([this, limit] {
     const absl::Duration poll =
@@ -602,6 +614,8 @@ void GrpcParameterServer::WatchTheChief(absl::Duration limit) {
       const int64_t last =
           last_chief_contact_micros_.load(std::memory_order_relaxed);
       if (last == 0) continue;  // no chief yet: servers may start first
+      // A long save or restore the chief waits on is a sign of life too.
+      if (chief_calls_in_flight_.load() > 0) continue;
       const absl::Duration silent = absl::Now() - absl::FromUnixMicros(last);
       if (silent > limit) {
         chief_lost_.store(true);

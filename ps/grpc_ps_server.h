@@ -92,6 +92,10 @@ class GrpcParameterServer {
 
   // Whether the server stopped because the chief fell silent.
   bool chief_lost() const { return chief_lost_.load(); }
+  // Brackets a chief's call that runs long (a save or restore): while one
+  // runs, the chief counts as alive however long it takes.
+  void ChiefCallStarted();
+  void ChiefCallEnded();
 
   // Starts draining; `reason` is logged. Safe to call more than once and
   // from any thread (not from a signal handler).
@@ -136,6 +140,7 @@ class GrpcParameterServer {
   // When the chief last called (unix micros; 0: never).
   std::atomic<int64_t> last_chief_contact_micros_{0};
   std::atomic<bool> chief_lost_{false};
+  std::atomic<int> chief_calls_in_flight_{0};
   Mutex mu_;
   std::string reason_ ABSL_GUARDED_BY(mu_);
   // Threads of RunInBackground; finished ones are joined by the next call,

@@ -84,6 +84,21 @@ TEST(GrpcParameterServerTest, AServerWhoseChiefFellSilentShutsDown) {
   EXPECT_FALSE(waiting->chief_lost());
 }
 
+// A save or restore the chief waits on counts as a sign of life however
+// long it runs; silence counts from its end.
+TEST(GrpcParameterServerTest, ALongChiefCallKeepsTheServerUp) {
+  GrpcParameterServer::Options options;
+  options.listen_address = "127.0.0.1:0";
+  options.chief_silence_limit = absl::Milliseconds(500);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<GrpcParameterServer> server,
+                       GrpcParameterServer::Start(options));
+  server->ChiefCallStarted();
+  absl::SleepFor(absl::Seconds(2));  // four limits into a "save"
+  EXPECT_FALSE(server->shutdown_requested());
+  server->ChiefCallEnded();
+  EXPECT_THAT(server->Wait(), HasSubstr("the chief has not called for"));
+}
+
 // A server started with a checkpoint root saves under it and refuses a
 // peer's paths outside it, before touching any file.
 TEST(GrpcParameterServerTest, CheckpointPathsOutsideTheRootAreRefused) {
