@@ -329,7 +329,31 @@ std::optional<EvaluationReport> JobCoordinator::RunFinalEvaluation(
   auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return final_evaluation_received_ || state_ == FAILED;
   };
-  mu_.AwaitWithDeadline(Condition(&done), deadline);
+  // The evaluator's liveness is tracked like a worker's: one that has been
+  // silent past the heartbeat timeout (it asks for the status every second,
+  // also while it evaluates), or has not joined within that long, is not
+  // waited for.
+  const absl::Time start = absl::Now();
+  while (!done()) {
+    const absl::Time now = absl::Now();
+    if (now >= deadline) break;
+    // Silent since its last contact; or, not joined yet, since this wait
+    // began.
+    const absl::Time since =
+        evaluator_registered_ && evaluator_last_contact_.has_value()
+            ? *evaluator_last_contact_
+            : start;
+    if (now - since > options_.heartbeat_timeout) {
+      LOG(WARNING) << "not waiting for a final evaluation: the evaluator "
+                   << (evaluator_registered_ ? "has been silent for "
+                                             : "has not joined in ")
+                   << absl::FormatDuration(
+                          absl::Trunc(now - since, absl::Seconds(1)));
+      break;
+    }
+    mu_.AwaitWithTimeout(Condition(&done),
+                         std::min(absl::Seconds(1), deadline - now));
+  }
   if (!final_evaluation_received_) return std::nullopt;
   return evaluation_;
 }

@@ -1,5 +1,6 @@
 #include "chief/job_coordinator.h"
 
+#include <atomic>
 #include <thread>
 
 #include "common/status_matchers.h"
@@ -231,6 +232,43 @@ TEST(JobCoordinatorTest, FinalEvaluationIsAwaitedWithADeadline) {
   EXPECT_EQ(c.state(), SUCCEEDED);
   c.Fail("too late");
   EXPECT_EQ(c.state(), SUCCEEDED) << "a finished job stays finished";
+}
+
+// The evaluator's liveness is tracked like a worker's: the final
+// evaluation is not awaited from an evaluator that never joined or fell
+// silent, however long the deadline.
+TEST(JobCoordinatorTest, ALostOrAbsentEvaluatorIsNotWaitedFor) {
+  {
+    // Never joined: waited for one heartbeat timeout, not the deadline.
+    JobCoordinator c(TwoWorkers(/*heartbeat=*/absl::Milliseconds(200)));
+    c.SetSpec(Spec(ASYNC));
+    const absl::Time start = absl::Now();
+    EXPECT_FALSE(c.RunFinalEvaluation(absl::InfiniteFuture()).has_value());
+    EXPECT_GE(absl::Now() - start, absl::Milliseconds(200));
+  }
+  JobCoordinator c(TwoWorkers(/*heartbeat=*/absl::Seconds(2)));
+  c.SetSpec(Spec(ASYNC));
+  RegisterTaskRequest evaluator;
+  evaluator.set_protocol_version(kProtocolVersion);
+  evaluator.set_task_type("evaluator");
+  ASSERT_OK(c.Register(evaluator));
+  // While it keeps asking, it is waited for (up to the deadline).
+  std::atomic<bool> asking{true};
+  std::thread alive([&] {
+    StatusRequest request;
+    request.set_task_type("evaluator");
+    while (asking) {
+      c.Status(request);
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  });
+  const absl::Time start = absl::Now();
+  EXPECT_FALSE(c.RunFinalEvaluation(start + absl::Seconds(1)).has_value());
+  EXPECT_GE(absl::Now() - start, absl::Seconds(1));
+  asking = false;
+  alive.join();
+  // Silent now: given up on well before an hour's deadline.
+  EXPECT_FALSE(c.RunFinalEvaluation(absl::Now() + absl::Hours(1)).has_value());
 }
 
 TEST(JobCoordinatorTest, AJobWhoseTasksAllFinishedNeedNotWaitToStop) {

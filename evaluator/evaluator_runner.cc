@@ -1,6 +1,7 @@
 #include "evaluator/evaluator_runner.h"
 
 #include <random>
+#include <thread>
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,7 @@
 #include "common/logging.h"
 #include "common/metrics/event_file_writer.h"
 #include "common/metrics/system_metrics_logger.h"
+#include "common/mutex.h"
 #include "common/status_macros.h"
 #include "evaluator/evaluator.h"
 
@@ -88,7 +90,19 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
   if (options.metrics_registry != nullptr) parts.live = &live;
   Evaluator::Policy policy;
   policy.chief_timeout = options.chief_timeout;
-  return Evaluator(parts, policy).Run();
+  // The chief tracks the evaluator's liveness like a worker's: a status
+  // request every second from a thread of its own, so a long evaluation
+  // never looks like a lost evaluator, and a lost one is never waited for.
+  Notification stop;
+  std::thread heartbeat([&stop, coordinator = options.coordinator] {
+    while (!stop.WaitForNotificationWithTimeout(absl::Seconds(1))) {
+      (void)coordinator->GetStatus(absl::Seconds(5));
+    }
+  });
+  absl::Status result = Evaluator(parts, policy).Run();
+  stop.Notify();
+  heartbeat.join();
+  return result;
 }
 
 }  // namespace psflow

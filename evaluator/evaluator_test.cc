@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/device/cpu/cpu_device.h"
+#include "proto/protocol.h"
 #include "tests/in_process_job.h"
 
 namespace psflow {
@@ -87,6 +88,11 @@ class EvaluatorTest : public ::testing::Test {
 };
 
 TEST_F(EvaluatorTest, EvaluatesTheLiveModelAndSendsTheFinalEvaluation) {
+  // As RunEvaluator does first.
+  RegisterTaskRequest joined;
+  joined.set_protocol_version(kProtocolVersion);
+  joined.set_task_type("evaluator");
+  ASSERT_OK(job_->coordinator->Register(joined));
   absl::Status result;
   std::thread evaluator([&] { result = Evaluator(parts_, policy_).Run(); });
   // The chief's side: training ended, waiting for the final evaluation.
