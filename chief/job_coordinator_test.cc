@@ -112,12 +112,16 @@ TEST(JobCoordinatorTest, AWorkerErrorFailsTheJob) {
 }
 
 TEST(JobCoordinatorTest, AsyncContinuesWithoutALostWorker) {
-  JobCoordinator c(TwoWorkers(absl::Milliseconds(100)));
+  // Worker 0 reports every 30 ms, far within the 1 s heartbeat timeout
+  // even on a loaded machine, until worker 1 has been declared lost.
+  JobCoordinator c(TwoWorkers(absl::Seconds(1)));
   c.SetSpec(Spec(ASYNC));
   ASSERT_OK(c.Register(Worker(0)));
   ASSERT_OK(c.Register(Worker(1)));
   std::thread reporter([&] {
-    for (int i = 0; i < 10; ++i) {
+    const absl::Time give_up = absl::Now() + absl::Seconds(60);
+    for (int64_t i = 0; c.CountWorkers().lost == 0 && absl::Now() < give_up;
+         ++i) {
       Progress(c, Report(0, i));
       absl::SleepFor(absl::Milliseconds(30));
     }
@@ -141,17 +145,22 @@ TEST(JobCoordinatorTest, SyncFailsWhenAWorkerIsLost) {
 }
 
 TEST(JobCoordinatorTest, SyncWithBackupsContinuesWithoutALostWorker) {
-  JobCoordinator c(TwoWorkers(absl::Milliseconds(100)));
+  // Worker 0 reports every 50 ms, 20 times within the heartbeat timeout,
+  // so a loaded machine cannot make it look lost too.
+  JobCoordinator c(TwoWorkers(absl::Seconds(1)));
   JobSpec spec = Spec(SYNC);
   spec.mutable_ps_config()->set_replicas_to_aggregate(1);
   c.SetSpec(spec);
   ASSERT_OK(c.Register(Worker(0)));
   ASSERT_OK(c.Register(Worker(1)));
-  // Worker 0 keeps reporting; worker 1 goes silent.
-  for (int i = 0; i < 10; ++i) {
-    Progress(c, Report(0, i));
+  // Worker 0 keeps reporting; worker 1 goes silent until it is lost.
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  int64_t step = 0;
+  while (c.CountWorkers().lost == 0 && absl::Now() < give_up) {
+    Progress(c, Report(0, step++));
     EXPECT_FALSE(c.WaitForTrainingEnd(absl::Now() + absl::Milliseconds(50)));
   }
+  EXPECT_EQ(c.CountWorkers().lost, 1);
   EXPECT_EQ(c.state(), TRAINING) << c.Status().message();
   // It comes back (a restart registers again) and the job finishes.
   ASSERT_OK(c.Register(Worker(1)));

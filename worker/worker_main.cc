@@ -21,6 +21,7 @@
 #include "common/metrics/metrics_registry.h"
 #include "common/metrics/system_metrics_logger.h"
 #include "common/metrics/task_metrics_endpoint.h"
+#include "common/mutex.h"
 #include "common/process_setup.h"
 #include "common/role_config.h"
 #include "common/rpc/health_server.h"
@@ -127,6 +128,7 @@ int Run() {
   // Worker 0 without a chief job runs the chief's duties on its own port.
   std::thread chief;
   absl::Status chief_result;
+  Notification chief_done;  // the in-process chief has returned
   std::unique_ptr<ServerRunner> health;
   if (tf.IsChief()) {
     if (absl::GetFlag(FLAGS_job).empty()) {
@@ -151,8 +153,10 @@ int Run() {
     options.metrics_registry = &registry;
     LOG(INFO) << "no \"chief\" job in TF_CONFIG: this worker also runs the "
                  "chief's duties";
-    chief = std::thread(
-        [options, &chief_result] { chief_result = RunChief(options); });
+    chief = std::thread([options, &chief_result, &chief_done] {
+      chief_result = RunChief(options);
+      chief_done.Notify();
+    });
   } else {
     absl::StatusOr<std::unique_ptr<ServerRunner>> server =
         StartHealthServer(listen, *security);
@@ -176,10 +180,23 @@ int Run() {
   if (!device.ok()) {
     result = device.status();
   } else {
-    absl::StatusOr<JobSpec> spec =
-        coordinator.Register(tf.task, incarnation, absl::Now() + startup);
+    // Joining retries until the startup deadline; but when this process's
+    // own chief has already returned (it failed at start, before this part
+    // joined), there is nobody left to join: stop at once.
+    const absl::Time give_up = absl::Now() + startup;
+    absl::StatusOr<JobSpec> spec;
+    do {
+      spec = coordinator.Register(
+          tf.task, incarnation,
+          chief.joinable() ? std::min(give_up, absl::Now() + absl::Seconds(1))
+                           : give_up);
+    } while (!spec.ok() && absl::IsDeadlineExceeded(spec.status()) &&
+             chief.joinable() && !chief_done.HasBeenNotified() &&
+             absl::Now() < give_up);
     if (!spec.ok()) {
-      result = spec.status();
+      // This process's own chief ended before this part joined: its result
+      // is the job's (reported below), not a failure to join.
+      result = chief_done.HasBeenNotified() ? absl::OkStatus() : spec.status();
     } else {
       if (spec->config().training().cpu_threads() > 1 &&
           (*device)->kind() == DeviceKind::kCpu) {
