@@ -1,5 +1,8 @@
 #include "common/rpc/server_runner.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "absl/strings/str_cat.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server_builder.h"
@@ -18,6 +21,14 @@ absl::StatusOr<std::unique_ptr<ServerRunner>> ServerRunner::Start(
   // gRPC enables SO_REUSEPORT by default: a second server on a busy port
   // would silently share it and split the clients. Fail instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Idle and vanished peers do not pin connections (ServerOptions).
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 30 * 1000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10 * 1000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(
+      GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+      static_cast<int>(std::min<int64_t>(
+          absl::ToInt64Milliseconds(options.max_connection_idle), INT32_MAX)));
   if (options.max_receive_message_bytes >= 0) {
     builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   }

@@ -1,6 +1,13 @@
 #include "common/rpc/server_runner.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -8,6 +15,7 @@
 #include "common/rpc/health_server.h"
 #include "common/status_matchers.h"
 #include "grpcpp/client_context.h"
+#include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "proto/health.grpc.pb.h"
@@ -55,6 +63,79 @@ TEST(ServerRunnerTest, DrainStopsServingAndIsIdempotent) {
   EXPECT_TRUE(ran);
   EXPECT_NE(Health(port), "SERVING");
   server->Drain(absl::Seconds(1));  // again: nothing to do
+}
+
+// Answers every call UNIMPLEMENTED: a server to connect to.
+class NothingService final : public grpc::CallbackGenericService {
+  grpc::ServerGenericBidiReactor* CreateReactor(
+      grpc::GenericCallbackServerContext*) override {
+    class Reactor final : public grpc::ServerGenericBidiReactor {
+     public:
+      Reactor() { Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "")); }
+      void OnDone() override { delete this; }
+    };
+    return new Reactor;
+  }
+};
+
+// Connects with raw TCP, speaks the HTTP/2 preface and then nothing;
+// returns how long the server took to close the connection, or nullopt if
+// it was still open after `wait`.
+std::optional<absl::Duration> SecondsUntilClosed(int port,
+                                                 absl::Duration wait) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)),
+            0);
+  const std::string preface =
+      std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") +
+      std::string("\0\0\0\x04\0\0\0\0\0", 9);  // an empty SETTINGS frame
+  EXPECT_EQ(write(fd, preface.data(), preface.size()),
+            static_cast<ssize_t>(preface.size()));
+  const absl::Time start = absl::Now();
+  std::optional<absl::Duration> closed;
+  char buffer[4096];
+  while (absl::Now() - start < wait) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n <= 0) {  // EOF or reset: closed
+      closed = absl::Now() - start;
+      break;
+    }
+  }
+  close(fd);
+  return closed;
+}
+
+std::unique_ptr<ServerRunner> StartWithIdleLimit(NothingService* service,
+                                                 absl::Duration idle) {
+  ServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.generic_service = service;
+  options.max_connection_idle = idle;
+  absl::StatusOr<std::unique_ptr<ServerRunner>> runner =
+      ServerRunner::Start(options);
+  EXPECT_OK(runner);
+  return runner.ok() ? *std::move(runner) : nullptr;
+}
+
+// A peer that connects and goes quiet does not hold its socket forever.
+TEST(ServerRunnerTest, AnIdleConnectionIsClosed) {
+  NothingService quick_service, patient_service;
+  auto quick = StartWithIdleLimit(&quick_service, absl::Milliseconds(500));
+  auto patient = StartWithIdleLimit(&patient_service, absl::Hours(1));
+  ASSERT_NE(quick, nullptr);
+  ASSERT_NE(patient, nullptr);
+  EXPECT_TRUE(SecondsUntilClosed(quick->port(), absl::Seconds(60)).has_value());
+  // The control: with an hour's limit, it is still open after 2 s.
+  EXPECT_FALSE(
+      SecondsUntilClosed(patient->port(), absl::Seconds(2)).has_value());
+  quick->Drain(absl::Seconds(1));
+  patient->Drain(absl::Seconds(1));
 }
 
 }  // namespace
