@@ -1,8 +1,6 @@
 #include "common/job/job_config.h"
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"

@@ -1,11 +1,9 @@
 #include "common/rpc/job_tokens.h"
 
-#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -25,7 +23,7 @@ constexpr size_t kTokenBytes = 32;
 constexpr size_t kTokenHexDigits = 2 * kTokenBytes;
 // Larger files are refused before reading: a token file is one line, the
 // digests file one line per role.
-constexpr off_t kMaxTokenFileBytes = 4096;
+constexpr int64_t kMaxTokenFileBytes = 4096;
 
 constexpr char kFix[] =
     "psctl tokens gen --out=DIR makes a job's tokens; pass that directory "
@@ -45,34 +43,20 @@ bool IsLowerHex(absl::string_view text) {
   return true;
 }
 
-// A small regular file, read whole; errors name it.
+// A small regular file, read whole (common/file_util: a FIFO or device is
+// refused without blocking, the size is checked before reading); errors
+// name it and the fix.
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path,
                                           absl::string_view what) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    return absl::NotFoundError(absl::StrCat("cannot read ", what, " ", path,
-                                            ": ", std::strerror(errno), "; ",
-                                            kFix));
-  }
-  struct stat info;
-  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) ||
-      info.st_size > kMaxTokenFileBytes) {
-    close(fd);
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " ", path, " is not a regular file of at most ",
-                     kMaxTokenFileBytes, " bytes; ", kFix));
-  }
-  std::string text(static_cast<size_t>(info.st_size), '\0');
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = read(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  close(fd);
-  text.resize(done);
-  return text;
+  absl::StatusOr<std::string> text = ReadFileToString(path, kMaxTokenFileBytes);
+  if (text.ok()) return text;
+  // Not a regular file, or too large: the file is wrong, not missing.
+  const absl::StatusCode code = absl::IsFailedPrecondition(text.status()) ||
+                                        absl::IsInvalidArgument(text.status())
+                                    ? absl::StatusCode::kInvalidArgument
+                                    : text.status().code();
+  return absl::Status(code, absl::StrCat("cannot read ", what, ": ",
+                                         text.status().message(), "; ", kFix));
 }
 
 }  // namespace
