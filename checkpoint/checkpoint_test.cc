@@ -195,6 +195,38 @@ TEST_F(CheckpointTest, RefusesACheckpointOfAnotherModel) {
   EXPECT_EQ(other.Pull(), before);
 }
 
+// The model, not the checkpoint, decides the update rule: a variable saved
+// trainable (with Adam's slots) restores as a moving average (values only),
+// and a moving average, saved without slots, round-trips onto another
+// number of servers.
+TEST_F(CheckpointTest, MovingAveragesRestoreTheirValuesWhateverWasSaved) {
+  std::vector<LogicalVariable> model = Model();
+  model[0].update = VariableUpdate::kMovingAverage;  // split over every ps
+  model[0].momentum = 0.5f;
+  Cluster trained(2);
+  trained.Step(1.0f);
+  ASSERT_OK_AND_ASSIGN(SavedCheckpoint saved, Manager(trained)->Save());
+  Cluster averaged(3, ASYNC, model);
+  ASSERT_OK(RestoreCheckpoint(saved.path, averaged.configure.optimizer(),
+                              *averaged.client, absl::Seconds(10)));
+  EXPECT_EQ(averaged.Pull(), trained.Pull());
+
+  averaged.Step(2.0f);
+  ASSERT_OK_AND_ASSIGN(SavedCheckpoint again, Manager(averaged)->Save());
+  ASSERT_OK_AND_ASSIGN(auto reader, CheckpointReader::Open(again.path));
+  EXPECT_NE(reader->Find("dense/kernel"), nullptr);
+  EXPECT_EQ(reader->Find("dense/kernel", "m"), nullptr);
+  EXPECT_NE(reader->Find("dense/bias", "m"), nullptr);
+  EXPECT_THAT(reader->Verify(), IsEmpty());
+  Cluster back(2, ASYNC, model);
+  ASSERT_OK(RestoreCheckpoint(again.path, back.configure.optimizer(),
+                              *back.client, absl::Seconds(10)));
+  EXPECT_EQ(back.Pull(), averaged.Pull());
+  back.Step(3.0f);
+  averaged.Step(3.0f);
+  EXPECT_EQ(back.Pull(), averaged.Pull());
+}
+
 TEST_F(CheckpointTest, StateFileListsTheKeptCheckpointsAndOldOnesGo) {
   Cluster cluster(2);
   auto manager = Manager(cluster, /*max_to_keep=*/2);

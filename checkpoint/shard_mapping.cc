@@ -136,7 +136,12 @@ absl::StatusOr<std::vector<RestoreShardRequest>> PlanRestore(
   }
   for (const PlacedVariable& v : placement.variables) {
     for (const CheckpointTensor* t : by_name[v.name]) {
-      if (!t->slot().empty() && !restore_slots) continue;
+      // A moving average keeps no slots, even when the checkpoint has some
+      // (the model decides the update rule, not the checkpoint).
+      if (!t->slot().empty() &&
+          (!restore_slots || v.update == VariableUpdate::kMovingAverage)) {
+        continue;
+      }
       for (const VariablePart& part : v.parts) {
         RestoreTarget& target = *requests[part.ps].add_targets();
         target.set_variable(part.name);

@@ -27,6 +27,8 @@ absl::StatusOr<CheckpointIndex> IndexFromSavedShards(
 // in the checkpoint with the same shape, and the checkpoint must hold no
 // variable the placement lacks (FailedPrecondition naming them). Slots are
 // restored when `restore_slots` (the same optimizer); else they restart.
+// The update rule is not in the checkpoint: the placement's decides, and a
+// moving-average variable gets its values only, whatever slots were saved.
 absl::StatusOr<std::vector<RestoreShardRequest>> PlanRestore(
     const CheckpointIndex& index, const std::string& checkpoint_dir,
     const Placement& placement, bool restore_slots);

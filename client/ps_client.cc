@@ -100,6 +100,10 @@ absl::Status ParameterClient::CreateVariables() {
       VariableSpec* spec = requests[part.ps].add_variables();
       spec->set_name(part.name);
       for (int64_t d : part.shape) spec->add_shape(d);
+      if (part.update == VariableUpdate::kMovingAverage) {
+        spec->set_update(VariableSpec::MOVING_AVERAGE);
+        spec->set_momentum(part.momentum);
+      }
     }
   }
   const absl::Time deadline = absl::Now() + options_.rpc_timeout;

@@ -72,7 +72,8 @@ class ParameterClient : public ShardSet {
   // role may call it) and learns the chunk size. Must precede the rest.
   absl::Status Configure(const ConfigureRequest& request);
 
-  // Creates every variable part on its server (the chief does this once).
+  // Creates every variable part on its server, with its variable's update
+  // rule (optimizer or moving average); the chief does this once.
   absl::Status CreateVariables();
 
   using Mutable = std::pair<std::string, absl::Span<float>>;

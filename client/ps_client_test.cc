@@ -170,6 +170,7 @@ class CountingShard final : public PsShard {
   }
   absl::Status CreateVariables(const CreateVariablesRequest& r,
                                absl::Time d) override {
+    created.push_back(r);
     return inner_.CreateVariables(r, d);
   }
   absl::StatusOr<StatsResponse> Stats(absl::Time d) override {
@@ -217,6 +218,7 @@ class CountingShard final : public PsShard {
 
   // Calls come from the test's thread only.
   std::vector<int> batch_parts;
+  std::vector<CreateVariablesRequest> created;
   // Runs first in Shutdown when set.
   std::function<absl::Status(absl::Time deadline)>
       on_shutdown;  // parts of each batch call, in order
@@ -311,6 +313,57 @@ TEST_F(ParameterClientBatchingTest, LongNamesSplitBatchesToBoundTheHeader) {
   }
   ASSERT_OK(client.Pull(targets)->Wait());
   for (int i = 0; i < 40; ++i) EXPECT_EQ(values[i], -(i + 1.0f)) << i;
+}
+
+TEST_F(ParameterClientBatchingTest, CreateVariablesSendsEachUpdateRule) {
+  LogicalVariable mean{"bn/moving_mean", {3}};
+  mean.update = VariableUpdate::kMovingAverage;
+  mean.momentum = 0.9f;
+  ASSERT_NO_FATAL_FAILURE(Start(4, {{"w", {2}}, mean}));
+  ASSERT_EQ(shard_->created.size(), 1u);
+  const CreateVariablesRequest& sent = shard_->created[0];
+  ASSERT_EQ(sent.variables_size(), 2);
+  EXPECT_EQ(sent.variables(0).name(), "w");
+  EXPECT_EQ(sent.variables(0).update(), VariableSpec::OPTIMIZER);
+  EXPECT_EQ(sent.variables(0).momentum(), 0.0f);
+  EXPECT_EQ(sent.variables(1).name(), "bn/moving_mean");
+  EXPECT_EQ(sent.variables(1).update(), VariableSpec::MOVING_AVERAGE);
+  EXPECT_EQ(sent.variables(1).momentum(), 0.9f);
+}
+
+// "mean" (6 x 2) is split over three servers: pushes to it average on every
+// server, while SGD (lr 1) moves "w" beside it.
+TEST(ParameterClientMovingAverageTest, EveryPartOfASplitAverageAverages) {
+  std::vector<std::unique_ptr<ParameterServerCore>> cores;
+  std::vector<std::unique_ptr<PsShard>> shards;
+  for (int i = 0; i < kNumPs; ++i) {
+    cores.push_back(std::make_unique<ParameterServerCore>(
+        ParameterServerCore::Options{4 * sizeof(float)}));
+    shards.push_back(std::make_unique<LocalPsShard>(cores.back().get(),
+                                                    absl::StrCat("ps-", i)));
+  }
+  LogicalVariable mean{"mean", {6, 2}};
+  mean.update = VariableUpdate::kMovingAverage;
+  mean.momentum = 0.5f;
+  ASSERT_OK_AND_ASSIGN(Placement placement,
+                       PlaceVariables({mean, {"w", {2}}}, kNumPs,
+                                      /*split_threshold_bytes=*/16));
+  ASSERT_EQ(placement.Find("mean")->parts.size(), 3u);
+  ParameterClient client(std::move(shards), placement,
+                         ParameterClient::Options());
+  ASSERT_OK(client.Configure(SgdConfig(ASYNC)));
+  ASSERT_OK(client.CreateVariables());
+  const std::vector<float> x(12, 4.0f), g(2, 1.0f);
+  std::vector<float> mean_out(12), w_out(2);
+  for (float expected : {2.0f, 3.0f}) {  // 0.5 * v + 0.5 * 4
+    ASSERT_OK(client.Push({{"mean", x}, {"w", g}})->Wait());
+    ASSERT_OK(client
+                  .Pull({{"mean", absl::MakeSpan(mean_out)},
+                         {"w", absl::MakeSpan(w_out)}})
+                  ->Wait());
+    EXPECT_THAT(mean_out, Each(expected));
+  }
+  EXPECT_THAT(w_out, Each(-2.0f));
 }
 
 // Each server's Shutdown waits until the other's has started: a client that

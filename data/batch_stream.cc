@@ -56,7 +56,9 @@ void BatchStream::Produce() {
         const int64_t example = order[begin + b];
         const uint8_t* src = &data.features[example * features];
         float* dst = &batch.features[b * features];
-        for (int64_t f = 0; f < features; ++f) dst[f] = src[f] * (1.0f / 255);
+        for (int64_t f = 0; f < features; ++f) {
+          dst[f] = src[f] * options_.feature_scale;
+        }
         batch.labels[b] = data.labels[example];
       }
       MutexLock lock(&mu_);

@@ -44,6 +44,10 @@ class BatchStream {
     int64_t epochs = 0;
     // Batches prepared ahead of the consumer.
     int prefetch = 4;
+    // Each pixel byte becomes byte * feature_scale: the model's
+    // ModelDefinition::feature_scale() (1/255, or 1 for models that
+    // rescale their input themselves).
+    float feature_scale = 1.0f / 255;
   };
 
   BatchStream(std::shared_ptr<const Dataset> dataset, const Options& options);

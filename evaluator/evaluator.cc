@@ -63,6 +63,7 @@ absl::StatusOr<EvaluationReport> EvaluateValues(
                    definition->Instantiate(&device, batch_size));
   RETURN_IF_ERROR(model->LoadParameters(
       std::vector<absl::Span<const float>>(values.begin(), values.end())));
+  const float scale = definition->feature_scale();
 
   std::vector<int64_t> class_total(spec.num_classes()),
       class_correct(spec.num_classes());
@@ -76,7 +77,7 @@ absl::StatusOr<EvaluationReport> EvaluateValues(
     labels.resize(n);
     predictions.resize(n);
     for (int64_t i = 0; i < n * data.num_features; ++i) {
-      features[i] = data.features[begin * data.num_features + i] / 255.0f;
+      features[i] = data.features[begin * data.num_features + i] * scale;
     }
     for (int64_t i = 0; i < n; ++i) labels[i] = data.labels[begin + i];
     ASSIGN_OR_RETURN(

@@ -11,8 +11,7 @@ namespace {
 using ::testing::Each;
 
 ModelVariable Var(std::vector<int64_t> shape, Initializer initializer) {
-  return ModelVariable{
-      {"v", std::move(shape)}, VariableKind::kTrainable, initializer};
+  return ModelVariable{{"v", std::move(shape)}, initializer};
 }
 
 TEST(InitializerTest, ConstantsDrawNothingFromTheStream) {

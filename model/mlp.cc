@@ -56,11 +56,9 @@ MlpDefinition::MlpDefinition(const MlpSpec& spec, const InputSpec& input)
   for (size_t l = 0; l + 1 < widths_.size(); ++l) {
     variables_.push_back(
         {{absl::StrCat("dense_", l, "/kernel"), {widths_[l], widths_[l + 1]}},
-         VariableKind::kTrainable,
          Initializer::kGlorotUniform});
     variables_.push_back(
         {{absl::StrCat("dense_", l, "/bias"), {widths_[l + 1]}},
-         VariableKind::kTrainable,
          Initializer::kZeros});
   }
 }

@@ -34,21 +34,19 @@ enum class Initializer {
   kGlorotUniform,
 };
 
-// How a variable changes during training.
-enum class VariableKind {
-  // Pushed as d(mean loss)/d(variable) and updated by the job's optimizer.
-  kTrainable,
-};
-
-// A variable a model declares: name, row-major shape, kind, initializer.
+// A variable a model declares: name, row-major shape, how pushes update it
+// (LogicalVariable::update: trainable, or a moving average the model
+// pushes batch statistics to), initializer.
 struct ModelVariable {
   LogicalVariable variable;
-  VariableKind kind = VariableKind::kTrainable;
   Initializer initializer = Initializer::kZeros;
 
   const std::string& name() const { return variable.name; }
   const std::vector<int64_t>& shape() const { return variable.shape; }
   int64_t num_elements() const { return variable.num_elements(); }
+  bool trainable() const {
+    return variable.update == VariableUpdate::kOptimizer;
+  }
 };
 
 // The variables as placement and checkpoints see them.
@@ -71,6 +69,10 @@ struct ExampleBatch {
   int64_t size = 0;
   absl::Span<const float> features;
   absl::Span<const int32_t> labels;
+  // Randomness for this training step (dropout masks): the same seed gives
+  // the same masks. Trainers derive it from the job's seed, the worker and
+  // its step.
+  uint64_t seed = 0;
 };
 
 // Sums over a batch.
@@ -115,6 +117,12 @@ class ModelDefinition {
   virtual std::string Describe() const = 0;
 
   const InputSpec& input() const { return input_; }
+
+  // What the data pipeline multiplies raw pixel bytes by before a batch
+  // reaches the model: 1/255 for the MLP kinds, which expect values in
+  // [0, 1]; 1 for a `layers` model, which scales its input itself (with a
+  // Rescaling layer), as a Keras model does.
+  virtual float feature_scale() const { return 1.0f / 255; }
 
   // Every variable the model owns, in a fixed order that LoadParameters,
   // TrainStep and initial values follow.

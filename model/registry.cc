@@ -1,7 +1,9 @@
 #include "model/registry.h"
 
 #include "absl/strings/str_cat.h"
+#include "model/layers/layer_factory.h"
 #include "model/mlp.h"
+#include "model/sequential.h"
 
 namespace psflow {
 namespace {
@@ -64,11 +66,35 @@ constexpr ModelKind kKinds[] = {
     {ModelConfig::kSoftmaxRegression, ValidateNothing, DefineMlp},
 };
 
+absl::Status ValidateLayers(const ModelConfig& config) {
+  return ValidateLayerConfigs(config.layers());
+}
+
+absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineLayers(
+    const ModelConfig& config, const InputSpec& input) {
+  absl::StatusOr<std::unique_ptr<SequentialDefinition>> definition =
+      SequentialDefinition::Create(config.layers(), input);
+  if (!definition.ok()) return definition.status();
+  return std::unique_ptr<ModelDefinition>(*std::move(definition));
+}
+
+// `layers` is a repeated field, so it sits outside the oneof.
+constexpr ModelKind kLayersKind = {ModelConfig::KIND_NOT_SET, ValidateLayers,
+                                   DefineLayers};
+
 absl::StatusOr<const ModelKind*> KindOf(const ModelConfig& config) {
+  if (!config.layers().empty()) {
+    if (config.kind_case() != ModelConfig::KIND_NOT_SET) {
+      return absl::InvalidArgumentError(
+          "model sets both \"layers\" and another kind (\"mlp\" or "
+          "\"softmax_regression\"); keep one");
+    }
+    return &kLayersKind;
+  }
   if (config.kind_case() == ModelConfig::KIND_NOT_SET) {
     return absl::InvalidArgumentError(
-        "model is missing; set \"mlp\": {\"hidden_sizes\": [256]} or "
-        "\"softmax_regression\": {}");
+        "model is missing; set \"layers\": [...], \"mlp\": "
+        "{\"hidden_sizes\": [256]} or \"softmax_regression\": {}");
   }
   for (const ModelKind& kind : kKinds) {
     if (kind.kind == config.kind_case()) return &kind;

@@ -4,9 +4,12 @@
 #include <atomic>
 #include <cstring>
 #include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/metrics/process_metrics.h"
 #include "common/rpc/bulk_frame.h"
@@ -114,8 +117,19 @@ class GrpcParameterServer::ControlService final
     absl::Status status = server_->core().CreateVariables(*request);
     if (status.ok()) {
       StatsResponse stats = server_->core().Stats();
+      std::vector<std::string> averages;
+      for (const VariableSpec& spec : request->variables()) {
+        if (spec.update() == VariableSpec::MOVING_AVERAGE) {
+          averages.push_back(
+              absl::StrCat(spec.name(), " (momentum ", spec.momentum(), ")"));
+        }
+      }
       LOG(INFO) << "holding " << stats.num_variables() << " variables, "
-                << stats.total_elements() << " elements";
+                << stats.total_elements() << " elements"
+                << (averages.empty()
+                        ? ""
+                        : absl::StrCat("; moving averages, not trained: ",
+                                       absl::StrJoin(averages, ", ")));
     }
     return Done(context, status);
   }

@@ -143,7 +143,35 @@ class Adam final : public Optimizer {
   const double weight_decay_;
 };
 
+// Not an optimizer: a moving average of what is pushed. Sharing the
+// interface lets a variable hold either and apply it the same way.
+class MovingAverage final : public Optimizer {
+ public:
+  explicit MovingAverage(float momentum) : momentum_(momentum) {}
+  const std::vector<std::string>& slot_names() const override {
+    static const auto* names = new std::vector<std::string>{};
+    return *names;
+  }
+  void Apply(double, int64_t, absl::Span<float> param,
+             absl::Span<const float> value,
+             absl::Span<const absl::Span<float>>) const override {
+    float* __restrict__ p = param.data();
+    const float* __restrict__ x = value.data();
+    const float keep = momentum_;
+    const float take = 1.0f - momentum_;
+    const size_t n = param.size();
+    for (size_t i = 0; i < n; ++i) p[i] = keep * p[i] + take * x[i];
+  }
+
+ private:
+  const float momentum_;
+};
+
 }  // namespace
+
+std::unique_ptr<Optimizer> MovingAverageUpdate(float momentum) {
+  return std::make_unique<MovingAverage>(momentum);
+}
 
 absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(
     const OptimizerParams& c) {

@@ -12,6 +12,12 @@
 //              corrections m_hat = m / (1 - b1^t), v_hat = v / (1 - b2^t)
 //   adamw:     p -= lr * weight_decay * p (decoupled), then adam
 //
+// and, for non-trainable variables (batch normalization's moving mean and
+// variance), not an optimizer but applied by the same code path:
+//
+//   moving average:  p = momentum * p + (1 - momentum) * x
+//              (x is what the worker pushed; no slots; lr and t unused)
+//
 // `t` is the number of updates applied to the variable, from 1. Apply()
 // works element-wise, so callers may split a tensor into ranges and apply
 // them on several threads. Optimizer objects are immutable and thread-safe.
@@ -53,6 +59,10 @@ class Optimizer {
                      absl::Span<const float> grad,
                      absl::Span<const absl::Span<float>> slots) const = 0;
 };
+
+// The update of a moving-average variable (see the top of this file):
+// `momentum` in [0, 1), which the caller has checked.
+std::unique_ptr<Optimizer> MovingAverageUpdate(float momentum);
 
 }  // namespace psflow
 

@@ -164,5 +164,18 @@ TEST(OptimizerTest, BadHyperparametersNameTheField) {
                        HasSubstr("initial_accumulator_value is -1")));
 }
 
+// Momentum 0.75 and dyadic values: every step is exact in float.
+TEST(OptimizerTest, MovingAverageKeepsMomentumOfTheOldValue) {
+  std::unique_ptr<Optimizer> update = MovingAverageUpdate(0.75f);
+  EXPECT_TRUE(update->slot_names().empty());
+  std::vector<float> p = {4.0f, -8.0f};
+  const std::vector<float> x = {8.0f, 0.0f};
+  // The learning rate and the step play no part.
+  update->Apply(/*lr=*/123.0, /*step=*/7, absl::MakeSpan(p), x, {});
+  EXPECT_THAT(p, ElementsAre(5.0f, -6.0f));  // 0.75 * p + 0.25 * x
+  update->Apply(/*lr=*/0.0, /*step=*/1, absl::MakeSpan(p), x, {});
+  EXPECT_THAT(p, ElementsAre(5.75f, -4.5f));
+}
+
 }  // namespace
 }  // namespace psflow

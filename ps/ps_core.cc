@@ -51,6 +51,41 @@ std::string ShapeString(const google::protobuf::RepeatedField<int64_t>& dims) {
   return absl::StrCat("[", absl::StrJoin(dims, ", "), "]");
 }
 
+// The spec's update rule; InvalidArgument, naming the variable and the
+// value, for an unknown rule or a momentum outside [0, 1) (or set without a
+// moving average).
+absl::StatusOr<VariableUpdate> CheckUpdate(const VariableSpec& spec) {
+  switch (spec.update()) {
+    case VariableSpec::OPTIMIZER:
+      if (spec.momentum() != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "variable \"", spec.name(), "\" has momentum ", spec.momentum(),
+            " but update OPTIMIZER; momentum applies to MOVING_AVERAGE "
+            "only (the optimizer's own momentum is in Configure)"));
+      }
+      return VariableUpdate::kOptimizer;
+    case VariableSpec::MOVING_AVERAGE:
+      // Also false for NaN.
+      if (!(spec.momentum() >= 0.0f && spec.momentum() < 1.0f)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "variable \"", spec.name(), "\" is a moving average with momentum ",
+            spec.momentum(), "; use a value in [0, 1) (e.g. 0.99)"));
+      }
+      return VariableUpdate::kMovingAverage;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "variable \"", spec.name(), "\" has update rule ", spec.update(),
+          "; use OPTIMIZER (0) or MOVING_AVERAGE (1) (is the client a newer "
+          "psflow release?)"));
+  }
+}
+
+std::string DescribeUpdate(VariableUpdate update, float momentum) {
+  return update == VariableUpdate::kOptimizer
+             ? std::string("the optimizer")
+             : absl::StrCat("a moving average with momentum ", momentum);
+}
+
 }  // namespace
 
 ParameterServerCore::ParameterServerCore(Options options)
@@ -156,27 +191,35 @@ absl::Status ParameterServerCore::CreateVariables(
   MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckConfiguredLocked());
   // Validate everything first so that a bad request creates nothing.
-  std::map<std::string, int64_t> sizes;
+  struct Checked {
+    int64_t elements = 1;
+    VariableUpdate update = VariableUpdate::kOptimizer;
+    float momentum = 0;
+  };
+  std::map<std::string, Checked> checked;
   for (const VariableSpec& spec : request.variables()) {
     if (spec.name().empty() || spec.name().size() > 1024) {
       return absl::InvalidArgumentError(
           absl::StrCat("variable name \"", spec.name().substr(0, 64),
                        "\" is empty or longer than 1024 bytes"));
     }
-    int64_t elements = 1;
+    Checked c;
     for (int64_t dim : spec.shape()) {
-      if (dim <= 0 || elements > kMaxElements / dim) {
+      if (dim <= 0 || c.elements > kMaxElements / dim) {
         return absl::InvalidArgumentError(absl::StrCat(
             "variable \"", spec.name(), "\" has shape ",
             ShapeString(spec.shape()),
             "; every dimension must be positive and the total at most 2^36 "
             "elements"));
       }
-      elements *= dim;
+      c.elements *= dim;
     }
+    ASSIGN_OR_RETURN(c.update, CheckUpdate(spec));
+    c.momentum = spec.momentum();
     auto it = variables_.find(spec.name());
     if (it != variables_.end()) {
-      const auto& shape = it->second->shape();
+      const Variable& existing = *it->second;
+      const auto& shape = existing.shape();
       if (!std::equal(shape.begin(), shape.end(), spec.shape().begin(),
                       spec.shape().end())) {
         return absl::FailedPreconditionError(absl::StrCat(
@@ -184,42 +227,54 @@ absl::Status ParameterServerCore::CreateVariables(
             absl::StrJoin(shape, ", "), "], not ", ShapeString(spec.shape()),
             "; use another name or restart the parameter servers"));
       }
+      if (existing.update() != c.update || existing.momentum() != c.momentum) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "variable \"", spec.name(), "\" exists updated by ",
+            DescribeUpdate(existing.update(), existing.momentum()), ", not ",
+            DescribeUpdate(c.update, c.momentum),
+            "; use another name or restart the parameter servers"));
+      }
     }
-    if (!sizes.emplace(spec.name(), elements).second) {
+    if (!checked.emplace(spec.name(), c).second) {
       return absl::InvalidArgumentError(absl::StrCat(
           "variable \"", spec.name(), "\" is listed twice in one request"));
     }
   }
-  // What the new variables hold, values and every optimizer slot, checked
-  // against the limit before anything is allocated. Each term is at most
-  // 2^36 elements * 4 bytes * (1 + slots), so the sums cannot overflow.
-  const int64_t copies =
-      1 + static_cast<int64_t>(rule_.optimizer->slot_names().size());
-  int64_t new_elements = 0;
-  for (const auto& [name, elements] : sizes) {
-    if (variables_.count(name) == 0) new_elements += elements;
+  // What the new variables hold, values and (trainable ones) every
+  // optimizer slot, checked against the limit before anything is
+  // allocated. Each term is at most 2^36 elements * 4 bytes * (1 + slots),
+  // so the sums cannot overflow.
+  const int64_t slots =
+      static_cast<int64_t>(rule_.optimizer->slot_names().size());
+  int64_t new_elements = 0, new_floats = 0;
+  for (const auto& [name, c] : checked) {
+    if (variables_.count(name) > 0) continue;
+    new_elements += c.elements;
+    new_floats +=
+        c.elements * (1 + (c.update == VariableUpdate::kOptimizer ? slots : 0));
   }
-  const int64_t held = total_elements_ * copies * int64_t{sizeof(float)};
-  const int64_t wanted = new_elements * copies * int64_t{sizeof(float)};
+  const int64_t held = allocated_floats_ * int64_t{sizeof(float)};
+  const int64_t wanted = new_floats * int64_t{sizeof(float)};
   if (max_variable_bytes_ > 0 && wanted > max_variable_bytes_ - held) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "creating these variables needs ", wanted, " bytes (", new_elements,
-        " floats, with ", copies - 1,
-        " optimizer slots each) on this parameter server, which holds ", held,
+        " floats of values and ", new_floats - new_elements,
+        " of optimizer slots) on this parameter server, which holds ", held,
         " of at most ", max_variable_bytes_,
         " bytes (--max_variable_bytes; default half the machine's memory); "
         "add parameter servers or raise the limit"));
   }
   for (const VariableSpec& spec : request.variables()) {
     if (variables_.count(spec.name()) > 0) continue;
-    const int64_t elements = sizes[spec.name()];
-    variables_.emplace(
+    const Checked& c = checked[spec.name()];
+    auto variable = std::make_unique<Variable>(
         spec.name(),
-        std::make_unique<Variable>(
-            spec.name(),
-            std::vector<int64_t>(spec.shape().begin(), spec.shape().end()),
-            elements, chunk_elements_, rule_));
-    total_elements_ += elements;
+        std::vector<int64_t>(spec.shape().begin(), spec.shape().end()),
+        c.elements, chunk_elements_, rule_, c.update, c.momentum);
+    allocated_floats_ +=
+        c.elements * (1 + static_cast<int64_t>(variable->slot_names().size()));
+    total_elements_ += c.elements;
+    variables_.emplace(spec.name(), std::move(variable));
   }
   return absl::OkStatus();
 }

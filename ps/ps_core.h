@@ -72,9 +72,11 @@ class ParameterServerCore {
   // FailedPrecondition for a different one.
   absl::StatusOr<ConfigureResponse> Configure(const ConfigureRequest& request);
 
-  // Creates zero-filled variables (FailedPrecondition before Configure or
-  // when a name exists with another shape; InvalidArgument for bad specs;
-  // ResourceExhausted, naming the sizes, beyond max_variable_bytes).
+  // Creates zero-filled variables, each updated by the optimizer or as a
+  // moving average (VariableSpec.update). FailedPrecondition before
+  // Configure or when a name exists with another shape, update or momentum;
+  // InvalidArgument for bad specs (an unknown update, a momentum outside
+  // [0, 1)); ResourceExhausted, naming the sizes, beyond max_variable_bytes.
   absl::Status CreateVariables(const CreateVariablesRequest& request);
 
   // Resolves a bulk request's target chunk: checks the protocol version,
@@ -182,6 +184,9 @@ class ParameterServerCore {
   std::map<std::string, std::unique_ptr<Variable>, std::less<>> variables_
       ABSL_GUARDED_BY(mu_);
   int64_t total_elements_ ABSL_GUARDED_BY(mu_) = 0;
+  // Values and optimizer slots (moving averages have none), for
+  // max_variable_bytes.
+  int64_t allocated_floats_ ABSL_GUARDED_BY(mu_) = 0;
   std::shared_ptr<void> stashed_restore_ ABSL_GUARDED_BY(mu_);
   // Set once, by Configure (BOUNDED).
   std::unique_ptr<WorkerClocks> worker_clocks_ ABSL_GUARDED_BY(mu_);

@@ -519,9 +519,13 @@ absl::StatusOr<RestoreShardResponse> RestoreShard(
     if (!target.slot().empty()) {
       const auto& names = v->slot_names();
       if (std::find(names.begin(), names.end(), target.slot()) == names.end()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "restore names slot \"", target.slot(), "\" of \"", v->name(),
-            "\", which this server's optimizer does not have"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("restore names slot \"", target.slot(), "\" of \"",
+                         v->name(), "\", which ",
+                         v->update() == VariableUpdate::kMovingAverage
+                             ? "a moving-average variable (no optimizer slots)"
+                             : "this server's optimizer",
+                         " does not have"));
       }
     }
     if (!named.emplace(v->name(), target.slot()).second) {

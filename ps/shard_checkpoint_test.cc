@@ -33,10 +33,12 @@ ConfigureRequest Adam(UpdateMode mode = ASYNC, int workers = 1) {
   return request;
 }
 
-// "w" is 2 x 5 (10 elements), "b" has 3.
+// "w" is 2 x 5 (10 elements), "b" has 3 (with `b_averages`, a moving
+// average with momentum 0.5).
 std::unique_ptr<ParameterServerCore> MakeCore(int64_t chunk_elements,
                                               UpdateMode mode = ASYNC,
-                                              int workers = 1) {
+                                              int workers = 1,
+                                              bool b_averages = false) {
   auto core = std::make_unique<ParameterServerCore>(
       ParameterServerCore::Options{chunk_elements * int64_t{sizeof(float)}});
   EXPECT_OK(core->Configure(Adam(mode, workers)));
@@ -49,6 +51,10 @@ std::unique_ptr<ParameterServerCore> MakeCore(int64_t chunk_elements,
   VariableSpec* b = create.add_variables();
   b->set_name("b");
   b->add_shape(3);
+  if (b_averages) {
+    b->set_update(VariableSpec::MOVING_AVERAGE);
+    b->set_momentum(0.5f);
+  }
   EXPECT_OK(core->CreateVariables(create));
   return core;
 }
@@ -168,6 +174,43 @@ TEST_F(ShardCheckpointTest, RestoresValuesSlotsAndStepOntoOtherChunkSizes) {
   PushEverywhere(*core, 0.25f);
   PushEverywhere(*other, 0.25f);
   EXPECT_EQ(Contents(*other), Contents(*core));
+}
+
+TEST_F(ShardCheckpointTest, MovingAveragesRoundTripTheirValuesWithoutSlots) {
+  auto core = MakeCore(4, ASYNC, 1, /*b_averages=*/true);
+  PushEverywhere(*core, 1.0f);   // b: 0.5 * 0 + 0.5 * (1, 2, 3)
+  PushEverywhere(*core, -0.5f);  // b: 0.5 * b + 0.5 * (-0.5, -1, -1.5) = 0
+  absl::StatusOr<SaveShardResponse> saved =
+      SaveShard(*core, SaveTo("data"), absl::InfiniteFuture());
+  ASSERT_OK(saved);
+  // w: 3 chunks of values, m and v; b: its values alone.
+  EXPECT_EQ(saved->slices_size(), 3 * 3 + 1);
+  for (const SavedSlice& slice : saved->slices()) {
+    if (slice.variable() == "b") {
+      EXPECT_EQ(slice.slot(), "");
+    }
+  }
+  auto other = MakeCore(3, ASYNC, 1, /*b_averages=*/true);
+  ASSERT_OK(RestoreShard(*other, RestoreFrom(*saved, dir_ + "/data", 2)));
+  EXPECT_EQ(Contents(*other), Contents(*core));
+  // Still a moving average after the restore, and in step with the source.
+  PushEverywhere(*core, 0.25f);
+  PushEverywhere(*other, 0.25f);
+  EXPECT_EQ(Contents(*other), Contents(*core));
+  EXPECT_THAT(Contents(*other)["b"],
+              ::testing::ElementsAre(0.125f, 0.25f, 0.375f));
+
+  RestoreShardRequest with_slot = RestoreFrom(*saved, dir_ + "/data", 2);
+  for (const RestoreTarget& t : with_slot.targets()) {
+    if (t.variable() != "b") continue;
+    RestoreTarget slot = t;
+    slot.set_slot("m");
+    *with_slot.add_targets() = slot;
+    break;
+  }
+  EXPECT_THAT(RestoreShard(*other, with_slot),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("a moving-average variable")));
 }
 
 TEST_F(ShardCheckpointTest, NeverOverwritesAFile) {

@@ -16,19 +16,27 @@ std::atomic<uint64_t> next_waiter_id{1};
 
 Variable::Variable(std::string name, std::vector<int64_t> shape,
                    int64_t num_elements, int64_t chunk_elements,
-                   const UpdateRule& rule)
+                   const UpdateRule& rule, VariableUpdate update,
+                   float momentum)
     : name_(std::move(name)),
       shape_(std::move(shape)),
       num_elements_(num_elements),
       chunk_elements_(chunk_elements),
       rule_(rule),
+      update_(update),
+      momentum_(update == VariableUpdate::kMovingAverage ? momentum : 0.0f),
+      moving_average_(update == VariableUpdate::kMovingAverage
+                          ? MovingAverageUpdate(momentum)
+                          : nullptr),
+      optimizer_(moving_average_ != nullptr ? moving_average_.get()
+                                            : rule.optimizer),
       values_(new float[std::max<int64_t>(num_elements, 1)]) {
   std::fill_n(values_.get(), num_elements_, 0.0f);
-  const auto& slot_names = rule_.optimizer->slot_names();
+  const auto& slot_names = optimizer_->slot_names();
   for (size_t s = 0; s < slot_names.size(); ++s) {
     slots_.emplace_back(new float[std::max<int64_t>(num_elements, 1)]);
     std::fill_n(slots_.back().get(), num_elements_,
-                rule_.optimizer->slot_initial_value(static_cast<int>(s)));
+                optimizer_->slot_initial_value(static_cast<int>(s)));
   }
   for (int64_t begin = 0; begin < num_elements_; begin += chunk_elements_) {
     auto chunk = std::make_unique<Chunk>();
@@ -87,9 +95,12 @@ void Variable::ApplyLocked(Chunk& c, absl::Span<const float> gradient,
   for (auto& slot : slots_) {
     slot_spans.push_back(absl::MakeSpan(slot.get() + c.begin, c.size));
   }
-  rule_.optimizer->Apply(
-      rule_.schedule->At(c.version) * lr_scale, c.version + 1,
-      absl::MakeSpan(values_.get() + c.begin, c.size), gradient, slot_spans);
+  const double lr = update_ == VariableUpdate::kOptimizer
+                        ? rule_.schedule->At(c.version) * lr_scale
+                        : 0.0;  // a moving average has none
+  optimizer_->Apply(lr, c.version + 1,
+                    absl::MakeSpan(values_.get() + c.begin, c.size), gradient,
+                    slot_spans);
 }
 
 std::vector<std::function<void()>> Variable::AdvanceLocked(Chunk& c) {
@@ -179,7 +190,7 @@ std::vector<std::function<void()>> Variable::ApplyAggregateLocked(Chunk& c) {
 }
 
 const std::vector<std::string>& Variable::slot_names() const {
-  return rule_.optimizer->slot_names();
+  return optimizer_->slot_names();
 }
 
 int64_t Variable::Snapshot(int chunk, absl::Span<float> values,
@@ -214,7 +225,7 @@ absl::Status Variable::RestoreInPlace(
     for (size_t s = 0; s < slots_.size(); ++s) {
       if (filled[s]) continue;
       std::fill_n(slots_[s].get() + c.begin, c.size,
-                  rule_.optimizer->slot_initial_value(static_cast<int>(s)));
+                  optimizer_->slot_initial_value(static_cast<int>(s)));
     }
     c.sum.clear();
     c.contributors.clear();

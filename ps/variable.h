@@ -1,6 +1,13 @@
 // One dense float32 variable held by a parameter server, with its optimizer
 // slots, split into fixed-size chunks.
 //
+// A variable is updated either by the server's optimizer (a push is a
+// gradient) or, for a non-trainable statistic, as a moving average (a push
+// is a value x: v = momentum * v + (1 - momentum) * x, with no slots, no
+// learning rate and no staleness scaling). Both go through the same push
+// path, so sync aggregation, stale and duplicate handling and versions are
+// identical; only the update object applied to a chunk differs.
+//
 // Each chunk is the unit of locking, versioning and sync aggregation, so
 // pushes to different chunks (the client sends 1-4 MB chunks concurrently)
 // apply in parallel on different threads, while pushes to the same chunk
@@ -27,6 +34,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/job/logical_variable.h"
 #include "common/mutex.h"
 #include "ps/lr_schedule.h"
 #include "ps/optimizer.h"
@@ -53,8 +61,13 @@ enum class PushOutcome {
 
 class Variable {
  public:
+  // `update` and `momentum` (kMovingAverage, in [0, 1), checked by the
+  // caller) choose how this variable's pushes change it; `rule` supplies the
+  // optimizer, schedule and mode.
   Variable(std::string name, std::vector<int64_t> shape, int64_t num_elements,
-           int64_t chunk_elements, const UpdateRule& rule);
+           int64_t chunk_elements, const UpdateRule& rule,
+           VariableUpdate update = VariableUpdate::kOptimizer,
+           float momentum = 0);
   Variable(const Variable&) = delete;
   Variable& operator=(const Variable&) = delete;
   ~Variable();
@@ -64,6 +77,8 @@ class Variable {
   int64_t num_elements() const { return num_elements_; }
   int64_t chunk_elements() const { return chunk_elements_; }
   int num_chunks() const { return static_cast<int>(chunks_.size()); }
+  VariableUpdate update() const { return update_; }
+  float momentum() const { return momentum_; }  // kMovingAverage only
 
   // Checks that [offset, offset + count) is exactly one chunk; returns its
   // index. InvalidArgument naming the variable and the expected range.
@@ -80,17 +95,19 @@ class Variable {
   // Overwrites chunk `chunk`'s values (not its slots or version).
   void Write(int chunk, absl::Span<const float> values);
 
-  // Applies or accumulates a finite gradient for chunk `chunk`.
-  // `version` and `worker` matter in sync mode only: a gradient computed
-  // from an older version is Aborted (stale), from a newer one
-  // InvalidArgument. Returns the outcome and the version after the push.
+  // Applies or accumulates a finite gradient (a moving average's value) for
+  // chunk `chunk`. `version` and `worker` matter in sync mode only: a
+  // gradient computed from an older version is Aborted (stale), from a
+  // newer one InvalidArgument. Returns the outcome and the version after
+  // the push.
   absl::StatusOr<std::pair<PushOutcome, int64_t>> Push(
       int chunk, absl::Span<const float> gradient, int64_t version, int worker);
 
   // The chunk's current version.
   int64_t Version(int chunk) const;
 
-  // The optimizer's slot names (e.g. Adam's "m", "v"), in slot order.
+  // The optimizer's slot names (e.g. Adam's "m", "v"), in slot order; none
+  // for a moving average.
   const std::vector<std::string>& slot_names() const;
 
   // Copies chunk `chunk`'s values and every slot (each its full length;
@@ -151,7 +168,8 @@ class Variable {
   };
 
   // Applies `gradient` to chunk `c` as update number c.version + 1, at
-  // the schedule's learning rate times `lr_scale`.
+  // the schedule's learning rate times `lr_scale` (a moving average has no
+  // learning rate).
   void ApplyLocked(Chunk& c, absl::Span<const float> gradient,
                    double lr_scale = 1.0) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu);
 
@@ -171,6 +189,12 @@ class Variable {
   const int64_t num_elements_;
   const int64_t chunk_elements_;
   const UpdateRule rule_;
+  const VariableUpdate update_;
+  const float momentum_;
+  // kMovingAverage: the variable's own update object; null otherwise.
+  const std::unique_ptr<const Optimizer> moving_average_;
+  // The update ApplyLocked() uses: rule_.optimizer or moving_average_.
+  const Optimizer* const optimizer_;
   std::unique_ptr<float[]> values_;  // elements guarded by their chunk's mu
   std::vector<std::unique_ptr<float[]>> slots_;  // likewise
   std::vector<std::unique_ptr<Chunk>> chunks_;

@@ -8,9 +8,18 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
+#include "common/splitmix64.h"
 #include "common/status_macros.h"
 
 namespace psflow {
+
+uint64_t Trainer::StepSeed(uint64_t job_seed) const {
+  uint64_t state = job_seed ^
+                   (0x632be59bd9b4e019ull *
+                    static_cast<uint64_t>(options_.worker_index + 1)) ^
+                   static_cast<uint64_t>(local_steps_);
+  return SplitMix64(state);
+}
 
 Trainer::Trainer(TrainerOptions options, TrainerParts parts)
     : options_(std::move(options)),
@@ -320,7 +329,8 @@ absl::Status Trainer::Train() {
     const absl::Time compute_start = absl::Now();
     ASSIGN_OR_RETURN(
         BatchStats stats,
-        parts_.model->TrainStep({batch->size, batch->features, batch->labels},
+        parts_.model->TrainStep({batch->size, batch->features, batch->labels,
+                                 StepSeed(spec.config().training().seed())},
                                 grads_[grad_slot_].values));
     const absl::Time computed = absl::Now();
     if (live != nullptr) observe(live->compute_seconds, compute_start);

@@ -113,6 +113,10 @@ class Trainer {
 
   // Counters after Run().
   int64_t local_steps() const { return local_steps_; }
+
+  // The randomness of this worker's next step (dropout masks): a function
+  // of the job's seed, the worker and its step count, so a run repeats.
+  uint64_t StepSeed(uint64_t job_seed) const;
   int64_t stale_pushes() const { return stale_; }
 
  private:

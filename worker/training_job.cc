@@ -44,13 +44,13 @@ absl::Status RunTrainingJob(const TrainingJobOptions& options) {
   LOG(INFO) << "training on shard " << index << " of " << num_workers << " ("
             << shard->num_examples << " examples) on "
             << options.device->Describe();
+  ASSIGN_OR_RETURN(std::unique_ptr<ModelDefinition> definition,
+                   DefineJobModel(spec));
   BatchStream::Options stream_options;
   stream_options.batch_size = job.training().batch_size();
   stream_options.seed = job.training().seed();
+  stream_options.feature_scale = definition->feature_scale();
   BatchStream batches(shard, stream_options);
-
-  ASSIGN_OR_RETURN(std::unique_ptr<ModelDefinition> definition,
-                   DefineJobModel(spec));
   ASSIGN_OR_RETURN(
       std::unique_ptr<Model> model,
       definition->Instantiate(options.device, job.training().batch_size()));

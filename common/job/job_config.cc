@@ -53,10 +53,13 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
                                         "and -"));
   }
   const ModelConfig& model = config.model();
-  if (model.kind_case() == ModelConfig::KIND_NOT_SET) {
+  if (model.kind_case() == ModelConfig::KIND_NOT_SET &&
+      model.layers().empty()) {
     return Invalid("model",
-                   "is missing; set \"mlp\": {\"hidden_sizes\": "
-                   "[256]} or \"softmax_regression\": {}");
+                   "is missing; set \"layers\": [...] (Keras-style layers, "
+                   "see configs/fashion_mnist_convnet.json), \"mlp\": "
+                   "{\"hidden_sizes\": [256]} or \"softmax_regression\": "
+                   "{}");
   }
   // The model's own fields are checked by the model library
   // (model/registry.h), which knows every kind.

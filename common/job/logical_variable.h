@@ -10,9 +10,23 @@
 
 namespace psflow {
 
+// How pushes to a variable change it on the parameter servers.
+enum class VariableUpdate {
+  // A push is d(mean loss)/d(variable), applied by the job's optimizer.
+  kOptimizer,
+  // A non-trainable statistic (batch normalization's moving mean and
+  // variance): a push is the batch's value x, and the server sets
+  // v = momentum * v + (1 - momentum) * x. No optimizer slots, no
+  // learning rate.
+  kMovingAverage,
+};
+
 struct LogicalVariable {
   std::string name;
   std::vector<int64_t> shape;  // row-major; empty for a scalar
+  VariableUpdate update = VariableUpdate::kOptimizer;
+  // kMovingAverage only: in [0, 1).
+  float momentum = 0;
 
   // The product of the dimensions (1 for a scalar).
   int64_t num_elements() const {

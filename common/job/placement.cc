@@ -37,6 +37,8 @@ absl::StatusOr<Placement> PlaceVariables(
     PlacedVariable placed;
     placed.name = v.name;
     placed.shape = v.shape;
+    placed.update = v.update;
+    placed.momentum = v.momentum;
     placed.num_elements = 1;
     for (int64_t d : v.shape) {
       if (d <= 0) {
@@ -87,6 +89,8 @@ absl::StatusOr<Placement> PlaceVariables(
       if (!part.shape.empty()) part.shape[0] = count;
       part.element_offset = row * row_elements;
       part.num_elements = count * row_elements;
+      part.update = v.update;
+      part.momentum = v.momentum;
       placement.bytes_per_ps[part.ps] +=
           part.num_elements * static_cast<int64_t>(sizeof(float));
       v.parts.push_back(std::move(part));

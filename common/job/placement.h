@@ -31,12 +31,17 @@ struct VariablePart {
   int64_t row_end = 0;
   int64_t element_offset = 0;  // of the part in the logical variable
   int64_t num_elements = 0;
+  // The logical variable's, so that each server updates its part alike.
+  VariableUpdate update = VariableUpdate::kOptimizer;
+  float momentum = 0;
 };
 
 struct PlacedVariable {
   std::string name;
   std::vector<int64_t> shape;
   int64_t num_elements = 0;
+  VariableUpdate update = VariableUpdate::kOptimizer;
+  float momentum = 0;               // kMovingAverage only
   std::vector<VariablePart> parts;  // by row
 };
 
@@ -48,8 +53,9 @@ struct Placement {
   const PlacedVariable* Find(const std::string& name) const;
 };
 
-// InvalidArgument for duplicate or empty names, non-positive dimensions,
-// num_ps < 1.
+// Every part carries its variable's update rule and momentum (checked by
+// the servers, not here). InvalidArgument for duplicate or empty names,
+// non-positive dimensions, num_ps < 1.
 absl::StatusOr<Placement> PlaceVariables(
     const std::vector<LogicalVariable>& variables, int num_ps,
     int64_t split_threshold_bytes);

@@ -11,6 +11,10 @@ void PlacementToProto(const Placement& placement, JobSpec& spec) {
     out->set_name(v.name);
     for (int64_t d : v.shape) out->add_shape(d);
     out->set_num_elements(v.num_elements);
+    out->set_update(v.update == VariableUpdate::kMovingAverage
+                        ? VariableSpec::MOVING_AVERAGE
+                        : VariableSpec::OPTIMIZER);
+    out->set_momentum(v.momentum);
     for (const VariablePart& p : v.parts) {
       VariablePartSpec* part = out->add_parts();
       part->set_ps(p.ps);
@@ -32,6 +36,20 @@ absl::StatusOr<Placement> PlacementFromProto(const JobSpec& spec, int num_ps) {
     v.name = in.name();
     v.shape.assign(in.shape().begin(), in.shape().end());
     v.num_elements = in.num_elements();
+    switch (in.update()) {
+      case VariableSpec::OPTIMIZER:
+        v.update = VariableUpdate::kOptimizer;
+        break;
+      case VariableSpec::MOVING_AVERAGE:
+        v.update = VariableUpdate::kMovingAverage;
+        break;
+      default:
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the job gives \"", in.name(), "\" update rule ", in.update(),
+            ", which this task does not know; every task must run the same "
+            "psflow release"));
+    }
+    v.momentum = in.momentum();
     int64_t covered = 0;
     for (const VariablePartSpec& p : in.parts()) {
       if (p.ps() < 0 || p.ps() >= num_ps) {
@@ -54,6 +72,8 @@ absl::StatusOr<Placement> PlacementFromProto(const JobSpec& spec, int num_ps) {
       part.row_end = p.row_end();
       part.element_offset = p.element_offset();
       part.num_elements = p.num_elements();
+      part.update = v.update;
+      part.momentum = v.momentum;
       placement.bytes_per_ps[part.ps] += part.num_elements * 4;
       v.parts.push_back(std::move(part));
     }

@@ -11,8 +11,9 @@ namespace psflow {
 
 void PlacementToProto(const Placement& placement, JobSpec& spec);
 
-// InvalidArgument when a part names a server outside [0, num_ps) or the
-// parts do not tile their variable.
+// Every part takes its variable's update rule and momentum.
+// InvalidArgument when a part names a server outside [0, num_ps), the
+// parts do not tile their variable, or the update rule is unknown.
 absl::StatusOr<Placement> PlacementFromProto(const JobSpec& spec, int num_ps);
 
 }  // namespace psflow

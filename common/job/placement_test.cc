@@ -88,5 +88,30 @@ TEST(PlacementTest, BadInputIsRejected) {
                        HasSubstr("at least one parameter server")));
 }
 
+// Each server updates its own part: a split moving average must be one on
+// every server, and trainable variables beside it stay trainable.
+TEST(PlacementTest, EveryPartCarriesItsVariablesUpdateRule) {
+  LogicalVariable mean{"bn/moving_mean", {10, 4}};
+  mean.update = VariableUpdate::kMovingAverage;
+  mean.momentum = 0.99f;
+  ASSERT_OK_AND_ASSIGN(Placement p,
+                       PlaceVariables({mean, {"dense/kernel", {10, 4}}}, 3,
+                                      /*split_threshold_bytes=*/100));
+  const PlacedVariable& placed = *p.Find("bn/moving_mean");
+  EXPECT_EQ(placed.update, VariableUpdate::kMovingAverage);
+  EXPECT_EQ(placed.momentum, 0.99f);
+  ASSERT_EQ(placed.parts.size(), 3u);
+  for (const VariablePart& part : placed.parts) {
+    EXPECT_EQ(part.update, VariableUpdate::kMovingAverage) << part.name;
+    EXPECT_EQ(part.momentum, 0.99f) << part.name;
+  }
+  const PlacedVariable& kernel = *p.Find("dense/kernel");
+  EXPECT_EQ(kernel.update, VariableUpdate::kOptimizer);
+  for (const VariablePart& part : kernel.parts) {
+    EXPECT_EQ(part.update, VariableUpdate::kOptimizer) << part.name;
+    EXPECT_EQ(part.momentum, 0.0f) << part.name;
+  }
+}
+
 }  // namespace
 }  // namespace psflow

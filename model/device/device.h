@@ -31,6 +31,28 @@ enum class Activation { kNone, kRelu, kTanh, kSigmoid };
 
 enum class DeviceKind { kCpu, kCuda };
 
+enum class PoolKind { kMax, kAverage };
+
+// A 2-D window sliding over a batch of NHWC images: n images of h x w x c,
+// a kh x kw window moved by (sh, sw), with pad_top/pad_left implicit zero
+// (or, for pooling, absent) rows/columns before the image, giving oh x ow
+// output positions. Convolutions (via Im2Col/Col2Im) and pooling share it;
+// ConvGeometry::Create computes the output size and padding for Keras'
+// "valid" and "same" modes (model/layers/conv_geometry.h).
+struct WindowGeometry {
+  int64_t n = 0, h = 0, w = 0, c = 0;
+  int64_t kh = 0, kw = 0;
+  int64_t sh = 1, sw = 1;
+  int64_t pad_top = 0, pad_left = 0;
+  int64_t oh = 0, ow = 0;
+
+  int64_t input_size() const { return n * h * w * c; }
+  // One row per output position, one column per window element.
+  int64_t patch_rows() const { return n * oh * ow; }
+  int64_t patch_cols() const { return kh * kw * c; }
+  int64_t output_size(int64_t channels) const { return n * oh * ow * channels; }
+};
+
 // A float array in a device's memory; freed when the last reference goes.
 class DeviceArray {
  public:
@@ -128,6 +150,74 @@ class Device {
                                            DeviceArray* grad,
                                            DeviceArray& predictions,
                                            DeviceArray& stats) = 0;
+
+  // --- Layer ops (convolutional networks). Arrays are NHWC; a
+  // "channels" dimension is innermost, so an NHWC tensor is a
+  // [rows x channels] matrix with rows = n * h * w.
+
+  // y[n] = act(x[n]); y may be x.
+  virtual absl::Status Activate(int64_t n, Activation activation,
+                                const DeviceArray& x, DeviceArray& y) = 0;
+
+  // y[n] = scale * x[n] + offset; y may be x.
+  virtual absl::Status ScaleShift(int64_t n, float scale, float offset,
+                                  const DeviceArray& x, DeviceArray& y) = 0;
+
+  // out[n] = a[n] * b[n]; out may be a or b.
+  virtual absl::Status Multiply(int64_t n, const DeviceArray& a,
+                                const DeviceArray& b, DeviceArray& out) = 0;
+
+  // mask[n] = 0 with probability `rate`, else 1 / (1 - rate), drawn from
+  // a counter-based generator: element i's value depends only on (seed,
+  // i), identically on every backend. 0 <= rate < 1.
+  virtual absl::Status DropoutMask(int64_t n, float rate, uint64_t seed,
+                                   DeviceArray& mask) = 0;
+
+  // cols[g.patch_rows() x g.patch_cols()]: row (img, oy, ox) holds the
+  // window at that output position, in (ky, kx, channel) order, with zeros
+  // where it overlaps the padding; from x[g.input_size()].
+  virtual absl::Status Im2Col(const WindowGeometry& g, const DeviceArray& x,
+                              DeviceArray& cols) = 0;
+
+  // The adjoint of Im2Col: x[g.input_size()] = the sum, over every window
+  // element that reads each input value, of that element of cols
+  // (padding's share dropped). Overwrites x.
+  virtual absl::Status Col2Im(const WindowGeometry& g, const DeviceArray& cols,
+                              DeviceArray& x) = 0;
+
+  // y[g.output_size(g.c)]: the max, or the mean over the window's elements
+  // inside the image (padding is not counted, as in Keras), of each window.
+  virtual absl::Status Pool(PoolKind kind, const WindowGeometry& g,
+                            const DeviceArray& x, DeviceArray& y) = 0;
+
+  // dx[g.input_size()] (overwritten) from dy[g.output_size(g.c)]: max
+  // routes each window's gradient to its first maximal element (found from
+  // x and y); average spreads it evenly over the window's counted elements.
+  virtual absl::Status PoolBackward(PoolKind kind, const WindowGeometry& g,
+                                    const DeviceArray& x, const DeviceArray& y,
+                                    const DeviceArray& dy, DeviceArray& dx) = 0;
+
+  // Per channel c of x[rows x channels]: mean[c] and the biased variance
+  // var[c] over the rows (what batch normalization normalizes with).
+  virtual absl::Status ChannelMoments(int64_t rows, int64_t channels,
+                                      const DeviceArray& x, DeviceArray& mean,
+                                      DeviceArray& var) = 0;
+
+  // y = gamma * (x - mean) / sqrt(var + epsilon) + beta per channel, over
+  // x[rows x channels]; gamma and beta may be null (1 and 0). y may be x.
+  virtual absl::Status BatchNormApply(
+      int64_t rows, int64_t channels, const DeviceArray& x,
+      const DeviceArray& mean, const DeviceArray& var, float epsilon,
+      const DeviceArray* gamma, const DeviceArray* beta, DeviceArray& y) = 0;
+
+  // Backward of BatchNormApply in training mode (mean and var are x's own
+  // ChannelMoments): from dy, writes dx (which may be dy) and, when
+  // non-null, dgamma[c] = sum dy * x_hat and dbeta[c] = sum dy.
+  virtual absl::Status BatchNormBackward(
+      int64_t rows, int64_t channels, const DeviceArray& x,
+      const DeviceArray& mean, const DeviceArray& var, float epsilon,
+      const DeviceArray* gamma, const DeviceArray& dy, DeviceArray& dx,
+      DeviceArray* dgamma, DeviceArray* dbeta) = 0;
 
   // Waits for queued work; reports asynchronous errors.
   virtual absl::Status Synchronize() = 0;

@@ -1,6 +1,7 @@
 #include "model/device/device_checks.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace psflow {
 namespace {
@@ -98,6 +99,99 @@ absl::Status CheckSoftmaxCrossEntropy(int64_t rows, int64_t classes,
     return TooSmall(kOp, "predictions", rows, predictions.size());
   }
   if (stats.size() < 2) return TooSmall(kOp, "stats", 2, stats.size());
+  return absl::OkStatus();
+}
+
+absl::Status CheckElementwise(
+    const char* op, int64_t n,
+    std::initializer_list<const DeviceArray*> arrays) {
+  if (n < 0) return Negative(op, "n", n);
+  for (const DeviceArray* a : arrays) {
+    if (a->size() < n) return TooSmall(op, "operand", n, a->size());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckDropoutMask(int64_t n, float rate, const DeviceArray& mask) {
+  if (!(rate >= 0.0f && rate < 1.0f)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dropout mask: rate is ", rate, "; it must be in [0, 1)"));
+  }
+  return CheckElementwise("dropout mask", n, {&mask});
+}
+
+absl::Status CheckWindow(const char* op, const WindowGeometry& g,
+                         int64_t in_values, int64_t out_values,
+                         const DeviceArray& in, const DeviceArray& out) {
+  for (auto [name, value] : {std::pair{"n", g.n},
+                             {"h", g.h},
+                             {"w", g.w},
+                             {"c", g.c},
+                             {"oh", g.oh},
+                             {"ow", g.ow}}) {
+    if (value < 0) return Negative(op, name, value);
+  }
+  for (auto [name, value] :
+       {std::pair{"kh", g.kh}, {"kw", g.kw}, {"sh", g.sh}, {"sw", g.sw}}) {
+    if (value < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(op, ": ", name, " is ", value, "; it must be >= 1"));
+    }
+  }
+  if (g.pad_top < 0 || g.pad_left < 0 || g.pad_top >= g.kh ||
+      g.pad_left >= g.kw) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, ": padding (", g.pad_top, ", ", g.pad_left,
+        ") must be >= 0 and smaller than the window ", g.kh, "x", g.kw));
+  }
+  // The last window must start inside the image plus its padding, and the
+  // sizes multiply without overflow (each dimension of a real tensor is far
+  // below 2^31, so bounding them bounds the products).
+  constexpr int64_t kMaxDimension = int64_t{1} << 31;
+  for (int64_t v : {g.n, g.h, g.w, g.c, g.kh, g.kw, g.oh, g.ow}) {
+    if (v >= kMaxDimension) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(op, ": dimension ", v, " is too large"));
+    }
+  }
+  if ((g.oh > 0 && (g.oh - 1) * g.sh - g.pad_top >= g.h) ||
+      (g.ow > 0 && (g.ow - 1) * g.sw - g.pad_left >= g.w)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, ": ", g.oh, "x", g.ow, " output positions reach past the ", g.h,
+        "x", g.w, " input"));
+  }
+  if (in.size() < in_values) return TooSmall(op, "input", in_values, in.size());
+  if (out.size() < out_values) {
+    return TooSmall(op, "output", out_values, out.size());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckPoolBackward(const WindowGeometry& g, const DeviceArray& x,
+                               const DeviceArray& y, const DeviceArray& dy,
+                               const DeviceArray& dx) {
+  constexpr char kOp[] = "pool backward";
+  RETURN_IF_ERROR(
+      CheckWindow(kOp, g, g.input_size(), g.output_size(g.c), x, y));
+  return CheckWindow(kOp, g, g.input_size(), g.output_size(g.c), dx, dy);
+}
+
+absl::Status CheckChannelOp(
+    const char* op, int64_t rows, int64_t channels,
+    std::initializer_list<const DeviceArray*> data,
+    std::initializer_list<const DeviceArray*> per_channel) {
+  if (rows < 0) return Negative(op, "rows", rows);
+  if (channels < 0) return Negative(op, "channels", channels);
+  for (const DeviceArray* a : data) {
+    if (a->size() < rows * channels) {
+      return TooSmall(op, "data", rows * channels, a->size());
+    }
+  }
+  for (const DeviceArray* a : per_channel) {
+    if (a != nullptr && a->size() < channels) {
+      return TooSmall(op, "per-channel operand", channels, a->size());
+    }
+  }
   return absl::OkStatus();
 }
 

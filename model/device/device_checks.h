@@ -6,6 +6,7 @@
 #define PSFLOW_MODEL_DEVICE_DEVICE_CHECKS_H_
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "absl/status/status.h"
 #include "model/device/device.h"
@@ -36,6 +37,30 @@ absl::Status CheckSoftmaxCrossEntropy(int64_t rows, int64_t classes,
                                       const DeviceArray* grad,
                                       const DeviceArray& predictions,
                                       const DeviceArray& stats);
+
+// Every elementwise op of n values over the listed arrays.
+absl::Status CheckElementwise(const char* op, int64_t n,
+                              std::initializer_list<const DeviceArray*> arrays);
+
+absl::Status CheckDropoutMask(int64_t n, float rate, const DeviceArray& mask);
+
+// A window geometry that is consistent (positive sizes, output positions
+// whose windows start inside the padded image, products that fit int64)
+// and arrays that hold `in` input and `out` output values of it.
+absl::Status CheckWindow(const char* op, const WindowGeometry& g,
+                         int64_t in_values, int64_t out_values,
+                         const DeviceArray& in, const DeviceArray& out);
+
+absl::Status CheckPoolBackward(const WindowGeometry& g, const DeviceArray& x,
+                               const DeviceArray& y, const DeviceArray& dy,
+                               const DeviceArray& dx);
+
+// Batch normalization's per-channel ops over x[rows x channels]; every
+// channel array (nullable ones when given) holds `channels` values.
+absl::Status CheckChannelOp(
+    const char* op, int64_t rows, int64_t channels,
+    std::initializer_list<const DeviceArray*> data,
+    std::initializer_list<const DeviceArray*> per_channel);
 
 }  // namespace psflow
 

@@ -10,7 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "model/device/cpu/cpu_layer_ops.h"
 #include "model/device/device_checks.h"
+#include "model/device/dropout_hash.h"
 
 namespace psflow {
 namespace {
@@ -193,6 +195,112 @@ class CpuDevice final : public Device {
     }
     stats.data()[0] = static_cast<float>(loss);
     stats.data()[1] = static_cast<float>(correct);
+    return absl::OkStatus();
+  }
+
+  absl::Status Activate(int64_t n, Activation activation, const DeviceArray& x,
+                        DeviceArray& y) override {
+    RETURN_IF_ERROR(CheckElementwise("activate", n, {&x, &y}));
+    cpu::Activate(n, activation, x.data(), y.data());
+    return absl::OkStatus();
+  }
+
+  absl::Status ScaleShift(int64_t n, float scale, float offset,
+                          const DeviceArray& x, DeviceArray& y) override {
+    RETURN_IF_ERROR(CheckElementwise("scale+shift", n, {&x, &y}));
+    const float* in = x.data();
+    float* out = y.data();
+    for (int64_t i = 0; i < n; ++i) out[i] = in[i] * scale + offset;
+    return absl::OkStatus();
+  }
+
+  absl::Status Multiply(int64_t n, const DeviceArray& a, const DeviceArray& b,
+                        DeviceArray& out) override {
+    RETURN_IF_ERROR(CheckElementwise("multiply", n, {&a, &b, &out}));
+    const float* x = a.data();
+    const float* y = b.data();
+    float* z = out.data();
+    for (int64_t i = 0; i < n; ++i) z[i] = x[i] * y[i];
+    return absl::OkStatus();
+  }
+
+  absl::Status DropoutMask(int64_t n, float rate, uint64_t seed,
+                           DeviceArray& mask) override {
+    RETURN_IF_ERROR(CheckDropoutMask(n, rate, mask));
+    float* m = mask.data();
+    for (int64_t i = 0; i < n; ++i) m[i] = DropoutScale(seed, i, rate);
+    return absl::OkStatus();
+  }
+
+  absl::Status Im2Col(const WindowGeometry& g, const DeviceArray& x,
+                      DeviceArray& cols) override {
+    RETURN_IF_ERROR(CheckWindow("im2col", g, g.input_size(),
+                                g.patch_rows() * g.patch_cols(), x, cols));
+    cpu::Im2Col(g, x.data(), cols.data());
+    return absl::OkStatus();
+  }
+
+  absl::Status Col2Im(const WindowGeometry& g, const DeviceArray& cols,
+                      DeviceArray& x) override {
+    RETURN_IF_ERROR(CheckWindow("col2im", g, g.patch_rows() * g.patch_cols(),
+                                g.input_size(), cols, x));
+    cpu::Col2Im(g, cols.data(), x.data());
+    return absl::OkStatus();
+  }
+
+  absl::Status Pool(PoolKind kind, const WindowGeometry& g,
+                    const DeviceArray& x, DeviceArray& y) override {
+    RETURN_IF_ERROR(
+        CheckWindow("pool", g, g.input_size(), g.output_size(g.c), x, y));
+    cpu::Pool(kind, g, x.data(), y.data());
+    return absl::OkStatus();
+  }
+
+  absl::Status PoolBackward(PoolKind kind, const WindowGeometry& g,
+                            const DeviceArray& x, const DeviceArray& y,
+                            const DeviceArray& dy, DeviceArray& dx) override {
+    RETURN_IF_ERROR(CheckPoolBackward(g, x, y, dy, dx));
+    cpu::PoolBackward(kind, g, x.data(), y.data(), dy.data(), dx.data());
+    return absl::OkStatus();
+  }
+
+  absl::Status ChannelMoments(int64_t rows, int64_t channels,
+                              const DeviceArray& x, DeviceArray& mean,
+                              DeviceArray& var) override {
+    RETURN_IF_ERROR(
+        CheckChannelOp("channel moments", rows, channels, {&x}, {&mean, &var}));
+    cpu::ChannelMoments(rows, channels, x.data(), mean.data(), var.data());
+    return absl::OkStatus();
+  }
+
+  absl::Status BatchNormApply(int64_t rows, int64_t channels,
+                              const DeviceArray& x, const DeviceArray& mean,
+                              const DeviceArray& var, float epsilon,
+                              const DeviceArray* gamma, const DeviceArray* beta,
+                              DeviceArray& y) override {
+    RETURN_IF_ERROR(CheckChannelOp("batch norm", rows, channels, {&x, &y},
+                                   {&mean, &var, gamma, beta}));
+    cpu::BatchNormApply(rows, channels, x.data(), mean.data(), var.data(),
+                        epsilon, gamma != nullptr ? gamma->data() : nullptr,
+                        beta != nullptr ? beta->data() : nullptr, y.data());
+    return absl::OkStatus();
+  }
+
+  absl::Status BatchNormBackward(int64_t rows, int64_t channels,
+                                 const DeviceArray& x, const DeviceArray& mean,
+                                 const DeviceArray& var, float epsilon,
+                                 const DeviceArray* gamma,
+                                 const DeviceArray& dy, DeviceArray& dx,
+                                 DeviceArray* dgamma,
+                                 DeviceArray* dbeta) override {
+    RETURN_IF_ERROR(CheckChannelOp("batch norm backward", rows, channels,
+                                   {&x, &dy, &dx},
+                                   {&mean, &var, gamma, dgamma, dbeta}));
+    cpu::BatchNormBackward(rows, channels, x.data(), mean.data(), var.data(),
+                           epsilon, gamma != nullptr ? gamma->data() : nullptr,
+                           dy.data(), dx.data(),
+                           dgamma != nullptr ? dgamma->data() : nullptr,
+                           dbeta != nullptr ? dbeta->data() : nullptr);
     return absl::OkStatus();
   }
 

@@ -53,6 +53,16 @@ __global__ void BiasActivationKernel(int64_t rows, int64_t cols,
   }
 }
 
+// y may be x: no __restrict__, and each element is read before it is
+// written by the same thread.
+template <KernelActivation kAct>
+__global__ void ActivateKernel(int64_t n, const float* x, float* y) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x;
+       i < n; i += static_cast<int64_t>(gridDim.x) * kThreads) {
+    y[i] = Apply<kAct>(x[i]);
+  }
+}
+
 template <KernelActivation kAct>
 __global__ void ActivationBackwardKernel(int64_t n,
                                          const float* __restrict__ out,
@@ -74,6 +84,15 @@ void LaunchBias(int64_t rows, int64_t cols, const float* bias, float* z,
                   static_cast<unsigned>(std::min(rows, kMaxBlocks)));
   BiasActivationKernel<kAct>
       <<<grid, kThreads, 0, stream>>>(rows, cols, bias, z);
+}
+
+template <KernelActivation kAct>
+void LaunchElementwise(int64_t n, const float* x, float* y,
+                       cudaStream_t stream) {
+  const int64_t blocks =
+      std::min((n + kThreads - 1) / kThreads, 4 * kMaxBlocks);
+  ActivateKernel<kAct>
+      <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(n, x, y);
 }
 
 template <KernelActivation kAct>
@@ -103,6 +122,27 @@ cudaError_t LaunchBiasActivation(int64_t rows, int64_t cols, const float* bias,
       break;
     case KernelActivation::kSigmoid:
       LaunchBias<KernelActivation::kSigmoid>(rows, cols, bias, z, stream);
+      break;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchActivate(int64_t n, KernelActivation act, const float* x,
+                           float* y, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  switch (act) {
+    case KernelActivation::kNone:
+      if (x == y) return cudaSuccess;  // identity in place: nothing to do
+      LaunchElementwise<KernelActivation::kNone>(n, x, y, stream);
+      break;
+    case KernelActivation::kRelu:
+      LaunchElementwise<KernelActivation::kRelu>(n, x, y, stream);
+      break;
+    case KernelActivation::kTanh:
+      LaunchElementwise<KernelActivation::kTanh>(n, x, y, stream);
+      break;
+    case KernelActivation::kSigmoid:
+      LaunchElementwise<KernelActivation::kSigmoid>(n, x, y, stream);
       break;
   }
   return cudaGetLastError();

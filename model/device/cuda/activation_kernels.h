@@ -1,4 +1,5 @@
-// Element-wise kernels of the dense layers: bias + activation forward and
+// Element-wise activation kernels: bias + activation forward (dense
+// layers), a plain activation (convolutional layers, after batch norm) and
 // the activation's backward. Plain C++ interface in front of the .cu file
 // (no absl here, so nvcc compiles it alone); launchers enqueue on `stream`
 // and return the launch error (cudaSuccess when queued). Pointers are
@@ -19,6 +20,10 @@ enum class KernelActivation : int { kNone, kRelu, kTanh, kSigmoid };
 cudaError_t LaunchBiasActivation(int64_t rows, int64_t cols, const float* bias,
                                  KernelActivation act, float* z,
                                  cudaStream_t stream);
+
+// y[n] = act(x[n]); y may be x.
+cudaError_t LaunchActivate(int64_t n, KernelActivation act, const float* x,
+                           float* y, cudaStream_t stream);
 
 // In place on grad[n]: grad *= act'(.), act' written in terms of the
 // activation's output out[n].

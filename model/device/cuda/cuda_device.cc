@@ -10,12 +10,15 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "model/device/cuda/activation_kernels.h"
+#include "model/device/cuda/batch_norm_kernels.h"
 #include "model/device/cuda/cuda_array.h"
 #include "model/device/cuda/cuda_resources.h"
 #include "model/device/cuda/cuda_status.h"
+#include "model/device/cuda/elementwise_kernels.h"
 #include "model/device/cuda/reduction_kernels.h"
 #include "model/device/cuda/row_major_gemm.h"
 #include "model/device/cuda/softmax_kernels.h"
+#include "model/device/cuda/window_kernels.h"
 #include "model/device/device_checks.h"
 
 namespace psflow::cuda {
@@ -33,6 +36,20 @@ KernelActivation ToKernel(Activation activation) {
       break;
   }
   return KernelActivation::kNone;
+}
+
+KernelPool ToKernel(PoolKind kind) {
+  return kind == PoolKind::kMax ? KernelPool::kMax : KernelPool::kAverage;
+}
+
+KernelWindow ToKernel(const WindowGeometry& g) {
+  return KernelWindow{g.n,  g.h,  g.w,       g.c,        g.kh, g.kw,
+                      g.sh, g.sw, g.pad_top, g.pad_left, g.oh, g.ow};
+}
+
+// A nullable array's device pointer.
+float* DataOrNull(CudaArray* array) {
+  return array != nullptr ? array->data() : nullptr;
 }
 
 // Softmax calls whose label check can wait for the next synchronization;
@@ -251,6 +268,149 @@ class CudaDevice final : public Device {
     return absl::OkStatus();
   }
 
+  absl::Status Activate(int64_t n, Activation activation, const DeviceArray& x,
+                        DeviceArray& y) override {
+    RETURN_IF_ERROR(CheckElementwise("activate", n, {&x, &y}));
+    ASSIGN_OR_RETURN(auto arrays, BeginCompute(&x, &y));
+    auto [dx, dy] = arrays;
+    return FromCuda(LaunchActivate(n, ToKernel(activation), dx->data(),
+                                   dy->data(), compute_.get()),
+                    "activate kernel launch");
+  }
+
+  absl::Status ScaleShift(int64_t n, float scale, float offset,
+                          const DeviceArray& x, DeviceArray& y) override {
+    RETURN_IF_ERROR(CheckElementwise("scale+shift", n, {&x, &y}));
+    ASSIGN_OR_RETURN(auto arrays, BeginCompute(&x, &y));
+    auto [dx, dy] = arrays;
+    return FromCuda(LaunchScaleShift(n, scale, offset, dx->data(), dy->data(),
+                                     compute_.get()),
+                    "scale+shift kernel launch");
+  }
+
+  absl::Status Multiply(int64_t n, const DeviceArray& a, const DeviceArray& b,
+                        DeviceArray& out) override {
+    RETURN_IF_ERROR(CheckElementwise("multiply", n, {&a, &b, &out}));
+    ASSIGN_OR_RETURN(auto arrays, BeginCompute(&a, &b, &out));
+    auto [da, db, dout] = arrays;
+    return FromCuda(
+        LaunchMultiply(n, da->data(), db->data(), dout->data(), compute_.get()),
+        "multiply kernel launch");
+  }
+
+  absl::Status DropoutMask(int64_t n, float rate, uint64_t seed,
+                           DeviceArray& mask) override {
+    RETURN_IF_ERROR(CheckDropoutMask(n, rate, mask));
+    ASSIGN_OR_RETURN(auto arrays, BeginCompute(&mask));
+    return FromCuda(
+        LaunchDropoutMask(n, rate, seed, arrays[0]->data(), compute_.get()),
+        "dropout mask kernel launch");
+  }
+
+  absl::Status Im2Col(const WindowGeometry& g, const DeviceArray& x,
+                      DeviceArray& cols) override {
+    RETURN_IF_ERROR(CheckWindow("im2col", g, g.input_size(),
+                                g.patch_rows() * g.patch_cols(), x, cols));
+    ASSIGN_OR_RETURN(auto arrays, BeginCompute(&x, &cols));
+    auto [dx, dcols] = arrays;
+    return FromCuda(
+        LaunchIm2Col(ToKernel(g), dx->data(), dcols->data(), compute_.get()),
+        "im2col kernel launch");
+  }
+
+  absl::Status Col2Im(const WindowGeometry& g, const DeviceArray& cols,
+                      DeviceArray& x) override {
+    RETURN_IF_ERROR(CheckWindow("col2im", g, g.patch_rows() * g.patch_cols(),
+                                g.input_size(), cols, x));
+    ASSIGN_OR_RETURN(auto arrays, BeginCompute(&cols, &x));
+    auto [dcols, dx] = arrays;
+    return FromCuda(
+        LaunchCol2Im(ToKernel(g), dcols->data(), dx->data(), compute_.get()),
+        "col2im kernel launch");
+  }
+
+  absl::Status Pool(PoolKind kind, const WindowGeometry& g,
+                    const DeviceArray& x, DeviceArray& y) override {
+    RETURN_IF_ERROR(
+        CheckWindow("pool", g, g.input_size(), g.output_size(g.c), x, y));
+    ASSIGN_OR_RETURN(auto arrays, BeginCompute(&x, &y));
+    auto [dx, dy] = arrays;
+    return FromCuda(LaunchPool(ToKernel(kind), ToKernel(g), dx->data(),
+                               dy->data(), compute_.get()),
+                    "pool kernel launch");
+  }
+
+  absl::Status PoolBackward(PoolKind kind, const WindowGeometry& g,
+                            const DeviceArray& x, const DeviceArray& y,
+                            const DeviceArray& dy, DeviceArray& dx) override {
+    RETURN_IF_ERROR(CheckPoolBackward(g, x, y, dy, dx));
+    const KernelWindow window = ToKernel(g);
+    const int64_t scratch_bytes =
+        PoolBackwardScratchBytes(ToKernel(kind), window);
+    ASSIGN_OR_RETURN(auto arrays, BeginCompute(&x, &y, &dy, &dx));
+    constexpr int64_t kFloat = sizeof(float);
+    RETURN_IF_ERROR(EnsureScratch((scratch_bytes + kFloat - 1) / kFloat));
+    auto [d_x, d_y, d_dy, d_dx] = arrays;
+    return FromCuda(LaunchPoolBackward(ToKernel(kind), window, d_x->data(),
+                                       d_y->data(), d_dy->data(), d_dx->data(),
+                                       scratch_.get(), compute_.get()),
+                    "pool backward kernel launch");
+  }
+
+  absl::Status ChannelMoments(int64_t rows, int64_t channels,
+                              const DeviceArray& x, DeviceArray& mean,
+                              DeviceArray& var) override {
+    RETURN_IF_ERROR(
+        CheckChannelOp("channel moments", rows, channels, {&x}, {&mean, &var}));
+    ASSIGN_OR_RETURN(auto arrays, BeginCompute(&x, &mean, &var));
+    RETURN_IF_ERROR(EnsureScratch(BatchNormScratchFloats(rows, channels)));
+    auto [dx, dmean, dvar] = arrays;
+    return FromCuda(LaunchChannelMoments(
+                        rows, channels, dx->data(), dmean->data(), dvar->data(),
+                        static_cast<float*>(scratch_.get()), compute_.get()),
+                    "channel moments kernel launch");
+  }
+
+  absl::Status BatchNormApply(int64_t rows, int64_t channels,
+                              const DeviceArray& x, const DeviceArray& mean,
+                              const DeviceArray& var, float epsilon,
+                              const DeviceArray* gamma, const DeviceArray* beta,
+                              DeviceArray& y) override {
+    RETURN_IF_ERROR(CheckChannelOp("batch norm", rows, channels, {&x, &y},
+                                   {&mean, &var, gamma, beta}));
+    ASSIGN_OR_RETURN(auto arrays,
+                     BeginCompute(&x, &mean, &var, gamma, beta, &y));
+    auto [dx, dmean, dvar, dgamma, dbeta, dy] = arrays;
+    return FromCuda(
+        LaunchBatchNormApply(rows, channels, dx->data(), dmean->data(),
+                             dvar->data(), epsilon, DataOrNull(dgamma),
+                             DataOrNull(dbeta), dy->data(), compute_.get()),
+        "batch norm kernel launch");
+  }
+
+  absl::Status BatchNormBackward(int64_t rows, int64_t channels,
+                                 const DeviceArray& x, const DeviceArray& mean,
+                                 const DeviceArray& var, float epsilon,
+                                 const DeviceArray* gamma,
+                                 const DeviceArray& dy, DeviceArray& dx,
+                                 DeviceArray* dgamma,
+                                 DeviceArray* dbeta) override {
+    RETURN_IF_ERROR(CheckChannelOp("batch norm backward", rows, channels,
+                                   {&x, &dy, &dx},
+                                   {&mean, &var, gamma, dgamma, dbeta}));
+    ASSIGN_OR_RETURN(auto arrays, BeginCompute(&x, &mean, &var, gamma, &dy, &dx,
+                                               dgamma, dbeta));
+    RETURN_IF_ERROR(EnsureScratch(BatchNormScratchFloats(rows, channels)));
+    auto [d_x, d_mean, d_var, d_gamma, d_dy, d_dx, d_dgamma, d_dbeta] = arrays;
+    return FromCuda(
+        LaunchBatchNormBackward(
+            rows, channels, d_x->data(), d_mean->data(), d_var->data(), epsilon,
+            DataOrNull(d_gamma), d_dy->data(), d_dx->data(),
+            DataOrNull(d_dgamma), DataOrNull(d_dbeta),
+            static_cast<float*>(scratch_.get()), compute_.get()),
+        "batch norm backward kernel launch");
+  }
+
   absl::Status Synchronize() override {
     RETURN_IF_ERROR(Enter());
     RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(upload_.get()),
@@ -296,6 +456,24 @@ class CudaDevice final : public Device {
     return absl::OkStatus();
   }
 
+  // The prologue of a compute op: makes the device current, resolves the
+  // arrays (null ones stay null), orders the compute stream after their
+  // pending copies and counts the op for the copies that must follow it.
+  template <typename... Arrays>
+  absl::StatusOr<std::array<CudaArray*, sizeof...(Arrays)>> BeginCompute(
+      const Arrays*... arrays) {
+    RETURN_IF_ERROR(Enter());
+    const std::array<const DeviceArray*, sizeof...(Arrays)> given{arrays...};
+    std::array<CudaArray*, sizeof...(Arrays)> owned{};
+    for (size_t i = 0; i < given.size(); ++i) {
+      if (given[i] == nullptr) continue;
+      ASSIGN_OR_RETURN(owned[i], Own(*given[i]));
+      RETURN_IF_ERROR(ComputeUses({owned[i]}));
+    }
+    ++compute_epoch_;
+    return owned;
+  }
+
   // Orders a copy of `array` on `stream` after all compute issued so far
   // and after the array's previous copy. `waited` is the compute epoch that
   // `stream` already waits for: repeated copies with no compute between
@@ -326,9 +504,11 @@ class CudaDevice final : public Device {
     return absl::OkStatus();
   }
 
-  // At least `floats` of scratch for the softmax's per-row terms.
+  // At least `floats` of scratch: the softmax's per-row terms, batch norm's
+  // per-tile sums, max pooling's chosen elements. One buffer for all: the
+  // ops run one after another on the compute stream. It only grows.
   absl::Status EnsureScratch(int64_t floats) {
-    if (floats <= scratch_floats_ && scratch_ != nullptr) {
+    if (floats <= 0 || (floats <= scratch_floats_ && scratch_ != nullptr)) {
       return absl::OkStatus();
     }
     // Kernels queued earlier may still read the old buffer.

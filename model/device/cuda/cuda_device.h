@@ -1,7 +1,10 @@
 // The CUDA backend of the worker's Device interface (model/device/device.h):
-// cuBLAS SGEMM for the dense layers (row_major_gemm.h), psflow's own kernels
-// for bias + activation, its backward, column sums and softmax
-// cross-entropy (*_kernels.h).
+// cuBLAS SGEMM for the dense layers and convolutions (row_major_gemm.h),
+// psflow's own kernels for the rest (*_kernels.h): bias + activation, its
+// backward, column sums, softmax cross-entropy, and the layer ops
+// (element-wise, im2col/col2im and pooling, batch normalization). Every
+// kernel is deterministic: reductions add in a fixed order, never with
+// atomics.
 //
 // Three streams: compute (kernels and cuBLAS), upload (host to device) and
 // download (device to host). Copies wait only for the compute work issued

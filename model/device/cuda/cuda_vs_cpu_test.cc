@@ -1,8 +1,11 @@
 // Every op on the GPU against the CPU backend on the same fresh random
 // inputs, at the shapes the benchmarks train with (default MLP 784-256-10 at
-// batch 64, a 4096-wide layer at batch 1024). GPU outputs are NaN-filled
-// before each op. Relative error bounds (|gpu - cpu| <= bound * (1 + |cpu|))
-// are stated per op; both sides compute in float32.
+// batch 64, a 4096-wide layer at batch 1024; for the layer ops, a small
+// Fashion-MNIST CNN's convolutions, pooling and batch norm, plus strided,
+// padded, asymmetric and global windows). GPU outputs are NaN-filled
+// before each op, so an op that skips an element fails. Relative error
+// bounds (|gpu - cpu| <= bound * (1 + |cpu|)) are stated per op; 0 means
+// the same bits. Both sides compute in float32.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -33,6 +36,14 @@ class CudaVsCpuTest : public ::testing::Test {
     std::uniform_real_distribution<float> dist(lo, hi);
     std::vector<float> v(n);
     for (float& x : v) x = dist(rng_);
+    return v;
+  }
+
+  // Values from {-1, 0, 1}: windows full of ties.
+  std::vector<float> Ties(size_t n) {
+    std::uniform_int_distribution<int> dist(-1, 1);
+    std::vector<float> v(n);
+    for (float& x : v) x = static_cast<float>(dist(rng_));
     return v;
   }
 
@@ -139,6 +150,201 @@ TEST_F(CudaVsCpuTest, SoftmaxCrossEntropyAgrees) {
     ExpectSame(grad, 1e-5f);
     ExpectSame(pred, 0);
     ExpectSame(stats, 1e-5f);
+  }
+}
+
+// Activate (out of place and in place), scale + shift and products: 1e-6
+// relative; dropout masks: the same bits (dropout_hash.h on both sides).
+TEST_F(CudaVsCpuTest, ElementwiseLayerOpsAgree) {
+  const int64_t n = 64 * 28 * 28 * 12 + 3;  // not a multiple of a block
+  for (Activation act : {Activation::kNone, Activation::kRelu,
+                         Activation::kTanh, Activation::kSigmoid}) {
+    SCOPED_TRACE(testing::Message() << "act " << static_cast<int>(act));
+    Both x = On(Random(n, -4, 4)), y = Output(n);
+    ASSERT_OK(cpu_->Activate(n, act, *x.cpu, *y.cpu));
+    ASSERT_OK(gpu_->Activate(n, act, *x.gpu, *y.gpu));
+    ExpectSame(y, 1e-6f);
+    ASSERT_OK(cpu_->Activate(n, act, *x.cpu, *x.cpu));
+    ASSERT_OK(gpu_->Activate(n, act, *x.gpu, *x.gpu));
+    ExpectSame(x, 1e-6f);
+  }
+  Both a = On(Random(n)), b = On(Random(n)), out = Output(n);
+  ASSERT_OK(cpu_->ScaleShift(n, 2.5f, -0.75f, *a.cpu, *out.cpu));
+  ASSERT_OK(gpu_->ScaleShift(n, 2.5f, -0.75f, *a.gpu, *out.gpu));
+  ExpectSame(out, 1e-6f);
+  ASSERT_OK(cpu_->ScaleShift(n, 1.0f / 255, 0.0f, *a.cpu, *a.cpu));
+  ASSERT_OK(gpu_->ScaleShift(n, 1.0f / 255, 0.0f, *a.gpu, *a.gpu));
+  ExpectSame(a, 1e-6f);
+  ASSERT_OK(cpu_->Multiply(n, *a.cpu, *b.cpu, *out.cpu));
+  ASSERT_OK(gpu_->Multiply(n, *a.gpu, *b.gpu, *out.gpu));
+  ExpectSame(out, 1e-6f);
+  ASSERT_OK(cpu_->Multiply(n, *a.cpu, *b.cpu, *b.cpu));
+  ASSERT_OK(gpu_->Multiply(n, *a.gpu, *b.gpu, *b.gpu));
+  ExpectSame(b, 1e-6f);
+  for (float rate : {0.0f, 0.25f, 0.5f, 0.9f}) {
+    for (uint64_t seed : {uint64_t{0}, uint64_t{20240611}, ~uint64_t{0}}) {
+      SCOPED_TRACE(testing::Message() << "rate " << rate << " seed " << seed);
+      Both mask = Output(n);
+      ASSERT_OK(cpu_->DropoutMask(n, rate, seed, *mask.cpu));
+      ASSERT_OK(gpu_->DropoutMask(n, rate, seed, *mask.gpu));
+      ExpectSame(mask, 0);
+    }
+  }
+}
+
+struct NamedWindow {
+  const char* name;
+  WindowGeometry g;  // {n, h, w, c, kh, kw, sh, sw, pad_top, pad_left, oh, ow}
+};
+// A small CNN's layers at batch 16, and the corners: "same" padding with
+// stride 2 (even and odd inputs), unequal window sides and strides, and a
+// window as large as the image (global average pooling).
+const NamedWindow kWindows[] = {
+    {"3x3 same, 1 channel", {16, 28, 28, 1, 3, 3, 1, 1, 1, 1, 28, 28}},
+    {"3x3 valid, 12 channels", {16, 14, 14, 12, 3, 3, 1, 1, 0, 0, 12, 12}},
+    {"2x2 stride 2", {16, 28, 28, 12, 2, 2, 2, 2, 0, 0, 14, 14}},
+    {"6x6 stride 2 same", {4, 12, 12, 8, 6, 6, 2, 2, 2, 2, 6, 6}},
+    {"3x3 stride 2 same, odd", {8, 13, 13, 4, 3, 3, 2, 2, 1, 1, 7, 7}},
+    {"3x2 strides 2x1", {4, 9, 7, 3, 3, 2, 2, 1, 1, 0, 5, 7}},
+    {"global 7x7", {16, 7, 7, 32, 7, 7, 1, 1, 0, 0, 1, 1}},
+};
+
+// Im2Col: the same bits (copies). Col2Im: 1e-6 (the GPU gathers in the
+// order the CPU scatters, so in practice the same bits too).
+TEST_F(CudaVsCpuTest, Im2ColAndCol2ImAgree) {
+  for (const NamedWindow& w : kWindows) {
+    SCOPED_TRACE(w.name);
+    const WindowGeometry& g = w.g;
+    const int64_t patch = g.patch_rows() * g.patch_cols();
+    Both x = On(Random(g.input_size())), cols = Output(patch);
+    ASSERT_OK(cpu_->Im2Col(g, *x.cpu, *cols.cpu));
+    ASSERT_OK(gpu_->Im2Col(g, *x.gpu, *cols.gpu));
+    ExpectSame(cols, 0);
+    Both grad = On(Random(patch)), dx = Output(g.input_size());
+    ASSERT_OK(cpu_->Col2Im(g, *grad.cpu, *dx.cpu));
+    ASSERT_OK(gpu_->Col2Im(g, *grad.gpu, *dx.gpu));
+    ExpectSame(dx, 1e-6f);
+  }
+}
+
+// Pooling forward (max: the same bits; average: 1e-6) and backward (1e-6),
+// on uniform inputs, on inputs full of ties (max routes to the first
+// maximal element on both) and on negative inputs (padding must not count
+// as a zero).
+TEST_F(CudaVsCpuTest, PoolingAgrees) {
+  for (const NamedWindow& w : kWindows) {
+    for (PoolKind kind : {PoolKind::kMax, PoolKind::kAverage}) {
+      for (int inputs = 0; inputs < 3; ++inputs) {
+        SCOPED_TRACE(testing::Message()
+                     << w.name << (kind == PoolKind::kMax ? " max" : " average")
+                     << " inputs " << inputs);
+        const WindowGeometry& g = w.g;
+        const int64_t out = g.output_size(g.c);
+        Both x = On(inputs == 0   ? Random(g.input_size())
+                    : inputs == 1 ? Ties(g.input_size())
+                                  : Random(g.input_size(), -2, -1));
+        Both y = Output(out);
+        ASSERT_OK(cpu_->Pool(kind, g, *x.cpu, *y.cpu));
+        ASSERT_OK(gpu_->Pool(kind, g, *x.gpu, *y.gpu));
+        ExpectSame(y, kind == PoolKind::kMax ? 0 : 1e-6f);
+        Both dy = On(Random(out)), dx = Output(g.input_size());
+        ASSERT_OK(
+            cpu_->PoolBackward(kind, g, *x.cpu, *y.cpu, *dy.cpu, *dx.cpu));
+        ASSERT_OK(
+            gpu_->PoolBackward(kind, g, *x.gpu, *y.gpu, *dy.gpu, *dx.gpu));
+        ExpectSame(dx, 1e-6f);
+      }
+    }
+  }
+}
+
+struct ChannelShape {
+  int64_t rows, channels;
+  float offset;  // added to inputs in [-1, 1]: tests cancellation
+};
+// A CNN's batch norms at batch 64 (28x28x12, 14x14x32, 7x7x64), more
+// channels than a block's threads, one row, no rows.
+constexpr ChannelShape kChannelShapes[] = {{64 * 28 * 28, 12, 0},
+                                           {64 * 14 * 14, 32, 0},
+                                           {64 * 7 * 7, 64, 100},
+                                           {1000, 300, 0},
+                                           {1, 5, 0},
+                                           {0, 3, 0}};
+
+// Moments: mean 1e-5, variance 1e-4 (one-pass Welford in float against
+// two passes in double; the offset rows have mean 100 and variance 1/3).
+TEST_F(CudaVsCpuTest, ChannelMomentsAgree) {
+  for (const ChannelShape& s : kChannelShapes) {
+    SCOPED_TRACE(testing::Message() << s.rows << " x " << s.channels);
+    Both x = On(Random(s.rows * s.channels, s.offset - 1, s.offset + 1));
+    Both mean = Output(s.channels), var = Output(s.channels);
+    ASSERT_OK(
+        cpu_->ChannelMoments(s.rows, s.channels, *x.cpu, *mean.cpu, *var.cpu));
+    ASSERT_OK(
+        gpu_->ChannelMoments(s.rows, s.channels, *x.gpu, *mean.gpu, *var.gpu));
+    ExpectSame(mean, 1e-5f);
+    ExpectSame(var, 1e-4f);
+  }
+}
+
+// Batch norm forward: 1e-5; backward: dx 1e-5, dgamma and dbeta (sums over
+// up to 50k rows) 1e-4. With and without gamma/beta, in place (y = x, dx =
+// dy) and not, with and without the parameter gradients.
+TEST_F(CudaVsCpuTest, BatchNormAgrees) {
+  constexpr float kEpsilon = 1e-3f;
+  for (const ChannelShape& s : kChannelShapes) {
+    for (bool affine : {false, true}) {
+      for (bool in_place : {false, true}) {
+        SCOPED_TRACE(testing::Message()
+                     << s.rows << " x " << s.channels << " affine " << affine
+                     << " in place " << in_place);
+        const int64_t n = s.rows * s.channels;
+        const std::vector<float> host_x = Random(n, s.offset - 1, s.offset + 1);
+        // The same statistics on both sides (the CPU's), so that only the
+        // op under test differs.
+        std::vector<float> host_mean(s.channels), host_var(s.channels);
+        {
+          Both x = On(host_x), mean = Output(s.channels),
+               var = Output(s.channels);
+          ASSERT_OK(cpu_->ChannelMoments(s.rows, s.channels, *x.cpu, *mean.cpu,
+                                         *var.cpu));
+          ASSERT_OK(cpu_->Download(*mean.cpu, absl::MakeSpan(host_mean)));
+          ASSERT_OK(cpu_->Download(*var.cpu, absl::MakeSpan(host_var)));
+        }
+        Both x = On(host_x), mean = On(host_mean), var = On(host_var);
+        Both gamma = On(Random(s.channels, 0.5f, 1.5f));
+        Both beta = On(Random(s.channels));
+        Both y = in_place ? On(host_x) : Output(n);
+        const Both& y_in = in_place ? y : x;
+        ASSERT_OK(cpu_->BatchNormApply(
+            s.rows, s.channels, *y_in.cpu, *mean.cpu, *var.cpu, kEpsilon,
+            affine ? gamma.cpu.get() : nullptr,
+            affine ? beta.cpu.get() : nullptr, *y.cpu));
+        ASSERT_OK(gpu_->BatchNormApply(
+            s.rows, s.channels, *y_in.gpu, *mean.gpu, *var.gpu, kEpsilon,
+            affine ? gamma.gpu.get() : nullptr,
+            affine ? beta.gpu.get() : nullptr, *y.gpu));
+        ExpectSame(y, 1e-5f);
+
+        Both dy = On(Random(n)), dx = in_place ? dy : Output(n);
+        Both dgamma = Output(s.channels), dbeta = Output(s.channels);
+        ASSERT_OK(cpu_->BatchNormBackward(
+            s.rows, s.channels, *x.cpu, *mean.cpu, *var.cpu, kEpsilon,
+            affine ? gamma.cpu.get() : nullptr, *dy.cpu, *dx.cpu,
+            affine ? dgamma.cpu.get() : nullptr,
+            affine ? dbeta.cpu.get() : nullptr));
+        ASSERT_OK(gpu_->BatchNormBackward(
+            s.rows, s.channels, *x.gpu, *mean.gpu, *var.gpu, kEpsilon,
+            affine ? gamma.gpu.get() : nullptr, *dy.gpu, *dx.gpu,
+            affine ? dgamma.gpu.get() : nullptr,
+            affine ? dbeta.gpu.get() : nullptr));
+        ExpectSame(dx, 1e-5f);
+        if (affine) {
+          ExpectSame(dgamma, 1e-4f);
+          ExpectSame(dbeta, 1e-4f);
+        }
+      }
+    }
   }
 }
 

@@ -1,0 +1,199 @@
+// Conv2D and Dense: one kernel, since a Dense layer is a 1x1 convolution
+// over a 1x1 image. The forward pass is y = cols(x) * kernel (+ bias, then
+// the activation), where cols is im2col's patch matrix (x itself for a 1x1
+// window with stride 1 and no padding); the backward pass is
+// d(kernel) = cols^T dy, d(bias) = column sums of dy, dx = col2im(dy
+// kernel^T).
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "model/layers/layers.h"
+
+namespace psflow {
+
+const char* ActivationName(Activation activation) {
+  switch (activation) {
+    case Activation::kNone:
+      return "linear";
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kTanh:
+      return "tanh";
+    case Activation::kSigmoid:
+      return "sigmoid";
+  }
+  return "unknown";
+}
+
+namespace {
+
+class LinearKernel final : public LayerKernel {
+ public:
+  LinearKernel(Device* device, const WindowGeometry& g, int64_t filters,
+               bool use_bias, Activation activation, const LayerArrays& arrays)
+      : device_(device),
+        geometry_(g),
+        filters_(filters),
+        use_bias_(use_bias),
+        activation_(activation),
+        arrays_(arrays) {}
+
+  absl::Status Allocate(int64_t max_batch) {
+    if (Pointwise()) return absl::OkStatus();
+    WindowGeometry g = geometry_;
+    g.n = max_batch;
+    ASSIGN_OR_RETURN(cols_, device_->Allocate(g.patch_rows() * g.patch_cols()));
+    ASSIGN_OR_RETURN(dcols_,
+                     device_->Allocate(g.patch_rows() * g.patch_cols()));
+    return absl::OkStatus();
+  }
+
+  absl::Status Forward(const StepContext& step, const DeviceArray& x,
+                       DeviceArray& y) override {
+    const WindowGeometry g = Batch(step.batch);
+    const DeviceArray* patches = &x;
+    if (!Pointwise()) {
+      RETURN_IF_ERROR(device_->Im2Col(g, x, *cols_));
+      patches = cols_.get();
+    }
+    const int64_t rows = g.patch_rows();
+    RETURN_IF_ERROR(device_->Gemm(false, false, rows, filters_, g.patch_cols(),
+                                  1.0f, *patches, kernel(), 0.0f, y));
+    if (use_bias_) {
+      return device_->BiasActivation(rows, filters_, bias(), activation_, y);
+    }
+    if (activation_ == Activation::kNone) return absl::OkStatus();
+    return device_->Activate(rows * filters_, activation_, y, y);
+  }
+
+  absl::Status Backward(const StepContext& step, const DeviceArray& x,
+                        const DeviceArray& y, DeviceArray& dy,
+                        DeviceArray* dx) override {
+    const WindowGeometry g = Batch(step.batch);
+    const int64_t rows = g.patch_rows(), k = g.patch_cols();
+    if (activation_ != Activation::kNone) {
+      RETURN_IF_ERROR(
+          device_->ActivationBackward(rows * filters_, activation_, y, dy));
+    }
+    const DeviceArray& patches = Pointwise() ? x : *cols_;
+    RETURN_IF_ERROR(device_->Gemm(true, false, k, filters_, rows, 1.0f, patches,
+                                  dy, 0.0f, *arrays_.gradients[0]));
+    if (use_bias_) {
+      RETURN_IF_ERROR(
+          device_->ColumnSums(rows, filters_, dy, *arrays_.gradients[1]));
+    }
+    if (dx == nullptr) return absl::OkStatus();
+    if (Pointwise()) {
+      return device_->Gemm(false, true, rows, k, filters_, 1.0f, dy, kernel(),
+                           0.0f, *dx);
+    }
+    RETURN_IF_ERROR(device_->Gemm(false, true, rows, k, filters_, 1.0f, dy,
+                                  kernel(), 0.0f, *dcols_));
+    return device_->Col2Im(g, *dcols_, *dx);
+  }
+
+ private:
+  bool Pointwise() const {
+    return geometry_.kh == 1 && geometry_.kw == 1 && geometry_.sh == 1 &&
+           geometry_.sw == 1 && geometry_.pad_top == 0 &&
+           geometry_.pad_left == 0;
+  }
+  WindowGeometry Batch(int64_t n) const {
+    WindowGeometry g = geometry_;
+    g.n = n;
+    return g;
+  }
+  const DeviceArray& kernel() const { return *arrays_.values[0]; }
+  const DeviceArray& bias() const { return *arrays_.values[1]; }
+
+  Device* const device_;
+  const WindowGeometry geometry_;  // n = 1
+  const int64_t filters_;
+  const bool use_bias_;
+  const Activation activation_;
+  const LayerArrays arrays_;
+  std::shared_ptr<DeviceArray> cols_, dcols_;  // unless pointwise
+};
+
+class LinearLayer final : public Layer {
+ public:
+  LinearLayer(std::string name, const Shape& input, Shape output,
+              const WindowGeometry& g, int64_t filters, bool use_bias,
+              Activation activation, std::string description)
+      : Layer(std::move(name), input, std::move(output)),
+        geometry_(g),
+        filters_(filters),
+        use_bias_(use_bias),
+        activation_(activation),
+        description_(std::move(description)) {
+    Shape kernel_shape = {g.kh, g.kw, g.c, filters};
+    if (input.size() == 1) kernel_shape = {g.c, filters};  // Dense
+    AddVariable("kernel", kernel_shape, Initializer::kGlorotUniform);
+    if (use_bias) AddVariable("bias", {filters}, Initializer::kZeros);
+  }
+
+  std::string Describe() const override {
+    return absl::StrCat(name(), " (", description_, ") -> ",
+                        ShapeString(output_shape()));
+  }
+
+  int64_t ForwardMacs() const override {
+    return geometry_.oh * geometry_.ow * geometry_.patch_cols() * filters_;
+  }
+
+  absl::StatusOr<std::unique_ptr<LayerKernel>> Instantiate(
+      Device* device, int64_t max_batch,
+      const LayerArrays& arrays) const override {
+    auto kernel = std::make_unique<LinearKernel>(
+        device, geometry_, filters_, use_bias_, activation_, arrays);
+    RETURN_IF_ERROR(kernel->Allocate(max_batch));
+    return kernel;
+  }
+
+ private:
+  const WindowGeometry geometry_;
+  const int64_t filters_;
+  const bool use_bias_;
+  const Activation activation_;
+  const std::string description_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Layer>> MakeConv2D(
+    std::string name, const Shape& input, int64_t filters,
+    const Window2D& window, bool use_bias, Activation activation) {
+  ASSIGN_OR_RETURN(WindowGeometry g, PlanWindow(input, window));
+  return std::make_unique<LinearLayer>(
+      std::move(name), input, Shape{g.oh, g.ow, filters}, g, filters, use_bias,
+      activation,
+      absl::StrCat("Conv2D ", filters, " ", window.kh, "x", window.kw,
+                   " stride ", window.sh, "x", window.sw,
+                   window.padding == Padding::kSame ? " same" : " valid",
+                   use_bias ? "" : " no bias",
+                   activation == Activation::kNone
+                       ? ""
+                       : absl::StrCat(" ", ActivationName(activation))));
+}
+
+absl::StatusOr<std::unique_ptr<Layer>> MakeDense(std::string name,
+                                                 const Shape& input,
+                                                 int64_t units, bool use_bias,
+                                                 Activation activation) {
+  if (input.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Dense takes a vector per example, its input is ", ShapeString(input),
+        "; put a Flatten or GlobalAveragePooling2D layer before it"));
+  }
+  WindowGeometry g;
+  g.n = 1, g.h = 1, g.w = 1, g.c = input[0];
+  g.kh = g.kw = g.sh = g.sw = 1;
+  g.oh = g.ow = 1;
+  return std::make_unique<LinearLayer>(
+      std::move(name), input, Shape{units}, g, units, use_bias, activation,
+      absl::StrCat("Dense ", units, use_bias ? "" : " no bias",
+                   activation == Activation::kNone
+                       ? ""
+                       : absl::StrCat(" ", ActivationName(activation))));
+}
+
+}  // namespace psflow
