@@ -3,6 +3,10 @@
 # default job on a fresh Debian 12 machine. Idempotent: packages already
 # present are skipped, so a second run finishes in seconds.
 # Works as root or through sudo.
+#
+#   tools/setup.sh            what the build, the tests and the default job need
+#   tools/setup.sh --bench    also the peers benchmarks compare with (PyTorch,
+#                             for bench/convnet_bench.py and convnet_torch.py)
 set -euo pipefail
 
 PACKAGES=(
@@ -31,6 +35,9 @@ PACKAGES=(
   # metrics tests.
   prometheus python3-prometheus-client
 )
+if [ "${1:-}" = "--bench" ]; then
+  PACKAGES+=(python3-torch)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
