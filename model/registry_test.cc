@@ -31,6 +31,41 @@ TEST(RegistryTest, SoftmaxRegressionHasOneDenseLayer) {
   EXPECT_EQ(definition->variables().size(), 2u);
 }
 
+ModelConfig LayersConfig() {
+  ModelConfig config;
+  config.add_layers()->mutable_flatten();
+  config.add_layers()->mutable_dense()->set_units(10);
+  return config;
+}
+
+TEST(RegistryTest, LayersDefineALayerModelThatScalesItsOwnInput) {
+  ASSERT_OK_AND_ASSIGN(auto definition, DefineModel(LayersConfig(), kImages));
+  EXPECT_EQ(definition->Describe(),
+            "layers 28x28 -> 2 layers -> 10 classes, 7850 trainable "
+            "parameters");
+  EXPECT_EQ(definition->variables()[0].name(), "dense/kernel");
+  EXPECT_EQ(definition->feature_scale(), 1.0f);
+  ModelConfig mlp;
+  mlp.mutable_mlp();
+  EXPECT_EQ((*DefineModel(mlp, kImages))->feature_scale(), 1.0f / 255);
+}
+
+TEST(RegistryTest, LayersAndAnotherKindTogetherAreRefused) {
+  ModelConfig config = LayersConfig();
+  config.mutable_softmax_regression();
+  EXPECT_THAT(ValidateModelConfig(config),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("sets both \"layers\"")));
+}
+
+TEST(RegistryTest, BadLayerArgumentsAreRejectedBeforeTheDataIsKnown) {
+  ModelConfig config = LayersConfig();
+  config.mutable_layers(1)->mutable_dense()->set_units(0);
+  EXPECT_THAT(ValidateModelConfig(config),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("model.layers[1] (Dense): units is 0")));
+}
+
 TEST(RegistryTest, AMissingKindSaysWhatToSet) {
   EXPECT_THAT(ValidateModelConfig(ModelConfig()),
               StatusIs(absl::StatusCode::kInvalidArgument,

@@ -42,6 +42,18 @@ TEST(JobConfigTest, TheDefaultJobIsValid) {
   EXPECT_THAT(JobConfigSummary(config), HasSubstr("mlp {hidden_sizes: 256"));
 }
 
+TEST(JobConfigTest, TheConvnetJobIsValid) {
+  ASSERT_OK_AND_ASSIGN(
+      JobConfig config,
+      LoadJobConfigFile(std::string(std::getenv("TEST_SRCDIR")) +
+                        "/psflow/configs/fashion_mnist_convnet.json"));
+  EXPECT_EQ(config.name(), "fashion_mnist_convnet");
+  ASSERT_EQ(config.model().layers_size(), 14);
+  EXPECT_EQ(config.model().layers(1).conv2d().filters(), 12);
+  EXPECT_FALSE(config.model().layers(1).conv2d().use_bias());
+  EXPECT_FALSE(config.model().layers(2).batch_normalization().scale());
+}
+
 TEST(JobConfigTest, DefaultsAreFilled) {
   ASSERT_OK_AND_ASSIGN(JobConfig config, ParseJobConfig(kMinimal, "t.json"));
   EXPECT_EQ(config.name(), "run");
