@@ -5,24 +5,6 @@
 #include "common/status_macros.h"
 
 namespace psflow {
-namespace {
-
-const char* ActivationName(Activation activation) {
-  switch (activation) {
-    case Activation::kNone:
-      return "linear";
-    case Activation::kRelu:
-      return "relu";
-    case Activation::kTanh:
-      return "tanh";
-    case Activation::kSigmoid:
-      return "sigmoid";
-  }
-  return "unknown";
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<MlpDefinition>> MlpDefinition::Create(
     const MlpSpec& spec, const InputSpec& input) {
   bool positive = !input.example_shape.empty();

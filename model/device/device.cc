@@ -30,6 +30,20 @@ class HeapHostBuffer final : public HostBuffer {
 
 }  // namespace
 
+const char* ActivationName(Activation activation) {
+  switch (activation) {
+    case Activation::kNone:
+      return "linear";
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kTanh:
+      return "tanh";
+    case Activation::kSigmoid:
+      return "sigmoid";
+  }
+  return "unknown";
+}
+
 absl::StatusOr<std::shared_ptr<HostBuffer>> Device::AllocateHost(int64_t size) {
   if (size < 0) {
     return absl::InvalidArgumentError(

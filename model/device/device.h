@@ -29,6 +29,9 @@ namespace psflow {
 
 enum class Activation { kNone, kRelu, kTanh, kSigmoid };
 
+// Keras' name of an activation, for logs: "linear", "relu", ...
+const char* ActivationName(Activation activation);
+
 enum class DeviceKind { kCpu, kCuda };
 
 enum class PoolKind { kMax, kAverage };

@@ -60,9 +60,6 @@ absl::StatusOr<std::unique_ptr<Layer>> MakeDropout(std::string name,
                                                    const Shape& input,
                                                    float rate);
 
-// For Describe(): "relu", "linear", ...
-const char* ActivationName(Activation activation);
-
 }  // namespace psflow
 
 #endif  // PSFLOW_MODEL_LAYERS_LAYERS_H_

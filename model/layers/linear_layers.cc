@@ -10,20 +10,6 @@
 
 namespace psflow {
 
-const char* ActivationName(Activation activation) {
-  switch (activation) {
-    case Activation::kNone:
-      return "linear";
-    case Activation::kRelu:
-      return "relu";
-    case Activation::kTanh:
-      return "tanh";
-    case Activation::kSigmoid:
-      return "sigmoid";
-  }
-  return "unknown";
-}
-
 namespace {
 
 class LinearKernel final : public LayerKernel {
