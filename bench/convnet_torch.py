@@ -6,17 +6,22 @@
       forward + backward per example on random images: prints the median
       microseconds per example of --rounds rounds (the number only).
 
-  convnet_torch.py train --epochs=10 --workers=2
+  convnet_torch.py train --epochs=10 --workers=2 [--mode=sync]
       trains on the real Fashion-MNIST files with psflow's schedule and data
-      order (each worker's shard shuffled as data/batch_stream.cc does, the
-      workers' batches interleaved) and prints the final test accuracy.
+      order (each worker's shard shuffled as data/batch_stream.cc does) and
+      prints the final test accuracy. --mode=async (the default) takes the
+      workers' batches in turn, one update each, as an async job without
+      staleness would; --mode=sync averages one batch of every worker per
+      update, as a SYNC job does (each batch normalized by its own
+      statistics, the moving statistics updated once with their mean).
 
 The model matches psflow's layer for layer: NHWC "same"/"valid" padding as
 TensorFlow pads (the odd row after the image), Glorot-uniform kernels, zero
-biases, batch normalization with center and no scale (Keras momentum 0.99 =
-PyTorch momentum 0.01, epsilon 1e-3), Adam with epsilon 1e-7 (Keras'),
-cosine decay to alpha. One difference stays: PyTorch's running variance
-uses the unbiased batch variance, psflow's (like Keras') the biased one.
+biases, batch normalization with center and no scale (epsilon 1e-3; when
+training, the moving mean and variance follow Keras and psflow exactly:
+v = 0.99 v + 0.01 x with the biased batch variance, not PyTorch's unbiased
+one), Adam with epsilon 1e-7 (Keras'), cosine decay to alpha over the run's
+own updates. The speed mode uses PyTorch's own batch normalization.
 """
 import argparse
 import gzip
@@ -34,15 +39,40 @@ MASK64 = (1 << 64) - 1
 
 
 class CenterBatchNorm(nn.Module):
-    """BatchNormalization(center=True, scale=False)."""
+    """BatchNormalization(center=True, scale=False).
 
-    def __init__(self, channels):
+    With keras_statistics, training records each batch's mean and biased
+    variance, and update_moving_statistics() moves the running ones by
+    their mean (Keras' and psflow's rule); otherwise PyTorch's BatchNorm2d
+    updates them itself, with the unbiased variance."""
+
+    MOMENTUM = 0.99  # Keras' default, psflow's too
+
+    def __init__(self, channels, keras_statistics=False):
         super().__init__()
-        self.bn = nn.BatchNorm2d(channels, eps=1e-3, momentum=0.01, affine=False)
+        self.bn = nn.BatchNorm2d(channels, eps=1e-3, momentum=1 - self.MOMENTUM,
+                                 affine=False)
         self.beta = nn.Parameter(torch.zeros(channels))
+        self.keras_statistics = keras_statistics
+        self.batch_statistics = []
 
     def forward(self, x):
-        return self.bn(x) + self.beta.view(1, -1, 1, 1)
+        if self.training and self.keras_statistics:
+            y = F.batch_norm(x, None, None, training=True, eps=self.bn.eps)
+            with torch.no_grad():
+                self.batch_statistics.append(
+                    (x.mean(dim=(0, 2, 3)), x.var(dim=(0, 2, 3), unbiased=False)))
+        else:
+            y = self.bn(x)
+        return y + self.beta.view(1, -1, 1, 1)
+
+    @torch.no_grad()
+    def update_moving_statistics(self):
+        mean = torch.stack([m for m, _ in self.batch_statistics]).mean(0)
+        var = torch.stack([v for _, v in self.batch_statistics]).mean(0)
+        self.bn.running_mean.mul_(self.MOMENTUM).add_(mean, alpha=1 - self.MOMENTUM)
+        self.bn.running_var.mul_(self.MOMENTUM).add_(var, alpha=1 - self.MOMENTUM)
+        self.batch_statistics.clear()
 
 
 def same_padding(size, kernel, stride):
@@ -52,14 +82,14 @@ def same_padding(size, kernel, stride):
 
 
 class Convnet(nn.Module):
-    def __init__(self):
+    def __init__(self, keras_statistics=False):
         super().__init__()
         self.conv1 = nn.Conv2d(1, 12, 3, bias=False)
-        self.bn1 = CenterBatchNorm(12)
+        self.bn1 = CenterBatchNorm(12, keras_statistics)
         self.conv2 = nn.Conv2d(12, 24, 6, stride=2, bias=False)
-        self.bn2 = CenterBatchNorm(24)
+        self.bn2 = CenterBatchNorm(24, keras_statistics)
         self.conv3 = nn.Conv2d(24, 32, 6, stride=2, bias=True)
-        self.bn3 = CenterBatchNorm(32)
+        self.bn3 = CenterBatchNorm(32, keras_statistics)
         self.dense = nn.Linear(32, 256)
         self.dropout = nn.Dropout(0.5)
         self.out = nn.Linear(256, 10)
@@ -137,11 +167,31 @@ def train(args):
     n = images.shape[0]
     shards = [list(range(w, n, args.workers)) for w in range(args.workers)]
     per_worker = [len(s) // args.batch for s in shards]
-    total_steps = math.ceil(args.epochs * n / args.batch)
-    model = Convnet()
+    # One update per batch (async), or per batch of every worker (sync), as
+    # common/job/job_config.cc's TotalGlobalSteps counts them.
+    per_update = args.workers if args.mode == "sync" else 1
+    total_steps = math.ceil(args.epochs * n / args.batch / per_update)
+    model = Convnet(keras_statistics=True)
+    norms = [m for m in model.modules() if isinstance(m, CenterBatchNorm)]
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, eps=1e-7)
     step = 0
     start = time.perf_counter()
+
+    def update(batch_indexes):
+        """One update from the mean gradient of these batches."""
+        progress = min(step, total_steps) / total_steps
+        lr = args.lr * (args.alpha + (1 - args.alpha) * 0.5 * (1 + math.cos(math.pi * progress)))
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        optimizer.zero_grad(set_to_none=True)
+        for indexes in batch_indexes:
+            index = torch.tensor(indexes)
+            loss = F.cross_entropy(model(images[index]), labels[index])
+            (loss / len(batch_indexes)).backward()
+        optimizer.step()
+        for norm in norms:
+            norm.update_moving_statistics()
+
     for epoch in range(math.ceil(args.epochs)):
         batches = []
         for w, shard in enumerate(shards):
@@ -150,18 +200,16 @@ def train(args):
                             for b in range(per_worker[w])])
         model.train()
         for b in range(max(per_worker)):
-            for w in range(args.workers):
-                if b >= len(batches[w]) or step >= total_steps:
-                    continue
-                progress = min(step, total_steps) / total_steps
-                lr = args.lr * (args.alpha + (1 - args.alpha) * 0.5 * (1 + math.cos(math.pi * progress)))
-                for group in optimizer.param_groups:
-                    group["lr"] = lr
-                index = torch.tensor(batches[w][b])
-                optimizer.zero_grad(set_to_none=True)
-                F.cross_entropy(model(images[index]), labels[index]).backward()
-                optimizer.step()
-                step += 1
+            ready = [batches[w][b] for w in range(args.workers) if b < len(batches[w])]
+            if args.mode == "sync":
+                if step < total_steps:
+                    update(ready)
+                    step += 1
+                continue
+            for indexes in ready:
+                if step < total_steps:
+                    update([indexes])
+                    step += 1
         print("epoch %d: %d steps, %.0f s" % (epoch + 1, step, time.perf_counter() - start),
               file=sys.stderr)
     model.eval()
@@ -181,6 +229,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--epochs", type=float, default=10)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--mode", choices=["async", "sync"], default="async")
     parser.add_argument("--lr", type=float, default=0.001)
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=1)

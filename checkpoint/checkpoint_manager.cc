@@ -61,6 +61,7 @@ absl::StatusOr<SavedCheckpoint> CheckpointManager::SaveInto(
   int64_t sync_step = 0;
   HoldRequest hold;
   hold.set_protocol_version(kProtocolVersion);
+  hold.set_lease_ms(absl::ToInt64Milliseconds(options_.hold_lease));
   if (sync) {
     hold.set_action(HoldRequest::FREEZE);
     absl::StatusOr<std::vector<HoldResponse>> frozen_or =

@@ -40,6 +40,11 @@ struct CheckpointManagerOptions {
   UpdateMode mode = ASYNC;
   // Bounds each save (incl. the sync wait for a step boundary) and restore.
   absl::Duration timeout = absl::Minutes(10);
+  // SYNC saves hold updates at a step boundary; a server lifts the hold by
+  // itself once this chief has not called it for this long (a save in
+  // progress counts as calling), so a chief that dies mid-save never
+  // freezes training.
+  absl::Duration hold_lease = absl::Seconds(60);
 };
 
 struct SavedCheckpoint {

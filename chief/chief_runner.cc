@@ -61,13 +61,42 @@ absl::Status WaitForParameterServers(const TfConfig& config,
                    absl::StrJoin(missing, "; ")));
 }
 
+// Whether the servers already hold this job's variables with updates
+// applied (a restarted chief finds them so): then initializing would throw
+// the training away. FailedPrecondition when only some do (a server lost
+// its state), since no consistent state can be assembled from them.
+absl::StatusOr<bool> ServersAlreadyTrained(ParameterClient& client) {
+  const std::vector<int64_t> expected =
+      ExpectedVariablesPerServer(client.placement());
+  const std::vector<absl::StatusOr<StatsResponse>> stats =
+      client.StatsOfEach(absl::Seconds(30));
+  std::vector<std::string> trained, untouched;
+  for (size_t i = 0; i < stats.size(); ++i) {
+    if (!stats[i].ok()) return stats[i].status();
+    if (i < expected.size() && expected[i] == 0) continue;  // holds nothing
+    (stats[i]->updates_applied() > 0 ? trained : untouched)
+        .push_back(absl::StrCat("ps-", i));
+  }
+  if (trained.empty()) return false;
+  if (untouched.empty()) return true;
+  return absl::FailedPreconditionError(absl::StrCat(
+      absl::StrJoin(trained, ", "), " hold trained variables but ",
+      absl::StrJoin(untouched, ", "),
+      " lost theirs (restarted), and there is no checkpoint to restore: "
+      "the job cannot resume consistently. Restart every parameter server "
+      "to train afresh, or configure checkpoint.directory so a lost server "
+      "can be recovered"));
+}
+
 struct Prepared {
   // Held for the job's life: no second job writes the same checkpoints.
   std::unique_ptr<DirectoryLock> checkpoint_lock;
   JobSpec spec;
   std::unique_ptr<ParameterClient> client;
   std::unique_ptr<CheckpointManager> checkpoints;  // null: none configured
-  int64_t restored_step = -1;                      // -1: fresh start
+  // The step the job starts from when a checkpoint of it exists (restored,
+  // or the initial one); -1 otherwise.
+  int64_t restored_step = -1;
 };
 
 // The job's checkpoint settings, with the directory made absolute (the
@@ -196,6 +225,14 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
       return prepared;
     }
   }
+  ASSIGN_OR_RETURN(bool trained, ServersAlreadyTrained(*prepared.client));
+  if (trained) {
+    // No checkpoint, but the servers hold the job's trained state (this
+    // chief restarted while they and the workers went on): resume from it.
+    LOG(INFO) << "the parameter servers already hold this job's trained "
+                 "variables; resuming from them rather than initializing";
+    return prepared;
+  }
   coordinator.SetActivity("initializing the variables");
   const std::vector<ModelVariable>& variables = model->variables();
   std::vector<std::vector<float>> initial =
@@ -209,6 +246,20 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
             << absl::StrJoin(placement.bytes_per_ps, ", ") << " bytes per ps); "
             << spec.total_steps() << " global steps over " << num_workers
             << " workers";
+  if (prepared.checkpoints != nullptr) {
+    // A consistent state to recover from before the first scheduled save:
+    // a parameter server lost early is restored from it, not the job lost.
+    coordinator.SetActivity("saving the initial checkpoint");
+    absl::StatusOr<SavedCheckpoint> saved = prepared.checkpoints->Save();
+    if (!saved.ok()) {
+      return absl::Status(
+          saved.status().code(),
+          absl::StrCat("the initial checkpoint (step 0) failed: ",
+                       saved.status().message()));
+    }
+    LogSavedCheckpoint(*saved);
+    prepared.restored_step = saved->step;
+  }
   return prepared;
 }
 

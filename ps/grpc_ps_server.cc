@@ -203,7 +203,7 @@ class GrpcParameterServer::ControlService final
         !allowed.ok()) {
       return Done(context, allowed);
     }
-    absl::StatusOr<HoldResponse> result = server_->core().Hold(*request);
+    absl::StatusOr<HoldResponse> result = server_->HoldWithLease(*request);
     if (result.ok()) *response = *result;
     return Done(context, result.status());
   }
@@ -606,10 +606,49 @@ absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
   server_options.max_send_message_bytes = kMaxBulkMessageBytes;
   server_options.channel_args = BulkTransportChannelArgs();
   ASSIGN_OR_RETURN(server->server_, ServerRunner::Start(server_options));
-  if (options.chief_silence_limit < absl::InfiniteDuration()) {
-    server->WatchTheChief(options.chief_silence_limit);
-  }
+  server->WatchTheChief(options.chief_silence_limit);
   return server;
+}
+
+absl::StatusOr<HoldResponse> GrpcParameterServer::HoldWithLease(
+    const HoldRequest& request) {
+  constexpr int64_t kMaxLeaseMs = 3600 * 1000;
+  const bool holds = request.action() == HoldRequest::FREEZE ||
+                     request.action() == HoldRequest::HOLD_AT;
+  if (holds && (request.lease_ms() < 1 || request.lease_ms() > kMaxLeaseMs)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "HoldRequest.lease_ms is ", request.lease_ms(),
+        "; a hold needs a lease of 1 ms to 1 hour, after which the server "
+        "lifts it unless the chief calls"));
+  }
+  MutexLock lock(&hold_mu_);
+  absl::StatusOr<HoldResponse> result = core_->Hold(request);
+  if (result.ok()) {
+    if (holds) {
+      hold_lease_ = absl::Milliseconds(request.lease_ms());
+    } else {
+      hold_lease_.reset();
+    }
+  }
+  return result;
+}
+
+void GrpcParameterServer::ReleaseLapsedHold(absl::Duration silent) {
+  MutexLock lock(&hold_mu_);
+  if (!hold_lease_.has_value() || silent <= *hold_lease_) return;
+  HoldRequest release;
+  release.set_protocol_version(kProtocolVersion);
+  release.set_action(HoldRequest::RELEASE);
+  absl::StatusOr<HoldResponse> released = core_->Hold(release);
+  LOG(WARNING) << "lifted the checkpoint hold: the chief that placed it has "
+                  "not called for "
+               << absl::FormatDuration(absl::Trunc(silent, absl::Seconds(1)))
+               << " (its lease was " << absl::FormatDuration(*hold_lease_)
+               << "); updates go on"
+               << (released.ok()
+                       ? ""
+                       : absl::StrCat(" (", released.status().message(), ")"));
+  hold_lease_.reset();
 }
 
 void GrpcParameterServer::ChiefCallStarted() { ++chief_calls_in_flight_; }
@@ -620,22 +659,29 @@ void GrpcParameterServer::ChiefCallEnded() {
   --chief_calls_in_flight_;
 }
 
+std::optional<absl::Duration> GrpcParameterServer::ChiefSilence() const {
+  const int64_t last =
+      last_chief_contact_micros_.load(std::memory_order_relaxed);
+  if (last == 0) return std::nullopt;  // no chief yet: servers start first
+  // A long save or restore the chief waits on is a sign of life too.
+  if (chief_calls_in_flight_.load() > 0) return std::nullopt;
+  return absl::Now() - absl::FromUnixMicros(last);
+}
+
 void GrpcParameterServer::WatchTheChief(absl::Duration limit) {
   RunInBackground([this, limit] {
+    // Often enough for hold leases (seconds) and the silence limit alike.
     const absl::Duration poll =
-        std::clamp(limit / 10, absl::Milliseconds(10), absl::Seconds(1));
+        std::clamp(limit / 10, absl::Milliseconds(10), absl::Milliseconds(100));
     while (!shutdown_requested_.WaitForNotificationWithTimeout(poll)) {
-      const int64_t last =
-          last_chief_contact_micros_.load(std::memory_order_relaxed);
-      if (last == 0) continue;  // no chief yet: servers may start first
-      // A long save or restore the chief waits on is a sign of life too.
-      if (chief_calls_in_flight_.load() > 0) continue;
-      const absl::Duration silent = absl::Now() - absl::FromUnixMicros(last);
-      if (silent > limit) {
+      const std::optional<absl::Duration> silent = ChiefSilence();
+      if (!silent.has_value()) continue;
+      ReleaseLapsedHold(*silent);
+      if (*silent > limit) {
         chief_lost_.store(true);
         RequestShutdown(absl::StrCat(
             "the chief has not called for ",
-            absl::FormatDuration(absl::Trunc(silent, absl::Seconds(1))),
+            absl::FormatDuration(absl::Trunc(*silent, absl::Seconds(1))),
             " (--chief_timeout_s=", absl::ToInt64Seconds(limit),
             "): the job is gone or its chief did not come back"));
         return;

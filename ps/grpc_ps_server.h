@@ -132,15 +132,27 @@ class GrpcParameterServer {
   absl::Duration grace_;
   std::function<void()> during_drain_for_testing_;
 
-  // Runs in the background until shutdown: shuts the server down once the
-  // chief has been silent longer than `limit`.
+  // Runs in the background until shutdown: lifts a checkpoint hold whose
+  // lease lapsed, and shuts the server down once the chief has been silent
+  // longer than `limit`.
   void WatchTheChief(absl::Duration limit);
+  // How long the chief has been silent; nullopt before its first call and
+  // while a long call of its runs.
+  std::optional<absl::Duration> ChiefSilence() const;
+  // Hold RPCs: applies `request` and starts (FREEZE, HOLD_AT) or ends
+  // (RELEASE) its lease.
+  absl::StatusOr<HoldResponse> HoldWithLease(const HoldRequest& request);
+  // Lifts the hold when the chief has been silent past its lease.
+  void ReleaseLapsedHold(absl::Duration silent);
 
   Notification shutdown_requested_;
   // When the chief last called (unix micros; 0: never).
   std::atomic<int64_t> last_chief_contact_micros_{0};
   std::atomic<bool> chief_lost_{false};
   std::atomic<int> chief_calls_in_flight_{0};
+  // The lease of the checkpoint hold in place; none without a hold.
+  Mutex hold_mu_;
+  std::optional<absl::Duration> hold_lease_ ABSL_GUARDED_BY(hold_mu_);
   Mutex mu_;
   std::string reason_ ABSL_GUARDED_BY(mu_);
   // Threads of RunInBackground; finished ones are joined by the next call,

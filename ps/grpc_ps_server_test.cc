@@ -5,9 +5,11 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "client/grpc_ps_shard.h"
+#include "client/ps_shard_test_util.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -16,6 +18,8 @@
 namespace psflow {
 namespace {
 
+using ::psflow::testing::PullOne;
+using ::psflow::testing::PushOne;
 using ::testing::HasSubstr;
 
 std::unique_ptr<GrpcParameterServer> StartServer() {
@@ -97,6 +101,67 @@ TEST(GrpcParameterServerTest, ALongChiefCallKeepsTheServerUp) {
   EXPECT_FALSE(server->shutdown_requested());
   server->ChiefCallEnded();
   EXPECT_THAT(server->Wait(), HasSubstr("the chief has not called for"));
+}
+
+// A sync checkpoint's hold is a lease: it stays while the chief calls, and
+// the server lifts it by itself once the chief falls silent past the
+// lease, so a chief that died mid-save does not freeze training. A hold
+// without a lease is refused.
+TEST(GrpcParameterServerTest, AHoldLapsesWhenTheChiefFallsSilent) {
+  std::unique_ptr<GrpcParameterServer> server = StartServer();
+  ASSERT_NE(server, nullptr);
+  GrpcPsShard chief(absl::StrCat("127.0.0.1:", server->port()), "ps-0",
+                    GrpcPsShard::Options());
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  ConfigureRequest configure;
+  configure.set_protocol_version(kProtocolVersion);
+  configure.mutable_optimizer()->set_kind(OptimizerConfig::SGD);
+  configure.mutable_learning_rate()->set_learning_rate(1.0);
+  configure.set_mode(SYNC);
+  configure.set_num_workers(1);
+  configure.set_replicas_to_aggregate(1);
+  ASSERT_OK(chief.Configure(configure, deadline));
+  CreateVariablesRequest create;
+  create.set_protocol_version(kProtocolVersion);
+  VariableSpec* spec = create.add_variables();
+  spec->set_name("w");
+  spec->add_shape(4);
+  ASSERT_OK(chief.CreateVariables(create, deadline));
+
+  HoldRequest freeze;
+  freeze.set_protocol_version(kProtocolVersion);
+  freeze.set_action(HoldRequest::FREEZE);
+  EXPECT_THAT(chief.Hold(freeze, deadline),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("a hold needs a lease")));
+  freeze.set_lease_ms(1000);
+  ASSERT_OK(chief.Hold(freeze, deadline).status());
+
+  // Step 0's gradient arrives; the hold keeps it from being applied.
+  GrpcPsShard worker(absl::StrCat("127.0.0.1:", server->port()), "ps-0",
+                     GrpcPsShard::Options());
+  std::thread push([&] {
+    EXPECT_OK(PushOne(worker, "w", 0,
+                      std::make_shared<const std::vector<float>>(4, 1.0f),
+                      deadline)
+                  .status());
+  });
+  // Three leases long, the chief keeps calling: the hold stays.
+  const absl::Time calling_until = absl::Now() + absl::Seconds(3);
+  while (absl::Now() < calling_until) {
+    ASSERT_OK(chief.Stats(deadline).status());
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  std::vector<float> values(4, -1.0f);
+  ASSERT_OK(
+      PullOne(worker, "w", 0, absl::MakeSpan(values), 0, deadline).status());
+  EXPECT_EQ(values, std::vector<float>(4, 0.0f)) << "applied under the hold";
+
+  // Then the chief falls silent: the hold lapses and the step is applied.
+  ASSERT_OK(
+      PullOne(worker, "w", 0, absl::MakeSpan(values), 1, deadline).status());
+  EXPECT_EQ(values, std::vector<float>(4, -1.0f));
+  push.join();
 }
 
 // A server started with a checkpoint root saves under it and refuses a

@@ -26,8 +26,11 @@
 namespace psflow {
 namespace {
 
+using ::psflow::testing::Command;
 using ::psflow::testing::LocalArgv;
 using ::psflow::testing::LocalRun;
+using ::psflow::testing::Psctl;
+using ::psflow::testing::RunCommand;
 using ::psflow::testing::RunfilePath;
 using ::psflow::testing::RunLocal;
 using ::psflow::testing::TempPath;
@@ -40,23 +43,6 @@ using ::testing::HasSubstr;
 std::string CheckpointEvery(int steps) {
   return absl::StrCat(R"("checkpoint": {"save_every_steps": )", steps,
                       R"(, "max_to_keep": 3})");
-}
-
-struct Command {
-  int exit_code = -1;
-  std::string output;
-};
-
-Command RunCommand(std::vector<std::string> argv) {
-  Subprocess process(std::move(argv), {}, TempPath("command.log"));
-  EXPECT_OK(process.Start());
-  absl::StatusOr<int> code = process.Wait(absl::Seconds(60));
-  return Command{code.ok() ? *code : -1, process.Output()};
-}
-
-Command Psctl(std::vector<std::string> args) {
-  args.insert(args.begin(), RunfilePath("client/psctl/psctl"));
-  return RunCommand(std::move(args));
 }
 
 // The newest checkpoint the state file names.

@@ -11,7 +11,6 @@
 #include "absl/strings/str_split.h"
 #include "checkpoint/state_file.h"
 #include "common/status_matchers.h"
-#include "common/subprocess.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/local_run.h"
@@ -20,9 +19,10 @@
 namespace psflow {
 namespace {
 
+using ::psflow::testing::Command;
 using ::psflow::testing::kFashionMnist;
 using ::psflow::testing::LocalRun;
-using ::psflow::testing::RunfilePath;
+using ::psflow::testing::Psctl;
 using ::psflow::testing::RunLocal;
 using ::psflow::testing::TempPath;
 using ::psflow::testing::TestAccuracy;
@@ -77,19 +77,6 @@ std::string ConvnetJob(const std::string& mode, int steps,
     "logging": {"log_every_steps": 100},
     "evaluation": {"every_secs": 5, "batch_size": 1000})",
                       extra.empty() ? "" : ",\n    ", extra, "\n  }");
-}
-
-struct Command {
-  int exit_code = -1;
-  std::string output;
-};
-
-Command Psctl(std::vector<std::string> args) {
-  args.insert(args.begin(), RunfilePath("client/psctl/psctl"));
-  Subprocess process(std::move(args), {}, TempPath("psctl.log"));
-  EXPECT_OK(process.Start());
-  absl::StatusOr<int> code = process.Wait(absl::Seconds(60));
-  return Command{code.ok() ? *code : -1, process.Output()};
 }
 
 // The values `psctl ckpt inspect --values` prints for one tensor.

@@ -81,6 +81,18 @@ LocalRun RunLocal(const std::string& job_path, std::vector<std::string> flags) {
   return run;
 }
 
+Command RunCommand(std::vector<std::string> argv) {
+  Subprocess process(std::move(argv), {}, TempPath("command.log"));
+  EXPECT_OK(process.Start());
+  absl::StatusOr<int> code = process.Wait(absl::Seconds(60));
+  return Command{code.ok() ? *code : -1, process.Output()};
+}
+
+Command Psctl(std::vector<std::string> args) {
+  args.insert(args.begin(), RunfilePath("client/psctl/psctl"));
+  return RunCommand(std::move(args));
+}
+
 double TestAccuracy(const LocalRun& run) {
   absl::StatusOr<JsonValue> result = run.Result();
   EXPECT_OK(result) << run.output;

@@ -46,6 +46,16 @@ std::vector<std::string> LocalArgv(const std::string& job_path,
 // result.json's test_accuracy (a test failure and 0 when missing).
 double TestAccuracy(const LocalRun& run);
 
+// A short command run to its end (at most a minute): its exit code (-1
+// when it could not run or outlasted the minute) and output.
+struct Command {
+  int exit_code = -1;
+  std::string output;
+};
+Command RunCommand(std::vector<std::string> argv);
+// `psctl <args>`.
+Command Psctl(std::vector<std::string> args);
+
 }  // namespace psflow::testing
 
 #endif  // PSFLOW_TESTS_LOCAL_RUN_H_

@@ -60,17 +60,37 @@ std::string ExpectJobSucceeds(ManualCluster& cluster) {
   return chief->Output();
 }
 
-// Waits until the state file names at least `count` checkpoints.
+// The checkpoints the state file names, leaving out the initial one the
+// chief saves at step 0 before training.
+std::vector<std::string> PeriodicCheckpoints(const std::string& dir) {
+  std::vector<std::string> names;
+  absl::StatusOr<CheckpointState> state = ReadCheckpointState(dir);
+  if (!state.ok()) return names;
+  for (const std::string& name : state->all_model_checkpoint_paths()) {
+    if (name != "ckpt-0") names.push_back(name);
+  }
+  return names;
+}
+
+// Waits until the state file names at least `count` checkpoints saved
+// during training (not counting the initial one).
 void WaitForCheckpoints(const std::string& dir, int count) {
   const absl::Time deadline = absl::Now() + absl::Seconds(120);
   while (absl::Now() < deadline) {
-    absl::StatusOr<CheckpointState> state = ReadCheckpointState(dir);
-    if (state.ok() && state->all_model_checkpoint_paths_size() >= count) {
-      return;
-    }
+    if (static_cast<int>(PeriodicCheckpoints(dir).size()) >= count) return;
     absl::SleepFor(absl::Milliseconds(50));
   }
   FAIL() << "fewer than " << count << " checkpoints in " << dir;
+}
+
+// Waits until `process` has printed `text`.
+void WaitForOutput(Subprocess* process, const std::string& text) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(120);
+  while (absl::Now() < deadline) {
+    if (process->Output().find(text) != std::string::npos) return;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  FAIL() << "no \"" << text << "\" in:\n" << process->Output();
 }
 
 TEST(RecoveryTest, KilledParameterServerIsRecoveredFromTheNewestCheckpoint) {
@@ -93,6 +113,47 @@ TEST(RecoveryTest, KilledParameterServerIsRecoveredFromTheNewestCheckpoint) {
               HasSubstr("the chief restored the model"));
 }
 
+// A parameter server lost before the first scheduled checkpoint: the
+// initial checkpoint the chief saved at step 0 is there to recover from,
+// so the job goes on instead of failing.
+TEST(RecoveryTest, ParameterServerLostBeforeTheFirstCheckpointIsRecovered) {
+  const std::string dir = TempPath("ps_early_kill_ckpts");
+  const std::string job = WriteTestFile(
+      "ps_early_kill.json",
+      TestJob(
+          "ASYNC", 3000,
+          R"("checkpoint": {"save_every_steps": 100000, "max_to_keep": 2})"));
+  ManualCluster cluster(job, dir);
+  cluster.StartAll();
+  WaitForOutput(cluster.Latest("chief0"), "joined; training");
+  ASSERT_THAT(ReadCheckpointState(dir),
+              IsOkAndHolds(::testing::Property(
+                  &CheckpointState::model_checkpoint_path, "ckpt-0")));
+  cluster.KillAndRestart("ps", 0, absl::Seconds(1));
+
+  EXPECT_THAT(ExpectJobSucceeds(cluster),
+              AllOf(HasSubstr("parameter server lost"),
+                    HasSubstr("restored " + dir + "/ckpt-0"),
+                    HasSubstr("resuming at global step 0")));
+}
+
+// A chief that restarts in a job without checkpoints finds the servers
+// holding the trained variables and resumes from them: it never
+// overwrites them with initial values.
+TEST(RecoveryTest, RestartedChiefWithoutCheckpointsResumesFromTheServers) {
+  const std::string job =
+      WriteTestFile("chief_kill_no_ckpt.json", TestJob("ASYNC", 4000, ""));
+  ManualCluster cluster(job, "");
+  cluster.StartAll();
+  WaitForOutput(cluster.Latest("chief0"), "joined; training");
+  WaitForOutput(cluster.Latest("worker0"), "step 1000 ");
+  cluster.KillAndRestart("chief", 0, absl::Seconds(1));
+
+  const std::string chief = ExpectJobSucceeds(cluster);
+  EXPECT_THAT(chief, HasSubstr("resuming from them rather than initializing"));
+  EXPECT_THAT(chief, ::testing::Not(HasSubstr("initialized ")));
+}
+
 TEST(RecoveryTest, KilledWorkerRestartsAndRejoinsAsyncTraining) {
   const std::string dir = TempPath("worker_kill_ckpts");
   const std::string job = WriteTestFile(
@@ -108,16 +169,6 @@ TEST(RecoveryTest, KilledWorkerRestartsAndRejoinsAsyncTraining) {
   const std::string chief = ExpectJobSucceeds(cluster);
   EXPECT_THAT(chief, HasSubstr("worker-1 at 127.0.0.1:"));
   EXPECT_THAT(chief, HasSubstr("restarted (new incarnation)"));
-}
-
-// Waits until `process` has printed `text`.
-void WaitForOutput(Subprocess* process, const std::string& text) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(120);
-  while (absl::Now() < deadline) {
-    if (process->Output().find(text) != std::string::npos) return;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  FAIL() << "no \"" << text << "\" in:\n" << process->Output();
 }
 
 TEST(RecoveryTest, KilledBoundedWorkerReleasesTheBoundAndRejoins) {
@@ -162,8 +213,7 @@ TEST(RecoveryTest, PsctlRestoresACheckpointIntoARunningBoundedJob) {
   ManualCluster cluster(job, dir);
   cluster.StartAll();
   WaitForCheckpoints(dir, 2);
-  ASSERT_OK_AND_ASSIGN(CheckpointState state, ReadCheckpointState(dir));
-  const std::string first = dir + "/" + state.all_model_checkpoint_paths(0);
+  const std::string first = dir + "/" + PeriodicCheckpoints(dir)[0];
   Subprocess restore({RunfilePath("client/psctl/psctl"), "ckpt", "restore",
                       first, "--tf_config=" + cluster.TfConfig("chief", 0)},
                      {}, TempPath("bounded_restore.log"));
@@ -204,8 +254,7 @@ TEST(RecoveryTest, PsctlRestoresACheckpointIntoARunningJob) {
   ManualCluster cluster(job, dir);
   cluster.StartAll();
   WaitForCheckpoints(dir, 2);
-  ASSERT_OK_AND_ASSIGN(CheckpointState state, ReadCheckpointState(dir));
-  const std::string first = dir + "/" + state.all_model_checkpoint_paths(0);
+  const std::string first = dir + "/" + PeriodicCheckpoints(dir)[0];
   const std::string tf_config = cluster.TfConfig("chief", 0);
 
   // A damaged copy is refused before anything pauses.

@@ -276,14 +276,19 @@ absl::Status Trainer::Train() {
   pull_ = PullFor(params_[current_], sync_ ? version_ : 0, clock_,
                   /*join=*/true);
   const WorkerMetrics* live = parts_.live_metrics;
-  // Observes the time since `start` into `cell` when metrics are on.
-  auto observe = [](HistogramCell* cell, absl::Time start) {
-    cell->Observe(absl::ToDoubleSeconds(absl::Now() - start));
+  // Adds the time since `start` to `total`, and observes it into `cell`
+  // when metrics are on.
+  auto observe = [live](absl::Duration& total,
+                        HistogramCell* WorkerMetrics::*cell, absl::Time start) {
+    const absl::Duration spent = absl::Now() - start;
+    total += spent;
+    if (live != nullptr) (live->*cell)->Observe(absl::ToDoubleSeconds(spent));
   };
   while (true) {
     const absl::Time pull_wait_start = absl::Now();
     absl::Status pulled = pull_->Wait();
-    if (live != nullptr) observe(live->pull_wait_seconds, pull_wait_start);
+    observe(phases_.pull_wait, &WorkerMetrics::pull_wait_seconds,
+            pull_wait_start);
     if (!pulled.ok()) {
       RETURN_IF_ERROR(OnFailure(pulled));
       if (job_over_) break;
@@ -311,7 +316,8 @@ absl::Status Trainer::Train() {
     if (pushes_[grad_slot_] != nullptr) {
       const absl::Time push_wait_start = absl::Now();
       absl::Status pushed = pushes_[grad_slot_]->Wait();
-      if (live != nullptr) observe(live->push_wait_seconds, push_wait_start);
+      observe(phases_.push_wait, &WorkerMetrics::push_wait_seconds,
+              push_wait_start);
       pushes_[grad_slot_] = nullptr;
       if (absl::IsInvalidArgument(pushed)) {
         RETURN_IF_ERROR(OnRejected(pushed));
@@ -333,7 +339,7 @@ absl::Status Trainer::Train() {
                                  StepSeed(spec.config().training().seed())},
                                 grads_[grad_slot_].values));
     const absl::Time computed = absl::Now();
-    if (live != nullptr) observe(live->compute_seconds, compute_start);
+    observe(phases_.compute, &WorkerMetrics::compute_seconds, compute_start);
     absl::SleepFor(options_.slowdown.Delay(computed, computed - compute_start,
                                            options_.worker_index,
                                            spec.num_workers()));
@@ -343,7 +349,8 @@ absl::Status Trainer::Train() {
     if (sync_) {
       const absl::Time push_wait_start = absl::Now();
       absl::Status pushed = push->Wait();
-      if (live != nullptr) observe(live->push_wait_seconds, push_wait_start);
+      observe(phases_.push_wait, &WorkerMetrics::push_wait_seconds,
+              push_wait_start);
       if (absl::IsAborted(pushed)) {
         ++stale_;  // The step closed before this gradient arrived.
       } else if (absl::IsInvalidArgument(pushed)) {
@@ -406,12 +413,19 @@ absl::Status Trainer::Train() {
     if (push != nullptr) RETURN_IF_ERROR(push->Wait());
   }
   const double seconds = absl::ToDoubleSeconds(absl::Now() - training_start);
+  auto share = [seconds](absl::Duration d) {
+    return 100 * absl::ToDoubleSeconds(d) / std::max(seconds, 1e-9);
+  };
   LOG(INFO) << absl::StrFormat(
       "finished: %d steps, %d examples%s in %.3fs (%.0f examples/s); global "
-      "step %d",
+      "step %d; time: compute %.1f%%, pull wait %.1f%%, push wait %.1f%%, "
+      "other %.1f%%",
       local_steps_, examples_,
       sync_ ? absl::StrCat(", ", stale_, " stale") : "", seconds,
-      examples_ / std::max(seconds, 1e-9), version_);
+      examples_ / std::max(seconds, 1e-9), version_, share(phases_.compute),
+      share(phases_.pull_wait), share(phases_.push_wait),
+      std::max(0.0, 100 - share(phases_.compute) - share(phases_.pull_wait) -
+                        share(phases_.push_wait)));
   return absl::OkStatus();
 }
 

@@ -119,6 +119,14 @@ class Trainer {
   uint64_t StepSeed(uint64_t job_seed) const;
   int64_t stale_pushes() const { return stale_; }
 
+  // Where this worker's training time went, summed over its steps:
+  // computing gradients, waiting for parameters, waiting for the previous
+  // push (the rest is reading batches, heartbeats and recovery).
+  struct PhaseTotals {
+    absl::Duration compute, pull_wait, push_wait;
+  };
+  const PhaseTotals& phase_totals() const { return phases_; }
+
  private:
   // Host buffers for every variable, in model order.
   struct HostTensors {
@@ -186,6 +194,7 @@ class Trainer {
   // Gradients refused in a row (OnRejected).
   int rejected_in_a_row_ = 0;
   Window window_;
+  PhaseTotals phases_;
   // parts_.keep_alive or Run()'s own.
   KeepAlive* keep_alive_ = nullptr;
   // Of the latest window that saw examples.

@@ -122,6 +122,21 @@ TEST_F(TrainerTest, SyncTakesOneStepPerGlobalStep) {
   EXPECT_EQ(job_->core->Stats().updates_applied(), 25 * 2);  // kernel and bias
 }
 
+// The phases are measured on every run (they go into the "finished" line),
+// metrics endpoint or not, and never add up to more than the run took.
+TEST_F(TrainerTest, MeasuresWhereTheStepsTimeWent) {
+  SetUpJob(SYNC, 25);
+  Trainer trainer(options_, parts_);
+  const absl::Time start = absl::Now();
+  ASSERT_OK(trainer.Run());
+  const absl::Duration run = absl::Now() - start;
+  const Trainer::PhaseTotals& phases = trainer.phase_totals();
+  EXPECT_GT(phases.compute, absl::ZeroDuration());
+  EXPECT_GT(phases.pull_wait, absl::ZeroDuration()) << "sync pulls every step";
+  EXPECT_GT(phases.push_wait, absl::ZeroDuration()) << "sync waits every push";
+  EXPECT_LE(phases.compute + phases.pull_wait + phases.push_wait, run);
+}
+
 // Worker 0 trains while worker 1 (pushed by hand here) stands still: with
 // max_staleness 1 worker 0 stops after its step 1, goes on one step per
 // step of worker 1, and runs free once the chief excludes worker 1.
