@@ -14,6 +14,7 @@
 #include "chief/coordinator_service.h"
 #include "chief/job_coordinator.h"
 #include "chief/recovery.h"
+#include "chief/server_watch.h"
 #include "chief/training_supervisor.h"
 #include "client/cluster_client.h"
 #include "client/health_check.h"
@@ -88,6 +89,31 @@ absl::StatusOr<bool> ServersAlreadyTrained(ParameterClient& client) {
       "can be recovered"));
 }
 
+// Configures every server. A server that still follows an earlier chief
+// of this job (one that crashed a moment ago, and this chief is its
+// restart) refuses with ABORTED until that one has been silent for the
+// servers' --chief_takeover_s: waited out, up to `deadline`. A chief still
+// alive keeps its servers, and this one fails naming it.
+absl::Status ConfigureAsTheJobsChief(ParameterClient& client,
+                                     const ConfigureRequest& request,
+                                     absl::Time deadline,
+                                     JobCoordinator& coordinator) {
+  absl::Status configured = client.Configure(request);
+  if (absl::IsAborted(configured)) {
+    LOG(WARNING) << "a parameter server follows another chief of this job; "
+                    "waiting for it to let go (a crashed chief's claim "
+                    "lapses): "
+                 << configured.message();
+    coordinator.SetActivity(
+        "waiting for the parameter servers to follow this chief");
+  }
+  while (absl::IsAborted(configured) && absl::Now() < deadline) {
+    absl::SleepFor(absl::Seconds(1));
+    configured = client.Configure(request);
+  }
+  return configured;
+}
+
 struct Prepared {
   // Held for the job's life: no second job writes the same checkpoints.
   std::unique_ptr<DirectoryLock> checkpoint_lock;
@@ -97,6 +123,9 @@ struct Prepared {
   // The step the job starts from when a checkpoint of it exists (restored,
   // or the initial one); -1 otherwise.
   int64_t restored_step = -1;
+  // Asks the servers for their Stats every second from the end of
+  // PrepareJob until the job ends (RunChief starts it).
+  std::unique_ptr<ServerWatch> watch;
 };
 
 // The job's checkpoint settings, with the directory made absolute (the
@@ -190,7 +219,8 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
   client_options.rpc_timeout = absl::Seconds(60);
   prepared.client = ConnectToParameterServers(tf, placement, client_options,
                                               options.security);
-  RETURN_IF_ERROR(prepared.client->Configure(ps));
+  RETURN_IF_ERROR(
+      ConfigureAsTheJobsChief(*prepared.client, ps, deadline, coordinator));
   RETURN_IF_ERROR(prepared.client->CreateVariables());
   if (CheckpointsConfigured(options)) {
     const CheckpointManagerOptions checkpoint_options =
@@ -392,6 +422,7 @@ absl::Status SuperviseTraining(const ChiefOptions& options,
                                EventFileWriter* metrics,
                                const CheckpointMetrics* checkpoint_metrics) {
   ParameterClient& client = *prepared.client;
+  ServerWatch& watch = *prepared.watch;
   RecoveryOptions recovery;
   recovery.tf_config = &options.tf_config;
   recovery.security = options.security;
@@ -406,10 +437,7 @@ absl::Status SuperviseTraining(const ChiefOptions& options,
   parts.metrics = metrics;
   parts.checkpoint_metrics = checkpoint_metrics;
   parts.check_servers = [&] {
-    const std::vector<absl::StatusOr<StatsResponse>> stats =
-        client.StatsOfEach(absl::Seconds(2));
-    coordinator.servers().RecordStats(stats, absl::Now());
-    return CheckParameterServers(stats, expected_variables);
+    return CheckParameterServers(watch.Poll(), expected_variables);
   };
   parts.restore = [&](const std::string& why, const std::string& checkpoint) {
     return PauseAndRestore(recovery, why, checkpoint);
@@ -472,7 +500,11 @@ absl::Status FinishTraining(const ChiefOptions& options,
 
 }  // namespace
 
-absl::Status RunChief(const ChiefOptions& options) {
+absl::Status RunChief(const ChiefOptions& chief_options) {
+  // Every call this chief makes carries its incarnation: the servers follow
+  // one chief of the job at a time (ps/chief_fence.h).
+  ChiefOptions options = chief_options;
+  options.security.chief_incarnation = NewChiefIncarnation();
   const TfConfig& tf = options.tf_config;
   const absl::Time deadline = absl::Now() + options.startup_timeout;
   JobCoordinator::Options coordinator_options;
@@ -514,7 +546,8 @@ absl::Status RunChief(const ChiefOptions& options) {
     RETURN_IF_ERROR(WritePortFile(options.port_file, server->port()));
   }
   LOG(INFO) << "coordinating " << JobConfigSummary(options.job)
-            << "; serving on port " << server->port();
+            << "; serving on port " << server->port() << "; chief incarnation "
+            << options.security.chief_incarnation;
 
   absl::Time training_start = absl::Now();
   absl::StatusOr<Prepared> prepared =
@@ -525,7 +558,10 @@ absl::Status RunChief(const ChiefOptions& options) {
   }
   coordinator.SetSpec(prepared->spec);
   ParameterClient* client = prepared->client.get();
+  prepared->watch =
+      std::make_unique<ServerWatch>(client, &coordinator.servers());
   auto end = [&](absl::Status result) {
+    prepared->watch.reset();  // the servers are about to stop
     return EndJob(std::move(result), options, coordinator, client, *server,
                   training_start);
   };

@@ -116,6 +116,13 @@ absl::Status TrainingSupervisor::WatchServers() {
   absl::Status servers = parts_.check_servers();
   next_server_check_ = parts_.now() + policy_.server_check_interval;
   if (servers.ok()) return absl::OkStatus();
+  if (absl::IsAborted(servers)) {
+    // The servers follow another chief of this job now (ps/chief_fence.h):
+    // nothing to recover, and nothing this chief may change.
+    return absl::AbortedError(
+        absl::StrCat("this chief no longer controls the parameter servers: ",
+                     servers.message()));
+  }
   return RecoverLostServer(servers);
 }
 

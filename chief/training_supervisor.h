@@ -40,7 +40,8 @@ struct SupervisorParts {
   // Null: no metrics are written, only logged.
   EventFileWriter* metrics = nullptr;
   // OK when every parameter server answers holding its variables;
-  // otherwise Unavailable naming the lost one (CheckParameterServers).
+  // otherwise Unavailable naming the lost one (CheckParameterServers), or
+  // Aborted when the servers follow another chief (ends the job here).
   std::function<absl::Status()> check_servers;
   // Pauses the workers, restores `checkpoint` onto every server and
   // resumes; returns the global step resumed at. On error the job stays

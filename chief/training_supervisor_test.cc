@@ -185,6 +185,22 @@ TEST_F(TrainingSupervisorTest, LostServerBeforeTheFirstCheckpointEndsTheJob) {
   EXPECT_THAT(ended.message(), HasSubstr("no checkpoint was saved yet"));
 }
 
+// Servers that follow another chief of the job now: nothing to recover
+// (a restore would be refused too); the job ends here, saying why.
+TEST_F(TrainingSupervisorTest, ASupersededChiefStopsWithoutRecovering) {
+  UseCheckpoints();
+  server_status_ = absl::AbortedError(
+      "Stats refused: this parameter server follows chief incarnation b2");
+  TrainingSupervisor supervisor(parts_, policy_, -1);
+  now_ += absl::Seconds(1);
+  absl::Status ended = supervisor.Tick();
+  EXPECT_EQ(ended.code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(ended.message(),
+              HasSubstr("this chief no longer controls the parameter servers: "
+                        "Stats refused"));
+  EXPECT_THAT(restores_, IsEmpty());
+}
+
 TEST_F(TrainingSupervisorTest, LostServerRestoresTheNewestCheckpoint) {
   UseCheckpoints();
   policy_.checkpoint.set_save_every_steps(10);

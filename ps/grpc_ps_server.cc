@@ -45,21 +45,24 @@ const RoleSet kAnyCaller{RpcRole::kChief, RpcRole::kWorker, RpcRole::kEvaluator,
 absl::Status GrpcParameterServer::Allow(const grpc::ServerContextBase& context,
                                         const RoleSet& roles,
                                         absl::string_view method) {
-  absl::StatusOr<std::optional<RpcRole>> role =
-      authorizer_->Authorize(context, roles, method);
-  if (!role.ok()) return role.status();
-  // The chief's once-a-second Stats and its control calls say it is alive.
-  // An open server cannot tell callers apart: Stats and the chief-only
-  // methods count.
-  const bool from_chief =
-      role->has_value()
-          ? **role == RpcRole::kChief
-          : method == "Stats" || !roles.Contains(RpcRole::kWorker);
-  if (from_chief) {
-    last_chief_contact_micros_.store(absl::ToUnixMicros(absl::Now()),
-                                     std::memory_order_relaxed);
-  }
-  return absl::OkStatus();
+  RETURN_IF_ERROR(authorizer_->Authorize(context, roles, method).status());
+  return FenceChiefCalls(context, roles, method);
+}
+
+absl::Status GrpcParameterServer::FenceChiefCalls(
+    const grpc::ServerContextBase& context, const RoleSet& roles,
+    absl::string_view method) {
+  const auto& metadata = context.client_metadata();
+  const auto incarnation = metadata.find(kChiefIncarnationMetadataKey);
+  const bool chiefs_call =
+      incarnation != metadata.end() || !roles.Contains(RpcRole::kWorker);
+  if (!chiefs_call) return absl::OkStatus();
+  return chief_fence_->Admit(
+      incarnation == metadata.end()
+          ? absl::string_view()
+          : absl::string_view(incarnation->second.data(),
+                              incarnation->second.size()),
+      method, absl::Now());
 }
 
 // ---- Control RPCs ----------------------------------------------------------
@@ -75,6 +78,13 @@ class GrpcParameterServer::ControlService final
     absl::StatusOr<std::optional<RpcRole>> caller =
         server_->authorizer().Authorize(*context, kAnyCaller, "Configure");
     if (!caller.ok()) return Done(context, caller.status());
+    // A chief's Configure (it carries the chief's incarnation) is fenced;
+    // a worker's only checks the settings.
+    if (absl::Status fenced =
+            server_->FenceChiefCalls(*context, kAnyCaller, "Configure");
+        !fenced.ok()) {
+      return Done(context, fenced);
+    }
     // Only the chief configures; anyone else may check that its settings
     // are the server's (a worker's handshake), not set them.
     if (caller->has_value() && **caller != RpcRole::kChief &&
@@ -318,12 +328,11 @@ namespace {
 class BulkReactor final : public grpc::ServerGenericBidiReactor {
  public:
   BulkReactor(grpc::GenericCallbackServerContext* context, PsService* service,
-              SharedMemorySessions* shared_memory,
-              const CallAuthorizer* authorizer)
+              SharedMemorySessions* shared_memory, GrpcParameterServer* server)
       : context_(context),
         service_(service),
         shared_memory_(shared_memory),
-        authorizer_(authorizer) {
+        server_(server) {
     StartRead(&request_);
   }
 
@@ -337,8 +346,7 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     const RoleSet& allowed = method == kBulkPushBatchMethod ? kTrainers
                              : method == kBulkAssignMethod  ? kChiefOnly
                                                             : kReaders;
-    if (absl::Status authorized =
-            authorizer_->Authorize(*context_, allowed, method).status();
+    if (absl::Status authorized = server_->Allow(*context_, allowed, method);
         !authorized.ok()) {
       Reply(authorized);
       return;
@@ -537,7 +545,7 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   grpc::GenericCallbackServerContext* const context_;
   PsService* const service_;
   SharedMemorySessions* const shared_memory_;
-  const CallAuthorizer* const authorizer_;
+  GrpcParameterServer* const server_;  // who may call (Allow)
   grpc::ByteBuffer request_;
   grpc::ByteBuffer response_;
   int64_t request_bytes_ = 0;
@@ -559,20 +567,18 @@ class GrpcParameterServer::BulkService final
     : public grpc::CallbackGenericService {
  public:
   BulkService(PsService* service, SharedMemorySessions* shared_memory,
-              const CallAuthorizer* authorizer)
-      : service_(service),
-        shared_memory_(shared_memory),
-        authorizer_(authorizer) {}
+              GrpcParameterServer* server)
+      : service_(service), shared_memory_(shared_memory), server_(server) {}
 
   grpc::ServerGenericBidiReactor* CreateReactor(
       grpc::GenericCallbackServerContext* context) override {
-    return new BulkReactor(context, service_, shared_memory_, authorizer_);
+    return new BulkReactor(context, service_, shared_memory_, server_);
   }
 
  private:
   PsService* const service_;
   SharedMemorySessions* const shared_memory_;
-  const CallAuthorizer* const authorizer_;
+  GrpcParameterServer* const server_;
 };
 
 // ---- Lifecycle -------------------------------------------------------------
@@ -584,6 +590,8 @@ absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
   server->checkpoint_root_ = options.checkpoint_root;
   server->during_drain_for_testing_ = options.during_drain_for_testing;
   server->core_ = std::make_unique<ParameterServerCore>(options.core);
+  server->chief_fence_ =
+      std::make_unique<ChiefFence>(options.chief_takeover_after);
   // Idle chunk buffers kept for reuse: enough for many in-flight chunks.
   server->pool_ = BufferPool::Create(size_t{256} << 20);
   server->shared_memory_ =
@@ -592,9 +600,8 @@ absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
   server->service_ =
       std::make_unique<PsService>(server->core_.get(), server->pool_.get());
   server->authorizer_ = std::make_unique<CallAuthorizer>(options.security);
-  server->bulk_ = std::make_unique<BulkService>(server->service_.get(),
-                                                server->shared_memory_.get(),
-                                                server->authorizer_.get());
+  server->bulk_ = std::make_unique<BulkService>(
+      server->service_.get(), server->shared_memory_.get(), server.get());
 
   ServerOptions server_options;
   server_options.listen_address = options.listen_address;
@@ -651,30 +658,16 @@ void GrpcParameterServer::ReleaseLapsedHold(absl::Duration silent) {
   hold_lease_.reset();
 }
 
-void GrpcParameterServer::ChiefCallStarted() { ++chief_calls_in_flight_; }
-
-void GrpcParameterServer::ChiefCallEnded() {
-  last_chief_contact_micros_.store(absl::ToUnixMicros(absl::Now()),
-                                   std::memory_order_relaxed);
-  --chief_calls_in_flight_;
-}
-
-std::optional<absl::Duration> GrpcParameterServer::ChiefSilence() const {
-  const int64_t last =
-      last_chief_contact_micros_.load(std::memory_order_relaxed);
-  if (last == 0) return std::nullopt;  // no chief yet: servers start first
-  // A long save or restore the chief waits on is a sign of life too.
-  if (chief_calls_in_flight_.load() > 0) return std::nullopt;
-  return absl::Now() - absl::FromUnixMicros(last);
-}
-
 void GrpcParameterServer::WatchTheChief(absl::Duration limit) {
   RunInBackground([this, limit] {
     // Often enough for hold leases (seconds) and the silence limit alike.
     const absl::Duration poll =
         std::clamp(limit / 10, absl::Milliseconds(10), absl::Milliseconds(100));
     while (!shutdown_requested_.WaitForNotificationWithTimeout(poll)) {
-      const std::optional<absl::Duration> silent = ChiefSilence();
+      // None before the first chief (servers start first), nor while a
+      // long save or restore of its runs.
+      const std::optional<absl::Duration> silent =
+          chief_fence_->OwnerSilence(absl::Now());
       if (!silent.has_value()) continue;
       ReleaseLapsedHold(*silent);
       if (*silent > limit) {

@@ -36,6 +36,7 @@
 #include "common/rpc/rpc_role.h"
 #include "common/rpc/server_runner.h"
 #include "common/rpc/transport_security.h"
+#include "ps/chief_fence.h"
 #include "ps/ps_core.h"
 #include "ps/ps_service.h"
 #include "ps/shared_memory_sessions.h"
@@ -60,6 +61,10 @@ class GrpcParameterServer {
     // not called for this long (its Stats come every second): a job whose
     // chief died and did not come back does not leave servers behind.
     absl::Duration chief_silence_limit = absl::InfiniteDuration();
+    // One job, one chief (chief_fence.h): another chief incarnation may
+    // take the server over once the one it follows has been silent this
+    // long (its Stats come every second).
+    absl::Duration chief_takeover_after = absl::Seconds(10);
     // Tests only: runs on the draining thread between Shutdown() and the
     // end of the drain, where handlers may still run.
     std::function<void()> during_drain_for_testing;
@@ -85,17 +90,22 @@ class GrpcParameterServer {
   // Who may call what: the caller's job token and certificate.
   const CallAuthorizer& authorizer() const { return *authorizer_; }
   // OK when the caller of `context` has one of `roles`; otherwise
-  // UNAUTHENTICATED or PERMISSION_DENIED naming `method`.
-  // A call from the chief also counts as its sign of life.
+  // UNAUTHENTICATED or PERMISSION_DENIED naming `method`. A chief's call
+  // (a method for the chief only, or any call carrying a chief
+  // incarnation) must also come from the chief the server follows, else
+  // ABORTED (chief_fence.h); it then counts as the chief's sign of life.
   absl::Status Allow(const grpc::ServerContextBase& context,
                      const RoleSet& roles, absl::string_view method);
+  // Allow()'s second half, for a caller already authorized.
+  absl::Status FenceChiefCalls(const grpc::ServerContextBase& context,
+                               const RoleSet& roles, absl::string_view method);
 
   // Whether the server stopped because the chief fell silent.
   bool chief_lost() const { return chief_lost_.load(); }
   // Brackets a chief's call that runs long (a save or restore): while one
   // runs, the chief counts as alive however long it takes.
-  void ChiefCallStarted();
-  void ChiefCallEnded();
+  void ChiefCallStarted() { chief_fence_->CallStarted(); }
+  void ChiefCallEnded() { chief_fence_->CallEnded(absl::Now()); }
 
   // Starts draining; `reason` is logged. Safe to call more than once and
   // from any thread (not from a signal handler).
@@ -136,9 +146,6 @@ class GrpcParameterServer {
   // lease lapsed, and shuts the server down once the chief has been silent
   // longer than `limit`.
   void WatchTheChief(absl::Duration limit);
-  // How long the chief has been silent; nullopt before its first call and
-  // while a long call of its runs.
-  std::optional<absl::Duration> ChiefSilence() const;
   // Hold RPCs: applies `request` and starts (FREEZE, HOLD_AT) or ends
   // (RELEASE) its lease.
   absl::StatusOr<HoldResponse> HoldWithLease(const HoldRequest& request);
@@ -146,10 +153,9 @@ class GrpcParameterServer {
   void ReleaseLapsedHold(absl::Duration silent);
 
   Notification shutdown_requested_;
-  // When the chief last called (unix micros; 0: never).
-  std::atomic<int64_t> last_chief_contact_micros_{0};
+  // Which chief the server follows, and when it last called.
+  std::unique_ptr<ChiefFence> chief_fence_;
   std::atomic<bool> chief_lost_{false};
-  std::atomic<int> chief_calls_in_flight_{0};
   // The lease of the checkpoint hold in place; none without a hold.
   Mutex hold_mu_;
   std::optional<absl::Duration> hold_lease_ ABSL_GUARDED_BY(hold_mu_);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/grpc_ps_shard.h"
 #include "client/ps_shard_test_util.h"
+#include "common/mutex.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -73,8 +74,10 @@ TEST(GrpcParameterServerTest, AServerWhoseChiefFellSilentShutsDown) {
                        GrpcParameterServer::Start(options));
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<GrpcParameterServer> server,
                        GrpcParameterServer::Start(options));
+  GrpcPsShard::Options chief_options;
+  chief_options.security.chief_incarnation = "a1";
   GrpcPsShard chief(absl::StrCat("127.0.0.1:", server->port()), "ps-0",
-                    GrpcPsShard::Options());
+                    chief_options);
   // The chief's Stats, every 100 ms for a second: the server stays up.
   for (int i = 0; i < 10; ++i) {
     ASSERT_OK(chief.Stats(absl::Now() + absl::Seconds(30)).status());
@@ -97,6 +100,11 @@ TEST(GrpcParameterServerTest, ALongChiefCallKeepsTheServerUp) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<GrpcParameterServer> server,
                        GrpcParameterServer::Start(options));
   server->ChiefCallStarted();
+  GrpcPsShard::Options chief_options;
+  chief_options.security.chief_incarnation = "a1";
+  GrpcPsShard chief(absl::StrCat("127.0.0.1:", server->port()), "ps-0",
+                    chief_options);
+  ASSERT_OK(chief.Stats(absl::Now() + absl::Seconds(30)).status());
   absl::SleepFor(absl::Seconds(2));  // four limits into a "save"
   EXPECT_FALSE(server->shutdown_requested());
   server->ChiefCallEnded();
@@ -110,8 +118,10 @@ TEST(GrpcParameterServerTest, ALongChiefCallKeepsTheServerUp) {
 TEST(GrpcParameterServerTest, AHoldLapsesWhenTheChiefFallsSilent) {
   std::unique_ptr<GrpcParameterServer> server = StartServer();
   ASSERT_NE(server, nullptr);
+  GrpcPsShard::Options chief_options;
+  chief_options.security.chief_incarnation = "a1";
   GrpcPsShard chief(absl::StrCat("127.0.0.1:", server->port()), "ps-0",
-                    GrpcPsShard::Options());
+                    chief_options);
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
   ConfigureRequest configure;
   configure.set_protocol_version(kProtocolVersion);
@@ -162,6 +172,111 @@ TEST(GrpcParameterServerTest, AHoldLapsesWhenTheChiefFallsSilent) {
       PullOne(worker, "w", 0, absl::MakeSpan(values), 1, deadline).status());
   EXPECT_EQ(values, std::vector<float>(4, -1.0f));
   push.join();
+}
+
+// A shard calling as the chief with `incarnation`.
+std::unique_ptr<GrpcPsShard> ChiefClient(const GrpcParameterServer& server,
+                                         const std::string& incarnation) {
+  GrpcPsShard::Options options;
+  options.security.chief_incarnation = incarnation;
+  return std::make_unique<GrpcPsShard>(
+      absl::StrCat("127.0.0.1:", server.port()), "ps-0", options);
+}
+
+absl::Status AssignOne(GrpcPsShard& shard, float value, absl::Time deadline) {
+  AssignRequest header;
+  header.set_protocol_version(kProtocolVersion);
+  header.set_variable("w");
+  header.set_num_elements(4);
+  auto values = std::make_shared<const std::vector<float>>(4, value);
+  Notification done;
+  absl::Status result;
+  shard.Assign(header, absl::MakeConstSpan(*values), values, deadline,
+               [&](absl::Status status) {
+                 result = status;
+                 done.Notify();
+               });
+  done.WaitForNotification();
+  return result;
+}
+
+// One job, one chief: a second chief of the job (another incarnation)
+// changes nothing while the first keeps calling, whatever it asks; once
+// the first has been silent past the takeover time, the second takes over
+// and the first is refused from then on. Workers are never fenced.
+TEST(GrpcParameterServerTest, TheServerFollowsOneChiefAtATime) {
+  GrpcParameterServer::Options options;
+  options.listen_address = "127.0.0.1:0";
+  options.chief_takeover_after = absl::Seconds(1);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<GrpcParameterServer> server,
+                       GrpcParameterServer::Start(options));
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  std::unique_ptr<GrpcPsShard> first = ChiefClient(*server, "a1");
+  std::unique_ptr<GrpcPsShard> second = ChiefClient(*server, "b2");
+  GrpcPsShard worker(absl::StrCat("127.0.0.1:", server->port()), "ps-0",
+                     GrpcPsShard::Options());
+  ConfigureRequest configure;
+  configure.set_protocol_version(kProtocolVersion);
+  configure.mutable_optimizer()->set_kind(OptimizerConfig::SGD);
+  configure.mutable_learning_rate()->set_learning_rate(1.0);
+  configure.set_mode(ASYNC);
+  configure.set_num_workers(1);
+  ASSERT_OK(first->Configure(configure, deadline));
+  CreateVariablesRequest create;
+  create.set_protocol_version(kProtocolVersion);
+  VariableSpec* spec = create.add_variables();
+  spec->set_name("w");
+  spec->add_shape(4);
+  ASSERT_OK(first->CreateVariables(create, deadline));
+  ASSERT_OK(AssignOne(*first, 1.0f, deadline));
+
+  // For three takeover times the first chief keeps calling: every call of
+  // the second is refused, control and bulk alike.
+  const absl::Time calling_until = absl::Now() + absl::Seconds(3);
+  while (absl::Now() < calling_until) {
+    ASSERT_OK(first->Stats(deadline).status());
+    EXPECT_THAT(second->Configure(configure, deadline),
+                StatusIs(absl::StatusCode::kAborted,
+                         HasSubstr("follows chief incarnation a1")));
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_THAT(AssignOne(*second, 9.0f, deadline),
+              StatusIs(absl::StatusCode::kAborted));
+  EXPECT_THAT(second->CreateVariables(create, deadline),
+              StatusIs(absl::StatusCode::kAborted));
+  HoldRequest release;
+  release.set_protocol_version(kProtocolVersion);
+  release.set_action(HoldRequest::RELEASE);
+  EXPECT_THAT(second->Hold(release, deadline),
+              StatusIs(absl::StatusCode::kAborted));
+  EXPECT_THAT(
+      second->Shutdown("stray", deadline),
+      StatusIs(absl::StatusCode::kAborted, HasSubstr("Shutdown refused")));
+  EXPECT_FALSE(server->shutdown_requested());
+  std::vector<float> values(4, -1.0f);
+  ASSERT_OK(
+      PullOne(worker, "w", 0, absl::MakeSpan(values), 0, deadline).status());
+  EXPECT_EQ(values, std::vector<float>(4, 1.0f)) << "the stray changed it";
+
+  // The first falls silent (it died): the second takes over, and the first
+  // cannot come back to roll the job back or stop it.
+  absl::Status configured = second->Configure(configure, deadline).status();
+  while (absl::IsAborted(configured) && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(100));
+    configured = second->Configure(configure, deadline).status();
+  }
+  ASSERT_OK(configured);
+  ASSERT_OK(AssignOne(*second, 2.0f, deadline));
+  EXPECT_THAT(AssignOne(*first, 1.0f, deadline),
+              StatusIs(absl::StatusCode::kAborted,
+                       HasSubstr("follows chief incarnation b2")));
+  EXPECT_THAT(first->Shutdown("stale", deadline),
+              StatusIs(absl::StatusCode::kAborted));
+  ASSERT_OK(
+      PullOne(worker, "w", 0, absl::MakeSpan(values), 0, deadline).status());
+  EXPECT_EQ(values, std::vector<float>(4, 2.0f));
+  ASSERT_OK(second->Shutdown("job finished", deadline));
+  EXPECT_EQ(server->Wait(), "job finished");
 }
 
 // A server started with a checkpoint root saves under it and refuses a

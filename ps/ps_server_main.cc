@@ -68,6 +68,12 @@ ABSL_FLAG(int32_t, chief_timeout_s, 900,
           "Shut down (exit 1) when the chief, once heard from, has not "
           "called for this many seconds (it asks every second): a job whose "
           "chief died for good leaves no server behind. 0: never");
+ABSL_FLAG(int32_t, chief_takeover_s, 10,
+          "One job, one chief: calls from a chief other than the one this "
+          "server follows are refused until that one has been silent for "
+          "this many seconds (it calls every second); then the new one "
+          "takes over and the old one is refused. A restarted chief waits "
+          "at most this long. 1 to 3600");
 ABSL_FLAG(int32_t, shutdown_grace_ms, 5000,
           "How long in-flight RPCs may finish after shutdown is requested");
 
@@ -120,6 +126,14 @@ int Run() {
   } else if (chief_timeout < 0) {
     LOG(ERROR) << "--chief_timeout_s=" << chief_timeout
                << " is negative; use seconds, or 0 for never";
+    return 1;
+  }
+  if (const int takeover = absl::GetFlag(FLAGS_chief_takeover_s);
+      takeover >= 1 && takeover <= 3600) {
+    options.chief_takeover_after = absl::Seconds(takeover);
+  } else {
+    LOG(ERROR) << "--chief_takeover_s=" << takeover
+               << " is out of range; use 1 to 3600 seconds";
     return 1;
   }
   if (options.core.max_variable_bytes < 0) {

@@ -54,7 +54,9 @@ Subprocess* ManualCluster::Start(const std::string& type, int index) {
   std::vector<std::string> argv;
   const std::string bind = "--bind_host=127.0.0.1";
   if (type == "ps") {
-    argv = {RunfilePath("ps/ps_server"), bind};
+    // A restarted chief waits at most this long for the servers to follow
+    // it (ps/chief_fence.h), so the workers do not finish meanwhile.
+    argv = {RunfilePath("ps/ps_server"), bind, "--chief_takeover_s=2"};
   } else if (type == "chief") {
     argv = {RunfilePath("chief/chief"), bind, "--job=" + job_,
             "--checkpoint_dir=" + checkpoint_dir_,

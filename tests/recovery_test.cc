@@ -33,6 +33,7 @@ using ::psflow::testing::TestJob;
 using ::psflow::testing::WriteTestFile;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 double ResultAccuracy(const std::string& result_file) {
   absl::StatusOr<std::string> text = ReadFileToString(result_file);
@@ -152,6 +153,39 @@ TEST(RecoveryTest, RestartedChiefWithoutCheckpointsResumesFromTheServers) {
   const std::string chief = ExpectJobSucceeds(cluster);
   EXPECT_THAT(chief, HasSubstr("resuming from them rather than initializing"));
   EXPECT_THAT(chief, ::testing::Not(HasSubstr("initialized ")));
+}
+
+// One job, one chief: a stray second chief of the job (its own address,
+// its own checkpoint directory, the same parameter servers) can neither
+// reconfigure, re-initialize nor stop the servers while the job's chief
+// calls them; it gives up at its startup deadline naming the chief the
+// servers follow, and the job goes on to succeed.
+TEST(RecoveryTest, AStraySecondChiefChangesNothing) {
+  const std::string dir = TempPath("stray_chief_ckpts");
+  const std::string job = WriteTestFile(
+      "stray_chief.json",
+      TestJob("ASYNC", 6000,
+              R"("checkpoint": {"save_every_steps": 1000, "max_to_keep": 2})"));
+  ManualCluster cluster(job, dir);
+  cluster.StartAll();
+  WaitForOutput(cluster.Latest("chief0"), "joined; training");
+  std::string tf_config = cluster.TfConfig("chief", 0);
+  const std::string chief_address = cluster.Address("chief");
+  ASSERT_OK_AND_ASSIGN(int stray_port, PickFreePort());
+  tf_config.replace(tf_config.find(chief_address), chief_address.size(),
+                    absl::StrCat("127.0.0.1:", stray_port));
+  Subprocess stray(
+      {RunfilePath("chief/chief"), "--bind_host=127.0.0.1", "--job=" + job,
+       "--checkpoint_dir=" + TempPath("stray_own_ckpts"),
+       "--startup_timeout_s=5"},
+      {{"TF_CONFIG", tf_config}}, TempPath("stray_chief.log"));
+  ASSERT_OK(stray.Start());
+  EXPECT_THAT(stray.Wait(absl::Seconds(60)), IsOkAndHolds(::testing::Ne(0)));
+  EXPECT_THAT(stray.Output(), AllOf(HasSubstr("follows chief incarnation"),
+                                    HasSubstr("Shutdown refused")));
+
+  const std::string chief = ExpectJobSucceeds(cluster);
+  EXPECT_THAT(chief, Not(HasSubstr("parameter server lost")));
 }
 
 TEST(RecoveryTest, KilledWorkerRestartsAndRejoinsAsyncTraining) {

@@ -10,41 +10,45 @@
 namespace psflow {
 namespace {
 
-// Adds the job token to every call's initial metadata. (gRPC's call
-// credentials would do it only on TLS channels; this works on both.)
-class TokenInterceptor final : public grpc::experimental::Interceptor {
+// Adds fixed pairs (the job token, the chief's incarnation) to every
+// call's initial metadata. (gRPC's call credentials would do it only on TLS
+// channels; this works on both.)
+using Metadata = std::vector<std::pair<std::string, std::string>>;
+
+class MetadataInterceptor final : public grpc::experimental::Interceptor {
  public:
-  explicit TokenInterceptor(std::shared_ptr<const std::string> value)
-      : value_(std::move(value)) {}
+  explicit MetadataInterceptor(std::shared_ptr<const Metadata> metadata)
+      : metadata_(std::move(metadata)) {}
 
   void Intercept(
       grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(
             grpc::experimental::InterceptionHookPoints::
                 PRE_SEND_INITIAL_METADATA)) {
-      methods->GetSendInitialMetadata()->emplace(kTokenMetadataKey, *value_);
+      for (const auto& [key, value] : *metadata_) {
+        methods->GetSendInitialMetadata()->emplace(key, value);
+      }
     }
     methods->Proceed();
   }
 
  private:
-  const std::shared_ptr<const std::string> value_;
+  const std::shared_ptr<const Metadata> metadata_;
 };
 
-class TokenInterceptorFactory final
+class MetadataInterceptorFactory final
     : public grpc::experimental::ClientInterceptorFactoryInterface {
  public:
-  explicit TokenInterceptorFactory(const std::string& token)
-      : value_(std::make_shared<const std::string>(
-            absl::StrCat(kTokenScheme, token))) {}
+  explicit MetadataInterceptorFactory(Metadata metadata)
+      : metadata_(std::make_shared<const Metadata>(std::move(metadata))) {}
 
   grpc::experimental::Interceptor* CreateClientInterceptor(
       grpc::experimental::ClientRpcInfo*) override {
-    return new TokenInterceptor(value_);
+    return new MetadataInterceptor(metadata_);
   }
 
  private:
-  const std::shared_ptr<const std::string> value_;
+  const std::shared_ptr<const Metadata> metadata_;
 };
 
 }  // namespace
@@ -52,7 +56,16 @@ class TokenInterceptorFactory final
 std::shared_ptr<grpc::Channel> OpenChannel(const std::string& address,
                                            const TransportSecurity& security,
                                            const grpc::ChannelArguments& args) {
-  if (!security.tokens.presents()) {
+  Metadata metadata;
+  if (security.tokens.presents()) {
+    metadata.emplace_back(kTokenMetadataKey,
+                          absl::StrCat(kTokenScheme, security.tokens.own));
+  }
+  if (!security.chief_incarnation.empty()) {
+    metadata.emplace_back(kChiefIncarnationMetadataKey,
+                          security.chief_incarnation);
+  }
+  if (metadata.empty()) {
     return grpc::CreateCustomChannel(address, ChannelCredentialsFor(security),
                                      args);
   }
@@ -60,7 +73,7 @@ std::shared_ptr<grpc::Channel> OpenChannel(const std::string& address,
       std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
       interceptors;
   interceptors.push_back(
-      std::make_unique<TokenInterceptorFactory>(security.tokens.own));
+      std::make_unique<MetadataInterceptorFactory>(std::move(metadata)));
   return grpc::experimental::CreateCustomChannelWithInterceptors(
       address, ChannelCredentialsFor(security), args, std::move(interceptors));
 }

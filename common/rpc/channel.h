@@ -15,7 +15,8 @@
 namespace psflow {
 
 // A channel to `address` (host:port); connects lazily. Every call on it
-// carries `security.tokens.own` when there is one (job_tokens.h).
+// carries `security.tokens.own` when there is one (job_tokens.h), and
+// `security.chief_incarnation` when there is one.
 std::shared_ptr<grpc::Channel> OpenChannel(
     const std::string& address, const TransportSecurity& security,
     const grpc::ChannelArguments& args = grpc::ChannelArguments());

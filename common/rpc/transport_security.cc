@@ -2,7 +2,9 @@
 
 #include <utility>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/file_util.h"
 #include "common/tls/certificates.h"
 
@@ -101,6 +103,11 @@ std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsFor(
     }
   }
   return nullptr;
+}
+
+std::string NewChiefIncarnation() {
+  absl::BitGen bits;
+  return absl::StrFormat("%016x", absl::Uniform<uint64_t>(bits));
 }
 
 }  // namespace psflow

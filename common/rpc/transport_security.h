@@ -51,7 +51,18 @@ struct TransportSecurity {
   // The task whose certificate carries the chief's rights (worker 0 when
   // TF_CONFIG has no chief job).
   TaskId chief_task{TaskType::kChief, 0};
+  // Set by a chief process only (NewChiefIncarnation): every call it makes
+  // carries it, so that parameter servers follow one chief of the job at a
+  // time (ps/chief_fence.h).
+  std::string chief_incarnation;
 };
+
+// The metadata key that carries TransportSecurity::chief_incarnation.
+inline constexpr char kChiefIncarnationMetadataKey[] =
+    "psflow-chief-incarnation";
+
+// A fresh chief incarnation: 16 random hex digits.
+std::string NewChiefIncarnation();
 
 // Mutual TLS from PEM text: OK once the key belongs to the certificate and
 // the certificate verifies against the CA (so a mistake is named at start,
