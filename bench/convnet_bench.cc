@@ -1,5 +1,5 @@
-// convnet_bench: where a convnet's training step spends its time on the
-// CPU backend. For a job config's `layers` model (default: the Keras guide
+// convnet_bench: where a convnet's training step spends its time on a
+// device (the CPU backend by default; --device=cuda on a GPU). For a job config's `layers` model (default: the Keras guide
 // convnet of configs/fashion_mnist_convnet.json) on random 28x28 images:
 //
 //   - a whole TrainStep (forward + backward + gradients to the host), in
@@ -10,6 +10,7 @@
 //
 //   bazel build --config=opt //bench:convnet_bench
 //   bazel-bin/bench/convnet_bench --threads=1 --batch=64
+//   bazel-bin/bench/convnet_bench --device=cuda --batch=64   # on a GPU
 //
 // bench/convnet_bench.py runs it alternately with the same model in
 // PyTorch (bench/convnet_torch.py) and prints the ratio.
@@ -23,12 +24,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/job/job_config.h"
-#include "model/device/cpu/cpu_device.h"
+#include "model/device/select_device.h"
 #include "model/initializer.h"
 #include "model/sequential.h"
 
 ABSL_FLAG(std::string, job, "configs/fashion_mnist_convnet.json",
           "Job config whose model.layers to measure");
+ABSL_FLAG(std::string, device, "cpu", "cpu, cuda or auto");
 ABSL_FLAG(int, threads, 1, "CPU backend threads (OpenBLAS)");
 ABSL_FLAG(int, batch, 64, "Examples per step");
 ABSL_FLAG(int, steps, 30, "Training steps per round");
@@ -153,7 +155,14 @@ int Main() {
   }
   const int threads = absl::GetFlag(FLAGS_threads);
   const int64_t batch = absl::GetFlag(FLAGS_batch);
-  std::unique_ptr<Device> device = CreateCpuDevice(threads);
+  absl::StatusOr<std::unique_ptr<Device>> selected =
+      SelectDevice(absl::GetFlag(FLAGS_device), threads);
+  if (!selected.ok()) {
+    std::fprintf(stderr, "%s\n",
+                 std::string(selected.status().message()).c_str());
+    return 1;
+  }
+  std::unique_ptr<Device> device = *std::move(selected);
   auto model = *(*definition)->Instantiate(device.get(), batch);
   const std::vector<std::vector<float>> values =
       InitialValues((*definition)->variables(), 1);

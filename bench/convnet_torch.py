@@ -2,9 +2,11 @@
 """The Keras guide convnet of configs/fashion_mnist_convnet.json in PyTorch
 (Debian's python3-torch, CPU), for bench/convnet_bench.py and bench/RESULTS.md.
 
-  convnet_torch.py speed --threads=1 --batch=64
-      forward + backward per example on random images: prints the median
-      microseconds per example of --rounds rounds (the number only).
+  convnet_torch.py speed --threads=1 --batch=64 [--device=cuda]
+      forward + backward per example on random images (on a GPU: the batch
+      uploaded and every gradient downloaded each step, as psflow's
+      convnet_bench does): prints the median microseconds per example of
+      --rounds rounds (the number only).
 
   convnet_torch.py train --epochs=10 --workers=2 [--mode=sync]
       trains on the real Fashion-MNIST files with psflow's schedule and data
@@ -112,19 +114,34 @@ class Convnet(nn.Module):
 
 
 def speed(args):
+    """Like convnet_bench's train step: the batch goes to the device, and
+    every gradient comes back to the host, each step."""
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
-    model = Convnet().train()
+    device = torch.device(args.device)
+    model = Convnet().train().to(device)
     x = torch.rand(args.batch, 1, 28, 28) * 255
     y = torch.randint(0, 10, (args.batch,))
+    on_gpu = device.type == "cuda"
+    if on_gpu:
+        x, y = x.pin_memory(), y.pin_memory()
+
+    def step():
+        model.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x.to(device, non_blocking=True)),
+                        y.to(device, non_blocking=True)).backward()
+        if on_gpu:
+            for p in model.parameters():
+                p.grad.to("cpu")
+            torch.cuda.synchronize()
+
     for _ in range(3):
-        F.cross_entropy(model(x), y).backward()
+        step()
     rounds = []
     for _ in range(args.rounds):
         start = time.perf_counter()
         for _ in range(args.steps):
-            model.zero_grad(set_to_none=True)
-            F.cross_entropy(model(x), y).backward()
+            step()
         rounds.append((time.perf_counter() - start) / args.steps / args.batch * 1e6)
     rounds.sort()
     print("%.3f" % rounds[len(rounds) // 2])
@@ -224,6 +241,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("mode", choices=["speed", "train"])
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu", help="speed: cpu or cuda")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=5)

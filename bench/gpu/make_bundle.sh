@@ -20,6 +20,7 @@ limit_bytes=$((60 * 1024 * 1024))
 targets=(
   //bench/gpu:step_bench
   //bench/gpu:gemm_bench
+  //bench:convnet_bench
   //model/device:device_test
   //model/device:select_device_test
   //model/device/cuda:cuda_probe_test

@@ -7,7 +7,11 @@
 #   3. step_bench (psflow, CUDA backend) and torch_step_bench.py (PyTorch
 #      eager) on the same GPU, model, batch and step, in float32 and TF32,
 #      for the default MLP (784-256-10, batch 64) and the large one
-#      (784-4096-4096-10, batch 1024).
+#      (784-4096-4096-10, batch 1024),
+#   4. the Keras guide convnet (configs/fashion_mnist_convnet.json, batch
+#      64): convnet_bench --device=cuda against bench/convnet_torch.py
+#      speed --device=cuda, alternately (bench/convnet_bench.py), with
+#      psflow's per-layer table on the GPU.
 #
 #   bash bench/gpu/run_gpu_bench.sh gpu_bundle [out_dir]
 #
@@ -126,6 +130,15 @@ for model in default large; do
     say "| $model | $math | ${ours:-failed} | ${theirs:-failed} | $ratio |"
   done
 done
+say
+say "## Convnet (Keras guide model, batch 64): forward + backward per example"
+say
+say '```'
+python3 "$here/../convnet_bench.py" --device=cuda --pairs=3 \
+  --bench="$bundle/bin/convnet_bench" --python=python3 \
+  >"$out/convnet_bench.log" 2>&1 || failed=1
+tee -a "$summary" <"$out/convnet_bench.log"
+say '```'
 say
 say "CPU backend on this host for reference (1 and $(nproc) OpenBLAS threads):"
 for threads in 1 "$(nproc)"; do
