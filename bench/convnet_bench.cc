@@ -1,6 +1,7 @@
 // convnet_bench: where a convnet's training step spends its time on a
-// device (the CPU backend by default; --device=cuda on a GPU). For a job config's `layers` model (default: the Keras guide
-// convnet of configs/fashion_mnist_convnet.json) on random 28x28 images:
+// device (the CPU backend by default; --device=cuda on a GPU). For a job
+// config's `layers` model (default: the Keras guide convnet of
+// configs/fashion_mnist_convnet.json) on random 28x28 images:
 //
 //   - a whole TrainStep (forward + backward + gradients to the host), in
 //     microseconds per example, median of --rounds;

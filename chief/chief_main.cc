@@ -35,6 +35,9 @@ ABSL_FLAG(int32_t, startup_timeout_s, 120,
           "Seconds to wait for parameter servers and workers");
 ABSL_FLAG(int32_t, heartbeat_timeout_s, 60,
           "Seconds of silence after which a worker is declared lost");
+ABSL_FLAG(int32_t, worker_replacement_timeout_s, 240,
+          "Sync jobs: seconds to wait for lost workers that a step needs to "
+          "come back (restarted, they register again) before the job fails");
 
 int main(int argc, char** argv) {
   psflow::StartRoleProcess(argc, argv);
@@ -75,6 +78,8 @@ int main(int argc, char** argv) {
       absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
   options.heartbeat_timeout =
       absl::Seconds(absl::GetFlag(FLAGS_heartbeat_timeout_s));
+  options.worker_replacement_timeout =
+      absl::Seconds(absl::GetFlag(FLAGS_worker_replacement_timeout_s));
   MetricsRegistry registry;
   options.metrics_registry = &registry;
   options.system_metrics = true;

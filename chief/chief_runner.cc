@@ -513,6 +513,8 @@ absl::Status RunChief(const ChiefOptions& chief_options) {
     coordinator_options.worker_addresses[index] = address;
   }
   coordinator_options.heartbeat_timeout = options.heartbeat_timeout;
+  coordinator_options.worker_replacement_timeout =
+      options.worker_replacement_timeout;
   coordinator_options.chief_task = tf.ChiefTask().ToString();
   coordinator_options.chief_address = *tf.cluster.Address(tf.ChiefTask());
   for (const auto& [index, address] : tf.cluster.job(TaskType::kPs)) {

@@ -36,6 +36,8 @@ struct ChiefOptions {
   std::string port_file;
   absl::Duration startup_timeout = absl::Seconds(120);
   absl::Duration heartbeat_timeout = absl::Seconds(60);
+  // SYNC: how long lost workers a step needs are waited for.
+  absl::Duration worker_replacement_timeout = absl::Minutes(4);
   absl::Duration final_evaluation_timeout = absl::Seconds(120);
   // If set, the job's outcome is written here as JSON when it ends:
   // {"state", "message", "global_step", "total_steps", "training_seconds",

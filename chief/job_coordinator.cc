@@ -264,6 +264,15 @@ bool JobCoordinator::TrainingOverLocked() const {
   return any_finished;
 }
 
+std::pair<int, int> JobCoordinator::SyncWorkersLocked() const {
+  int alive = 0;
+  for (const Worker& w : workers_) alive += w.registered && !w.lost;
+  const int needed = std::max(1, spec_.ps_config().replicas_to_aggregate() > 0
+                                     ? spec_.ps_config().replicas_to_aggregate()
+                                     : static_cast<int>(workers_.size()));
+  return {alive, needed};
+}
+
 bool JobCoordinator::WaitForTrainingEnd(absl::Time deadline) {
   MutexLock lock(&mu_);
   while (true) {
@@ -282,23 +291,20 @@ bool JobCoordinator::WaitForTrainingEnd(absl::Time deadline) {
         if (spec_.config().training().mode() == SYNC) {
           // Backup workers (replicas_to_aggregate below the workers) let a
           // sync job go on without some; the lost one may still return.
-          int alive = 0;
-          for (const Worker& other : workers_) {
-            alive += other.registered && !other.lost;
-          }
-          const int needed =
-              std::max(1, spec_.ps_config().replicas_to_aggregate() > 0
-                              ? spec_.ps_config().replicas_to_aggregate()
-                              : static_cast<int>(workers_.size()));
-          if (alive < needed) {
-            state_ = FAILED;
-            message_ = absl::StrCat(
-                what, "; a sync job cannot continue: each step needs ", needed,
-                " workers (replicas_to_aggregate) and ", alive, " are left");
-          } else {
+          if (const auto [alive, needed] = SyncWorkersLocked();
+              alive >= needed) {
             LOG(WARNING) << what << "; sync training continues with the "
                          << alive << " left (each step needs " << needed
                          << "); it may rejoin";
+          } else if (!short_of_workers_since_.has_value()) {
+            short_of_workers_since_ = now;
+            short_of_workers_cause_ = what;
+            LOG(WARNING) << what << "; each sync step needs " << needed
+                         << " workers and " << alive
+                         << " are left: training waits up to "
+                         << absl::FormatDuration(
+                                options_.worker_replacement_timeout)
+                         << " for it to be restarted (it registers again)";
           }
         } else {
           LOG(WARNING) << what << "; "
@@ -308,9 +314,27 @@ bool JobCoordinator::WaitForTrainingEnd(absl::Time deadline) {
                                : "async training continues without it");
         }
       }
+      if (short_of_workers_since_.has_value()) {
+        if (const auto [alive, needed] = SyncWorkersLocked(); alive >= needed) {
+          LOG(INFO) << "sync training has the " << needed
+                    << " workers each step needs again";
+          short_of_workers_since_.reset();
+        } else if (now - *short_of_workers_since_ >
+                   options_.worker_replacement_timeout) {
+          state_ = FAILED;
+          message_ = absl::StrCat(
+              short_of_workers_cause_,
+              "; a sync job cannot continue: each step needs ", needed,
+              " workers (replicas_to_aggregate) and ", alive,
+              " are left, and the lost ones did not come back within ",
+              absl::FormatDuration(options_.worker_replacement_timeout),
+              " (chief --worker_replacement_timeout_s)");
+        }
+      }
       bool anyone_left = false;
       for (const Worker& w : workers_) anyone_left |= !w.lost;
-      if (state_ == TRAINING && !anyone_left) {
+      if (state_ == TRAINING && !anyone_left &&
+          !short_of_workers_since_.has_value()) {
         state_ = FAILED;
         message_ = "every worker was lost";
       }

@@ -36,6 +36,11 @@ class JobCoordinator {
     std::map<int, std::string> worker_addresses;
     // A worker silent for this long is declared lost.
     absl::Duration heartbeat_timeout = absl::Seconds(60);
+    // SYNC: when lost workers leave too few to fill a step, how long the
+    // job waits for them to come back (a restarted worker registers again,
+    // as Kubernetes restarts it) before it fails. Shorter than the
+    // workers' own 5-minute recovery window, so the ones left still wait.
+    absl::Duration worker_replacement_timeout = absl::Minutes(4);
     // For Describe (`psctl status`): the other tasks' TF_CONFIG addresses
     // and the job's name and mode.
     std::string chief_task = "chief-0";  // or "worker-0" acting as chief
@@ -166,6 +171,8 @@ class JobCoordinator {
 
   StatusResponse StatusLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   bool TrainingOverLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // SYNC: workers registered and not lost, and how many a step needs.
+  std::pair<int, int> SyncWorkersLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::string WorkerNameLocked(int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   const Options options_;
@@ -179,6 +186,10 @@ class JobCoordinator {
   std::string message_ ABSL_GUARDED_BY(mu_);
   JobSpec spec_ ABSL_GUARDED_BY(mu_);
   std::vector<Worker> workers_ ABSL_GUARDED_BY(mu_);
+  // SYNC: since when lost workers leave too few to fill a step, and the
+  // first loss that did it; none while enough are live.
+  std::optional<absl::Time> short_of_workers_since_ ABSL_GUARDED_BY(mu_);
+  std::string short_of_workers_cause_ ABSL_GUARDED_BY(mu_);
   int64_t global_step_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<EvaluationReport> evaluation_ ABSL_GUARDED_BY(mu_);
   bool final_evaluation_received_ ABSL_GUARDED_BY(mu_) = false;

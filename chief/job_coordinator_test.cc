@@ -132,16 +132,52 @@ TEST(JobCoordinatorTest, AsyncContinuesWithoutALostWorker) {
   EXPECT_EQ(c.state(), TRAINING) << c.Status().message();
 }
 
-TEST(JobCoordinatorTest, SyncFailsWhenAWorkerIsLost) {
-  JobCoordinator c(TwoWorkers(absl::Milliseconds(100)));
+TEST(JobCoordinatorTest, SyncFailsWhenALostWorkerDoesNotComeBack) {
+  JobCoordinator::Options options = TwoWorkers(absl::Milliseconds(100));
+  options.worker_replacement_timeout = absl::Milliseconds(300);
+  JobCoordinator c(options);
   c.SetSpec(Spec(SYNC));
   ASSERT_OK(c.Register(Worker(0)));
   ASSERT_OK(c.Register(Worker(1)));
-  EXPECT_TRUE(c.WaitForTrainingEnd(absl::Now() + absl::Seconds(10)));
+  EXPECT_TRUE(c.WaitForTrainingEnd(absl::Now() + absl::Seconds(30)));
   EXPECT_EQ(c.state(), FAILED);
   EXPECT_THAT(c.Status().message(),
               HasSubstr("stopped reporting (no heartbeat for 100ms); a sync "
-                        "job cannot continue"));
+                        "job cannot continue: each step needs 2 workers"));
+  EXPECT_THAT(c.Status().message(),
+              HasSubstr("did not come back within 300ms "
+                        "(chief --worker_replacement_timeout_s)"));
+}
+
+// Every worker is needed: a lost one is waited for (Kubernetes restarts
+// it), and the job goes on once it registers again.
+TEST(JobCoordinatorTest, SyncWaitsForALostWorkersReplacement) {
+  JobCoordinator::Options options = TwoWorkers(absl::Seconds(1));
+  options.worker_replacement_timeout = absl::Minutes(10);
+  JobCoordinator c(options);
+  c.SetSpec(Spec(SYNC));
+  ASSERT_OK(c.Register(Worker(0)));
+  ASSERT_OK(c.Register(Worker(1)));
+  // Worker 0 keeps reporting; worker 1 goes silent until it is lost.
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  int64_t step = 0;
+  while (c.CountWorkers().lost == 0 && absl::Now() < give_up) {
+    Progress(c, Report(0, step++));
+    EXPECT_FALSE(c.WaitForTrainingEnd(absl::Now() + absl::Milliseconds(50)));
+  }
+  ASSERT_EQ(c.CountWorkers().lost, 1);
+  // Waiting, well past the heartbeat timeout, not failed.
+  for (int i = 0; i < 30; ++i) {
+    Progress(c, Report(0, step));
+    EXPECT_FALSE(c.WaitForTrainingEnd(absl::Now() + absl::Milliseconds(50)));
+  }
+  EXPECT_EQ(c.state(), TRAINING) << c.Status().message();
+  // Its replacement registers and the job finishes.
+  ASSERT_OK(c.Register(Worker(1)));
+  Progress(c, Report(0, 100, true));
+  Progress(c, Report(1, 100, true));
+  EXPECT_TRUE(c.WaitForTrainingEnd(absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ(c.state(), TRAINING);  // over, not failed
 }
 
 TEST(JobCoordinatorTest, SyncWithBackupsContinuesWithoutALostWorker) {

@@ -205,6 +205,30 @@ TEST(RecoveryTest, KilledWorkerRestartsAndRejoinsAsyncTraining) {
   EXPECT_THAT(chief, HasSubstr("restarted (new incarnation)"));
 }
 
+// A sync job whose every step needs both workers: a killed worker is
+// declared lost and waited for, not the end of the job; restarted, it
+// registers again and the job finishes.
+TEST(RecoveryTest, SyncJobWaitsForAKilledWorkersReplacement) {
+  const std::string dir = TempPath("sync_worker_kill_ckpts");
+  const std::string job = WriteTestFile(
+      "sync_worker_kill.json",
+      TestJob("SYNC", 2000,
+              R"("checkpoint": {"save_every_steps": 500, "max_to_keep": 2})"));
+  ManualCluster cluster(job, dir, {"--heartbeat_timeout_s=2"});
+  cluster.StartAll();
+  WaitForCheckpoints(dir, 1);
+  Subprocess* worker1 = cluster.Latest("worker1");
+  worker1->Signal(SIGKILL);
+  ASSERT_OK(worker1->Wait(absl::Seconds(10)));
+  WaitForOutput(cluster.Latest("chief0"),
+                "training waits up to 4m for it to be restarted");
+  cluster.Start("worker", 1);
+
+  const std::string chief = ExpectJobSucceeds(cluster);
+  EXPECT_THAT(chief, HasSubstr("restarted (new incarnation)"));
+  EXPECT_THAT(chief, HasSubstr("has the 2 workers each step needs again"));
+}
+
 TEST(RecoveryTest, KilledBoundedWorkerReleasesTheBoundAndRejoins) {
   const std::string dir = TempPath("bounded_kill_ckpts");
   const std::string job = WriteTestFile(
