@@ -23,6 +23,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/protocol.h"
+#include "zlib.h"
 
 namespace psflow {
 namespace {
@@ -442,6 +443,82 @@ TEST_F(CheckpointTest, ExportsSafetensorsAndNpz) {
   EXPECT_THAT(ParseExportFormat("hdf5"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("safetensors or npz")));
+}
+
+// A tensor larger than the reader's piece streams through export in
+// bounded pieces (never held whole) and comes out byte for byte, in both
+// formats; a damaged checkpoint leaves no output file behind.
+TEST_F(CheckpointTest, ExportStreamsTensorsLargerThanAPiece) {
+  const int64_t n = 5 * 1100000;  // 22 MB: two 16 MiB pieces
+  static_assert(5 * 1100000 * 4 > CheckpointReader::kMaxPieceBytes);
+  ASSERT_OK_AND_ASSIGN(
+      Placement placement,
+      PlaceVariables({{"big", {5, 1100000}}}, 1, int64_t{1} << 40));
+  ParameterServerCore core(ParameterServerCore::Options{int64_t{64} << 20});
+  std::vector<std::unique_ptr<PsShard>> shards;
+  shards.push_back(std::make_unique<LocalPsShard>(&core, "ps-0"));
+  ParameterClient client(std::move(shards), placement,
+                         ParameterClient::Options());
+  ASSERT_OK(client.Configure(Adam()));
+  ASSERT_OK(client.CreateVariables());
+  std::vector<float> values(n);
+  for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(i % 1000) / 8;
+  ASSERT_OK(client.Assign({{"big", absl::MakeConstSpan(values)}})->Wait());
+  CheckpointManagerOptions manager_options;
+  manager_options.directory = dir_;
+  manager_options.job_name = "test";
+  manager_options.optimizer = Adam().optimizer();
+  ASSERT_OK_AND_ASSIGN(auto manager,
+                       CheckpointManager::Create(manager_options, &client));
+  ASSERT_OK_AND_ASSIGN(SavedCheckpoint saved, manager->Save());
+  ASSERT_OK_AND_ASSIGN(auto reader, CheckpointReader::Open(saved.path));
+  const std::string bytes(reinterpret_cast<const char*>(values.data()),
+                          n * sizeof(float));
+
+  ExportOptions options;
+  ASSERT_OK_AND_ASSIGN(
+      int count, ExportCheckpoint(*reader, dir_ + "/big.safetensors", options));
+  EXPECT_EQ(count, 1);
+  ASSERT_OK_AND_ASSIGN(std::string st,
+                       ReadFileToString(dir_ + "/big.safetensors", 1 << 30));
+  uint64_t header = 0;
+  for (int i = 7; i >= 0; --i) header = (header << 8) | uint8_t(st[i]);
+  ASSERT_EQ(st.size(), 8 + header + bytes.size());
+  EXPECT_TRUE(st.compare(8 + header, bytes.size(), bytes) == 0);
+
+  options.format = ExportFormat::kNpz;
+  ASSERT_OK(ExportCheckpoint(*reader, dir_ + "/big.npz", options).status());
+  ASSERT_OK_AND_ASSIGN(std::string npz,
+                       ReadFileToString(dir_ + "/big.npz", 1 << 30));
+  const size_t data = npz.find(bytes);
+  ASSERT_NE(data, std::string::npos) << "the values, contiguous";
+  // The data descriptor after them holds the entry's CRC-32 (of the .npy
+  // header and values), as the central directory does.
+  const size_t npy = npz.find("\x93NUMPY");
+  ASSERT_NE(npy, std::string::npos);
+  const std::string entry = npz.substr(npy, data + bytes.size() - npy);
+  const uint32_t crc = static_cast<uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(entry.data()), entry.size()));
+  const std::string descriptor = npz.substr(data + bytes.size(), 16);
+  uint32_t stored = 0;
+  for (int i = 7; i >= 4; --i) stored = (stored << 8) | uint8_t(descriptor[i]);
+  EXPECT_EQ(descriptor.substr(0, 4), std::string("PK\x07\x08"));
+  EXPECT_EQ(stored, crc);
+
+  // Damage in the middle of the tensor: no file, no leftover.
+  const std::string data_file = saved.path + "/" + DataFileName(0, 1);
+  ASSERT_OK_AND_ASSIGN(std::string shard, ReadFileToString(data_file, 1 << 30));
+  const CheckpointTensor* big = reader->Find("big");
+  ASSERT_NE(big, nullptr);
+  shard[big->slices(0).file_offset() + bytes.size() / 2] ^= 0x40;
+  ASSERT_OK(WriteFileAtomically(data_file, shard));
+  ASSERT_OK_AND_ASSIGN(auto damaged, CheckpointReader::Open(saved.path));
+  EXPECT_THAT(ExportCheckpoint(*damaged, dir_ + "/damaged.npz", options),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("CRC-32C")));
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> entries, ListDirectory(dir_));
+  for (const std::string& name : entries) {
+    EXPECT_THAT(name, ::testing::Not(HasSubstr("damaged"))) << "left behind";
+  }
 }
 
 TEST_F(CheckpointTest, KeepsACompleteCopyOfTheBestCheckpoint) {

@@ -1,5 +1,7 @@
 #include "checkpoint/export.h"
 
+#include <unistd.h>
+
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -17,43 +19,64 @@ void PutLe(std::string& out, uint64_t v, int bytes) {
     out.push_back(static_cast<char>(v >> (8 * i)));
 }
 
-absl::string_view Bytes(const std::vector<float>& v) {
+absl::string_view Bytes(absl::Span<const float> v) {
   return absl::string_view(reinterpret_cast<const char*>(v.data()),
                            v.size() * sizeof(float));
 }
 
+// A tensor to export: what the headers need, without its values (they are
+// streamed from the checkpoint, CheckpointReader::ReadPieces).
 struct Exported {
+  const CheckpointTensor* tensor;
   std::string name;
   std::vector<int64_t> shape;
-  std::vector<float> values;
+  uint64_t bytes = 0;
 };
 
-absl::StatusOr<std::vector<Exported>> ReadAll(const CheckpointReader& reader,
-                                              bool include_slots) {
+std::vector<Exported> ListExported(const CheckpointReader& reader,
+                                   bool include_slots) {
   std::vector<Exported> out;
   for (const CheckpointTensor& t : reader.index().tensors()) {
     if (!t.slot().empty() && !include_slots) continue;
-    ASSIGN_OR_RETURN(std::vector<float> values, reader.Read(t));
-    out.push_back(Exported{TensorDisplayName(t),
+    uint64_t elements = 0;
+    for (const CheckpointSlice& slice : t.slices()) {
+      elements += slice.num_elements();
+    }
+    out.push_back(Exported{&t,
+                           TensorDisplayName(t),
                            {t.shape().begin(), t.shape().end()},
-                           std::move(values)});
+                           elements * sizeof(float)});
   }
   return out;
 }
 
-std::string Safetensors(const std::vector<Exported>& tensors,
-                        const CheckpointIndex& index) {
+// Appends every value of `t` to `file`, piece by piece; `crc`, when given,
+// accumulates zlib's CRC-32 of the bytes.
+absl::Status StreamValues(const CheckpointReader& reader, const Exported& t,
+                          WritableFile& file, uint32_t* crc = nullptr) {
+  return reader.ReadPieces(*t.tensor, [&](absl::Span<const float> piece) {
+    const absl::string_view bytes = Bytes(piece);
+    if (crc != nullptr) {
+      *crc = static_cast<uint32_t>(
+          crc32(*crc, reinterpret_cast<const Bytef*>(bytes.data()),
+                static_cast<uInt>(bytes.size())));
+    }
+    return file.Append(bytes);
+  });
+}
+
+std::string SafetensorsHeader(const std::vector<Exported>& tensors,
+                              const CheckpointIndex& index) {
   std::string header = "{\"__metadata__\":{\"format\":\"pt\",\"global_step\":";
   absl::StrAppend(&header, JsonQuote(absl::StrCat(index.global_step())),
                   ",\"producer\":\"psflow\"}");
   uint64_t offset = 0;
   for (const Exported& t : tensors) {
-    const uint64_t size = t.values.size() * sizeof(float);
     absl::StrAppend(&header, ",", JsonQuote(t.name),
                     ":{\"dtype\":\"F32\",\"shape\":[",
                     absl::StrJoin(t.shape, ","), "],\"data_offsets\":[", offset,
-                    ",", offset + size, "]}");
-    offset += size;
+                    ",", offset + t.bytes, "]}");
+    offset += t.bytes;
   }
   header += "}";
   // Pad with spaces so the data starts 8-byte aligned (as the spec allows).
@@ -61,13 +84,21 @@ std::string Safetensors(const std::vector<Exported>& tensors,
   std::string out;
   PutLe(out, header.size(), 8);
   out += header;
-  out.reserve(out.size() + offset);
-  for (const Exported& t : tensors) absl::StrAppend(&out, Bytes(t.values));
   return out;
 }
 
-// One .npy file (format 1.0), header padded so data is 64-byte aligned.
-std::string Npy(const Exported& t) {
+absl::Status WriteSafetensors(const CheckpointReader& reader,
+                              const std::vector<Exported>& tensors,
+                              WritableFile& file) {
+  RETURN_IF_ERROR(file.Append(SafetensorsHeader(tensors, reader.index())));
+  for (const Exported& t : tensors) {
+    RETURN_IF_ERROR(StreamValues(reader, t, file));
+  }
+  return absl::OkStatus();
+}
+
+// The header of one .npy (format 1.0), padded so data is 64-byte aligned.
+std::string NpyHeader(const Exported& t) {
   // Python tuple syntax: (3,) but (2, 5) and ().
   std::string dict = absl::StrCat(
       "{'descr': '<f4', 'fortran_order': False, 'shape': (",
@@ -79,45 +110,72 @@ std::string Npy(const Exported& t) {
   std::string out("\x93NUMPY\x01\x00", 8);
   PutLe(out, dict.size(), 2);
   out += dict;
-  absl::StrAppend(&out, Bytes(t.values));
   return out;
 }
 
-absl::StatusOr<std::string> Npz(const std::vector<Exported>& tensors) {
-  std::string zip, central;
+// An uncompressed zip of one .npy per tensor, streamed: each entry's
+// CRC-32 follows its data in a data descriptor (flag bit 3), since it is
+// known only once the values went by; the central directory repeats it.
+absl::Status WriteNpz(const CheckpointReader& reader,
+                      const std::vector<Exported>& tensors,
+                      WritableFile& file) {
+  if (tensors.size() >= 0xffff) {
+    return absl::OutOfRangeError(
+        "the .npz would need zip64 (over 65535 tensors); export with "
+        "--format=safetensors instead");
+  }
   constexpr uint32_t kDosDate = (0 << 9) | (1 << 5) | 1;  // 1980-01-01
+  constexpr uint16_t kDataDescriptorFlag = 0x0008;
+  std::string central;
   for (const Exported& t : tensors) {
     const std::string name = t.name + ".npy";
-    const std::string data = Npy(t);
-    if (data.size() >= 0xffffffffu || zip.size() >= 0xffffffffu) {
+    const std::string npy_header = NpyHeader(t);
+    const uint64_t size = npy_header.size() + t.bytes;
+    const uint64_t local_offset = file.size();
+    if (size >= 0xffffffffu || local_offset + size + 128 >= 0xffffffffu) {
       return absl::OutOfRangeError(absl::StrCat(
           "tensor ", t.name,
-          " makes the .npz larger than 4 GiB, which "
-          "needs zip64; export with --format=safetensors instead"));
+          " makes the .npz larger than 4 GiB, which needs zip64; export "
+          "with --format=safetensors instead"));
     }
-    const uint32_t crc = static_cast<uint32_t>(
-        crc32(0, reinterpret_cast<const Bytef*>(data.data()),
-              static_cast<uInt>(data.size())));
-    const uint64_t local_offset = zip.size();
-    auto common = [&](std::string& out) {
-      PutLe(out, 20, 2);  // version needed: 2.0
-      PutLe(out, 0, 2);   // flags
-      PutLe(out, 0, 2);   // stored, no compression
-      PutLe(out, 0, 2);   // time
-      PutLe(out, kDosDate, 2);
-      PutLe(out, crc, 4);
-      PutLe(out, data.size(), 4);
-      PutLe(out, data.size(), 4);
-      PutLe(out, name.size(), 2);
-      PutLe(out, 0, 2);  // extra field length
-    };
-    PutLe(zip, 0x04034b50, 4);
-    common(zip);
-    zip += name;
-    zip += data;
+    std::string local;
+    PutLe(local, 0x04034b50, 4);
+    PutLe(local, 20, 2);  // version needed: 2.0
+    PutLe(local, kDataDescriptorFlag, 2);
+    PutLe(local, 0, 2);  // stored, no compression
+    PutLe(local, 0, 2);  // time
+    PutLe(local, kDosDate, 2);
+    PutLe(local, 0, 4);  // CRC-32, sizes: in the data descriptor
+    PutLe(local, 0, 4);
+    PutLe(local, 0, 4);
+    PutLe(local, name.size(), 2);
+    PutLe(local, 0, 2);  // extra field length
+    local += name;
+    local += npy_header;
+    RETURN_IF_ERROR(file.Append(local));
+    uint32_t crc = static_cast<uint32_t>(
+        crc32(0, reinterpret_cast<const Bytef*>(npy_header.data()),
+              static_cast<uInt>(npy_header.size())));
+    RETURN_IF_ERROR(StreamValues(reader, t, file, &crc));
+    std::string descriptor;
+    PutLe(descriptor, 0x08074b50, 4);
+    PutLe(descriptor, crc, 4);
+    PutLe(descriptor, size, 4);
+    PutLe(descriptor, size, 4);
+    RETURN_IF_ERROR(file.Append(descriptor));
+
     PutLe(central, 0x02014b50, 4);
     PutLe(central, 20, 2);  // version made by
-    common(central);
+    PutLe(central, 20, 2);  // version needed
+    PutLe(central, kDataDescriptorFlag, 2);
+    PutLe(central, 0, 2);  // stored
+    PutLe(central, 0, 2);  // time
+    PutLe(central, kDosDate, 2);
+    PutLe(central, crc, 4);
+    PutLe(central, size, 4);
+    PutLe(central, size, 4);
+    PutLe(central, name.size(), 2);
+    PutLe(central, 0, 2);  // extra field length
     PutLe(central, 0, 2);  // comment length
     PutLe(central, 0, 2);  // disk number
     PutLe(central, 0, 2);  // internal attributes
@@ -125,22 +183,23 @@ absl::StatusOr<std::string> Npz(const std::vector<Exported>& tensors) {
     PutLe(central, local_offset, 4);
     central += name;
   }
-  const uint64_t central_offset = zip.size();
-  zip += central;
-  PutLe(zip, 0x06054b50, 4);
-  PutLe(zip, 0, 2);
-  PutLe(zip, 0, 2);
-  PutLe(zip, tensors.size(), 2);
-  PutLe(zip, tensors.size(), 2);
-  PutLe(zip, central.size(), 4);
-  PutLe(zip, central_offset, 4);
-  PutLe(zip, 0, 2);  // comment length
-  if (tensors.size() >= 0xffff || zip.size() >= 0xffffffffu) {
+  const uint64_t central_offset = file.size();
+  if (central_offset + central.size() + 22 >= 0xffffffffu) {
     return absl::OutOfRangeError(
-        "the .npz would need zip64 (over 65535 tensors or 4 GiB); export "
-        "with --format=safetensors instead");
+        "the .npz would need zip64 (over 4 GiB); export with "
+        "--format=safetensors instead");
   }
-  return zip;
+  std::string end;
+  PutLe(end, 0x06054b50, 4);
+  PutLe(end, 0, 2);
+  PutLe(end, 0, 2);
+  PutLe(end, tensors.size(), 2);
+  PutLe(end, tensors.size(), 2);
+  PutLe(end, central.size(), 4);
+  PutLe(end, central_offset, 4);
+  PutLe(end, 0, 2);  // comment length
+  RETURN_IF_ERROR(file.Append(central));
+  return file.Append(end);
 }
 
 }  // namespace
@@ -155,15 +214,24 @@ absl::StatusOr<ExportFormat> ParseExportFormat(const std::string& name) {
 absl::StatusOr<int> ExportCheckpoint(const CheckpointReader& reader,
                                      const std::string& out_path,
                                      const ExportOptions& options) {
-  ASSIGN_OR_RETURN(std::vector<Exported> tensors,
-                   ReadAll(reader, options.include_slots));
-  std::string bytes;
-  if (options.format == ExportFormat::kSafetensors) {
-    bytes = Safetensors(tensors, reader.index());
-  } else {
-    ASSIGN_OR_RETURN(bytes, Npz(tensors));
+  const std::vector<Exported> tensors =
+      ListExported(reader, options.include_slots);
+  // Written beside the target and renamed over it once complete and
+  // synced: readers see the old file or the whole new one.
+  const std::string temp = absl::StrCat(out_path, ".tmp-", getpid());
+  (void)RemoveRecursively(temp);
+  ASSIGN_OR_RETURN(WritableFile file, WritableFile::CreateNew(temp));
+  absl::Status written = options.format == ExportFormat::kSafetensors
+                             ? WriteSafetensors(reader, tensors, file)
+                             : WriteNpz(reader, tensors, file);
+  if (written.ok()) written = file.Sync();
+  if (written.ok()) written = file.Close();
+  if (written.ok()) written = RenamePath(temp, out_path);
+  if (!written.ok()) {
+    (void)RemoveRecursively(temp);
+    return written;
   }
-  RETURN_IF_ERROR(WriteFileAtomically(out_path, bytes));
+  RETURN_IF_ERROR(SyncDirectory(DirName(AbsolutePath(out_path))));
   return static_cast<int>(tensors.size());
 }
 

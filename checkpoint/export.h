@@ -29,8 +29,10 @@ struct ExportOptions {
   bool include_slots = false;
 };
 
-// Reads every exported tensor (CRC-checked) and writes `out_path`
-// atomically. Returns the number of tensors written.
+// Streams every exported tensor (CRC-checked) into `out_path`, in pieces
+// of bounded size whatever the checkpoint's size, and replaces the file
+// atomically once it is complete (a damaged checkpoint leaves no file).
+// Returns the number of tensors written.
 absl::StatusOr<int> ExportCheckpoint(const CheckpointReader& reader,
                                      const std::string& out_path,
                                      const ExportOptions& options);

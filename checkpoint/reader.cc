@@ -1,5 +1,7 @@
 #include "checkpoint/reader.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "checkpoint/index_file.h"
 #include "checkpoint/paths.h"
@@ -59,21 +61,29 @@ const CheckpointTensor* CheckpointReader::Find(const std::string& name,
   return nullptr;
 }
 
-absl::StatusOr<std::vector<float>> CheckpointReader::Read(
-    const CheckpointTensor& tensor) const {
-  int64_t elements = 1;
-  for (int64_t d : tensor.shape()) elements *= d;
-  std::vector<float> values(elements);
+absl::Status CheckpointReader::ReadPieces(
+    const CheckpointTensor& tensor,
+    const std::function<absl::Status(absl::Span<const float>)>& consume) const {
+  constexpr int64_t kPieceElements = kMaxPieceBytes / sizeof(float);
+  std::vector<float> piece;
   for (const CheckpointSlice& slice : tensor.slices()) {
     const RandomAccessFile& file = files_.at(slice.file());
-    char* dst = reinterpret_cast<char*>(values.data() + slice.element_offset());
-    const int64_t bytes = slice.num_elements() * int64_t{sizeof(float)};
-    absl::Status read = file.Read(slice.file_offset(), bytes, dst);
-    if (!read.ok()) {
-      return absl::DataLossError(absl::StrCat(
-          "tensor ", TensorDisplayName(tensor), ": ", read.message()));
+    uint32_t crc = 0;
+    for (int64_t done = 0; done < slice.num_elements();) {
+      const int64_t n = std::min(kPieceElements, slice.num_elements() - done);
+      piece.resize(n);
+      char* dst = reinterpret_cast<char*>(piece.data());
+      const int64_t bytes = n * int64_t{sizeof(float)};
+      absl::Status read = file.Read(
+          slice.file_offset() + done * int64_t{sizeof(float)}, bytes, dst);
+      if (!read.ok()) {
+        return absl::DataLossError(absl::StrCat(
+            "tensor ", TensorDisplayName(tensor), ": ", read.message()));
+      }
+      crc = Crc32c(absl::string_view(dst, bytes), crc);
+      RETURN_IF_ERROR(consume(piece));
+      done += n;
     }
-    const uint32_t crc = Crc32c(absl::string_view(dst, bytes));
     if (crc != slice.crc32c()) {
       return absl::DataLossError(absl::StrCat(
           "tensor ", TensorDisplayName(tensor), " elements [",
@@ -84,6 +94,16 @@ absl::StatusOr<std::vector<float>> CheckpointReader::Read(
           "); the data is damaged"));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<float>> CheckpointReader::Read(
+    const CheckpointTensor& tensor) const {
+  std::vector<float> values;
+  RETURN_IF_ERROR(ReadPieces(tensor, [&](absl::Span<const float> piece) {
+    values.insert(values.end(), piece.begin(), piece.end());
+    return absl::OkStatus();
+  }));
   return values;
 }
 
@@ -92,8 +112,9 @@ std::vector<std::string> CheckpointReader::Verify(
   std::vector<std::string> problems;
   for (const CheckpointTensor& t : index_.tensors()) {
     if (progress) progress(t);
-    absl::StatusOr<std::vector<float>> values = Read(t);
-    if (!values.ok()) problems.emplace_back(values.status().message());
+    absl::Status read =
+        ReadPieces(t, [](absl::Span<const float>) { return absl::OkStatus(); });
+    if (!read.ok()) problems.emplace_back(read.message());
   }
   return problems;
 }

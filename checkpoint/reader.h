@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "common/file_util.h"
 #include "proto/checkpoint.pb.h"
 
@@ -34,8 +35,20 @@ class CheckpointReader {
   // tensor, file and offset).
   absl::StatusOr<std::vector<float>> Read(const CheckpointTensor& tensor) const;
 
-  // Reads every slice of every tensor; returns one line per problem (empty
-  // when the checkpoint is intact). `progress` is called per tensor.
+  // Streams `tensor`'s elements in order to `consume`, in pieces of at
+  // most kMaxPieceBytes, so that a tensor of any size is read in bounded
+  // memory. A slice's CRC is checked once its last piece was read: on
+  // DataLoss, pieces of the damaged slice were already consumed (a writer
+  // must discard what it wrote). An error from `consume` stops the read.
+  static constexpr int64_t kMaxPieceBytes = int64_t{16} << 20;
+  absl::Status ReadPieces(
+      const CheckpointTensor& tensor,
+      const std::function<absl::Status(absl::Span<const float>)>& consume)
+      const;
+
+  // Reads every slice of every tensor (in bounded memory); returns one line
+  // per problem (empty when the checkpoint is intact). `progress` is called
+  // per tensor.
   std::vector<std::string> Verify(
       const std::function<void(const CheckpointTensor&)>& progress =
           nullptr) const;
