@@ -32,6 +32,15 @@ std::unique_ptr<GrpcParameterServer> StartServer() {
   return server.ok() ? *std::move(server) : nullptr;
 }
 
+// A shard calling as the chief with `incarnation`.
+std::unique_ptr<GrpcPsShard> ChiefClient(const GrpcParameterServer& server,
+                                         const std::string& incarnation) {
+  GrpcPsShard::Options options;
+  options.security.chief_incarnation = incarnation;
+  return std::make_unique<GrpcPsShard>(
+      absl::StrCat("127.0.0.1:", server.port()), "ps-0", options);
+}
+
 TEST(GrpcParameterServerTest, WaitReturnsTheShutdownRpcsReason) {
   std::unique_ptr<GrpcParameterServer> server = StartServer();
   ASSERT_NE(server, nullptr);
@@ -74,13 +83,10 @@ TEST(GrpcParameterServerTest, AServerWhoseChiefFellSilentShutsDown) {
                        GrpcParameterServer::Start(options));
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<GrpcParameterServer> server,
                        GrpcParameterServer::Start(options));
-  GrpcPsShard::Options chief_options;
-  chief_options.security.chief_incarnation = "a1";
-  GrpcPsShard chief(absl::StrCat("127.0.0.1:", server->port()), "ps-0",
-                    chief_options);
+  std::unique_ptr<GrpcPsShard> chief = ChiefClient(*server, "a1");
   // The chief's Stats, every 100 ms for a second: the server stays up.
   for (int i = 0; i < 10; ++i) {
-    ASSERT_OK(chief.Stats(absl::Now() + absl::Seconds(30)).status());
+    ASSERT_OK(chief->Stats(absl::Now() + absl::Seconds(30)).status());
     absl::SleepFor(absl::Milliseconds(100));
   }
   EXPECT_FALSE(server->shutdown_requested());
@@ -100,11 +106,9 @@ TEST(GrpcParameterServerTest, ALongChiefCallKeepsTheServerUp) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<GrpcParameterServer> server,
                        GrpcParameterServer::Start(options));
   server->ChiefCallStarted();
-  GrpcPsShard::Options chief_options;
-  chief_options.security.chief_incarnation = "a1";
-  GrpcPsShard chief(absl::StrCat("127.0.0.1:", server->port()), "ps-0",
-                    chief_options);
-  ASSERT_OK(chief.Stats(absl::Now() + absl::Seconds(30)).status());
+  ASSERT_OK(ChiefClient(*server, "a1")
+                ->Stats(absl::Now() + absl::Seconds(30))
+                .status());
   absl::SleepFor(absl::Seconds(2));  // four limits into a "save"
   EXPECT_FALSE(server->shutdown_requested());
   server->ChiefCallEnded();
@@ -118,10 +122,8 @@ TEST(GrpcParameterServerTest, ALongChiefCallKeepsTheServerUp) {
 TEST(GrpcParameterServerTest, AHoldLapsesWhenTheChiefFallsSilent) {
   std::unique_ptr<GrpcParameterServer> server = StartServer();
   ASSERT_NE(server, nullptr);
-  GrpcPsShard::Options chief_options;
-  chief_options.security.chief_incarnation = "a1";
-  GrpcPsShard chief(absl::StrCat("127.0.0.1:", server->port()), "ps-0",
-                    chief_options);
+  std::unique_ptr<GrpcPsShard> owned_chief = ChiefClient(*server, "a1");
+  GrpcPsShard& chief = *owned_chief;
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
   ConfigureRequest configure;
   configure.set_protocol_version(kProtocolVersion);
@@ -172,15 +174,6 @@ TEST(GrpcParameterServerTest, AHoldLapsesWhenTheChiefFallsSilent) {
       PullOne(worker, "w", 0, absl::MakeSpan(values), 1, deadline).status());
   EXPECT_EQ(values, std::vector<float>(4, -1.0f));
   push.join();
-}
-
-// A shard calling as the chief with `incarnation`.
-std::unique_ptr<GrpcPsShard> ChiefClient(const GrpcParameterServer& server,
-                                         const std::string& incarnation) {
-  GrpcPsShard::Options options;
-  options.security.chief_incarnation = incarnation;
-  return std::make_unique<GrpcPsShard>(
-      absl::StrCat("127.0.0.1:", server.port()), "ps-0", options);
 }
 
 absl::Status AssignOne(GrpcPsShard& shard, float value, absl::Time deadline) {
