@@ -35,6 +35,9 @@ ABSL_FLAG(int32_t, startup_timeout_s, 120,
           "Seconds to wait for parameter servers and workers");
 ABSL_FLAG(int32_t, heartbeat_timeout_s, 60,
           "Seconds of silence after which a worker is declared lost");
+ABSL_FLAG(int32_t, ps_return_timeout_s, 300,
+          "Seconds to wait for a lost parameter server to come back (it is "
+          "then restored from the newest checkpoint) before the job fails");
 ABSL_FLAG(int32_t, worker_replacement_timeout_s, 240,
           "Sync jobs: seconds to wait for lost workers that a step needs to "
           "come back (restarted, they register again) before the job fails");
@@ -80,6 +83,8 @@ int main(int argc, char** argv) {
       absl::Seconds(absl::GetFlag(FLAGS_heartbeat_timeout_s));
   options.worker_replacement_timeout =
       absl::Seconds(absl::GetFlag(FLAGS_worker_replacement_timeout_s));
+  options.ps_return_timeout =
+      absl::Seconds(absl::GetFlag(FLAGS_ps_return_timeout_s));
   MetricsRegistry registry;
   options.metrics_registry = &registry;
   options.system_metrics = true;

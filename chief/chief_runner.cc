@@ -429,6 +429,7 @@ absl::Status SuperviseTraining(const ChiefOptions& options,
   recovery.spec = &prepared.spec;
   recovery.coordinator = &coordinator;
   recovery.client = &client;
+  recovery.ps_return_timeout = options.ps_return_timeout;
   const std::vector<int64_t> expected_variables =
       ExpectedVariablesPerServer(client.placement());
   SupervisorParts parts;

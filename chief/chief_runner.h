@@ -38,6 +38,9 @@ struct ChiefOptions {
   absl::Duration heartbeat_timeout = absl::Seconds(60);
   // SYNC: how long lost workers a step needs are waited for.
   absl::Duration worker_replacement_timeout = absl::Minutes(4);
+  // How long a lost parameter server is waited for to come back before
+  // the job fails.
+  absl::Duration ps_return_timeout = absl::Minutes(5);
   absl::Duration final_evaluation_timeout = absl::Seconds(120);
   // If set, the job's outcome is written here as JSON when it ends:
   // {"state", "message", "global_step", "total_steps", "training_seconds",

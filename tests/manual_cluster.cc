@@ -13,12 +13,14 @@
 
 namespace psflow::testing {
 
-ManualCluster::ManualCluster(const std::string& job,
-                             const std::string& checkpoint_dir,
-                             std::vector<std::string> chief_flags)
+ManualCluster::ManualCluster(
+    const std::string& job, const std::string& checkpoint_dir,
+    std::vector<std::string> chief_flags,
+    std::map<std::string, std::vector<std::string>> role_flags)
     : job_(job),
       checkpoint_dir_(checkpoint_dir),
       chief_flags_(std::move(chief_flags)),
+      role_flags_(std::move(role_flags)),
       result_file_(TempPath("result.json")) {
   for (const char* task :
        {"chief", "ps0", "ps1", "worker0", "worker1", "evaluator0"}) {
@@ -66,6 +68,9 @@ Subprocess* ManualCluster::Start(const std::string& type, int index) {
     argv = {RunfilePath("worker/worker"), bind, "--device=cpu"};
   } else {
     argv = {RunfilePath("evaluator/evaluator"), "--device=cpu"};
+  }
+  if (auto flags = role_flags_.find(type); flags != role_flags_.end()) {
+    argv.insert(argv.end(), flags->second.begin(), flags->second.end());
   }
   const std::string name = absl::StrCat(type, index);
   auto process = std::make_unique<Subprocess>(

@@ -19,9 +19,13 @@ namespace psflow::testing {
 class ManualCluster {
  public:
   // `job`: the job config's path; `checkpoint_dir` the chief's
-  // --checkpoint_dir; `chief_flags` more flags for the chief.
-  ManualCluster(const std::string& job, const std::string& checkpoint_dir,
-                std::vector<std::string> chief_flags = {});
+  // --checkpoint_dir; `chief_flags` more flags for the chief;
+  // `role_flags` more flags for the other roles, by type ("ps", "worker",
+  // "evaluator").
+  ManualCluster(
+      const std::string& job, const std::string& checkpoint_dir,
+      std::vector<std::string> chief_flags = {},
+      std::map<std::string, std::vector<std::string>> role_flags = {});
   ~ManualCluster();
 
   // The TF_CONFIG of task `type` `index` ("ps", 1).
@@ -47,6 +51,7 @@ class ManualCluster {
   std::string job_;
   std::string checkpoint_dir_;
   std::vector<std::string> chief_flags_;
+  std::map<std::string, std::vector<std::string>> role_flags_;
   std::string result_file_;
   std::map<std::string, int> ports_;
   std::map<std::string, std::vector<std::unique_ptr<Subprocess>>> processes_;
