@@ -171,6 +171,9 @@ class JobCoordinator {
 
   StatusResponse StatusLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   bool TrainingOverLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Moves every task's last contact forward by the part of a gap since the
+  // last heartbeat check that the chief spent not running.
+  void ForgiveOwnStallLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // SYNC: workers registered and not lost, and how many a step needs.
   std::pair<int, int> SyncWorkersLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::string WorkerNameLocked(int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -182,6 +185,11 @@ class JobCoordinator {
   std::string activity_ ABSL_GUARDED_BY(mu_) = "starting";
   bool starting_ ABSL_GUARDED_BY(mu_) = true;
   std::optional<absl::Time> evaluator_last_contact_ ABSL_GUARDED_BY(mu_);
+  // When WaitForTrainingEnd last checked the workers' heartbeats: a gap
+  // far longer than its one-second wakeups, with no task heard meanwhile,
+  // means the chief itself did not run (stopped, starved), and the tasks'
+  // silence during it is forgiven.
+  std::optional<absl::Time> last_liveness_check_ ABSL_GUARDED_BY(mu_);
   JobState state_ ABSL_GUARDED_BY(mu_) = INITIALIZING;
   std::string message_ ABSL_GUARDED_BY(mu_);
   JobSpec spec_ ABSL_GUARDED_BY(mu_);

@@ -206,6 +206,26 @@ TEST(JobCoordinatorTest, SyncWithBackupsContinuesWithoutALostWorker) {
   EXPECT_EQ(c.state(), TRAINING);  // over, not failed
 }
 
+// The chief itself stopped (SIGSTOP, a starved machine) for longer than
+// the heartbeat timeout: the workers' silence while it did not run is not
+// theirs, and nobody is declared lost for it.
+TEST(JobCoordinatorTest, TheChiefsOwnStallIsNotTheWorkersSilence) {
+  JobCoordinator c(TwoWorkers(absl::Seconds(2)));
+  c.SetSpec(Spec(ASYNC));
+  ASSERT_OK(c.Register(Worker(0)));
+  ASSERT_OK(c.Register(Worker(1)));
+  EXPECT_FALSE(c.WaitForTrainingEnd(absl::Now()));  // a check
+  // Nothing runs for 4 s: no report, no check (as while stopped).
+  absl::SleepFor(absl::Seconds(4));
+  EXPECT_FALSE(c.WaitForTrainingEnd(absl::Now()));
+  EXPECT_EQ(c.CountWorkers().lost, 0);
+  EXPECT_EQ(c.state(), TRAINING);
+  // Silence while the chief runs still counts.
+  EXPECT_TRUE(c.WaitForTrainingEnd(absl::Now() + absl::Seconds(60)));
+  EXPECT_EQ(c.CountWorkers().lost, 2);
+  EXPECT_EQ(c.state(), FAILED);
+}
+
 TEST(JobCoordinatorTest, PauseWaitsForWorkersAndResumeStartsANewGeneration) {
   JobCoordinator c(TwoWorkers());
   c.SetSpec(Spec(ASYNC));
