@@ -143,6 +143,64 @@ class Adam final : public Optimizer {
   const double weight_decay_;
 };
 
+// FTRL-proximal in the TensorFlow/Keras form, per element, with power
+// p = learning_rate_power (<= 0) and n the accumulator:
+//   n' = n + g^2
+//   z += g - (n'^-p - n^-p) / lr * w
+//   w = |z| <= l1 ? 0 : (sign(z) l1 - z) / (n'^-p / lr + 2 l2)
+// The weight is a function of the slots, so it is recomputed every step.
+class Ftrl final : public Optimizer {
+ public:
+  Ftrl(double initial, double l1, double l2, double power)
+      : initial_(static_cast<float>(initial)),
+        l1_(static_cast<float>(l1)),
+        l2_(static_cast<float>(l2)),
+        power_(static_cast<float>(power)) {}
+  const std::vector<std::string>& slot_names() const override {
+    static const auto* names =
+        new std::vector<std::string>{"accumulator", "linear"};
+    return *names;
+  }
+  float slot_initial_value(int slot) const override {
+    return slot == 0 ? initial_ : 0.0f;
+  }
+  void Apply(double lr, int64_t, absl::Span<float> param,
+             absl::Span<const float> grad,
+             absl::Span<const absl::Span<float>> slots) const override {
+    float* __restrict__ w = param.data();
+    const float* __restrict__ g = grad.data();
+    float* __restrict__ n = slots[0].data();
+    float* __restrict__ z = slots[1].data();
+    const float inv_lr = static_cast<float>(1.0 / lr);
+    const float l1 = l1_;
+    const float two_l2 = 2.0f * l2_;
+    const size_t count = param.size();
+    // p = -0.5 (the default) is a square root; other powers use pow.
+    const bool sqrt_power = power_ == -0.5f;
+    for (size_t i = 0; i < count; ++i) {
+      const float gi = g[i];
+      const float n_old = n[i];
+      const float n_new = n_old + gi * gi;
+      const float pow_old =
+          sqrt_power ? std::sqrt(n_old) : std::pow(n_old, -power_);
+      const float pow_new =
+          sqrt_power ? std::sqrt(n_new) : std::pow(n_new, -power_);
+      const float zi = z[i] + gi - (pow_new - pow_old) * inv_lr * w[i];
+      n[i] = n_new;
+      z[i] = zi;
+      const float quadratic = pow_new * inv_lr + two_l2;
+      const float shrunk = zi > 0 ? l1 - zi : -l1 - zi;
+      w[i] = std::fabs(zi) <= l1 ? 0.0f : shrunk / quadratic;
+    }
+  }
+
+ private:
+  const float initial_;
+  const float l1_;
+  const float l2_;
+  const float power_;
+};
+
 // Not an optimizer: a moving average of what is pushed. Sharing the
 // interface lets a variable hold either and apply it the same way.
 class MovingAverage final : public Optimizer {
@@ -191,6 +249,9 @@ absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(
       return std::unique_ptr<Optimizer>(
           new Adam(c.beta1, c.beta2, c.epsilon,
                    c.kind == Kind::kAdamW ? c.weight_decay : 0.0));
+    case Kind::kFtrl:
+      return std::unique_ptr<Optimizer>(new Ftrl(
+          c.initial_accumulator_value, c.l1, c.l2, c.learning_rate_power));
   }
   return absl::InvalidArgumentError("optimizer: unknown kind");
 }

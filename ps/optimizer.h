@@ -11,6 +11,10 @@
 //              p -= lr * m_hat / (sqrt(v_hat) + epsilon), with bias
 //              corrections m_hat = m / (1 - b1^t), v_hat = v / (1 - b2^t)
 //   adamw:     p -= lr * weight_decay * p (decoupled), then adam
+//   ftrl:      n' = n + g^2;  z += g - (n'^-k - n^-k) / lr * p
+//              p = |z| <= l1 ? 0 : (sign(z) l1 - z) / (n'^-k / lr + 2 l2)
+//              (FTRL-proximal, k = learning_rate_power, n starts at
+//              initial_accumulator_value; the Keras form)
 //
 // and, for non-trainable variables (batch normalization's moving mean and
 // variance), not an optimizer but applied by the same code path:
@@ -45,14 +49,16 @@ class Optimizer {
   virtual ~Optimizer() = default;
 
   // Names of the slots kept per variable, in the order Apply() takes them:
-  // {} for sgd, {"momentum"}, {"accumulator"}, {"m", "v"}.
+  // {} for sgd, {"momentum"}, {"accumulator"}, {"m", "v"},
+  // {"accumulator", "linear"} for ftrl.
   virtual const std::vector<std::string>& slot_names() const = 0;
 
   // The value every element of slot `slot` starts at.
   virtual float slot_initial_value(int slot) const { return 0.0f; }
 
   // One update of `param` by `grad` at learning rate `lr`, the `step`-th
-  // update of this variable (from 1). `slots` holds one span per slot name,
+  // update of this variable (from 1; an embedding row's own update count,
+  // which makes Adam lazy). `slots` holds one span per slot name,
   // each as long as `param`. The caller has checked sizes and that `grad`
   // is finite.
   virtual void Apply(double lr, int64_t step, absl::Span<float> param,

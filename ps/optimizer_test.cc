@@ -164,6 +164,60 @@ TEST(OptimizerTest, BadHyperparametersNameTheField) {
                        HasSubstr("initial_accumulator_value is -1")));
 }
 
+OptimizerParams Ftrl(double initial, double l1, double l2) {
+  OptimizerParams c = Config(Kind::kFtrl);
+  c.initial_accumulator_value = initial;
+  c.l1 = l1;
+  c.l2 = l2;
+  return c;
+}
+
+// Accumulators chosen so every square root is exact: 9 -> 25 -> 169.
+TEST(OptimizerTest, FtrlFollowsTheRegularizedLeader) {
+  ScalarVariable var(Ftrl(/*initial=*/9, /*l1=*/0, /*l2=*/0));
+  EXPECT_THAT(var.optimizer().slot_names(),
+              ElementsAre("accumulator", "linear"));
+  // z = 0 + 4 - (5 - 3) / 1 * 1 = 2;  w = -z / (5 / 1) = -0.4
+  EXPECT_NEAR(var.Step(1.0, 4.0f), -0.4f, kTol);
+  // z = 2 + 12 - (13 - 5) * -0.4 = 17.2;  w = -17.2 / 13
+  EXPECT_NEAR(var.Step(1.0, 12.0f), -17.2f / 13.0f, 4 * kTol);
+}
+
+TEST(OptimizerTest, FtrlL1ZeroesWeightsWhoseLinearTermIsSmall) {
+  // z = 2 as above: an L1 of 3 exceeds it, so the weight is exactly zero.
+  ScalarVariable zeroed(Ftrl(9, /*l1=*/3, /*l2=*/0));
+  EXPECT_EQ(zeroed.Step(1.0, 4.0f), 0.0f);
+  // An L1 of 1 only shrinks it, and L2 adds 2 * l2 to the denominator:
+  // w = (1 - 2) / (5 + 1).
+  ScalarVariable shrunk(Ftrl(9, /*l1=*/1, /*l2=*/0.5));
+  EXPECT_NEAR(shrunk.Step(1.0, 4.0f), -1.0f / 6.0f, kTol);
+}
+
+TEST(OptimizerTest, FtrlWithPowerZeroKeepsAConstantRate) {
+  OptimizerParams c = Ftrl(0.1, 0, 0);
+  c.learning_rate_power = 0;
+  ScalarVariable var(c);
+  // n^0 = 1 always: z = 2, w = -z / (1 / 0.5) = -1.
+  EXPECT_NEAR(var.Step(0.5, 2.0f), -1.0f, kTol);
+}
+
+TEST(OptimizerTest, FtrlRejectsBadHyperparameters) {
+  EXPECT_THAT(Optimizer::Create(Ftrl(0, 0, 0)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("ftrl needs a positive value")));
+  EXPECT_THAT(
+      Optimizer::Create(Ftrl(0.1, -1, 0)),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("l1 is -1")));
+  EXPECT_THAT(
+      Optimizer::Create(Ftrl(0.1, 0, -2)),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("l2 is -2")));
+  OptimizerParams c = Ftrl(0.1, 0, 0);
+  c.learning_rate_power = 0.5;
+  EXPECT_THAT(Optimizer::Create(c),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("learning_rate_power is 0.5")));
+}
+
 // Momentum 0.75 and dyadic values: every step is exact in float.
 TEST(OptimizerTest, MovingAverageKeepsMomentumOfTheOldValue) {
   std::unique_ptr<Optimizer> update = MovingAverageUpdate(0.75f);

@@ -43,6 +43,8 @@ const char* OptimizerKindName(OptimizerParams::Kind kind) {
       return "adam";
     case OptimizerParams::Kind::kAdamW:
       return "adamw";
+    case OptimizerParams::Kind::kFtrl:
+      return "ftrl";
   }
   return "unknown";
 }
@@ -83,6 +85,25 @@ absl::Status ValidateOptimizerParams(const OptimizerParams& c) {
         return Invalid("weight_decay", c.weight_decay,
                        "adam takes no weight decay; use adamw for decoupled "
                        "weight decay");
+      }
+      return absl::OkStatus();
+    }
+    case Kind::kFtrl: {
+      if (!(c.initial_accumulator_value > 0) ||
+          !std::isfinite(c.initial_accumulator_value)) {
+        return Invalid("initial_accumulator_value", c.initial_accumulator_value,
+                       "ftrl needs a positive value, e.g. 0.1");
+      }
+      if (!(c.l1 >= 0) || !std::isfinite(c.l1)) {
+        return Invalid("l1", c.l1, "use 0 or more, e.g. 0.001");
+      }
+      if (!(c.l2 >= 0) || !std::isfinite(c.l2)) {
+        return Invalid("l2", c.l2, "use 0 or more, e.g. 0.001");
+      }
+      if (!(c.learning_rate_power <= 0) ||
+          !std::isfinite(c.learning_rate_power)) {
+        return Invalid("learning_rate_power", c.learning_rate_power,
+                       "use 0 or less, e.g. -0.5");
       }
       return absl::OkStatus();
     }
@@ -146,10 +167,13 @@ absl::StatusOr<OptimizerParams> OptimizerParamsFromProto(
     case OptimizerConfig::ADAMW:
       params.kind = OptimizerParams::Kind::kAdamW;
       break;
+    case OptimizerConfig::FTRL:
+      params.kind = OptimizerParams::Kind::kFtrl;
+      break;
     default:
       return absl::InvalidArgumentError(absl::StrCat(
           "optimizer.kind is ", OptimizerConfig::Kind_Name(proto.kind()),
-          "; use one of SGD, MOMENTUM, ADAGRAD, ADAM, ADAMW"));
+          "; use one of SGD, MOMENTUM, ADAGRAD, ADAM, ADAMW, FTRL"));
   }
   if (proto.has_momentum()) params.momentum = proto.momentum();
   params.nesterov = proto.nesterov();
@@ -160,6 +184,11 @@ absl::StatusOr<OptimizerParams> OptimizerParamsFromProto(
   if (proto.has_beta2()) params.beta2 = proto.beta2();
   if (proto.has_epsilon()) params.epsilon = proto.epsilon();
   params.weight_decay = proto.weight_decay();
+  params.l1 = proto.l1();
+  params.l2 = proto.l2();
+  if (proto.has_learning_rate_power()) {
+    params.learning_rate_power = proto.learning_rate_power();
+  }
   return params;
 }
 

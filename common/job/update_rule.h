@@ -17,21 +17,21 @@
 namespace psflow {
 
 struct OptimizerParams {
-  enum class Kind { kSgd, kMomentum, kAdagrad, kAdam, kAdamW };
+  enum class Kind { kSgd, kMomentum, kAdagrad, kAdam, kAdamW, kFtrl };
   Kind kind = Kind::kSgd;
   double momentum = 0.9;                   // kMomentum
   bool nesterov = false;                   // kMomentum
-  double initial_accumulator_value = 0.1;  // kAdagrad
+  double initial_accumulator_value = 0.1;  // kAdagrad, kFtrl
   double beta1 = 0.9;                      // kAdam, kAdamW
   double beta2 = 0.999;                    // kAdam, kAdamW
   double epsilon = 1e-7;                   // kAdagrad, kAdam, kAdamW
   double weight_decay = 0.0;               // kAdamW
+  double l1 = 0.0;                         // kFtrl
+  double l2 = 0.0;                         // kFtrl
+  double learning_rate_power = -0.5;       // kFtrl
 };
 
-// "sgd", "momentum", "adagrad", "adam", "adamw".
-const char* OptimizerKindName(OptimizerParams::Kind kind);
-
-// "sgd", "momentum", "adagrad", "adam", "adamw".
+// "sgd", "momentum", "adagrad", "adam", "adamw", "ftrl".
 const char* OptimizerKindName(OptimizerParams::Kind kind);
 
 // InvalidArgument naming the field for out-of-range hyperparameters.

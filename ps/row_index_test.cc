@@ -1,0 +1,71 @@
+#include "ps/row_index.h"
+
+#include <cstdint>
+#include <random>
+#include <unordered_map>
+
+#include "gtest/gtest.h"
+
+namespace psflow {
+namespace {
+
+TEST(RowIndexTest, FindsWhatWasInserted) {
+  RowIndex index;
+  EXPECT_EQ(index.Find(7), RowIndex::kNone);
+  index.Insert(7, 70);
+  index.Insert(-3, 30);
+  index.Insert(INT64_MIN, 1);
+  EXPECT_EQ(index.Find(7), 70u);
+  EXPECT_EQ(index.Find(-3), 30u);
+  EXPECT_EQ(index.Find(INT64_MIN), 1u);
+  EXPECT_EQ(index.Find(8), RowIndex::kNone);
+  EXPECT_EQ(index.size(), 3);
+}
+
+// Random inserts and erases against std::unordered_map, through many
+// growths and long probe runs: every erase must keep every other entry
+// findable (backward shift).
+TEST(RowIndexTest, AgreesWithAReferenceMapUnderChurn) {
+  RowIndex index;
+  std::unordered_map<int64_t, uint32_t> reference;
+  std::mt19937_64 random(42);
+  for (int op = 0; op < 200000; ++op) {
+    // A small id space so erases hit and probe runs collide.
+    const int64_t id = static_cast<int64_t>(random() % 5000) - 2500;
+    if (random() % 3 == 0) {
+      const auto it = reference.find(id);
+      const uint32_t expected =
+          it == reference.end() ? RowIndex::kNone : it->second;
+      ASSERT_EQ(index.Erase(id), expected) << "op " << op;
+      if (it != reference.end()) reference.erase(it);
+    } else if (reference.count(id) == 0) {
+      const uint32_t row = static_cast<uint32_t>(op);
+      index.Insert(id, row);
+      reference[id] = row;
+    }
+    if (op % 997 == 0) {
+      for (const auto& [key, row] : reference) {
+        ASSERT_EQ(index.Find(key), row) << "op " << op << " id " << key;
+      }
+    }
+  }
+  EXPECT_EQ(index.size(), static_cast<int64_t>(reference.size()));
+  const auto entries = index.Entries();
+  EXPECT_EQ(static_cast<int64_t>(entries.size()), index.size());
+  for (const auto& [id, row] : entries) EXPECT_EQ(reference.at(id), row);
+}
+
+TEST(RowIndexTest, ClearEmptiesAndShrinks) {
+  RowIndex index;
+  for (int64_t id = 0; id < 10000; ++id) index.Insert(id, 1);
+  const int64_t grown = index.bytes();
+  index.Clear();
+  EXPECT_EQ(index.size(), 0);
+  EXPECT_EQ(index.Find(5), RowIndex::kNone);
+  EXPECT_LT(index.bytes(), grown / 100);
+  // About 12 bytes per slot at most 70% full.
+  EXPECT_LT(grown, 10000 * 12 * 4);
+}
+
+}  // namespace
+}  // namespace psflow
