@@ -343,6 +343,106 @@ absl::Status CallError(const grpc::Status& status, const std::string& what,
 
 }  // namespace
 
+namespace {
+
+// "rows of 'emb' (4096 ids) and 1 more table": a rows call in messages.
+std::string RowsWhat(
+    const google::protobuf::RepeatedPtrField<RowsPart>& parts) {
+  if (parts.empty()) return "rows of no table";
+  return absl::StrCat(
+      "rows of '", parts[0].table(), "' (", parts[0].num_ids(), " ids)",
+      parts.size() > 1 ? absl::StrCat(" and ", parts.size() - 1, " more tables")
+                       : "");
+}
+
+// The ids of every part, as the float pieces a frame carries (int64 ids
+// are sent as their bytes).
+std::vector<absl::Span<const float>> IdPieces(
+    const std::vector<absl::Span<const int64_t>>& ids) {
+  std::vector<absl::Span<const float>> pieces;
+  for (absl::Span<const int64_t> part : ids) {
+    pieces.push_back(absl::MakeConstSpan(
+        reinterpret_cast<const float*>(part.data()), part.size() * 2));
+  }
+  return pieces;
+}
+
+}  // namespace
+
+void GrpcPsShard::PullRows(
+    const PullRowsRequest& header, std::vector<absl::Span<const int64_t>> ids,
+    std::vector<absl::Span<float>> out, absl::Time deadline,
+    std::function<void(absl::StatusOr<PullRowsResponse>)> done) {
+  auto* call = new BulkCall;
+  call->method = kBulkPullRowsMethod;
+  call->what =
+      absl::StrCat("pull of ", RowsWhat(header.parts()), " from ", name_);
+  // The caller keeps the ids until `done`, so they are sent in place.
+  call->request = EncodeBulkFramePieces(header, IdPieces(ids), nullptr);
+  int64_t bytes = 0;
+  for (absl::Span<float> o : out) bytes += o.size() * sizeof(float);
+  call->bytes = bytes;
+  call->bypass_budget = header.min_version() > 0;
+  call->deadline = deadline;
+  call->finish = [what = call->what, parts = header.parts_size(),
+                  out = std::move(out), done = std::move(done)](
+                     const grpc::Status& status,
+                     const grpc::ByteBuffer& response, bool) {
+    if (!status.ok()) return done(CallError(status, what, false));
+    PullRowsResponse answer;
+    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, answer);
+    if (!frame.ok()) return done(frame.status());
+    if (answer.versions_size() != parts) {
+      return done(absl::InternalError(
+          absl::StrCat(what, ": the server answered ", answer.versions_size(),
+                       " parts for ", parts)));
+    }
+    if (absl::Status copied = frame->CopyPayload(out); !copied.ok()) {
+      return done(absl::Status(copied.code(),
+                               absl::StrCat(what, ": ", copied.message())));
+    }
+    done(std::move(answer));
+  };
+  StartBulk(call);
+}
+
+void GrpcPsShard::PushRows(
+    const PushRowsRequest& header, std::vector<absl::Span<const int64_t>> ids,
+    std::vector<absl::Span<const float>> gradients,
+    std::shared_ptr<const void> owner, absl::Time deadline,
+    std::function<void(absl::StatusOr<PushRowsResponse>)> done) {
+  auto* call = new BulkCall;
+  call->method = kBulkPushRowsMethod;
+  call->what =
+      absl::StrCat("push of ", RowsWhat(header.parts()), " to ", name_);
+  std::vector<absl::Span<const float>> pieces = IdPieces(ids);
+  int64_t bytes = 0;
+  for (absl::Span<const float> g : gradients) {
+    pieces.push_back(g);
+    bytes += g.size() * sizeof(float);
+  }
+  call->request = EncodeBulkFramePieces(header, pieces, std::move(owner));
+  call->bytes = bytes;
+  call->deadline = deadline;
+  // An async push that reached the server must not be applied twice.
+  call->idempotent = false;
+  call->finish =
+      [what = call->what, parts = header.parts_size(), done = std::move(done)](
+          const grpc::Status& status, const grpc::ByteBuffer& response, bool) {
+        if (!status.ok()) return done(CallError(status, what, false));
+        PushRowsResponse answer;
+        absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, answer);
+        if (!frame.ok()) return done(frame.status());
+        if (answer.results_size() != parts) {
+          return done(absl::InternalError(
+              absl::StrCat(what, ": the server answered ",
+                           answer.results_size(), " parts for ", parts)));
+        }
+        done(std::move(answer));
+      };
+  StartBulk(call);
+}
+
 void GrpcPsShard::PullBatch(
     const PullBatchRequest& header, std::vector<absl::Span<float>> out,
     absl::Time deadline,

@@ -80,6 +80,15 @@ class GrpcPsShard final : public SharedMemoryTransport {
                                               absl::Time deadline) override;
   absl::StatusOr<RestoreShardResponse> RestoreShard(
       const RestoreShardRequest& request, absl::Time deadline) override;
+  void PullRows(
+      const PullRowsRequest& header, std::vector<absl::Span<const int64_t>> ids,
+      std::vector<absl::Span<float>> out, absl::Time deadline,
+      std::function<void(absl::StatusOr<PullRowsResponse>)> done) override;
+  void PushRows(
+      const PushRowsRequest& header, std::vector<absl::Span<const int64_t>> ids,
+      std::vector<absl::Span<const float>> gradients,
+      std::shared_ptr<const void> owner, absl::Time deadline,
+      std::function<void(absl::StatusOr<PushRowsResponse>)> done) override;
   void PullBatch(
       const PullBatchRequest& header, std::vector<absl::Span<float>> out,
       absl::Time deadline,

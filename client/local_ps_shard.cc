@@ -21,21 +21,12 @@ LocalPsShard::~LocalPsShard() {
   watcher_.join();
   // Pulls still waiting answer DeadlineExceeded now: their callers hear
   // back, and no wait refers to this shard afterwards.
-  std::multimap<absl::Time, std::weak_ptr<PsService::PendingPull>> left;
+  std::multimap<absl::Time, std::function<void()>> left;
   {
     MutexLock lock(&mu_);
     left.swap(deadlines_);
   }
-  for (auto& [deadline, weak] : left) {
-    if (auto pull = weak.lock()) pull->Cancel();
-  }
-}
-
-void LocalPsShard::CancelAt(absl::Time deadline,
-                            std::shared_ptr<PsService::PendingPull> pull) {
-  if (pull == nullptr) return;  // answered already
-  MutexLock lock(&mu_);
-  deadlines_.emplace(deadline, pull);
+  for (auto& [deadline, cancel] : left) cancel();
 }
 
 void LocalPsShard::WatchDeadlines() {
@@ -44,10 +35,10 @@ void LocalPsShard::WatchDeadlines() {
     const absl::Time next =
         deadlines_.empty() ? absl::InfiniteFuture() : deadlines_.begin()->first;
     if (next <= absl::Now()) {
-      std::weak_ptr<PsService::PendingPull> weak = deadlines_.begin()->second;
+      std::function<void()> cancel = std::move(deadlines_.begin()->second);
       deadlines_.erase(deadlines_.begin());
       mu_.Unlock();
-      if (auto pull = weak.lock()) pull->Cancel();
+      cancel();
       mu_.Lock();
       continue;
     }
@@ -129,6 +120,32 @@ void LocalPsShard::PushBatch(
   absl::StatusOr<std::vector<ChunkRef>> refs = service_.ResolvePush(header);
   if (!refs.ok()) return done(refs.status());
   done(service_.Push(header, *refs, data));
+}
+
+void LocalPsShard::PullRows(
+    const PullRowsRequest& header, std::vector<absl::Span<const int64_t>> ids,
+    std::vector<absl::Span<float>> out, absl::Time deadline,
+    std::function<void(absl::StatusOr<PullRowsResponse>)> done) {
+  if (out.empty()) {
+    return done(absl::InvalidArgumentError("rows pull without buffers"));
+  }
+  CancelAt(deadline,
+           service_.PullRows(header, std::move(ids), std::move(out),
+                             [done = std::move(done)](
+                                 absl::StatusOr<PsService::RowsAnswer> answer) {
+                               if (!answer.ok()) return done(answer.status());
+                               done(std::move(answer->response));
+                             }));
+}
+
+void LocalPsShard::PushRows(
+    const PushRowsRequest& header, std::vector<absl::Span<const int64_t>> ids,
+    std::vector<absl::Span<const float>> gradients, std::shared_ptr<const void>,
+    absl::Time, std::function<void(absl::StatusOr<PushRowsResponse>)> done) {
+  absl::StatusOr<std::vector<EmbeddingTable*>> tables =
+      service_.ResolvePushRows(header);
+  if (!tables.ok()) return done(tables.status());
+  done(service_.PushRows(header, *tables, ids, gradients));
 }
 
 void LocalPsShard::Assign(const AssignRequest& header,

@@ -10,6 +10,7 @@
 #ifndef PSFLOW_CLIENT_LOCAL_PS_SHARD_H_
 #define PSFLOW_CLIENT_LOCAL_PS_SHARD_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -43,6 +44,15 @@ class LocalPsShard final : public PsShard {
                                               absl::Time deadline) override;
   absl::StatusOr<RestoreShardResponse> RestoreShard(
       const RestoreShardRequest& request, absl::Time deadline) override;
+  void PullRows(
+      const PullRowsRequest& header, std::vector<absl::Span<const int64_t>> ids,
+      std::vector<absl::Span<float>> out, absl::Time deadline,
+      std::function<void(absl::StatusOr<PullRowsResponse>)> done) override;
+  void PushRows(
+      const PushRowsRequest& header, std::vector<absl::Span<const int64_t>> ids,
+      std::vector<absl::Span<const float>> gradients,
+      std::shared_ptr<const void> owner, absl::Time deadline,
+      std::function<void(absl::StatusOr<PushRowsResponse>)> done) override;
   void PullBatch(
       const PullBatchRequest& header, std::vector<absl::Span<float>> out,
       absl::Time deadline,
@@ -60,8 +70,16 @@ class LocalPsShard final : public PsShard {
 
  private:
   // Cancels `pull` at `deadline` unless it answered by then.
-  void CancelAt(absl::Time deadline,
-                std::shared_ptr<PsService::PendingPull> pull);
+  // (A dense pull or a rows pull; the watcher keeps only weak references.)
+  template <typename Pending>
+  void CancelAt(absl::Time deadline, std::shared_ptr<Pending> pull) {
+    if (pull == nullptr) return;  // answered already
+    std::weak_ptr<Pending> weak = pull;
+    MutexLock lock(&mu_);
+    deadlines_.emplace(deadline, [weak] {
+      if (auto pending = weak.lock()) pending->Cancel();
+    });
+  }
   void WatchDeadlines();
 
   ParameterServerCore* const core_;
@@ -71,7 +89,7 @@ class LocalPsShard final : public PsShard {
   bool shutdown_requested_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // Waiting pulls by deadline; an answered pull is cancelled harmlessly.
-  std::multimap<absl::Time, std::weak_ptr<PsService::PendingPull>> deadlines_
+  std::multimap<absl::Time, std::function<void()>> deadlines_
       ABSL_GUARDED_BY(mu_);
   std::thread watcher_;
 };

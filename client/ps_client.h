@@ -135,6 +135,39 @@ class ParameterClient : public ShardSet {
   absl::Status ShutdownAll(const std::string& reason,
                            absl::Duration timeout = absl::Seconds(10));
 
+  // ---- Embedding tables (ps_client_rows.cc) ----
+
+  // Creates `tables` on every server (each holds the rows whose ids hash
+  // to it, common/job/row_placement.h). Idempotent for identical specs.
+  absl::Status CreateTables(const std::vector<EmbeddingTableSpec>& tables);
+
+  // One table's share of a rows pull or push. Ids may repeat.
+  struct TableRows {
+    std::string table;
+    int dim = 0;
+    absl::Span<const int64_t> ids;
+    // Pull: receives ids.size() x dim floats, row i for ids[i].
+    absl::Span<float> rows;
+    // Push: ids.size() x dim gradient floats.
+    absl::Span<const float> gradients;
+  };
+
+  // Pulls the rows of every table's ids: each distinct id is asked once,
+  // each server gets one request carrying its share of every table. A
+  // `train` pull creates missing rows (see PullRowsRequest.train); SYNC:
+  // waits until every table reached `min_version`. Returns the lowest
+  // table version the rows were read at. Errors name the table and the
+  // server.
+  absl::StatusOr<int64_t> PullRows(absl::Span<const TableRows> tables,
+                                   bool train, int64_t min_version = 0);
+
+  // Pushes every table's gradients: the gradients of a repeated id are
+  // summed first, and each server gets one request with its rows. SYNC:
+  // `version` is the table version the gradients come from; a stale part
+  // is Aborted (the first error is returned, after every server answered).
+  absl::Status PushRows(absl::Span<const TableRows> tables, int64_t version,
+                        int worker);
+
   const Placement& placement() const override { return placement_; }
   int num_shards() const override { return static_cast<int>(shards_.size()); }
 

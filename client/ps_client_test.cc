@@ -215,9 +215,26 @@ class CountingShard final : public PsShard {
               std::function<void(absl::Status)> done) override {
     inner_.Assign(h, data, std::move(owner), d, std::move(done));
   }
+  void PullRows(
+      const PullRowsRequest& h, std::vector<absl::Span<const int64_t>> ids,
+      std::vector<absl::Span<float>> out, absl::Time d,
+      std::function<void(absl::StatusOr<PullRowsResponse>)> done) override {
+    rows_parts.push_back(h.parts_size());
+    inner_.PullRows(h, std::move(ids), std::move(out), d, std::move(done));
+  }
+  void PushRows(
+      const PushRowsRequest& h, std::vector<absl::Span<const int64_t>> ids,
+      std::vector<absl::Span<const float>> gradients,
+      std::shared_ptr<const void> owner, absl::Time d,
+      std::function<void(absl::StatusOr<PushRowsResponse>)> done) override {
+    rows_parts.push_back(h.parts_size());
+    inner_.PushRows(h, std::move(ids), std::move(gradients), std::move(owner),
+                    d, std::move(done));
+  }
 
   // Calls come from the test's thread only.
   std::vector<int> batch_parts;
+  std::vector<int> rows_parts;  // parts of each rows call
   std::vector<CreateVariablesRequest> created;
   // Runs first in Shutdown when set.
   std::function<absl::Status(absl::Time deadline)>

@@ -67,6 +67,20 @@ class PsShard {
       std::shared_ptr<const void> owner, absl::Time deadline,
       std::function<void(absl::StatusOr<PushBatchResponse>)> done) = 0;
 
+  // Embedding-table rows (proto/ps.proto PullRowsRequest): `ids[i]` are
+  // header.parts(i)'s ids, and `out[i]` receives their rows (ids x dim).
+  // A push sends ids[i] and gradients[i] per part; `owner` keeps them alive
+  // until sent. Every id appears once per part (the client deduplicates).
+  virtual void PullRows(
+      const PullRowsRequest& header, std::vector<absl::Span<const int64_t>> ids,
+      std::vector<absl::Span<float>> out, absl::Time deadline,
+      std::function<void(absl::StatusOr<PullRowsResponse>)> done) = 0;
+  virtual void PushRows(
+      const PushRowsRequest& header, std::vector<absl::Span<const int64_t>> ids,
+      std::vector<absl::Span<const float>> gradients,
+      std::shared_ptr<const void> owner, absl::Time deadline,
+      std::function<void(absl::StatusOr<PushRowsResponse>)> done) = 0;
+
   // Overwrites a chunk's values without copying them on the client.
   virtual void Assign(const AssignRequest& header, absl::Span<const float> data,
                       std::shared_ptr<const void> owner, absl::Time deadline,

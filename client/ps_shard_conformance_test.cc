@@ -219,6 +219,79 @@ class PsShardConformanceTest : public ::testing::TestWithParam<Transport> {
     return result;
   }
 
+  // Embedding table "emb" (dimension 2, zero rows) and "lin" (1).
+  void CreateTables() {
+    CreateVariablesRequest create;
+    create.set_protocol_version(kProtocolVersion);
+    for (auto [name, dim] : {std::pair<const char*, int>{"emb", 2},
+                             std::pair<const char*, int>{"lin", 1}}) {
+      EmbeddingTableSpec* table = create.add_tables();
+      table->set_name(name);
+      table->set_dim(dim);
+      table->mutable_initializer()->set_kind(RowInitializerConfig::ZEROS);
+    }
+    ASSERT_OK(shard().CreateVariables(create, Soon()));
+  }
+
+  // Pulls rows of "emb" (and, when given, "lin") in one request.
+  absl::StatusOr<PullRowsResponse> PullRows(const std::vector<int64_t>& ids,
+                                            std::vector<float>& emb,
+                                            std::vector<float>* lin = nullptr,
+                                            int64_t min_version = 0,
+                                            absl::Time deadline = Soon()) {
+    PullRowsRequest header;
+    header.set_protocol_version(kProtocolVersion);
+    header.set_train(true);
+    header.set_min_version(min_version);
+    std::vector<absl::Span<const int64_t>> id_parts = {ids};
+    std::vector<absl::Span<float>> out = {absl::MakeSpan(emb)};
+    RowsPart* part = header.add_parts();
+    part->set_table("emb");
+    part->set_num_ids(ids.size());
+    if (lin != nullptr) {
+      part = header.add_parts();
+      part->set_table("lin");
+      part->set_num_ids(ids.size());
+      id_parts.push_back(ids);
+      out.push_back(absl::MakeSpan(*lin));
+    }
+    Notification done;
+    absl::StatusOr<PullRowsResponse> result;
+    shard().PullRows(header, id_parts, out, deadline,
+                     [&](absl::StatusOr<PullRowsResponse> r) {
+                       result = std::move(r);
+                       done.Notify();
+                     });
+    done.WaitForNotification();
+    return result;
+  }
+
+  absl::StatusOr<PushRowsResponse> PushRows(const std::string& table,
+                                            std::vector<int64_t> ids,
+                                            std::vector<float> gradients,
+                                            int64_t version = 0,
+                                            int worker = 0) {
+    PushRowsRequest header;
+    header.set_protocol_version(kProtocolVersion);
+    header.set_version(version);
+    header.set_worker_index(worker);
+    RowsPart* part = header.add_parts();
+    part->set_table(table);
+    part->set_num_ids(ids.size());
+    auto owner =
+        std::make_shared<std::pair<std::vector<int64_t>, std::vector<float>>>(
+            std::move(ids), std::move(gradients));
+    Notification done;
+    absl::StatusOr<PushRowsResponse> result;
+    shard().PushRows(header, {owner->first}, {owner->second}, owner, Soon(),
+                     [&](absl::StatusOr<PushRowsResponse> r) {
+                       result = std::move(r);
+                       done.Notify();
+                     });
+    done.WaitForNotification();
+    return result;
+  }
+
   std::vector<float> ReadAll() {
     std::vector<float> all;
     for (int64_t offset : {0, 4, 8}) {
@@ -487,6 +560,83 @@ TEST_P(PsShardConformanceTest, StalePartOfASyncBatchIsAbortedAlone) {
   ASSERT_OK(PullBatch(w_tail, b));
   EXPECT_THAT(w_tail, Each(-1.0f));
   EXPECT_THAT(b, Each(-1.0f));
+}
+
+TEST_P(PsShardConformanceTest, RowsArePushedAndPulledBack) {
+  ConfigureServer(ASYNC);
+  CreateTables();
+  ASSERT_OK(PushRows("emb", {7, -3}, {1, 2, 3, 4}));
+  ASSERT_OK(PushRows("lin", {7}, {5}));
+  std::vector<float> emb(6), lin(3);
+  ASSERT_OK_AND_ASSIGN(PullRowsResponse response,
+                       PullRows({7, 1LL << 60, -3}, emb, &lin));
+  EXPECT_THAT(response.versions(), ElementsAre(1, 1));
+  EXPECT_THAT(emb, ElementsAre(-1, -2, 0, 0, -3, -4));
+  EXPECT_THAT(lin, ElementsAre(-5, 0, 0));
+  ASSERT_OK_AND_ASSIGN(StatsResponse stats, shard().Stats(Soon()));
+  ASSERT_EQ(stats.tables_size(), 2);
+  EXPECT_EQ(stats.tables(0).name(), "emb");
+  EXPECT_EQ(stats.tables(0).rows(), 3);
+  EXPECT_EQ(stats.tables(1).rows(), 3);
+}
+
+TEST_P(PsShardConformanceTest, RowsOfAnUnknownTableAreNotFound) {
+  ConfigureServer(ASYNC);
+  CreateTables();
+  EXPECT_THAT(PushRows("nope", {1}, {1}),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("no embedding table 'nope'")));
+}
+
+TEST_P(PsShardConformanceTest, RowsWithTheWrongGradientSizeAreRefused) {
+  ConfigureServer(ASYNC);
+  CreateTables();
+  // Two ids of dimension 2 need 4 floats.
+  EXPECT_THAT(PushRows("emb", {1, 2}, {1, 2, 3}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST_P(PsShardConformanceTest, NonFiniteRowGradientChangesNothing) {
+  ConfigureServer(ASYNC);
+  CreateTables();
+  EXPECT_THAT(PushRows("emb", {1, 2}, {1, 1, 1, std::nanf("")}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("of id 2 is not finite")));
+  std::vector<float> emb(4);
+  ASSERT_OK(PullRows({1, 2}, emb));
+  EXPECT_THAT(emb, Each(0.0f));
+}
+
+TEST_P(PsShardConformanceTest, SyncRowsPullWaitsForTheStep) {
+  ConfigureServer(SYNC, 2, 2);
+  CreateTables();
+  ASSERT_OK(PushRows("emb", {4}, {2, 2}, 0, 0));
+  Notification pulled;
+  std::vector<float> emb(2);
+  absl::StatusOr<PullRowsResponse> result;
+  std::thread puller([&] {
+    result = PullRows({4}, emb, nullptr, /*min_version=*/1);
+    pulled.Notify();
+  });
+  EXPECT_FALSE(pulled.WaitForNotificationWithTimeout(absl::Milliseconds(100)));
+  ASSERT_OK(PushRows("emb", {4}, {4, 4}, 0, 1));
+  puller.join();
+  ASSERT_OK(result);
+  EXPECT_THAT(result->versions(), ElementsAre(1));
+  EXPECT_THAT(emb, Each(-3.0f));
+  // The push from step 0 is stale now: Aborted in its part's result.
+  ASSERT_OK_AND_ASSIGN(PushRowsResponse stale, PushRows("emb", {4}, {1, 1}));
+  EXPECT_EQ(stale.results(0).code(),
+            static_cast<int>(absl::StatusCode::kAborted));
+}
+
+TEST_P(PsShardConformanceTest, SyncRowsPullGivesUpAtItsDeadline) {
+  ConfigureServer(SYNC, 2, 2);
+  CreateTables();
+  std::vector<float> emb(2);
+  EXPECT_THAT(
+      PullRows({4}, emb, nullptr, 1, absl::Now() + absl::Milliseconds(100)),
+      StatusIs(absl::StatusCode::kDeadlineExceeded));
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, PsShardConformanceTest,

@@ -85,6 +85,24 @@ class SharedMemoryShard final : public PsShard {
                        std::move(done));
   }
 
+  // Rows always travel over the transport: a rows request is small next to
+  // dense chunks, and its ids must be read by the server anyway.
+  void PullRows(
+      const PullRowsRequest& header, std::vector<absl::Span<const int64_t>> ids,
+      std::vector<absl::Span<float>> out, absl::Time deadline,
+      std::function<void(absl::StatusOr<PullRowsResponse>)> done) override {
+    transport_->PullRows(header, std::move(ids), std::move(out), deadline,
+                         std::move(done));
+  }
+  void PushRows(
+      const PushRowsRequest& header, std::vector<absl::Span<const int64_t>> ids,
+      std::vector<absl::Span<const float>> gradients,
+      std::shared_ptr<const void> owner, absl::Time deadline,
+      std::function<void(absl::StatusOr<PushRowsResponse>)> done) override {
+    transport_->PushRows(header, std::move(ids), std::move(gradients),
+                         std::move(owner), deadline, std::move(done));
+  }
+
   void PullBatch(
       const PullBatchRequest& header, std::vector<absl::Span<float>> out,
       absl::Time deadline,

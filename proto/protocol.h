@@ -11,7 +11,8 @@ namespace psflow {
 // change; peers with another version fail with a message naming both.
 // 2: pulls and pushes are batches only (1 also had single-chunk methods).
 // 3: BOUNDED mode (WorkerClock on pulls and pushes, ExcludeWorkers).
-inline constexpr uint32_t kProtocolVersion = 3;
+// 4: embedding tables (EmbeddingTableSpec, PullRows, PushRows).
+inline constexpr uint32_t kProtocolVersion = 4;
 
 // Bounds on what a Configure may ask of a server.
 inline constexpr int32_t kMaxWorkers = 1 << 16;
@@ -24,6 +25,14 @@ inline constexpr char kBulkPullBatchMethod[] =
     "/psflow.ParameterServerBulk/PullBatch";
 inline constexpr char kBulkPushBatchMethod[] =
     "/psflow.ParameterServerBulk/PushBatch";
+inline constexpr char kBulkPullRowsMethod[] =
+    "/psflow.ParameterServerBulk/PullRows";
+inline constexpr char kBulkPushRowsMethod[] =
+    "/psflow.ParameterServerBulk/PushRows";
+
+// At most this many ids in one PullRows/PushRows (all parts): 4M ids of
+// dimension 16 are 256 MiB of rows, the bulk message limit below.
+inline constexpr int64_t kMaxRowsPerRequest = int64_t{1} << 22;
 
 // At most this many parts, and about this many header bytes (variable
 // names dominate), in one PullBatch/PushBatch: a batch header stays well

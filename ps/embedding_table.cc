@@ -188,8 +188,9 @@ absl::StatusOr<uint32_t> EmbeddingTable::FindOrCreateLocked(Stripe& s,
       budget_used_->fetch_sub(cost);
       return absl::ResourceExhaustedError(absl::StrCat(
           "embedding table '", options_.name, "': creating a row would pass ",
-          "this server's memory budget for variables (", budget_limit_,
-          " bytes, ", bytes_per_row(),
+          "this server's memory budget for variables (--max_variable_bytes ",
+          "less the dense variables: ", budget_limit_, " bytes, ",
+          bytes_per_row(),
           " per row); cap the table with max_rows, evict stale rows with "
           "evict_after_steps, admit fewer ids with min_frequency, or add "
           "parameter servers"));

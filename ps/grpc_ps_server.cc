@@ -343,9 +343,11 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     }
     request_bytes_ = request_.Length();
     const std::string& method = context_->method();
-    const RoleSet& allowed = method == kBulkPushBatchMethod ? kTrainers
-                             : method == kBulkAssignMethod  ? kChiefOnly
-                                                            : kReaders;
+    const RoleSet& allowed =
+        method == kBulkPushBatchMethod || method == kBulkPushRowsMethod
+            ? kTrainers
+        : method == kBulkAssignMethod ? kChiefOnly
+                                      : kReaders;
     if (absl::Status authorized = server_->Allow(*context_, allowed, method);
         !authorized.ok()) {
       Reply(authorized);
@@ -357,6 +359,10 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
       Reply(HandlePush());
     } else if (method == kBulkAssignMethod) {
       Reply(HandleAssign());
+    } else if (method == kBulkPullRowsMethod) {
+      HandlePullRows();  // Replies now or once the step is applied.
+    } else if (method == kBulkPushRowsMethod) {
+      Reply(HandlePushRows());
     } else {
       Reply(absl::UnimplementedError(
           absl::StrCat("unknown method ", method,
@@ -368,12 +374,15 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   // DeadlineExceeded (through its done callback, the last use of `this`).
   void OnCancel() override {
     std::shared_ptr<PsService::PendingPull> pending;
+    std::shared_ptr<PsService::PendingRows> pending_rows;
     {
       MutexLock lock(&mu_);
       cancelled_ = true;
       pending = pending_;
+      pending_rows = pending_rows_;
     }
     if (pending != nullptr) pending->Cancel();
+    if (pending_rows != nullptr) pending_rows->Cancel();
   }
 
   void OnDone() override { delete this; }
@@ -509,6 +518,116 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     return absl::OkStatus();
   }
 
+  // The ids of a rows request's parts, copied out of the payload into
+  // ids_ (bounded before anything is allocated); `floats_after` more
+  // payload floats follow them (a push's gradients) into `rest`.
+  absl::StatusOr<std::vector<absl::Span<const int64_t>>> ReadIds(
+      const BulkFrame& frame,
+      const google::protobuf::RepeatedPtrField<RowsPart>& parts,
+      absl::Span<float> rest) {
+    int64_t total = 0;
+    for (const RowsPart& part : parts) {
+      if (part.num_ids() < 1 || part.num_ids() > kMaxRowsPerRequest - total) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "a rows request part has ", part.num_ids(),
+            " ids; every part needs at least one and a request at most ",
+            kMaxRowsPerRequest));
+      }
+      total += part.num_ids();
+    }
+    ids_.resize(total);
+    // The ids travel as little-endian int64: copied bytewise into ids_.
+    std::vector<absl::Span<float>> pieces = {
+        absl::MakeSpan(reinterpret_cast<float*>(ids_.data()), ids_.size() * 2)};
+    if (!rest.empty()) pieces.push_back(rest);
+    if (absl::Status copied = frame.CopyPayload(pieces); !copied.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rows request for '", parts.empty() ? "" : parts[0].table(),
+          "': ", copied.message()));
+    }
+    std::vector<absl::Span<const int64_t>> ids;
+    int64_t offset = 0;
+    for (const RowsPart& part : parts) {
+      ids.push_back(absl::MakeConstSpan(ids_).subspan(offset, part.num_ids()));
+      offset += part.num_ids();
+    }
+    return ids;
+  }
+
+  void HandlePullRows() {
+    PullRowsRequest request;
+    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, request);
+    if (!frame.ok()) return Reply(frame.status());
+    absl::StatusOr<std::vector<absl::Span<const int64_t>>> ids =
+        ReadIds(*frame, request.parts(), {});
+    if (!ids.ok()) return Reply(ids.status());
+    request_.Clear();  // Release gRPC's receive slices early.
+    {
+      MutexLock lock(&mu_);
+      starting_ = true;
+    }
+    std::shared_ptr<PsService::PendingRows> pending = service_->PullRows(
+        request, *std::move(ids), {},
+        [this](absl::StatusOr<PsService::RowsAnswer> answer) {
+          {
+            MutexLock lock(&mu_);
+            if (starting_) {  // Answered inside PullRows: sent below.
+              early_rows_answer_ = std::move(answer);
+              return;
+            }
+          }
+          SendRows(std::move(answer));
+        });
+    std::optional<absl::StatusOr<PsService::RowsAnswer>> early;
+    bool cancel = false;
+    {
+      MutexLock lock(&mu_);
+      starting_ = false;
+      early.swap(early_rows_answer_);
+      pending_rows_ = pending;
+      cancel = cancelled_ && pending != nullptr;
+    }
+    // Either may be the last use of `this`.
+    if (early.has_value()) return SendRows(*std::move(early));
+    if (cancel) pending->Cancel();
+  }
+
+  void SendRows(absl::StatusOr<PsService::RowsAnswer> answer) {
+    if (!answer.ok()) return Reply(answer.status());
+    const absl::Span<const float> rows =
+        answer->rows->span().subspan(0, answer->num_floats);
+    response_ = EncodeBulkFramePieces(answer->response, {rows},
+                                      std::move(answer->rows));
+    Reply(absl::OkStatus());
+  }
+
+  absl::Status HandlePushRows() {
+    PushRowsRequest request;
+    ASSIGN_OR_RETURN(BulkFrame frame, BulkFrame::Parse(request_, request));
+    ASSIGN_OR_RETURN(std::vector<EmbeddingTable*> tables,
+                     service_->ResolvePushRows(request));
+    int64_t floats = 0;
+    for (int i = 0; i < request.parts_size(); ++i) {
+      floats += request.parts(i).num_ids() * tables[i]->dim();
+    }
+    std::shared_ptr<PooledBuffer> values = service_->pool().Acquire(floats);
+    ASSIGN_OR_RETURN(
+        std::vector<absl::Span<const int64_t>> ids,
+        ReadIds(frame, request.parts(), values->span().subspan(0, floats)));
+    request_.Clear();
+    std::vector<absl::Span<const float>> gradients;
+    int64_t offset = 0;
+    for (int i = 0; i < request.parts_size(); ++i) {
+      const int64_t n = request.parts(i).num_ids() * tables[i]->dim();
+      gradients.push_back(values->span().subspan(offset, n));
+      offset += n;
+    }
+    ASSIGN_OR_RETURN(PushRowsResponse response,
+                     service_->PushRows(request, tables, ids, gradients));
+    response_ = EncodeBulkFrame(response, {}, nullptr);
+    return absl::OkStatus();
+  }
+
   absl::Status HandleAssign() {
     AssignRequest header;
     ASSIGN_OR_RETURN(BulkFrame frame, BulkFrame::Parse(request_, header));
@@ -558,6 +677,12 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   // While the service's Pull() runs: an answer given inside it waits here.
   bool starting_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<absl::StatusOr<PsService::PullAnswer>> early_answer_
+      ABSL_GUARDED_BY(mu_);
+  // Rows requests: the ids (read by the service until it answers), a
+  // waiting rows pull, and an answer given inside PullRows().
+  std::vector<int64_t> ids_;
+  std::shared_ptr<PsService::PendingRows> pending_rows_ ABSL_GUARDED_BY(mu_);
+  std::optional<absl::StatusOr<PsService::RowsAnswer>> early_rows_answer_
       ABSL_GUARDED_BY(mu_);
 };
 

@@ -10,42 +10,13 @@
 #include "common/job/update_rule.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "ps/ps_core_checks.h"
 
 namespace psflow {
 namespace {
 
 // A single variable larger than this is a client bug, not a model.
 constexpr int64_t kMaxElements = int64_t{1} << 36;
-
-// Returns the index of the first NaN/Inf in `values`, or -1. The fast path
-// is one vectorizable pass: NaN and Inf are exactly the floats whose
-// exponent bits are all ones, and an integer max reduction (unlike a float
-// sum) may be reordered, so gcc vectorizes it.
-int64_t FirstNonFinite(absl::Span<const float> values) {
-  constexpr uint32_t kExponent = 0x7f800000u;
-  const float* v = values.data();
-  const size_t n = values.size();
-  uint32_t max_exponent = 0;
-  for (size_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, &v[i], sizeof(bits));
-    max_exponent = std::max(max_exponent, bits & kExponent);
-  }
-  if (max_exponent != kExponent) return -1;
-  for (size_t i = 0; i < n; ++i) {
-    if (!std::isfinite(v[i])) return static_cast<int64_t>(i);
-  }
-  return -1;
-}
-
-absl::Status CheckProtocol(uint32_t version) {
-  if (version == kProtocolVersion) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(
-      "protocol version ", version,
-      " from the client, but this parameter "
-      "server speaks version ",
-      kProtocolVersion, "; run the same psflow release on every task"));
-}
 
 std::string ShapeString(const google::protobuf::RepeatedField<int64_t>& dims) {
   return absl::StrCat("[", absl::StrJoin(dims, ", "), "]");
@@ -87,6 +58,35 @@ std::string DescribeUpdate(VariableUpdate update, float momentum) {
 }
 
 }  // namespace
+
+// The fast path is one vectorizable pass: NaN and Inf are exactly the floats
+// whose exponent bits are all ones, and an integer max reduction (unlike a
+// float sum) may be reordered, so gcc vectorizes it.
+int64_t FirstNonFinite(absl::Span<const float> values) {
+  constexpr uint32_t kExponent = 0x7f800000u;
+  const float* v = values.data();
+  const size_t n = values.size();
+  uint32_t max_exponent = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &v[i], sizeof(bits));
+    max_exponent = std::max(max_exponent, bits & kExponent);
+  }
+  if (max_exponent != kExponent) return -1;
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(v[i])) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+absl::Status CheckProtocol(uint32_t version) {
+  if (version == kProtocolVersion) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "protocol version ", version,
+      " from the client, but this parameter "
+      "server speaks version ",
+      kProtocolVersion, "; run the same psflow release on every task"));
+}
 
 ParameterServerCore::ParameterServerCore(Options options)
     : chunk_elements_(std::max<int64_t>(
@@ -239,7 +239,13 @@ absl::Status ParameterServerCore::CreateVariables(
       return absl::InvalidArgumentError(absl::StrCat(
           "variable \"", spec.name(), "\" is listed twice in one request"));
     }
+    if (tables_.count(spec.name()) > 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "\"", spec.name(),
+          "\" exists as an embedding table; give the variable another name"));
+    }
   }
+  RETURN_IF_ERROR(CreateTablesLocked(request, /*create=*/false));
   // What the new variables hold, values and (trainable ones) every
   // optimizer slot, checked against the limit before anything is
   // allocated. Each term is at most 2^36 elements * 4 bytes * (1 + slots),
@@ -276,7 +282,7 @@ absl::Status ParameterServerCore::CreateVariables(
     total_elements_ += c.elements;
     variables_.emplace(spec.name(), std::move(variable));
   }
-  return absl::OkStatus();
+  return CreateTablesLocked(request, /*create=*/true);
 }
 
 absl::StatusOr<ChunkRef> ParameterServerCore::Resolve(
@@ -452,6 +458,26 @@ StatsResponse ParameterServerCore::Stats() const {
   }
   stats.set_bytes_received(bytes_received_.load());
   stats.set_bytes_sent(bytes_sent_.load());
+  absl::StatusOr<std::vector<EmbeddingTable*>> tables = ListTables();
+  if (tables.ok()) {
+    for (const EmbeddingTable* table : *tables) {
+      const EmbeddingTableStats t = table->Stats();
+      TableStats* out = stats.add_tables();
+      out->set_name(table->name());
+      out->set_dim(table->dim());
+      out->set_rows(t.rows);
+      out->set_bytes(t.bytes);
+      out->set_version(t.version);
+      out->set_rows_pulled(t.rows_pulled);
+      out->set_rows_pushed(t.rows_pushed);
+      out->set_admissions(t.admissions);
+      out->set_evicted_by_age(t.evicted_by_age);
+      out->set_evicted_by_capacity(t.evicted_by_capacity);
+      out->set_unadmitted_lookups(t.unadmitted_lookups);
+      out->set_unadmitted_gradients(t.unadmitted_gradients);
+      out->set_stale_pushes_dropped(t.stale_pushes_dropped);
+    }
+  }
   return stats;
 }
 
@@ -522,7 +548,9 @@ absl::StatusOr<HoldResponse> ParameterServerCore::Hold(
         "as it is");
   }
   ASSIGN_OR_RETURN(std::vector<Variable*> variables, ListVariables());
-  auto range = [&variables] {
+  ASSIGN_OR_RETURN(std::vector<EmbeddingTable*> tables, ListTables());
+  // A table is held like a chunk: its version counts the same steps.
+  auto range = [&variables, &tables] {
     HoldResponse response;
     int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
     for (Variable* v : variables) {
@@ -532,7 +560,11 @@ absl::StatusOr<HoldResponse> ParameterServerCore::Hold(
         hi = std::max(hi, version);
       }
     }
-    response.set_min_version(variables.empty() ? 0 : lo);
+    for (EmbeddingTable* t : tables) {
+      lo = std::min(lo, t->Version());
+      hi = std::max(hi, t->Version());
+    }
+    response.set_min_version(variables.empty() && tables.empty() ? 0 : lo);
     response.set_max_version(hi);
     return response;
   };
@@ -559,11 +591,13 @@ absl::StatusOr<HoldResponse> ParameterServerCore::Hold(
     for (Variable* v : variables) {
       for (int c = 0; c < v->num_chunks(); ++c) v->SetHoldLimit(c, limit + 1);
     }
+    for (EmbeddingTable* t : tables) t->SetHoldLimit(limit + 1);
     limit = range().max_version();
   }
   for (Variable* v : variables) {
     for (int c = 0; c < v->num_chunks(); ++c) v->SetHoldLimit(c, limit);
   }
+  for (EmbeddingTable* t : tables) t->SetHoldLimit(limit);
   HoldResponse response = range();
   if (request.action() == HoldRequest::HOLD_AT &&
       response.max_version() > limit) {

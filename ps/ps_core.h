@@ -27,6 +27,7 @@
 #include "common/mutex.h"
 #include "proto/protocol.h"
 #include "proto/ps.pb.h"
+#include "ps/embedding_table.h"
 #include "ps/lr_schedule.h"
 #include "ps/optimizer.h"
 #include "ps/staleness_histogram.h"
@@ -122,6 +123,34 @@ class ParameterServerCore {
 
   StatsResponse Stats() const;
 
+  // ---- Embedding tables (ps_core_tables.cc) ----
+
+  // The tables a PullRows/PushRows names, one per part: checks the
+  // protocol version, that the server is configured, every table exists
+  // (NotFound) and the ids number 1 to kMaxRowsPerRequest in all
+  // (InvalidArgument).
+  absl::StatusOr<std::vector<EmbeddingTable*>> ResolveRows(
+      uint32_t protocol_version,
+      const google::protobuf::RepeatedPtrField<RowsPart>& parts) const;
+
+  // Reads every part's rows (out[i]: ids[i].size() x dim of tables[i]).
+  absl::StatusOr<PullRowsResponse> PullRows(
+      absl::Span<EmbeddingTable* const> tables,
+      absl::Span<const absl::Span<const int64_t>> ids, bool train,
+      absl::Span<const absl::Span<float>> out);
+
+  // Checks every part's gradients (sizes, NaN/Inf: InvalidArgument,
+  // nothing applied), then pushes each part (see EmbeddingTable::Push);
+  // per-part outcomes, a stale SYNC part Aborted alone.
+  absl::StatusOr<PushRowsResponse> PushRows(
+      absl::Span<EmbeddingTable* const> tables,
+      absl::Span<const absl::Span<const int64_t>> ids,
+      absl::Span<const absl::Span<const float>> gradients, int64_t version,
+      int worker);
+
+  // Every table, by name. FailedPrecondition before Configure.
+  absl::StatusOr<std::vector<EmbeddingTable*>> ListTables() const;
+
   // SYNC checkpoints: bounds updates (see HoldRequest). FailedPrecondition
   // in async mode or before Configure; InvalidArgument for HOLD_AT below a
   // chunk's version.
@@ -163,6 +192,11 @@ class ParameterServerCore {
 
  private:
   absl::Status CheckConfiguredLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Checks the new tables of a CreateVariables request against the
+  // existing variables and tables; creates them when `create`.
+  absl::Status CreateTablesLocked(const CreateVariablesRequest& request,
+                                  bool create)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A push's size and NaN/Inf check (rejections are counted).
   absl::Status CheckGradient(const ChunkRef& ref, int worker,
                              absl::Span<const float> gradient);
@@ -183,6 +217,17 @@ class ParameterServerCore {
   UpdateRule rule_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::unique_ptr<Variable>, std::less<>> variables_
       ABSL_GUARDED_BY(mu_);
+  // An embedding table with the spec it was created from and, when the
+  // spec names one, its own optimizer.
+  struct Table {
+    EmbeddingTableSpec spec;
+    std::unique_ptr<Optimizer> optimizer;
+    std::unique_ptr<EmbeddingTable> table;
+  };
+  std::map<std::string, Table, std::less<>> tables_ ABSL_GUARDED_BY(mu_);
+  // Bytes of rows every table holds, against max_variable_bytes less the
+  // dense variables' bytes.
+  std::atomic<int64_t> table_bytes_{0};
   int64_t total_elements_ ABSL_GUARDED_BY(mu_) = 0;
   // Values and optimizer slots (moving averages have none), for
   // max_variable_bytes.

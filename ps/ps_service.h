@@ -99,6 +99,36 @@ class PsService {
   absl::StatusOr<ChunkRef> ResolveAssign(const AssignRequest& request) const;
   absl::Status Assign(const ChunkRef& ref, absl::Span<const float> values);
 
+  // ---- Embedding tables (ps_service_rows.cc) ----
+
+  // A rows pull's answer: one version per part and, unless the caller
+  // gave buffers, every part's rows back to back in `rows`.
+  struct RowsAnswer {
+    PullRowsResponse response;
+    std::shared_ptr<PooledBuffer> rows;
+    int64_t num_floats = 0;
+  };
+  using RowsDone = std::function<void(absl::StatusOr<RowsAnswer>)>;
+  class PendingRows;
+
+  // Starts a PullRows whose parts' ids are `ids` (the caller keeps them
+  // until `done`). With `out` empty the answer carries the rows; else one
+  // buffer per part, exactly its size. SYNC: answers once every part's
+  // table reached min_version. `done` runs exactly once, as for Pull; the
+  // handle cancels a waiting pull (null when `done` already ran).
+  std::shared_ptr<PendingRows> PullRows(
+      const PullRowsRequest& request,
+      std::vector<absl::Span<const int64_t>> ids,
+      std::vector<absl::Span<float>> out, RowsDone done);
+
+  // The tables of a PushRows (to size its payload), and the push.
+  absl::StatusOr<std::vector<EmbeddingTable*>> ResolvePushRows(
+      const PushRowsRequest& request) const;
+  absl::StatusOr<PushRowsResponse> PushRows(
+      const PushRowsRequest& request, absl::Span<EmbeddingTable* const> tables,
+      absl::Span<const absl::Span<const int64_t>> ids,
+      absl::Span<const absl::Span<const float>> gradients);
+
   ParameterServerCore& core() { return *core_; }
   BufferPool& pool() { return *pool_; }
 
@@ -159,6 +189,46 @@ class PsService::PendingPull
   // Set by whichever of the last wait, Cancel or Start answers.
   bool answer_claimed_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+class PsService::PendingRows
+    : public std::enable_shared_from_this<PendingRows> {
+ public:
+  // Answers DeadlineExceeded naming the awaited table, unless the pull
+  // already answered. Safe from any thread, any number of times.
+  void Cancel();
+
+ private:
+  friend class PsService;
+  PendingRows(PsService* service, std::vector<EmbeddingTable*> tables,
+              std::vector<absl::Span<const int64_t>> ids,
+              std::vector<absl::Span<float>> out, bool train,
+              int64_t min_version, RowsDone done)
+      : service_(service),
+        tables_(std::move(tables)),
+        ids_(std::move(ids)),
+        out_(std::move(out)),
+        train_(train),
+        min_version_(min_version),
+        done_(std::move(done)) {}
+
+  // Registers a wait on every table below min_version; answers now when
+  // none waits. Returns whether the pull is still waiting.
+  bool Start();
+  void OnReached(EmbeddingTable* table);
+  void Answer();
+
+  PsService* const service_;
+  const std::vector<EmbeddingTable*> tables_;
+  const std::vector<absl::Span<const int64_t>> ids_;
+  const std::vector<absl::Span<float>> out_;
+  const bool train_;
+  const int64_t min_version_;
+  RowsDone done_;  // run once, by whoever claims the answer
+
+  Mutex mu_;
+  std::vector<std::pair<EmbeddingTable*, uint64_t>> waits_ ABSL_GUARDED_BY(mu_);
+  bool answer_claimed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace psflow

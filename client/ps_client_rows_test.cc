@@ -1,0 +1,191 @@
+// ParameterClient's embedding-table calls against three in-process servers:
+// routing by id hash, deduplication, gradient sums, one request per server
+// for every table, SYNC steps, and errors that name the table.
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "client/local_ps_shard.h"
+#include "client/ps_client.h"
+#include "common/job/row_placement.h"
+#include "common/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/protocol.h"
+
+namespace psflow {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int kNumPs = 3;
+
+EmbeddingTableSpec Table(const std::string& name, int dim) {
+  EmbeddingTableSpec spec;
+  spec.set_name(name);
+  spec.set_dim(dim);
+  spec.mutable_initializer()->set_kind(RowInitializerConfig::UNIFORM);
+  spec.mutable_initializer()->set_scale(0.5f);
+  spec.mutable_initializer()->set_seed(3);
+  return spec;
+}
+
+class RowsClientTest : public ::testing::Test {
+ protected:
+  void Start(UpdateMode mode, int workers = 1) {
+    std::vector<std::unique_ptr<PsShard>> shards;
+    for (int i = 0; i < kNumPs; ++i) {
+      cores_.push_back(std::make_unique<ParameterServerCore>(
+          ParameterServerCore::Options{}));
+      shards.push_back(std::make_unique<LocalPsShard>(cores_.back().get(),
+                                                      absl::StrCat("ps-", i)));
+    }
+    client_ = std::make_unique<ParameterClient>(std::move(shards), Placement(),
+                                                ParameterClient::Options());
+    ConfigureRequest config;
+    config.set_protocol_version(kProtocolVersion);
+    config.mutable_optimizer()->set_kind(OptimizerConfig::SGD);
+    config.mutable_learning_rate()->set_learning_rate(1.0);
+    config.set_mode(mode);
+    config.set_num_workers(workers);
+    config.set_replicas_to_aggregate(workers);
+    ASSERT_OK(client_->Configure(config));
+    ASSERT_OK(client_->CreateTables({Table("emb", 4), Table("wide", 1)}));
+  }
+
+  std::vector<float> Pull(const std::string& table, int dim,
+                          const std::vector<int64_t>& ids, bool train = true) {
+    std::vector<float> rows(ids.size() * dim);
+    ParameterClient::TableRows t;
+    t.table = table;
+    t.dim = dim;
+    t.ids = ids;
+    t.rows = absl::MakeSpan(rows);
+    EXPECT_OK(client_->PullRows({t}, train));
+    return rows;
+  }
+
+  std::vector<std::unique_ptr<ParameterServerCore>> cores_;
+  std::unique_ptr<ParameterClient> client_;
+};
+
+TEST_F(RowsClientTest, EachServerHoldsExactlyTheRowsThatHashToIt) {
+  ASSERT_NO_FATAL_FAILURE(Start(ASYNC));
+  std::vector<int64_t> ids;
+  for (int64_t id = 0; id < 300; ++id) ids.push_back(id * 7919);
+  Pull("emb", 4, ids);
+  int expected[kNumPs] = {};
+  for (int64_t id : ids) ++expected[RowServer(id, kNumPs)];
+  for (int s = 0; s < kNumPs; ++s) {
+    const StatsResponse stats = cores_[s]->Stats();
+    ASSERT_EQ(stats.tables_size(), 2);
+    EXPECT_EQ(stats.tables(0).name(), "emb");
+    EXPECT_EQ(stats.tables(0).rows(), expected[s]) << "ps-" << s;
+    EXPECT_GT(expected[s], 50);
+  }
+}
+
+TEST_F(RowsClientTest, RepeatedIdsArePulledOnceAndGetTheSameRow) {
+  ASSERT_NO_FATAL_FAILURE(Start(ASYNC));
+  const std::vector<float> rows = Pull("emb", 4, {5, 9, 5, 5});
+  for (int j = 0; j < 4; ++j) {
+    EXPECT_EQ(rows[j], rows[8 + j]);
+    EXPECT_EQ(rows[j], rows[12 + j]);
+  }
+  int64_t pulled = 0;
+  for (auto& core : cores_) pulled += core->Stats().tables(0).rows_pulled();
+  EXPECT_EQ(pulled, 2);
+}
+
+// A repeated id's gradients are summed into one row update (SGD, lr 1).
+TEST_F(RowsClientTest, RepeatedIdsGradientsAreSummed) {
+  ASSERT_NO_FATAL_FAILURE(Start(ASYNC));
+  const std::vector<float> before = Pull("wide", 1, {1, 2});
+  ParameterClient::TableRows t;
+  t.table = "wide";
+  t.dim = 1;
+  const std::vector<int64_t> ids = {1, 2, 1};
+  const std::vector<float> gradients = {0.5f, 2.0f, 0.25f};
+  t.ids = ids;
+  t.gradients = gradients;
+  ASSERT_OK(client_->PushRows({t}, 0, 0));
+  const std::vector<float> after = Pull("wide", 1, {1, 2});
+  EXPECT_FLOAT_EQ(after[0], before[0] - 0.75f);
+  EXPECT_FLOAT_EQ(after[1], before[1] - 2.0f);
+  // One update per row: the summed gradient was applied once.
+  int64_t pushed = 0;
+  for (auto& core : cores_) pushed += core->Stats().tables(1).rows_pushed();
+  EXPECT_EQ(pushed, 2);
+}
+
+TEST_F(RowsClientTest, SeveralTablesTravelTogether) {
+  ASSERT_NO_FATAL_FAILURE(Start(ASYNC));
+  const std::vector<int64_t> ids = {11, 12, 13, 14, 15, 16};
+  std::vector<float> emb(ids.size() * 4), wide(ids.size());
+  ParameterClient::TableRows a{"emb", 4, ids, absl::MakeSpan(emb), {}};
+  ParameterClient::TableRows b{"wide", 1, ids, absl::MakeSpan(wide), {}};
+  ASSERT_OK(client_->PullRows({a, b}, /*train=*/true));
+  EXPECT_EQ(emb, Pull("emb", 4, ids));
+  EXPECT_EQ(wide, Pull("wide", 1, ids));
+}
+
+TEST_F(RowsClientTest, EvaluationPullsCreateNoRows) {
+  ASSERT_NO_FATAL_FAILURE(Start(ASYNC));
+  const std::vector<float> looked = Pull("emb", 4, {1, 2, 3}, /*train=*/false);
+  for (auto& core : cores_) EXPECT_EQ(core->Stats().tables(0).rows(), 0);
+  // The row a training pull creates is the one evaluation saw.
+  EXPECT_EQ(Pull("emb", 4, {1, 2, 3}), looked);
+}
+
+TEST_F(RowsClientTest, SyncPullsWaitForEveryWorkersPush) {
+  ASSERT_NO_FATAL_FAILURE(Start(SYNC, /*workers=*/2));
+  const std::vector<float> before = Pull("wide", 1, {1});
+  const std::vector<int64_t> ids = {1};
+  const std::vector<float> one = {1.0f}, three = {3.0f};
+  ParameterClient::TableRows w0{"wide", 1, ids, {}, one};
+  ParameterClient::TableRows w1{"wide", 1, ids, {}, three};
+  ASSERT_OK(client_->PushRows({w0}, /*version=*/0, /*worker=*/0));
+  // Worker 0's pull for step 1 waits until worker 1 pushed step 0.
+  std::vector<float> waited(1);
+  std::thread pull([&] {
+    ParameterClient::TableRows t{"wide", 1, ids, absl::MakeSpan(waited), {}};
+    absl::StatusOr<int64_t> version = client_->PullRows({t}, true, 1);
+    ASSERT_OK(version);
+    EXPECT_EQ(*version, 1);
+  });
+  ASSERT_OK(client_->PushRows({w1}, 0, 1));
+  pull.join();
+  EXPECT_FLOAT_EQ(waited[0], before[0] - 2.0f);  // the mean of 1 and 3
+  // A push computed from step 0 is stale now.
+  EXPECT_THAT(client_->PushRows({w0}, 0, 0),
+              StatusIs(absl::StatusCode::kAborted,
+                       HasSubstr("push of rows of 'wide' to ps-")));
+}
+
+TEST_F(RowsClientTest, ErrorsNameTheTable) {
+  ASSERT_NO_FATAL_FAILURE(Start(ASYNC));
+  std::vector<float> rows(3);
+  const std::vector<int64_t> ids = {1};
+  ParameterClient::TableRows missing{"nope", 3, ids, absl::MakeSpan(rows), {}};
+  EXPECT_THAT(client_->PullRows({missing}, true),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("no embedding table 'nope'")));
+  ParameterClient::TableRows short_buffer{
+      "emb", 4, ids, absl::MakeSpan(rows), {}};
+  EXPECT_THAT(client_->PullRows({short_buffer}, true),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("'emb': 1 ids of dimension 4 need 4")));
+  const std::vector<float> nan = {std::nanf("")};
+  ParameterClient::TableRows bad{"wide", 1, ids, {}, nan};
+  EXPECT_THAT(
+      client_->PushRows({bad}, 0, 0),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is not finite")));
+  // Creating a table again with another spec is refused.
+  EXPECT_THAT(client_->CreateTables({Table("emb", 8)}),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("exists with another spec")));
+  EXPECT_OK(client_->CreateTables({Table("emb", 4)}));
+}
+
+}  // namespace
+}  // namespace psflow

@@ -1,0 +1,232 @@
+// ParameterServerCore's embedding tables: creating them from their specs,
+// resolving sparse requests, pulls and checked pushes of rows.
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/job/update_rule.h"
+#include "common/status_macros.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "ps/ps_core.h"
+#include "ps/ps_core_checks.h"
+
+namespace psflow {
+namespace {
+
+absl::StatusOr<EmbeddingTableOptions> OptionsFromSpec(
+    const EmbeddingTableSpec& spec) {
+  EmbeddingTableOptions options;
+  options.name = spec.name();
+  options.dim = spec.dim();
+  const RowInitializerConfig& init = spec.initializer();
+  options.initializer.seed = init.seed();
+  switch (init.kind()) {
+    case RowInitializerConfig::KIND_UNSPECIFIED:
+      options.initializer.kind = RowInitializer::Kind::kTruncatedNormal;
+      options.initializer.scale =
+          spec.dim() > 0 ? 1.0f / std::sqrt(static_cast<float>(spec.dim()))
+                         : 0.0f;
+      break;
+    case RowInitializerConfig::ZEROS:
+      options.initializer.kind = RowInitializer::Kind::kZeros;
+      break;
+    case RowInitializerConfig::UNIFORM:
+      options.initializer.kind = RowInitializer::Kind::kUniform;
+      options.initializer.scale = init.scale();
+      break;
+    case RowInitializerConfig::TRUNCATED_NORMAL:
+      options.initializer.kind = RowInitializer::Kind::kTruncatedNormal;
+      options.initializer.scale = init.scale();
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("embedding table '", spec.name(), "': initializer kind ",
+                       static_cast<int>(init.kind()),
+                       " is unknown; use ZEROS, UNIFORM or TRUNCATED_NORMAL"));
+  }
+  options.min_frequency = spec.min_frequency();
+  options.unadmitted_zeros = spec.unadmitted_zeros();
+  if (spec.admission_counters() != 0) {
+    options.admission_counters = spec.admission_counters();
+  }
+  options.evict_after_steps = spec.evict_after_steps();
+  options.max_rows = spec.max_rows();
+  RETURN_IF_ERROR(ValidateEmbeddingTableOptions(options));
+  return options;
+}
+
+}  // namespace
+
+absl::Status ParameterServerCore::CreateTablesLocked(
+    const CreateVariablesRequest& request, bool create) {
+  std::set<std::string> listed;
+  for (const EmbeddingTableSpec& spec : request.tables()) {
+    if (spec.name().size() > 1024) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("embedding table name \"", spec.name().substr(0, 64),
+                       "...\" is longer than 1024 bytes"));
+    }
+    ASSIGN_OR_RETURN(EmbeddingTableOptions options, OptionsFromSpec(spec));
+    if (!listed.insert(spec.name()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("embedding table '", spec.name(),
+                       "' is listed twice in one request"));
+    }
+    if (variables_.count(spec.name()) > 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("'", spec.name(),
+                       "' exists as a dense variable; give the embedding table "
+                       "another name"));
+    }
+    auto existing = tables_.find(spec.name());
+    if (existing != tables_.end()) {
+      if (!google::protobuf::util::MessageDifferencer::Equals(
+              existing->second.spec, spec)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "embedding table '", spec.name(),
+            "' exists with another spec (dimension, initializer, optimizer "
+            "or policies); use another name or restart the parameter "
+            "servers"));
+      }
+      continue;
+    }
+    std::unique_ptr<Optimizer> own;
+    if (spec.has_optimizer()) {
+      absl::StatusOr<OptimizerParams> params =
+          OptimizerParamsFromProto(spec.optimizer());
+      if (params.ok()) {
+        absl::StatusOr<std::unique_ptr<Optimizer>> made =
+            Optimizer::Create(*params);
+        if (made.ok()) {
+          own = *std::move(made);
+        } else {
+          params = made.status();
+        }
+      }
+      if (!params.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("embedding table '", spec.name(),
+                         "': ", params.status().message()));
+      }
+    }
+    if (!create) continue;
+    Table entry;
+    entry.spec = spec;
+    entry.optimizer = std::move(own);
+    const Optimizer* optimizer =
+        entry.optimizer != nullptr ? entry.optimizer.get() : rule_.optimizer;
+    entry.table = std::make_unique<EmbeddingTable>(options, optimizer, rule_);
+    if (max_variable_bytes_ > 0) {
+      entry.table->SetMemoryBudget(
+          &table_bytes_,
+          max_variable_bytes_ - allocated_floats_ * int64_t{sizeof(float)});
+    }
+    tables_.emplace(spec.name(), std::move(entry));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<EmbeddingTable*>> ParameterServerCore::ResolveRows(
+    uint32_t protocol_version,
+    const google::protobuf::RepeatedPtrField<RowsPart>& parts) const {
+  RETURN_IF_ERROR(CheckProtocol(protocol_version));
+  if (parts.empty() || parts.size() > kMaxBatchParts) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a rows request has ", parts.size(), " parts; send 1 to ",
+                     kMaxBatchParts));
+  }
+  ReaderMutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckConfiguredLocked());
+  std::vector<EmbeddingTable*> tables;
+  int64_t ids = 0;
+  for (const RowsPart& part : parts) {
+    auto it = tables_.find(part.table());
+    if (it == tables_.end()) {
+      return absl::NotFoundError(absl::StrCat(
+          "no embedding table '", part.table().substr(0, 256),
+          "' on this parameter server; the chief creates tables before "
+          "training (is the server restarted and not yet restored?)"));
+    }
+    if (part.num_ids() < 1 || part.num_ids() > kMaxRowsPerRequest - ids) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a rows request for '", part.table(), "' has ", part.num_ids(),
+          " ids; every part needs at least one and a request at most ",
+          kMaxRowsPerRequest));
+    }
+    ids += part.num_ids();
+    tables.push_back(it->second.table.get());
+  }
+  return tables;
+}
+
+absl::StatusOr<PullRowsResponse> ParameterServerCore::PullRows(
+    absl::Span<EmbeddingTable* const> tables,
+    absl::Span<const absl::Span<const int64_t>> ids, bool train,
+    absl::Span<const absl::Span<float>> out) {
+  PullRowsResponse response;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    ASSIGN_OR_RETURN(int64_t version, tables[i]->Pull(ids[i], train, out[i]));
+    response.add_versions(version);
+  }
+  pulls_.fetch_add(1, std::memory_order_relaxed);
+  return response;
+}
+
+absl::StatusOr<PushRowsResponse> ParameterServerCore::PushRows(
+    absl::Span<EmbeddingTable* const> tables,
+    absl::Span<const absl::Span<const int64_t>> ids,
+    absl::Span<const absl::Span<const float>> gradients, int64_t version,
+    int worker) {
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const size_t want = ids[i].size() * tables[i]->dim();
+    if (gradients[i].size() != want) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("push to embedding table '", tables[i]->name(),
+                       "': ", gradients[i].size(), " gradient values for ",
+                       ids[i].size(), " ids of dimension ", tables[i]->dim()));
+    }
+    const int64_t bad = FirstNonFinite(gradients[i]);
+    if (bad >= 0) {
+      nonfinite_rejected_.fetch_add(1, std::memory_order_relaxed);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "push to embedding table '", tables[i]->name(), "' from worker ",
+          worker, ": gradient value ", gradients[i][bad], " of id ",
+          ids[i][bad / tables[i]->dim()],
+          " is not finite; the update was rejected and the table is "
+          "untouched (lower the learning rate or check the loss)"));
+    }
+  }
+  PushRowsResponse response;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    PushPartResult* result = response.add_results();
+    absl::StatusOr<std::pair<PushOutcome, int64_t>> pushed =
+        tables[i]->Push(ids[i], gradients[i], version, worker);
+    if (!pushed.ok()) {
+      if (pushed.status().code() == absl::StatusCode::kAborted) {
+        stale_dropped_.fetch_add(1, std::memory_order_relaxed);
+      }
+      result->set_code(static_cast<int>(pushed.status().code()));
+      result->set_message(std::string(pushed.status().message()));
+      result->set_version(tables[i]->Version());
+      continue;
+    }
+    if (pushed->first == PushOutcome::kApplied) {
+      updates_applied_.fetch_add(1, std::memory_order_relaxed);
+    }
+    result->set_version(pushed->second);
+  }
+  pushes_.fetch_add(1, std::memory_order_relaxed);
+  return response;
+}
+
+absl::StatusOr<std::vector<EmbeddingTable*>> ParameterServerCore::ListTables()
+    const {
+  ReaderMutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckConfiguredLocked());
+  std::vector<EmbeddingTable*> list;
+  for (const auto& [name, entry] : tables_) list.push_back(entry.table.get());
+  return list;
+}
+
+}  // namespace psflow
