@@ -120,6 +120,8 @@ class EmbeddingTable {
   int dim() const { return options_.dim; }
   const EmbeddingTableOptions& options() const { return options_; }
   const std::vector<std::string>& slot_names() const;
+  // The value slot `slot` of a new row starts at.
+  float slot_initial_value(int slot) const { return slot_initial_[slot]; }
   // Floats per stored row: the values and every slot.
   int row_floats() const { return row_floats_; }
   // Approximate bytes one row costs (for budgets and reports).

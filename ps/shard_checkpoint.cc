@@ -18,6 +18,7 @@
 #include "common/mutex.h"
 #include "common/status_macros.h"
 #include "proto/protocol.h"
+#include "ps/table_checkpoint.h"
 
 namespace psflow {
 namespace {
@@ -101,6 +102,7 @@ absl::Status WaitForStep(const std::vector<Variable*>& variables, int64_t step,
 }
 
 absl::Status WriteShard(const std::vector<Variable*>& variables,
+                        const std::vector<EmbeddingTable*>& tables,
                         int64_t sync_step, WritableFile& file,
                         SaveShardResponse& response) {
   int64_t largest_chunk = 1;
@@ -149,6 +151,8 @@ absl::Status WriteShard(const std::vector<Variable*>& variables,
       }
     }
   }
+  // Tables after the dense slices (docs/checkpoint-format.md).
+  RETURN_IF_ERROR(WriteTables(tables, sync_step, file, response));
   RETURN_IF_ERROR(file.Sync());
   response.set_file_bytes(file.size());
   return file.Close();
@@ -174,6 +178,7 @@ absl::StatusOr<SaveShardResponse> SaveShard(
     ASSIGN_OR_RETURN(path, confinement->Check(path, /*exists=*/false));
   }
   ASSIGN_OR_RETURN(std::vector<Variable*> variables, core.ListVariables());
+  ASSIGN_OR_RETURN(std::vector<EmbeddingTable*> tables, core.ListTables());
   if (request.sync_step() > 0) {
     if (!core.sync()) {
       return absl::InvalidArgumentError(
@@ -181,6 +186,8 @@ absl::StatusOr<SaveShardResponse> SaveShard(
     }
     RETURN_IF_ERROR(
         WaitForStep(variables, request.sync_step(), deadline, cancelled));
+    RETURN_IF_ERROR(
+        WaitForTablesAtStep(tables, request.sync_step(), deadline, cancelled));
   }
   absl::StatusOr<WritableFile> file = WritableFile::CreateNew(path);
   if (!file.ok()) {
@@ -193,7 +200,7 @@ absl::StatusOr<SaveShardResponse> SaveShard(
   }
   SaveShardResponse response;
   absl::Status written =
-      WriteShard(variables, request.sync_step(), *file, response);
+      WriteShard(variables, tables, request.sync_step(), *file, response);
   if (!written.ok()) {
     (void)file->Close();
     unlink(path.c_str());
@@ -467,8 +474,15 @@ absl::StatusOr<RestoreShardResponse> RestoreShard(
             confinement->Check(source.path(), /*exists=*/true).status());
       }
     }
+    for (const RestoreTableTarget& table : request.tables()) {
+      for (const RestoreRowSegment& segment : table.segments()) {
+        RETURN_IF_ERROR(
+            confinement->Check(segment.path(), /*exists=*/true).status());
+      }
+    }
   }
   ASSIGN_OR_RETURN(std::vector<Variable*> variables, core.ListVariables());
+  ASSIGN_OR_RETURN(std::vector<EmbeddingTable*> tables, core.ListTables());
   std::map<std::string, Variable*, std::less<>> by_name;
   for (Variable* v : variables) by_name[v->name()] = v;
   switch (request.phase()) {
@@ -486,6 +500,10 @@ absl::StatusOr<RestoreShardResponse> RestoreShard(
       const auto& prepared =
           std::static_pointer_cast<PreparedRestore>(stashed)->request;
       absl::Status applied = Apply(prepared, by_name);
+      if (applied.ok()) applied = ApplyTables(prepared, tables);
+      if (applied.code() == absl::StatusCode::kResourceExhausted) {
+        return applied;  // no room for the rows: not damage
+      }
       if (!applied.ok()) {
         // Checked a moment ago: the files changed under us. Some variables
         // may hold restored values now; say so plainly.
@@ -542,10 +560,13 @@ absl::StatusOr<RestoreShardResponse> RestoreShard(
     }
   }
 
+  RETURN_IF_ERROR(CheckTableTargets(request, tables));
+
   // Check everything before anything changes.
   RestoreShardResponse response;
   ASSIGN_OR_RETURN(int64_t bytes, CheckAllSources(request));
-  response.set_bytes_read(bytes);
+  ASSIGN_OR_RETURN(int64_t table_bytes, CheckTableSources(request));
+  response.set_bytes_read(bytes + table_bytes);
   if (request.phase() == RestoreShardRequest::PREPARE) {
     auto prepared = std::make_shared<PreparedRestore>();
     prepared->request = request;
@@ -553,7 +574,9 @@ absl::StatusOr<RestoreShardResponse> RestoreShard(
     return response;
   }
   absl::Status applied = Apply(request, by_name);
+  if (applied.ok()) applied = ApplyTables(request, tables);
   if (!applied.ok()) {
+    if (applied.code() == absl::StatusCode::kResourceExhausted) return applied;
     return absl::DataLossError(absl::StrCat(
         applied.message(),
         " (the data files changed during the restore; this server's "

@@ -1,0 +1,355 @@
+#include "ps/table_checkpoint.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/crc32c.h"
+#include "common/job/row_placement.h"
+#include "common/mutex.h"
+#include "common/status_macros.h"
+
+namespace psflow {
+namespace {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "checkpoint data files are little-endian");
+
+// One segment being assembled: its rows' columns.
+struct SegmentBuffer {
+  std::vector<int64_t> ids, updates, last_steps;
+  std::vector<float> values;              // rows x dim
+  std::vector<std::vector<float>> slots;  // each rows x dim
+
+  void Clear() {
+    ids.clear();
+    updates.clear();
+    last_steps.clear();
+    values.clear();
+    for (auto& s : slots) s.clear();
+  }
+};
+
+template <typename T>
+absl::string_view AsBytes(const std::vector<T>& v) {
+  return absl::string_view(reinterpret_cast<const char*>(v.data()),
+                           v.size() * sizeof(T));
+}
+
+absl::Status FlushSegment(SegmentBuffer& segment, WritableFile& file,
+                          SavedTable& saved) {
+  if (segment.ids.empty()) return absl::OkStatus();
+  const int64_t offset = file.size();
+  uint32_t crc = 0;
+  std::vector<absl::string_view> pieces = {
+      AsBytes(segment.ids), AsBytes(segment.updates),
+      AsBytes(segment.last_steps), AsBytes(segment.values)};
+  for (const auto& s : segment.slots) pieces.push_back(AsBytes(s));
+  for (absl::string_view piece : pieces) {
+    crc = Crc32c(piece, crc);
+    RETURN_IF_ERROR(file.Append(piece));
+  }
+  SavedRowSegment* out = saved.add_segments();
+  out->set_file_offset(offset);
+  out->set_num_rows(static_cast<int64_t>(segment.ids.size()));
+  out->set_bytes(file.size() - offset);
+  out->set_crc32c(crc);
+  segment.Clear();
+  return absl::OkStatus();
+}
+
+// Open data files, by path.
+class Files {
+ public:
+  absl::StatusOr<const RandomAccessFile*> Get(const std::string& path) {
+    auto it = files_.find(path);
+    if (it == files_.end()) {
+      absl::StatusOr<RandomAccessFile> opened = RandomAccessFile::Open(path);
+      if (!opened.ok()) {
+        return absl::DataLossError(absl::StrCat(
+            "checkpoint data file missing or unreadable: ",
+            opened.status().message(),
+            "; the checkpoint is incomplete: restore another one"));
+      }
+      it = files_.emplace(path, *std::move(opened)).first;
+    }
+    return &it->second;
+  }
+
+ private:
+  std::map<std::string, RandomAccessFile> files_;
+};
+
+// Reads one segment whole into `buffer` and checks its size and CRC.
+absl::Status ReadSegment(const RestoreTableTarget& target,
+                         const RestoreRowSegment& segment, Files& files,
+                         std::vector<char>& buffer) {
+  ASSIGN_OR_RETURN(const RandomAccessFile* file, files.Get(segment.path()));
+  if (segment.file_offset() > file->size() ||
+      segment.bytes() > file->size() - segment.file_offset()) {
+    return absl::DataLossError(absl::StrCat(
+        "checkpoint file ", segment.path(), " is ", file->size(),
+        " bytes, but rows of embedding table '", target.table(), "' should be ",
+        segment.bytes(), " bytes at offset ", segment.file_offset(),
+        "; the file is truncated or not this checkpoint's: restore another "
+        "one"));
+  }
+  buffer.resize(segment.bytes());
+  absl::Status read =
+      file->Read(segment.file_offset(), segment.bytes(), buffer.data());
+  if (!read.ok()) {
+    return absl::DataLossError(absl::StrCat(
+        "rows of embedding table '", target.table(), "' are missing: ",
+        read.message(), "; the checkpoint is damaged: restore another one"));
+  }
+  const uint32_t crc = Crc32c(absl::string_view(buffer.data(), buffer.size()));
+  if (crc != segment.crc32c()) {
+    return absl::DataLossError(absl::StrCat(
+        "checkpoint file ", segment.path(), ": the ", segment.bytes(),
+        " bytes at offset ", segment.file_offset(),
+        " (rows of embedding table '", target.table(),
+        "') fail their CRC-32C check (stored ", segment.crc32c(), ", computed ",
+        crc, "); the checkpoint is damaged: restore another one"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WaitForTablesAtStep(const std::vector<EmbeddingTable*>& tables,
+                                 int64_t step, absl::Time deadline,
+                                 const std::function<bool()>& cancelled) {
+  struct Pending {
+    Mutex mu;
+    int count ABSL_GUARDED_BY(mu) = 0;
+  };
+  auto pending = std::make_shared<Pending>();
+  std::vector<std::pair<EmbeddingTable*, uint64_t>> waits;
+  for (EmbeddingTable* table : tables) {
+    {
+      MutexLock lock(&pending->mu);
+      ++pending->count;
+    }
+    std::optional<uint64_t> id = table->WhenVersionReached(step, [pending] {
+      MutexLock lock(&pending->mu);
+      --pending->count;
+    });
+    if (id.has_value()) {
+      waits.emplace_back(table, *id);
+    } else {
+      MutexLock lock(&pending->mu);
+      --pending->count;
+    }
+  }
+  bool reached = false, stopped = false;
+  while (!reached && !stopped && absl::Now() < deadline) {
+    MutexLock lock(&pending->mu);
+    reached = pending->mu.AwaitWithDeadline(
+        Condition(
+            +[](int* count) { return *count == 0; }, &pending->count),
+        std::min(deadline, absl::Now() + absl::Milliseconds(100)));
+    stopped = cancelled != nullptr && cancelled();
+  }
+  if (!reached) {
+    for (const auto& [table, id] : waits) table->CancelWait(id);
+    if (stopped) {
+      return absl::CancelledError(
+          "the parameter server is shutting down; checkpoint abandoned");
+    }
+    return absl::DeadlineExceededError(absl::StrCat(
+        "the checkpoint waited for every embedding table to reach step ", step,
+        " but some are still behind; the workers of that step may be slow "
+        "or gone"));
+  }
+  for (EmbeddingTable* table : tables) {
+    if (table->Version() != step) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("embedding table '", table->name(), "' is at step ",
+                       table->Version(), ", not the checkpoint's step ", step,
+                       "; updates were not held (HoldRequest HOLD_AT)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteTables(const std::vector<EmbeddingTable*>& tables,
+                         int64_t sync_step, WritableFile& file,
+                         SaveShardResponse& response) {
+  for (EmbeddingTable* table : tables) {
+    SavedTable& saved = *response.add_tables();
+    saved.set_name(table->name());
+    saved.set_dim(table->dim());
+    for (const std::string& slot : table->slot_names()) saved.add_slots(slot);
+    const int dim = table->dim();
+    const size_t slots = table->slot_names().size();
+    int64_t version = 0;
+    for (int stripe = 0; stripe < EmbeddingTable::kStripes; ++stripe) {
+      // A stripe's rows are copied under its lock, then written.
+      std::vector<SegmentBuffer> copied(1);
+      copied[0].slots.resize(slots);
+      version = table->VisitStripe(stripe, [&](const SavedRow& row) {
+        SegmentBuffer* b = &copied.back();
+        if (static_cast<int64_t>(b->ids.size()) >= kRowsPerSegment) {
+          copied.emplace_back();
+          copied.back().slots.resize(slots);
+          b = &copied.back();
+        }
+        b->ids.push_back(row.id);
+        b->updates.push_back(row.updates);
+        b->last_steps.push_back(row.last_step);
+        b->values.insert(b->values.end(), row.data.begin(),
+                         row.data.begin() + dim);
+        for (size_t s = 0; s < slots; ++s) {
+          b->slots[s].insert(b->slots[s].end(),
+                             row.data.begin() + (s + 1) * dim,
+                             row.data.begin() + (s + 2) * dim);
+        }
+      });
+      for (SegmentBuffer& b : copied)
+        RETURN_IF_ERROR(FlushSegment(b, file, saved));
+    }
+    if (sync_step > 0 && table->Version() != sync_step) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "embedding table '", table->name(), "' moved to step ",
+          table->Version(), " while step ", sync_step,
+          " was being saved; updates were released during the save"));
+    }
+    saved.set_version(sync_step > 0 ? sync_step : version);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTableTargets(const RestoreShardRequest& request,
+                               const std::vector<EmbeddingTable*>& tables) {
+  if (request.tables_size() == 0 && tables.empty()) return absl::OkStatus();
+  if (request.num_ps() < 1 || request.ps_index() < 0 ||
+      request.ps_index() >= request.num_ps()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "restore of embedding tables names server ", request.ps_index(), " of ",
+        request.num_ps(), "; the chief must say which server this is"));
+  }
+  std::map<std::string, EmbeddingTable*> by_name;
+  for (EmbeddingTable* t : tables) by_name[t->name()] = t;
+  std::set<std::string> named;
+  for (const RestoreTableTarget& target : request.tables()) {
+    auto it = by_name.find(target.table());
+    if (it == by_name.end()) {
+      return absl::NotFoundError(
+          absl::StrCat("restore names embedding table '", target.table(),
+                       "', which is not on this parameter server"));
+    }
+    if (!named.insert(target.table()).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "restore names embedding table '", target.table(), "' twice"));
+    }
+    if (target.dim() != it->second->dim()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "embedding table '", target.table(), "' was saved with dimension ",
+          target.dim(), " but has ", it->second->dim(),
+          " in this job; restore a checkpoint of the same model"));
+    }
+    if (target.slots_size() > 8) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "restore of embedding table '", target.table(), "' lists ",
+          target.slots_size(), " slots; no optimizer has more than 2"));
+    }
+    const int64_t row_bytes = SavedRowBytes(target.dim(), target.slots_size());
+    for (const RestoreRowSegment& s : target.segments()) {
+      if (s.path().empty() || s.file_offset() < 0 || s.num_rows() < 1 ||
+          s.num_rows() > (int64_t{1} << 40) / row_bytes ||
+          s.bytes() != s.num_rows() * row_bytes) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "restore of embedding table '", target.table(), "': a segment of ",
+            s.num_rows(), " rows claims ", s.bytes(), " bytes (", row_bytes,
+            " per row expected); the checkpoint's index is damaged"));
+      }
+    }
+  }
+  for (EmbeddingTable* t : tables) {
+    if (named.count(t->name()) == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("restore leaves embedding table '", t->name(),
+                       "' out; a restore overwrites every table"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> CheckTableSources(const RestoreShardRequest& request) {
+  Files files;
+  std::vector<char> buffer;
+  int64_t bytes = 0;
+  for (const RestoreTableTarget& target : request.tables()) {
+    for (const RestoreRowSegment& segment : target.segments()) {
+      RETURN_IF_ERROR(ReadSegment(target, segment, files, buffer));
+      bytes += segment.bytes();
+    }
+  }
+  return bytes;
+}
+
+absl::Status ApplyTables(const RestoreShardRequest& request,
+                         const std::vector<EmbeddingTable*>& tables) {
+  std::map<std::string, EmbeddingTable*> by_name;
+  for (EmbeddingTable* t : tables) by_name[t->name()] = t;
+  Files files;
+  std::vector<char> buffer;
+  for (const RestoreTableTarget& target : request.tables()) {
+    EmbeddingTable* table = by_name.at(target.table());
+    const int dim = table->dim();
+    // For each of the table's slots, where it is in a saved row (-1: not
+    // saved; it starts at its initial value).
+    const std::vector<std::string>& names = table->slot_names();
+    std::vector<int> saved_slot(names.size(), -1);
+    for (size_t s = 0; s < names.size(); ++s) {
+      for (int k = 0; k < target.slots_size(); ++k) {
+        if (target.slots(k) == names[s]) saved_slot[s] = k;
+      }
+    }
+    std::vector<float> row(table->row_floats());
+    table->Clear();
+    for (const RestoreRowSegment& segment : target.segments()) {
+      RETURN_IF_ERROR(ReadSegment(target, segment, files, buffer));
+      const int64_t n = segment.num_rows();
+      const char* p = buffer.data();
+      const int64_t* ids = reinterpret_cast<const int64_t*>(p);
+      const int64_t* updates = ids + n;
+      const int64_t* last_steps = updates + n;
+      const float* values = reinterpret_cast<const float*>(last_steps + n);
+      for (int64_t r = 0; r < n; ++r) {
+        if (RowServer(ids[r], request.num_ps()) != request.ps_index()) continue;
+        std::memcpy(row.data(), values + r * dim, sizeof(float) * dim);
+        for (size_t s = 0; s < names.size(); ++s) {
+          float* out = row.data() + (s + 1) * dim;
+          if (saved_slot[s] < 0) {
+            std::fill_n(out, dim, table->slot_initial_value(s));
+          } else {
+            const float* slot = values + (saved_slot[s] + 1) * n * dim;
+            std::memcpy(out, slot + r * dim, sizeof(float) * dim);
+          }
+        }
+        SavedRow restored;
+        restored.id = ids[r];
+        restored.updates = updates[r];
+        restored.last_step = last_steps[r];
+        restored.data = row;
+        absl::Status added = table->AddRestoredRow(restored);
+        if (!added.ok()) {
+          return absl::Status(
+              added.code(),
+              absl::StrCat(added.message(),
+                           " (restoring onto more parameter servers, or "
+                           "raising --max_variable_bytes, makes room)"));
+        }
+      }
+    }
+    table->SetRestoredVersion(request.global_step());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace psflow
