@@ -112,7 +112,7 @@ absl::StatusOr<SavedCheckpoint> CheckpointManager::SaveInto(
 
   ASSIGN_OR_RETURN(CheckpointIndex index,
                    IndexFromSavedShards(client_->placement(), *saved, files));
-  index.set_format_version(kCheckpointFormatVersion);
+  index.set_format_version(FormatVersionFor(index));
   index.set_global_step(sync ? sync_step : index.max_version());
   index.set_mode(options_.mode);
   index.set_created_unix_micros(absl::ToUnixMicros(absl::Now()));

@@ -25,12 +25,19 @@ absl::string_view Bytes(absl::Span<const float> v) {
 }
 
 // A tensor to export: what the headers need, without its values (they are
-// streamed from the checkpoint, CheckpointReader::ReadPieces).
+// streamed from the checkpoint, CheckpointReader::ReadPieces), or one
+// column of an embedding table (its ids, values or a slot, read segment by
+// segment with CheckpointReader::ReadTable).
 struct Exported {
-  const CheckpointTensor* tensor;
+  const CheckpointTensor* tensor = nullptr;
   std::string name;
   std::vector<int64_t> shape;
   uint64_t bytes = 0;
+  // Tables: the table and the column, -1 for the ids (int64), 0 for the
+  // values, k for slot k - 1 (float32).
+  const CheckpointTable* table = nullptr;
+  int column = 0;
+  bool is_int64() const { return table != nullptr && column < 0; }
 };
 
 std::vector<Exported> ListExported(const CheckpointReader& reader,
@@ -42,10 +49,34 @@ std::vector<Exported> ListExported(const CheckpointReader& reader,
     for (const CheckpointSlice& slice : t.slices()) {
       elements += slice.num_elements();
     }
-    out.push_back(Exported{&t,
-                           TensorDisplayName(t),
-                           {t.shape().begin(), t.shape().end()},
-                           elements * sizeof(float)});
+    Exported e;
+    e.tensor = &t;
+    e.name = TensorDisplayName(t);
+    e.shape = {t.shape().begin(), t.shape().end()};
+    e.bytes = elements * sizeof(float);
+    out.push_back(std::move(e));
+  }
+  // Tables: "<table>/ids" (int64, rows) and "<table>/values" (float32,
+  // rows x dim) in the same row order; slots "<table>/values@<slot>".
+  for (const CheckpointTable& t : reader.index().tables()) {
+    const int columns = include_slots ? 1 + t.slots_size() : 1;
+    for (int column = -1; column < columns; ++column) {
+      Exported e;
+      e.table = &t;
+      e.column = column;
+      if (column < 0) {
+        e.name = t.name() + "/ids";
+        e.shape = {t.num_rows()};
+        e.bytes = t.num_rows() * sizeof(int64_t);
+      } else {
+        e.name = column == 0
+                     ? t.name() + "/values"
+                     : absl::StrCat(t.name(), "/values@", t.slots(column - 1));
+        e.shape = {t.num_rows(), t.dim()};
+        e.bytes = t.num_rows() * t.dim() * sizeof(float);
+      }
+      out.push_back(std::move(e));
+    }
   }
   return out;
 }
@@ -54,14 +85,28 @@ std::vector<Exported> ListExported(const CheckpointReader& reader,
 // accumulates zlib's CRC-32 of the bytes.
 absl::Status StreamValues(const CheckpointReader& reader, const Exported& t,
                           WritableFile& file, uint32_t* crc = nullptr) {
-  return reader.ReadPieces(*t.tensor, [&](absl::Span<const float> piece) {
-    const absl::string_view bytes = Bytes(piece);
+  auto append = [&](absl::string_view bytes) {
     if (crc != nullptr) {
       *crc = static_cast<uint32_t>(
           crc32(*crc, reinterpret_cast<const Bytef*>(bytes.data()),
                 static_cast<uInt>(bytes.size())));
     }
     return file.Append(bytes);
+  };
+  if (t.table != nullptr) {
+    return reader.ReadTable(
+        *t.table, [&](const CheckpointReader::RowSegment& segment) {
+          if (t.column < 0) {
+            return append(absl::string_view(
+                reinterpret_cast<const char*>(segment.ids.data()),
+                segment.ids.size() * sizeof(int64_t)));
+          }
+          return append(Bytes(t.column == 0 ? segment.values
+                                            : segment.slots[t.column - 1]));
+        });
+  }
+  return reader.ReadPieces(*t.tensor, [&](absl::Span<const float> piece) {
+    return append(Bytes(piece));
   });
 }
 
@@ -72,8 +117,8 @@ std::string SafetensorsHeader(const std::vector<Exported>& tensors,
                   ",\"producer\":\"psflow\"}");
   uint64_t offset = 0;
   for (const Exported& t : tensors) {
-    absl::StrAppend(&header, ",", JsonQuote(t.name),
-                    ":{\"dtype\":\"F32\",\"shape\":[",
+    absl::StrAppend(&header, ",", JsonQuote(t.name), ":{\"dtype\":\"",
+                    t.is_int64() ? "I64" : "F32", "\",\"shape\":[",
                     absl::StrJoin(t.shape, ","), "],\"data_offsets\":[", offset,
                     ",", offset + t.bytes, "]}");
     offset += t.bytes;
@@ -100,9 +145,10 @@ absl::Status WriteSafetensors(const CheckpointReader& reader,
 // The header of one .npy (format 1.0), padded so data is 64-byte aligned.
 std::string NpyHeader(const Exported& t) {
   // Python tuple syntax: (3,) but (2, 5) and ().
-  std::string dict = absl::StrCat(
-      "{'descr': '<f4', 'fortran_order': False, 'shape': (",
-      absl::StrJoin(t.shape, ", "), t.shape.size() == 1 ? "," : "", "), }");
+  std::string dict = absl::StrCat("{'descr': '", t.is_int64() ? "<i8" : "<f4",
+                                  "', 'fortran_order': False, 'shape': (",
+                                  absl::StrJoin(t.shape, ", "),
+                                  t.shape.size() == 1 ? "," : "", "), }");
   const size_t prefix = 10;  // magic (6) + version (2) + length (2)
   size_t total = prefix + dict.size() + 1;
   dict.append((64 - total % 64) % 64, ' ');

@@ -1,7 +1,9 @@
 #include "checkpoint/index_file.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -46,7 +48,7 @@ std::string TensorLabel(const CheckpointTensor& t) {
 std::string EncodeIndexFile(const CheckpointIndex& index) {
   const std::string body = index.SerializeAsString();
   std::string out(kMagic, 8);
-  PutFixed32(out, kCheckpointFormatVersion);
+  PutFixed32(out, index.format_version());
   PutFixed64(out, body.size());
   out += body;
   PutFixed32(out, MaskCrc32c(Crc32c(body)));
@@ -68,10 +70,12 @@ absl::StatusOr<CheckpointIndex> DecodeIndexFile(
     return damaged("does not start with the psflow index magic");
   }
   const uint32_t version = GetFixed32(bytes.data() + 8);
-  if (version != kCheckpointFormatVersion) {
+  if (version != kCheckpointFormatVersion &&
+      version != kCheckpointFormatVersionDenseOnly) {
     return absl::FailedPreconditionError(absl::StrCat(
         "checkpoint index ", path_for_errors, " has format version ", version,
-        "; this release reads version ", kCheckpointFormatVersion));
+        "; this release reads versions ", kCheckpointFormatVersionDenseOnly,
+        " and ", kCheckpointFormatVersion));
   }
   const uint64_t length = GetFixed64(bytes.data() + 12);
   if (length != bytes.size() - kHeaderBytes - kFooterBytes) {
@@ -87,11 +91,10 @@ absl::StatusOr<CheckpointIndex> DecodeIndexFile(
   if (!index.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
     return damaged("does not parse");
   }
-  if (index.format_version() != kCheckpointFormatVersion) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "checkpoint index ", path_for_errors, " records format version ",
-        index.format_version(), "; this release reads version ",
-        kCheckpointFormatVersion));
+  if (index.format_version() != version) {
+    return damaged(absl::StrCat("records format version ",
+                                index.format_version(), " inside a version ",
+                                version, " file"));
   }
   absl::Status valid = ValidateIndex(index);
   if (!valid.ok()) return damaged(valid.message());
@@ -159,6 +162,47 @@ absl::Status ValidateIndex(const CheckpointIndex& index) {
       return absl::InvalidArgumentError(
           absl::StrCat("covers ", next, " of the ", elements,
                        " elements of tensor ", TensorLabel(t)));
+    }
+  }
+  if (index.tables_size() > 0 &&
+      index.format_version() < kCheckpointFormatVersion) {
+    return absl::InvalidArgumentError(
+        "has embedding tables in a version 1 index");
+  }
+  std::set<std::string> table_names;
+  for (const CheckpointTable& t : index.tables()) {
+    if (t.name().empty() || !table_names.insert(t.name()).second ||
+        seen.count({t.name(), ""}) > 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("lists embedding table '", t.name(),
+                       "' twice, unnamed or with a tensor's name"));
+    }
+    if (t.dim() < 1 || t.dim() > 4096 || t.slots_size() > 8) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("gives embedding table '", t.name(), "' dimension ",
+                       t.dim(), " and ", t.slots_size(), " slots"));
+    }
+    const int64_t row_bytes = 24 + int64_t{4} * t.dim() * (1 + t.slots_size());
+    int64_t rows = 0;
+    for (const CheckpointRowSegment& s : t.segments()) {
+      auto file = file_sizes.find(s.file());
+      // A segment holds at most 64 MiB or one row (ps/table_checkpoint.h).
+      if (file == file_sizes.end() || s.num_rows() < 1 ||
+          s.num_rows() >
+              std::max<int64_t>(1, (int64_t{64} << 20) / row_bytes) ||
+          s.bytes() != s.num_rows() * row_bytes || s.file_offset() < 0 ||
+          s.file_offset() > file->second - s.bytes()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "has a bad segment of embedding table '", t.name(),
+            "' (segments must hold whole rows and lie inside a listed "
+            "data file)"));
+      }
+      rows += s.num_rows();
+    }
+    if (rows != t.num_rows()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("says embedding table '", t.name(), "' has ",
+                       t.num_rows(), " rows but its segments hold ", rows));
     }
   }
   return absl::OkStatus();

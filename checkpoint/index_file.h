@@ -19,7 +19,17 @@
 
 namespace psflow {
 
-inline constexpr uint32_t kCheckpointFormatVersion = 1;
+// Version 1: dense tensors only. Version 2 adds embedding tables; a
+// checkpoint without tables is still written as version 1, so releases
+// that read only version 1 keep reading it.
+inline constexpr uint32_t kCheckpointFormatVersion = 2;
+inline constexpr uint32_t kCheckpointFormatVersionDenseOnly = 1;
+
+// The version an index is written with: 2 when it has tables, else 1.
+inline uint32_t FormatVersionFor(const CheckpointIndex& index) {
+  return index.tables_size() > 0 ? kCheckpointFormatVersion
+                                 : kCheckpointFormatVersionDenseOnly;
+}
 
 // The file's bytes for `index`.
 std::string EncodeIndexFile(const CheckpointIndex& index);

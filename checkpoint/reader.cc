@@ -116,7 +116,63 @@ std::vector<std::string> CheckpointReader::Verify(
         ReadPieces(t, [](absl::Span<const float>) { return absl::OkStatus(); });
     if (!read.ok()) problems.emplace_back(read.message());
   }
+  for (const CheckpointTable& t : index_.tables()) {
+    absl::Status read =
+        ReadTable(t, [](const RowSegment&) { return absl::OkStatus(); });
+    if (!read.ok()) problems.emplace_back(read.message());
+  }
   return problems;
+}
+
+const CheckpointTable* CheckpointReader::FindTable(
+    const std::string& name) const {
+  for (const CheckpointTable& t : index_.tables()) {
+    if (t.name() == name) return &t;
+  }
+  return nullptr;
+}
+
+absl::Status CheckpointReader::ReadTable(
+    const CheckpointTable& table,
+    const std::function<absl::Status(const RowSegment&)>& consume) const {
+  // int64 storage keeps every column aligned (ids and counts are int64,
+  // values float32 after 24 bytes per row).
+  std::vector<int64_t> storage;
+  for (const CheckpointRowSegment& s : table.segments()) {
+    // ValidateIndex bounded the segment to 64 MiB inside its file.
+    const RandomAccessFile& file = files_.at(s.file());
+    storage.resize((s.bytes() + 7) / 8);
+    char* data = reinterpret_cast<char*>(storage.data());
+    absl::Status read = file.Read(s.file_offset(), s.bytes(), data);
+    if (!read.ok()) {
+      return absl::DataLossError(absl::StrCat("embedding table '", table.name(),
+                                              "': ", read.message()));
+    }
+    const uint32_t crc = Crc32c(absl::string_view(data, s.bytes()));
+    if (crc != s.crc32c()) {
+      return absl::DataLossError(absl::StrCat(
+          "embedding table '", table.name(), "': ", s.num_rows(), " rows in ",
+          JoinPath(path_, s.file()), " at byte ", s.file_offset(),
+          ": CRC-32C mismatch (stored ", s.crc32c(), ", computed ", crc,
+          "); the data is damaged"));
+    }
+    const int64_t n = s.num_rows();
+    RowSegment segment;
+    segment.num_rows = n;
+    segment.ids = absl::MakeConstSpan(storage.data(), n);
+    segment.updates = absl::MakeConstSpan(storage.data() + n, n);
+    segment.last_steps = absl::MakeConstSpan(storage.data() + 2 * n, n);
+    const float* floats =
+        reinterpret_cast<const float*>(storage.data() + 3 * n);
+    const int64_t column = n * table.dim();
+    segment.values = absl::MakeConstSpan(floats, column);
+    for (int k = 0; k < table.slots_size(); ++k) {
+      segment.slots.push_back(
+          absl::MakeConstSpan(floats + (k + 1) * column, column));
+    }
+    RETURN_IF_ERROR(consume(segment));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace psflow

@@ -46,9 +46,27 @@ class CheckpointReader {
       const std::function<absl::Status(absl::Span<const float>)>& consume)
       const;
 
-  // Reads every slice of every tensor (in bounded memory); returns one line
-  // per problem (empty when the checkpoint is intact). `progress` is called
-  // per tensor.
+  // One segment of an embedding table's rows, as read.
+  struct RowSegment {
+    int64_t num_rows = 0;
+    absl::Span<const int64_t> ids, updates, last_steps;
+    absl::Span<const float> values;              // num_rows x dim
+    std::vector<absl::Span<const float>> slots;  // each num_rows x dim
+  };
+
+  // Reads `table`'s segments in order, each whole (at most 64 MiB) and
+  // CRC-checked before `consume` sees it (DataLoss naming the table, file
+  // and offset). An error from `consume` stops the read.
+  absl::Status ReadTable(
+      const CheckpointTable& table,
+      const std::function<absl::Status(const RowSegment&)>& consume) const;
+
+  // The table, or nullptr.
+  const CheckpointTable* FindTable(const std::string& name) const;
+
+  // Reads every slice of every tensor and every table's segments (in
+  // bounded memory); returns one line per problem (empty when the
+  // checkpoint is intact). `progress` is called per tensor.
   std::vector<std::string> Verify(
       const std::function<void(const CheckpointTensor&)>& progress =
           nullptr) const;

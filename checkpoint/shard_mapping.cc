@@ -79,6 +79,58 @@ absl::StatusOr<CheckpointIndex> IndexFromSavedShards(
                 });
     }
   }
+  // Tables: every server saved its rows of each; the index lists each
+  // table once with every server's segments.
+  std::map<std::string, CheckpointTable> tables;
+  for (size_t ps = 0; ps < saved.size(); ++ps) {
+    for (const SavedTable& s : saved[ps].tables()) {
+      const bool placed =
+          std::any_of(placement.tables.begin(), placement.tables.end(),
+                      [&](const PlacedTable& t) { return t.name == s.name(); });
+      if (!placed) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "ps-", ps, " saved embedding table '", s.name(),
+            "', which this job does not have; was the server restarted "
+            "with another job?"));
+      }
+      CheckpointTable& t = tables[s.name()];
+      if (t.name().empty()) {
+        t.set_name(s.name());
+        t.set_dim(s.dim());
+        *t.mutable_slots() = s.slots();
+        t.set_min_version(s.version());
+        t.set_max_version(s.version());
+      } else if (t.dim() != s.dim() ||
+                 !std::equal(t.slots().begin(), t.slots().end(),
+                             s.slots().begin(), s.slots().end())) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("the servers saved embedding table '", s.name(),
+                         "' with different dimensions or optimizer slots"));
+      }
+      t.set_min_version(std::min(t.min_version(), s.version()));
+      t.set_max_version(std::max(t.max_version(), s.version()));
+      min_version = std::min(min_version, s.version());
+      max_version = std::max(max_version, s.version());
+      for (const SavedRowSegment& segment : s.segments()) {
+        CheckpointRowSegment* out = t.add_segments();
+        out->set_file(file_names[ps]);
+        out->set_file_offset(segment.file_offset());
+        out->set_num_rows(segment.num_rows());
+        out->set_bytes(segment.bytes());
+        out->set_crc32c(segment.crc32c());
+        t.set_num_rows(t.num_rows() + segment.num_rows());
+      }
+    }
+  }
+  for (const PlacedTable& placed : placement.tables) {
+    auto it = tables.find(placed.name);
+    if (it == tables.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("no server saved embedding table '", placed.name,
+                       "'; were the servers restarted without it?"));
+    }
+    *index.add_tables() = std::move(it->second);
+  }
   index.set_min_version(min_version == INT64_MAX ? 0 : min_version);
   index.set_max_version(max_version);
   return index;
@@ -123,6 +175,28 @@ absl::StatusOr<std::vector<RestoreShardRequest>> PlanRestore(
           absl::StrCat("it holds \"", name, "\", which the model lacks"));
     }
   }
+  std::map<std::string, const CheckpointTable*> saved_tables;
+  for (const CheckpointTable& t : index.tables()) saved_tables[t.name()] = &t;
+  for (const PlacedTable& t : placement.tables) {
+    auto it = saved_tables.find(t.name);
+    if (it == saved_tables.end()) {
+      problems.push_back(
+          absl::StrCat("embedding table '", t.name, "' is not in it"));
+    } else if (it->second->dim() != t.dim) {
+      problems.push_back(absl::StrCat("embedding table '", t.name,
+                                      "' has dimension ", it->second->dim(),
+                                      " there but ", t.dim, " in the model"));
+    }
+  }
+  for (const auto& [name, table] : saved_tables) {
+    const bool placed_table = std::any_of(
+        placement.tables.begin(), placement.tables.end(),
+        [&name = name](const PlacedTable& t) { return t.name == name; });
+    if (!placed_table) {
+      problems.push_back(absl::StrCat("it holds embedding table '", name,
+                                      "', which the model lacks"));
+    }
+  }
   if (!problems.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("the checkpoint does not fit this model: ",
@@ -130,9 +204,29 @@ absl::StatusOr<std::vector<RestoreShardRequest>> PlanRestore(
                      " (was it written by another model configuration?)"));
   }
   std::vector<RestoreShardRequest> requests(placement.bytes_per_ps.size());
-  for (RestoreShardRequest& r : requests) {
+  for (size_t ps = 0; ps < requests.size(); ++ps) {
+    RestoreShardRequest& r = requests[ps];
     r.set_protocol_version(kProtocolVersion);
     r.set_global_step(index.global_step());
+    r.set_ps_index(static_cast<int>(ps));
+    r.set_num_ps(static_cast<int>(requests.size()));
+    // Every server reads every segment and keeps the rows it now owns.
+    for (const PlacedTable& t : placement.tables) {
+      const CheckpointTable& saved = *saved_tables[t.name];
+      RestoreTableTarget* target = r.add_tables();
+      target->set_table(t.name);
+      target->set_dim(saved.dim());
+      *target->mutable_slots() = saved.slots();
+      target->set_reset_slots(!restore_slots);
+      for (const CheckpointRowSegment& s : saved.segments()) {
+        RestoreRowSegment* segment = target->add_segments();
+        segment->set_path(JoinPath(checkpoint_dir, s.file()));
+        segment->set_file_offset(s.file_offset());
+        segment->set_num_rows(s.num_rows());
+        segment->set_bytes(s.bytes());
+        segment->set_crc32c(s.crc32c());
+      }
+    }
   }
   for (const PlacedVariable& v : placement.variables) {
     for (const CheckpointTensor* t : by_name[v.name]) {

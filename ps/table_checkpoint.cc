@@ -186,6 +186,8 @@ absl::Status WriteTables(const std::vector<EmbeddingTable*>& tables,
     for (const std::string& slot : table->slot_names()) saved.add_slots(slot);
     const int dim = table->dim();
     const size_t slots = table->slot_names().size();
+    const int64_t rows_per_segment =
+        RowsPerSegment(dim, static_cast<int>(slots));
     int64_t version = 0;
     for (int stripe = 0; stripe < EmbeddingTable::kStripes; ++stripe) {
       // A stripe's rows are copied under its lock, then written.
@@ -193,7 +195,7 @@ absl::Status WriteTables(const std::vector<EmbeddingTable*>& tables,
       copied[0].slots.resize(slots);
       version = table->VisitStripe(stripe, [&](const SavedRow& row) {
         SegmentBuffer* b = &copied.back();
-        if (static_cast<int64_t>(b->ids.size()) >= kRowsPerSegment) {
+        if (static_cast<int64_t>(b->ids.size()) >= rows_per_segment) {
           copied.emplace_back();
           copied.back().slots.resize(slots);
           b = &copied.back();
@@ -260,7 +262,7 @@ absl::Status CheckTableTargets(const RestoreShardRequest& request,
     const int64_t row_bytes = SavedRowBytes(target.dim(), target.slots_size());
     for (const RestoreRowSegment& s : target.segments()) {
       if (s.path().empty() || s.file_offset() < 0 || s.num_rows() < 1 ||
-          s.num_rows() > (int64_t{1} << 40) / row_bytes ||
+          s.num_rows() > std::max<int64_t>(1, kMaxSegmentBytes / row_bytes) ||
           s.bytes() != s.num_rows() * row_bytes) {
         return absl::InvalidArgumentError(absl::StrCat(
             "restore of embedding table '", target.table(), "': a segment of ",
@@ -305,7 +307,7 @@ absl::Status ApplyTables(const RestoreShardRequest& request,
     // saved; it starts at its initial value).
     const std::vector<std::string>& names = table->slot_names();
     std::vector<int> saved_slot(names.size(), -1);
-    for (size_t s = 0; s < names.size(); ++s) {
+    for (size_t s = 0; s < names.size() && !target.reset_slots(); ++s) {
       for (int k = 0; k < target.slots_size(); ++k) {
         if (target.slots(k) == names[s]) saved_slot[s] = k;
       }

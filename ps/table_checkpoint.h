@@ -19,14 +19,19 @@
 
 namespace psflow {
 
-// Rows per saved segment: the unit of CRC checking and of a restore's read
-// buffer (64 Ki rows of dimension 16 with Adagrad: 10 MiB).
-inline constexpr int64_t kRowsPerSegment = 64 * 1024;
-
 // Bytes one saved row takes: id, update count and last use (8 bytes each),
 // then the values and every slot.
 inline int64_t SavedRowBytes(int dim, int slots) {
   return 24 + int64_t{4} * dim * (1 + slots);
+}
+
+// Rows per saved segment, the unit of CRC checking and of a reader's
+// buffer: at most 64 Ki rows and 64 MiB (readers refuse larger segments;
+// 64 Ki rows of dimension 16 with Adagrad are 10 MiB).
+inline constexpr int64_t kMaxSegmentBytes = int64_t{64} << 20;
+inline int64_t RowsPerSegment(int dim, int slots) {
+  const int64_t by_bytes = kMaxSegmentBytes / SavedRowBytes(dim, slots);
+  return by_bytes < 1 ? 1 : (by_bytes < 65536 ? by_bytes : 65536);
 }
 
 // SYNC: waits until every table is at exactly `step` (held there by

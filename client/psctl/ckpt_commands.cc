@@ -75,9 +75,14 @@ int CkptList(const std::string& dir, std::ostream& out, std::ostream& err) {
     int64_t bytes = 0;
     for (const CheckpointFile& f : index.files()) bytes += f.size();
     out << absl::StrFormat(
-        "%-16s step %-10d %s, %d tensors on %d ps, %s, %s, written %s  (%s)\n",
+        "%-16s step %-10d %s, %d tensors%s on %d ps, %s, %s, written %s  "
+        "(%s)\n",
         name, index.global_step(), UpdateMode_Name(index.mode()),
-        index.tensors_size(), index.num_ps(), Megabytes(bytes),
+        index.tensors_size(),
+        index.tables_size() == 0
+            ? ""
+            : absl::StrCat(" and ", index.tables_size(), " embedding tables"),
+        index.num_ps(), Megabytes(bytes),
         index.job_name().empty() ? "unnamed job" : index.job_name(),
         absl::FormatTime("%Y-%m-%d %H:%M:%S UTC",
                          absl::FromUnixMicros(index.created_unix_micros()),
@@ -126,8 +131,37 @@ int CkptInspect(const std::string& path, const std::string& tensor, bool values,
       out << "  [" << absl::StrJoin(*v, ", ") << "]\n";
     }
   }
+  for (const CheckpointTable& t : index.tables()) {
+    if (!tensor.empty() && t.name() != tensor) continue;
+    found = true;
+    const int64_t row_bytes = 24 + int64_t{4} * t.dim() * (1 + t.slots_size());
+    out << absl::StrFormat(
+        "%-32s table    dim %-10d %10d rows     %10s  %d segments, slots "
+        "[%s], versions %d..%d\n",
+        t.name(), t.dim(), t.num_rows(), Megabytes(t.num_rows() * row_bytes),
+        t.segments_size(), absl::StrJoin(t.slots(), ", "), t.min_version(),
+        t.max_version());
+    if (values) {
+      // Rows as "id: [values]", in the checkpoint's order.
+      absl::Status read = (*reader)->ReadTable(
+          t, [&](const CheckpointReader::RowSegment& segment) {
+            for (int64_t r = 0; r < segment.num_rows; ++r) {
+              out << "  " << segment.ids[r] << ": ["
+                  << absl::StrJoin(segment.values.subspan(r * t.dim(), t.dim()),
+                                   ", ")
+                  << "]\n";
+            }
+            return absl::OkStatus();
+          });
+      if (!read.ok()) {
+        err << "psctl ckpt inspect: " << read.message() << "\n";
+        return 1;
+      }
+    }
+  }
   if (!found) {
-    err << "psctl ckpt inspect: no tensor \"" << tensor << "\" in " << path
+    err << "psctl ckpt inspect: no tensor or table \"" << tensor << "\" in "
+        << path
         << " (names are listed without --tensor; slots are name@slot)\n";
     return 1;
   }
@@ -148,12 +182,17 @@ int CkptVerify(const std::string& path, std::ostream& out, std::ostream& err) {
   for (const std::string& p : problems) err << "DAMAGED: " << p << "\n";
   if (!problems.empty()) {
     err << "psctl ckpt verify: " << path << " is damaged (" << problems.size()
-        << " tensors); restore another checkpoint\n";
+        << " tensors or tables); restore another checkpoint\n";
     return 1;
   }
-  out << absl::StrFormat("%s: OK, %d tensors, %s checked in %.2f s\n", path,
-                         (*reader)->index().tensors_size(), Megabytes(bytes),
-                         absl::ToDoubleSeconds(absl::Now() - start));
+  out << absl::StrFormat(
+      "%s: OK, %d tensors%s, %s checked in %.2f s\n", path,
+      (*reader)->index().tensors_size(),
+      (*reader)->index().tables_size() == 0
+          ? ""
+          : absl::StrCat(" and ", (*reader)->index().tables_size(),
+                         " embedding tables"),
+      Megabytes(bytes), absl::ToDoubleSeconds(absl::Now() - start));
   return 0;
 }
 

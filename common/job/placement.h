@@ -45,8 +45,16 @@ struct PlacedVariable {
   std::vector<VariablePart> parts;  // by row
 };
 
+// A sparse embedding table: every server holds the rows whose ids hash to
+// it (common/job/row_placement.h), so it has no parts.
+struct PlacedTable {
+  std::string name;
+  int dim = 0;
+};
+
 struct Placement {
   std::vector<PlacedVariable> variables;  // in the input's order
+  std::vector<PlacedTable> tables;        // on every server
   std::vector<int64_t> bytes_per_ps;
 
   // The variable named `name`, or nullptr.

@@ -31,6 +31,9 @@ void PlacementToProto(const Placement& placement, JobSpec& spec) {
 absl::StatusOr<Placement> PlacementFromProto(const JobSpec& spec, int num_ps) {
   Placement placement;
   placement.bytes_per_ps.assign(num_ps, 0);
+  for (const EmbeddingTableSpec& table : spec.tables()) {
+    placement.tables.push_back({table.name(), table.dim()});
+  }
   for (const VariablePlacementSpec& in : spec.placement()) {
     PlacedVariable v;
     v.name = in.name();

@@ -14,6 +14,8 @@ void PlacementToProto(const Placement& placement, JobSpec& spec);
 // Every part takes its variable's update rule and momentum.
 // InvalidArgument when a part names a server outside [0, num_ps), the
 // parts do not tile their variable, or the update rule is unknown.
+// The placement's tables are the spec's `tables` (PlacementToProto leaves
+// them to whoever fills JobSpec.tables).
 absl::StatusOr<Placement> PlacementFromProto(const JobSpec& spec, int num_ps);
 
 }  // namespace psflow

@@ -34,6 +34,18 @@ TEST(PlacementProtoTest, RoundTripKeepsEveryPartsUpdateRule) {
             VariableUpdate::kOptimizer);
 }
 
+// Tables live on every server; the spec's tables are the placement's.
+TEST(PlacementProtoTest, TablesComeFromTheJobSpec) {
+  JobSpec spec;
+  EmbeddingTableSpec* table = spec.add_tables();
+  table->set_name("emb");
+  table->set_dim(16);
+  ASSERT_OK_AND_ASSIGN(Placement back, PlacementFromProto(spec, 3));
+  ASSERT_EQ(back.tables.size(), 1u);
+  EXPECT_EQ(back.tables[0].name, "emb");
+  EXPECT_EQ(back.tables[0].dim, 16);
+}
+
 TEST(PlacementProtoTest, UnknownUpdateRuleIsRejected) {
   ASSERT_OK_AND_ASSIGN(Placement placed, PlaceVariables({{"w", {2}}}, 1, 16));
   JobSpec spec;
