@@ -10,6 +10,18 @@ std::vector<LogicalVariable> LogicalVariables(
   return out;
 }
 
+const std::vector<ModelTable>& ModelDefinition::tables() const {
+  static const auto* none = new std::vector<ModelTable>();
+  return *none;
+}
+
+absl::StatusOr<BatchStats> Model::Score(const ExampleBatch&,
+                                        absl::Span<float>) {
+  return absl::UnimplementedError(
+      "this model predicts classes, not one probability; AUC and log loss "
+      "need a binary model (kind wide_deep)");
+}
+
 int64_t InputSpec::num_features() const {
   int64_t n = 1;
   for (int64_t d : example_shape) n *= d;

@@ -22,6 +22,7 @@
 #include "absl/types/span.h"
 #include "common/job/logical_variable.h"
 #include "model/device/device.h"
+#include "proto/ps.pb.h"
 
 namespace psflow {
 
@@ -53,6 +54,35 @@ struct ModelVariable {
 std::vector<LogicalVariable> LogicalVariables(
     const std::vector<ModelVariable>& variables);
 
+// A sparse embedding table a model declares: rows keyed by int64 ids,
+// held by the parameter servers (ps/embedding_table.h) and pulled per
+// batch. `spec` is what the chief creates it with (name, dimension,
+// initializer, optimizer, admission and eviction).
+struct ModelTable {
+  EmbeddingTableSpec spec;
+
+  const std::string& name() const { return spec.name(); }
+  int dim() const { return spec.dim(); }
+};
+
+// A batch's sparse features, for models with tables. Example i's field f
+// holds the ids ids[offsets[i * num_fields + f] .. offsets[... + 1]) (a
+// bag: none, one or several). The trainer pulls every distinct id's row
+// once: slots[k] is id k's index among the distinct ids, and rows[t] is
+// table t's rows of the distinct ids (num_unique x dim), in the
+// definition's tables() order. TrainStep writes d(mean loss)/d(row) into
+// row_gradients[t] (num_unique x dim, every row written) when it is not
+// empty.
+struct SparseBatch {
+  int num_fields = 0;
+  absl::Span<const int64_t> offsets;
+  absl::Span<const int64_t> ids;
+  absl::Span<const int32_t> slots;
+  int64_t num_unique = 0;
+  std::vector<absl::Span<const float>> rows;
+  std::vector<absl::Span<float>> row_gradients;
+};
+
 // What a model is built for: one example's shape (e.g. {28, 28} for
 // Fashion-MNIST images) and the number of classes.
 struct InputSpec {
@@ -73,6 +103,8 @@ struct ExampleBatch {
   // the same masks. Trainers derive it from the job's seed, the worker and
   // its step.
   uint64_t seed = 0;
+  // Models with tables only.
+  const SparseBatch* sparse = nullptr;
 };
 
 // Sums over a batch.
@@ -107,6 +139,12 @@ class Model {
   // to `predictions` when it is non-empty (then at least batch.size long).
   virtual absl::StatusOr<BatchStats> Evaluate(
       const ExampleBatch& batch, absl::Span<int32_t> predictions) = 0;
+
+  // Binary models: inference mode, each example's probability of the
+  // positive class into `probabilities` (at least batch.size long), for
+  // AUC and log loss. A multi-class model has none: Unimplemented.
+  virtual absl::StatusOr<BatchStats> Score(const ExampleBatch& batch,
+                                           absl::Span<float> probabilities);
 };
 
 class ModelDefinition {
@@ -127,6 +165,14 @@ class ModelDefinition {
   // Every variable the model owns, in a fixed order that LoadParameters,
   // TrainStep and initial values follow.
   virtual const std::vector<ModelVariable>& variables() const = 0;
+
+  // The sparse embedding tables the model reads (none for dense models),
+  // in the order of SparseBatch::rows.
+  virtual const std::vector<ModelTable>& tables() const;
+
+  // Whether the model predicts one probability (click-through rate: AUC
+  // and log loss) rather than a class among input().num_classes.
+  virtual bool binary() const { return false; }
 
   // A model on `device` (which must outlive it) for batches of up to
   // `max_batch` examples. InvalidArgument for max_batch < 1;
