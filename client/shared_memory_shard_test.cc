@@ -83,22 +83,20 @@ class ScriptedTransport final : public SharedMemoryTransport {
   }
   // Rows pass through to the transport untouched; the scripted transport
   // records that they arrived.
-  void PullRows(const PullRowsRequest& header,
-                std::vector<absl::Span<const int64_t>>,
-                std::vector<absl::Span<float>>, absl::Time,
-                std::function<void(absl::StatusOr<PullRowsResponse>)> done)
-      override {
+  void PullRows(
+      const PullRowsRequest& header, std::vector<absl::Span<const int64_t>>,
+      std::vector<absl::Span<float>>, absl::Time,
+      std::function<void(absl::StatusOr<PullRowsResponse>)> done) override {
     ++rows_calls;
     PullRowsResponse response;
     for (int i = 0; i < header.parts_size(); ++i) response.add_versions(0);
     done(response);
   }
-  void PushRows(const PushRowsRequest& header,
-                std::vector<absl::Span<const int64_t>>,
-                std::vector<absl::Span<const float>>,
-                std::shared_ptr<const void>, absl::Time,
-                std::function<void(absl::StatusOr<PushRowsResponse>)> done)
-      override {
+  void PushRows(
+      const PushRowsRequest& header, std::vector<absl::Span<const int64_t>>,
+      std::vector<absl::Span<const float>>, std::shared_ptr<const void>,
+      absl::Time,
+      std::function<void(absl::StatusOr<PushRowsResponse>)> done) override {
     ++rows_calls;
     PushRowsResponse response;
     for (int i = 0; i < header.parts_size(); ++i) response.add_results();
