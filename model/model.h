@@ -88,6 +88,8 @@ struct SparseBatch {
 struct InputSpec {
   std::vector<int64_t> example_shape;
   int64_t num_classes = 0;
+  // Categorical fields per example (bags of ids), for models with tables.
+  int num_fields = 0;
 
   // Values per example: the product of example_shape.
   int64_t num_features() const;

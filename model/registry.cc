@@ -4,6 +4,7 @@
 #include "model/layers/layer_factory.h"
 #include "model/mlp.h"
 #include "model/sequential.h"
+#include "model/wide_deep.h"
 
 namespace psflow {
 namespace {
@@ -61,9 +62,53 @@ absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineMlp(
   return std::unique_ptr<ModelDefinition>(*std::move(definition));
 }
 
+absl::StatusOr<WideDeepSpec> WideDeepSpecOf(const ModelConfig& config,
+                                            const InputSpec& input) {
+  const ModelConfig::WideDeep& w = config.wide_deep();
+  WideDeepSpec spec;
+  spec.num_fields = input.num_fields;
+  spec.num_dense =
+      input.example_shape.empty() ? 0 : static_cast<int>(input.num_features());
+  if (w.embedding_dim() != 0) spec.embedding_dim = w.embedding_dim();
+  if (w.hidden_sizes_size() > 0) {
+    spec.hidden_sizes.assign(w.hidden_sizes().begin(), w.hidden_sizes().end());
+  }
+  if (w.pooling().empty() || w.pooling() == "sum") {
+    spec.pooling = WideDeepSpec::Pooling::kSum;
+  } else if (w.pooling() == "mean") {
+    spec.pooling = WideDeepSpec::Pooling::kMean;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.wide_deep.pooling is \"", w.pooling(),
+                     "\"; use \"sum\" or \"mean\""));
+  }
+  spec.embedding = w.embedding();
+  spec.linear = w.linear();
+  return spec;
+}
+
+absl::Status ValidateWideDeep(const ModelConfig& config) {
+  InputSpec any;  // sizes come from the data; check the rest
+  any.num_fields = 1;
+  absl::StatusOr<WideDeepSpec> spec = WideDeepSpecOf(config, any);
+  if (!spec.ok()) return spec.status();
+  return WideDeepDefinition::Create(*spec).status();
+}
+
+absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineWideDeep(
+    const ModelConfig& config, const InputSpec& input) {
+  absl::StatusOr<WideDeepSpec> spec = WideDeepSpecOf(config, input);
+  if (!spec.ok()) return spec.status();
+  absl::StatusOr<std::unique_ptr<WideDeepDefinition>> definition =
+      WideDeepDefinition::Create(*spec);
+  if (!definition.ok()) return definition.status();
+  return std::unique_ptr<ModelDefinition>(*std::move(definition));
+}
+
 constexpr ModelKind kKinds[] = {
     {ModelConfig::kMlp, ValidateMlp, DefineMlp},
     {ModelConfig::kSoftmaxRegression, ValidateNothing, DefineMlp},
+    {ModelConfig::kWideDeep, ValidateWideDeep, DefineWideDeep},
 };
 
 absl::Status ValidateLayers(const ModelConfig& config) {
@@ -94,7 +139,8 @@ absl::StatusOr<const ModelKind*> KindOf(const ModelConfig& config) {
   if (config.kind_case() == ModelConfig::KIND_NOT_SET) {
     return absl::InvalidArgumentError(
         "model is missing; set \"layers\": [...], \"mlp\": "
-        "{\"hidden_sizes\": [256]} or \"softmax_regression\": {}");
+        "{\"hidden_sizes\": [256]}, \"softmax_regression\": {} or "
+        "\"wide_deep\": {}");
   }
   for (const ModelKind& kind : kKinds) {
     if (kind.kind == config.kind_case()) return &kind;
@@ -128,6 +174,7 @@ absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineJobModel(
   input.example_shape.assign(spec.example_shape().begin(),
                              spec.example_shape().end());
   input.num_classes = spec.num_classes();
+  input.num_fields = spec.num_fields();
   return DefineModel(spec.config().model(), input);
 }
 

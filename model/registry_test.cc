@@ -31,6 +31,28 @@ TEST(RegistryTest, SoftmaxRegressionHasOneDenseLayer) {
   EXPECT_EQ(definition->variables().size(), 2u);
 }
 
+TEST(RegistryTest, WideDeepTakesItsFieldsFromTheData) {
+  ModelConfig config;
+  config.mutable_wide_deep()->set_embedding_dim(8);
+  config.mutable_wide_deep()->add_hidden_sizes(32);
+  config.mutable_wide_deep()->mutable_linear()->mutable_optimizer()->set_kind(
+      OptimizerConfig::FTRL);
+  InputSpec ctr{{13}, 2};
+  ctr.num_fields = 26;
+  ASSERT_OK_AND_ASSIGN(auto definition, DefineModel(config, ctr));
+  EXPECT_TRUE(definition->binary());
+  ASSERT_EQ(definition->tables().size(), 2u);
+  EXPECT_EQ(definition->tables()[0].dim(), 8);
+  EXPECT_EQ(definition->tables()[1].spec.optimizer().kind(),
+            OptimizerConfig::FTRL);
+  EXPECT_EQ(definition->variables()[0].shape(),
+            (std::vector<int64_t>{26 * 8 + 13, 32}));
+  config.mutable_wide_deep()->set_pooling("max");
+  EXPECT_THAT(ValidateModelConfig(config),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("use \"sum\" or \"mean\"")));
+}
+
 ModelConfig LayersConfig() {
   ModelConfig config;
   config.add_layers()->mutable_flatten();
