@@ -153,6 +153,15 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
                                     JobCoordinator& coordinator) {
   const TfConfig& tf = options.tf_config;
   const JobConfig& job = options.job;
+  if (job.model().has_wide_deep()) {
+    // The model, its tables, their RPCs and checkpoints exist; the job's
+    // data path for it (Criteo files, sparse batches, AUC) does not yet.
+    return absl::UnimplementedError(
+        "model.wide_deep needs click-through-rate data (bags of ids per "
+        "field), which this release's jobs cannot read yet (they read IDX "
+        "image files); train an image model, or see docs/configuration.md "
+        "\"Wide and deep\"");
+  }
   // The data's shape and classes from the images' header and the labels:
   // the chief never holds the training set.
   ASSIGN_OR_RETURN(
