@@ -132,6 +132,11 @@ void GrpcPsShard::OfferSharedMemory(
   StartBulk(call);
 }
 
+void GrpcPsShard::CancelInFlight() {
+  MutexLock lock(&mu_);
+  for (BulkCall* call : started_) call->context->TryCancel();
+}
+
 void GrpcPsShard::CancelSharedMemoryOffers() {
   MutexLock lock(&offers_mu_);
   for (BulkCall* call : offers_) call->context->TryCancel();
@@ -168,6 +173,10 @@ void GrpcPsShard::Poll(Connection* connection) {
           it->second == grpc::string_ref(kSharedMemoryLostValue);
     }
     call->finish(call->status, call->response, shared_memory_lost);
+    {
+      MutexLock lock(&mu_);
+      started_.erase(call);
+    }
     delete call;
     std::vector<BulkCall*> ready;
     {
@@ -298,7 +307,12 @@ void GrpcPsShard::StartBulk(BulkCall* call) {
 
 void GrpcPsShard::Send(BulkCall* call) {
   ++call->attempt;
-  call->context = std::make_unique<grpc::ClientContext>();
+  {
+    // Under the lock: CancelInFlight may be cancelling the old context.
+    MutexLock lock(&mu_);
+    call->context = std::make_unique<grpc::ClientContext>();
+    started_.insert(call);
+  }
   call->context->set_deadline(absl::ToChronoTime(call->deadline));
   // Retries wait for the connection to come back rather than failing fast.
   call->context->set_wait_for_ready(call->wait_for_ready || call->attempt > 1);

@@ -106,6 +106,7 @@ class GrpcPsShard final : public SharedMemoryTransport {
       std::function<void(absl::StatusOr<AttachSharedMemoryResponse>)> done)
       override;
   void CancelSharedMemoryOffers() override;
+  void CancelInFlight() override;
   void DetachSharedMemory(uint64_t session, absl::Time deadline) override;
 
  private:
@@ -134,6 +135,8 @@ class GrpcPsShard final : public SharedMemoryTransport {
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;            // started or queued
   int64_t in_flight_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // started only
   std::deque<BulkCall*> queued_ ABSL_GUARDED_BY(mu_);
+  // Calls sent and not finished (their contexts, for CancelInFlight).
+  std::set<BulkCall*> started_ ABSL_GUARDED_BY(mu_);
 
   // Shared-memory offers in flight, for cancelling them. Lock order:
   // offers_mu_ before mu_.

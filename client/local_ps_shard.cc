@@ -29,6 +29,15 @@ LocalPsShard::~LocalPsShard() {
   for (auto& [deadline, cancel] : left) cancel();
 }
 
+void LocalPsShard::CancelInFlight() {
+  std::multimap<absl::Time, std::function<void()>> waiting;
+  {
+    MutexLock lock(&mu_);
+    waiting.swap(deadlines_);
+  }
+  for (auto& [deadline, cancel] : waiting) cancel();
+}
+
 void LocalPsShard::WatchDeadlines() {
   MutexLock lock(&mu_);
   while (!stopping_) {

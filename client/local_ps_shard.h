@@ -70,6 +70,12 @@ class LocalPsShard final : public PsShard {
 
  private:
   // Cancels `pull` at `deadline` unless it answered by then.
+ public:
+  // Cancels every pull waiting for a step (DeadlineExceeded, as at its
+  // deadline).
+  void CancelInFlight() override;
+
+ private:
   // (A dense pull or a rows pull; the watcher keeps only weak references.)
   template <typename Pending>
   void CancelAt(absl::Time deadline, std::shared_ptr<Pending> pull) {

@@ -442,4 +442,8 @@ absl::Status ParameterClient::ShutdownAll(const std::string& reason,
   return stopped.status();
 }
 
+void ParameterClient::CancelInFlight() {
+  for (const auto& shard : shards_) shard->CancelInFlight();
+}
+
 }  // namespace psflow

@@ -135,6 +135,11 @@ class ParameterClient : public ShardSet {
   absl::Status ShutdownAll(const std::string& reason,
                            absl::Duration timeout = absl::Seconds(10));
 
+  // Cancels every call to every server still in flight (PsShard::
+  // CancelInFlight): a task that learned the job ended stops waiting for
+  // pulls that will never be answered. Safe from any thread.
+  void CancelInFlight();
+
   // ---- Embedding tables (ps_client_rows.cc) ----
 
   // Creates `tables` on every server (each holds the rows whose ids hash

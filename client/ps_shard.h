@@ -81,6 +81,13 @@ class PsShard {
       std::shared_ptr<const void> owner, absl::Time deadline,
       std::function<void(absl::StatusOr<PushRowsResponse>)> done) = 0;
 
+  // Cancels every bulk call started and not finished yet (its `done` gets
+  // Cancelled soon after): for a task that learned the job ended while a
+  // call waits for a step that will never come or for a server that is
+  // gone. Calls queued behind them, and those started later, go on. A
+  // transport whose calls never wait (or that tracks none) does nothing.
+  virtual void CancelInFlight() {}
+
   // Overwrites a chunk's values without copying them on the client.
   virtual void Assign(const AssignRequest& header, absl::Span<const float> data,
                       std::shared_ptr<const void> owner, absl::Time deadline,

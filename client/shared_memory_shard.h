@@ -85,6 +85,8 @@ class SharedMemoryShard final : public PsShard {
                        std::move(done));
   }
 
+  void CancelInFlight() override { transport_->CancelInFlight(); }
+
   // Rows always travel over the transport: a rows request is small next to
   // dense chunks, and its ids must be read by the server anyway.
   void PullRows(

@@ -9,6 +9,7 @@
 #include "common/logging.h"
 #include "common/metrics/event_file_writer.h"
 #include "common/status_macros.h"
+#include "evaluator/job_end_watch.h"
 #include "model/registry.h"
 
 namespace psflow {
@@ -117,6 +118,25 @@ absl::Status Evaluator::Run() {
   // interval, the newest) and the best is copied;
   // without, the live model is pulled every `interval`.
   const std::string checkpoint_dir = job.checkpoint().directory();
+  // A pull of the live model can block (a server gone for good, a sync
+  // step that never comes); the watch cancels it once the job is over.
+  JobEndWatch watch(parts_.coordinator, parts_.client,
+                    std::max(policy_.poll_interval, absl::Milliseconds(500)),
+                    policy_.cancel_after_silence);
+  // Evaluates the live model; nullopt when the watch cancelled it (the
+  // loop's next status check says what became of the job).
+  auto evaluate_live =
+      [&]() -> absl::StatusOr<std::optional<EvaluationReport>> {
+    const int64_t cancellations = watch.cancellations();
+    absl::StatusOr<EvaluationReport> report =
+        EvaluateOnce(spec, *parts_.client, *parts_.device, test);
+    if (!report.ok() && watch.cancellations() != cancellations) {
+      LOG(INFO) << "evaluation stopped: " << report.status().message();
+      return std::nullopt;
+    }
+    RETURN_IF_ERROR(report.status());
+    return std::optional<EvaluationReport>(*std::move(report));
+  };
   std::string last_evaluated;
   std::optional<EvaluationReport> last_report;
   std::optional<BestRecord> best;
@@ -197,14 +217,12 @@ absl::Status Evaluator::Run() {
           evaluated = last_report;  // the final checkpoint, evaluated
         } else {
           // No checkpoint to read: evaluate the live model.
-          ASSIGN_OR_RETURN(evaluated, EvaluateOnce(spec, *parts_.client,
-                                                   *parts_.device, test));
+          ASSIGN_OR_RETURN(evaluated, evaluate_live());
         }
       }
     } else if (final || absl::Now() >= next) {
       next = absl::Now() + interval;
-      ASSIGN_OR_RETURN(
-          evaluated, EvaluateOnce(spec, *parts_.client, *parts_.device, test));
+      ASSIGN_OR_RETURN(evaluated, evaluate_live());
     }
     if (evaluated.has_value()) {
       EvaluationReport& report = *evaluated;

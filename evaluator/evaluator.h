@@ -53,6 +53,10 @@ class Evaluator {
     absl::Duration poll_interval = absl::Milliseconds(250);
     // How soon it asks again after the chief did not answer.
     absl::Duration retry_interval = absl::Milliseconds(500);
+    // An evaluation blocked in a pull is cancelled once the job ended or
+    // the chief has been silent this long (evaluator/job_end_watch.h);
+    // the loop then asks the chief and ends as the job did.
+    absl::Duration cancel_after_silence = absl::Seconds(5);
   };
 
   Evaluator(Parts parts, Policy policy) : parts_(parts), policy_(policy) {}

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/job/placement.h"
+#include "common/mutex.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -43,6 +45,93 @@ class SilentChief final : public CoordinatorClient {
   absl::StatusOr<JobDescription> DescribeJob(absl::Duration) override {
     return absl::UnavailableError("silent");
   }
+};
+
+// A parameter server that took the job's configuration and then went
+// silent: every pull waits until CancelInFlight (as a call to a dead
+// server waits for its connection until the RPC deadline).
+class HangingShard final : public PsShard {
+ public:
+  const std::string& name() const override { return name_; }
+  absl::StatusOr<ConfigureResponse> Configure(const ConfigureRequest&,
+                                              absl::Time) override {
+    ConfigureResponse response;
+    response.set_chunk_elements(1 << 20);
+    return response;
+  }
+  absl::Status CreateVariables(const CreateVariablesRequest&,
+                               absl::Time) override {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<StatsResponse> Stats(absl::Time) override {
+    return absl::UnavailableError("hanging");
+  }
+  absl::Status Shutdown(const std::string&, absl::Time) override {
+    return absl::UnavailableError("hanging");
+  }
+  absl::Status ExcludeWorkers(const ExcludeWorkersRequest&,
+                              absl::Time) override {
+    return absl::UnavailableError("hanging");
+  }
+  absl::StatusOr<HoldResponse> Hold(const HoldRequest&, absl::Time) override {
+    return absl::UnavailableError("hanging");
+  }
+  absl::StatusOr<SaveShardResponse> SaveShard(const SaveShardRequest&,
+                                              absl::Time) override {
+    return absl::UnavailableError("hanging");
+  }
+  absl::StatusOr<RestoreShardResponse> RestoreShard(const RestoreShardRequest&,
+                                                    absl::Time) override {
+    return absl::UnavailableError("hanging");
+  }
+  void PullBatch(
+      const PullBatchRequest&, std::vector<absl::Span<float>>, absl::Time,
+      std::function<void(absl::StatusOr<PullBatchResponse>)> done) override {
+    MutexLock lock(&mu_);
+    pulls_.push_back(std::move(done));
+  }
+  void PushBatch(
+      const PushBatchRequest&, std::vector<absl::Span<const float>>,
+      std::shared_ptr<const void>, absl::Time,
+      std::function<void(absl::StatusOr<PushBatchResponse>)> done) override {
+    done(absl::UnavailableError("hanging"));
+  }
+  void PullRows(
+      const PullRowsRequest&, std::vector<absl::Span<const int64_t>>,
+      std::vector<absl::Span<float>>, absl::Time,
+      std::function<void(absl::StatusOr<PullRowsResponse>)> done) override {
+    done(absl::UnavailableError("hanging"));
+  }
+  void PushRows(
+      const PushRowsRequest&, std::vector<absl::Span<const int64_t>>,
+      std::vector<absl::Span<const float>>, std::shared_ptr<const void>,
+      absl::Time,
+      std::function<void(absl::StatusOr<PushRowsResponse>)> done) override {
+    done(absl::UnavailableError("hanging"));
+  }
+  void Assign(const AssignRequest&, absl::Span<const float>,
+              std::shared_ptr<const void>, absl::Time,
+              std::function<void(absl::Status)> done) override {
+    done(absl::UnavailableError("hanging"));
+  }
+  void CancelInFlight() override {
+    std::vector<std::function<void(absl::StatusOr<PullBatchResponse>)>> pulls;
+    {
+      MutexLock lock(&mu_);
+      pulls.swap(pulls_);
+    }
+    for (auto& done : pulls) done(absl::CancelledError("cancelled"));
+  }
+  bool HasWaitingPull() {
+    MutexLock lock(&mu_);
+    return !pulls_.empty();
+  }
+
+ private:
+  const std::string name_ = "ps-0 (hanging)";
+  Mutex mu_;
+  std::vector<std::function<void(absl::StatusOr<PullBatchResponse>)>> pulls_
+      ABSL_GUARDED_BY(mu_);
 };
 
 // Softmax regression over 4 features and 2 classes on one in-process
@@ -126,6 +215,34 @@ TEST_F(EvaluatorTest, AChiefSilentPastTheTimeoutIsGivenUp) {
   EXPECT_THAT(Evaluator(parts_, policy_).Run(),
               StatusIs(absl::StatusCode::kUnavailable,
                        HasSubstr("lost the chief: the chief at h:1 is gone")));
+}
+
+// An evaluation blocked in a pull (its server gone for good) ends as soon
+// as the chief fails the job, not at the pull's RPC deadline.
+TEST_F(EvaluatorTest, AJobThatEndsStopsAnEvaluationBlockedInAPull) {
+  auto shard = std::make_unique<HangingShard>();
+  HangingShard* hanging = shard.get();
+  std::vector<std::unique_ptr<PsShard>> shards;
+  shards.push_back(std::move(shard));
+  ASSERT_OK_AND_ASSIGN(Placement placement,
+                       PlaceVariables(job_->variables, 1, 1 << 20));
+  ParameterClient client(std::move(shards), placement,
+                         ParameterClient::Options());
+  ASSERT_OK(client.Configure(spec_.ps_config()));
+  parts_.client = &client;
+  absl::Status result;
+  Notification done;
+  std::thread evaluator([&] {
+    result = Evaluator(parts_, policy_).Run();
+    done.Notify();
+  });
+  // Progress, not time: the evaluation's pull is waiting.
+  while (!hanging->HasWaitingPull()) absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_FALSE(done.HasBeenNotified());
+  job_->coordinator->Fail("ps-0 was lost for good");
+  evaluator.join();
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kAborted,
+                               HasSubstr("ps-0 was lost for good")));
 }
 
 }  // namespace

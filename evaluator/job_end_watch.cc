@@ -1,0 +1,45 @@
+#include "evaluator/job_end_watch.h"
+
+#include "common/logging.h"
+
+namespace psflow {
+
+JobEndWatch::JobEndWatch(CoordinatorClient* coordinator,
+                         ParameterClient* client, absl::Duration interval,
+                         absl::Duration silence)
+    : coordinator_(coordinator),
+      client_(client),
+      interval_(interval),
+      silence_(silence),
+      thread_([this] { Watch(); }) {}
+
+JobEndWatch::~JobEndWatch() {
+  stop_.Notify();
+  thread_.join();
+}
+
+void JobEndWatch::Watch() {
+  absl::Time last_contact = absl::Now();
+  while (!stop_.WaitForNotificationWithTimeout(interval_)) {
+    absl::StatusOr<StatusResponse> status = coordinator_->GetStatus(interval_);
+    bool cancel = false;
+    if (status.ok()) {
+      last_contact = absl::Now();
+      cancel = status->state() == SUCCEEDED || status->state() == FAILED;
+    } else {
+      cancel = absl::Now() - last_contact >= silence_;
+    }
+    if (cancel) {
+      // Every interval while it lasts: calls started since are cancelled
+      // too.
+      if (cancellations_.fetch_add(1) == 0) {
+        LOG(INFO) << (status.ok() ? "the job ended" : "the chief is silent")
+                  << "; cancelling the evaluation's calls to the parameter "
+                     "servers";
+      }
+      client_->CancelInFlight();
+    }
+  }
+}
+
+}  // namespace psflow

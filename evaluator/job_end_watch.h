@@ -1,0 +1,52 @@
+// Lets an evaluator that is blocked in a pull notice that the job ended.
+// An evaluation pulls the model from the parameter servers; when a server
+// dies for good or a sync step never comes, that pull waits until its RPC
+// deadline (a minute), long after the chief ended the job. A JobEndWatch
+// asks the chief about once an `interval` on its own thread and cancels
+// the client's calls in flight once the job succeeded or failed, or the
+// chief has been silent for `silence`; the evaluator's loop then asks the
+// chief itself and ends as the job did.
+//
+// Thread-safe; the coordinator and client must outlive it.
+#ifndef PSFLOW_EVALUATOR_JOB_END_WATCH_H_
+#define PSFLOW_EVALUATOR_JOB_END_WATCH_H_
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+
+#include "absl/time/time.h"
+#include "client/coordinator_client.h"
+#include "client/ps_client.h"
+#include "common/mutex.h"
+
+namespace psflow {
+
+class JobEndWatch {
+ public:
+  JobEndWatch(CoordinatorClient* coordinator, ParameterClient* client,
+              absl::Duration interval, absl::Duration silence);
+  JobEndWatch(const JobEndWatch&) = delete;
+  JobEndWatch& operator=(const JobEndWatch&) = delete;
+  // Stops the thread (within an interval).
+  ~JobEndWatch();
+
+  // How many times it cancelled the client's calls: an evaluation that
+  // failed while this grew failed because of it.
+  int64_t cancellations() const { return cancellations_.load(); }
+
+ private:
+  void Watch();
+
+  CoordinatorClient* const coordinator_;
+  ParameterClient* const client_;
+  const absl::Duration interval_;
+  const absl::Duration silence_;
+  std::atomic<int64_t> cancellations_{0};
+  Notification stop_;
+  std::thread thread_;
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_EVALUATOR_JOB_END_WATCH_H_
