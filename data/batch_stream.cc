@@ -28,6 +28,35 @@ BatchStream::BatchStream(std::shared_ptr<const Dataset> dataset,
   producer_ = std::thread([this] { Produce(); });
 }
 
+BatchStream::BatchStream(std::shared_ptr<const CtrExamples> examples,
+                         const Options& options)
+    : ctr_(std::move(examples)), options_(options) {
+  producer_ = std::thread([this] { Produce(); });
+}
+
+void BatchStream::FillImage(int64_t example, int64_t row, Batch& batch) const {
+  const Dataset& data = *dataset_;
+  const int64_t features = data.num_features;
+  const uint8_t* src = &data.features[example * features];
+  float* dst = &batch.features[row * features];
+  for (int64_t f = 0; f < features; ++f) {
+    dst[f] = src[f] * options_.feature_scale;
+  }
+  batch.labels[row] = data.labels[example];
+}
+
+void BatchStream::FillCtr(int64_t example, int64_t row, Batch& batch) const {
+  const CtrExamples& data = *ctr_;
+  std::copy_n(data.dense.data() + example * data.num_dense, data.num_dense,
+              batch.features.data() + row * data.num_dense);
+  batch.labels[row] = data.labels[example];
+  for (int f = 0; f < data.num_fields; ++f) {
+    const absl::Span<const int64_t> bag = data.Bag(example, f);
+    batch.ids.insert(batch.ids.end(), bag.begin(), bag.end());
+    batch.offsets.push_back(static_cast<int64_t>(batch.ids.size()));
+  }
+}
+
 BatchStream::~BatchStream() {
   {
     MutexLock lock(&mu_);
@@ -37,29 +66,34 @@ BatchStream::~BatchStream() {
 }
 
 void BatchStream::Produce() {
-  const Dataset& data = *dataset_;
-  const int64_t features = data.num_features;
+  const int64_t num_examples =
+      ctr_ != nullptr ? ctr_->num_examples : dataset_->num_examples;
+  const int64_t features =
+      ctr_ != nullptr ? ctr_->num_dense : dataset_->num_features;
   const int64_t batch_size = std::max(1, options_.batch_size);
   for (int64_t epoch = 0; options_.epochs == 0 || epoch < options_.epochs;
        ++epoch) {
     const std::vector<int64_t> order =
-        EpochOrder(data.num_examples, options_.seed, epoch, options_.shuffle);
-    for (int64_t begin = 0; begin < data.num_examples; begin += batch_size) {
-      const int64_t size = std::min(batch_size, data.num_examples - begin);
+        EpochOrder(num_examples, options_.seed, epoch, options_.shuffle);
+    for (int64_t begin = 0; begin < num_examples; begin += batch_size) {
+      const int64_t size = std::min(batch_size, num_examples - begin);
       if (size < batch_size && options_.drop_remainder) break;
       Batch batch;
       batch.size = static_cast<int>(size);
       batch.epoch = epoch;
       batch.features.resize(size * features);
       batch.labels.resize(size);
+      if (ctr_ != nullptr) {
+        batch.num_fields = ctr_->num_fields;
+        batch.offsets.reserve(size * ctr_->num_fields + 1);
+        batch.offsets.push_back(0);
+      }
       for (int64_t b = 0; b < size; ++b) {
-        const int64_t example = order[begin + b];
-        const uint8_t* src = &data.features[example * features];
-        float* dst = &batch.features[b * features];
-        for (int64_t f = 0; f < features; ++f) {
-          dst[f] = src[f] * options_.feature_scale;
+        if (ctr_ != nullptr) {
+          FillCtr(order[begin + b], b, batch);
+        } else {
+          FillImage(order[begin + b], b, batch);
         }
-        batch.labels[b] = data.labels[example];
       }
       MutexLock lock(&mu_);
       mu_.Await(Condition(
@@ -71,7 +105,7 @@ void BatchStream::Produce() {
       if (stop_) return;
       ready_.push_back(std::move(batch));
     }
-    if (data.num_examples == 0) break;
+    if (num_examples == 0) break;
   }
   MutexLock lock(&mu_);
   finished_ = true;

@@ -1,5 +1,8 @@
 // Turns a dataset into a stream of training or evaluation batches, built on
 // a background thread so the next batches are ready when the trainer asks.
+// An image dataset gives features and class labels; click-through-rate
+// examples (data/ctr_examples.h) give dense features, 0/1 labels and every
+// example's bags of ids (Batch::offsets, Batch::ids).
 //
 // Training streams reshuffle every epoch with a permutation derived from
 // (seed, epoch) only, so a run is reproducible and every worker of a job
@@ -20,15 +23,21 @@
 
 #include "absl/base/thread_annotations.h"
 #include "common/mutex.h"
+#include "data/ctr_examples.h"
 #include "data/dataset.h"
 
 namespace psflow {
 
 struct Batch {
   int size = 0;
-  std::vector<float> features;  // size x num_features
+  std::vector<float> features;  // size x num_features (CTR: dense ones)
   std::vector<int32_t> labels;  // size
   int64_t epoch = 0;
+  // CTR examples only: field f of example b holds ids[offsets[b *
+  // num_fields + f] .. offsets[b * num_fields + f + 1]).
+  int num_fields = 0;
+  std::vector<int64_t> offsets;  // size * num_fields + 1
+  std::vector<int64_t> ids;
 };
 
 class BatchStream {
@@ -51,6 +60,10 @@ class BatchStream {
   };
 
   BatchStream(std::shared_ptr<const Dataset> dataset, const Options& options);
+  // Batches of click-through-rate examples (feature_scale is not used:
+  // their dense features are already transformed).
+  BatchStream(std::shared_ptr<const CtrExamples> examples,
+              const Options& options);
   BatchStream(const BatchStream&) = delete;
   BatchStream& operator=(const BatchStream&) = delete;
   ~BatchStream();
@@ -64,8 +77,12 @@ class BatchStream {
 
  private:
   void Produce();
+  // Example `example` of the dataset into row `row` of `batch`.
+  void FillImage(int64_t example, int64_t row, Batch& batch) const;
+  void FillCtr(int64_t example, int64_t row, Batch& batch) const;
 
-  const std::shared_ptr<const Dataset> dataset_;
+  const std::shared_ptr<const Dataset> dataset_;  // or
+  const std::shared_ptr<const CtrExamples> ctr_;  // the other
   const Options options_;
   Mutex mu_;
   std::deque<Batch> ready_ ABSL_GUARDED_BY(mu_);

@@ -1,6 +1,9 @@
 #include "data/dataset.h"
 
+#include <algorithm>
+#include <memory>
 #include <set>
+#include <vector>
 
 #include "common/status_matchers.h"
 #include "data/batch_stream.h"
@@ -148,6 +151,49 @@ TEST(BatchStreamTest, EndlessStreamStopsPromptlyWhenDestroyed) {
     EXPECT_EQ(batch->epoch, i / 10);
   }
   stream.reset();  // Must not hang with the producer blocked on a full queue.
+}
+
+// CTR examples batch with their dense features, labels and bags of ids,
+// every example exactly once per epoch, bags kept whole and in order.
+TEST(BatchStreamTest, CtrBatchesCarryEveryExamplesBags) {
+  auto examples = std::make_shared<CtrExamples>();
+  examples->num_dense = 2;
+  examples->num_fields = 2;
+  examples->num_examples = 5;
+  examples->offsets.push_back(0);
+  for (int64_t i = 0; i < 5; ++i) {
+    examples->dense.push_back(static_cast<float>(i));
+    examples->dense.push_back(static_cast<float>(-i));
+    examples->labels.push_back(i % 2);
+    // Field 0: i ids (i, i, ...); field 1: one id 100 + i.
+    for (int64_t k = 0; k < i; ++k) examples->ids.push_back(i);
+    examples->offsets.push_back(static_cast<int64_t>(examples->ids.size()));
+    examples->ids.push_back(100 + i);
+    examples->offsets.push_back(static_cast<int64_t>(examples->ids.size()));
+  }
+  BatchStream::Options options;
+  options.batch_size = 2;
+  options.epochs = 1;
+  options.drop_remainder = false;
+  options.seed = 7;
+  BatchStream stream(examples, options);
+  std::vector<int64_t> seen;
+  while (std::optional<Batch> batch = stream.Next()) {
+    ASSERT_EQ(batch->num_fields, 2);
+    ASSERT_EQ(batch->offsets.size(), static_cast<size_t>(batch->size * 2 + 1));
+    EXPECT_EQ(batch->offsets.back(), static_cast<int64_t>(batch->ids.size()));
+    for (int b = 0; b < batch->size; ++b) {
+      const int64_t i = static_cast<int64_t>(batch->features[b * 2]);
+      seen.push_back(i);
+      EXPECT_EQ(batch->features[b * 2 + 1], -static_cast<float>(i));
+      EXPECT_EQ(batch->labels[b], i % 2);
+      const int64_t field0 = batch->offsets[b * 2 + 1] - batch->offsets[b * 2];
+      EXPECT_EQ(field0, i);
+      EXPECT_EQ(batch->ids[batch->offsets[b * 2 + 1]], 100 + i);
+    }
+  }
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<int64_t>{0, 1, 2, 3, 4}));
 }
 
 }  // namespace

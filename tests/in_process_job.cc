@@ -37,6 +37,11 @@ absl::StatusOr<std::unique_ptr<InProcessJob>> InProcessJob::Start(
   job->variables = LogicalVariables(job->definition->variables());
   ASSIGN_OR_RETURN(Placement placement,
                    PlaceVariables(job->variables, 1, 1 << 20));
+  std::vector<EmbeddingTableSpec> tables;
+  for (const ModelTable& t : job->definition->tables()) {
+    tables.push_back(t.spec);
+    placement.tables.push_back({t.name(), t.dim()});
+  }
   job->core =
       std::make_unique<ParameterServerCore>(ParameterServerCore::Options{});
   std::vector<std::unique_ptr<PsShard>> shards;
@@ -46,6 +51,7 @@ absl::StatusOr<std::unique_ptr<InProcessJob>> InProcessJob::Start(
   if (configure_servers) {
     RETURN_IF_ERROR(job->client->Configure(spec.ps_config()));
     RETURN_IF_ERROR(job->client->CreateVariables());
+    RETURN_IF_ERROR(job->client->CreateTables(tables));
     const std::vector<std::vector<float>> initial =
         InitialValues(job->definition->variables(), 1);
     std::vector<ParameterClient::Const> values;

@@ -25,7 +25,11 @@ Trainer::Trainer(TrainerOptions options, TrainerParts parts)
     : options_(std::move(options)),
       parts_(std::move(parts)),
       sync_(options_.spec.config().training().mode() == SYNC),
-      bounded_(options_.spec.config().training().mode() == BOUNDED) {}
+      bounded_(options_.spec.config().training().mode() == BOUNDED) {
+  if (!parts_.tables.empty()) {
+    rows_ = std::make_unique<BatchRows>(parts_.tables);
+  }
+}
 
 absl::Status Trainer::AllocateBuffers() {
   // From the device: page-locked on CUDA, so uploads of pulled parameters
@@ -332,12 +336,29 @@ absl::Status Trainer::Train() {
       }
       rejected_in_a_row_ = 0;
     }
+    const SparseBatch* sparse = nullptr;
+    if (rows_ != nullptr) {
+      // The batch's rows, at this step's version in SYNC.
+      RETURN_IF_ERROR(rows_->Prepare(*batch));
+      const absl::Time rows_wait_start = absl::Now();
+      absl::Status pulled_rows =
+          rows_->Pull(*parts_.client, /*train=*/true, sync_ ? version_ : 0);
+      observe(phases_.pull_wait, &WorkerMetrics::pull_wait_seconds,
+              rows_wait_start);
+      if (!pulled_rows.ok()) {
+        RETURN_IF_ERROR(OnFailure(pulled_rows));
+        if (job_over_) break;
+        Restart();
+        continue;
+      }
+      sparse = &rows_->sparse();
+    }
     const absl::Time compute_start = absl::Now();
-    ASSIGN_OR_RETURN(
-        BatchStats stats,
-        parts_.model->TrainStep({batch->size, batch->features, batch->labels,
-                                 StepSeed(spec.config().training().seed())},
-                                grads_[grad_slot_].values));
+    ASSIGN_OR_RETURN(BatchStats stats,
+                     parts_.model->TrainStep(
+                         {batch->size, batch->features, batch->labels,
+                          StepSeed(spec.config().training().seed()), sparse},
+                         grads_[grad_slot_].values));
     const absl::Time computed = absl::Now();
     observe(phases_.compute, &WorkerMetrics::compute_seconds, compute_start);
     absl::SleepFor(options_.slowdown.Delay(computed, computed - compute_start,
@@ -368,6 +389,31 @@ absl::Status Trainer::Train() {
     } else {
       pushes_[grad_slot_] = std::move(push);
       grad_slot_ = 1 - grad_slot_;
+    }
+    if (rows_ != nullptr) {
+      const absl::Time rows_push_start = absl::Now();
+      absl::Status pushed_rows =
+          rows_->Push(*parts_.client, version_, options_.worker_index);
+      observe(phases_.push_wait, &WorkerMetrics::push_wait_seconds,
+              rows_push_start);
+      if (absl::IsAborted(pushed_rows)) {
+        if (!sync_) {
+          RETURN_IF_ERROR(OnFailure(pushed_rows));
+          if (job_over_) break;
+          Restart();
+          continue;
+        }
+        ++stale_;  // SYNC: the tables' step closed before these rows came.
+      } else if (absl::IsInvalidArgument(pushed_rows)) {
+        RETURN_IF_ERROR(OnRejected(pushed_rows));
+        Restart();
+        continue;
+      } else if (!pushed_rows.ok()) {
+        RETURN_IF_ERROR(OnFailure(pushed_rows));
+        if (job_over_) break;
+        Restart();
+        continue;
+      }
     }
     failing_since_ = absl::InfiniteFuture();
     ++local_steps_;

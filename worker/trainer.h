@@ -13,6 +13,11 @@
 //          first pull, and the first after a failure or a pause, joins:
 //          the servers answer the clock to go on from.
 //
+// A model with embedding tables (model/model.h ModelTable) also pulls, each
+// step, the rows of its batch's distinct ids (a training pull; SYNC: at the
+// step's version) and pushes their gradients after the dense push
+// (client/batch_rows.h).
+//
 // While the loop blocks (a pull waiting for a sync step or for a slower
 // worker), a keep-alive (worker/keep_alive.h) resends the latest heartbeat
 // about once an interval, so the chief never takes a waiting worker for a
@@ -41,6 +46,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "client/batch_rows.h"
 #include "client/coordinator_client.h"
 #include "client/ps_client.h"
 #include "common/metrics/event_file_writer.h"
@@ -92,6 +98,7 @@ struct TrainerParts {
   Device* device = nullptr;                // the model's
   Model* model = nullptr;                  // for the job's batch size
   std::vector<LogicalVariable> variables;  // the model's, in order
+  std::vector<ModelTable> tables;          // the model's, if any
   ParameterClient* client = nullptr;       // configured for the job
   CoordinatorClient* coordinator = nullptr;
   BatchStream* batches = nullptr;
@@ -174,6 +181,8 @@ class Trainer {
   const bool bounded_;
 
   HostTensors params_[2], grads_[2];
+  // Models with tables: the batch's rows.
+  std::unique_ptr<BatchRows> rows_;
   // Async keeps two gradient buffers so that a step's push travels while
   // the next step computes; a buffer is reused only after its push ended.
   std::shared_ptr<PsHandle> pushes_[2];

@@ -88,6 +88,71 @@ class TrainerTest : public ::testing::Test {
   std::unique_ptr<BatchStream> batches_;
 };
 
+// Click-through-rate examples: field 0's id decides the click (ids 0-4
+// click, 5-9 do not), field 1 is noise, one dense feature is constant.
+std::shared_ptr<CtrExamples> PlantedClicks() {
+  auto data = std::make_shared<CtrExamples>();
+  data->num_dense = 1;
+  data->num_fields = 2;
+  data->num_examples = 512;
+  data->offsets.push_back(0);
+  std::mt19937 random(11);
+  for (int64_t i = 0; i < data->num_examples; ++i) {
+    const int64_t decisive = random() % 10;
+    data->ids.push_back(decisive);
+    data->offsets.push_back(static_cast<int64_t>(data->ids.size()));
+    data->ids.push_back((int64_t{1} << 48) | (random() % 20));
+    data->offsets.push_back(static_cast<int64_t>(data->ids.size()));
+    data->dense.push_back(1.0f);
+    data->labels.push_back(decisive < 5 ? 1 : 0);
+  }
+  return data;
+}
+
+// A wide-and-deep model learns through its embedding tables: every step
+// pulls its batch's rows and pushes their gradients.
+TEST_F(TrainerTest, AModelWithTablesLearnsThroughItsRows) {
+  for (UpdateMode mode : {ASYNC, SYNC}) {
+    SCOPED_TRACE(UpdateMode_Name(mode));
+    SetUpJob(mode, 120);
+    JobSpec& spec = options_.spec;
+    ModelConfig& model = *spec.mutable_config()->mutable_model();
+    model.Clear();
+    model.mutable_wide_deep()->set_embedding_dim(4);
+    model.mutable_wide_deep()->add_hidden_sizes(8);
+    spec.clear_example_shape();
+    spec.add_example_shape(1);
+    spec.set_num_fields(2);
+    spec.mutable_ps_config()->mutable_optimizer()->set_kind(
+        OptimizerConfig::ADAGRAD);
+    spec.mutable_ps_config()->mutable_learning_rate()->set_learning_rate(0.1);
+    ASSERT_OK_AND_ASSIGN(
+        job_, InProcessJob::Start(spec, TaskId{TaskType::kWorker, 0}, true));
+    ASSERT_OK_AND_ASSIGN(model_,
+                         job_->definition->Instantiate(device_.get(), 16));
+    BatchStream::Options stream;
+    stream.batch_size = 16;
+    stream.seed = 3;
+    batches_ = std::make_unique<BatchStream>(PlantedClicks(), stream);
+    parts_.model = model_.get();
+    parts_.variables = job_->variables;
+    parts_.tables = job_->definition->tables();
+    parts_.client = job_->client.get();
+    parts_.coordinator = job_->chief.get();
+    parts_.batches = batches_.get();
+    Trainer trainer(options_, parts_);
+    ASSERT_OK(trainer.Run());
+    const StatsResponse stats = job_->core->Stats();
+    ASSERT_EQ(stats.tables_size(), 2);
+    // Ten decisive ids and twenty noise ids: every one got a row.
+    EXPECT_EQ(stats.tables(0).rows(), 30);
+    EXPECT_GE(stats.tables(0).version(), 120);
+    EXPECT_GT(stats.tables(1).rows_pushed(), 0);
+    const ProgressReport last = job_->coordinator->LastReports()[0];
+    EXPECT_GT(last.accuracy(), 0.9) << "the last window's batches";
+  }
+}
+
 TEST_F(TrainerTest, AsyncTrainsToTheJobsTotalAndLearns) {
   SetUpJob(ASYNC, 60);
   Trainer trainer(options_, parts_);

@@ -8,6 +8,7 @@
 //   psctl certs gen --out=DIR [--tf_config=...]
 //   psctl tokens gen --out=DIR
 //   psctl ckpt list|inspect|verify|export|restore ...
+//   psctl data synth-ctr --out_dir=DIR [--train_examples=N] ...
 //
 // Each subcommand lives with its own flags in a *_command.cc file
 // (subcommand.h); this file only lists them and dispatches. Exit status:
@@ -18,6 +19,7 @@
 
 #include "client/psctl/certs_command.h"
 #include "client/psctl/ckpt_commands.h"
+#include "client/psctl/data_command.h"
 #include "client/psctl/k8s_command.h"
 #include "client/psctl/local_command.h"
 #include "client/psctl/status_command.h"
@@ -43,6 +45,7 @@ Subcommands AllSubcommands() {
   commands.push_back(NewCkptVerifyCommand());
   commands.push_back(NewCkptExportCommand());
   commands.push_back(NewCkptRestoreCommand());
+  commands.push_back(NewDataSynthCtrCommand());
   return commands;
 }
 

@@ -1,0 +1,56 @@
+// The sparse side of one batch for a model with embedding tables
+// (model/model.h ModelTable): the batch's distinct ids, each id's slot
+// among them, every table's rows of those ids pulled from the parameter
+// servers, and the row gradients the model writes, pushed back. Workers
+// (training pulls and pushes) and the evaluator (pulls that create no
+// rows) share it.
+//
+// Thread-compatible: one per trainer or evaluator thread; buffers are
+// reused from batch to batch.
+#ifndef PSFLOW_CLIENT_BATCH_ROWS_H_
+#define PSFLOW_CLIENT_BATCH_ROWS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "client/ps_client.h"
+#include "data/batch_stream.h"
+#include "model/model.h"
+
+namespace psflow {
+
+class BatchRows {
+ public:
+  explicit BatchRows(std::vector<ModelTable> tables);
+
+  // Takes `batch`'s ids (which must outlive the next Pull and the model's
+  // use of sparse()): finds the distinct ones and sizes the buffers.
+  // InvalidArgument when the batch has no bags of ids.
+  absl::Status Prepare(const Batch& batch);
+
+  // Pulls every table's rows of the distinct ids in one request per
+  // server. `train`: a training pull (creates rows, marks them used);
+  // SYNC: waits until every table reached `min_version`.
+  absl::Status Pull(ParameterClient& client, bool train, int64_t min_version);
+
+  // What the model reads (and where TrainStep writes row gradients).
+  const SparseBatch& sparse() const { return sparse_; }
+
+  // Pushes the row gradients the model wrote, one request per server.
+  // SYNC: `version` is the step they belong to (a stale push is Aborted).
+  absl::Status Push(ParameterClient& client, int64_t version, int worker);
+
+  int64_t num_unique() const { return static_cast<int64_t>(unique_.size()); }
+
+ private:
+  const std::vector<ModelTable> tables_;
+  std::vector<int64_t> unique_;
+  std::vector<int32_t> slots_;
+  std::vector<std::vector<float>> rows_, gradients_;
+  SparseBatch sparse_;
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_CLIENT_BATCH_ROWS_H_

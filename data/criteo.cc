@@ -1,0 +1,134 @@
+#include "data/criteo.h"
+
+#include <unistd.h>
+#include <zlib.h>
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+#include "common/status_macros.h"
+#include "data/criteo_parser.h"
+
+namespace psflow {
+namespace {
+
+// Decompressed bytes handed to the parser at a time.
+constexpr int kReadBytes = 1 << 20;
+// After a bad line in a gzip file, how much more is read to see whether
+// the compressed data is corrupt (then that is the error to report).
+constexpr int64_t kCorruptionProbeBytes = int64_t{16} << 20;
+
+struct GzCloser {
+  void operator()(gzFile f) const { gzclose(f); }
+};
+using GzFile = std::unique_ptr<gzFile_s, GzCloser>;
+
+absl::Status Decompression(const std::string& path, gzFile f) {
+  int code = Z_OK;
+  const char* message = gzerror(f, &code);
+  if (code == Z_OK) return absl::OkStatus();
+  if (code == Z_BUF_ERROR) {
+    return absl::DataLossError(absl::StrCat(
+        path,
+        ": the gzip data ends early (the file is truncated); copy or "
+        "generate it again"));
+  }
+  return absl::DataLossError(absl::StrCat(
+      path, ": cannot ", gzdirect(f) ? "read" : "decompress", " (", message,
+      "); the file is corrupt: copy or generate it again"));
+}
+
+absl::StatusOr<GzFile> Open(const std::string& path) {
+  // Only a regular file: a FIFO or device could block or never end.
+  absl::StatusOr<int> fd = OpenRegularFile(path);
+  if (!fd.ok()) {
+    const std::string message = absl::StrCat("cannot open Criteo data file ",
+                                             path, ": ", fd.status().message());
+    if (absl::IsNotFound(fd.status())) {
+      return absl::NotFoundError(absl::StrCat(
+          message,
+          "; check the path (psctl data synth-ctr generates such files)"));
+    }
+    return absl::FailedPreconditionError(message);
+  }
+  GzFile f(gzdopen(*fd, "rb"));
+  if (f == nullptr) {
+    close(*fd);
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot open Criteo data file ", path, ": out of memory"));
+  }
+  gzbuffer(f.get(), kReadBytes);
+  return f;
+}
+
+}  // namespace
+
+absl::Status CheckCriteoFormat(const CriteoFormat& format) {
+  if (format.num_dense < 0 || format.num_dense > kMaxCriteoDense) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CriteoFormat.num_dense is ", format.num_dense,
+                     "; use 0..", kMaxCriteoDense, " (Criteo: 13)"));
+  }
+  if (format.num_fields < 0 || format.num_fields > kMaxCriteoFields) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CriteoFormat.num_fields is ", format.num_fields,
+                     "; use 0..", kMaxCriteoFields, " (Criteo: 26)"));
+  }
+  if (format.num_dense + format.num_fields == 0) {
+    return absl::InvalidArgumentError(
+        "CriteoFormat has no feature columns (num_dense and num_fields are "
+        "0); give at least one");
+  }
+  if (format.max_line_bytes < 1 || format.max_line_bytes > (1 << 30)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CriteoFormat.max_line_bytes is ", format.max_line_bytes,
+                     "; use 1..", 1 << 30, " (default 65536)"));
+  }
+  if (format.max_examples < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CriteoFormat.max_examples is ", format.max_examples,
+                     "; it must be at least 1"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CtrExamples> ParseCriteoText(absl::string_view text,
+                                            const CriteoFormat& format,
+                                            absl::string_view name) {
+  RETURN_IF_ERROR(CheckCriteoFormat(format));
+  CriteoTextParser parser(format, std::string(name));
+  RETURN_IF_ERROR(parser.Feed(text));
+  return std::move(parser).Finish();
+}
+
+absl::StatusOr<CtrExamples> LoadCriteoFile(const std::string& path,
+                                           const CriteoFormat& format) {
+  RETURN_IF_ERROR(CheckCriteoFormat(format));
+  ASSIGN_OR_RETURN(GzFile f, Open(path));
+  CriteoTextParser parser(format, path);
+  // Not zeroed: gzread fills what it returns.
+  const std::unique_ptr<char[]> buffer(new char[kReadBytes]);
+  while (true) {
+    const int got = gzread(f.get(), buffer.get(), kReadBytes);
+    if (got < 0) return Decompression(path, f.get());
+    if (got == 0) break;
+    absl::Status parsed = parser.Feed(absl::string_view(buffer.get(), got));
+    if (!parsed.ok()) {
+      // Corrupt compressed data can decode to garbage lines before zlib
+      // notices; then the corruption is the error worth reporting.
+      for (int64_t probed = 0;
+           !gzdirect(f.get()) && probed < kCorruptionProbeBytes;
+           probed += kReadBytes) {
+        if (gzread(f.get(), buffer.get(), kReadBytes) <= 0) break;
+      }
+      absl::Status decompressed = Decompression(path, f.get());
+      return decompressed.ok() ? parsed : decompressed;
+    }
+  }
+  // A truncated gzip file reads like a shorter one until this check.
+  RETURN_IF_ERROR(Decompression(path, f.get()));
+  return std::move(parser).Finish();
+}
+
+}  // namespace psflow
