@@ -28,6 +28,7 @@
 #include "common/metrics/system_metrics_logger.h"
 #include "common/port_file.h"
 #include "common/status_macros.h"
+#include "data/criteo.h"
 #include "data/dataset.h"
 #include "model/initializer.h"
 #include "model/registry.h"
@@ -153,37 +154,48 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
                                     JobCoordinator& coordinator) {
   const TfConfig& tf = options.tf_config;
   const JobConfig& job = options.job;
-  if (job.model().has_wide_deep()) {
-    // The model, its tables, their RPCs and checkpoints exist; the job's
-    // data path for it (Criteo files, sparse batches, AUC) does not yet.
-    return absl::UnimplementedError(
-        "model.wide_deep needs click-through-rate data (bags of ids per "
-        "field), which this release's jobs cannot read yet (they read IDX "
-        "image files); train an image model, or see docs/configuration.md "
-        "\"Wide and deep\"");
+  DatasetInfo train;
+  int num_fields = 0;
+  if (job.data().format() == DataConfig::CRITEO) {
+    // Click-through-rate text: read once to count and check every line
+    // (the examples are dropped; workers read their own shards).
+    const CriteoFormat format =
+        CriteoFormatOf(job.data().num_dense(), job.data().num_fields());
+    ASSIGN_OR_RETURN(CtrExamples examples,
+                     LoadCriteoFile(job.data().train_path(), format));
+    train.num_examples = examples.num_examples;
+    train.example_shape = {format.num_dense};
+    train.num_classes = 2;
+    num_fields = format.num_fields;
+  } else {
+    // The data's shape and classes from the images' header and the
+    // labels: the chief never holds the training set.
+    ASSIGN_OR_RETURN(train, DescribeIdxDataset(job.data().train_images(),
+                                               job.data().train_labels()));
+    // The classes the job declares, every training label inside them; or,
+    // without a declaration, as many as the labels name.
+    if (job.data().num_classes() > 0) {
+      RETURN_IF_ERROR(CheckLabels(train.labels, job.data().num_classes(),
+                                  job.data().train_labels()));
+      train.num_classes = job.data().num_classes();
+    }
+    train.labels = {};
   }
-  // The data's shape and classes from the images' header and the labels:
-  // the chief never holds the training set.
-  ASSIGN_OR_RETURN(
-      DatasetInfo train,
-      DescribeIdxDataset(job.data().train_images(), job.data().train_labels()));
-  // The classes the job declares, every training label inside them; or,
-  // without a declaration, as many as the labels name.
-  if (job.data().num_classes() > 0) {
-    RETURN_IF_ERROR(CheckLabels(train.labels, job.data().num_classes(),
-                                job.data().train_labels()));
-    train.num_classes = job.data().num_classes();
-  }
-  train.labels = {};
   const int num_workers = tf.cluster.NumTasks(TaskType::kWorker);
+  InputSpec input{train.example_shape, train.num_classes};
+  input.num_fields = num_fields;
   ASSIGN_OR_RETURN(std::unique_ptr<ModelDefinition> model,
-                   DefineModel(job.model(), InputSpec{train.example_shape,
-                                                      train.num_classes}));
+                   DefineModel(job.model(), input));
   LOG(INFO) << "model: " << model->Describe();
   ASSIGN_OR_RETURN(Placement placement,
                    PlaceVariables(LogicalVariables(model->variables()),
                                   tf.cluster.NumTasks(TaskType::kPs),
                                   job.training().split_threshold_bytes()));
+  std::vector<EmbeddingTableSpec> tables;
+  for (const ModelTable& table : model->tables()) {
+    tables.push_back(table.spec);
+    placement.tables.push_back({table.name(), table.dim()});
+  }
 
   Prepared prepared;
   if (CheckpointsConfigured(options)) {
@@ -218,6 +230,8 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
   spec.set_input_size(model->input().num_features());
   spec.set_num_classes(train.num_classes);
   for (int64_t d : train.example_shape) spec.add_example_shape(d);
+  spec.set_num_fields(num_fields);
+  for (const EmbeddingTableSpec& table : tables) *spec.add_tables() = table;
 
   coordinator.SetActivity("waiting for the parameter servers to answer");
   RETURN_IF_ERROR(WaitForParameterServers(tf, options.security, deadline,
@@ -231,6 +245,7 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
   RETURN_IF_ERROR(
       ConfigureAsTheJobsChief(*prepared.client, ps, deadline, coordinator));
   RETURN_IF_ERROR(prepared.client->CreateVariables());
+  RETURN_IF_ERROR(prepared.client->CreateTables(tables));
   if (CheckpointsConfigured(options)) {
     const CheckpointManagerOptions checkpoint_options =
         CheckpointOptions(options);
@@ -323,6 +338,10 @@ absl::Status WriteResult(const std::string& path, const JobCoordinator& c,
                         absl::StrAppend(out, absl::StrFormat("%.6f", a));
                       }),
         "]");
+    if (eval->has_auc()) {
+      absl::StrAppend(&json,
+                      ", \"test_auc\": ", absl::StrFormat("%.6f", eval->auc()));
+    }
   }
   json += "}\n";
   std::ofstream out(path + ".tmp");
@@ -489,7 +508,7 @@ absl::Status FinishTraining(const ChiefOptions& options,
     LogSavedCheckpoint(*saved);
   }
   if (!options.tf_config.cluster.HasJob(TaskType::kEvaluator) ||
-      options.job.data().test_images().empty()) {
+      !HasTestData(options.job)) {
     return absl::OkStatus();
   }
   coordinator.SetActivity(absl::StrCat(
@@ -499,8 +518,10 @@ absl::Status FinishTraining(const ChiefOptions& options,
       absl::Now() + options.final_evaluation_timeout);
   if (final_eval.has_value()) {
     LOG(INFO) << absl::StrFormat(
-        "final evaluation at step %d: test accuracy %.4f, loss %.4f",
-        final_eval->global_step(), final_eval->accuracy(), final_eval->loss());
+        "final evaluation at step %d: test accuracy %.4f, loss %.4f%s",
+        final_eval->global_step(), final_eval->accuracy(), final_eval->loss(),
+        final_eval->has_auc() ? absl::StrFormat(", AUC %.4f", final_eval->auc())
+                              : "");
   } else {
     LOG(WARNING) << "the evaluator sent no final evaluation within "
                  << absl::FormatDuration(options.final_evaluation_timeout);

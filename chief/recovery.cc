@@ -80,6 +80,8 @@ absl::StatusOr<int64_t> PauseAndRestore(const RecoveryOptions& options,
   // restarted one.
   RETURN_IF_ERROR(options.client->Configure(options.spec->ps_config()));
   RETURN_IF_ERROR(options.client->CreateVariables());
+  RETURN_IF_ERROR(options.client->CreateTables(
+      {options.spec->tables().begin(), options.spec->tables().end()}));
   const absl::Time start = absl::Now();
   ASSIGN_OR_RETURN(
       int64_t step,

@@ -39,6 +39,15 @@ struct CriteoFormat {
   int64_t max_examples = std::numeric_limits<int64_t>::max();
 };
 
+// The format a job config names: `num_dense` and `num_fields` with 0
+// meaning Criteo's 13 and 26.
+inline CriteoFormat CriteoFormatOf(int num_dense, int num_fields) {
+  CriteoFormat format;
+  if (num_dense != 0) format.num_dense = num_dense;
+  if (num_fields != 0) format.num_fields = num_fields;
+  return format;
+}
+
 // The limits CriteoFormat's counts must respect.
 inline constexpr int kMaxCriteoDense = 1 << 12;
 inline constexpr int kMaxCriteoFields = 1 << 12;  // < kMaxCtrFields

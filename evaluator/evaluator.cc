@@ -9,6 +9,7 @@
 #include "common/logging.h"
 #include "common/metrics/event_file_writer.h"
 #include "common/status_macros.h"
+#include "evaluator/ctr_evaluation.h"
 #include "evaluator/job_end_watch.h"
 #include "model/registry.h"
 
@@ -108,7 +109,8 @@ absl::StatusOr<EvaluationReport> EvaluateValues(
 absl::Status Evaluator::Run() {
   const JobSpec& spec = *parts_.spec;
   const JobConfig& job = spec.config();
-  const Dataset& test = *parts_.test;
+  static const Dataset* const kNoImages = new Dataset();
+  const Dataset& test = parts_.test != nullptr ? *parts_.test : *kNoImages;
   const absl::Duration interval =
       absl::Seconds(std::max(0.1, job.evaluation().every_secs()));
   absl::Time next = absl::Now() + interval;
@@ -117,7 +119,10 @@ absl::Status Evaluator::Run() {
   // the numbers belong to exactly what was saved; at most one per
   // interval, the newest) and the best is copied;
   // without, the live model is pulled every `interval`.
-  const std::string checkpoint_dir = job.checkpoint().directory();
+  // CTR models are evaluated live (their tables' rows come from the
+  // servers); image models from each checkpoint when there are some.
+  const std::string checkpoint_dir =
+      parts_.ctr_test != nullptr ? "" : job.checkpoint().directory();
   // A pull of the live model can block (a server gone for good, a sync
   // step that never comes); the watch cancels it once the job is over.
   JobEndWatch watch(parts_.coordinator, parts_.client,
@@ -129,7 +134,10 @@ absl::Status Evaluator::Run() {
       [&]() -> absl::StatusOr<std::optional<EvaluationReport>> {
     const int64_t cancellations = watch.cancellations();
     absl::StatusOr<EvaluationReport> report =
-        EvaluateOnce(spec, *parts_.client, *parts_.device, test);
+        parts_.ctr_test != nullptr
+            ? EvaluateCtrOnce(spec, *parts_.client, *parts_.device,
+                              *parts_.ctr_test)
+            : EvaluateOnce(spec, *parts_.client, *parts_.device, test);
     if (!report.ok() && watch.cancellations() != cancellations) {
       LOG(INFO) << "evaluation stopped: " << report.status().message();
       return std::nullopt;
@@ -231,10 +239,17 @@ absl::Status Evaluator::Run() {
       for (double a : report.per_class_accuracy()) {
         per_class.push_back(absl::StrFormat("%.2f", a));
       }
-      LOG(INFO) << absl::StrFormat(
-          "%sstep %d: test loss %.4f, accuracy %.4f; per class [%s]",
-          final ? "final evaluation, " : "", report.global_step(),
-          report.loss(), report.accuracy(), absl::StrJoin(per_class, " "));
+      if (report.has_auc()) {
+        LOG(INFO) << absl::StrFormat(
+            "%sstep %d: test AUC %.4f, log loss %.4f, accuracy %.4f",
+            final ? "final evaluation, " : "", report.global_step(),
+            report.auc(), report.loss(), report.accuracy());
+      } else {
+        LOG(INFO) << absl::StrFormat(
+            "%sstep %d: test loss %.4f, accuracy %.4f; per class [%s]",
+            final ? "final evaluation, " : "", report.global_step(),
+            report.loss(), report.accuracy(), absl::StrJoin(per_class, " "));
+      }
       if (const Parts::LiveMetrics* live = parts_.live; live != nullptr) {
         live->loss->Set(report.loss());
         live->accuracy->Set(report.accuracy());
@@ -247,6 +262,9 @@ absl::Status Evaluator::Run() {
             parts_.metrics->AddScalar("loss", step, report.loss());
         written.Update(
             parts_.metrics->AddScalar("accuracy", step, report.accuracy()));
+        if (report.has_auc()) {
+          written.Update(parts_.metrics->AddScalar("auc", step, report.auc()));
+        }
         for (int c = 0; c < report.per_class_accuracy_size(); ++c) {
           written.Update(
               parts_.metrics->AddScalar(absl::StrCat("accuracy/class_", c),

@@ -21,6 +21,7 @@
 #include "client/ps_client.h"
 #include "common/metrics/event_file_writer.h"
 #include "common/metrics/metrics_registry.h"
+#include "data/ctr_examples.h"
 #include "data/dataset.h"
 #include "model/device/device.h"
 #include "proto/coordinator.pb.h"
@@ -36,6 +37,11 @@ class Evaluator {
     ParameterClient* client = nullptr;  // configured for the job
     Device* device = nullptr;
     const Dataset* test = nullptr;
+    // Click-through-rate models (tables): the held-out examples, used
+    // instead of `test`. Evaluated on the live model (consistent dense
+    // pulls, rows pulled without creating any), also when the job saves
+    // checkpoints.
+    const CtrExamples* ctr_test = nullptr;
     EventFileWriter* metrics = nullptr;
     // Optional Prometheus cells, set at every evaluation.
     struct LiveMetrics {

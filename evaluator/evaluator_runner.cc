@@ -13,6 +13,7 @@
 #include "common/metrics/system_metrics_logger.h"
 #include "common/mutex.h"
 #include "common/status_macros.h"
+#include "data/criteo.h"
 #include "evaluator/evaluator.h"
 
 namespace psflow {
@@ -23,21 +24,33 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
                                      options.tf_config.task, random(),
                                      absl::Now() + options.startup_timeout));
   const JobConfig& job = spec.config();
-  if (job.data().test_images().empty()) {
+  const bool ctr = job.data().format() == DataConfig::CRITEO;
+  if (!HasTestData(job)) {
     LOG(WARNING) << "the job config names no test data; nothing to evaluate";
     return absl::OkStatus();
   }
-  ASSIGN_OR_RETURN(Dataset test, LoadIdxDataset(job.data().test_images(),
-                                                job.data().test_labels()));
-  if (!absl::c_equal(test.example_shape, spec.example_shape())) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the test data's examples have shape [",
-        absl::StrJoin(test.example_shape, ", "), "] but the model takes [",
-        absl::StrJoin(spec.example_shape(), ", "),
-        "]; use the test split of the training data's set"));
+  Dataset test;
+  CtrExamples ctr_test;
+  if (ctr) {
+    ASSIGN_OR_RETURN(ctr_test,
+                     LoadCriteoFile(job.data().test_path(),
+                                    CriteoFormatOf(job.data().num_dense(),
+                                                   job.data().num_fields())));
+    test.num_examples = ctr_test.num_examples;
+  } else {
+    ASSIGN_OR_RETURN(test, LoadIdxDataset(job.data().test_images(),
+                                          job.data().test_labels()));
+    if (!absl::c_equal(test.example_shape, spec.example_shape())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the test data's examples have shape [",
+          absl::StrJoin(test.example_shape, ", "), "] but the model takes [",
+          absl::StrJoin(spec.example_shape(), ", "),
+          "]; use the test split of the training data's set"));
+    }
+    RETURN_IF_ERROR(CheckLabels(test.labels,
+                                static_cast<int>(spec.num_classes()),
+                                job.data().test_labels()));
   }
-  RETURN_IF_ERROR(CheckLabels(test.labels, static_cast<int>(spec.num_classes()),
-                              job.data().test_labels()));
   ASSIGN_OR_RETURN(
       std::unique_ptr<ParameterClient> client,
       ConnectToJobParameterServers(options.tf_config, spec, options.security));
@@ -86,6 +99,7 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
   parts.client = client.get();
   parts.device = options.device;
   parts.test = &test;
+  if (ctr) parts.ctr_test = &ctr_test;
   parts.metrics = metrics.get();
   if (options.metrics_registry != nullptr) parts.live = &live;
   Evaluator::Policy policy;

@@ -10,6 +10,7 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "data/batch_stream.h"
+#include "data/criteo.h"
 #include "data/dataset.h"
 #include "model/registry.h"
 #include "worker/keep_alive.h"
@@ -27,30 +28,55 @@ absl::Status RunTrainingJob(const TrainingJobOptions& options) {
                        PreparingReport(index, options.incarnation),
                        options.heartbeat_interval);
 
-  ASSIGN_OR_RETURN(Dataset train, LoadIdxDataset(job.data().train_images(),
-                                                 job.data().train_labels()));
-  if (!absl::c_equal(train.example_shape, spec.example_shape())) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "this worker's training data has examples of shape [",
-        absl::StrJoin(train.example_shape, ", "), "], but the chief's has [",
-        absl::StrJoin(spec.example_shape(), ", "),
-        "]; every task must see the same data files"));
-  }
-  // Every label inside the model's classes, named by file and record.
-  RETURN_IF_ERROR(CheckLabels(train.labels,
-                              static_cast<int>(spec.num_classes()),
-                              job.data().train_labels()));
-  auto shard = std::make_shared<Dataset>(ShardOf(train, index, num_workers));
-  LOG(INFO) << "training on shard " << index << " of " << num_workers << " ("
-            << shard->num_examples << " examples) on "
-            << options.device->Describe();
   ASSIGN_OR_RETURN(std::unique_ptr<ModelDefinition> definition,
                    DefineJobModel(spec));
   BatchStream::Options stream_options;
   stream_options.batch_size = job.training().batch_size();
   stream_options.seed = job.training().seed();
   stream_options.feature_scale = definition->feature_scale();
-  BatchStream batches(shard, stream_options);
+  std::unique_ptr<BatchStream> batches;
+  if (job.data().format() == DataConfig::CRITEO) {
+    // Click-through-rate examples: this worker's shard, with its bags.
+    ASSIGN_OR_RETURN(CtrExamples train,
+                     LoadCriteoFile(job.data().train_path(),
+                                    CriteoFormatOf(job.data().num_dense(),
+                                                   job.data().num_fields())));
+    if (train.num_fields != spec.num_fields() ||
+        train.num_dense != spec.input_size()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("this worker's training data has ", train.num_dense,
+                       " dense and ", train.num_fields,
+                       " categorical columns, the "
+                       "chief's ",
+                       spec.input_size(), " and ", spec.num_fields(),
+                       "; every task must see the same data files"));
+    }
+    auto shard =
+        std::make_shared<CtrExamples>(CtrShardOf(train, index, num_workers));
+    LOG(INFO) << "training on shard " << index << " of " << num_workers << " ("
+              << shard->num_examples << " examples, " << shard->ids.size()
+              << " ids) on " << options.device->Describe();
+    batches = std::make_unique<BatchStream>(shard, stream_options);
+  } else {
+    ASSIGN_OR_RETURN(Dataset train, LoadIdxDataset(job.data().train_images(),
+                                                   job.data().train_labels()));
+    if (!absl::c_equal(train.example_shape, spec.example_shape())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "this worker's training data has examples of shape [",
+          absl::StrJoin(train.example_shape, ", "), "], but the chief's has [",
+          absl::StrJoin(spec.example_shape(), ", "),
+          "]; every task must see the same data files"));
+    }
+    // Every label inside the model's classes, named by file and record.
+    RETURN_IF_ERROR(CheckLabels(train.labels,
+                                static_cast<int>(spec.num_classes()),
+                                job.data().train_labels()));
+    auto shard = std::make_shared<Dataset>(ShardOf(train, index, num_workers));
+    LOG(INFO) << "training on shard " << index << " of " << num_workers << " ("
+              << shard->num_examples << " examples) on "
+              << options.device->Describe();
+    batches = std::make_unique<BatchStream>(shard, stream_options);
+  }
   ASSIGN_OR_RETURN(
       std::unique_ptr<Model> model,
       definition->Instantiate(options.device, job.training().batch_size()));
@@ -69,9 +95,10 @@ absl::Status RunTrainingJob(const TrainingJobOptions& options) {
   parts.device = options.device;
   parts.model = model.get();
   parts.variables = LogicalVariables(definition->variables());
+  parts.tables = definition->tables();
   parts.client = client.get();
   parts.coordinator = options.coordinator;
-  parts.batches = &batches;
+  parts.batches = batches.get();
   parts.metrics = options.metrics;
   parts.live_metrics = options.live_metrics;
   parts.keep_alive = &keep_alive;

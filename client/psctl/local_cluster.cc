@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/grpc_coordinator_client.h"
 #include "client/psctl/job_certificates.h"
@@ -30,6 +31,8 @@
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "common/task.h"
+#include "data/criteo.h"
+#include "data/synth_ctr.h"
 #include "model/registry.h"
 
 namespace psflow {
@@ -131,6 +134,57 @@ class ProgressWatch {
 
 }  // namespace
 
+namespace {
+
+// A CRITEO job config with `data.synthesize` whose training file does not
+// exist yet: generates the planted-model data set it names (a few seconds
+// for the default size), and says what the best possible AUC is.
+absl::Status SynthesizeCtrDataIfMissing(const JobConfig& job,
+                                        const std::string& job_path,
+                                        std::ostream& out) {
+  const DataConfig& data = job.data();
+  if (data.format() != DataConfig::CRITEO || !data.has_synthesize() ||
+      access(data.train_path().c_str(), F_OK) == 0) {
+    return absl::OkStatus();
+  }
+  const std::string dir = DirName(data.train_path());
+  if (data.train_path() != dir + "/train.txt" ||
+      data.test_path() != dir + "/test.txt") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job config ", job_path,
+        ": data.synthesize writes <dir>/train.txt and <dir>/test.txt, so "
+        "data.train_path and data.test_path must be such a pair (they are \"",
+        data.train_path(), "\" and \"", data.test_path(), "\")"));
+  }
+  const SyntheticCtrConfig& s = data.synthesize();
+  SynthCtrOptions o;
+  o.out_dir = dir;
+  if (s.train_examples() > 0) o.num_train = s.train_examples();
+  if (s.test_examples() > 0) o.num_test = s.test_examples();
+  if (s.vocabulary() > 0) o.vocabulary = s.vocabulary();
+  if (s.zipf() > 0) o.zipf = s.zipf();
+  if (s.weight_scale() > 0) o.weight_scale = s.weight_scale();
+  if (s.seed() != 0) o.seed = s.seed();
+  const CriteoFormat format =
+      CriteoFormatOf(data.num_dense(), data.num_fields());
+  o.num_dense = format.num_dense;
+  o.num_fields = format.num_fields;
+  // A data set left half-written by an interrupted run is replaced.
+  o.overwrite = true;
+  out << "generating " << o.num_train << " + " << o.num_test
+      << " click-through-rate examples into " << dir << " ...\n";
+  out.flush();
+  ASSIGN_OR_RETURN(SynthCtrSummary summary, GenerateSynthCtr(o));
+  out << absl::StrFormat(
+      "generated %s: %d distinct ids in training, %.1f%% positive; the "
+      "planted model's test AUC is %.4f (the best any model can do)\n",
+      dir, summary.distinct_train_ids, 100 * summary.train_positive_rate,
+      summary.planted_test_auc);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
                                     std::ostream& out) {
   if (options.num_ps < 1 || options.num_workers < 1) {
@@ -150,6 +204,7 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
     return absl::InvalidArgumentError(
         absl::StrCat("job config ", options.job_path, ": ", model.message()));
   }
+  RETURN_IF_ERROR(SynthesizeCtrDataIfMissing(job, options.job_path, out));
   for (const char* binary : {"ps/ps_server", "worker/worker",
                              "evaluator/evaluator", "chief/chief"}) {
     const std::string path = absl::StrCat(options.bin_dir, "/", binary);
@@ -396,7 +451,9 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
       if (seconds != nullptr) {
         out << " in " << seconds->number_value() << "s of training";
       }
-      if (accuracy != nullptr) {
+      if (const JsonValue* auc = json->Find("test_auc"); auc != nullptr) {
+        out << "; final test AUC " << auc->number_value();
+      } else if (accuracy != nullptr) {
         out << "; final test accuracy " << accuracy->number_value();
       }
       out << " (" << result_file << ")\n";

@@ -71,13 +71,36 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
   RETURN_IF_ERROR(ValidateLrScheduleConfig(schedule));
 
   const DataConfig& data = config.data();
-  if (data.train_images().empty() || data.train_labels().empty()) {
-    return Invalid("data.train_images and data.train_labels",
-                   "must both name IDX files (gzipped or raw)");
+  const bool criteo = data.format() == DataConfig::CRITEO;
+  if (data.format() != DataConfig::FORMAT_UNSPECIFIED &&
+      data.format() != DataConfig::IDX && !criteo) {
+    return Invalid("data.format", "is unknown; use IDX or CRITEO");
   }
-  if (data.test_images().empty() != data.test_labels().empty()) {
-    return Invalid("data.test_images and data.test_labels",
-                   "must be given together (or both left out)");
+  if (criteo != config.model().has_wide_deep()) {
+    return Invalid(
+        "data.format",
+        criteo ? "is CRITEO, which only model.wide_deep reads"
+               : "must be CRITEO for model.wide_deep (it reads bags of ids)");
+  }
+  if (criteo) {
+    if (data.train_path().empty()) {
+      return Invalid("data.train_path",
+                     "must name a Criteo-format file (plain or gzip)");
+    }
+    if (data.num_dense() < 0 || data.num_dense() > 4096 ||
+        data.num_fields() < 0 || data.num_fields() > 4096) {
+      return Invalid("data.num_dense and data.num_fields",
+                     "must be 0 (the default: 13 and 26) to 4096");
+    }
+  } else {
+    if (data.train_images().empty() || data.train_labels().empty()) {
+      return Invalid("data.train_images and data.train_labels",
+                     "must both name IDX files (gzipped or raw)");
+    }
+    if (data.test_images().empty() != data.test_labels().empty()) {
+      return Invalid("data.test_images and data.test_labels",
+                     "must be given together (or both left out)");
+    }
   }
   // Labels are one byte each in IDX files.
   if (data.num_classes() != 0 &&
@@ -292,6 +315,12 @@ std::string JobConfigSummary(const JobConfig& config) {
                           ? absl::StrCat(t.steps(), " steps")
                           : absl::StrCat(t.epochs(), " epochs"),
                       ", ", UpdateMode_Name(t.mode()));
+}
+
+bool HasTestData(const JobConfig& config) {
+  const DataConfig& data = config.data();
+  return data.format() == DataConfig::CRITEO ? !data.test_path().empty()
+                                             : !data.test_images().empty();
 }
 
 }  // namespace psflow

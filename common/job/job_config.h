@@ -37,6 +37,10 @@ int64_t TotalGlobalSteps(const JobConfig& config, int64_t train_examples,
 // replicas_to_aggregate, defaulting to every worker.
 int ReplicasToAggregate(const JobConfig& config, int num_workers);
 
+// Whether the job names held-out data for its evaluator (IDX test files,
+// or a CRITEO test file).
+bool HasTestData(const JobConfig& config);
+
 // Where a task writes its TensorBoard event files:
 // <logdir>/<job name>/<role>-<index>, with `logdir_flag` overriding the
 // job's logging.log_dir when set.

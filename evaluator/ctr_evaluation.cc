@@ -1,0 +1,81 @@
+#include "evaluator/ctr_evaluation.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/batch_rows.h"
+#include "common/binary_metrics.h"
+#include "common/status_macros.h"
+#include "data/batch_stream.h"
+#include "model/registry.h"
+
+namespace psflow {
+
+absl::StatusOr<EvaluationReport> EvaluateCtrOnce(const JobSpec& spec,
+                                                 ParameterClient& client,
+                                                 Device& device,
+                                                 const CtrExamples& test) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ModelDefinition> definition,
+                   DefineJobModel(spec));
+  if (!definition->binary()) {
+    return absl::FailedPreconditionError(
+        "click-through-rate data needs a binary model (model.wide_deep)");
+  }
+  const std::vector<ModelVariable>& vars = definition->variables();
+  std::vector<std::vector<float>> values;
+  std::vector<ParameterClient::Mutable> targets;
+  for (const ModelVariable& v : vars) values.emplace_back(v.num_elements());
+  for (size_t i = 0; i < vars.size(); ++i) {
+    targets.emplace_back(vars[i].name(), absl::MakeSpan(values[i]));
+  }
+  auto pull = client.Pull(targets, 0, /*consistent_snapshot=*/true);
+  RETURN_IF_ERROR(pull->Wait());
+  const int batch_size = std::max(1, spec.config().evaluation().batch_size());
+  ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
+                   definition->Instantiate(&device, batch_size));
+  RETURN_IF_ERROR(model->LoadParameters(
+      std::vector<absl::Span<const float>>(values.begin(), values.end())));
+  BatchRows rows(definition->tables());
+  BinaryMetrics metrics;
+  int64_t correct = 0;
+  std::vector<float> probabilities;
+  std::vector<uint8_t> labels;
+  for (int64_t begin = 0; begin < test.num_examples; begin += batch_size) {
+    const int64_t n = std::min<int64_t>(batch_size, test.num_examples - begin);
+    Batch batch;
+    batch.size = static_cast<int>(n);
+    batch.num_fields = test.num_fields;
+    batch.features.assign(test.dense.begin() + begin * test.num_dense,
+                          test.dense.begin() + (begin + n) * test.num_dense);
+    batch.labels.assign(test.labels.begin() + begin,
+                        test.labels.begin() + begin + n);
+    // The bags of examples [begin, begin + n), offsets rebased to 0.
+    const int64_t first = test.offsets[begin * test.num_fields];
+    const int64_t last = test.offsets[(begin + n) * test.num_fields];
+    batch.ids.assign(test.ids.begin() + first, test.ids.begin() + last);
+    for (int64_t k = begin * test.num_fields;
+         k <= (begin + n) * test.num_fields; ++k) {
+      batch.offsets.push_back(test.offsets[k] - first);
+    }
+    RETURN_IF_ERROR(rows.Prepare(batch));
+    RETURN_IF_ERROR(rows.Pull(client, /*train=*/false, 0));
+    probabilities.resize(n);
+    ExampleBatch example{n, batch.features, batch.labels, 0, &rows.sparse()};
+    ASSIGN_OR_RETURN(BatchStats stats,
+                     model->Score(example, absl::MakeSpan(probabilities)));
+    correct += stats.correct;
+    labels.assign(batch.labels.begin(), batch.labels.end());
+    RETURN_IF_ERROR(metrics.Add(probabilities, labels));
+  }
+  EvaluationReport report;
+  report.set_global_step(pull->min_version());
+  report.set_loss(metrics.count() > 0 ? metrics.LogLoss() : 0);
+  report.set_accuracy(
+      metrics.count() > 0 ? static_cast<double>(correct) / metrics.count() : 0);
+  absl::StatusOr<double> auc = metrics.Auc();
+  if (auc.ok()) report.set_auc(*auc);
+  return report;
+}
+
+}  // namespace psflow
