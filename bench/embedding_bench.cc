@@ -185,8 +185,12 @@ absl::Status MeasureScale(const std::string& binary, const std::string& dir) {
   const int servers = absl::GetFlag(FLAGS_scale_servers);
   const int dim = absl::GetFlag(FLAGS_dim);
   Cluster::Options options;
+  // Each cluster's own log directory: a port file left by an earlier
+  // cluster must never be read as this one's.
+  const std::string logs = JoinPath(dir, "logs/scale");
+  (void)MakeDirectories(logs);
   absl::StatusOr<std::unique_ptr<Cluster>> cluster =
-      Cluster::Start(binary, servers, JoinPath(dir, "logs"), options);
+      Cluster::Start(binary, servers, logs, options);
   if (!cluster.ok()) return cluster.status();
   Placement placement;
   placement.bytes_per_ps.assign(servers, 0);
@@ -275,6 +279,7 @@ int Main(int argc, char** argv) {
   SetUpProcessForBulkTransfers();
   absl::ParseCommandLine(argc, argv);
   const std::string dir = AbsolutePath(absl::GetFlag(FLAGS_dir));
+  (void)RemoveRecursively(JoinPath(dir, "logs"));
   (void)MakeDirectories(JoinPath(dir, "logs"));
   const std::string binary =
       PsServerPath(absl::GetFlag(FLAGS_ps_server), argv[0]);
@@ -318,8 +323,11 @@ int Main(int argc, char** argv) {
                    std::string(s).c_str());
       return 2;
     }
-    absl::StatusOr<std::unique_ptr<Cluster>> cluster = Cluster::Start(
-        binary, servers, JoinPath(dir, "logs"), Cluster::Options());
+    const std::string logs =
+        JoinPath(dir, absl::StrCat("logs/", servers, "ps"));
+    (void)MakeDirectories(logs);
+    absl::StatusOr<std::unique_ptr<Cluster>> cluster =
+        Cluster::Start(binary, servers, logs, Cluster::Options());
     if (!cluster.ok()) {
       std::fprintf(stderr, "%s\n", cluster.status().ToString().c_str());
       return 1;
