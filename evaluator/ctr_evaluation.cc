@@ -8,6 +8,7 @@
 #include "common/binary_metrics.h"
 #include "common/status_macros.h"
 #include "data/batch_stream.h"
+#include "evaluator/model_snapshot.h"
 #include "model/registry.h"
 
 namespace psflow {
@@ -22,15 +23,9 @@ absl::StatusOr<EvaluationReport> EvaluateCtrOnce(const JobSpec& spec,
     return absl::FailedPreconditionError(
         "click-through-rate data needs a binary model (model.wide_deep)");
   }
-  const std::vector<ModelVariable>& vars = definition->variables();
-  std::vector<std::vector<float>> values;
-  std::vector<ParameterClient::Mutable> targets;
-  for (const ModelVariable& v : vars) values.emplace_back(v.num_elements());
-  for (size_t i = 0; i < vars.size(); ++i) {
-    targets.emplace_back(vars[i].name(), absl::MakeSpan(values[i]));
-  }
-  auto pull = client.Pull(targets, 0, /*consistent_snapshot=*/true);
-  RETURN_IF_ERROR(pull->Wait());
+  ASSIGN_OR_RETURN(ModelSnapshot snapshot,
+                   PullModelSnapshot(*definition, client));
+  const std::vector<std::vector<float>>& values = snapshot.values;
   const int batch_size = std::max(1, spec.config().evaluation().batch_size());
   ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                    definition->Instantiate(&device, batch_size));
@@ -69,7 +64,7 @@ absl::StatusOr<EvaluationReport> EvaluateCtrOnce(const JobSpec& spec,
     RETURN_IF_ERROR(metrics.Add(probabilities, labels));
   }
   EvaluationReport report;
-  report.set_global_step(pull->min_version());
+  report.set_global_step(snapshot.global_step);
   report.set_loss(metrics.count() > 0 ? metrics.LogLoss() : 0);
   report.set_accuracy(
       metrics.count() > 0 ? static_cast<double>(correct) / metrics.count() : 0);

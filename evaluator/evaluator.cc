@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "evaluator/ctr_evaluation.h"
 #include "evaluator/job_end_watch.h"
+#include "evaluator/model_snapshot.h"
 #include "model/registry.h"
 
 namespace psflow {
@@ -21,16 +22,9 @@ absl::StatusOr<EvaluationReport> EvaluateOnce(const JobSpec& spec,
                                               const Dataset& data) {
   ASSIGN_OR_RETURN(std::unique_ptr<ModelDefinition> model,
                    DefineJobModel(spec));
-  const std::vector<ModelVariable>& vars = model->variables();
-  std::vector<std::vector<float>> values;
-  std::vector<ParameterClient::Mutable> targets;
-  for (const ModelVariable& v : vars) values.emplace_back(v.num_elements());
-  for (size_t i = 0; i < vars.size(); ++i) {
-    targets.emplace_back(vars[i].name(), absl::MakeSpan(values[i]));
-  }
-  auto pull = client.Pull(targets, 0, /*consistent_snapshot=*/true);
-  RETURN_IF_ERROR(pull->Wait());
-  return EvaluateValues(spec, values, pull->min_version(), device, data);
+  ASSIGN_OR_RETURN(ModelSnapshot snapshot, PullModelSnapshot(*model, client));
+  return EvaluateValues(spec, snapshot.values, snapshot.global_step, device,
+                        data);
 }
 
 absl::StatusOr<EvaluationReport> EvaluateCheckpoint(const JobSpec& spec,

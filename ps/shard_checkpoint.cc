@@ -18,6 +18,7 @@
 #include "common/mutex.h"
 #include "common/status_macros.h"
 #include "proto/protocol.h"
+#include "ps/checkpoint_files.h"
 #include "ps/table_checkpoint.h"
 
 namespace psflow {
@@ -219,32 +220,10 @@ struct PreparedRestore {
   RestoreShardRequest request;
 };
 
-// Open data files, by path.
-class FileCache {
- public:
-  absl::StatusOr<const RandomAccessFile*> Get(const std::string& path) {
-    auto it = files_.find(path);
-    if (it == files_.end()) {
-      absl::StatusOr<RandomAccessFile> opened = RandomAccessFile::Open(path);
-      if (!opened.ok()) {
-        return absl::DataLossError(absl::StrCat(
-            "checkpoint data file missing or unreadable: ",
-            opened.status().message(),
-            "; the checkpoint is incomplete: restore another one"));
-      }
-      it = files_.emplace(path, *std::move(opened)).first;
-    }
-    return &it->second;
-  }
-
- private:
-  std::map<std::string, RandomAccessFile> files_;
-};
-
 // Reads one source's whole slice into `out` (num_elements floats) and
 // checks its CRC.
 absl::Status ReadSlice(const RestoreSource& source, const RestoreTarget& target,
-                       FileCache& files, float* out) {
+                       CheckpointFiles& files, float* out) {
   ASSIGN_OR_RETURN(const RandomAccessFile* file, files.Get(source.path()));
   const int64_t bytes = source.num_elements() * int64_t{sizeof(float)};
   absl::Status read =
@@ -287,7 +266,7 @@ absl::StatusOr<int64_t> CheckAllSources(const RestoreShardRequest& request) {
         if (order != 0) return order < 0;
         return a.source->file_offset() < b.source->file_offset();
       });
-  FileCache files;
+  CheckpointFiles files;
   // Let the kernel read every file ahead while slices are checked.
   for (const Read& read : reads) {
     ASSIGN_OR_RETURN(const RandomAccessFile* file,
@@ -369,7 +348,7 @@ absl::Status Apply(
     }
     plan[v][slot] = &target;
   }
-  FileCache files;
+  CheckpointFiles files;
   std::vector<float> temp;
   for (auto& planned : plan) {
     Variable* const v = planned.first;

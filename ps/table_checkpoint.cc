@@ -12,6 +12,7 @@
 #include "common/job/row_placement.h"
 #include "common/mutex.h"
 #include "common/status_macros.h"
+#include "ps/checkpoint_files.h"
 
 namespace psflow {
 namespace {
@@ -62,32 +63,10 @@ absl::Status FlushSegment(SegmentBuffer& segment, WritableFile& file,
   return absl::OkStatus();
 }
 
-// Open data files, by path.
-class Files {
- public:
-  absl::StatusOr<const RandomAccessFile*> Get(const std::string& path) {
-    auto it = files_.find(path);
-    if (it == files_.end()) {
-      absl::StatusOr<RandomAccessFile> opened = RandomAccessFile::Open(path);
-      if (!opened.ok()) {
-        return absl::DataLossError(absl::StrCat(
-            "checkpoint data file missing or unreadable: ",
-            opened.status().message(),
-            "; the checkpoint is incomplete: restore another one"));
-      }
-      it = files_.emplace(path, *std::move(opened)).first;
-    }
-    return &it->second;
-  }
-
- private:
-  std::map<std::string, RandomAccessFile> files_;
-};
-
 // Reads one segment whole into `buffer` and checks its size and CRC.
 absl::Status ReadSegment(const RestoreTableTarget& target,
-                         const RestoreRowSegment& segment, Files& files,
-                         std::vector<char>& buffer) {
+                         const RestoreRowSegment& segment,
+                         CheckpointFiles& files, std::vector<char>& buffer) {
   ASSIGN_OR_RETURN(const RandomAccessFile* file, files.Get(segment.path()));
   if (segment.file_offset() > file->size() ||
       segment.bytes() > file->size() - segment.file_offset()) {
@@ -282,7 +261,7 @@ absl::Status CheckTableTargets(const RestoreShardRequest& request,
 }
 
 absl::StatusOr<int64_t> CheckTableSources(const RestoreShardRequest& request) {
-  Files files;
+  CheckpointFiles files;
   std::vector<char> buffer;
   int64_t bytes = 0;
   for (const RestoreTableTarget& target : request.tables()) {
@@ -298,7 +277,7 @@ absl::Status ApplyTables(const RestoreShardRequest& request,
                          const std::vector<EmbeddingTable*>& tables) {
   std::map<std::string, EmbeddingTable*> by_name;
   for (EmbeddingTable* t : tables) by_name[t->name()] = t;
-  Files files;
+  CheckpointFiles files;
   std::vector<char> buffer;
   for (const RestoreTableTarget& target : request.tables()) {
     EmbeddingTable* table = by_name.at(target.table());
