@@ -127,8 +127,8 @@ class ParameterServerCore {
 
   // The tables a PullRows/PushRows names, one per part: checks the
   // protocol version, that the server is configured, every table exists
-  // (NotFound) and the ids number 1 to kMaxRowsPerRequest in all
-  // (InvalidArgument).
+  // (NotFound), the ids number 1 to kMaxRowsPerRequest in all and the
+  // ids with their rows fit in one bulk message (InvalidArgument).
   absl::StatusOr<std::vector<EmbeddingTable*>> ResolveRows(
       uint32_t protocol_version,
       const google::protobuf::RepeatedPtrField<RowsPart>& parts) const;

@@ -139,7 +139,7 @@ absl::StatusOr<std::vector<EmbeddingTable*>> ParameterServerCore::ResolveRows(
   ReaderMutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckConfiguredLocked());
   std::vector<EmbeddingTable*> tables;
-  int64_t ids = 0;
+  int64_t ids = 0, rows_bytes = 0;
   for (const RowsPart& part : parts) {
     auto it = tables_.find(part.table());
     if (it == tables_.end()) {
@@ -155,6 +155,15 @@ absl::StatusOr<std::vector<EmbeddingTable*>> ParameterServerCore::ResolveRows(
           kMaxRowsPerRequest));
     }
     ids += part.num_ids();
+    // The rows must fit in one bulk message either way (a pull's answer, a
+    // push's payload): checked before anything is sized by the request.
+    rows_bytes += part.num_ids() * (8 + int64_t{4} * it->second.table->dim());
+    if (rows_bytes > kMaxBulkMessageBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a rows request of ", ids, " ids would move more than ",
+                       kMaxBulkMessageBytes,
+                       " bytes of ids and rows; send fewer ids per request"));
+    }
     tables.push_back(it->second.table.get());
   }
   return tables;

@@ -86,6 +86,13 @@ TEST(PsCoreTablesTest, RequestsAreBounded) {
   EXPECT_THAT(
       Resolve(core, "emb", kMaxRowsPerRequest + 1),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at most")));
+  // Few ids of a wide table: their rows would not fit in a message, which
+  // is refused before any buffer is sized by the request.
+  ASSERT_OK(core.CreateVariables(Create({Table("wide", 4096)})));
+  EXPECT_OK(Resolve(core, "wide", 1000));
+  EXPECT_THAT(Resolve(core, "wide", kMaxRowsPerRequest),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("send fewer ids per request")));
 }
 
 // A table with FTRL on a server whose optimizer is SGD keeps FTRL's slots.
