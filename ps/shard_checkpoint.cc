@@ -19,6 +19,7 @@
 #include "common/status_macros.h"
 #include "proto/protocol.h"
 #include "ps/checkpoint_files.h"
+#include "ps/step_waits.h"
 #include "ps/table_checkpoint.h"
 
 namespace psflow {
@@ -41,54 +42,17 @@ std::string TensorName(absl::string_view variable, absl::string_view slot) {
 absl::Status WaitForStep(const std::vector<Variable*>& variables, int64_t step,
                          absl::Time deadline,
                          const std::function<bool()>& cancelled) {
-  struct Pending {
-    Mutex mu;
-    int count ABSL_GUARDED_BY(mu) = 0;
-  };
-  auto pending = std::make_shared<Pending>();
-  std::vector<std::pair<std::pair<Variable*, int>, uint64_t>> waits;
+  std::vector<StepWait> waits;
   for (Variable* v : variables) {
     for (int c = 0; c < v->num_chunks(); ++c) {
-      {
-        MutexLock lock(&pending->mu);
-        ++pending->count;
-      }
-      std::optional<uint64_t> id = v->WhenVersionReached(c, step, [pending] {
-        MutexLock lock(&pending->mu);
-        --pending->count;
-      });
-      if (id.has_value()) {
-        waits.push_back({{v, c}, *id});
-      } else {
-        MutexLock lock(&pending->mu);
-        --pending->count;
-      }
+      waits.push_back(StepWait{[v, c, step](std::function<void()> ready) {
+                                 return v->WhenVersionReached(c, step,
+                                                              std::move(ready));
+                               },
+                               [v, c](uint64_t id) { v->CancelWait(c, id); }});
     }
   }
-  // Polls `cancelled` between short waits.
-  bool reached = false;
-  bool stopped = false;
-  while (!reached && !stopped && absl::Now() < deadline) {
-    MutexLock lock(&pending->mu);
-    reached = pending->mu.AwaitWithDeadline(
-        Condition(
-            +[](int* count) { return *count == 0; }, &pending->count),
-        std::min(deadline, absl::Now() + absl::Milliseconds(100)));
-    stopped = cancelled != nullptr && cancelled();
-  }
-  if (!reached) {
-    for (const auto& [chunk, id] : waits) {
-      chunk.first->CancelWait(chunk.second, id);
-    }
-    if (stopped) {
-      return absl::CancelledError(
-          "the parameter server is shutting down; checkpoint abandoned");
-    }
-    return absl::DeadlineExceededError(absl::StrCat(
-        "the checkpoint waited for every chunk to reach step ", step,
-        " but some are still behind; the workers of that step may be slow "
-        "or gone"));
-  }
+  RETURN_IF_ERROR(AwaitStep(waits, step, "chunk", deadline, cancelled));
   for (Variable* v : variables) {
     for (int c = 0; c < v->num_chunks(); ++c) {
       if (v->Version(c) != step) {

@@ -13,6 +13,7 @@
 #include "common/mutex.h"
 #include "common/status_macros.h"
 #include "ps/checkpoint_files.h"
+#include "ps/step_waits.h"
 
 namespace psflow {
 namespace {
@@ -102,48 +103,16 @@ absl::Status ReadSegment(const RestoreTableTarget& target,
 absl::Status WaitForTablesAtStep(const std::vector<EmbeddingTable*>& tables,
                                  int64_t step, absl::Time deadline,
                                  const std::function<bool()>& cancelled) {
-  struct Pending {
-    Mutex mu;
-    int count ABSL_GUARDED_BY(mu) = 0;
-  };
-  auto pending = std::make_shared<Pending>();
-  std::vector<std::pair<EmbeddingTable*, uint64_t>> waits;
+  std::vector<StepWait> waits;
   for (EmbeddingTable* table : tables) {
-    {
-      MutexLock lock(&pending->mu);
-      ++pending->count;
-    }
-    std::optional<uint64_t> id = table->WhenVersionReached(step, [pending] {
-      MutexLock lock(&pending->mu);
-      --pending->count;
-    });
-    if (id.has_value()) {
-      waits.emplace_back(table, *id);
-    } else {
-      MutexLock lock(&pending->mu);
-      --pending->count;
-    }
+    waits.push_back(StepWait{[table, step](std::function<void()> ready) {
+                               return table->WhenVersionReached(
+                                   step, std::move(ready));
+                             },
+                             [table](uint64_t id) { table->CancelWait(id); }});
   }
-  bool reached = false, stopped = false;
-  while (!reached && !stopped && absl::Now() < deadline) {
-    MutexLock lock(&pending->mu);
-    reached = pending->mu.AwaitWithDeadline(
-        Condition(
-            +[](int* count) { return *count == 0; }, &pending->count),
-        std::min(deadline, absl::Now() + absl::Milliseconds(100)));
-    stopped = cancelled != nullptr && cancelled();
-  }
-  if (!reached) {
-    for (const auto& [table, id] : waits) table->CancelWait(id);
-    if (stopped) {
-      return absl::CancelledError(
-          "the parameter server is shutting down; checkpoint abandoned");
-    }
-    return absl::DeadlineExceededError(absl::StrCat(
-        "the checkpoint waited for every embedding table to reach step ", step,
-        " but some are still behind; the workers of that step may be slow "
-        "or gone"));
-  }
+  RETURN_IF_ERROR(
+      AwaitStep(waits, step, "embedding table", deadline, cancelled));
   for (EmbeddingTable* table : tables) {
     if (table->Version() != step) {
       return absl::FailedPreconditionError(
