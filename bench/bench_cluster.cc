@@ -57,15 +57,20 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(
   if (options.tls) {
     ClusterSpec::Job servers;
     for (int i = 0; i < num_ps; ++i) servers[i] = "127.0.0.1:1";
+    // The bench's client configures the servers and creates variables, which
+    // servers accept over TLS only from the chief's certificate.
     absl::StatusOr<JobCertificates> certificates = MakeJobCertificates(
-        ClusterSpec({{TaskType::kPs, servers}}), "bench", absl::Hours(24));
+        ClusterSpec({{TaskType::kChief, {{0, "127.0.0.1:1"}}},
+                     {TaskType::kPs, servers}}),
+        "bench", absl::Hours(24));
     if (!certificates.ok()) return certificates.status();
     const std::string tls_dir = absl::StrCat(dir, "/tls-", generation);
     absl::Status written =
         WriteJobCertificates(*certificates, tls_dir, SecretOptions{"bench"});
     if (!written.ok()) return written;
-    absl::StatusOr<TransportSecurity> client = LoadMutualTls(
-        tls_dir + "/ca.crt", tls_dir + "/psctl.crt", tls_dir + "/psctl.key");
+    absl::StatusOr<TransportSecurity> client =
+        LoadMutualTls(tls_dir + "/ca.crt", tls_dir + "/chief-0.crt",
+                      tls_dir + "/chief-0.key");
     if (!client.ok()) return client.status();
     cluster->client_security_ = *std::move(client);
     tls_flag.push_back("--tls_dir=" + tls_dir);

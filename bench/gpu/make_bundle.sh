@@ -8,9 +8,10 @@
 #
 #   bash bench/gpu/make_bundle.sh [gpu_bundle]
 #
-# Then, on the GPU machine, from a checkout that has the folder:
+# It also packs the folder as gpu_bundle.tar.xz, which is what is carried.
+# Then, on the GPU machine, from a checkout that has it:
 #
-#   bash bench/gpu/run_gpu_bench.sh gpu_bundle [out_dir]
+#   bash bench/gpu/run_gpu_bench.sh gpu_bundle.tar.xz [out_dir]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out="${1:-gpu_bundle}"
@@ -27,8 +28,22 @@ targets=(
   //model/device/cuda:cuda_device_test
   //model/device/cuda:cuda_vs_cpu_test
   //model:mlp_cuda_test
+  //model:wide_deep_cuda_test
 )
-bazel build --config=opt "${targets[@]}"
+# The whole-job and transport runs (issue 14): role binaries, psctl and the
+# cluster benches, kept in their package folders (bin/ps/ps_server, ...) so
+# that psctl's default --bin_dir and ps_bench's ps/ps_server resolve there.
+tree_targets=(
+  //client/psctl:psctl
+  //ps:ps_server
+  //worker:worker
+  //chief:chief
+  //evaluator:evaluator
+  //bench:ps_bench
+  //bench:trainer_bench
+  //bench:embedding_bench
+)
+bazel build --config=opt "${targets[@]}" "${tree_targets[@]}"
 
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
@@ -42,6 +57,17 @@ for target in "${targets[@]}"; do
   chmod u+w "$out/bin/$name"
   strip --strip-debug "$out/bin/$name"
   binaries+=("$out/bin/$name")
+  built+=("bazel-bin/$package/$name")
+done
+for target in "${tree_targets[@]}"; do
+  package="${target#//}"
+  package="${package%%:*}"
+  name="${target##*:}"
+  mkdir -p "$out/bin/$package"
+  cp -L "bazel-bin/$package/$name" "$out/bin/$package/$name"
+  chmod u+w "$out/bin/$package/$name"
+  strip --strip-debug "$out/bin/$package/$name"
+  binaries+=("$out/bin/$package/$name")
   built+=("bazel-bin/$package/$name")
 done
 
@@ -84,8 +110,11 @@ done
   done | sort -u
 } >"$out/MANIFEST"
 
-bytes=$(du -sb "$out" | cut -f1)
-echo "make_bundle: $out holds ${#binaries[@]} binaries and $(ls "$out/lib" | wc -l) libraries, $((bytes / 1024 / 1024)) MiB"
+# Carried packed (OpenBLAS alone is 36 MB unpacked); run_gpu_bench.sh
+# unpacks it.
+tar -C "$(dirname "$out")" -cJf "$out.tar.xz" "$(basename "$out")"
+bytes=$(stat -c %s "$out.tar.xz")
+echo "make_bundle: $out.tar.xz holds ${#binaries[@]} binaries and $(ls "$out/lib" | wc -l) libraries, $((bytes / 1024 / 1024)) MiB packed"
 cat "$out/MANIFEST"
 if [ "$bytes" -gt "$limit_bytes" ]; then
   echo "make_bundle: over the $((limit_bytes / 1024 / 1024)) MiB that can be carried" >&2

@@ -13,7 +13,7 @@
 #      speed --device=cuda, alternately (bench/convnet_bench.py), with
 #      psflow's per-layer table on the GPU.
 #
-#   bash bench/gpu/run_gpu_bench.sh gpu_bundle [out_dir]
+#   bash bench/gpu/run_gpu_bench.sh gpu_bundle[.tar.xz] [out_dir]
 #
 # Needs: an NVIDIA driver for CUDA 13 (>= 580), libcublas.so.13 and
 # libcublasLt.so.13 (a CUDA 13 toolkit, or PyTorch's nvidia-cublas wheel),
@@ -22,7 +22,8 @@
 # Exits 1 when a test fails or a binary cannot load.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-bundle="$(cd "${1:?usage: run_gpu_bench.sh <bundle dir> [out dir]}" && pwd)"
+source "$here/bundle_env.sh"
+bundle="$(open_bundle "${1:?usage: run_gpu_bench.sh <bundle dir or .tar.xz> [out dir]}")" || exit 1
 out="${2:-${OUT:-gpu_bench_out}}"
 mkdir -p "$out/tests"
 out="$(cd "$out" && pwd)"
@@ -41,50 +42,18 @@ echo "host: $(nproc) cores, $(uname -srm)" | tee -a "$summary"
 say '```'
 
 # --- Libraries: bundle first, then wherever this machine keeps cuBLAS 13.
-lib_path="$bundle/lib"
-for dir in "${CUDA_HOME:-}/lib64" "${CUDA_PATH:-}/lib64" /usr/local/cuda/lib64 \
-  /usr/local/cuda-13*/lib64 /usr/local/cuda-13*/targets/x86_64-linux/lib \
-  /usr/lib/x86_64-linux-gnu; do
-  if [ -e "$dir/libcublas.so.13" ]; then
-    lib_path="$lib_path:$dir"
-    break
-  fi
-done
-if ! echo "$lib_path" | grep -q ":"; then
-  # PyTorch's CUDA 13 wheels ship cuBLAS as nvidia-cublas.
-  torch_cublas="$(python3 - <<'PY' 2>/dev/null
-import glob, os, site
-for root in site.getsitepackages() + [site.getusersitepackages()]:
-    for hit in glob.glob(os.path.join(root, "nvidia", "**", "libcublas.so.13"),
-                         recursive=True):
-        print(os.path.dirname(hit)); raise SystemExit
-PY
-)"
-  [ -n "$torch_cublas" ] && lib_path="$lib_path:$torch_cublas"
-fi
-export LD_LIBRARY_PATH="$lib_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-if [ -d "$bundle/lib-fallback" ] &&
-  ldd "$bundle/bin/step_bench" 2>&1 | grep -q "GLIBCXX\|CXXABI\|GCC_"; then
-  export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$bundle/lib-fallback"
-  say "using the bundle's libstdc++ (this machine's is older)"
-fi
 say
-say "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-for binary in "$bundle"/bin/*; do
-  if ldd "$binary" 2>&1 | grep -q "not found"; then
-    say "cannot load $(basename "$binary"):"
-    ldd "$binary" 2>&1 | grep "not found" | tee -a "$summary"
-    failed=1
-  fi
-done
-[ "$failed" = 0 ] || exit 1
+use_bundle_libraries "$bundle" >"$out/libraries.log" 2>&1
+loadable=$?
+tee -a "$summary" <"$out/libraries.log"
+[ "$loadable" = 0 ] || exit 1
 
 # --- 1. Tests.
 say
 say "## Tests (PSFLOW_REQUIRE_GPU=1)"
 say
 for test in cuda_probe_test cuda_device_test cuda_vs_cpu_test mlp_cuda_test \
-  select_device_test device_test; do
+  wide_deep_cuda_test select_device_test device_test; do
   log="$out/tests/$test.log"
   if PSFLOW_REQUIRE_GPU=1 "$bundle/bin/$test" >"$log" 2>&1; then
     say "- $test: PASSED ($(grep -c '^\[       OK \]' "$log") tests)"

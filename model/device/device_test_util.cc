@@ -1,5 +1,6 @@
 #include "model/device/device_test_util.h"
 
+#include <cfloat>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +23,20 @@ void ExpectNear(const std::vector<float>& got, const std::vector<float>& want,
     ASSERT_FALSE(std::isnan(got[i])) << "element " << i << " is NaN";
     ASSERT_NEAR(got[i], want[i], relative * (1 + std::fabs(want[i])))
         << "element " << i;
+  }
+}
+
+void ExpectSameSum(const std::vector<float>& got,
+                   const std::vector<float>& want,
+                   const std::vector<float>& magnitude, int64_t terms) {
+  ASSERT_EQ(got.size(), want.size());
+  ASSERT_EQ(magnitude.size(), want.size());
+  const double scale = 8 * std::sqrt(static_cast<double>(terms)) * FLT_EPSILON;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_FALSE(std::isnan(got[i])) << "element " << i << " is NaN";
+    ASSERT_NEAR(got[i], want[i], scale * magnitude[i])
+        << "element " << i << " (a sum of " << terms << " terms of total "
+        << "magnitude " << magnitude[i] << ")";
   }
 }
 

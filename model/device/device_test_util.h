@@ -3,6 +3,7 @@
 #ifndef PSFLOW_MODEL_DEVICE_DEVICE_TEST_UTIL_H_
 #define PSFLOW_MODEL_DEVICE_DEVICE_TEST_UTIL_H_
 
+#include <cstdint>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -30,6 +31,17 @@ bool DeviceRequired();
 // NaN never passes.
 void ExpectNear(const std::vector<float>& got, const std::vector<float>& want,
                 float relative);
+
+// Asserts |got[i] - want[i]| <= 8 * sqrt(terms) * FLT_EPSILON * magnitude[i]
+// for every i, where magnitude[i] is the sum of the absolute values of the
+// `terms` values that were added to make element i (for a matrix product,
+// (|A| |B|)[i]). Two float32 sums of the same terms in different orders
+// differ by rounding alone, which grows like sqrt(terms) * eps * magnitude
+// for random signs (eight of those leaves room for unlucky orders, and is
+// still far below one wrong or missing term). NaN never passes.
+void ExpectSameSum(const std::vector<float>& got,
+                   const std::vector<float>& want,
+                   const std::vector<float>& magnitude, int64_t terms);
 
 }  // namespace psflow
 

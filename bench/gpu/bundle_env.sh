@@ -1,0 +1,60 @@
+# Sourced by run_gpu_bench.sh and run_host_bench.sh: opens a bundle made by
+# make_bundle.sh and points the dynamic loader at its libraries and at this
+# machine's cuBLAS 13.
+
+# Prints the bundle's folder; a .tar.xz is unpacked under /tmp first.
+open_bundle() {
+  local bundle="$1"
+  if [ -f "$bundle" ]; then
+    local dest="/tmp/psflow_bundle_$$"
+    mkdir -p "$dest"
+    # Python's tarfile, since an image may lack the xz program.
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+      "$bundle" "$dest" || return 1
+    bundle="$dest/$(ls "$dest" | head -1)"
+  fi
+  (cd "$bundle" && pwd)
+}
+
+# Sets LD_LIBRARY_PATH; says (through `say` when defined) what it chose, and
+# returns 1 when a binary still cannot load.
+use_bundle_libraries() {
+  local bundle="$1" lib_path="$1/lib" dir
+  for dir in "${CUDA_HOME:-}/lib64" "${CUDA_PATH:-}/lib64" /usr/local/cuda/lib64 \
+    /usr/local/cuda-13*/lib64 /usr/local/cuda-13*/targets/x86_64-linux/lib \
+    /usr/lib/x86_64-linux-gnu; do
+    if [ -e "$dir/libcublas.so.13" ]; then
+      lib_path="$lib_path:$dir"
+      break
+    fi
+  done
+  if ! echo "$lib_path" | grep -q ":"; then
+    # PyTorch's CUDA 13 wheels ship cuBLAS as nvidia-cublas.
+    local torch_cublas
+    torch_cublas="$(python3 - <<'PY' 2>/dev/null
+import glob, os, site
+for root in site.getsitepackages() + [site.getusersitepackages()]:
+    for hit in glob.glob(os.path.join(root, "nvidia", "**", "libcublas.so.13"),
+                         recursive=True):
+        print(os.path.dirname(hit)); raise SystemExit
+PY
+)"
+    [ -n "$torch_cublas" ] && lib_path="$lib_path:$torch_cublas"
+  fi
+  export LD_LIBRARY_PATH="$lib_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  if [ -d "$bundle/lib-fallback" ] &&
+    ldd "$bundle/bin/step_bench" 2>&1 | grep -q "GLIBCXX\|CXXABI\|GCC_"; then
+    export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$bundle/lib-fallback"
+    echo "using the bundle's libstdc++ (this machine's is older)"
+  fi
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  local binary ok=0
+  while read -r binary; do
+    if ldd "$binary" 2>&1 | grep -q "not found"; then
+      echo "cannot load $binary:"
+      ldd "$binary" 2>&1 | grep "not found"
+      ok=1
+    fi
+  done < <(find "$bundle/bin" -type f)
+  return "$ok"
+}
