@@ -106,6 +106,17 @@ absl::StatusOr<int> Subprocess::Wait(absl::Duration timeout) {
   }
 }
 
+bool Subprocess::Exited() {
+  if (exited_) return true;
+  int status = 0;
+  if (pid_ > 0 && waitpid(pid_, &status, WNOHANG) == pid_) {
+    exited_ = true;
+    exit_code_ =
+        WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  return exited_;
+}
+
 void Subprocess::Signal(int signal) {
   if (pid_ > 0 && !exited_) kill(pid_, signal);
 }

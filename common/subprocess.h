@@ -39,6 +39,8 @@ class Subprocess {
   // Waits for exit; returns the exit code, or 128 + signal when killed.
   // DeadlineExceeded when it is still running after `timeout`.
   absl::StatusOr<int> Wait(absl::Duration timeout);
+  // Whether it has exited, without waiting (reaps it when it has).
+  bool Exited();
 
   // Sends `signal` (if still running).
   void Signal(int signal);

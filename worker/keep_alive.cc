@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/logging.h"
+
 namespace psflow {
 
 KeepAlive::KeepAlive(CoordinatorClient* coordinator, ProgressReport first,
@@ -29,6 +31,16 @@ ProgressReport KeepAlive::latest() const {
   return latest_;
 }
 
+void KeepAlive::OnJobEnd(std::function<void()> action) {
+  MutexLock lock(&action_mu_);
+  on_job_end_ = std::move(action);
+}
+
+std::optional<StatusResponse> KeepAlive::JobEnded() const {
+  MutexLock lock(&mu_);
+  return ended_;
+}
+
 void KeepAlive::Loop() {
   // The first report goes out at once: registration already counts as
   // contact, but a report also tells the chief what the worker is doing.
@@ -46,9 +58,25 @@ void KeepAlive::Loop() {
       sent_ = absl::Now();
     }
     wait = interval_;
-    // Only liveness matters here: whoever acts on the chief's answers
-    // sends its own reports.
-    (void)coordinator_->ReportProgress(report, absl::Seconds(5));
+    // Whoever acts on the chief's answers sends its own reports; the only
+    // answer acted on here is the job's end.
+    absl::StatusOr<StatusResponse> answer =
+        coordinator_->ReportProgress(report, absl::Seconds(5));
+    if (!answer.ok() ||
+        (answer->state() != SUCCEEDED && answer->state() != FAILED)) {
+      continue;
+    }
+    {
+      MutexLock lock(&mu_);
+      if (!ended_.has_value()) {
+        LOG(INFO) << "the chief says the job "
+                  << (answer->state() == SUCCEEDED ? "succeeded" : "failed")
+                  << "; cancelling calls to the parameter servers";
+      }
+      ended_ = *answer;
+    }
+    MutexLock lock(&action_mu_);
+    if (on_job_end_) on_job_end_();
   }
 }
 

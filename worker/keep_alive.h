@@ -8,9 +8,19 @@
 // data, building its model, connecting to the servers), which can take
 // longer than the chief's heartbeat timeout on a big shard or a loaded
 // machine. The chief does not wait for a preparing worker to pause.
+//
+// The chief's answers also say when the job has ended. A worker blocked in
+// a parameter-server call (a pull from a dead server waits for its RPC
+// deadline, a minute) hears it here: the keep-alive remembers the ending
+// answer and runs the job-end action (cancelling the client's calls), so
+// the worker stops within an interval of the chief's decision instead of
+// after the deadline, and knows the outcome even when the chief has exited
+// by the time the worker asks.
 #ifndef PSFLOW_WORKER_KEEP_ALIVE_H_
 #define PSFLOW_WORKER_KEEP_ALIVE_H_
 
+#include <functional>
+#include <optional>
 #include <thread>
 
 #include "absl/time/time.h"
@@ -39,6 +49,15 @@ class KeepAlive {
   // The report resent when nothing else is (for tests).
   ProgressReport latest() const;
 
+  // Runs `action` (from the keep-alive's thread) after each answer that
+  // says the job SUCCEEDED or FAILED, so calls started since are cancelled
+  // too. Pass nullptr before what the action uses goes away: this returns
+  // only once a running action has finished.
+  void OnJobEnd(std::function<void()> action);
+
+  // The chief's answer that said the job SUCCEEDED or FAILED, if one came.
+  std::optional<StatusResponse> JobEnded() const;
+
  private:
   void Loop();
 
@@ -47,6 +66,10 @@ class KeepAlive {
   mutable Mutex mu_;
   ProgressReport latest_ ABSL_GUARDED_BY(mu_);
   absl::Time sent_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  std::optional<StatusResponse> ended_ ABSL_GUARDED_BY(mu_);
+  // Held while the action runs, so OnJobEnd(nullptr) waits for it.
+  Mutex action_mu_;
+  std::function<void()> on_job_end_ ABSL_GUARDED_BY(action_mu_);
   Notification stop_;
   std::thread thread_;
 };

@@ -1,5 +1,9 @@
 #include "worker/keep_alive.h"
 
+#include <atomic>
+#include <optional>
+#include <string>
+
 #include "absl/time/clock.h"
 #include "chief/job_coordinator.h"
 #include "chief/local_coordinator_client.h"
@@ -83,6 +87,38 @@ TEST_F(KeepAliveTest, ResendsTheLatestRememberedReport) {
   EXPECT_TRUE(WaitForReport([](const ProgressReport& r) {
     return !r.preparing() && r.local_steps() == 7;
   }));
+}
+
+// A worker blocked in a call hears the job's end through its keep-alive:
+// the action runs (again for each ending answer) and the outcome is kept
+// for when the chief is gone.
+TEST_F(KeepAliveTest, TheJobsEndRunsTheActionAndIsRemembered) {
+  KeepAlive keep_alive(&client_, PreparingReport(0, 1),
+                       absl::Milliseconds(100));
+  std::atomic<int> actions{0};
+  keep_alive.OnJobEnd([&actions] { ++actions; });
+  ASSERT_TRUE(
+      WaitForReport([](const ProgressReport& r) { return r.preparing(); }));
+  EXPECT_EQ(actions.load(), 0) << "the job has not ended";
+  EXPECT_FALSE(keep_alive.JobEnded().has_value());
+
+  coordinator_.Fail("ps-1 did not come back");
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (actions.load() < 2 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_GE(actions.load(), 2);
+  std::optional<StatusResponse> ended = keep_alive.JobEnded();
+  ASSERT_TRUE(ended.has_value());
+  EXPECT_EQ(ended->state(), FAILED);
+  EXPECT_NE(ended->message().find("ps-1 did not come back"), std::string::npos)
+      << ended->message();
+
+  // Unhooked: the action never runs again.
+  keep_alive.OnJobEnd(nullptr);
+  const int seen = actions.load();
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(actions.load(), seen);
 }
 
 }  // namespace

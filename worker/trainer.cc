@@ -164,6 +164,13 @@ absl::Status Trainer::Recover(const absl::Status& cause) {
     Remember(report);
     absl::StatusOr<StatusResponse> status =
         parts_.coordinator->ReportProgress(report, absl::Seconds(5));
+    if (!status.ok()) {
+      // The keep-alive may have heard the job's end before the chief
+      // exited (it cancels the calls that brought us here).
+      if (std::optional<StatusResponse> ended = keep_alive_->JobEnded()) {
+        status = *std::move(ended);
+      }
+    }
     if (!status.ok() && !cause.ok() &&
         absl::Now() - start > policy.chief_silence_with_servers_down) {
       // Neither the servers nor the chief answer: the job ended or the

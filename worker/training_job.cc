@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/algorithm/container.h"
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/cluster_client.h"
@@ -83,6 +84,10 @@ absl::Status RunTrainingJob(const TrainingJobOptions& options) {
   ASSIGN_OR_RETURN(
       std::unique_ptr<ParameterClient> client,
       ConnectToJobParameterServers(options.tf_config, spec, options.security));
+  // Once the chief says the job ended, calls blocked on a server that will
+  // never answer end at once; unhooked before the client goes away.
+  keep_alive.OnJobEnd([c = client.get()] { c->CancelInFlight(); });
+  absl::Cleanup unhook = [&keep_alive] { keep_alive.OnJobEnd(nullptr); };
 
   TrainerOptions trainer_options;
   trainer_options.worker_index = index;
