@@ -1,5 +1,6 @@
 #include "chief/chief_runner.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "checkpoint/state_file.h"
 #include "chief/chief_metrics.h"
 #include "chief/coordinator_service.h"
+#include "chief/final_evaluation.h"
 #include "chief/job_coordinator.h"
 #include "chief/recovery.h"
 #include "chief/server_watch.h"
@@ -342,6 +344,8 @@ absl::Status WriteResult(const std::string& path, const JobCoordinator& c,
       absl::StrAppend(&json,
                       ", \"test_auc\": ", absl::StrFormat("%.6f", eval->auc()));
     }
+    absl::StrAppend(&json,
+                    ", \"evaluated_by\": ", JsonQuote(eval->evaluated_by()));
   }
   json += "}\n";
   std::ofstream out(path + ".tmp");
@@ -491,12 +495,12 @@ absl::Status SuperviseTraining(const ChiefOptions& options,
 }
 
 // After the last step: the final checkpoint, then the final evaluation
-// (when the job has an evaluator and test data).
+// (the evaluator's, or the chief's own when there is none or it was lost).
 absl::Status FinishTraining(const ChiefOptions& options,
-                            JobCoordinator& coordinator,
-                            CheckpointManager* checkpoints,
+                            JobCoordinator& coordinator, Prepared& prepared,
                             const CheckpointMetrics* checkpoint_metrics) {
-  if (checkpoints != nullptr) {
+  if (CheckpointManager* checkpoints = prepared.checkpoints.get();
+      checkpoints != nullptr) {
     coordinator.SetActivity("saving the final checkpoint");
     absl::StatusOr<SavedCheckpoint> saved = checkpoints->Save();
     if (checkpoint_metrics != nullptr) checkpoint_metrics->Record(saved);
@@ -507,26 +511,14 @@ absl::Status FinishTraining(const ChiefOptions& options,
     }
     LogSavedCheckpoint(*saved);
   }
-  if (!options.tf_config.cluster.HasJob(TaskType::kEvaluator) ||
-      !HasTestData(options.job)) {
-    return absl::OkStatus();
-  }
-  coordinator.SetActivity(absl::StrCat(
-      "waiting for the evaluator's final evaluation (at most ",
-      absl::FormatDuration(options.final_evaluation_timeout), ")"));
-  std::optional<EvaluationReport> final_eval = coordinator.RunFinalEvaluation(
-      absl::Now() + options.final_evaluation_timeout);
-  if (final_eval.has_value()) {
-    LOG(INFO) << absl::StrFormat(
-        "final evaluation at step %d: test accuracy %.4f, loss %.4f%s",
-        final_eval->global_step(), final_eval->accuracy(), final_eval->loss(),
-        final_eval->has_auc() ? absl::StrFormat(", AUC %.4f", final_eval->auc())
-                              : "");
-  } else {
-    LOG(WARNING) << "the evaluator sent no final evaluation within "
-                 << absl::FormatDuration(options.final_evaluation_timeout);
-  }
-  return absl::OkStatus();
+  FinalEvaluationOptions evaluation;
+  evaluation.has_evaluator =
+      options.tf_config.cluster.HasJob(TaskType::kEvaluator);
+  evaluation.evaluator_timeout = options.final_evaluation_timeout;
+  evaluation.cpu_threads =
+      std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return ObtainFinalEvaluation(evaluation, prepared.spec, *prepared.client,
+                               coordinator);
 }
 
 }  // namespace
@@ -620,7 +612,7 @@ absl::Status RunChief(const ChiefOptions& chief_options) {
   LOG(INFO) << "training finished after "
             << absl::FormatDuration(absl::Trunc(absl::Now() - training_start,
                                                 absl::Milliseconds(100)));
-  return end(FinishTraining(options, coordinator, prepared->checkpoints.get(),
+  return end(FinishTraining(options, coordinator, *prepared,
                             checkpoint_metrics.get()));
 }
 

@@ -10,7 +10,8 @@
 //  4. wait for every worker to join (deadline; names the missing ones);
 //  5. log progress and save checkpoints until training ends, declaring
 //     silent workers lost; save the final checkpoint;
-//  6. let the evaluator run its final evaluation (bounded);
+//  6. let the evaluator run its final evaluation (bounded), or run it
+//     itself when there is no evaluator or it sent none;
 //  7. shut the parameter servers down and tell every task the result.
 #ifndef PSFLOW_CHIEF_CHIEF_RUNNER_H_
 #define PSFLOW_CHIEF_CHIEF_RUNNER_H_
@@ -44,8 +45,9 @@ struct ChiefOptions {
   absl::Duration final_evaluation_timeout = absl::Seconds(120);
   // If set, the job's outcome is written here as JSON when it ends:
   // {"state", "message", "global_step", "total_steps", "training_seconds",
-  //  "test_accuracy", "test_loss", "per_class_accuracy"} (test fields only
-  // after a final evaluation).
+  //  "test_accuracy", "test_loss", "per_class_accuracy", "test_auc" (binary
+  //  models), "evaluated_by"} (test fields after a final evaluation: every
+  //  SUCCEEDED job whose config names test data has one).
   std::string result_file;
   // Overrides the job's logging.log_dir for TensorBoard event files.
   std::string logdir;

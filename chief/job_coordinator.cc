@@ -226,8 +226,18 @@ std::vector<std::string> JobCoordinator::WaitForOutcomeHeard(
 void JobCoordinator::Evaluation(const EvaluationReport& report) {
   MutexLock lock(&mu_);
   evaluator_last_contact_ = absl::Now();
+  if (final_evaluation_received_) return;  // the chief's own came first
   evaluation_ = report;
+  evaluation_->set_evaluated_by("evaluator-0");
   if (report.final()) final_evaluation_received_ = true;
+}
+
+void JobCoordinator::RecordChiefEvaluation(EvaluationReport report) {
+  MutexLock lock(&mu_);
+  report.set_final(true);
+  report.set_evaluated_by(options_.chief_task);
+  evaluation_ = std::move(report);
+  final_evaluation_received_ = true;
 }
 
 std::vector<std::string> JobCoordinator::WaitForWorkers(absl::Time deadline) {
@@ -554,9 +564,16 @@ JobDescription JobCoordinator::Describe() const {
       v.set_state(TaskView::MISSING);
       v.set_detail("has not joined");
     } else {
-      v.set_state(final_evaluation_received_ ? TaskView::FINISHED
-                                             : TaskView::EVALUATING);
-      if (evaluation_.has_value()) {
+      const bool by_chief = evaluation_.has_value() &&
+                            evaluation_->evaluated_by() != "evaluator-0";
+      v.set_state(by_chief                     ? TaskView::LOST
+                  : final_evaluation_received_ ? TaskView::FINISHED
+                                               : TaskView::EVALUATING);
+      if (by_chief) {
+        v.set_detail(absl::StrCat(
+            "sent no final evaluation; ", evaluation_->evaluated_by(),
+            " evaluated the final model at step ", evaluation_->global_step()));
+      } else if (evaluation_.has_value()) {
         v.set_global_step(evaluation_->global_step());
         v.set_loss(evaluation_->loss());
         v.set_accuracy(evaluation_->accuracy());

@@ -97,6 +97,11 @@ class JobCoordinator {
   // its final evaluation or `deadline`; returns that report if it came.
   std::optional<EvaluationReport> RunFinalEvaluation(absl::Time deadline);
 
+  // The final evaluation the chief ran itself (no evaluator, or none
+  // arrived): recorded as the job's final metrics, evaluated by
+  // `chief_task`, and the evaluator is no longer waited for.
+  void RecordChiefEvaluation(EvaluationReport report);
+
   // TRAINING -> PAUSED (`why` is the status message while paused).
   // False when not training.
   bool Pause(const std::string& why);

@@ -498,6 +498,34 @@ TEST(JobCoordinatorDescribeTest, ALostWorkerAndTheEndShow) {
               Not(HasSubstr("has not yet heard")));
 }
 
+TEST(JobCoordinatorDescribeTest, AnEvaluatorReplacedByTheChiefShowsLost) {
+  JobCoordinator c(DescribedJob());
+  c.SetSpec(Spec(ASYNC));
+  RegisterTaskRequest evaluator;
+  evaluator.set_protocol_version(kProtocolVersion);
+  evaluator.set_task_type("evaluator");
+  ASSERT_OK(c.Register(evaluator));
+  EvaluationReport during;
+  during.set_global_step(50);
+  c.Evaluation(during);
+  EXPECT_EQ(c.last_evaluation()->evaluated_by(), "evaluator-0");
+  EvaluationReport own;
+  own.set_global_step(100);
+  own.set_accuracy(0.8);
+  c.RecordChiefEvaluation(own);
+  ASSERT_TRUE(c.last_evaluation().has_value());
+  EXPECT_TRUE(c.last_evaluation()->final());
+  EXPECT_EQ(c.last_evaluation()->evaluated_by(), "chief-0");
+  const JobDescription described = c.Describe();
+  const TaskView& row = Row(described, "evaluator-0");
+  EXPECT_EQ(row.state(), TaskView::LOST);
+  EXPECT_THAT(row.detail(),
+              HasSubstr("chief-0 evaluated the final model at step 100"));
+  // The evaluator is not waited for to hear the end.
+  c.Succeed();
+  EXPECT_THAT(c.WaitForOutcomeHeard(absl::Now()), IsEmpty());
+}
+
 TEST(JobCoordinatorDescribeTest, SilentWorkersAreLost) {
   JobCoordinator::Options options = DescribedJob();
   options.heartbeat_timeout = absl::Milliseconds(1);

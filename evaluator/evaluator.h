@@ -77,24 +77,6 @@ class Evaluator {
   const Policy policy_;
 };
 
-// One evaluation of the model in `client` on `data` (every example).
-absl::StatusOr<EvaluationReport> EvaluateOnce(const JobSpec& spec,
-                                              ParameterClient& client,
-                                              Device& device,
-                                              const Dataset& data);
-
-// One evaluation of the checkpoint at `path` (its values, CRC-checked).
-absl::StatusOr<EvaluationReport> EvaluateCheckpoint(const JobSpec& spec,
-                                                    const std::string& path,
-                                                    Device& device,
-                                                    const Dataset& data);
-
-// One evaluation of the model's variables given as `values` (in the
-// model's variable order), reported at `global_step`.
-absl::StatusOr<EvaluationReport> EvaluateValues(
-    const JobSpec& spec, const std::vector<std::vector<float>>& values,
-    int64_t global_step, Device& device, const Dataset& data);
-
 }  // namespace psflow
 
 #endif  // PSFLOW_EVALUATOR_EVALUATOR_H_

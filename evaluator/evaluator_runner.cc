@@ -3,7 +3,6 @@
 #include <random>
 #include <thread>
 
-#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/cluster_client.h"
@@ -13,7 +12,7 @@
 #include "common/metrics/system_metrics_logger.h"
 #include "common/mutex.h"
 #include "common/status_macros.h"
-#include "data/criteo.h"
+#include "evaluation/test_data.h"
 #include "evaluator/evaluator.h"
 
 namespace psflow {
@@ -24,37 +23,15 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
                                      options.tf_config.task, random(),
                                      absl::Now() + options.startup_timeout));
   const JobConfig& job = spec.config();
-  const bool ctr = job.data().format() == DataConfig::CRITEO;
   if (!HasTestData(job)) {
     LOG(WARNING) << "the job config names no test data; nothing to evaluate";
     return absl::OkStatus();
   }
-  Dataset test;
-  CtrExamples ctr_test;
-  if (ctr) {
-    ASSIGN_OR_RETURN(ctr_test,
-                     LoadCriteoFile(job.data().test_path(),
-                                    CriteoFormatOf(job.data().num_dense(),
-                                                   job.data().num_fields())));
-    test.num_examples = ctr_test.num_examples;
-  } else {
-    ASSIGN_OR_RETURN(test, LoadIdxDataset(job.data().test_images(),
-                                          job.data().test_labels()));
-    if (!absl::c_equal(test.example_shape, spec.example_shape())) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the test data's examples have shape [",
-          absl::StrJoin(test.example_shape, ", "), "] but the model takes [",
-          absl::StrJoin(spec.example_shape(), ", "),
-          "]; use the test split of the training data's set"));
-    }
-    RETURN_IF_ERROR(CheckLabels(test.labels,
-                                static_cast<int>(spec.num_classes()),
-                                job.data().test_labels()));
-  }
+  ASSIGN_OR_RETURN(TestData test, LoadTestData(spec));
   ASSIGN_OR_RETURN(
       std::unique_ptr<ParameterClient> client,
       ConnectToJobParameterServers(options.tf_config, spec, options.security));
-  LOG(INFO) << "evaluating on " << test.num_examples << " examples every "
+  LOG(INFO) << "evaluating on " << test.num_examples() << " examples every "
             << job.evaluation().every_secs() << "s on "
             << options.device->Describe();
 
@@ -98,8 +75,11 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
   parts.coordinator = options.coordinator;
   parts.client = client.get();
   parts.device = options.device;
-  parts.test = &test;
-  if (ctr) parts.ctr_test = &ctr_test;
+  if (test.ctr) {
+    parts.ctr_test = &test.examples;
+  } else {
+    parts.test = &test.images;
+  }
   parts.metrics = metrics.get();
   if (options.metrics_registry != nullptr) parts.live = &live;
   Evaluator::Policy policy;

@@ -325,11 +325,6 @@ std::vector<Trial> Trials() {
                            (type == "ps" || type == "chief") &&
                            std::string(mode) == "ASYNC";
         const char* known_open = nullptr;
-        if (fault == Fault::kKill && type == "evaluator") {
-          known_open =
-              "the job ends SUCCEEDED without its final evaluation when the "
-              "evaluator is gone for good";
-        }
         trials.push_back(Trial{type, index, fault, mode, smoke, known_open});
       }
     }

@@ -9,9 +9,10 @@ folder or from folders on lower floors only:
   2  common/job/ common/metrics/ data/ model/device/
   3  ps/ checkpoint/ model/
   4  client/                              the client library
-  5  chief/ worker/ evaluator/            the roles
-  6  client/psctl/                        the operator's tool
-  7  bench/ tests/ deploy/ fuzz/          leaves
+  5  evaluation/                          held-out metrics of a job's model
+  6  chief/ worker/ evaluator/            the roles
+  7  client/psctl/                        the operator's tool
+  8  bench/ tests/ deploy/ fuzz/          leaves
 
 Roles never include each other, with one declared exception: worker 0
 runs the chief's duties through chief's public API (PUBLIC_ROLE_HEADERS).
@@ -42,14 +43,15 @@ FLOORS = {
     "checkpoint": 3,
     "model": 3,
     "client": 4,
-    "chief": 5,
-    "worker": 5,
-    "evaluator": 5,
-    "client/psctl": 6,
-    "bench": 7,
-    "tests": 7,
-    "deploy": 7,
-    "fuzz": 7,
+    "evaluation": 5,
+    "chief": 6,
+    "worker": 6,
+    "evaluator": 6,
+    "client/psctl": 7,
+    "bench": 8,
+    "tests": 8,
+    "deploy": 8,
+    "fuzz": 8,
 }
 ROLES = {"chief", "worker", "evaluator"}
 # Headers a role offers to other roles.

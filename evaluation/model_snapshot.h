@@ -1,7 +1,7 @@
 // The live model's variables as one consistent snapshot per chunk, pulled
 // for an evaluation (image and click-through-rate models alike).
-#ifndef PSFLOW_EVALUATOR_MODEL_SNAPSHOT_H_
-#define PSFLOW_EVALUATOR_MODEL_SNAPSHOT_H_
+#ifndef PSFLOW_EVALUATION_MODEL_SNAPSHOT_H_
+#define PSFLOW_EVALUATION_MODEL_SNAPSHOT_H_
 
 #include <cstdint>
 #include <vector>
@@ -22,4 +22,4 @@ absl::StatusOr<ModelSnapshot> PullModelSnapshot(
 
 }  // namespace psflow
 
-#endif  // PSFLOW_EVALUATOR_MODEL_SNAPSHOT_H_
+#endif  // PSFLOW_EVALUATION_MODEL_SNAPSHOT_H_

@@ -1,4 +1,4 @@
-#include "evaluator/model_snapshot.h"
+#include "evaluation/model_snapshot.h"
 
 #include "common/status_macros.h"
 

@@ -3,8 +3,8 @@
 // consistent snapshot, each batch's rows pulled without creating any (an
 // id the servers never saw reads as its initial row), the model's
 // probabilities scored by AUC, log loss and accuracy at 0.5.
-#ifndef PSFLOW_EVALUATOR_CTR_EVALUATION_H_
-#define PSFLOW_EVALUATOR_CTR_EVALUATION_H_
+#ifndef PSFLOW_EVALUATION_CTR_EVALUATION_H_
+#define PSFLOW_EVALUATION_CTR_EVALUATION_H_
 
 #include "absl/status/statusor.h"
 #include "client/ps_client.h"
@@ -21,4 +21,4 @@ absl::StatusOr<EvaluationReport> EvaluateCtrOnce(const JobSpec& spec,
 
 }  // namespace psflow
 
-#endif  // PSFLOW_EVALUATOR_CTR_EVALUATION_H_
+#endif  // PSFLOW_EVALUATION_CTR_EVALUATION_H_

@@ -1,4 +1,4 @@
-#include "evaluator/ctr_evaluation.h"
+#include "evaluation/ctr_evaluation.h"
 
 #include <algorithm>
 #include <vector>
@@ -8,7 +8,7 @@
 #include "common/binary_metrics.h"
 #include "common/status_macros.h"
 #include "data/batch_stream.h"
-#include "evaluator/model_snapshot.h"
+#include "evaluation/model_snapshot.h"
 #include "model/registry.h"
 
 namespace psflow {

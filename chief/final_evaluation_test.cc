@@ -1,0 +1,128 @@
+#include "chief/final_evaluation.h"
+
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/protocol.h"
+#include "tests/in_process_job.h"
+
+namespace psflow {
+namespace {
+
+using ::psflow::testing::InProcessJob;
+using ::testing::HasSubstr;
+
+// An unsigned-byte IDX file (magic 0x00 0x00 0x08 rank, big-endian dims).
+void WriteIdx(const std::string& path, const std::vector<uint32_t>& dims,
+              const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.put(0).put(0).put(0x08).put(static_cast<char>(dims.size()));
+  for (uint32_t d : dims) {
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      out.put(static_cast<char>((d >> shift) & 0xff));
+    }
+  }
+  out.write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+// The shared softmax-regression job (4 features, 2 classes) on one
+// in-process server, with 100 held-out examples in IDX files.
+class FinalEvaluationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string dir = ::testing::TempDir();
+    images_ = absl::StrCat(dir, "/final_eval_images.idx");
+    labels_ = absl::StrCat(dir, "/final_eval_labels.idx");
+    std::vector<uint8_t> pixels, labels;
+    for (int i = 0; i < 100; ++i) {
+      labels.push_back(i % 2);
+      for (int f = 0; f < 4; ++f) pixels.push_back((i * 13 + f) % 256);
+    }
+    WriteIdx(images_, {100, 4}, pixels);
+    WriteIdx(labels_, {100}, labels);
+    spec_ = testing::SoftmaxRegressionSpec(ASYNC, 10, 0.1);
+    DataConfig& data = *spec_.mutable_config()->mutable_data();
+    data.set_test_images(images_);
+    data.set_test_labels(labels_);
+  }
+
+  absl::Status Obtain(bool has_evaluator) {
+    auto job = InProcessJob::Start(spec_, TaskId{TaskType::kChief, 0});
+    if (!job.ok()) return job.status();
+    job_ = *std::move(job);
+    FinalEvaluationOptions options;
+    options.has_evaluator = has_evaluator;
+    options.evaluator_timeout = absl::Milliseconds(50);
+    return ObtainFinalEvaluation(options, spec_, *job_->client,
+                                 *job_->coordinator);
+  }
+
+  std::string images_, labels_;
+  JobSpec spec_;
+  std::unique_ptr<InProcessJob> job_;
+};
+
+TEST_F(FinalEvaluationTest, TheChiefEvaluatesWhenTheJobHasNoEvaluator) {
+  ASSERT_OK(Obtain(/*has_evaluator=*/false));
+  std::optional<EvaluationReport> report = job_->coordinator->last_evaluation();
+  ASSERT_TRUE(report.has_value());
+  EXPECT_TRUE(report->final());
+  EXPECT_EQ(report->evaluated_by(), "chief-0");
+  EXPECT_EQ(report->per_class_accuracy_size(), 2);
+  EXPECT_GT(report->loss(), 0.0);
+  EXPECT_GE(report->accuracy(), 0.0);
+  EXPECT_LE(report->accuracy(), 1.0);
+}
+
+TEST_F(FinalEvaluationTest, TheChiefEvaluatesWhenTheEvaluatorSendsNone) {
+  // The evaluator joined and then went silent (killed for good).
+  RegisterTaskRequest joined;
+  joined.set_protocol_version(kProtocolVersion);
+  joined.set_task_type("evaluator");
+  ASSERT_OK_AND_ASSIGN(auto job,
+                       InProcessJob::Start(spec_, TaskId{TaskType::kChief, 0}));
+  ASSERT_OK(job->coordinator->Register(joined));
+  FinalEvaluationOptions options;
+  options.has_evaluator = true;
+  options.evaluator_timeout = absl::Milliseconds(50);
+  ASSERT_OK(
+      ObtainFinalEvaluation(options, spec_, *job->client, *job->coordinator));
+  std::optional<EvaluationReport> report = job->coordinator->last_evaluation();
+  ASSERT_TRUE(report.has_value());
+  EXPECT_TRUE(report->final());
+  EXPECT_EQ(report->evaluated_by(), "chief-0");
+  // A late report from the evaluator does not replace the final one.
+  EvaluationReport late;
+  late.set_global_step(3);
+  job->coordinator->Evaluation(late);
+  EXPECT_EQ(job->coordinator->last_evaluation()->evaluated_by(), "chief-0");
+}
+
+TEST_F(FinalEvaluationTest, AJobWithoutTestDataHasNoFinalEvaluation) {
+  spec_.mutable_config()->mutable_data()->clear_test_images();
+  spec_.mutable_config()->mutable_data()->clear_test_labels();
+  ASSERT_OK(Obtain(/*has_evaluator=*/false));
+  EXPECT_FALSE(job_->coordinator->last_evaluation().has_value());
+}
+
+TEST_F(FinalEvaluationTest, UnreadableTestDataFailsTheJobNamingTheFix) {
+  spec_.mutable_config()->mutable_data()->set_test_images(images_ + ".gone");
+  absl::Status result = Obtain(/*has_evaluator=*/true);
+  EXPECT_FALSE(result.ok());
+  EXPECT_THAT(result.message(), HasSubstr(".gone"));
+  EXPECT_THAT(result.message(),
+              HasSubstr("the evaluator sent no final evaluation"));
+  EXPECT_THAT(result.message(),
+              HasSubstr("make the test data readable by the chief"));
+  EXPECT_FALSE(job_->coordinator->last_evaluation().has_value());
+}
+
+}  // namespace
+}  // namespace psflow
