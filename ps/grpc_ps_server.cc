@@ -737,6 +737,7 @@ absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
   server_options.max_receive_message_bytes = kMaxBulkMessageBytes;
   server_options.max_send_message_bytes = kMaxBulkMessageBytes;
   server_options.channel_args = BulkTransportChannelArgs();
+  server_options.memory_quota_bytes = options.rpc_memory_quota_bytes;
   ASSIGN_OR_RETURN(server->server_, ServerRunner::Start(server_options));
   server->WatchTheChief(options.chief_silence_limit);
   return server;

@@ -65,6 +65,10 @@ class GrpcParameterServer {
     // take the server over once the one it follows has been silent this
     // long (its Stats come every second).
     absl::Duration chief_takeover_after = absl::Seconds(10);
+    // The most memory gRPC may hold for this server's connections and calls
+    // (ps_server --rpc_memory_quota_bytes): incoming messages still being
+    // received count, so clients that stall mid-message cannot pin more.
+    int64_t rpc_memory_quota_bytes = int64_t{1} << 30;
     // Tests only: runs on the draining thread between Shutdown() and the
     // end of the drain, where handlers may still run.
     std::function<void()> during_drain_for_testing;

@@ -9,6 +9,7 @@
 // naming the problem when the configuration is bad or the port is taken.
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 #include <string>
 
@@ -64,6 +65,12 @@ ABSL_FLAG(int64_t, max_variable_bytes, 0,
           "At most this many bytes of variables, values and optimizer slots "
           "(a create beyond it is refused with RESOURCE_EXHAUSTED before "
           "anything is allocated); 0: half of this machine's memory");
+ABSL_FLAG(int64_t, rpc_memory_quota_bytes, 0,
+          "At most this many bytes held by gRPC for this server's "
+          "connections and calls, incoming messages still being received "
+          "among them; past it the connections holding the most are closed, "
+          "so clients that send half a message and stall cannot pin memory. "
+          "0: an eighth of this machine's memory, at least 1 GiB");
 ABSL_FLAG(int32_t, chief_timeout_s, 900,
           "Shut down (exit 1) when the chief, once heard from, has not "
           "called for this many seconds (it asks every second): a job whose "
@@ -147,6 +154,21 @@ int Run() {
     if (pages > 0 && page > 0) {
       options.core.max_variable_bytes = pages / 2 * page;
     }
+  }
+  options.rpc_memory_quota_bytes = absl::GetFlag(FLAGS_rpc_memory_quota_bytes);
+  if (options.rpc_memory_quota_bytes < 0 ||
+      (options.rpc_memory_quota_bytes > 0 &&
+       options.rpc_memory_quota_bytes < (int64_t{64} << 20))) {
+    LOG(ERROR) << "--rpc_memory_quota_bytes=" << options.rpc_memory_quota_bytes
+               << " is out of range; use 0 (an eighth of the memory) or at "
+                  "least 67108864 (64 MiB: one bulk message needs room)";
+    return 1;
+  }
+  if (options.rpc_memory_quota_bytes == 0) {
+    const int64_t pages = sysconf(_SC_PHYS_PAGES);
+    const int64_t page = sysconf(_SC_PAGESIZE);
+    options.rpc_memory_quota_bytes = std::max<int64_t>(
+        int64_t{1} << 30, pages > 0 && page > 0 ? pages / 8 * page : 0);
   }
   options.grace = absl::Milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms));
   options.shared_memory.enabled = absl::GetFlag(FLAGS_shared_memory);

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/resource_quota.h"
 #include "grpcpp/server_builder.h"
 
 namespace psflow {
@@ -34,6 +35,11 @@ absl::StatusOr<std::unique_ptr<ServerRunner>> ServerRunner::Start(
   }
   if (options.max_send_message_bytes >= 0) {
     builder.SetMaxSendMessageSize(options.max_send_message_bytes);
+  }
+  if (options.memory_quota_bytes > 0) {
+    grpc::ResourceQuota quota(absl::StrCat(options.what, " quota"));
+    quota.Resize(static_cast<size_t>(options.memory_quota_bytes));
+    builder.SetResourceQuota(quota);
   }
   for (const auto& [name, value] : options.channel_args) {
     builder.AddChannelArgument(name, value);

@@ -52,6 +52,11 @@ struct ServerOptions {
   // hold sockets forever. Keepalive pings (every 30 s, 10 s to answer) find
   // vanished peers.
   absl::Duration max_connection_idle = absl::Minutes(5);
+  // The most memory gRPC may hold for this server's connections and calls
+  // (incoming messages still being received among them): past it, reads
+  // slow down and new calls are refused, so clients that send half a
+  // message and stall cannot pin more. 0: unbounded.
+  int64_t memory_quota_bytes = 0;
   // Extra channel arguments (name, value); they override the above.
   std::vector<std::pair<std::string, int>> channel_args;
 };
