@@ -1,5 +1,7 @@
 #include "chief/recovery.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "checkpoint/checkpoint_manager.h"
@@ -40,7 +42,10 @@ absl::StatusOr<int64_t> PauseAndRestore(const RecoveryOptions& options,
         "the job is not training (state ", JobState_Name(coordinator.state()),
         "); nothing to restore into"));
   }
-  LOG(INFO) << "pausing the workers: " << why;
+  // How far training had come: the steps past the restored checkpoint are
+  // trained again (the work the fault cost).
+  const int64_t reached = coordinator.Status().global_step();
+  LOG(INFO) << "pausing the workers at global step " << reached << ": " << why;
   if (options.spec->config().training().mode() == BOUNDED) {
     // A worker waiting for a slower one would not see the pause until its
     // pull's deadline: lift the bound (every worker rejoins it after the
@@ -90,7 +95,9 @@ absl::StatusOr<int64_t> PauseAndRestore(const RecoveryOptions& options,
   LOG(INFO) << "restored " << checkpoint << " in "
             << absl::FormatDuration(
                    absl::Trunc(absl::Now() - start, absl::Milliseconds(1)))
-            << "; resuming at global step " << step;
+            << "; resuming at global step " << step << " (the job had reached "
+            << reached << ": " << std::max<int64_t>(0, reached - step)
+            << " steps to train again)";
   coordinator.Resume(step);
   return step;
 }

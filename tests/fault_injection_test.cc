@@ -26,13 +26,17 @@
 // //tests:fault_injection_smoke runs the CI subset (PSFLOW_FAULT_TRIALS=smoke).
 #include <signal.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <iostream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -99,10 +103,33 @@ const std::vector<std::string> kChiefFlags = {
     "--heartbeat_timeout_s=3", "--worker_replacement_timeout_s=10",
     "--ps_return_timeout_s=10"};
 
+constexpr int64_t kCheckpointInterval = 300;  // steps
+
 std::string JobConfig(const std::string& mode) {
-  return TestJob(
-      mode, 3000,
-      R"("checkpoint": {"save_every_steps": 300, "max_to_keep": 3})");
+  return TestJob(mode, 3000,
+                 absl::StrCat(R"("checkpoint": {"save_every_steps": )",
+                              kCheckpointInterval, R"(, "max_to_keep": 3})"));
+}
+
+// The most steps any restore threw away, from the chief's "restored ...
+// (the job had reached R: N steps to train again)" lines; 0 without one.
+int64_t LostSteps(const std::string& chief_output) {
+  const std::string kMarker = " steps to train again)";
+  int64_t most = 0;
+  for (size_t end = chief_output.find(kMarker); end != std::string::npos;
+       end = chief_output.find(kMarker, end + 1)) {
+    size_t begin = end;
+    while (begin > 0 &&
+           std::isdigit(static_cast<unsigned char>(chief_output[begin - 1]))) {
+      --begin;
+    }
+    int64_t steps = 0;
+    if (begin < end &&
+        absl::SimpleAtoi(chief_output.substr(begin, end - begin), &steps)) {
+      most = std::max(most, steps);
+    }
+  }
+  return most;
 }
 
 struct Outcome {
@@ -113,6 +140,7 @@ struct Outcome {
   std::string slowest;          // that task, and its output's end
   std::string slowest_output;
   int checkpoints = 0, verified = 0;
+  int64_t lost_steps = 0;  // the most any restore threw away
   std::string chief_output;
 };
 
@@ -131,6 +159,7 @@ Outcome Finish(ManualCluster& cluster, const std::string& dir,
   EXPECT_OK(code) << chief->Output();
   outcome.chief_exit = code.ok() ? *code : -1;
   outcome.chief_output = chief->Output();
+  outcome.lost_steps = LostSteps(outcome.chief_output);
   const absl::Time chief_done = absl::Now();
   // All tasks are watched at once, so each one's own exit time is measured
   // (waiting for them in turn would charge one slow task's time to every
@@ -260,7 +289,7 @@ TEST_P(FaultInjectionTest, TheJobEndsAsTheFaultAllows) {
   const bool succeeded = outcome.state == "SUCCEEDED";
   std::cout << absl::StrFormat(
                    "FAULT_ROW | %s-%d | %s | %s | %s (exit %d) | %s | %.4f | "
-                   "%.1f s%s | %d/%d |",
+                   "%.1f s%s | %d | %d/%d |",
                    t.type, t.index, FaultName(t.fault), t.mode, outcome.state,
                    outcome.chief_exit,
                    outcome.accuracy >= 0
@@ -270,7 +299,7 @@ TEST_P(FaultInjectionTest, TheJobEndsAsTheFaultAllows) {
                    outcome.max_exit_seconds >= 1
                        ? absl::StrCat(" (", outcome.slowest, ")")
                        : "",
-                   outcome.verified, outcome.checkpoints)
+                   outcome.lost_steps, outcome.verified, outcome.checkpoints)
             << std::endl;
   std::vector<std::string> problems;
   if ((outcome.chief_exit == 0) != succeeded) {
@@ -290,6 +319,11 @@ TEST_P(FaultInjectionTest, TheJobEndsAsTheFaultAllows) {
     problems.push_back(absl::StrFormat(
         "%s exited %.1f s after the chief:\n%s", outcome.slowest,
         outcome.max_exit_seconds, outcome.slowest_output));
+  }
+  if (outcome.lost_steps > kCheckpointInterval) {
+    problems.push_back(absl::StrCat(
+        "a restore threw away ", outcome.lost_steps,
+        " steps, more than the checkpoint interval of ", kCheckpointInterval));
   }
   if (outcome.checkpoints == 0 || outcome.verified != outcome.checkpoints) {
     problems.push_back(absl::StrCat(outcome.verified, " of ",
