@@ -221,7 +221,9 @@ class ParameterServerCore {
   // spec names one, its own optimizer.
   struct Table {
     EmbeddingTableSpec spec;
+    // The table's own optimizer and schedule; null: the server's.
     std::unique_ptr<Optimizer> optimizer;
+    std::unique_ptr<LrSchedule> schedule;
     std::unique_ptr<EmbeddingTable> table;
   };
   std::map<std::string, Table, std::less<>> tables_ ABSL_GUARDED_BY(mu_);

@@ -56,6 +56,23 @@ absl::StatusOr<EmbeddingTableOptions> OptionsFromSpec(
   return options;
 }
 
+// The table's own learning-rate schedule; InvalidArgument naming the
+// table and the field.
+absl::StatusOr<std::unique_ptr<LrSchedule>> ScheduleFromSpec(
+    const EmbeddingTableSpec& spec) {
+  absl::StatusOr<LrScheduleConfig> config =
+      LrScheduleFromProto(spec.learning_rate());
+  absl::StatusOr<LrSchedule> schedule =
+      config.ok() ? LrSchedule::Create(*config)
+                  : absl::StatusOr<LrSchedule>(config.status());
+  if (!schedule.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("embedding table '", spec.name(),
+                     "': learning_rate: ", schedule.status().message()));
+  }
+  return std::make_unique<LrSchedule>(*std::move(schedule));
+}
+
 }  // namespace
 
 absl::Status ParameterServerCore::CreateTablesLocked(
@@ -85,9 +102,9 @@ absl::Status ParameterServerCore::CreateTablesLocked(
               existing->second.spec, spec)) {
         return absl::FailedPreconditionError(absl::StrCat(
             "embedding table '", spec.name(),
-            "' exists with another spec (dimension, initializer, optimizer "
-            "or policies); use another name or restart the parameter "
-            "servers"));
+            "' exists with another spec (dimension, initializer, optimizer, "
+            "learning rate or policies); use another name or restart the "
+            "parameter servers"));
       }
       continue;
     }
@@ -110,13 +127,22 @@ absl::Status ParameterServerCore::CreateTablesLocked(
                          "': ", params.status().message()));
       }
     }
+    std::unique_ptr<LrSchedule> own_schedule;
+    if (spec.has_learning_rate()) {
+      absl::StatusOr<std::unique_ptr<LrSchedule>> made = ScheduleFromSpec(spec);
+      if (!made.ok()) return made.status();
+      own_schedule = *std::move(made);
+    }
     if (!create) continue;
     Table entry;
     entry.spec = spec;
     entry.optimizer = std::move(own);
+    entry.schedule = std::move(own_schedule);
     const Optimizer* optimizer =
         entry.optimizer != nullptr ? entry.optimizer.get() : rule_.optimizer;
-    entry.table = std::make_unique<EmbeddingTable>(options, optimizer, rule_);
+    UpdateRule rule = rule_;
+    if (entry.schedule != nullptr) rule.schedule = entry.schedule.get();
+    entry.table = std::make_unique<EmbeddingTable>(options, optimizer, rule);
     if (max_variable_bytes_ > 0) {
       entry.table->SetMemoryBudget(
           &table_bytes_,

@@ -10,6 +10,7 @@
 namespace psflow {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 ConfigureRequest Config(UpdateMode mode = ASYNC) {
@@ -116,6 +117,54 @@ TEST(PsCoreTablesTest, ATableMayHaveItsOwnOptimizer) {
       core.CreateVariables(Create({bad})),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("embedding table 'bad': optimizer: l1 is -1")));
+}
+
+// The server's rate is 1 (SGD); a table with its own rate of 0.25 moves
+// its rows by a quarter of the gradient, the other table by all of it.
+TEST(PsCoreTablesTest, ATableMayHaveItsOwnLearningRate) {
+  ParameterServerCore core({});
+  ASSERT_OK(core.Configure(Config()));
+  EmbeddingTableSpec slow = Table("slow", 2);
+  slow.mutable_learning_rate()->set_learning_rate(0.25);
+  ASSERT_OK(core.CreateVariables(Create({slow, Table("plain", 2)})));
+  ASSERT_OK_AND_ASSIGN(std::vector<EmbeddingTable*> tables, core.ListTables());
+  ASSERT_EQ(tables.size(), 2u);
+  const std::vector<int64_t> ids = {7};
+  const std::vector<float> gradient = {1.0f, -2.0f};
+  for (EmbeddingTable* table : tables) {
+    ASSERT_OK(core.PushRows({table}, {absl::MakeConstSpan(ids)},
+                            {absl::MakeConstSpan(gradient)}, 0, 0)
+                  .status());
+  }
+  std::vector<float> row(2);
+  ASSERT_OK(tables[0]->Pull(ids, false, absl::MakeSpan(row)).status());
+  EXPECT_EQ(tables[0]->name(), "plain");
+  EXPECT_EQ(row, (std::vector<float>{-1.0f, 2.0f}));
+  ASSERT_OK(tables[1]->Pull(ids, false, absl::MakeSpan(row)).status());
+  EXPECT_EQ(row, (std::vector<float>{-0.25f, 0.5f}));
+}
+
+TEST(PsCoreTablesTest, ABadTableLearningRateCreatesNothing) {
+  ParameterServerCore core({});
+  ASSERT_OK(core.Configure(Config()));
+  EmbeddingTableSpec bad = Table("bad", 1);
+  bad.mutable_learning_rate()->set_kind(LearningRateSchedule::COSINE_DECAY);
+  bad.mutable_learning_rate()->set_learning_rate(0.1);
+  EXPECT_THAT(core.CreateVariables(Create({Table("good", 1), bad})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("embedding table 'bad': learning_rate"),
+                             HasSubstr("decay_steps is 0"))));
+  EXPECT_THAT(Resolve(core, "good", 1), StatusIs(absl::StatusCode::kNotFound));
+  // The same spec twice is a no-op; another rate for an existing table is
+  // refused, as another optimizer is.
+  EmbeddingTableSpec fast = Table("fast", 1);
+  fast.mutable_learning_rate()->set_learning_rate(5);
+  ASSERT_OK(core.CreateVariables(Create({fast})));
+  ASSERT_OK(core.CreateVariables(Create({fast})));
+  fast.mutable_learning_rate()->set_learning_rate(6);
+  EXPECT_THAT(core.CreateVariables(Create({fast})),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("learning rate")));
 }
 
 TEST(PsCoreTablesTest, RowsShareTheServersMemoryBudget) {

@@ -22,6 +22,27 @@ absl::Status Invalid(absl::string_view field, absl::string_view problem) {
   return absl::InvalidArgumentError(absl::StrCat(field, " ", problem));
 }
 
+// A wide_deep table's own optimizer and learning-rate schedule, checked
+// here so that a bad value fails the job before any server starts.
+absl::Status ValidateTableUpdateRule(absl::string_view field,
+                                     const EmbeddingTableSpec& table) {
+  absl::Status status;
+  if (table.has_optimizer()) {
+    absl::StatusOr<OptimizerParams> params =
+        OptimizerParamsFromProto(table.optimizer());
+    status = params.ok() ? ValidateOptimizerParams(*params) : params.status();
+  }
+  if (status.ok() && table.has_learning_rate()) {
+    absl::StatusOr<LrScheduleConfig> schedule =
+        LrScheduleFromProto(table.learning_rate());
+    status =
+        schedule.ok() ? ValidateLrScheduleConfig(*schedule) : schedule.status();
+  }
+  if (status.ok()) return status;
+  return absl::InvalidArgumentError(
+      absl::StrCat("model.wide_deep.", field, ": ", status.message()));
+}
+
 }  // namespace
 
 void FillJobConfigDefaults(JobConfig& config) {
@@ -69,6 +90,12 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
   ASSIGN_OR_RETURN(LrScheduleConfig schedule,
                    LrScheduleFromProto(config.learning_rate()));
   RETURN_IF_ERROR(ValidateLrScheduleConfig(schedule));
+  if (model.has_wide_deep()) {
+    RETURN_IF_ERROR(
+        ValidateTableUpdateRule("embedding", model.wide_deep().embedding()));
+    RETURN_IF_ERROR(
+        ValidateTableUpdateRule("linear", model.wide_deep().linear()));
+  }
 
   const DataConfig& data = config.data();
   const bool criteo = data.format() == DataConfig::CRITEO;

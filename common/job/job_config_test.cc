@@ -94,6 +94,55 @@ TEST(JobConfigTest, BadOptimizerIsRejectedByField) {
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("beta1 is 1.5")));
 }
 
+constexpr char kWideDeep[] = R"({
+  "model": {"wide_deep": {"linear": LINEAR}},
+  "optimizer": {"kind": "ADAGRAD"},
+  "learning_rate": {"learning_rate": 0.05},
+  "data": {"format": "CRITEO", "train_path": "train.txt"},
+  "training": {"batch_size": 32, "epochs": 1, "mode": "ASYNC"}
+})";
+
+// kWideDeep with the `linear` table's settings `linear` (JSON).
+absl::StatusOr<JobConfig> WideDeepWithLinear(const std::string& linear) {
+  std::string json = kWideDeep;
+  json.replace(json.find("LINEAR"), 6, linear);
+  return ParseJobConfig(json, "t.json");
+}
+
+TEST(JobConfigTest, ATableMayHaveItsOwnLearningRate) {
+  ASSERT_OK_AND_ASSIGN(
+      JobConfig config,
+      WideDeepWithLinear(R"({"learning_rate": {"kind": "EXPONENTIAL_DECAY",
+          "learning_rate": 2.5, "decay_steps": 1000, "decay_rate": 0.5}})"));
+  const EmbeddingTableSpec& linear = config.model().wide_deep().linear();
+  ASSERT_TRUE(linear.has_learning_rate());
+  EXPECT_EQ(linear.learning_rate().learning_rate(), 2.5);
+  EXPECT_EQ(linear.learning_rate().decay_steps(), 1000);
+  // Unset: the table follows the job's rate.
+  EXPECT_FALSE(config.model().wide_deep().embedding().has_learning_rate());
+}
+
+TEST(JobConfigTest, BadTableLearningRateIsRejectedByTableAndField) {
+  EXPECT_THAT(WideDeepWithLinear(R"({"learning_rate": {"learning_rate": 0}})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("model.wide_deep.linear: "),
+                             HasSubstr("learning_rate is 0"),
+                             HasSubstr("use a positive"))));
+  EXPECT_THAT(WideDeepWithLinear(R"({"learning_rate": {"learning_rate": 1,
+          "kind": "COSINE_DECAY"}})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("model.wide_deep.linear: "),
+                             HasSubstr("decay_steps is 0"))));
+}
+
+TEST(JobConfigTest, BadTableOptimizerIsRejectedByTableAndField) {
+  EXPECT_THAT(
+      WideDeepWithLinear(R"({"optimizer": {"kind": "FTRL", "l2": -1}})"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          AllOf(HasSubstr("model.wide_deep.linear: "), HasSubstr("l2 is -1"))));
+}
+
 TEST(JobConfigTest, StalenessAwareLearningRateIsForAsyncAndBoundedOnly) {
   EXPECT_OK(WithTraining(
       R"({"batch_size": 8, "steps": 5, "mode": "ASYNC",
