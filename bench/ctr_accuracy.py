@@ -13,6 +13,16 @@ time and examples/s, and where the workers' time went.
   bazel build --config=opt //client/psctl:psctl //ps:ps_server //worker \\
       //chief //evaluator
   python3 bench/ctr_accuracy.py --train_examples=2000000 --epochs=2
+
+Any other setting of the job config is changed with --set PATH=JSON
+(repeatable; PATH is dot-separated field names, created when missing), e.g.
+a table's own optimizer and learning rate:
+
+  --set 'model.wide_deep.linear.optimizer={"kind": "FTRL", "l2": 0.01}' \\
+  --set model.wide_deep.linear.learning_rate.learning_rate=5
+
+The row's "settings" column lists every --set, so the row names its
+command.
 """
 
 import argparse
@@ -35,6 +45,17 @@ def main():
     parser.add_argument("--mode", default="async", choices=["async", "sync"])
     parser.add_argument("--learning_rate", type=float, default=0,
                         help="overrides the config's (0: keep it)")
+    parser.add_argument("--set", action="append", default=[],
+                        metavar="PATH=JSON",
+                        help="sets one field of the job config, e.g. "
+                        "model.wide_deep.linear.learning_rate.learning_rate=5"
+                        " (repeatable)")
+    parser.add_argument("--log", default="",
+                        help="also writes psctl's whole output here (the "
+                        "workers' batch losses)")
+    parser.add_argument("--write_job", default="",
+                        help="also writes the job config run here (for "
+                        "bench/ctr_torch.py --config)")
     parser.add_argument("--data_dir", default="/tmp/psflow-data/ctr_2m")
     parser.add_argument("--bin_dir", default=os.path.join(REPO, "bazel-bin"))
     args = parser.parse_args()
@@ -53,7 +74,12 @@ def main():
     job["evaluation"]["every_secs"] = 60
     if args.learning_rate > 0:
         job["learning_rate"]["learning_rate"] = args.learning_rate
+    for setting in args.set:
+        apply_setting(job, setting, parser)
 
+    if args.write_job:
+        with open(args.write_job, "w") as f:
+            json.dump(job, f, indent=2)
     with tempfile.TemporaryDirectory(prefix="ctr_accuracy_") as tmp:
         job_path = os.path.join(tmp, "job.json")
         with open(job_path, "w") as f:
@@ -65,6 +91,9 @@ def main():
         run = subprocess.run(cmd, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
         out = run.stdout
+        if args.log:
+            with open(args.log, "w") as f:
+                f.write(out)
         if run.returncode != 0:
             sys.stdout.write(out[-4000:])
             sys.exit("psctl local failed")
@@ -78,13 +107,55 @@ def main():
                         out)
     rate = sum(int(s[0]) for s in shares)
     auc = result["test_auc"]
-    print("| mode | train examples | epochs | planted AUC | psflow AUC | gap | "
-          "log loss | training s | examples/s | worker time |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    print("| %s | %d | %g | %.4f | %.4f | %.4f | %.4f | %.0f | %d | %s |" % (
-        args.mode.upper(), args.train_examples, args.epochs, planted_auc, auc,
-        planted_auc - auc, result["test_loss"], result["training_seconds"],
-        rate, shares[0][1] if shares else ""))
+    settings = ["lr %g" % job["learning_rate"]["learning_rate"],
+                "batch %d" % args.batch_size] + ["`%s`" % s for s in args.set]
+    train_loss = last_epoch_train_loss(out, args.epochs)
+    print("| mode | train examples | epochs | settings | planted AUC | "
+          "psflow AUC | gap | log loss | train loss (last epoch) | "
+          "training s | examples/s | worker time |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("| %s | %d | %g | %s | %.4f | %.4f | %.4f | %.4f | %s | %.0f | %d "
+          "| %s |" % (
+              args.mode.upper(), args.train_examples, args.epochs,
+              ", ".join(settings), planted_auc, auc, planted_auc - auc,
+              result["test_loss"],
+              "%.4f" % train_loss if train_loss is not None else "-",
+              result["training_seconds"], rate,
+              shares[0][1] if shares else ""))
+
+
+def apply_setting(job, setting, parser):
+    """Sets job[a][b][c] = value for "a.b.c=<JSON value>"."""
+    path, sep, value = setting.partition("=")
+    if not sep or not path:
+        parser.error("--set %r: use PATH=JSON, e.g. "
+                     "model.wide_deep.linear.learning_rate.learning_rate=5"
+                     % setting)
+    try:
+        value = json.loads(value)
+    except ValueError:
+        value = value  # a bare string such as FTRL
+    node = job
+    keys = path.split(".")
+    for key in keys[:-1]:
+        node = node.setdefault(key, {})
+        if not isinstance(node, dict):
+            parser.error("--set %r: %s is not an object in the job config"
+                         % (setting, key))
+    node[keys[-1]] = value
+
+
+def last_epoch_train_loss(out, epochs):
+    """The mean of the workers' logged batch losses over the last epoch
+    (the model as it trains on examples it has seen epochs - 1 times), or
+    None when the log has none."""
+    losses = [(int(e), float(l)) for e, l in re.findall(
+        r"epoch (\d+), batch loss ([0-9.]+)", out)]
+    if not losses:
+        return None
+    last = max(e for e, _ in losses)
+    tail = [l for e, l in losses if e == last]
+    return sum(tail) / len(tail)
 
 
 if __name__ == "__main__":

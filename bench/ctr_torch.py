@@ -66,6 +66,11 @@ data/batch_stream.cc, common/binary_metrics.cc):
   0.1, epsilon 1e-7 added after the square root (psflow's, not PyTorch's
   default 1e-10), the config's constant learning rate; a row's update is
   from its gradient summed over the batch (psflow pushes per distinct id).
+  A table's own ADAGRAD optimizer (initial accumulator, epsilon) and
+  learning-rate schedule in the config (model.wide_deep.embedding /
+  .linear) become its own param group; other optimizer kinds are refused.
+  Schedules (CONSTANT, EXPONENTIAL_DECAY, COSINE_DECAY, warm-up) follow
+  ps/lr_schedule.cc at the global step.
 - Batches: psflow's job trains ceil(epochs x examples / batch) global steps
   of `batch_size` examples; worker w of W trains examples w, w+W, ...,
   reshuffled every pass with BatchStream::EpochOrder(seed, pass) and the
@@ -452,6 +457,39 @@ class WideDeep(nn.Module):
         return (deep + wide).view(batch)
 
 
+# ---------------------------------------------------- learning-rate schedules
+
+def psflow_rate(config, step):
+    """ps/lr_schedule.cc's LrSchedule::At for a LearningRateSchedule in JSON
+    form, at global step `step` (0 for the first update)."""
+    lr = config.get("learning_rate", 0.01)
+    kind = config.get("kind", "CONSTANT")
+    if kind == "EXPONENTIAL_DECAY":
+        exponent = step / config["decay_steps"]
+        if config.get("staircase"):
+            exponent = math.floor(exponent)
+        lr *= config.get("decay_rate", 0.0) ** exponent
+    elif kind == "COSINE_DECAY":
+        steps = config["decay_steps"]
+        cosine = 0.5 * (1 + math.cos(math.pi * min(step, steps) / steps))
+        alpha = config.get("alpha", 0.0)
+        lr *= alpha + (1 - alpha) * cosine
+    elif kind not in ("CONSTANT", "KIND_UNSPECIFIED"):
+        sys.exit("ctr_torch: learning-rate schedule kind %s is unknown" % kind)
+    warmup = config.get("warmup_steps", 0)
+    if step < warmup:
+        lr *= (step + 1) / warmup
+    return lr
+
+
+def describe_schedule(config):
+    kind = config.get("kind", "CONSTANT")
+    if kind in ("CONSTANT", "KIND_UNSPECIFIED"):
+        return "lr %g" % config.get("learning_rate", 0.01)
+    return "lr %g %s over %d steps" % (config.get("learning_rate", 0.01),
+                                       kind, config.get("decay_steps", 0))
+
+
 # ------------------------------------------------------------------ batches
 
 def epoch_order(n, seed, epoch):
@@ -537,13 +575,16 @@ def main():
         sys.exit("ctr_torch: mirrors ADAGRAD jobs only, the config's is %s" %
                  optimizer.get("kind"))
     schedule = job.get("learning_rate", {})
-    if schedule.get("kind", "CONSTANT") != "CONSTANT" and \
-            args.learning_rate is None:
-        sys.exit("ctr_torch: mirrors a CONSTANT learning rate only; give "
-                 "--learning_rate")
+    if args.learning_rate is not None:
+        schedule = dict(schedule, learning_rate=args.learning_rate)
+    # A table's own optimizer and rate (EmbeddingTableSpec), as param groups.
+    for name in ("embedding", "linear"):
+        table = spec.get(name, {})
+        if table.get("optimizer", {}).get("kind", "ADAGRAD") != "ADAGRAD":
+            sys.exit("ctr_torch: mirrors ADAGRAD tables only; table %s's "
+                     "optimizer is %s" % (name, table["optimizer"]["kind"]))
     training = job.get("training", {})
-    lr = args.learning_rate if args.learning_rate is not None else \
-        schedule.get("learning_rate", 0.01)
+    lr = schedule.get("learning_rate", 0.01)
     batch_size = args.batch_size or training.get("batch_size", 256)
     epochs = args.epochs if args.epochs is not None else \
         training.get("epochs", 1)
@@ -600,9 +641,31 @@ def main():
     model.load_psflow_values(
         kernels, table_rows(unique_ids, dim,
                             spec.get("embedding", {}).get("initializer", {})))
-    opt = torch.optim.Adagrad(model.parameters(), lr=lr,
+    groups = [{"params": [p for n, p in model.named_parameters()
+                          if n not in ("embedding.weight", "linear.weight")]}]
+    schedules = [schedule]
+    table_settings = []
+    for name in ("embedding", "linear"):
+        table = spec.get(name, {})
+        own = table.get("optimizer", {})
+        table_schedule = table.get("learning_rate", schedule)
+        group = {"params": [getattr(model, name).weight], "lr": 1.0,
+                 "initial_accumulator_value": own.get(
+                     "initial_accumulator_value", accumulator)
+                 if own else accumulator,
+                 "eps": own.get("epsilon", epsilon) if own else epsilon}
+        groups.append(group)
+        schedules.append(table_schedule)
+        table_settings.append("%s %s, accumulator %g" % (
+            name, describe_schedule(table_schedule),
+            group["initial_accumulator_value"]))
+    # Every group's rate is psflow's schedule at the global step (the base
+    # rates are 1 and the LambdaLR factor is the whole rate).
+    opt = torch.optim.Adagrad(groups, lr=1.0,
                               initial_accumulator_value=accumulator,
                               eps=epsilon)
+    rates = torch.optim.lr_scheduler.LambdaLR(
+        opt, [lambda step, c=c: psflow_rate(c, step) for c in schedules])
     order = training_batches(len(train[0]), batch_size, epochs,
                              args.workers, seed)
     train_idx_t = torch.from_numpy(train_idx)
@@ -618,10 +681,11 @@ def main():
                       len(unique_ids), distinct_train,
                       len(unique_ids) - distinct_train))
     print("ctr_torch: model %d fields x %d (%s) + %d dense -> mlp %s relu; "
-          "wide linear; lr %g, batch %d, %g epochs = %d steps, %d workers' "
-          "batches in turn" % (num_fields, dim, pooling, num_dense,
-                               "-".join(map(str, widths)), lr, batch_size,
-                               epochs, len(order), args.workers))
+          "wide linear; %s (%s), batch %d, %g epochs = %d steps, %d "
+          "workers' batches in turn" % (
+              num_fields, dim, pooling, num_dense, "-".join(map(str, widths)),
+              describe_schedule(schedule), ", ".join(table_settings),
+              batch_size, epochs, len(order), args.workers))
     sys.stdout.flush()
 
     # ---- train (timed).
@@ -638,6 +702,7 @@ def main():
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        rates.step()
         loss_sum += loss.item()
         loss_count += 1
         if (step + 1) % log_every == 0 or step + 1 == steps:
