@@ -10,6 +10,15 @@
 //                training (0 otherwise, the prior mean);
 //   shrunk c:    each id's weight times n / (n + c), the shape of a
 //                posterior mean from n observations (c = prior strength).
+//   estimated:   each id's weight as a learner could at best estimate it
+//                from its own training examples, the other weights known:
+//                the Gaussian posterior mean given the Fisher information
+//                I = sum over its examples of p (1 - p) (planted p) and the
+//                prior N(0, weight_scale^2), from the planted weight plus
+//                noise N(0, 1 / I) drawn by hashing the id (the "MLE"
+//                row: that noisy weight unshrunk). Optimistic: a real
+//                learner also estimates the other weights and the dense
+//                part.
 //
 // These are ceilings for a model trained on that data, not exact bounds;
 // they tell a learning gap from a data gap.
@@ -28,6 +37,7 @@
 #include "common/binary_metrics.h"
 #include "common/file_util.h"
 #include "common/json.h"
+#include "common/splitmix64.h"
 #include "data/criteo.h"
 #include "data/planted_ctr_model.h"
 
@@ -92,24 +102,54 @@ int Run() {
   absl::flat_hash_map<int64_t, int32_t> counts;
   counts.reserve(train->ids.size() / 4);
   for (int64_t id : train->ids) ++counts[id];
+  // Each training id's Fisher information about its weight.
+  absl::flat_hash_map<int64_t, double> information;
+  information.reserve(counts.size());
+  for (int64_t e = 0; e < train->num_examples; ++e) {
+    const double p = model.Probability(train->DenseOf(e), train->IdsOf(e));
+    for (int64_t id : train->IdsOf(e)) information[id] += p * (1 - p);
+  }
+  const double prior_precision =
+      1.0 / (options->Find("weight_scale")->number_value() *
+             options->Find("weight_scale")->number_value());
+  // The planted weight plus the noise of an estimate from information
+  // `info`; 0 for an unseen id.
+  auto noisy = [&information](int64_t id, double w) {
+    auto it = information.find(id);
+    if (it == information.end()) return 0.0;
+    const double noise =
+        StandardNormalFromHash(
+            SplitMix64Mix(static_cast<uint64_t>(id) ^ 0x243f6a8885a308d3ull)) /
+        std::sqrt(it->second);
+    return w + noise;
+  };
 
   // A scorer per row: the weight it gives an id seen n times.
   struct Row {
     std::string name;
-    std::function<double(double weight, int32_t n)> weight;
+    std::function<double(int64_t id, double weight, int32_t n)> weight;
   };
   std::vector<Row> rows = {
-      {"planted (all weights)", [](double w, int32_t) { return w; }}};
+      {"planted (all weights)", [](int64_t, double w, int32_t) { return w; }}};
   for (int k : {1, 2, 5, 10, 50}) {
-    rows.push_back({"seen >= " + std::to_string(k),
-                    [k](double w, int32_t n) { return n >= k ? w : 0.0; }});
+    rows.push_back(
+        {"seen >= " + std::to_string(k),
+         [k](int64_t, double w, int32_t n) { return n >= k ? w : 0.0; }});
   }
   for (double c : {1.0, 4.0, 16.0}) {
     char name[32];
     std::snprintf(name, sizeof(name), "shrunk c = %g", c);
     rows.push_back(
-        {name, [c](double w, int32_t n) { return w * n / (n + c); }});
+        {name, [c](int64_t, double w, int32_t n) { return w * n / (n + c); }});
   }
+  rows.push_back({"estimated: MLE (noisy, unshrunk)",
+                  [&](int64_t id, double w, int32_t) { return noisy(id, w); }});
+  rows.push_back(
+      {"estimated: posterior mean", [&](int64_t id, double w, int32_t) {
+         auto it = information.find(id);
+         if (it == information.end()) return 0.0;
+         return noisy(id, w) * it->second / (it->second + prior_precision);
+       }});
   std::printf("test examples %lld, distinct training ids %zu\n\n",
               static_cast<long long>(test->num_examples), counts.size());
   std::printf("| planted model restricted to | test AUC | test log loss |\n");
@@ -121,7 +161,7 @@ int Run() {
       double logit = model.Logit(test->DenseOf(e), {});
       for (int64_t id : test->IdsOf(e)) {
         auto it = counts.find(id);
-        logit += row.weight(model.CategoricalWeight(id),
+        logit += row.weight(id, model.CategoricalWeight(id),
                             it == counts.end() ? 0 : it->second);
       }
       probabilities[e] = static_cast<float>(PlantedCtrModel::Sigmoid(logit));
