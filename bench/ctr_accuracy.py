@@ -21,8 +21,9 @@ a table's own optimizer and learning rate:
   --set 'model.wide_deep.linear.optimizer={"kind": "FTRL", "l2": 0.01}' \\
   --set model.wide_deep.linear.learning_rate.learning_rate=5
 
-The row's "settings" column lists every --set, so the row names its
-command.
+PATH=null removes the field (e.g. a table's learning_rate: the table then
+follows the job's). The row's "settings" column lists every --set, so the
+row names its command.
 """
 
 import argparse
@@ -44,7 +45,8 @@ def main():
     parser.add_argument("--batch_size", type=int, default=512)
     parser.add_argument("--mode", default="async", choices=["async", "sync"])
     parser.add_argument("--learning_rate", type=float, default=0,
-                        help="overrides the config's (0: keep it)")
+                        help="overrides the job's rate (the dense variables'"
+                        ", and a table's without its own; 0: keep it)")
     parser.add_argument("--set", action="append", default=[],
                         metavar="PATH=JSON",
                         help="sets one field of the job config, e.g. "
@@ -142,7 +144,10 @@ def apply_setting(job, setting, parser):
         if not isinstance(node, dict):
             parser.error("--set %r: %s is not an object in the job config"
                          % (setting, key))
-    node[keys[-1]] = value
+    if value is None:
+        node.pop(keys[-1], None)  # PATH=null: back to the field's default
+    else:
+        node[keys[-1]] = value
 
 
 def last_epoch_train_loss(out, epochs):

@@ -484,10 +484,12 @@ def psflow_rate(config, step):
 
 def describe_schedule(config):
     kind = config.get("kind", "CONSTANT")
-    if kind in ("CONSTANT", "KIND_UNSPECIFIED"):
-        return "lr %g" % config.get("learning_rate", 0.01)
-    return "lr %g %s over %d steps" % (config.get("learning_rate", 0.01),
-                                       kind, config.get("decay_steps", 0))
+    text = "lr %g" % config.get("learning_rate", 0.01)
+    if kind not in ("CONSTANT", "KIND_UNSPECIFIED"):
+        text += " %s over %d steps" % (kind, config.get("decay_steps", 0))
+    if config.get("warmup_steps", 0):
+        text += ", warm-up %d steps" % config["warmup_steps"]
+    return text
 
 
 # ------------------------------------------------------------------ batches
