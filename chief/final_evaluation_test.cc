@@ -53,10 +53,20 @@ class FinalEvaluationTest : public ::testing::Test {
     data.set_test_labels(labels_);
   }
 
-  absl::Status Obtain(bool has_evaluator) {
+  // Starts the job, then the chief's final evaluation.
+  absl::Status Obtain(bool has_evaluator, bool evaluator_joined = false) {
     auto job = InProcessJob::Start(spec_, TaskId{TaskType::kChief, 0});
     if (!job.ok()) return job.status();
     job_ = *std::move(job);
+    if (evaluator_joined) {
+      RegisterTaskRequest joined;
+      joined.set_protocol_version(kProtocolVersion);
+      joined.set_task_type("evaluator");
+      if (absl::Status s = job_->coordinator->Register(joined).status();
+          !s.ok()) {
+        return s;
+      }
+    }
     FinalEvaluationOptions options;
     options.has_evaluator = has_evaluator;
     options.evaluator_timeout = absl::Milliseconds(50);
@@ -83,26 +93,16 @@ TEST_F(FinalEvaluationTest, TheChiefEvaluatesWhenTheJobHasNoEvaluator) {
 
 TEST_F(FinalEvaluationTest, TheChiefEvaluatesWhenTheEvaluatorSendsNone) {
   // The evaluator joined and then went silent (killed for good).
-  RegisterTaskRequest joined;
-  joined.set_protocol_version(kProtocolVersion);
-  joined.set_task_type("evaluator");
-  ASSERT_OK_AND_ASSIGN(auto job,
-                       InProcessJob::Start(spec_, TaskId{TaskType::kChief, 0}));
-  ASSERT_OK(job->coordinator->Register(joined));
-  FinalEvaluationOptions options;
-  options.has_evaluator = true;
-  options.evaluator_timeout = absl::Milliseconds(50);
-  ASSERT_OK(
-      ObtainFinalEvaluation(options, spec_, *job->client, *job->coordinator));
-  std::optional<EvaluationReport> report = job->coordinator->last_evaluation();
+  ASSERT_OK(Obtain(/*has_evaluator=*/true, /*evaluator_joined=*/true));
+  std::optional<EvaluationReport> report = job_->coordinator->last_evaluation();
   ASSERT_TRUE(report.has_value());
   EXPECT_TRUE(report->final());
   EXPECT_EQ(report->evaluated_by(), "chief-0");
   // A late report from the evaluator does not replace the final one.
   EvaluationReport late;
   late.set_global_step(3);
-  job->coordinator->Evaluation(late);
-  EXPECT_EQ(job->coordinator->last_evaluation()->evaluated_by(), "chief-0");
+  job_->coordinator->Evaluation(late);
+  EXPECT_EQ(job_->coordinator->last_evaluation()->evaluated_by(), "chief-0");
 }
 
 TEST_F(FinalEvaluationTest, AJobWithoutTestDataHasNoFinalEvaluation) {

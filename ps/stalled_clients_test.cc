@@ -123,7 +123,8 @@ class RawHttp2Connection {
   void Send(const std::string& bytes) {
     size_t off = 0;
     while (off < bytes.size()) {
-      ssize_t n = write(fd_, bytes.data() + off, bytes.size() - off);
+      ssize_t n =
+          send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
       if (n <= 0) {
         closed_ = true;
         return;
@@ -232,7 +233,11 @@ TEST(StalledClientsTest, HalfSentMessagesDoNotPinTheServersMemory) {
   const int64_t grown = ResidentBytes() - before;
   std::cout << "stalled clients offered " << (sent >> 20) << " MiB; the server "
             << "grew by " << (grown >> 20) << " MiB" << std::endl;
+#ifndef __SANITIZE_ADDRESS__
+  // (AddressSanitizer keeps freed memory quarantined and resident, so the
+  // bound is checked in plain builds only; the rest of the test runs there.)
   EXPECT_LT(grown, options.rpc_memory_quota_bytes + (int64_t{128} << 20));
+#endif
   int closed = 0;
   for (const auto& c : connections) closed += c->closed_by_peer();
   std::cout << closed << " of " << kConnections
