@@ -13,7 +13,12 @@ CheckpointSchedule::CheckpointSchedule(const CheckpointConfig& config,
 
 bool CheckpointSchedule::Due(int64_t global_step, absl::Time now) const {
   if (global_step <= last_step_) return false;
-  if (every_steps_ > 0 && global_step >= last_step_ + every_steps_) {
+  // At each multiple of every_steps_ after the last save: a save that came
+  // late (the chief looks a few times a second, while async training runs
+  // on) does not push the later ones back, so no fault costs more than one
+  // interval of training.
+  if (every_steps_ > 0 &&
+      global_step >= (last_step_ / every_steps_ + 1) * every_steps_) {
     return true;
   }
   return every_ > absl::ZeroDuration() && now - last_time_ >= every_;

@@ -1,6 +1,7 @@
-// When the chief saves a checkpoint: every `save_every_steps` global steps
-// and/or every `save_every_secs` seconds (CheckpointConfig), counted from
-// the last save (or the start / the restored step).
+// When the chief saves a checkpoint: at every multiple of
+// `save_every_steps` global steps (the first one reached after the last
+// save, the start or the restored step), and/or every `save_every_secs`
+// seconds after the last save (CheckpointConfig).
 #ifndef PSFLOW_CHIEF_CHECKPOINT_SCHEDULE_H_
 #define PSFLOW_CHIEF_CHECKPOINT_SCHEDULE_H_
 

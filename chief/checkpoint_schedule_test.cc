@@ -13,9 +13,17 @@ TEST(CheckpointScheduleTest, EveryNSteps) {
   CheckpointSchedule schedule(config, -1, kT0);
   EXPECT_FALSE(schedule.Due(99, kT0 + absl::Hours(5)));
   EXPECT_TRUE(schedule.Due(100, kT0));
+  // A save that came late (at 130) does not move the next one: at 200.
   schedule.Saved(130, kT0);
-  EXPECT_FALSE(schedule.Due(229, kT0));
-  EXPECT_TRUE(schedule.Due(230, kT0));
+  EXPECT_FALSE(schedule.Due(199, kT0));
+  EXPECT_TRUE(schedule.Due(200, kT0));
+  schedule.Saved(200, kT0);
+  EXPECT_FALSE(schedule.Due(299, kT0));
+  EXPECT_TRUE(schedule.Due(300, kT0));
+  // Restored at 250: the next multiple, 300.
+  CheckpointSchedule restored(config, 250, kT0);
+  EXPECT_FALSE(restored.Due(299, kT0));
+  EXPECT_TRUE(restored.Due(300, kT0));
 }
 
 TEST(CheckpointScheduleTest, EveryNSecondsButNeverTheSameStepTwice) {

@@ -20,6 +20,7 @@
 #include "chief/training_supervisor.h"
 #include "client/cluster_client.h"
 #include "client/health_check.h"
+#include "common/fault_point.h"
 #include "common/file_util.h"
 #include "common/host_port.h"
 #include "common/job/job_config.h"
@@ -448,30 +449,40 @@ std::unique_ptr<EventFileWriter> OpenChiefMetrics(const ChiefOptions& options) {
   return *std::move(writer);
 }
 
+RecoveryOptions RecoveryOptionsFor(const ChiefOptions& options,
+                                   JobCoordinator& coordinator,
+                                   Prepared& prepared) {
+  RecoveryOptions recovery;
+  recovery.tf_config = &options.tf_config;
+  recovery.security = options.security;
+  recovery.spec = &prepared.spec;
+  recovery.coordinator = &coordinator;
+  recovery.client = prepared.client.get();
+  recovery.ps_return_timeout = options.ps_return_timeout;
+  return recovery;
+}
+
+// OK when every server answers holding its variables (recovery.h).
+absl::Status CheckServers(Prepared& prepared) {
+  return CheckParameterServers(
+      prepared.watch->Poll(),
+      ExpectedVariablesPerServer(prepared.client->placement()));
+}
+
 // Supervises training until it ends (TrainingSupervisor).
 absl::Status SuperviseTraining(const ChiefOptions& options,
                                JobCoordinator& coordinator, Prepared& prepared,
                                EventFileWriter* metrics,
                                const CheckpointMetrics* checkpoint_metrics) {
   ParameterClient& client = *prepared.client;
-  ServerWatch& watch = *prepared.watch;
-  RecoveryOptions recovery;
-  recovery.tf_config = &options.tf_config;
-  recovery.security = options.security;
-  recovery.spec = &prepared.spec;
-  recovery.coordinator = &coordinator;
-  recovery.client = &client;
-  recovery.ps_return_timeout = options.ps_return_timeout;
-  const std::vector<int64_t> expected_variables =
-      ExpectedVariablesPerServer(client.placement());
+  const RecoveryOptions recovery =
+      RecoveryOptionsFor(options, coordinator, prepared);
   SupervisorParts parts;
   parts.coordinator = &coordinator;
   parts.checkpoints = prepared.checkpoints.get();
   parts.metrics = metrics;
   parts.checkpoint_metrics = checkpoint_metrics;
-  parts.check_servers = [&] {
-    return CheckParameterServers(watch.Poll(), expected_variables);
-  };
+  parts.check_servers = [&] { return CheckServers(prepared); };
   parts.restore = [&](const std::string& why, const std::string& checkpoint) {
     return PauseAndRestore(recovery, why, checkpoint);
   };
@@ -494,23 +505,79 @@ absl::Status SuperviseTraining(const ChiefOptions& options,
   return absl::OkStatus();
 }
 
-// After the last step: the final checkpoint, then the final evaluation
-// (the evaluator's, or the chief's own when there is none or it was lost).
-absl::Status FinishTraining(const ChiefOptions& options,
-                            JobCoordinator& coordinator, Prepared& prepared,
-                            const CheckpointMetrics* checkpoint_metrics) {
-  if (CheckpointManager* checkpoints = prepared.checkpoints.get();
-      checkpoints != nullptr) {
-    coordinator.SetActivity("saving the final checkpoint");
+enum class FinalSave { kSaved, kTrainAgain };
+
+// After the last step: the final checkpoint. Every server must still hold
+// its variables: one lost before or during the save (its state gone with
+// it) is recovered as during training, by restoring the newest checkpoint
+// everywhere, and the workers, who wait for the job's end
+// (worker/trainer.h), train the steps since it again (kTrainAgain). A save
+// that fails with every server healthy (a full disk) is tried again, then
+// fails the job.
+absl::StatusOr<FinalSave> SaveFinalCheckpoint(
+    const ChiefOptions& options, JobCoordinator& coordinator,
+    Prepared& prepared, const CheckpointMetrics* checkpoint_metrics) {
+  CheckpointManager* checkpoints = prepared.checkpoints.get();
+  if (checkpoints == nullptr) return FinalSave::kSaved;
+  LOG(INFO) << "training reached global step "
+            << coordinator.Status().global_step()
+            << "; saving the final checkpoint";
+  FaultPoint("chief.final_save");
+  coordinator.SetActivity("saving the final checkpoint");
+  constexpr int kAttempts = 3;
+  absl::Status servers = CheckServers(prepared);
+  for (int attempt = 1; servers.ok(); ++attempt) {
     absl::StatusOr<SavedCheckpoint> saved = checkpoints->Save();
     if (checkpoint_metrics != nullptr) checkpoint_metrics->Record(saved);
-    if (!saved.ok()) {
+    if (saved.ok()) {
+      LogSavedCheckpoint(*saved);
+      return FinalSave::kSaved;
+    }
+    // A server lost during the save shows in its check.
+    servers = CheckServers(prepared);
+    if (servers.ok() && attempt == kAttempts) {
       return absl::Status(saved.status().code(),
-                          absl::StrCat("the final checkpoint failed: ",
+                          absl::StrCat("the final checkpoint failed ",
+                                       kAttempts, " times: ",
                                        saved.status().message()));
     }
-    LogSavedCheckpoint(*saved);
+    if (servers.ok()) {
+      LOG(WARNING) << "the final checkpoint failed (trying again): "
+                   << saved.status().message();
+    }
   }
+  if (absl::IsAborted(servers)) {
+    return absl::AbortedError(
+        absl::StrCat("this chief no longer controls the parameter servers: ",
+                     servers.message()));
+  }
+  LOG(WARNING) << "parameter server lost at the final checkpoint: "
+               << servers.message();
+  ASSIGN_OR_RETURN(std::optional<std::string> latest,
+                   LatestCheckpoint(checkpoints->directory()));
+  if (!latest.has_value()) {
+    return absl::UnavailableError(absl::StrCat(
+        servers.message(), "; no checkpoint was saved to recover from"));
+  }
+  absl::StatusOr<int64_t> step = PauseAndRestore(
+      RecoveryOptionsFor(options, coordinator, prepared),
+      absl::StrCat("recovering from a parameter server lost at the final "
+                   "checkpoint (",
+                   servers.message(), ")"),
+      *latest);
+  if (!step.ok()) {
+    return absl::Status(
+        step.status().code(),
+        absl::StrCat("recovery failed: ", step.status().message()));
+  }
+  return FinalSave::kTrainAgain;
+}
+
+// The final evaluation (the evaluator's, or the chief's own when there is
+// none or it was lost).
+absl::Status FinalEvaluation(const ChiefOptions& options,
+                             JobCoordinator& coordinator, Prepared& prepared) {
+  FaultPoint("chief.final_evaluation");
   FinalEvaluationOptions evaluation;
   evaluation.has_evaluator =
       options.tf_config.cluster.HasJob(TaskType::kEvaluator);
@@ -603,17 +670,24 @@ absl::Status RunChief(const ChiefOptions& chief_options) {
     system_metrics = std::make_unique<SystemMetricsLogger>(
         metrics.get(), SystemMetricsLogger::Options());
   }
-  if (absl::Status trained =
-          SuperviseTraining(options, coordinator, *prepared, metrics.get(),
-                            checkpoint_metrics.get());
-      !trained.ok()) {
-    return end(trained);
+  while (true) {
+    if (absl::Status trained =
+            SuperviseTraining(options, coordinator, *prepared, metrics.get(),
+                              checkpoint_metrics.get());
+        !trained.ok()) {
+      return end(trained);
+    }
+    LOG(INFO) << "training finished after "
+              << absl::FormatDuration(absl::Trunc(absl::Now() - training_start,
+                                                  absl::Milliseconds(100)));
+    absl::StatusOr<FinalSave> saved = SaveFinalCheckpoint(
+        options, coordinator, *prepared, checkpoint_metrics.get());
+    if (!saved.ok()) return end(saved.status());
+    if (*saved == FinalSave::kSaved) break;
+    // Restored to an earlier step: the workers train the rest again.
+    prepared->restored_step = coordinator.Status().global_step();
   }
-  LOG(INFO) << "training finished after "
-            << absl::FormatDuration(absl::Trunc(absl::Now() - training_start,
-                                                absl::Milliseconds(100)));
-  return end(FinishTraining(options, coordinator, *prepared,
-                            checkpoint_metrics.get()));
+  return end(FinalEvaluation(options, coordinator, *prepared));
 }
 
 }  // namespace psflow

@@ -53,10 +53,22 @@ absl::StatusOr<JobSpec> JobCoordinator::Register(
                      "; run the same psflow release on every task"));
   }
   MutexLock lock(&mu_);
+  // Only this job's own tasks are remembered (a bounded set).
+  std::string asker;
+  if (request.task_type() == "worker" && request.task_index() >= 0 &&
+      request.task_index() < static_cast<int>(workers_.size())) {
+    asker = WorkerNameLocked(request.task_index());
+  } else if (request.task_type() == "evaluator") {
+    asker = "evaluator";
+  }
   if (state_ == INITIALIZING) {
+    // It retries until the spec is set; if the job fails first, the chief
+    // waits (bounded) for it to hear so (WaitForOutcomeHeard).
+    if (!asker.empty()) waiting_to_join_.insert(asker);
     return absl::FailedPreconditionError(
         "the chief is still initializing (waiting for parameter servers)");
   }
+  waiting_to_join_.erase(asker);
   if (state_ == FAILED) {
     return absl::AbortedError(absl::StrCat("the job failed: ", message_));
   }
@@ -210,6 +222,11 @@ std::vector<std::string> JobCoordinator::UninformedLocked() const {
       !evaluator_heard_outcome_) {
     names.push_back("evaluator");
   }
+  for (const std::string& task : waiting_to_join_) {
+    if (std::find(names.begin(), names.end(), task) == names.end()) {
+      names.push_back(task);
+    }
+  }
   return names;
 }
 
@@ -247,7 +264,7 @@ std::vector<std::string> JobCoordinator::WaitForWorkers(absl::Time deadline) {
     bool all = true, any_finished = false;
     for (const Worker& w : workers_) {
       all &= w.registered;
-      any_finished |= w.last.finished();
+      any_finished |= FinishedLocked(w);
     }
     // The others already trained the job to its end: stop waiting.
     return all || any_finished;
@@ -268,8 +285,8 @@ bool JobCoordinator::TrainingOverLocked() const {
     // A worker that never joined only matters until another one reached
     // the end of training.
     if (!w.registered) continue;
-    if (!w.lost && !w.last.finished()) return false;
-    any_finished |= w.last.finished();
+    if (!w.lost && !FinishedLocked(w)) return false;
+    any_finished |= FinishedLocked(w);
   }
   return any_finished;
 }
@@ -320,7 +337,7 @@ bool JobCoordinator::WaitForTrainingEnd(absl::Time deadline) {
     if (state_ == TRAINING) {
       for (size_t i = 0; i < workers_.size(); ++i) {
         Worker& w = workers_[i];
-        if (w.lost || w.last.finished() ||
+        if (w.lost || FinishedLocked(w) ||
             now - w.last_contact < options_.heartbeat_timeout) {
           continue;
         }

@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -74,10 +75,10 @@ class JobCoordinator {
   StatusResponse Status() const;
 
   // After the job ended: blocks until every task still in it has heard the
-  // outcome (workers registered, not lost and not finished; an evaluator
-  // that registered and has not sent its final evaluation), or `deadline`;
-  // returns the tasks that did not. Tasks that are done never ask again,
-  // so a job whose tasks all finished does not wait at all.
+  // outcome (workers registered and not lost, finished ones included: they
+  // wait for it; an evaluator that registered and has not sent its final
+  // evaluation; tasks that asked to join while the chief was initializing),
+  // or `deadline`; returns the tasks that did not.
   std::vector<std::string> WaitForOutcomeHeard(absl::Time deadline);
 
   // Blocks until every worker has registered, one has already finished
@@ -169,9 +170,16 @@ class JobCoordinator {
   // Tasks that must still hear the outcome.
   std::vector<std::string> UninformedLocked() const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // Whether a worker still runs and has not heard the outcome.
+  // Whether a worker still runs and has not heard the outcome. Workers
+  // that trained their last step wait for it too (worker/trainer.h).
   static bool AwaitsOutcome(const Worker& w) {
-    return w.registered && !w.lost && !w.last.finished() && !w.heard_outcome;
+    return w.registered && !w.lost && !w.heard_outcome;
+  }
+  // Whether a worker trained its last step of the model as it is now: a
+  // step reached before a restore (an older generation) does not count,
+  // since the steps after the restored one must be trained again.
+  bool FinishedLocked(const Worker& w) const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return w.last.finished() && w.last.generation() == generation_;
   }
 
   StatusResponse StatusLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -211,6 +219,10 @@ class JobCoordinator {
   int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time paused_at_ ABSL_GUARDED_BY(mu_);
   std::deque<RestoreRequest> restore_requests_ ABSL_GUARDED_BY(mu_);
+  // Tasks that asked to join while the chief was still initializing and
+  // have not been answered since ("worker-1 at host:port", "evaluator"):
+  // if the job fails before they join, they must hear it.
+  std::set<std::string> waiting_to_join_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace psflow

@@ -336,7 +336,10 @@ TEST(JobCoordinatorTest, ALostOrAbsentEvaluatorIsNotWaitedFor) {
   EXPECT_FALSE(c.RunFinalEvaluation(absl::Now() + absl::Hours(1)).has_value());
 }
 
-TEST(JobCoordinatorTest, AJobWhoseTasksAllFinishedNeedNotWaitToStop) {
+// Workers that trained their last step stay for the job's end (a fault
+// in the final checkpoint may need them to train again): the chief waits,
+// bounded, for them to hear it, as for every running task.
+TEST(JobCoordinatorTest, FinishedWorkersHearTheOutcomeBeforeTheChiefStops) {
   JobCoordinator c(TwoWorkers());
   c.SetSpec(Spec(ASYNC));
   ASSERT_OK(c.Register(Worker(0)));
@@ -344,9 +347,62 @@ TEST(JobCoordinatorTest, AJobWhoseTasksAllFinishedNeedNotWaitToStop) {
   Progress(c, Report(0, 10, /*finished=*/true));
   Progress(c, Report(1, 10, /*finished=*/true));
   c.Succeed();
-  // No deadline to wait out: every task is done.
-  EXPECT_THAT(c.WaitForOutcomeHeard(absl::InfiniteFuture()),
-              ::testing::IsEmpty());
+  EXPECT_THAT(c.WaitForOutcomeHeard(absl::Now()),
+              ElementsAre("worker-0 at h0:1", "worker-1 at h1:1"));
+  EXPECT_EQ(Progress(c, Report(0, 10, /*finished=*/true)).state(), SUCCEEDED);
+  EXPECT_EQ(Progress(c, Report(1, 10, /*finished=*/true)).state(), SUCCEEDED);
+  EXPECT_THAT(c.WaitForOutcomeHeard(absl::InfiniteFuture()), IsEmpty());
+}
+
+// A restore after every worker's last step (a parameter server lost during
+// the final checkpoint) moves training back: "finished" reported for the
+// replaced model no longer ends training, nor shields a silent worker.
+TEST(JobCoordinatorTest, FinishingAnEarlierGenerationDoesNotEndTraining) {
+  JobCoordinator c(TwoWorkers(/*heartbeat=*/absl::Milliseconds(200)));
+  c.SetSpec(Spec(SYNC, 100));
+  ASSERT_OK(c.Register(Worker(0)));
+  ASSERT_OK(c.Register(Worker(1)));
+  Progress(c, Report(0, 100, /*finished=*/true));
+  Progress(c, Report(1, 100, /*finished=*/true));
+  ASSERT_TRUE(c.WaitForTrainingEnd(absl::Now()));
+  ASSERT_TRUE(c.Pause("a parameter server was lost"));
+  EXPECT_THAT(c.WaitForWorkersPaused(absl::Now()), IsEmpty())
+      << "finished workers are not stepping: nothing to pause";
+  c.Resume(70);
+  EXPECT_EQ(c.Status().global_step(), 70);
+  EXPECT_FALSE(c.WaitForTrainingEnd(absl::Now()));
+  Progress(c, Report(0, 100, /*finished=*/true));
+  EXPECT_FALSE(c.WaitForTrainingEnd(absl::Now())) << "worker 1 trains still";
+  Progress(c, Report(1, 100, /*finished=*/true));
+  EXPECT_TRUE(c.WaitForTrainingEnd(absl::Now()));
+  EXPECT_EQ(c.state(), TRAINING);
+}
+
+// The job fails while the chief is still initializing: the tasks that
+// already asked to join (they retry) hear it before the chief stops, so
+// none waits out its startup deadline against a chief that is gone.
+TEST(JobCoordinatorTest, TasksWaitingToJoinHearAFailureAtStart) {
+  JobCoordinator c(TwoWorkers());
+  RegisterTaskRequest evaluator = Worker(0);
+  evaluator.set_task_type("evaluator");
+  EXPECT_THAT(c.Register(Worker(1)),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(c.Register(evaluator),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(c.Register(Worker(7)),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  c.Fail("creating these variables needs 66840264120 bytes");
+  EXPECT_THAT(c.WaitForOutcomeHeard(absl::Now()),
+              ElementsAre("evaluator", "worker-1 at h1:1"))
+      << "only the job's own tasks are remembered";
+  EXPECT_THAT(c.Register(Worker(1)),
+              StatusIs(absl::StatusCode::kAborted, HasSubstr("66840264120")));
+  std::thread late([&] {
+    EXPECT_THAT(c.Register(evaluator),
+                StatusIs(absl::StatusCode::kAborted));
+  });
+  EXPECT_THAT(c.WaitForOutcomeHeard(absl::InfiniteFuture()), IsEmpty());
+  late.join();
 }
 
 TEST(JobCoordinatorTest, AFailedJobWaitsUntilRunningTasksHeardIt) {

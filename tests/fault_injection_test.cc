@@ -1,7 +1,16 @@
 // Fault injection on a real job (tests/manual_cluster.h: a chief, 2
 // parameter servers, 2 workers and an evaluator, each its own process on
-// 127.0.0.1): once training has saved its first scheduled checkpoint, one
-// task is
+// 127.0.0.1): in one phase of the job,
+//
+//   training          once training has saved its first scheduled
+//                     checkpoint,
+//   final save        when the chief is about to save the final checkpoint
+//                     (every worker has trained its last step), or
+//   final evaluation  when the final checkpoint is saved and the chief is
+//                     about to ask for the final evaluation
+//
+// (the last two reached through the chief's fault points,
+// common/fault_point.h: it pauses there for 2 s and logs it), one task is
 //
 //   kill-restart  SIGKILLed and started again 1 s later (as Kubernetes
 //                 would),
@@ -34,6 +43,7 @@
 #include <iostream>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -62,6 +72,7 @@ using ::psflow::testing::WriteTestFile;
 using ::testing::HasSubstr;
 
 enum class Fault { kKillRestart, kKill, kStop };
+enum class Phase { kTraining, kFinalSave, kFinalEvaluation };
 
 struct Trial {
   std::string type;  // "ps", "worker", "chief", "evaluator"
@@ -74,6 +85,7 @@ struct Trial {
   // skipped while it still fails, and as a failure once it passes (so the
   // mark goes when the fix lands).
   const char* known_open = nullptr;
+  Phase phase = Phase::kTraining;
 };
 
 std::string FaultName(Fault fault) {
@@ -88,12 +100,45 @@ std::string FaultName(Fault fault) {
   return "?";
 }
 
+// The chief's fault point where a phase's fault is injected ("" for
+// training: the first scheduled checkpoint marks it).
+std::string FaultPointOf(Phase phase) {
+  switch (phase) {
+    case Phase::kTraining:
+      return "";
+    case Phase::kFinalSave:
+      return "chief.final_save";
+    case Phase::kFinalEvaluation:
+      return "chief.final_evaluation";
+  }
+  return "";
+}
+
+std::string PhaseName(Phase phase) {
+  switch (phase) {
+    case Phase::kTraining:
+      return "training";
+    case Phase::kFinalSave:
+      return "final save";
+    case Phase::kFinalEvaluation:
+      return "final evaluation";
+  }
+  return "?";
+}
+
 // Whether the job can still succeed after the fault.
 bool ShouldSucceed(const Trial& t) {
   if (t.fault != Fault::kKill) return true;
-  if (t.type == "ps") return false;  // its state cannot come back
-  if (t.type == "worker") return t.mode == "ASYNC";  // sync needs both
-  return true;  // the evaluator: training ends without it
+  if (t.type == "ps") {
+    // Its state cannot come back; once the final checkpoint holds the
+    // trained model (evaluated from the files), it is no longer needed.
+    return t.phase == Phase::kFinalEvaluation;
+  }
+  if (t.type == "worker") {
+    // Sync needs both while training; after its last step none is needed.
+    return t.mode == "ASYNC" || t.phase != Phase::kTraining;
+  }
+  return true;  // the evaluator: the chief evaluates without it
 }
 
 // The recovery windows are shortened so that a trial whose job cannot go
@@ -217,6 +262,20 @@ Outcome Finish(ManualCluster& cluster, const std::string& dir,
   return outcome;
 }
 
+// Waits until the chief's output shows it paused at `point`.
+void WaitForFaultPoint(ManualCluster& cluster, const std::string& point) {
+  const std::string line = "fault point " + point + ":";
+  const absl::Time deadline = absl::Now() + absl::Seconds(180);
+  while (absl::Now() < deadline) {
+    if (cluster.Latest("chief0")->Output().find(line) != std::string::npos) {
+      return;
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  FAIL() << "the chief never reached " << point << ":\n"
+         << cluster.Latest("chief0")->Output();
+}
+
 // Waits until the state file lists a checkpoint saved during training.
 void WaitForTraining(const std::string& dir) {
   const absl::Time deadline = absl::Now() + absl::Seconds(120);
@@ -249,21 +308,44 @@ double Baseline(const std::string& mode) {
   return outcome.accuracy;
 }
 
+// "ps1_kill_restart_ASYNC"; other phases than training add theirs
+// ("ps1_kill_at_final_save_SYNC").
+std::string TrialName(const Trial& t) {
+  std::string phase;
+  if (t.phase != Phase::kTraining) {
+    phase = absl::StrCat("at_", PhaseName(t.phase), "_");
+  }
+  std::string name =
+      absl::StrCat(t.type, t.index, "_", FaultName(t.fault), "_", phase, t.mode);
+  for (char& c : name) {
+    if (c == '-' || c == ' ') c = '_';
+  }
+  return name;
+}
+
 class FaultInjectionTest : public ::testing::TestWithParam<Trial> {};
 
 TEST_P(FaultInjectionTest, TheJobEndsAsTheFaultAllows) {
   const Trial& t = GetParam();
   const double baseline = Baseline(t.mode);
-  const std::string name =
-      absl::StrCat(t.type, t.index, "_", FaultName(t.fault), "_", t.mode);
+  const std::string name = TrialName(t);
   const std::string dir = TempPath("fault_" + name);
   ManualCluster cluster(WriteTestFile(name + ".json", JobConfig(t.mode)), dir,
                         kChiefFlags,
                         // A task left without its peers gives up quickly.
                         {{"worker", {"--recovery_timeout_s=30"}},
                          {"ps", {"--chief_timeout_s=30"}}});
+  const std::string point = FaultPointOf(t.phase);
+  if (!point.empty()) {
+    cluster.SetEnv("chief", {{"PSFLOW_FAULT_POINTS", point + "=2s"}});
+  }
   cluster.StartAll();
-  WaitForTraining(dir);
+  if (point.empty()) {
+    WaitForTraining(dir);
+  } else {
+    WaitForFaultPoint(cluster, point);
+  }
+  if (::testing::Test::HasFatalFailure()) return;
   const std::string task = absl::StrCat(t.type, t.index);
   switch (t.fault) {
     case Fault::kKillRestart:
@@ -288,9 +370,10 @@ TEST_P(FaultInjectionTest, TheJobEndsAsTheFaultAllows) {
 
   const bool succeeded = outcome.state == "SUCCEEDED";
   std::cout << absl::StrFormat(
-                   "FAULT_ROW | %s-%d | %s | %s | %s (exit %d) | %s | %.4f | "
-                   "%.1f s%s | %d | %d/%d |",
-                   t.type, t.index, FaultName(t.fault), t.mode, outcome.state,
+                   "FAULT_ROW | %s-%d | %s | %s | %s | %s (exit %d) | %s | "
+                   "%.4f | %.1f s%s | %d | %d/%d |",
+                   t.type, t.index, FaultName(t.fault), PhaseName(t.phase),
+                   t.mode, outcome.state,
                    outcome.chief_exit,
                    outcome.accuracy >= 0
                        ? absl::StrFormat("%.4f", outcome.accuracy)
@@ -348,6 +431,24 @@ TEST_P(FaultInjectionTest, TheJobEndsAsTheFaultAllows) {
 std::vector<Trial> Trials() {
   std::vector<Trial> trials;
   for (const char* mode : {"ASYNC", "SYNC"}) {
+    // The final phases: every worker has trained its last step and waits
+    // for the job's end (a lost server's steps are trained again).
+    for (Phase phase : {Phase::kFinalSave, Phase::kFinalEvaluation}) {
+      for (const auto& [type, index, fault] :
+           std::vector<std::tuple<std::string, int, Fault>>{
+               {"ps", 1, Fault::kKillRestart},
+               {"ps", 1, Fault::kKill},
+               {"chief", 0, Fault::kKillRestart},
+               {"worker", 1, Fault::kKill},
+               {"evaluator", 0, Fault::kKill}}) {
+        Trial trial{type, index, fault, mode};
+        trial.phase = phase;
+        trial.smoke = phase == Phase::kFinalSave && type == "ps" &&
+                      fault == Fault::kKillRestart &&
+                      std::string(mode) == "ASYNC";
+        trials.push_back(trial);
+      }
+    }
     for (Fault fault : {Fault::kKillRestart, Fault::kKill, Fault::kStop}) {
       for (const auto& [type, index] : std::vector<std::pair<std::string, int>>{
                {"ps", 1}, {"worker", 1}, {"chief", 0}, {"evaluator", 0}}) {
@@ -377,14 +478,7 @@ std::vector<Trial> Trials() {
 INSTANTIATE_TEST_SUITE_P(Trials, FaultInjectionTest,
                          ::testing::ValuesIn(Trials()),
                          [](const ::testing::TestParamInfo<Trial>& info) {
-                           std::string name =
-                               absl::StrCat(info.param.type, info.param.index,
-                                            "_", FaultName(info.param.fault),
-                                            "_", info.param.mode);
-                           for (char& c : name) {
-                             if (c == '-') c = '_';
-                           }
-                           return name;
+                           return TrialName(info.param);
                          });
 
 }  // namespace

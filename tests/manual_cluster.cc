@@ -73,14 +73,22 @@ Subprocess* ManualCluster::Start(const std::string& type, int index) {
     argv.insert(argv.end(), flags->second.begin(), flags->second.end());
   }
   const std::string name = absl::StrCat(type, index);
-  auto process = std::make_unique<Subprocess>(
-      argv,
-      std::map<std::string, std::string>{{"TF_CONFIG", TfConfig(type, index)}},
-      TempPath(name + ".log"));
+  std::map<std::string, std::string> env = {
+      {"TF_CONFIG", TfConfig(type, index)}};
+  if (auto extra = role_env_.find(type); extra != role_env_.end()) {
+    env.insert(extra->second.begin(), extra->second.end());
+  }
+  auto process =
+      std::make_unique<Subprocess>(argv, env, TempPath(name + ".log"));
   EXPECT_OK(process->Start());
   Subprocess* raw = process.get();
   processes_[name].push_back(std::move(process));
   return raw;
+}
+
+void ManualCluster::SetEnv(const std::string& type,
+                           std::map<std::string, std::string> env) {
+  role_env_[type] = std::move(env);
 }
 
 void ManualCluster::StartAll() {

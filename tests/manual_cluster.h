@@ -33,6 +33,12 @@ class ManualCluster {
   // The address of a task ("chief", "ps0", "worker1", "evaluator0").
   std::string Address(const std::string& task) const;
 
+  // Environment variables for every process of a task type ("chief",
+  // "ps", ...) started from now on, beside its TF_CONFIG (e.g.
+  // PSFLOW_FAULT_POINTS, common/fault_point.h).
+  void SetEnv(const std::string& type,
+              std::map<std::string, std::string> env);
+
   // Starts (or restarts) one task.
   Subprocess* Start(const std::string& type, int index);
   void StartAll();
@@ -52,6 +58,7 @@ class ManualCluster {
   std::string checkpoint_dir_;
   std::vector<std::string> chief_flags_;
   std::map<std::string, std::vector<std::string>> role_flags_;
+  std::map<std::string, std::map<std::string, std::string>> role_env_;
   std::string result_file_;
   std::map<std::string, int> ports_;
   std::map<std::string, std::vector<std::unique_ptr<Subprocess>>> processes_;

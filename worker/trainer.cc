@@ -271,12 +271,71 @@ absl::Status Trainer::Run() {
   }
   RETURN_IF_ERROR(AllocateBuffers());
   ASSIGN_OR_RETURN(bool over, JobAlreadyOver());
-  if (over) return absl::OkStatus();
-  absl::Status result = Train();
-  if (!result.ok()) return result;
-  absl::StatusOr<StatusResponse> status = Heartbeat(true);
-  if (!status.ok()) LOG(WARNING) << status.status().message();
-  return absl::OkStatus();
+  while (true) {
+    if (!over) RETURN_IF_ERROR(Train());
+    ASSIGN_OR_RETURN(bool train_again, AwaitJobEnd());
+    if (!train_again) return absl::OkStatus();
+    // The servers hold an earlier step now: pull whatever version they
+    // have (SYNC too), with nothing of the last run in flight.
+    over = false;
+    job_over_ = false;
+    version_ = 0;
+    failing_since_ = absl::InfiniteFuture();
+    for (auto& push : pushes_) push = nullptr;
+  }
+}
+
+absl::StatusOr<bool> Trainer::AwaitJobEnd() {
+  const absl::Duration interval =
+      std::max(options_.heartbeat_interval, absl::Milliseconds(10));
+  absl::Time last_answer = absl::Now();
+  bool announced = false;
+  while (true) {
+    absl::StatusOr<StatusResponse> status = Heartbeat(/*finished=*/true);
+    if (!status.ok()) {
+      // The chief may have ended the job and exited between two reports.
+      if (std::optional<StatusResponse> ended = keep_alive_->JobEnded()) {
+        status = *std::move(ended);
+      }
+    }
+    if (status.ok()) {
+      last_answer = absl::Now();
+      switch (status->state()) {
+        case SUCCEEDED:
+          return false;
+        case FAILED:
+          return absl::AbortedError(absl::StrCat(
+              "the job failed after this worker's last step: ",
+              status->message()));
+        case TRAINING:
+          if (status->generation() != generation_) {
+            LOG(INFO) << "the chief restored the model (generation "
+                      << status->generation() << ", global step "
+                      << status->global_step()
+                      << ") after this worker's last step; training the "
+                         "steps since again";
+            generation_ = status->generation();
+            return true;
+          }
+          break;
+        default:  // FINAL_EVALUATION, PAUSED, or a restarted chief preparing
+          break;
+      }
+      if (!announced) {
+        LOG(INFO) << "last step done; waiting for the chief to end the job "
+                     "(final checkpoint and evaluation)";
+        announced = true;
+      }
+    } else if (absl::Now() - last_answer > options_.recovery.recovery_timeout) {
+      return absl::UnavailableError(absl::StrCat(
+          "this worker trained its last step, but the chief has not answered "
+          "for ",
+          absl::FormatDuration(options_.recovery.recovery_timeout),
+          " since (", status.status().message(),
+          "), so the job's outcome is unknown (worker --recovery_timeout_s)"));
+    }
+    absl::SleepFor(interval);
+  }
 }
 
 absl::Status Trainer::Train() {

@@ -33,6 +33,12 @@
 // trainer waits for the chief to recover the job (RecoveryPolicy below),
 // then pulls afresh.
 //
+// After its last step a worker stays in the job until the chief ends it
+// (SUCCEEDED or FAILED): a parameter server or the chief lost during the
+// final checkpoint is recovered by restoring an earlier checkpoint, and the
+// steps since it are trained again by these same workers. So Run() returns
+// with the job's outcome, not with the worker's last step.
+//
 // A Trainer is run by one thread; everything in TrainerParts must outlive
 // Run(). The pieces come in from outside (worker/training_job.h builds
 // them for a real worker), so tests drive it with in-process twins.
@@ -113,9 +119,10 @@ class Trainer {
  public:
   Trainer(TrainerOptions options, TrainerParts parts);
 
-  // Trains until the job's total global steps (OK), the job ends
-  // elsewhere (OK when it succeeded, Aborted when it failed), or a failure
-  // outlasts the recovery policy (that error).
+  // Trains until the job's total global steps, then waits for the job's
+  // end: OK when it succeeded, Aborted when it failed, the error when a
+  // failure outlasts the recovery policy (or the chief falls silent for
+  // good after the last step).
   absl::Status Run();
 
   // Counters after Run().
@@ -157,6 +164,10 @@ class Trainer {
   absl::StatusOr<bool> JobAlreadyOver();
   ProgressReport BaseReport() const;
   absl::StatusOr<StatusResponse> Heartbeat(bool finished);
+  // After the last step: reports `finished` until the chief ends the job.
+  // True when the chief restored the model to an earlier step meanwhile
+  // (train again), false when the job succeeded; Aborted when it failed.
+  absl::StatusOr<bool> AwaitJobEnd();
   // Waits out a pause, or failing server calls (`cause`), until the chief
   // trains again: OK means "pull again and go on" (or job_over_).
   absl::Status Recover(const absl::Status& cause);

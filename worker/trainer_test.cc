@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "checkpoint/checkpoint_manager.h"
+#include "checkpoint/paths.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -45,8 +47,40 @@ std::shared_ptr<Dataset> Separable() {
 // trainer's logic without processes or sockets.
 class TrainerTest : public ::testing::Test {
  protected:
+  ~TrainerTest() override { StopChief(); }
+
+  // The chief's part at the end of training: once every worker trained its
+  // last step, the job succeeds (a trainer waits for that before Run()
+  // returns). Runs on the current job_ until StopChief().
+  void RunChief() {
+    StopChief();
+    stop_chief_ = false;
+    chief_ = std::thread([this, coordinator = job_->coordinator.get()] {
+      while (!stop_chief_) {
+        if (Finished(*coordinator) && coordinator->state() == TRAINING) {
+          coordinator->Succeed();
+        }
+        absl::SleepFor(absl::Milliseconds(1));
+      }
+    });
+  }
+  // Whether worker 0 reported its last step of the current model.
+  static bool Finished(const JobCoordinator& coordinator) {
+    const ProgressReport last = coordinator.LastReports()[0];
+    return last.finished() &&
+           last.generation() == coordinator.Status().generation();
+  }
+  static void WaitUntilFinished(const JobCoordinator& coordinator) {
+    while (!Finished(coordinator)) absl::SleepFor(absl::Milliseconds(1));
+  }
+  void StopChief() {
+    stop_chief_ = true;
+    if (chief_.joinable()) chief_.join();
+  }
+
   void SetUpJob(UpdateMode mode, int64_t total_steps,
                 bool configure_servers = true) {
+    StopChief();
     JobSpec& spec = options_.spec;
     spec = testing::SoftmaxRegressionSpec(mode, total_steps, 0.5);
     if (mode == BOUNDED) {
@@ -78,6 +112,7 @@ class TrainerTest : public ::testing::Test {
     parts_.client = job_->client.get();
     parts_.coordinator = job_->chief.get();
     parts_.batches = batches_.get();
+    RunChief();
   }
 
   TrainerOptions options_;
@@ -86,6 +121,8 @@ class TrainerTest : public ::testing::Test {
   std::unique_ptr<Device> device_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<BatchStream> batches_;
+  std::atomic<bool> stop_chief_{false};
+  std::thread chief_;
 };
 
 // Click-through-rate examples: field 0's id decides the click (ids 0-4
@@ -126,8 +163,10 @@ TEST_F(TrainerTest, AModelWithTablesLearnsThroughItsRows) {
     spec.mutable_ps_config()->mutable_optimizer()->set_kind(
         OptimizerConfig::ADAGRAD);
     spec.mutable_ps_config()->mutable_learning_rate()->set_learning_rate(0.1);
+    StopChief();
     ASSERT_OK_AND_ASSIGN(
         job_, InProcessJob::Start(spec, TaskId{TaskType::kWorker, 0}, true));
+    RunChief();
     ASSERT_OK_AND_ASSIGN(model_,
                          job_->definition->Instantiate(device_.get(), 16));
     BatchStream::Options stream;
@@ -327,6 +366,91 @@ TEST_F(TrainerTest, ARestartedBoundedWorkerJoinsAtTheSlowestClock) {
   ASSERT_OK(job_->client->ExcludeWorkers({1}));
   run.join();
   EXPECT_GE(job_->core->Stats().worker_clocks(0), 5 + trainer.local_steps());
+}
+
+// After its last step a worker stays until the chief ends the job, and
+// leaves with the job's outcome.
+TEST_F(TrainerTest, AFinishedWorkerWaitsForTheJobsEnd) {
+  for (const bool succeed : {true, false}) {
+    SCOPED_TRACE(succeed ? "succeeded" : "failed");
+    SetUpJob(ASYNC, 20);
+    StopChief();  // this test plays the chief
+    Trainer trainer(options_, parts_);
+    absl::Status result;
+    std::atomic<bool> returned{false};
+    std::thread run([&] {
+      result = trainer.Run();
+      returned = true;
+    });
+    JobCoordinator& chief = *job_->coordinator;
+    WaitUntilFinished(chief);
+    absl::SleepFor(absl::Milliseconds(100));
+    EXPECT_FALSE(returned) << "left before the job ended";
+    if (succeed) {
+      chief.Succeed();
+    } else {
+      chief.Fail("the final checkpoint failed: disk full");
+    }
+    run.join();
+    if (succeed) {
+      EXPECT_OK(result);
+    } else {
+      EXPECT_THAT(result, StatusIs(absl::StatusCode::kAborted,
+                                   AllOf(HasSubstr("after this worker's last "
+                                                   "step"),
+                                         HasSubstr("disk full"))));
+    }
+  }
+}
+
+// A parameter server lost during the final checkpoint: the chief restores
+// an earlier checkpoint after every worker's last step. The workers, still
+// in the job, train the steps since again, and the job ends after them.
+TEST_F(TrainerTest, AWorkerTrainsAgainWhenTheModelIsRestoredAfterItsLastStep) {
+  for (UpdateMode mode : {ASYNC, SYNC}) {
+    SCOPED_TRACE(UpdateMode_Name(mode));
+    SetUpJob(mode, 25);
+    StopChief();  // this test plays the chief
+    CheckpointManagerOptions checkpoints;
+    checkpoints.directory = JoinPath(::testing::TempDir(),
+                                     "restore_after_last_step_" +
+                                         UpdateMode_Name(mode));
+    checkpoints.mode = mode;
+    checkpoints.optimizer = options_.spec.ps_config().optimizer();
+    ASSERT_OK_AND_ASSIGN(
+        std::unique_ptr<CheckpointManager> manager,
+        CheckpointManager::Create(checkpoints, job_->client.get()));
+    ASSERT_OK_AND_ASSIGN(SavedCheckpoint initial, manager->Save());
+    ASSERT_EQ(initial.step, 0);
+
+    Trainer trainer(options_, parts_);
+    absl::Status result;
+    std::atomic<bool> returned{false};
+    std::thread run([&] {
+      result = trainer.Run();
+      returned = true;
+    });
+    JobCoordinator& chief = *job_->coordinator;
+    WaitUntilFinished(chief);
+    const int64_t first_run = chief.LastReports()[0].local_steps();
+    EXPECT_GE(first_run, 24);
+    ASSERT_FALSE(returned);
+    ASSERT_TRUE(chief.Pause("a parameter server was lost"));
+    ASSERT_OK_AND_ASSIGN(
+        int64_t step,
+        RestoreCheckpoint(initial.path, checkpoints.optimizer, *job_->client,
+                          absl::Seconds(30)));
+    chief.Resume(step);
+    // The old generation's "finished" no longer counts: the worker trains
+    // the restored steps and reports its last step again.
+    WaitUntilFinished(chief);
+    chief.Succeed();
+    run.join();
+    ASSERT_OK(result);
+    EXPECT_GE(trainer.local_steps(), first_run + 24) << "trained again";
+    if (mode == SYNC) EXPECT_EQ(trainer.local_steps(), 2 * 25);
+    EXPECT_GE(job_->core->Stats().updates_applied(), 2 * 25 * 2);
+  }
 }
 
 TEST_F(TrainerTest, AJobThatAlreadySucceededIsNothingToDo) {
