@@ -298,26 +298,49 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
   for (size_t v = 0; v < variables.size(); ++v) {
     values.emplace_back(variables[v].name(), initial[v]);
   }
-  RETURN_IF_ERROR(prepared.client->Assign(values)->Wait());
-  LOG(INFO) << "initialized " << variables.size() << " variables ("
-            << absl::StrJoin(placement.bytes_per_ps, ", ") << " bytes per ps); "
-            << spec.total_steps() << " global steps over " << num_workers
-            << " workers";
-  if (prepared.checkpoints != nullptr) {
-    // A consistent state to recover from before the first scheduled save:
-    // a parameter server lost early is restored from it, not the job lost.
-    coordinator.SetActivity("saving the initial checkpoint");
-    absl::StatusOr<SavedCheckpoint> saved = prepared.checkpoints->Save();
-    if (!saved.ok()) {
-      return absl::Status(
-          saved.status().code(),
-          absl::StrCat("the initial checkpoint (step 0) failed: ",
-                       saved.status().message()));
+  // Nothing has trained yet (workers join only once this returns), so a
+  // parameter server lost meanwhile costs nothing: wait for it, create
+  // the variables again and start over.
+  constexpr int kAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    absl::Status initialized = prepared.client->Assign(values)->Wait();
+    if (initialized.ok()) {
+      LOG(INFO) << "initialized " << variables.size() << " variables ("
+                << absl::StrJoin(placement.bytes_per_ps, ", ")
+                << " bytes per ps); " << spec.total_steps()
+                << " global steps over " << num_workers << " workers";
     }
-    LogSavedCheckpoint(*saved);
-    prepared.restored_step = saved->step;
+    if (initialized.ok() && prepared.checkpoints != nullptr) {
+      // A consistent state to recover from before the first scheduled
+      // save: a parameter server lost early is restored from it, not the
+      // job lost.
+      coordinator.SetActivity("saving the initial checkpoint");
+      absl::StatusOr<SavedCheckpoint> saved = prepared.checkpoints->Save();
+      if (saved.ok()) {
+        LogSavedCheckpoint(*saved);
+        prepared.restored_step = saved->step;
+      } else {
+        initialized = absl::Status(
+            saved.status().code(),
+            absl::StrCat("the initial checkpoint (step 0) failed: ",
+                         saved.status().message()));
+      }
+    }
+    if (initialized.ok()) return prepared;
+    if (attempt == kAttempts) return initialized;
+    LOG(WARNING) << "initializing the variables failed ("
+                 << initialized.message()
+                 << "); waiting for every parameter server and starting over";
+    coordinator.SetActivity("initializing again after a lost parameter server");
+    RETURN_IF_ERROR(WaitForParameterServers(
+        tf, options.security, absl::Now() + options.ps_return_timeout,
+        coordinator.servers()));
+    RETURN_IF_ERROR(ConfigureAsTheJobsChief(
+        *prepared.client, ps, absl::Now() + options.ps_return_timeout,
+        coordinator));
+    RETURN_IF_ERROR(prepared.client->CreateVariables());
+    RETURN_IF_ERROR(prepared.client->CreateTables(tables));
   }
-  return prepared;
 }
 
 absl::Status WriteResult(const std::string& path, const JobCoordinator& c,
@@ -536,10 +559,10 @@ absl::StatusOr<FinalSave> SaveFinalCheckpoint(
     // A server lost during the save shows in its check.
     servers = CheckServers(prepared);
     if (servers.ok() && attempt == kAttempts) {
-      return absl::Status(saved.status().code(),
-                          absl::StrCat("the final checkpoint failed ",
-                                       kAttempts, " times: ",
-                                       saved.status().message()));
+      return absl::Status(
+          saved.status().code(),
+          absl::StrCat("the final checkpoint failed ", kAttempts,
+                       " times: ", saved.status().message()));
     }
     if (servers.ok()) {
       LOG(WARNING) << "the final checkpoint failed (trying again): "

@@ -398,8 +398,7 @@ TEST(JobCoordinatorTest, TasksWaitingToJoinHearAFailureAtStart) {
   EXPECT_THAT(c.Register(Worker(1)),
               StatusIs(absl::StatusCode::kAborted, HasSubstr("66840264120")));
   std::thread late([&] {
-    EXPECT_THAT(c.Register(evaluator),
-                StatusIs(absl::StatusCode::kAborted));
+    EXPECT_THAT(c.Register(evaluator), StatusIs(absl::StatusCode::kAborted));
   });
   EXPECT_THAT(c.WaitForOutcomeHeard(absl::InfiniteFuture()), IsEmpty());
   late.join();

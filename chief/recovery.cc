@@ -46,8 +46,8 @@ absl::StatusOr<int64_t> PauseAndRestore(const RecoveryOptions& options,
   // trained again (the work the fault cost). Async pushes already in
   // flight at the last step can carry the count past the total; those
   // steps are not trained again.
-  const int64_t reached = std::min(coordinator.Status().global_step(),
-                                   options.spec->total_steps());
+  const int64_t reached =
+      std::min(coordinator.Status().global_step(), options.spec->total_steps());
   LOG(INFO) << "pausing the workers at global step " << reached << ": " << why;
   if (options.spec->config().training().mode() == BOUNDED) {
     // A worker waiting for a slower one would not see the pause until its

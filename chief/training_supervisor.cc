@@ -43,7 +43,13 @@ absl::Status TrainingSupervisor::Tick() {
   ServeRestoreRequests();
   UpdateWorkerBound();
   RETURN_IF_ERROR(WatchServers());
-  SaveIfDue();
+  if (!SaveIfDue()) {
+    // A save fails most often because a server was lost in it: look now,
+    // not a check interval later, so training stops before it piles up
+    // more steps that the restore will throw away.
+    next_server_check_ = parts_.now();
+    RETURN_IF_ERROR(WatchServers());
+  }
   return absl::OkStatus();
 }
 
@@ -181,10 +187,10 @@ absl::Status TrainingSupervisor::RecoverLostServer(const absl::Status& lost) {
 
 // A failed save does not end the job: training goes on and the next save
 // is tried on schedule.
-void TrainingSupervisor::SaveIfDue() {
-  if (parts_.checkpoints == nullptr) return;
+bool TrainingSupervisor::SaveIfDue() {
+  if (parts_.checkpoints == nullptr) return true;
   const int64_t step = parts_.coordinator->Status().global_step();
-  if (!schedule_.Due(step, parts_.now())) return;
+  if (!schedule_.Due(step, parts_.now())) return true;
   absl::StatusOr<SavedCheckpoint> saved = parts_.checkpoints->Save();
   if (parts_.checkpoint_metrics != nullptr) {
     parts_.checkpoint_metrics->Record(saved);
@@ -197,6 +203,7 @@ void TrainingSupervisor::SaveIfDue() {
                     "tried on schedule): "
                  << saved.status().message();
   }
+  return saved.ok();
 }
 
 void LogSavedCheckpoint(const SavedCheckpoint& saved) {

@@ -92,7 +92,8 @@ class TrainingSupervisor {
   // server_check_interval anyway (a restarted server starts with none).
   void UpdateWorkerBound();
   absl::Status RecoverLostServer(const absl::Status& lost);
-  void SaveIfDue();
+  // False when a save was due and failed.
+  bool SaveIfDue();
 
   SupervisorParts parts_;
   SupervisorPolicy policy_;

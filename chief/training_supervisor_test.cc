@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -104,6 +105,28 @@ class TrainingSupervisorTest : public ::testing::Test {
   std::vector<std::string> restores_;
   std::vector<std::string> reasons_;
 };
+
+// A failed save is most often a server lost in it: the servers are checked
+// in the same tick, not a check interval later, so training is paused
+// before it piles up steps the restore would throw away.
+TEST_F(TrainingSupervisorTest, AFailedSaveChecksTheServersAtOnce) {
+  UseCheckpoints();
+  policy_.checkpoint.set_save_every_steps(10);
+  TrainingSupervisor supervisor(parts_, policy_, /*restored_step=*/-1);
+  ReachStep(5);
+  now_ += policy_.server_check_interval;
+  ASSERT_OK(supervisor.Tick());
+  ASSERT_EQ(server_checks_, 1);
+  ASSERT_OK(supervisor.Tick());
+  EXPECT_EQ(server_checks_, 1) << "checked once per interval";
+  // The directory is gone (a file in its place): the due save fails.
+  std::filesystem::remove_all(checkpoints_->directory());
+  { std::ofstream(checkpoints_->directory()) << "not a directory"; }
+  ReachStep(10);
+  ASSERT_OK(supervisor.Tick());
+  EXPECT_EQ(server_checks_, 2) << "checked in the tick whose save failed";
+  std::filesystem::remove(checkpoints_->directory());
+}
 
 TEST_F(TrainingSupervisorTest, SavesEveryNStepsAndNeverTheSameStepTwice) {
   UseCheckpoints();

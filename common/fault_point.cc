@@ -1,8 +1,8 @@
 #include "common/fault_point.h"
 
 #include <cstdlib>
-#include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -16,9 +16,9 @@ namespace {
 constexpr absl::Duration kLongestPause = absl::Minutes(1);
 
 struct FaultPoints {
+  std::map<std::string, FaultPause> pauses;
   Mutex mu;
-  std::map<std::string, absl::Duration> pauses;
-  std::set<std::string> hit ABSL_GUARDED_BY(mu);
+  std::map<std::string, int> hits ABSL_GUARDED_BY(mu);
 };
 
 FaultPoints& Configured() {
@@ -26,7 +26,7 @@ FaultPoints& Configured() {
     auto* p = new FaultPoints;
     const char* spec = std::getenv("PSFLOW_FAULT_POINTS");
     if (spec == nullptr || *spec == '\0') return p;
-    absl::StatusOr<std::map<std::string, absl::Duration>> parsed =
+    absl::StatusOr<std::map<std::string, FaultPause>> parsed =
         ParseFaultPoints(spec);
     if (!parsed.ok()) {
       LOG(WARNING) << "PSFLOW_FAULT_POINTS ignored: "
@@ -41,22 +41,27 @@ FaultPoints& Configured() {
 
 }  // namespace
 
-absl::StatusOr<std::map<std::string, absl::Duration>> ParseFaultPoints(
+absl::StatusOr<std::map<std::string, FaultPause>> ParseFaultPoints(
     absl::string_view spec) {
-  std::map<std::string, absl::Duration> pauses;
+  std::map<std::string, FaultPause> pauses;
   for (absl::string_view entry :
        absl::StrSplit(spec, ',', absl::SkipWhitespace())) {
     entry = absl::StripAsciiWhitespace(entry);
     std::pair<absl::string_view, absl::string_view> parts =
         absl::StrSplit(entry, absl::MaxSplits('=', 1));
-    absl::Duration pause;
-    if (parts.first.empty() || parts.second.empty() ||
-        !absl::ParseDuration(parts.second, &pause) ||
-        pause < absl::ZeroDuration() || pause > kLongestPause) {
+    std::pair<absl::string_view, absl::string_view> when =
+        absl::StrSplit(parts.second, absl::MaxSplits('@', 1));
+    FaultPause pause;
+    const bool hit_ok =
+        when.second.empty() || (absl::SimpleAtoi(when.second, &pause.hit) &&
+                                pause.hit >= 1 && pause.hit <= 1000000);
+    if (parts.first.empty() || when.first.empty() || !hit_ok ||
+        !absl::ParseDuration(when.first, &pause.pause) ||
+        pause.pause < absl::ZeroDuration() || pause.pause > kLongestPause) {
       return absl::InvalidArgumentError(absl::StrCat(
           "bad entry \"", entry,
-          "\": write name=duration (e.g. chief.final_save=2s), each pause "
-          "at most ",
+          "\": write name=duration[@hit] (e.g. chief.final_save=2s or "
+          "ps.save_shard=1s@2), each pause at most ",
           absl::FormatDuration(kLongestPause)));
     }
     pauses[std::string(parts.first)] = pause;
@@ -71,11 +76,11 @@ void FaultPoint(absl::string_view name) {
   if (it == points.pauses.end()) return;
   {
     MutexLock lock(&points.mu);
-    if (!points.hit.insert(it->first).second) return;
+    if (++points.hits[it->first] != it->second.hit) return;
   }
   LOG(INFO) << "fault point " << name << ": pausing "
-            << absl::FormatDuration(it->second);
-  absl::SleepFor(it->second);
+            << absl::FormatDuration(it->second.pause);
+  absl::SleepFor(it->second.pause);
 }
 
 }  // namespace psflow

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "common/crc32c.h"
+#include "common/fault_point.h"
 #include "common/file_util.h"
 #include "common/mutex.h"
 #include "common/status_macros.h"
@@ -163,6 +164,8 @@ absl::StatusOr<SaveShardResponse> SaveShard(
                                      " (is the checkpoint directory on "
                                      "storage every task can reach?)"));
   }
+  // Tests kill or stop a server here, its data file begun.
+  FaultPoint("ps.save_shard");
   SaveShardResponse response;
   absl::Status written =
       WriteShard(variables, tables, request.sync_step(), *file, response);

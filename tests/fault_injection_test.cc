@@ -2,15 +2,18 @@
 // parameter servers, 2 workers and an evaluator, each its own process on
 // 127.0.0.1): in one phase of the job,
 //
+//   initial save      while ps-1 writes the initial checkpoint (ckpt-0),
 //   training          once training has saved its first scheduled
 //                     checkpoint,
+//   save              while ps-1 writes the first scheduled checkpoint,
 //   final save        when the chief is about to save the final checkpoint
 //                     (every worker has trained its last step), or
 //   final evaluation  when the final checkpoint is saved and the chief is
 //                     about to ask for the final evaluation
 //
-// (the last two reached through the chief's fault points,
-// common/fault_point.h: it pauses there for 2 s and logs it), one task is
+// (all but training reached through fault points, common/fault_point.h:
+// the process pauses there and logs it, and the fault follows at once),
+// one task is
 //
 //   kill-restart  SIGKILLed and started again 1 s later (as Kubernetes
 //                 would),
@@ -42,6 +45,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -72,7 +76,13 @@ using ::psflow::testing::WriteTestFile;
 using ::testing::HasSubstr;
 
 enum class Fault { kKillRestart, kKill, kStop };
-enum class Phase { kTraining, kFinalSave, kFinalEvaluation };
+enum class Phase {
+  kInitialSave,
+  kTraining,
+  kSave,
+  kFinalSave,
+  kFinalEvaluation
+};
 
 struct Trial {
   std::string type;  // "ps", "worker", "chief", "evaluator"
@@ -100,24 +110,38 @@ std::string FaultName(Fault fault) {
   return "?";
 }
 
-// The chief's fault point where a phase's fault is injected ("" for
-// training: the first scheduled checkpoint marks it).
-std::string FaultPointOf(Phase phase) {
+// Where a phase's fault is injected: the task whose log shows the fault
+// point, its role (which gets the setting) and the setting; none for
+// training (the first scheduled checkpoint marks it).
+struct PhasePoint {
+  std::string task, role, point, setting;
+};
+std::optional<PhasePoint> PhasePointOf(Phase phase) {
   switch (phase) {
     case Phase::kTraining:
-      return "";
+      return std::nullopt;
+    case Phase::kInitialSave:  // each server's first save: ckpt-0
+      return PhasePoint{"ps1", "ps", "ps.save_shard", "ps.save_shard=500ms@1"};
+    case Phase::kSave:  // the first scheduled one
+      return PhasePoint{"ps1", "ps", "ps.save_shard", "ps.save_shard=500ms@2"};
     case Phase::kFinalSave:
-      return "chief.final_save";
+      return PhasePoint{"chief0", "chief", "chief.final_save",
+                        "chief.final_save=2s"};
     case Phase::kFinalEvaluation:
-      return "chief.final_evaluation";
+      return PhasePoint{"chief0", "chief", "chief.final_evaluation",
+                        "chief.final_evaluation=2s"};
   }
-  return "";
+  return std::nullopt;
 }
 
 std::string PhaseName(Phase phase) {
   switch (phase) {
+    case Phase::kInitialSave:
+      return "initial save";
     case Phase::kTraining:
       return "training";
+    case Phase::kSave:
+      return "save";
     case Phase::kFinalSave:
       return "final save";
     case Phase::kFinalEvaluation:
@@ -136,7 +160,8 @@ bool ShouldSucceed(const Trial& t) {
   }
   if (t.type == "worker") {
     // Sync needs both while training; after its last step none is needed.
-    return t.mode == "ASYNC" || t.phase != Phase::kTraining;
+    return t.mode == "ASYNC" || t.phase == Phase::kFinalSave ||
+           t.phase == Phase::kFinalEvaluation;
   }
   return true;  // the evaluator: the chief evaluates without it
 }
@@ -262,18 +287,19 @@ Outcome Finish(ManualCluster& cluster, const std::string& dir,
   return outcome;
 }
 
-// Waits until the chief's output shows it paused at `point`.
-void WaitForFaultPoint(ManualCluster& cluster, const std::string& point) {
+// Waits until `task`'s output shows it paused at `point`.
+void WaitForFaultPoint(ManualCluster& cluster, const std::string& task,
+                       const std::string& point) {
   const std::string line = "fault point " + point + ":";
   const absl::Time deadline = absl::Now() + absl::Seconds(180);
   while (absl::Now() < deadline) {
-    if (cluster.Latest("chief0")->Output().find(line) != std::string::npos) {
+    if (cluster.Latest(task)->Output().find(line) != std::string::npos) {
       return;
     }
-    absl::SleepFor(absl::Milliseconds(20));
+    absl::SleepFor(absl::Milliseconds(10));
   }
-  FAIL() << "the chief never reached " << point << ":\n"
-         << cluster.Latest("chief0")->Output();
+  FAIL() << task << " never reached " << point << ":\n"
+         << cluster.Latest(task)->Output();
 }
 
 // Waits until the state file lists a checkpoint saved during training.
@@ -315,8 +341,8 @@ std::string TrialName(const Trial& t) {
   if (t.phase != Phase::kTraining) {
     phase = absl::StrCat("at_", PhaseName(t.phase), "_");
   }
-  std::string name =
-      absl::StrCat(t.type, t.index, "_", FaultName(t.fault), "_", phase, t.mode);
+  std::string name = absl::StrCat(t.type, t.index, "_", FaultName(t.fault), "_",
+                                  phase, t.mode);
   for (char& c : name) {
     if (c == '-' || c == ' ') c = '_';
   }
@@ -335,15 +361,15 @@ TEST_P(FaultInjectionTest, TheJobEndsAsTheFaultAllows) {
                         // A task left without its peers gives up quickly.
                         {{"worker", {"--recovery_timeout_s=30"}},
                          {"ps", {"--chief_timeout_s=30"}}});
-  const std::string point = FaultPointOf(t.phase);
-  if (!point.empty()) {
-    cluster.SetEnv("chief", {{"PSFLOW_FAULT_POINTS", point + "=2s"}});
+  const std::optional<PhasePoint> point = PhasePointOf(t.phase);
+  if (point.has_value()) {
+    cluster.SetEnv(point->role, {{"PSFLOW_FAULT_POINTS", point->setting}});
   }
   cluster.StartAll();
-  if (point.empty()) {
-    WaitForTraining(dir);
+  if (point.has_value()) {
+    WaitForFaultPoint(cluster, point->task, point->point);
   } else {
-    WaitForFaultPoint(cluster, point);
+    WaitForTraining(dir);
   }
   if (::testing::Test::HasFatalFailure()) return;
   const std::string task = absl::StrCat(t.type, t.index);
@@ -373,8 +399,7 @@ TEST_P(FaultInjectionTest, TheJobEndsAsTheFaultAllows) {
                    "FAULT_ROW | %s-%d | %s | %s | %s | %s (exit %d) | %s | "
                    "%.4f | %.1f s%s | %d | %d/%d |",
                    t.type, t.index, FaultName(t.fault), PhaseName(t.phase),
-                   t.mode, outcome.state,
-                   outcome.chief_exit,
+                   t.mode, outcome.state, outcome.chief_exit,
                    outcome.accuracy >= 0
                        ? absl::StrFormat("%.4f", outcome.accuracy)
                        : "none",
@@ -403,12 +428,18 @@ TEST_P(FaultInjectionTest, TheJobEndsAsTheFaultAllows) {
         "%s exited %.1f s after the chief:\n%s", outcome.slowest,
         outcome.max_exit_seconds, outcome.slowest_output));
   }
-  if (outcome.lost_steps > kCheckpointInterval) {
-    problems.push_back(absl::StrCat(
-        "a restore threw away ", outcome.lost_steps,
-        " steps, more than the checkpoint interval of ", kCheckpointInterval));
+  // A fault during a save loses that save too: the work since the one
+  // before it (at most two intervals) is trained again.
+  const int64_t most_lost =
+      t.phase == Phase::kSave ? 2 * kCheckpointInterval : kCheckpointInterval;
+  if (outcome.lost_steps > most_lost) {
+    problems.push_back(absl::StrCat("a restore threw away ", outcome.lost_steps,
+                                    " steps, more than ", most_lost));
   }
-  if (outcome.checkpoints == 0 || outcome.verified != outcome.checkpoints) {
+  // A job that failed while saving its first checkpoint has none.
+  const bool expect_checkpoints = succeeded || t.phase != Phase::kInitialSave;
+  if ((expect_checkpoints && outcome.checkpoints == 0) ||
+      outcome.verified != outcome.checkpoints) {
     problems.push_back(absl::StrCat(outcome.verified, " of ",
                                     outcome.checkpoints,
                                     " listed checkpoints verify"));
@@ -431,6 +462,19 @@ TEST_P(FaultInjectionTest, TheJobEndsAsTheFaultAllows) {
 std::vector<Trial> Trials() {
   std::vector<Trial> trials;
   for (const char* mode : {"ASYNC", "SYNC"}) {
+    // A checkpoint being written (ps-1 is inside its save): the initial
+    // one, before any worker trains, and the first scheduled one.
+    for (Phase phase : {Phase::kInitialSave, Phase::kSave}) {
+      for (const auto& [type, index, fault] :
+           std::vector<std::tuple<std::string, int, Fault>>{
+               {"ps", 1, Fault::kKillRestart},
+               {"ps", 1, Fault::kKill},
+               {"chief", 0, Fault::kKillRestart}}) {
+        Trial trial{type, index, fault, mode};
+        trial.phase = phase;
+        trials.push_back(trial);
+      }
+    }
     // The final phases: every worker has trained its last step and waits
     // for the job's end (a lost server's steps are trained again).
     for (Phase phase : {Phase::kFinalSave, Phase::kFinalEvaluation}) {

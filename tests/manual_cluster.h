@@ -36,8 +36,7 @@ class ManualCluster {
   // Environment variables for every process of a task type ("chief",
   // "ps", ...) started from now on, beside its TF_CONFIG (e.g.
   // PSFLOW_FAULT_POINTS, common/fault_point.h).
-  void SetEnv(const std::string& type,
-              std::map<std::string, std::string> env);
+  void SetEnv(const std::string& type, std::map<std::string, std::string> env);
 
   // Starts (or restarts) one task.
   Subprocess* Start(const std::string& type, int index);

@@ -304,9 +304,9 @@ absl::StatusOr<bool> Trainer::AwaitJobEnd() {
         case SUCCEEDED:
           return false;
         case FAILED:
-          return absl::AbortedError(absl::StrCat(
-              "the job failed after this worker's last step: ",
-              status->message()));
+          return absl::AbortedError(
+              absl::StrCat("the job failed after this worker's last step: ",
+                           status->message()));
         case TRAINING:
           if (status->generation() != generation_) {
             LOG(INFO) << "the chief restored the model (generation "
@@ -330,8 +330,8 @@ absl::StatusOr<bool> Trainer::AwaitJobEnd() {
       return absl::UnavailableError(absl::StrCat(
           "this worker trained its last step, but the chief has not answered "
           "for ",
-          absl::FormatDuration(options_.recovery.recovery_timeout),
-          " since (", status.status().message(),
+          absl::FormatDuration(options_.recovery.recovery_timeout), " since (",
+          status.status().message(),
           "), so the job's outcome is unknown (worker --recovery_timeout_s)"));
     }
     absl::SleepFor(interval);

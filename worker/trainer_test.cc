@@ -412,9 +412,9 @@ TEST_F(TrainerTest, AWorkerTrainsAgainWhenTheModelIsRestoredAfterItsLastStep) {
     SetUpJob(mode, 25);
     StopChief();  // this test plays the chief
     CheckpointManagerOptions checkpoints;
-    checkpoints.directory = JoinPath(::testing::TempDir(),
-                                     "restore_after_last_step_" +
-                                         UpdateMode_Name(mode));
+    checkpoints.directory =
+        JoinPath(::testing::TempDir(),
+                 "restore_after_last_step_" + UpdateMode_Name(mode));
     checkpoints.mode = mode;
     checkpoints.optimizer = options_.spec.ps_config().optimizer();
     ASSERT_OK_AND_ASSIGN(
@@ -436,10 +436,9 @@ TEST_F(TrainerTest, AWorkerTrainsAgainWhenTheModelIsRestoredAfterItsLastStep) {
     EXPECT_GE(first_run, 24);
     ASSERT_FALSE(returned);
     ASSERT_TRUE(chief.Pause("a parameter server was lost"));
-    ASSERT_OK_AND_ASSIGN(
-        int64_t step,
-        RestoreCheckpoint(initial.path, checkpoints.optimizer, *job_->client,
-                          absl::Seconds(30)));
+    ASSERT_OK_AND_ASSIGN(int64_t step,
+                         RestoreCheckpoint(initial.path, checkpoints.optimizer,
+                                           *job_->client, absl::Seconds(30)));
     chief.Resume(step);
     // The old generation's "finished" no longer counts: the worker trains
     // the restored steps and reports its last step again.
