@@ -66,31 +66,35 @@ absl::Status WaitForParameterServers(const TfConfig& config,
                    absl::StrJoin(missing, "; ")));
 }
 
-// Whether the servers already hold this job's variables with updates
-// applied (a restarted chief finds them so): then initializing would throw
-// the training away. FailedPrecondition when only some do (a server lost
-// its state), since no consistent state can be assembled from them.
-absl::StatusOr<bool> ServersAlreadyTrained(ParameterClient& client) {
+// What the parameter servers hold when this chief starts. A chief that
+// restarted finds them as its predecessor left them: trained (updates
+// applied), untouched (a fresh or restarted server), or with a restore
+// cut short (its PREPARE never committed: the servers may hold models of
+// different steps).
+struct ServerStates {
+  std::vector<std::string> trained, untouched, restore_pending;
+  // Every server holds the job's trained state and none is mid-restore:
+  // a consistent model, newer than any checkpoint.
+  bool LiveModelUsable() const {
+    return !trained.empty() && untouched.empty() && restore_pending.empty();
+  }
+};
+
+absl::StatusOr<ServerStates> ServerStatesOf(ParameterClient& client) {
   const std::vector<int64_t> expected =
       ExpectedVariablesPerServer(client.placement());
   const std::vector<absl::StatusOr<StatsResponse>> stats =
       client.StatsOfEach(absl::Seconds(30));
-  std::vector<std::string> trained, untouched;
+  ServerStates states;
   for (size_t i = 0; i < stats.size(); ++i) {
     if (!stats[i].ok()) return stats[i].status();
     if (i < expected.size() && expected[i] == 0) continue;  // holds nothing
-    (stats[i]->updates_applied() > 0 ? trained : untouched)
-        .push_back(absl::StrCat("ps-", i));
+    const std::string name = absl::StrCat("ps-", i);
+    if (stats[i]->restore_pending()) states.restore_pending.push_back(name);
+    (stats[i]->updates_applied() > 0 ? states.trained : states.untouched)
+        .push_back(name);
   }
-  if (trained.empty()) return false;
-  if (untouched.empty()) return true;
-  return absl::FailedPreconditionError(absl::StrCat(
-      absl::StrJoin(trained, ", "), " hold trained variables but ",
-      absl::StrJoin(untouched, ", "),
-      " lost theirs (restarted), and there is no checkpoint to restore: "
-      "the job cannot resume consistently. Restart every parameter server "
-      "to train afresh, or configure checkpoint.directory so a lost server "
-      "can be recovered"));
+  return states;
 }
 
 // Configures every server. A server that still follows an earlier chief
@@ -185,6 +189,7 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
     train.labels = {};
   }
   const int num_workers = tf.cluster.NumTasks(TaskType::kWorker);
+  RETURN_IF_ERROR(CheckBatchFitsShards(job, train.num_examples, num_workers));
   InputSpec input{train.example_shape, train.num_classes};
   input.num_fields = num_fields;
   ASSIGN_OR_RETURN(std::unique_ptr<ModelDefinition> model,
@@ -258,9 +263,47 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
     ASSIGN_OR_RETURN(
         prepared.checkpoints,
         CheckpointManager::Create(checkpoint_options, prepared.client.get()));
+  }
+  ASSIGN_OR_RETURN(ServerStates servers, ServerStatesOf(*prepared.client));
+  if (servers.LiveModelUsable()) {
+    // This chief restarted while the servers (and the workers) went on:
+    // their model is consistent and newer than any checkpoint, so resuming
+    // from it throws no work away. A sync checkpoint's hold that the old
+    // chief left is this one's to lift.
+    if (job.training().mode() == SYNC) {
+      HoldRequest release;
+      release.set_protocol_version(kProtocolVersion);
+      release.set_action(HoldRequest::RELEASE);
+      absl::Status released = prepared.client->HoldAll(release).status();
+      if (!released.ok()) {
+        LOG(WARNING) << "cannot lift a checkpoint hold the previous chief "
+                        "may have left: "
+                     << released.message();
+      }
+    }
+    LOG(INFO) << "every parameter server holds this job's trained variables "
+                 "(none restarted, no restore cut short); resuming from them, "
+                 "which is newer than any checkpoint";
+    return prepared;
+  }
+  if (prepared.checkpoints != nullptr) {
     ASSIGN_OR_RETURN(std::optional<std::string> latest,
                      LatestCheckpoint(prepared.checkpoints->directory()));
     if (latest.has_value()) {
+      if (!servers.trained.empty()) {
+        LOG(WARNING) << "the parameter servers' own state cannot be resumed ("
+                     << (servers.untouched.empty()
+                             ? ""
+                             : absl::StrCat(
+                                   absl::StrJoin(servers.untouched, ", "),
+                                   " restarted and lost theirs; "))
+                     << (servers.restore_pending.empty()
+                             ? ""
+                             : absl::StrCat("a restore was cut short on ",
+                                            absl::StrJoin(
+                                                servers.restore_pending, ", ")))
+                     << "); restoring the newest checkpoint";
+      }
       coordinator.SetActivity(absl::StrCat("restoring ", *latest));
       const absl::Time start = absl::Now();
       absl::StatusOr<int64_t> step = RestoreCheckpoint(
@@ -274,21 +317,39 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
                          "checkpoint.directory elsewhere to start afresh)"));
       }
       prepared.restored_step = *step;
+      // A restarted chief: the workers that kept training meanwhile say how
+      // far the job had come (the work the restore throws away).
+      int64_t reached = 0;
+      for (const ProgressReport& report : coordinator.LastReports()) {
+        reached = std::max(reached, report.global_step());
+      }
+      reached = std::min(reached, spec.total_steps());
       LOG(INFO) << "restored " << *latest << " in "
                 << absl::FormatDuration(
                        absl::Trunc(absl::Now() - start, absl::Milliseconds(1)))
                 << "; resuming at global step " << *step << " of "
-                << spec.total_steps();
+                << spec.total_steps()
+                << (reached > 0
+                        ? absl::StrCat(" (the job had reached ", reached, ": ",
+                                       std::max<int64_t>(0, reached - *step),
+                                       " steps to train again)")
+                        : "");
       return prepared;
     }
   }
-  ASSIGN_OR_RETURN(bool trained, ServersAlreadyTrained(*prepared.client));
-  if (trained) {
-    // No checkpoint, but the servers hold the job's trained state (this
-    // chief restarted while they and the workers went on): resume from it.
-    LOG(INFO) << "the parameter servers already hold this job's trained "
-                 "variables; resuming from them rather than initializing";
-    return prepared;
+  if (!servers.trained.empty()) {
+    // Some servers hold trained variables, but not a consistent model,
+    // and there is no checkpoint to assemble one from.
+    std::vector<std::string> lost = servers.untouched;
+    lost.insert(lost.end(), servers.restore_pending.begin(),
+                servers.restore_pending.end());
+    return absl::FailedPreconditionError(absl::StrCat(
+        absl::StrJoin(servers.trained, ", "), " hold trained variables but ",
+        absl::StrJoin(lost, ", "),
+        " lost theirs (restarted, or a restore was cut short), and there is "
+        "no checkpoint to restore: the job cannot resume consistently. "
+        "Restart every parameter server to train afresh, or configure "
+        "checkpoint.directory so a lost server can be recovered"));
   }
   coordinator.SetActivity("initializing the variables");
   const std::vector<ModelVariable>& variables = model->variables();

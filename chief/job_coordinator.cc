@@ -21,6 +21,10 @@ void JobCoordinator::SetSpec(const JobSpec& spec) {
   if (state_ != INITIALIZING) return;
   spec_ = spec;
   state_ = TRAINING;
+  // The model is set (initialized or restored) only now: a generation the
+  // tasks saw while this chief initialized named no model, and a report
+  // made under it (a worker that went on training meanwhile) is stale.
+  generation_ = std::max(generation_ + 1, absl::ToUnixMicros(absl::Now()));
 }
 
 void JobCoordinator::Fail(const std::string& message) {

@@ -378,6 +378,23 @@ TEST(JobCoordinatorTest, FinishingAnEarlierGenerationDoesNotEndTraining) {
   EXPECT_EQ(c.state(), TRAINING);
 }
 
+// A restarted chief restores the model only at the end of its start-up:
+// workers that went on training meanwhile, even under the generation it
+// answered with then, trained a model the restore replaces. Their
+// "finished" must not end the restored job at once.
+TEST(JobCoordinatorTest, ReportsMadeWhileTheChiefInitializedAreStale) {
+  JobCoordinator c(TwoWorkers());
+  const int64_t initializing = c.Status().generation();
+  Progress(c, Report(0, 3000, /*finished=*/true));
+  Progress(c, Report(1, 3000, /*finished=*/true));
+  c.SetSpec(Spec(ASYNC, 3000));
+  EXPECT_NE(c.Status().generation(), initializing);
+  EXPECT_FALSE(c.WaitForTrainingEnd(absl::Now()));
+  Progress(c, Report(0, 3000, /*finished=*/true));
+  Progress(c, Report(1, 3000, /*finished=*/true));
+  EXPECT_TRUE(c.WaitForTrainingEnd(absl::Now()));
+}
+
 // The job fails while the chief is still initializing: the tasks that
 // already asked to join (they retry) hear it before the chief stops, so
 // none waits out its startup deadline against a chief that is gone.

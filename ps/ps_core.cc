@@ -446,6 +446,7 @@ StatsResponse ParameterServerCore::Stats() const {
     ReaderMutexLock lock(&mu_);
     stats.set_num_variables(static_cast<int64_t>(variables_.size()));
     stats.set_total_elements(total_elements_);
+    stats.set_restore_pending(stashed_restore_ != nullptr);
   }
   stats.set_pulls(pulls_.load());
   stats.set_pushes(pushes_.load());

@@ -151,7 +151,8 @@ TEST(RecoveryTest, RestartedChiefWithoutCheckpointsResumesFromTheServers) {
   cluster.KillAndRestart("chief", 0, absl::Seconds(1));
 
   const std::string chief = ExpectJobSucceeds(cluster);
-  EXPECT_THAT(chief, HasSubstr("resuming from them rather than initializing"));
+  EXPECT_THAT(chief, HasSubstr("resuming from them, which is newer than any "
+                               "checkpoint"));
   EXPECT_THAT(chief, ::testing::Not(HasSubstr("initialized ")));
 }
 
@@ -286,7 +287,10 @@ TEST(RecoveryTest, PsctlRestoresACheckpointIntoARunningBoundedJob) {
   }
 }
 
-TEST(RecoveryTest, KilledChiefRestartsAndResumesFromTheNewestCheckpoint) {
+// A chief killed while the servers and workers train on: the servers'
+// model is consistent and newer than any checkpoint, so the restarted chief
+// resumes from it and throws no work away.
+TEST(RecoveryTest, KilledChiefRestartsAndResumesFromTheServersModel) {
   const std::string dir = TempPath("chief_kill_ckpts");
   const std::string job = WriteTestFile(
       "chief_kill.json",
@@ -298,9 +302,35 @@ TEST(RecoveryTest, KilledChiefRestartsAndResumesFromTheNewestCheckpoint) {
   // Down for 1 s: workers and servers run on meanwhile.
   cluster.KillAndRestart("chief", 0, absl::Seconds(1));
 
-  EXPECT_THAT(ExpectJobSucceeds(cluster), HasSubstr("resuming at global step"));
+  const std::string chief = ExpectJobSucceeds(cluster);
+  EXPECT_THAT(chief, HasSubstr("resuming from them, which is newer than any "
+                               "checkpoint"));
+  EXPECT_THAT(chief, ::testing::Not(HasSubstr("restored ")));
   EXPECT_THAT(cluster.Latest("worker0")->Output(),
               HasSubstr("the chief restored the model"));
+}
+
+// The chief and a parameter server lost together: the server's state is
+// gone, so the restarted chief restores the newest checkpoint everywhere.
+TEST(RecoveryTest, KilledChiefAndServerRestoreTheNewestCheckpoint) {
+  const std::string dir = TempPath("chief_ps_kill_ckpts");
+  const std::string job = WriteTestFile(
+      "chief_ps_kill.json",
+      TestJob("ASYNC", 5000,
+              R"("checkpoint": {"save_every_steps": 400, "max_to_keep": 2})"));
+  ManualCluster cluster(job, dir);
+  cluster.StartAll();
+  WaitForCheckpoints(dir, 1);
+  Subprocess* chief = cluster.Latest("chief0");
+  chief->Signal(SIGKILL);
+  ASSERT_OK(chief->Wait(absl::Seconds(10)));
+  cluster.KillAndRestart("ps", 1, absl::Seconds(1));
+  cluster.Start("chief", 0);
+
+  const std::string output = ExpectJobSucceeds(cluster);
+  EXPECT_THAT(output, AllOf(HasSubstr("ps-1 restarted and lost theirs"),
+                            HasSubstr("restoring the newest checkpoint"),
+                            HasSubstr("resuming at global step")));
 }
 
 TEST(RecoveryTest, PsctlRestoresACheckpointIntoARunningJob) {

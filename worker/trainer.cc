@@ -194,6 +194,16 @@ absl::Status Trainer::Recover(const absl::Status& cause) {
             announced = true;
           }
           break;
+        case INITIALIZING:
+          // A restarted chief, still restoring the model: what this worker
+          // would train now is thrown away by that restore, and its new
+          // generation means nothing until the chief trains again.
+          if (!announced) {
+            LOG(INFO) << "the chief restarted and is restoring the model; "
+                         "waiting for it to train again";
+            announced = true;
+          }
+          break;
         default:
           if (status->generation() != generation_) {
             LOG(INFO) << "the chief restored the model (generation "
@@ -508,7 +518,8 @@ absl::Status Trainer::Train() {
       }
       if (!status.ok()) LOG(WARNING) << status.status().message();
       if (status.ok() &&
-          (status->state() == PAUSED || status->generation() != generation_)) {
+          (status->state() == PAUSED || status->state() == INITIALIZING ||
+           status->generation() != generation_)) {
         RETURN_IF_ERROR(Recover(absl::OkStatus()));
         if (job_over_) break;
         Restart();

@@ -341,6 +341,75 @@ TEST_F(TrainerTest, AWaitingWorkerKeepsHeartbeating) {
   EXPECT_OK(result);
 }
 
+// A chief that restarted answers INITIALIZING (with a generation of its
+// own) until it has restored the model. A worker waits for it to train
+// again rather than train on a model about to be replaced.
+class RestartingChief final : public CoordinatorClient {
+ public:
+  explicit RestartingChief(CoordinatorClient* inner) : inner_(inner) {}
+  absl::StatusOr<JobSpec> Register(const TaskId& task, uint64_t incarnation,
+                                   absl::Time deadline) override {
+    return inner_->Register(task, incarnation, deadline);
+  }
+  absl::StatusOr<StatusResponse> ReportProgress(
+      const ProgressReport& report, absl::Duration timeout) override {
+    if (initializing) {
+      ++answered_initializing;
+      StatusResponse status;
+      status.set_state(INITIALIZING);
+      status.set_generation(424242);
+      return status;
+    }
+    return inner_->ReportProgress(report, timeout);
+  }
+  absl::StatusOr<StatusResponse> GetStatus(absl::Duration timeout) override {
+    return inner_->GetStatus(timeout);
+  }
+  absl::Status ReportEvaluation(const EvaluationReport& report,
+                                absl::Duration timeout) override {
+    return inner_->ReportEvaluation(report, timeout);
+  }
+  absl::StatusOr<int64_t> RestoreCheckpoint(const std::string& path,
+                                            absl::Duration timeout) override {
+    return inner_->RestoreCheckpoint(path, timeout);
+  }
+  absl::StatusOr<JobDescription> DescribeJob(absl::Duration timeout) override {
+    return inner_->DescribeJob(timeout);
+  }
+  std::atomic<bool> initializing{false};
+  std::atomic<int> answered_initializing{0};
+
+ private:
+  CoordinatorClient* inner_;
+};
+
+TEST_F(TrainerTest, AWorkerWaitsWhileARestartedChiefRestoresTheModel) {
+  SetUpJob(ASYNC, 400);
+  RestartingChief chief(parts_.coordinator);
+  parts_.coordinator = &chief;
+  options_.heartbeat_interval = absl::Milliseconds(5);
+  Trainer trainer(options_, parts_);
+  absl::Status result;
+  std::thread run([&] { result = trainer.Run(); });
+  while (job_->core->Stats().updates_applied() < 20) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  chief.initializing = true;
+  while (chief.answered_initializing < 3) absl::SleepFor(absl::Milliseconds(1));
+  const int64_t waiting_at = job_->core->Stats().updates_applied();
+  while (chief.answered_initializing < 10) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(job_->core->Stats().updates_applied(), waiting_at)
+      << "trained while the chief was restoring";
+  // The chief trains again (the same generation as before here): the
+  // worker goes on to the end.
+  chief.initializing = false;
+  run.join();
+  EXPECT_OK(result);
+  EXPECT_GE(job_->core->Stats().updates_applied(), 400);
+}
+
 TEST_F(TrainerTest, ARestartedBoundedWorkerJoinsAtTheSlowestClock) {
   SetUpJob(BOUNDED, 20);
   // Worker 1 is far ahead (it trained while worker 0 was away) and then

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/cluster_client.h"
+#include "common/job/job_config.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "data/batch_stream.h"
@@ -52,6 +53,7 @@ absl::Status RunTrainingJob(const TrainingJobOptions& options) {
                        spec.input_size(), " and ", spec.num_fields(),
                        "; every task must see the same data files"));
     }
+    RETURN_IF_ERROR(CheckBatchFitsShards(job, train.num_examples, num_workers));
     auto shard =
         std::make_shared<CtrExamples>(CtrShardOf(train, index, num_workers));
     LOG(INFO) << "training on shard " << index << " of " << num_workers << " ("
@@ -72,6 +74,7 @@ absl::Status RunTrainingJob(const TrainingJobOptions& options) {
     RETURN_IF_ERROR(CheckLabels(train.labels,
                                 static_cast<int>(spec.num_classes()),
                                 job.data().train_labels()));
+    RETURN_IF_ERROR(CheckBatchFitsShards(job, train.num_examples, num_workers));
     auto shard = std::make_shared<Dataset>(ShardOf(train, index, num_workers));
     LOG(INFO) << "training on shard " << index << " of " << num_workers << " ("
               << shard->num_examples << " examples) on "

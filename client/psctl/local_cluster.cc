@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -401,16 +402,19 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
       break;
     }
   }
-  // Everyone else should now be exiting on their own; give them a bounded
-  // time, then stop them.
-  const absl::Duration grace =
-      reason.empty() ? absl::Seconds(30) : absl::Seconds(5);
+  // Everyone else should now be exiting on their own: the chief told every
+  // task it knew of before it stopped. One that is still running after a
+  // bounded time never will (it was still starting, and never reached the
+  // chief): it is stopped. One deadline for all, not one per task.
+  const absl::Time deadline =
+      absl::Now() + (reason.empty() ? absl::Seconds(10) : absl::Seconds(5));
   std::vector<std::string> stragglers, failures;
   for (Task& task : tasks) {
     if (!reason.empty()) task.process->Signal(SIGTERM);
   }
   for (Task& task : tasks) {
-    absl::StatusOr<int> code = task.process->Wait(grace);
+    absl::StatusOr<int> code = task.process->Wait(
+        std::max(absl::ZeroDuration(), deadline - absl::Now()));
     if (!code.ok()) {
       stragglers.push_back(task.id.ToString());
       task.process->Signal(SIGKILL);

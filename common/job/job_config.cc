@@ -310,6 +310,21 @@ int64_t TotalGlobalSteps(const JobConfig& config, int64_t train_examples,
   return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(batches)));
 }
 
+absl::Status CheckBatchFitsShards(const JobConfig& config,
+                                  int64_t train_examples, int num_workers) {
+  const int64_t smallest = train_examples / std::max(1, num_workers);
+  const int batch = config.training().batch_size();
+  if (batch <= smallest) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "training.batch_size is ", batch, " but the ", train_examples,
+      " training examples over ", num_workers, " worker",
+      num_workers == 1 ? "" : "s", " give shards of as few as ", smallest,
+      " examples: no worker could fill a batch (an epoch's incomplete last "
+      "batch is dropped), so training would never take a step; use a "
+      "batch_size of at most ",
+      std::max<int64_t>(1, smallest), ", fewer workers, or more data"));
+}
+
 std::string MetricsDir(const JobConfig& config, const std::string& logdir_flag,
                        const std::string& task_name) {
   const std::string root =

@@ -37,6 +37,13 @@ int64_t TotalGlobalSteps(const JobConfig& config, int64_t train_examples,
 // replicas_to_aggregate, defaulting to every worker.
 int ReplicasToAggregate(const JobConfig& config, int num_workers);
 
+// FailedPrecondition when a worker's shard of `train_examples` over
+// `num_workers` (sizes differ by at most one) would hold fewer examples
+// than one training batch: training drops an epoch's incomplete last
+// batch, so such a worker would never take a step.
+absl::Status CheckBatchFitsShards(const JobConfig& config,
+                                  int64_t train_examples, int num_workers);
+
 // Whether the job names held-out data for its evaluator (IDX test files,
 // or a CRITEO test file).
 bool HasTestData(const JobConfig& config);

@@ -248,6 +248,25 @@ TEST(JobConfigTest, EpochsBecomeGlobalSteps) {
   EXPECT_EQ(TotalGlobalSteps(steps, 60000, 2), 77);
 }
 
+// A batch no worker's shard can fill would never give a step (the
+// incomplete last batch of an epoch is dropped): refused before training.
+TEST(JobConfigTest, ABatchLargerThanAWorkersShardIsRefused) {
+  ASSERT_OK_AND_ASSIGN(
+      JobConfig config,
+      WithTraining(R"({"batch_size": 30000, "epochs": 1, "mode": "ASYNC"})"));
+  EXPECT_OK(CheckBatchFitsShards(config, 60000, 2));
+  EXPECT_THAT(CheckBatchFitsShards(config, 60000, 3),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("training.batch_size is 30000"),
+                             HasSubstr("as few as 20000 examples"),
+                             HasSubstr("use a batch_size of at most 20000"))));
+  // Sizes differ by at most one: 59999 over 2 gives 29999 and 30000.
+  EXPECT_THAT(CheckBatchFitsShards(config, 59999, 2),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(CheckBatchFitsShards(config, 0, 1),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+}
+
 TEST(JobConfigTest, MissingFileIsNotFound) {
   EXPECT_THAT(LoadJobConfigFile("/nonexistent/job.json"),
               StatusIs(absl::StatusCode::kNotFound,
