@@ -305,27 +305,30 @@ std::pair<int, int> JobCoordinator::SyncWorkersLocked() const {
 }
 
 void JobCoordinator::ForgiveOwnStallLocked(absl::Time now) {
-  // The checks run at least once a second while training; reports queued
-  // while the chief was stopped arrive only after it runs again.
+  // The checks run at least once a second while training; a gap far longer
+  // means this thread did not run (the process was stopped or starved, or
+  // a long save held the thread). Reports queued meanwhile arrive only as
+  // the process runs again, in no particular order: one task heard first
+  // must not leave the others, whose reports are still queued, declared
+  // lost. So every task not heard since the last check has the gap's
+  // excess forgiven; a task that is really gone is declared lost a gap
+  // later.
   constexpr absl::Duration kCheckInterval = absl::Seconds(1);
   constexpr absl::Duration kStall = absl::Seconds(3);
   if (last_liveness_check_.has_value()) {
     const absl::Duration gap = now - *last_liveness_check_;
-    // Nobody heard since the last check either: had the chief run (a long
-    // save between checks), the live tasks' reports would have come in.
-    absl::Time latest = evaluator_last_contact_.value_or(absl::InfinitePast());
-    for (const Worker& w : workers_) {
-      if (w.registered) latest = std::max(latest, w.last_contact);
-    }
-    if (gap > kStall && latest <= *last_liveness_check_) {
+    if (gap > kStall) {
       const absl::Duration stalled = gap - kCheckInterval;
-      LOG(WARNING) << "the chief did not run for about "
+      LOG(WARNING) << "the chief did not check the tasks for about "
                    << absl::FormatDuration(
                           absl::Trunc(stalled, absl::Milliseconds(100)))
-                   << " (stopped or starved of CPU); the tasks' silence "
-                      "meanwhile is not held against them";
-      for (Worker& w : workers_) w.last_contact += stalled;
-      if (evaluator_last_contact_.has_value()) {
+                   << " (stopped, starved of CPU, or busy); the tasks' "
+                      "silence meanwhile is not held against them";
+      for (Worker& w : workers_) {
+        if (w.last_contact <= *last_liveness_check_) w.last_contact += stalled;
+      }
+      if (evaluator_last_contact_.has_value() &&
+          *evaluator_last_contact_ <= *last_liveness_check_) {
         *evaluator_last_contact_ += stalled;
       }
     }

@@ -226,6 +226,22 @@ TEST(JobCoordinatorTest, TheChiefsOwnStallIsNotTheWorkersSilence) {
   EXPECT_EQ(c.state(), FAILED);
 }
 
+// After a stall, the queued reports arrive in any order: one task heard
+// before the chief's next check does not make the others, whose reports
+// are still queued, lost.
+TEST(JobCoordinatorTest, AStallForgivesTasksNotHeardYetWhenOthersWere) {
+  JobCoordinator c(TwoWorkers(absl::Seconds(2)));
+  c.SetSpec(Spec(ASYNC));
+  ASSERT_OK(c.Register(Worker(0)));
+  ASSERT_OK(c.Register(Worker(1)));
+  EXPECT_FALSE(c.WaitForTrainingEnd(absl::Now()));  // a check
+  absl::SleepFor(absl::Seconds(4));                 // stopped: no check
+  Progress(c, Report(0, 10));  // worker 0's queued report comes first
+  EXPECT_FALSE(c.WaitForTrainingEnd(absl::Now()));
+  EXPECT_EQ(c.CountWorkers().lost, 0);
+  EXPECT_EQ(c.state(), TRAINING);
+}
+
 TEST(JobCoordinatorTest, PauseWaitsForWorkersAndResumeStartsANewGeneration) {
   JobCoordinator c(TwoWorkers());
   c.SetSpec(Spec(ASYNC));

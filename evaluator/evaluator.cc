@@ -97,6 +97,12 @@ absl::Status Evaluator::Run() {
     absl::StatusOr<StatusResponse> status =
         parts_.coordinator->GetStatus(absl::Seconds(5));
     if (!status.ok()) {
+      // The watch may have heard the job's end before the chief exited.
+      if (std::optional<StatusResponse> ended = watch.JobEnded()) {
+        status = *std::move(ended);
+      }
+    }
+    if (!status.ok()) {
       if (absl::Now() - last_contact > policy_.chief_timeout) {
         return absl::UnavailableError(
             absl::StrCat("lost the chief: ", status.status().message()));

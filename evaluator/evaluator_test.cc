@@ -1,6 +1,8 @@
 #include "evaluator/evaluator.h"
 
+#include <atomic>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -45,6 +47,60 @@ class SilentChief final : public CoordinatorClient {
   absl::StatusOr<JobDescription> DescribeJob(absl::Duration) override {
     return absl::UnavailableError("silent");
   }
+};
+
+// A chief that ends the job and exits: once `Exit()` is called, it answers
+// FAILED to one status request from a thread other than the evaluator's
+// loop (the job-end watch heard it), then nothing (the chief is gone): the
+// loop, busy when the answer came, finds the chief gone when it asks.
+class ExitingChief final : public CoordinatorClient {
+ public:
+  explicit ExitingChief(CoordinatorClient* inner) : inner_(inner) {}
+  void Exit() { exiting_ = true; }
+  bool WatchHeard() const { return answered_end_; }
+  absl::StatusOr<JobSpec> Register(const TaskId& task, uint64_t incarnation,
+                                   absl::Time deadline) override {
+    return inner_->Register(task, incarnation, deadline);
+  }
+  absl::StatusOr<StatusResponse> ReportProgress(
+      const ProgressReport& report, absl::Duration timeout) override {
+    return inner_->ReportProgress(report, timeout);
+  }
+  absl::StatusOr<StatusResponse> GetStatus(absl::Duration timeout) override {
+    {
+      MutexLock lock(&mu_);
+      if (!loop_.has_value()) loop_ = std::this_thread::get_id();
+      if (exiting_) {
+        if (answered_end_ || std::this_thread::get_id() == *loop_) {
+          return absl::UnavailableError("the chief at h:1 is gone");
+        }
+        answered_end_ = true;
+        StatusResponse failed;
+        failed.set_state(FAILED);
+        failed.set_message("worker-1 was lost for good");
+        return failed;
+      }
+    }
+    return inner_->GetStatus(timeout);
+  }
+  absl::Status ReportEvaluation(const EvaluationReport& report,
+                                absl::Duration timeout) override {
+    return inner_->ReportEvaluation(report, timeout);
+  }
+  absl::StatusOr<int64_t> RestoreCheckpoint(const std::string& path,
+                                            absl::Duration timeout) override {
+    return inner_->RestoreCheckpoint(path, timeout);
+  }
+  absl::StatusOr<JobDescription> DescribeJob(absl::Duration timeout) override {
+    return inner_->DescribeJob(timeout);
+  }
+
+ private:
+  CoordinatorClient* inner_;
+  Mutex mu_;
+  std::optional<std::thread::id> loop_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> exiting_{false};
+  std::atomic<bool> answered_end_{false};
 };
 
 // A parameter server that took the job's configuration and then went
@@ -215,6 +271,23 @@ TEST_F(EvaluatorTest, AChiefSilentPastTheTimeoutIsGivenUp) {
   EXPECT_THAT(Evaluator(parts_, policy_).Run(),
               StatusIs(absl::StatusCode::kUnavailable,
                        HasSubstr("lost the chief: the chief at h:1 is gone")));
+}
+
+// The job's end heard by the watch thread while the loop evaluated: the
+// loop ends as the job did when it finds the chief gone, instead of waiting
+// out its chief timeout.
+TEST_F(EvaluatorTest, AJobEndTheWatchHeardEndsTheLoopWhenTheChiefIsGone) {
+  ExitingChief chief(parts_.coordinator);
+  parts_.coordinator = &chief;
+  policy_.chief_timeout = absl::Hours(1);
+  absl::Status result;
+  std::thread evaluator([&] { result = Evaluator(parts_, policy_).Run(); });
+  absl::SleepFor(absl::Milliseconds(50));  // the loop asks first
+  chief.Exit();
+  evaluator.join();
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kAborted,
+                               HasSubstr("worker-1 was lost for good")));
+  EXPECT_TRUE(chief.WatchHeard());
 }
 
 // An evaluation blocked in a pull (its server gone for good) ends as soon

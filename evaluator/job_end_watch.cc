@@ -18,6 +18,11 @@ JobEndWatch::~JobEndWatch() {
   thread_.join();
 }
 
+std::optional<StatusResponse> JobEndWatch::JobEnded() const {
+  MutexLock lock(&mu_);
+  return ended_;
+}
+
 void JobEndWatch::Watch() {
   absl::Time last_contact = absl::Now();
   while (!stop_.WaitForNotificationWithTimeout(interval_)) {
@@ -26,6 +31,10 @@ void JobEndWatch::Watch() {
     if (status.ok()) {
       last_contact = absl::Now();
       cancel = status->state() == SUCCEEDED || status->state() == FAILED;
+      if (cancel) {
+        MutexLock lock(&mu_);
+        ended_ = *status;
+      }
     } else {
       cancel = absl::Now() - last_contact >= silence_;
     }

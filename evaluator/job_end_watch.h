@@ -13,12 +13,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <thread>
 
 #include "absl/time/time.h"
 #include "client/coordinator_client.h"
 #include "client/ps_client.h"
 #include "common/mutex.h"
+#include "proto/coordinator.pb.h"
 
 namespace psflow {
 
@@ -35,6 +37,11 @@ class JobEndWatch {
   // failed while this grew failed because of it.
   int64_t cancellations() const { return cancellations_.load(); }
 
+  // The chief's answer that said the job SUCCEEDED or FAILED, if one came:
+  // the evaluator's loop, busy evaluating when it came, may find the chief
+  // already gone when it asks next.
+  std::optional<StatusResponse> JobEnded() const;
+
  private:
   void Watch();
 
@@ -43,6 +50,8 @@ class JobEndWatch {
   const absl::Duration interval_;
   const absl::Duration silence_;
   std::atomic<int64_t> cancellations_{0};
+  mutable Mutex mu_;
+  std::optional<StatusResponse> ended_ ABSL_GUARDED_BY(mu_);
   Notification stop_;
   std::thread thread_;
 };
