@@ -107,7 +107,10 @@ def _threads_flag(argv, default=2):
 # OpenMP threads waiting passively: by default (spinning) torch's idle
 # OpenMP threads take the cores from OpenBLAS's during every GEMM, which
 # made training about 2.5x slower on 2 cores (an environment setting given
-# to the script wins).
+# to the script wins). PyTorch's own wheels (one OpenMP pool for all) are
+# the other way round: 2.11 trained 1.27x faster on 2 cores with
+# OMP_WAIT_POLICY=ACTIVE (bench/RESULTS.md, "Whole job against PyTorch"), so
+# give them that.
 os.environ["OPENBLAS_NUM_THREADS"] = _threads_flag(sys.argv[1:])
 os.environ["OMP_NUM_THREADS"] = _threads_flag(sys.argv[1:])
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

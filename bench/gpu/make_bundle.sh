@@ -12,6 +12,7 @@
 # Then, on the GPU machine, from a checkout that has it:
 #
 #   bash bench/gpu/run_gpu_bench.sh gpu_bundle.tar.xz [out_dir]
+#   bash bench/gpu/run_ctr_bench.sh gpu_bundle.tar.xz [out_dir]  # issue 18
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out="${1:-gpu_bundle}"
