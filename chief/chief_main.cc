@@ -15,6 +15,7 @@
 #include "common/role_config.h"
 #include "common/rpc/security_flags.h"
 #include "common/rpc/transport_security.h"
+#include "model/device/cpu/blas_kernels.h"
 
 ABSL_FLAG(int32_t, metrics_port, -1,
           "Serve Prometheus metrics at http://<bind_host>:<port>/metrics (0: "
@@ -43,6 +44,8 @@ ABSL_FLAG(int32_t, worker_replacement_timeout_s, 240,
           "come back (restarted, they register again) before the job fails");
 
 int main(int argc, char** argv) {
+  // Before anything else: it may start this binary again.
+  psflow::UseFastBlasKernels(argv);
   psflow::StartRoleProcess(argc, argv);
   using namespace psflow;
   absl::StatusOr<TfConfig> role_config = LoadRoleConfig(

@@ -15,6 +15,7 @@
 #include "common/rpc/security_flags.h"
 #include "common/rpc/transport_security.h"
 #include "evaluator/evaluator_runner.h"
+#include "model/device/cpu/blas_kernels.h"
 #include "model/device/select_device.h"
 
 ABSL_FLAG(std::string, tf_config, "",
@@ -108,6 +109,8 @@ int Run() {
 }  // namespace psflow
 
 int main(int argc, char** argv) {
+  // Before anything else: it may start this binary again.
+  psflow::UseFastBlasKernels(argv);
   psflow::StartRoleProcess(argc, argv);
   return psflow::Run();
 }

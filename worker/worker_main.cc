@@ -27,6 +27,7 @@
 #include "common/rpc/health_server.h"
 #include "common/rpc/security_flags.h"
 #include "common/rpc/transport_security.h"
+#include "model/device/cpu/blas_kernels.h"
 #include "model/device/select_device.h"
 #include "worker/training_job.h"
 #include "worker/worker_metrics.h"
@@ -294,6 +295,8 @@ int Run() {
 }  // namespace psflow
 
 int main(int argc, char** argv) {
+  // Before anything else: it may start this binary again.
+  psflow::UseFastBlasKernels(argv);
   psflow::StartRoleProcess(argc, argv);
   return psflow::Run();
 }
