@@ -27,11 +27,11 @@ CpuFeatures DetectCpuFeatures() {
   CpuFeatures cpu;
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  cpu.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  cpu.avx512 = __builtin_cpu_supports("avx512f") &&
-               __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512dq") &&
-               __builtin_cpu_supports("avx512vl");
+  cpu.avx2_fma =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  cpu.avx512 =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
 #endif
   return cpu;
 }
@@ -73,7 +73,14 @@ void UseFastBlasKernels(char** argv) {
                   "these)";
   setenv("OPENBLAS_CORETYPE", better->c_str(), 1);
   setenv(kRestartedMarker, "1", 1);
-  execv("/proc/self/exe", argv);
+  // The binary's own path, so the process keeps its name ("worker", not
+  // "exe") for ps, top and pkill.
+  char path[4096];
+  const ssize_t length = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (length > 0) {
+    path[length] = '\0';
+    execv(path, argv);
+  }
   // Still here: the restart failed; go on with the slow kernels.
   LOG(WARNING) << "could not start again (" << std::strerror(errno)
                << "); going on with the " << chosen << " kernels";

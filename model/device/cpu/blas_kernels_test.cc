@@ -18,9 +18,8 @@ TEST(BlasKernelsTest, GenericKernelsOnACapableCpuAreReplaced) {
 TEST(BlasKernelsTest, FitKernelsAndOlderCpusAreLeftAlone) {
   const CpuFeatures avx512{true, true};
   const CpuFeatures none{false, false};
-  for (const char* fit :
-       {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids",
-        "haswell"}) {
+  for (const char* fit : {"Haswell", "Zen", "SkylakeX", "Cooperlake",
+                          "SapphireRapids", "haswell"}) {
     EXPECT_EQ(BetterBlasKernels(fit, avx512), std::nullopt) << fit;
   }
   EXPECT_EQ(BetterBlasKernels("Prescott", none), std::nullopt);
