@@ -164,12 +164,12 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
   DatasetInfo train;
   int num_fields = 0;
   if (job.data().format() == DataConfig::CRITEO) {
-    // Click-through-rate text: read once to count and check every line
-    // (the examples are dropped; workers read their own shards).
+    // Click-through-rate text: read once to count and check every line,
+    // holding one line at a time (workers read their own shards).
     const CriteoFormat format =
         CriteoFormatOf(job.data().num_dense(), job.data().num_fields());
     ASSIGN_OR_RETURN(CtrExamples examples,
-                     LoadCriteoFile(job.data().train_path(), format));
+                     DescribeCriteoFile(job.data().train_path(), format));
     train.num_examples = examples.num_examples;
     train.example_shape = {format.num_dense};
     train.num_classes = 2;

@@ -102,11 +102,14 @@ absl::StatusOr<CtrExamples> ParseCriteoText(absl::string_view text,
   return std::move(parser).Finish();
 }
 
-absl::StatusOr<CtrExamples> LoadCriteoFile(const std::string& path,
-                                           const CriteoFormat& format) {
+namespace {
+
+absl::StatusOr<CtrExamples> ReadCriteoFile(const std::string& path,
+                                           const CriteoFormat& format,
+                                           bool keep_examples) {
   RETURN_IF_ERROR(CheckCriteoFormat(format));
   ASSIGN_OR_RETURN(GzFile f, Open(path));
-  CriteoTextParser parser(format, path);
+  CriteoTextParser parser(format, path, keep_examples);
   // Not zeroed: gzread fills what it returns.
   const std::unique_ptr<char[]> buffer(new char[kReadBytes]);
   while (true) {
@@ -129,6 +132,18 @@ absl::StatusOr<CtrExamples> LoadCriteoFile(const std::string& path,
   // A truncated gzip file reads like a shorter one until this check.
   RETURN_IF_ERROR(Decompression(path, f.get()));
   return std::move(parser).Finish();
+}
+
+}  // namespace
+
+absl::StatusOr<CtrExamples> LoadCriteoFile(const std::string& path,
+                                           const CriteoFormat& format) {
+  return ReadCriteoFile(path, format, /*keep_examples=*/true);
+}
+
+absl::StatusOr<CtrExamples> DescribeCriteoFile(const std::string& path,
+                                               const CriteoFormat& format) {
+  return ReadCriteoFile(path, format, /*keep_examples=*/false);
 }
 
 }  // namespace psflow

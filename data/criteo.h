@@ -71,6 +71,13 @@ absl::StatusOr<CtrExamples> ParseCriteoText(absl::string_view text,
 absl::StatusOr<CtrExamples> LoadCriteoFile(
     const std::string& path, const CriteoFormat& format = CriteoFormat());
 
+// As LoadCriteoFile, every line checked, but only counted: the result has
+// num_examples, num_dense and num_fields and no example data, and memory
+// stays that of one line whatever the file's size (the chief learns a
+// job's size so, without holding its training set).
+absl::StatusOr<CtrExamples> DescribeCriteoFile(
+    const std::string& path, const CriteoFormat& format = CriteoFormat());
+
 }  // namespace psflow
 
 #endif  // PSFLOW_DATA_CRITEO_H_

@@ -80,8 +80,9 @@ int64_t ColumnCount(absl::string_view line) {
 
 }  // namespace
 
-CriteoTextParser::CriteoTextParser(const CriteoFormat& format, std::string name)
-    : format_(format), name_(std::move(name)) {
+CriteoTextParser::CriteoTextParser(const CriteoFormat& format, std::string name,
+                                   bool keep_examples)
+    : format_(format), name_(std::move(name)), keep_examples_(keep_examples) {
   examples_.num_dense = format.num_dense;
   examples_.num_fields = format.num_fields;
   examples_.offsets.push_back(0);
@@ -223,6 +224,13 @@ absl::Status CriteoTextParser::ParseLine(absl::string_view line) {
   examples_.dense.insert(examples_.dense.end(), dense,
                          dense + format_.num_dense);
   ++examples_.num_examples;
+  if (!keep_examples_) {
+    // Counted and checked; the buffers keep their capacity for the next.
+    examples_.ids.clear();
+    examples_.offsets.resize(1);
+    examples_.labels.clear();
+    examples_.dense.clear();
+  }
   return absl::OkStatus();
 }
 

@@ -20,8 +20,11 @@ namespace psflow {
 class CriteoTextParser {
  public:
   // `format` must pass CheckCriteoFormat. `name` (a path) starts every
-  // error message.
-  CriteoTextParser(const CriteoFormat& format, std::string name);
+  // error message. Without `keep_examples` every line is checked and
+  // counted, then dropped: Finish returns the count (num_examples) and the
+  // column counts, with no example data, in memory that does not grow.
+  CriteoTextParser(const CriteoFormat& format, std::string name,
+                   bool keep_examples = true);
   CriteoTextParser(const CriteoTextParser&) = delete;
   CriteoTextParser& operator=(const CriteoTextParser&) = delete;
 
@@ -52,6 +55,7 @@ class CriteoTextParser {
 
   const CriteoFormat format_;
   const std::string name_;
+  const bool keep_examples_;
   int64_t line_number_ = 0;  // of the line being parsed, 1-based
   std::string pending_;      // an unfinished line, never empty when kept
   CtrExamples examples_;

@@ -307,6 +307,31 @@ TEST(CriteoTest, AGzippedFileNamesTheBadLine) {
                        HasSubstr(path + ":2: 41 tab-separated columns")));
 }
 
+// The chief's count of a training file: every line checked, none kept.
+TEST(CriteoTest, DescribingAFileCountsAndChecksWithoutKeepingExamples) {
+  std::string text;
+  for (int i = 0; i < 5000; ++i) text += CriteoLine(i % 3 == 0) + "\n";
+  for (const std::string& path :
+       {WriteRaw("describe.txt", text), WriteRaw("describe.gz", Gzip(text))}) {
+    ASSERT_OK_AND_ASSIGN(CtrExamples described, DescribeCriteoFile(path));
+    EXPECT_EQ(described.num_examples, 5000);
+    EXPECT_EQ(described.num_dense, 13);
+    EXPECT_EQ(described.num_fields, 26);
+    EXPECT_TRUE(described.ids.empty());
+    EXPECT_TRUE(described.labels.empty());
+    EXPECT_TRUE(described.dense.empty());
+    EXPECT_LE(described.offsets.size(), 1u);
+  }
+  const std::string bad = WriteRaw(
+      "describe_bad.txt", CriteoLine(1) + "\n" + CriteoLine(0) + "\tx\n");
+  EXPECT_THAT(
+      DescribeCriteoFile(bad),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(bad + ":2: ")));
+  EXPECT_THAT(DescribeCriteoFile(WriteRaw("describe_empty.txt", "")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("holds no examples")));
+}
+
 CtrExamples Numbered(int n) {
   std::string text;
   // Example i: label i % 2, dense i, field 1 holds id of value i (field 0
