@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "model/device/cpu/cpu_device.h"
 #include "proto/protocol.h"
+#include "tests/forwarding_coordinator.h"
 #include "tests/in_process_job.h"
 
 namespace psflow {
@@ -53,19 +54,11 @@ class SilentChief final : public CoordinatorClient {
 // FAILED to one status request from a thread other than the evaluator's
 // loop (the job-end watch heard it), then nothing (the chief is gone): the
 // loop, busy when the answer came, finds the chief gone when it asks.
-class ExitingChief final : public CoordinatorClient {
+class ExitingChief final : public testing::ForwardingCoordinator {
  public:
-  explicit ExitingChief(CoordinatorClient* inner) : inner_(inner) {}
+  using ForwardingCoordinator::ForwardingCoordinator;
   void Exit() { exiting_ = true; }
   bool WatchHeard() const { return answered_end_; }
-  absl::StatusOr<JobSpec> Register(const TaskId& task, uint64_t incarnation,
-                                   absl::Time deadline) override {
-    return inner_->Register(task, incarnation, deadline);
-  }
-  absl::StatusOr<StatusResponse> ReportProgress(
-      const ProgressReport& report, absl::Duration timeout) override {
-    return inner_->ReportProgress(report, timeout);
-  }
   absl::StatusOr<StatusResponse> GetStatus(absl::Duration timeout) override {
     {
       MutexLock lock(&mu_);
@@ -81,22 +74,10 @@ class ExitingChief final : public CoordinatorClient {
         return failed;
       }
     }
-    return inner_->GetStatus(timeout);
-  }
-  absl::Status ReportEvaluation(const EvaluationReport& report,
-                                absl::Duration timeout) override {
-    return inner_->ReportEvaluation(report, timeout);
-  }
-  absl::StatusOr<int64_t> RestoreCheckpoint(const std::string& path,
-                                            absl::Duration timeout) override {
-    return inner_->RestoreCheckpoint(path, timeout);
-  }
-  absl::StatusOr<JobDescription> DescribeJob(absl::Duration timeout) override {
-    return inner_->DescribeJob(timeout);
+    return ForwardingCoordinator::GetStatus(timeout);
   }
 
  private:
-  CoordinatorClient* inner_;
   Mutex mu_;
   std::optional<std::thread::id> loop_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> exiting_{false};

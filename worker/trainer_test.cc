@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/device/cpu/cpu_device.h"
+#include "tests/forwarding_coordinator.h"
 #include "tests/in_process_job.h"
 
 namespace psflow {
@@ -285,36 +286,15 @@ TEST_F(TrainerTest, BoundedWorkerWaitsForTheSlowestAndGoesOnWhenItIsLost) {
 }
 
 // Counts the heartbeats that reach the chief.
-class CountingCoordinator final : public CoordinatorClient {
+class CountingCoordinator final : public testing::ForwardingCoordinator {
  public:
-  explicit CountingCoordinator(CoordinatorClient* inner) : inner_(inner) {}
-  absl::StatusOr<JobSpec> Register(const TaskId& task, uint64_t incarnation,
-                                   absl::Time deadline) override {
-    return inner_->Register(task, incarnation, deadline);
-  }
+  using ForwardingCoordinator::ForwardingCoordinator;
   absl::StatusOr<StatusResponse> ReportProgress(
       const ProgressReport& report, absl::Duration timeout) override {
     ++reports;
-    return inner_->ReportProgress(report, timeout);
-  }
-  absl::StatusOr<StatusResponse> GetStatus(absl::Duration timeout) override {
-    return inner_->GetStatus(timeout);
-  }
-  absl::Status ReportEvaluation(const EvaluationReport& report,
-                                absl::Duration timeout) override {
-    return inner_->ReportEvaluation(report, timeout);
-  }
-  absl::StatusOr<int64_t> RestoreCheckpoint(const std::string& path,
-                                            absl::Duration timeout) override {
-    return inner_->RestoreCheckpoint(path, timeout);
-  }
-  absl::StatusOr<JobDescription> DescribeJob(absl::Duration timeout) override {
-    return inner_->DescribeJob(timeout);
+    return ForwardingCoordinator::ReportProgress(report, timeout);
   }
   std::atomic<int> reports{0};
-
- private:
-  CoordinatorClient* inner_;
 };
 
 // A worker blocked on a pull (here: waiting for a slower worker) keeps
@@ -344,13 +324,9 @@ TEST_F(TrainerTest, AWaitingWorkerKeepsHeartbeating) {
 // A chief that restarted answers INITIALIZING (with a generation of its
 // own) until it has restored the model. A worker waits for it to train
 // again rather than train on a model about to be replaced.
-class RestartingChief final : public CoordinatorClient {
+class RestartingChief final : public testing::ForwardingCoordinator {
  public:
-  explicit RestartingChief(CoordinatorClient* inner) : inner_(inner) {}
-  absl::StatusOr<JobSpec> Register(const TaskId& task, uint64_t incarnation,
-                                   absl::Time deadline) override {
-    return inner_->Register(task, incarnation, deadline);
-  }
+  using ForwardingCoordinator::ForwardingCoordinator;
   absl::StatusOr<StatusResponse> ReportProgress(
       const ProgressReport& report, absl::Duration timeout) override {
     if (initializing) {
@@ -360,28 +336,12 @@ class RestartingChief final : public CoordinatorClient {
       status.set_generation(424242);
       return status;
     }
-    return inner_->ReportProgress(report, timeout);
-  }
-  absl::StatusOr<StatusResponse> GetStatus(absl::Duration timeout) override {
-    return inner_->GetStatus(timeout);
-  }
-  absl::Status ReportEvaluation(const EvaluationReport& report,
-                                absl::Duration timeout) override {
-    return inner_->ReportEvaluation(report, timeout);
-  }
-  absl::StatusOr<int64_t> RestoreCheckpoint(const std::string& path,
-                                            absl::Duration timeout) override {
-    return inner_->RestoreCheckpoint(path, timeout);
-  }
-  absl::StatusOr<JobDescription> DescribeJob(absl::Duration timeout) override {
-    return inner_->DescribeJob(timeout);
+    return ForwardingCoordinator::ReportProgress(report, timeout);
   }
   std::atomic<bool> initializing{false};
   std::atomic<int> answered_initializing{0};
-
- private:
-  CoordinatorClient* inner_;
 };
+std::atomic<int> answered_initializing{0};
 
 TEST_F(TrainerTest, AWorkerWaitsWhileARestartedChiefRestoresTheModel) {
   SetUpJob(ASYNC, 400);
