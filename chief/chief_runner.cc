@@ -156,6 +156,170 @@ bool CheckpointsConfigured(const ChiefOptions& options) {
          !options.job.checkpoint().directory().empty();
 }
 
+// A fresh job: the model's initial values on every server, then the
+// initial checkpoint (a consistent state to recover from before the first
+// scheduled save). Nothing has trained yet (workers join only once the
+// chief is prepared), so a parameter server lost meanwhile costs nothing:
+// wait for it, create the variables again and start over.
+absl::Status InitializeModel(const ChiefOptions& options,
+                             const ModelDefinition& model,
+                             const std::vector<EmbeddingTableSpec>& tables,
+                             const Placement& placement,
+                             JobCoordinator& coordinator, Prepared& prepared) {
+  const TfConfig& tf = options.tf_config;
+  const JobConfig& job = options.job;
+  const int num_workers = prepared.spec.num_workers();
+  const ConfigureRequest& ps = prepared.spec.ps_config();
+  coordinator.SetActivity("initializing the variables");
+  const std::vector<ModelVariable>& variables = model.variables();
+  std::vector<std::vector<float>> initial =
+      InitialValues(variables, job.training().seed());
+  std::vector<ParameterClient::Const> values;
+  for (size_t v = 0; v < variables.size(); ++v) {
+    values.emplace_back(variables[v].name(), initial[v]);
+  }
+  constexpr int kAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    absl::Status initialized = prepared.client->Assign(values)->Wait();
+    if (initialized.ok()) {
+      LOG(INFO) << "initialized " << variables.size() << " variables ("
+                << absl::StrJoin(placement.bytes_per_ps, ", ")
+                << " bytes per ps); " << prepared.spec.total_steps()
+                << " global steps over " << num_workers << " workers";
+    }
+    if (initialized.ok() && prepared.checkpoints != nullptr) {
+      // A consistent state to recover from before the first scheduled
+      // save: a parameter server lost early is restored from it, not the
+      // job lost.
+      coordinator.SetActivity("saving the initial checkpoint");
+      absl::StatusOr<SavedCheckpoint> saved = prepared.checkpoints->Save();
+      if (saved.ok()) {
+        LogSavedCheckpoint(*saved);
+        prepared.restored_step = saved->step;
+      } else {
+        initialized = absl::Status(
+            saved.status().code(),
+            absl::StrCat("the initial checkpoint (step 0) failed: ",
+                         saved.status().message()));
+      }
+    }
+    if (initialized.ok()) return absl::OkStatus();
+    if (attempt == kAttempts) return initialized;
+    LOG(WARNING) << "initializing the variables failed ("
+                 << initialized.message()
+                 << "); waiting for every parameter server and starting over";
+    coordinator.SetActivity("initializing again after a lost parameter server");
+    RETURN_IF_ERROR(WaitForParameterServers(
+        tf, options.security, absl::Now() + options.ps_return_timeout,
+        coordinator.servers()));
+    RETURN_IF_ERROR(ConfigureAsTheJobsChief(
+        *prepared.client, ps, absl::Now() + options.ps_return_timeout,
+        coordinator));
+    RETURN_IF_ERROR(prepared.client->CreateVariables());
+    RETURN_IF_ERROR(prepared.client->CreateTables(tables));
+  }
+}
+
+// A restarted chief finds the job's model where its predecessor left it:
+// on the servers (consistent: resumed from them, nothing thrown away) or in
+// the newest checkpoint (restored). True when resumed either way; false
+// for a fresh job (nothing trained, no checkpoint); FailedPrecondition
+// when some servers hold trained state, others lost theirs, and no
+// checkpoint can make them consistent.
+absl::StatusOr<bool> ResumeExistingModel(const ChiefOptions& options,
+                                         JobCoordinator& coordinator,
+                                         Prepared& prepared) {
+  const JobConfig& job = options.job;
+  ASSIGN_OR_RETURN(ServerStates servers, ServerStatesOf(*prepared.client));
+  if (servers.LiveModelUsable()) {
+    // This chief restarted while the servers (and the workers) went on:
+    // their model is consistent and newer than any checkpoint, so resuming
+    // from it throws no work away. A sync checkpoint's hold that the old
+    // chief left is this one's to lift.
+    if (job.training().mode() == SYNC) {
+      HoldRequest release;
+      release.set_protocol_version(kProtocolVersion);
+      release.set_action(HoldRequest::RELEASE);
+      absl::Status released = prepared.client->HoldAll(release).status();
+      if (!released.ok()) {
+        LOG(WARNING) << "cannot lift a checkpoint hold the previous chief "
+                        "may have left: "
+                     << released.message();
+      }
+    }
+    LOG(INFO) << "every parameter server holds this job's trained variables "
+                 "(none restarted, no restore cut short); resuming from them, "
+                 "which is newer than any checkpoint";
+    return true;
+  }
+  if (prepared.checkpoints != nullptr) {
+    ASSIGN_OR_RETURN(std::optional<std::string> latest,
+                     LatestCheckpoint(prepared.checkpoints->directory()));
+    if (latest.has_value()) {
+      if (!servers.trained.empty()) {
+        LOG(WARNING) << "the parameter servers' own state cannot be resumed ("
+                     << (servers.untouched.empty()
+                             ? ""
+                             : absl::StrCat(
+                                   absl::StrJoin(servers.untouched, ", "),
+                                   " restarted and lost theirs; "))
+                     << (servers.restore_pending.empty()
+                             ? ""
+                             : absl::StrCat("a restore was cut short on ",
+                                            absl::StrJoin(
+                                                servers.restore_pending, ", ")))
+                     << "); restoring the newest checkpoint";
+      }
+      coordinator.SetActivity(absl::StrCat("restoring ", *latest));
+      const absl::Time start = absl::Now();
+      absl::StatusOr<int64_t> step = RestoreCheckpoint(
+          *latest, job.optimizer(), *prepared.client, absl::Minutes(10));
+      if (!step.ok()) {
+        return absl::Status(
+            step.status().code(),
+            absl::StrCat("cannot resume from ", *latest, ": ",
+                         step.status().message(),
+                         " (`psctl ckpt verify` checks it; point "
+                         "checkpoint.directory elsewhere to start afresh)"));
+      }
+      prepared.restored_step = *step;
+      // A restarted chief: the workers that kept training meanwhile say how
+      // far the job had come (the work the restore throws away).
+      int64_t reached = 0;
+      for (const ProgressReport& report : coordinator.LastReports()) {
+        reached = std::max(reached, report.global_step());
+      }
+      reached = std::min(reached, prepared.spec.total_steps());
+      LOG(INFO) << "restored " << *latest << " in "
+                << absl::FormatDuration(
+                       absl::Trunc(absl::Now() - start, absl::Milliseconds(1)))
+                << "; resuming at global step " << *step << " of "
+                << prepared.spec.total_steps()
+                << (reached > 0
+                        ? absl::StrCat(" (the job had reached ", reached, ": ",
+                                       std::max<int64_t>(0, reached - *step),
+                                       " steps to train again)")
+                        : "");
+      return true;
+    }
+  }
+  if (!servers.trained.empty()) {
+    // Some servers hold trained variables, but not a consistent model,
+    // and there is no checkpoint to assemble one from.
+    std::vector<std::string> lost = servers.untouched;
+    lost.insert(lost.end(), servers.restore_pending.begin(),
+                servers.restore_pending.end());
+    return absl::FailedPreconditionError(absl::StrCat(
+        absl::StrJoin(servers.trained, ", "), " hold trained variables but ",
+        absl::StrJoin(lost, ", "),
+        " lost theirs (restarted, or a restore was cut short), and there is "
+        "no checkpoint to restore: the job cannot resume consistently. "
+        "Restart every parameter server to train afresh, or configure "
+        "checkpoint.directory so a lost server can be recovered"));
+  }
+  return false;
+}
+
 absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
                                     absl::Time deadline,
                                     JobCoordinator& coordinator) {
@@ -264,144 +428,12 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
         prepared.checkpoints,
         CheckpointManager::Create(checkpoint_options, prepared.client.get()));
   }
-  ASSIGN_OR_RETURN(ServerStates servers, ServerStatesOf(*prepared.client));
-  if (servers.LiveModelUsable()) {
-    // This chief restarted while the servers (and the workers) went on:
-    // their model is consistent and newer than any checkpoint, so resuming
-    // from it throws no work away. A sync checkpoint's hold that the old
-    // chief left is this one's to lift.
-    if (job.training().mode() == SYNC) {
-      HoldRequest release;
-      release.set_protocol_version(kProtocolVersion);
-      release.set_action(HoldRequest::RELEASE);
-      absl::Status released = prepared.client->HoldAll(release).status();
-      if (!released.ok()) {
-        LOG(WARNING) << "cannot lift a checkpoint hold the previous chief "
-                        "may have left: "
-                     << released.message();
-      }
-    }
-    LOG(INFO) << "every parameter server holds this job's trained variables "
-                 "(none restarted, no restore cut short); resuming from them, "
-                 "which is newer than any checkpoint";
-    return prepared;
-  }
-  if (prepared.checkpoints != nullptr) {
-    ASSIGN_OR_RETURN(std::optional<std::string> latest,
-                     LatestCheckpoint(prepared.checkpoints->directory()));
-    if (latest.has_value()) {
-      if (!servers.trained.empty()) {
-        LOG(WARNING) << "the parameter servers' own state cannot be resumed ("
-                     << (servers.untouched.empty()
-                             ? ""
-                             : absl::StrCat(
-                                   absl::StrJoin(servers.untouched, ", "),
-                                   " restarted and lost theirs; "))
-                     << (servers.restore_pending.empty()
-                             ? ""
-                             : absl::StrCat("a restore was cut short on ",
-                                            absl::StrJoin(
-                                                servers.restore_pending, ", ")))
-                     << "); restoring the newest checkpoint";
-      }
-      coordinator.SetActivity(absl::StrCat("restoring ", *latest));
-      const absl::Time start = absl::Now();
-      absl::StatusOr<int64_t> step = RestoreCheckpoint(
-          *latest, job.optimizer(), *prepared.client, absl::Minutes(10));
-      if (!step.ok()) {
-        return absl::Status(
-            step.status().code(),
-            absl::StrCat("cannot resume from ", *latest, ": ",
-                         step.status().message(),
-                         " (`psctl ckpt verify` checks it; point "
-                         "checkpoint.directory elsewhere to start afresh)"));
-      }
-      prepared.restored_step = *step;
-      // A restarted chief: the workers that kept training meanwhile say how
-      // far the job had come (the work the restore throws away).
-      int64_t reached = 0;
-      for (const ProgressReport& report : coordinator.LastReports()) {
-        reached = std::max(reached, report.global_step());
-      }
-      reached = std::min(reached, spec.total_steps());
-      LOG(INFO) << "restored " << *latest << " in "
-                << absl::FormatDuration(
-                       absl::Trunc(absl::Now() - start, absl::Milliseconds(1)))
-                << "; resuming at global step " << *step << " of "
-                << spec.total_steps()
-                << (reached > 0
-                        ? absl::StrCat(" (the job had reached ", reached, ": ",
-                                       std::max<int64_t>(0, reached - *step),
-                                       " steps to train again)")
-                        : "");
-      return prepared;
-    }
-  }
-  if (!servers.trained.empty()) {
-    // Some servers hold trained variables, but not a consistent model,
-    // and there is no checkpoint to assemble one from.
-    std::vector<std::string> lost = servers.untouched;
-    lost.insert(lost.end(), servers.restore_pending.begin(),
-                servers.restore_pending.end());
-    return absl::FailedPreconditionError(absl::StrCat(
-        absl::StrJoin(servers.trained, ", "), " hold trained variables but ",
-        absl::StrJoin(lost, ", "),
-        " lost theirs (restarted, or a restore was cut short), and there is "
-        "no checkpoint to restore: the job cannot resume consistently. "
-        "Restart every parameter server to train afresh, or configure "
-        "checkpoint.directory so a lost server can be recovered"));
-  }
-  coordinator.SetActivity("initializing the variables");
-  const std::vector<ModelVariable>& variables = model->variables();
-  std::vector<std::vector<float>> initial =
-      InitialValues(variables, job.training().seed());
-  std::vector<ParameterClient::Const> values;
-  for (size_t v = 0; v < variables.size(); ++v) {
-    values.emplace_back(variables[v].name(), initial[v]);
-  }
-  // Nothing has trained yet (workers join only once this returns), so a
-  // parameter server lost meanwhile costs nothing: wait for it, create
-  // the variables again and start over.
-  constexpr int kAttempts = 3;
-  for (int attempt = 1;; ++attempt) {
-    absl::Status initialized = prepared.client->Assign(values)->Wait();
-    if (initialized.ok()) {
-      LOG(INFO) << "initialized " << variables.size() << " variables ("
-                << absl::StrJoin(placement.bytes_per_ps, ", ")
-                << " bytes per ps); " << spec.total_steps()
-                << " global steps over " << num_workers << " workers";
-    }
-    if (initialized.ok() && prepared.checkpoints != nullptr) {
-      // A consistent state to recover from before the first scheduled
-      // save: a parameter server lost early is restored from it, not the
-      // job lost.
-      coordinator.SetActivity("saving the initial checkpoint");
-      absl::StatusOr<SavedCheckpoint> saved = prepared.checkpoints->Save();
-      if (saved.ok()) {
-        LogSavedCheckpoint(*saved);
-        prepared.restored_step = saved->step;
-      } else {
-        initialized = absl::Status(
-            saved.status().code(),
-            absl::StrCat("the initial checkpoint (step 0) failed: ",
-                         saved.status().message()));
-      }
-    }
-    if (initialized.ok()) return prepared;
-    if (attempt == kAttempts) return initialized;
-    LOG(WARNING) << "initializing the variables failed ("
-                 << initialized.message()
-                 << "); waiting for every parameter server and starting over";
-    coordinator.SetActivity("initializing again after a lost parameter server");
-    RETURN_IF_ERROR(WaitForParameterServers(
-        tf, options.security, absl::Now() + options.ps_return_timeout,
-        coordinator.servers()));
-    RETURN_IF_ERROR(ConfigureAsTheJobsChief(
-        *prepared.client, ps, absl::Now() + options.ps_return_timeout,
-        coordinator));
-    RETURN_IF_ERROR(prepared.client->CreateVariables());
-    RETURN_IF_ERROR(prepared.client->CreateTables(tables));
-  }
+  ASSIGN_OR_RETURN(bool resumed,
+                   ResumeExistingModel(options, coordinator, prepared));
+  if (resumed) return prepared;
+  RETURN_IF_ERROR(InitializeModel(options, *model, tables, placement,
+                                  coordinator, prepared));
+  return prepared;
 }
 
 absl::Status WriteResult(const std::string& path, const JobCoordinator& c,
