@@ -289,17 +289,12 @@ absl::StatusOr<bool> ResumeExistingModel(const ChiefOptions& options,
       for (const ProgressReport& report : coordinator.LastReports()) {
         reached = std::max(reached, report.global_step());
       }
-      reached = std::min(reached, prepared.spec.total_steps());
       LOG(INFO) << "restored " << *latest << " in "
                 << absl::FormatDuration(
                        absl::Trunc(absl::Now() - start, absl::Milliseconds(1)))
                 << "; resuming at global step " << *step << " of "
                 << prepared.spec.total_steps()
-                << (reached > 0
-                        ? absl::StrCat(" (the job had reached ", reached, ": ",
-                                       std::max<int64_t>(0, reached - *step),
-                                       " steps to train again)")
-                        : "");
+                << TrainAgainNote(reached, *step, prepared.spec.total_steps());
       return true;
     }
   }
@@ -669,23 +664,18 @@ absl::StatusOr<FinalSave> SaveFinalCheckpoint(
   }
   LOG(WARNING) << "parameter server lost at the final checkpoint: "
                << servers.message();
-  ASSIGN_OR_RETURN(std::optional<std::string> latest,
-                   LatestCheckpoint(checkpoints->directory()));
-  if (!latest.has_value()) {
-    return absl::UnavailableError(absl::StrCat(
-        servers.message(), "; no checkpoint was saved to recover from"));
-  }
-  absl::StatusOr<int64_t> step = PauseAndRestore(
-      RecoveryOptionsFor(options, coordinator, prepared),
-      absl::StrCat("recovering from a parameter server lost at the final "
-                   "checkpoint (",
-                   servers.message(), ")"),
-      *latest);
-  if (!step.ok()) {
-    return absl::Status(
-        step.status().code(),
-        absl::StrCat("recovery failed: ", step.status().message()));
-  }
+  const RecoveryOptions recovery =
+      RecoveryOptionsFor(options, coordinator, prepared);
+  RETURN_IF_ERROR(
+      RecoverFromNewestCheckpoint(
+          servers, checkpoints->directory(),
+          absl::StrCat("recovering from a parameter server lost at the final "
+                       "checkpoint (",
+                       servers.message(), ")"),
+          [&](const std::string& why, const std::string& checkpoint) {
+            return PauseAndRestore(recovery, why, checkpoint);
+          })
+          .status());
   return FinalSave::kTrainAgain;
 }
 

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "checkpoint/checkpoint_manager.h"
+#include "checkpoint/state_file.h"
 #include "client/health_check.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -43,11 +44,8 @@ absl::StatusOr<int64_t> PauseAndRestore(const RecoveryOptions& options,
         "); nothing to restore into"));
   }
   // How far training had come: the steps past the restored checkpoint are
-  // trained again (the work the fault cost). Async pushes already in
-  // flight at the last step can carry the count past the total; those
-  // steps are not trained again.
-  const int64_t reached =
-      std::min(coordinator.Status().global_step(), options.spec->total_steps());
+  // trained again (the work the fault cost).
+  const int64_t reached = coordinator.Status().global_step();
   LOG(INFO) << "pausing the workers at global step " << reached << ": " << why;
   if (options.spec->config().training().mode() == BOUNDED) {
     // A worker waiting for a slower one would not see the pause until its
@@ -98,10 +96,38 @@ absl::StatusOr<int64_t> PauseAndRestore(const RecoveryOptions& options,
   LOG(INFO) << "restored " << checkpoint << " in "
             << absl::FormatDuration(
                    absl::Trunc(absl::Now() - start, absl::Milliseconds(1)))
-            << "; resuming at global step " << step << " (the job had reached "
-            << reached << ": " << std::max<int64_t>(0, reached - step)
-            << " steps to train again)";
+            << "; resuming at global step " << step
+            << TrainAgainNote(reached, step, options.spec->total_steps());
   coordinator.Resume(step);
+  return step;
+}
+
+std::string TrainAgainNote(int64_t reached, int64_t restored,
+                           int64_t total_steps) {
+  // Async pushes already in flight at the last step can carry the count
+  // past the total; those steps are not trained again.
+  reached = std::min(reached, total_steps);
+  if (reached <= 0) return "";
+  return absl::StrCat(" (the job had reached ", reached, ": ",
+                      std::max<int64_t>(0, reached - restored),
+                      " steps to train again)");
+}
+
+absl::StatusOr<int64_t> RecoverFromNewestCheckpoint(
+    const absl::Status& lost, const std::string& directory,
+    const std::string& why, const RestoreFunction& restore) {
+  ASSIGN_OR_RETURN(std::optional<std::string> latest,
+                   LatestCheckpoint(directory));
+  if (!latest.has_value()) {
+    return absl::UnavailableError(absl::StrCat(
+        lost.message(), "; no checkpoint was saved yet to recover from"));
+  }
+  absl::StatusOr<int64_t> step = restore(why, *latest);
+  if (!step.ok()) {
+    return absl::Status(
+        step.status().code(),
+        absl::StrCat("recovery failed: ", step.status().message()));
+  }
   return step;
 }
 

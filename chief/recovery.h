@@ -11,6 +11,7 @@
 #define PSFLOW_CHIEF_RECOVERY_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,6 +54,24 @@ struct RecoveryOptions {
 absl::StatusOr<int64_t> PauseAndRestore(const RecoveryOptions& options,
                                         const std::string& why,
                                         const std::string& checkpoint);
+
+// What a restore to `restored` throws away when the job had reached
+// `reached` (capped at its total): " (the job had reached R: N steps to
+// train again)", the form the logs and the fault harness use; "" when the
+// reached step is unknown (0).
+std::string TrainAgainNote(int64_t reached, int64_t restored,
+                           int64_t total_steps);
+
+// Recovers the model after a server was lost (`lost` says which): restores
+// the newest checkpoint in `directory` through `restore` (PauseAndRestore,
+// or a test's) with `why` as the reason the workers are told; returns the
+// step resumed at. Unavailable when no checkpoint was saved yet; a failed
+// restore is its error, prefixed "recovery failed: ".
+using RestoreFunction = std::function<absl::StatusOr<int64_t>(
+    const std::string& why, const std::string& checkpoint)>;
+absl::StatusOr<int64_t> RecoverFromNewestCheckpoint(
+    const absl::Status& lost, const std::string& directory,
+    const std::string& why, const RestoreFunction& restore);
 
 }  // namespace psflow
 

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "checkpoint/state_file.h"
+#include "chief/recovery.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 
@@ -165,22 +165,13 @@ absl::Status TrainingSupervisor::RecoverLostServer(const absl::Status& lost) {
         "; without checkpoints (checkpoint.directory) the model cannot be "
         "recovered"));
   }
-  ASSIGN_OR_RETURN(std::optional<std::string> latest,
-                   LatestCheckpoint(parts_.checkpoints->directory()));
-  if (!latest.has_value()) {
-    return absl::UnavailableError(absl::StrCat(
-        lost.message(), "; no checkpoint was saved yet to recover from"));
-  }
-  absl::StatusOr<int64_t> step =
-      parts_.restore(absl::StrCat("recovering from a lost parameter server (",
-                                  lost.message(), ")"),
-                     *latest);
+  absl::StatusOr<int64_t> step = RecoverFromNewestCheckpoint(
+      lost, parts_.checkpoints->directory(),
+      absl::StrCat("recovering from a lost parameter server (", lost.message(),
+                   ")"),
+      parts_.restore);
   excluded_sent_.reset();
-  if (!step.ok()) {
-    return absl::Status(
-        step.status().code(),
-        absl::StrCat("recovery failed: ", step.status().message()));
-  }
+  RETURN_IF_ERROR(step.status());
   schedule_ = CheckpointSchedule(policy_.checkpoint, *step, parts_.now());
   return absl::OkStatus();
 }
