@@ -529,6 +529,11 @@ absl::Status AwaitWorkers(const ChiefOptions& options,
                           absl::Time deadline) {
   coordinator.SetActivity("waiting for every worker to join");
   std::vector<std::string> missing = coordinator.WaitForWorkers(deadline);
+  if (coordinator.state() == FAILED) {
+    // A worker that joined failed the job while others were starting: its
+    // cause is the job's, not the late ones.
+    return absl::AbortedError(coordinator.Status().message());
+  }
   if (missing.empty()) {
     LOG(INFO) << "all " << spec.num_workers() << " workers joined; training";
     return absl::OkStatus();

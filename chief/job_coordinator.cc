@@ -74,6 +74,12 @@ absl::StatusOr<JobSpec> JobCoordinator::Register(
   }
   waiting_to_join_.erase(asker);
   if (state_ == FAILED) {
+    // This answer tells the task the outcome.
+    if (request.task_type() == "evaluator") {
+      evaluator_heard_outcome_ = true;
+    } else if (!asker.empty()) {
+      workers_[request.task_index()].heard_outcome = true;
+    }
     return absl::AbortedError(absl::StrCat("the job failed: ", message_));
   }
   if (request.task_type() == "worker") {
@@ -222,7 +228,11 @@ std::vector<std::string> JobCoordinator::UninformedLocked() const {
       names.push_back(WorkerNameLocked(static_cast<int>(i)));
     }
   }
-  if (evaluator_registered_ && !final_evaluation_received_ &&
+  // An evaluator still starting hears the end as a late worker does.
+  const bool evaluator_runs =
+      evaluator_registered_ ||
+      (starting_ && !options_.evaluator_address.empty());
+  if (evaluator_runs && !final_evaluation_received_ &&
       !evaluator_heard_outcome_) {
     names.push_back("evaluator");
   }

@@ -171,9 +171,12 @@ class JobCoordinator {
   std::vector<std::string> UninformedLocked() const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Whether a worker still runs and has not heard the outcome. Workers
-  // that trained their last step wait for it too (worker/trainer.h).
-  static bool AwaitsOutcome(const Worker& w) {
-    return w.registered && !w.lost && !w.heard_outcome;
+  // that trained their last step wait for it too (worker/trainer.h). While
+  // the job starts, so does a worker not heard from yet: a job that fails
+  // early (a diverging model fails in its first second) must not leave a
+  // late starter waiting for a chief that is gone.
+  bool AwaitsOutcome(const Worker& w) const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return (w.registered || starting_) && !w.lost && !w.heard_outcome;
   }
   // Whether a worker trained its last step of the model as it is now: a
   // step reached before a restore (an older generation) does not count,

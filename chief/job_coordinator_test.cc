@@ -425,13 +425,15 @@ TEST(JobCoordinatorTest, TasksWaitingToJoinHearAFailureAtStart) {
   EXPECT_THAT(c.Register(Worker(7)),
               StatusIs(absl::StatusCode::kFailedPrecondition));
   c.Fail("creating these variables needs 66840264120 bytes");
+  // Worker 0 has not asked yet: while the job starts, it is waited for too.
   EXPECT_THAT(c.WaitForOutcomeHeard(absl::Now()),
-              ElementsAre("evaluator", "worker-1 at h1:1"))
+              ElementsAre("worker-0 at h0:1", "worker-1 at h1:1", "evaluator"))
       << "only the job's own tasks are remembered";
   EXPECT_THAT(c.Register(Worker(1)),
               StatusIs(absl::StatusCode::kAborted, HasSubstr("66840264120")));
   std::thread late([&] {
     EXPECT_THAT(c.Register(evaluator), StatusIs(absl::StatusCode::kAborted));
+    EXPECT_THAT(c.Register(Worker(0)), StatusIs(absl::StatusCode::kAborted));
   });
   EXPECT_THAT(c.WaitForOutcomeHeard(absl::InfiniteFuture()), IsEmpty());
   late.join();
@@ -465,6 +467,41 @@ TEST(JobCoordinatorTest, AFailedJobWaitsUntilRunningTasksHeardIt) {
   EXPECT_THAT(c.WaitForOutcomeHeard(absl::InfiniteFuture()),
               ::testing::IsEmpty());
   late.join();
+}
+
+// A job that fails in its first second (a diverging model) may end before
+// slower tasks started: they are waited for (bounded) to hear the outcome
+// rather than left waiting for a chief that is gone. Once start-up is
+// over, a worker never heard from is missing, not late.
+TEST(JobCoordinatorTest, AJobFailingAtStartWaitsForTasksNotHeardFromYet) {
+  JobCoordinator::Options options = TwoWorkers();
+  options.evaluator_address = "e:1";
+  JobCoordinator c(options);
+  c.SetSpec(Spec(ASYNC));
+  ASSERT_OK(c.Register(Worker(0)));
+  ProgressReport failed = Report(0, 1);
+  failed.set_error("the updates are not finite");
+  EXPECT_EQ(Progress(c, failed).state(), FAILED);
+  EXPECT_THAT(c.WaitForOutcomeHeard(absl::Now()),
+              ElementsAre("worker-1 at h1:1", "evaluator"));
+  RegisterTaskRequest evaluator = Worker(0);
+  evaluator.set_task_type("evaluator");
+  std::thread late([&] {
+    EXPECT_THAT(c.Register(Worker(1)),
+                StatusIs(absl::StatusCode::kAborted,
+                         HasSubstr("the updates are not finite")));
+    EXPECT_THAT(c.Register(evaluator), StatusIs(absl::StatusCode::kAborted));
+  });
+  EXPECT_THAT(c.WaitForOutcomeHeard(absl::InfiniteFuture()), IsEmpty());
+  late.join();
+
+  JobCoordinator started(options);
+  started.SetSpec(Spec(ASYNC));
+  ASSERT_OK(started.Register(Worker(0)));
+  started.EndStartup();
+  started.Fail("a parameter server was lost");
+  EXPECT_THAT(started.WaitForOutcomeHeard(absl::Now()),
+              ElementsAre("worker-0 at h0:1"));
 }
 
 // The worker whose error failed the job knows: the chief does not wait
@@ -610,6 +647,7 @@ TEST(JobCoordinatorDescribeTest, AnEvaluatorReplacedByTheChiefShowsLost) {
   EXPECT_THAT(row.detail(),
               HasSubstr("chief-0 evaluated the final model at step 100"));
   // The evaluator is not waited for to hear the end.
+  c.EndStartup();
   c.Succeed();
   EXPECT_THAT(c.WaitForOutcomeHeard(absl::Now()), IsEmpty());
 }

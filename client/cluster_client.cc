@@ -34,14 +34,21 @@ std::unique_ptr<ParameterClient> ConnectToParameterServers(
                                            options);
 }
 
-absl::StatusOr<std::unique_ptr<ParameterClient>> ConnectToJobParameterServers(
+absl::StatusOr<std::unique_ptr<ParameterClient>> PlaceJobOnParameterServers(
     const TfConfig& config, const JobSpec& spec,
     const TransportSecurity& security) {
   ASSIGN_OR_RETURN(
       Placement placement,
       PlacementFromProto(spec, config.cluster.NumTasks(TaskType::kPs)));
-  auto client = ConnectToParameterServers(config, placement,
-                                          ParameterClient::Options(), security);
+  return ConnectToParameterServers(config, placement,
+                                   ParameterClient::Options(), security);
+}
+
+absl::StatusOr<std::unique_ptr<ParameterClient>> ConnectToJobParameterServers(
+    const TfConfig& config, const JobSpec& spec,
+    const TransportSecurity& security) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ParameterClient> client,
+                   PlaceJobOnParameterServers(config, spec, security));
   RETURN_IF_ERROR(client->Configure(spec.ps_config()));
   return client;
 }

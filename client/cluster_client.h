@@ -41,6 +41,13 @@ absl::StatusOr<std::unique_ptr<ParameterClient>> ConnectToJobParameterServers(
     const TfConfig& config, const JobSpec& spec,
     const TransportSecurity& security);
 
+// The same connection, not configured yet: for a task that arms its
+// job-end hook (ParameterClient::CancelInFlight) before the Configure call,
+// which waits for servers that may be gone when the job ended early.
+absl::StatusOr<std::unique_ptr<ParameterClient>> PlaceJobOnParameterServers(
+    const TfConfig& config, const JobSpec& spec,
+    const TransportSecurity& security);
+
 }  // namespace psflow
 
 #endif  // PSFLOW_CLIENT_CLUSTER_CLIENT_H_

@@ -135,6 +135,15 @@ void GrpcPsShard::OfferSharedMemory(
 void GrpcPsShard::CancelInFlight() {
   MutexLock lock(&mu_);
   for (BulkCall* call : started_) call->context->TryCancel();
+  for (grpc::ClientContext* context : control_calls_) context->TryCancel();
+}
+
+void GrpcPsShard::Close() {
+  {
+    MutexLock lock(&mu_);
+    closed_ = true;
+  }
+  CancelInFlight();
 }
 
 void GrpcPsShard::CancelSharedMemoryOffers() {
@@ -195,16 +204,26 @@ void GrpcPsShard::Poll(Connection* connection) {
   }
 }
 
-namespace {
-
 // Idempotent control calls wait for the connection (until the deadline)
-// instead of failing fast: that is the retry of Unavailable.
-std::unique_ptr<grpc::ClientContext> ControlContext(absl::Time deadline) {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(absl::ToChronoTime(deadline));
-  context->set_wait_for_ready(true);
-  return context;
+// instead of failing fast: that is the retry of Unavailable. Registered
+// while they run, so that CancelInFlight ends a task's wait for a server
+// that is gone (a worker configuring its client when the job failed).
+GrpcPsShard::ControlCall::ControlCall(GrpcPsShard* shard, absl::Time deadline)
+    : shard_(shard) {
+  context_.set_deadline(absl::ToChronoTime(deadline));
+  context_.set_wait_for_ready(true);
+  MutexLock lock(&shard_->mu_);
+  // A context cancelled before its call starts cancels the call as it does.
+  if (shard_->closed_) context_.TryCancel();
+  shard_->control_calls_.insert(&context_);
 }
+
+GrpcPsShard::ControlCall::~ControlCall() {
+  MutexLock lock(&shard_->mu_);
+  shard_->control_calls_.erase(&context_);
+}
+
+namespace {
 
 std::string Range(const std::string& variable, int64_t offset, int64_t n) {
   return absl::StrCat("\"", variable, "\" [", offset, ", ", offset + n, ")");
@@ -215,7 +234,7 @@ std::string Range(const std::string& variable, int64_t offset, int64_t n) {
 absl::StatusOr<ConfigureResponse> GrpcPsShard::Configure(
     const ConfigureRequest& request, absl::Time deadline) {
   ConfigureResponse response;
-  auto context = ControlContext(deadline);
+  ControlCall context(this, deadline);
   grpc::Status status = control_->Configure(context.get(), request, &response);
   if (!status.ok()) return FromGrpcStatus(status, "configure " + name_);
   return response;
@@ -224,7 +243,7 @@ absl::StatusOr<ConfigureResponse> GrpcPsShard::Configure(
 absl::Status GrpcPsShard::CreateVariables(const CreateVariablesRequest& request,
                                           absl::Time deadline) {
   CreateVariablesResponse response;
-  auto context = ControlContext(deadline);
+  ControlCall context(this, deadline);
   return FromGrpcStatus(
       control_->CreateVariables(context.get(), request, &response),
       "create variables on " + name_);
@@ -232,7 +251,7 @@ absl::Status GrpcPsShard::CreateVariables(const CreateVariablesRequest& request,
 
 absl::StatusOr<StatsResponse> GrpcPsShard::Stats(absl::Time deadline) {
   StatsResponse response;
-  auto context = ControlContext(deadline);
+  ControlCall context(this, deadline);
   grpc::Status status =
       control_->Stats(context.get(), StatsRequest(), &response);
   if (!status.ok()) return FromGrpcStatus(status, "stats of " + name_);
@@ -244,7 +263,7 @@ absl::Status GrpcPsShard::Shutdown(const std::string& reason,
   ShutdownRequest request;
   request.set_reason(reason);
   ShutdownResponse response;
-  auto context = ControlContext(deadline);
+  ControlCall context(this, deadline);
   return FromGrpcStatus(control_->Shutdown(context.get(), request, &response),
                         "shut down " + name_);
 }
@@ -252,7 +271,7 @@ absl::Status GrpcPsShard::Shutdown(const std::string& reason,
 absl::Status GrpcPsShard::ExcludeWorkers(const ExcludeWorkersRequest& request,
                                          absl::Time deadline) {
   ExcludeWorkersResponse response;
-  auto context = ControlContext(deadline);
+  ControlCall context(this, deadline);
   return FromGrpcStatus(
       control_->ExcludeWorkers(context.get(), request, &response),
       "update the bounded-staleness workers on " + name_);
@@ -261,7 +280,7 @@ absl::Status GrpcPsShard::ExcludeWorkers(const ExcludeWorkersRequest& request,
 absl::StatusOr<HoldResponse> GrpcPsShard::Hold(const HoldRequest& request,
                                                absl::Time deadline) {
   HoldResponse response;
-  auto context = ControlContext(deadline);
+  ControlCall context(this, deadline);
   grpc::Status status = control_->Hold(context.get(), request, &response);
   if (!status.ok()) return FromGrpcStatus(status, "hold updates on " + name_);
   return response;
@@ -270,7 +289,7 @@ absl::StatusOr<HoldResponse> GrpcPsShard::Hold(const HoldRequest& request,
 absl::StatusOr<SaveShardResponse> GrpcPsShard::SaveShard(
     const SaveShardRequest& request, absl::Time deadline) {
   SaveShardResponse response;
-  auto context = ControlContext(deadline);
+  ControlCall context(this, deadline);
   grpc::Status status = control_->SaveShard(context.get(), request, &response);
   if (!status.ok()) return FromGrpcStatus(status, "save on " + name_);
   return response;
@@ -279,7 +298,7 @@ absl::StatusOr<SaveShardResponse> GrpcPsShard::SaveShard(
 absl::StatusOr<RestoreShardResponse> GrpcPsShard::RestoreShard(
     const RestoreShardRequest& request, absl::Time deadline) {
   RestoreShardResponse response;
-  auto context = ControlContext(deadline);
+  ControlCall context(this, deadline);
   grpc::Status status =
       control_->RestoreShard(context.get(), request, &response);
   if (!status.ok()) return FromGrpcStatus(status, "restore on " + name_);
@@ -311,6 +330,7 @@ void GrpcPsShard::Send(BulkCall* call) {
     // Under the lock: CancelInFlight may be cancelling the old context.
     MutexLock lock(&mu_);
     call->context = std::make_unique<grpc::ClientContext>();
+    if (closed_) call->context->TryCancel();  // cancelled as it starts
     started_.insert(call);
   }
   call->context->set_deadline(absl::ToChronoTime(call->deadline));

@@ -107,10 +107,24 @@ class GrpcPsShard final : public SharedMemoryTransport {
       override;
   void CancelSharedMemoryOffers() override;
   void CancelInFlight() override;
+  void Close() override;
   void DetachSharedMemory(uint64_t session, absl::Time deadline) override;
 
  private:
   struct BulkCall;
+  // A blocking control call's context, registered while it runs.
+  class ControlCall {
+   public:
+    ControlCall(GrpcPsShard* shard, absl::Time deadline);
+    ~ControlCall();
+    ControlCall(const ControlCall&) = delete;
+    ControlCall& operator=(const ControlCall&) = delete;
+    grpc::ClientContext* get() { return &context_; }
+
+   private:
+    GrpcPsShard* const shard_;
+    grpc::ClientContext context_;
+  };
   struct Connection {
     std::shared_ptr<grpc::Channel> channel;
     std::unique_ptr<grpc::GenericStub> stub;
@@ -137,6 +151,10 @@ class GrpcPsShard final : public SharedMemoryTransport {
   std::deque<BulkCall*> queued_ ABSL_GUARDED_BY(mu_);
   // Calls sent and not finished (their contexts, for CancelInFlight).
   std::set<BulkCall*> started_ ABSL_GUARDED_BY(mu_);
+  // Control calls running now (ControlCall), for CancelInFlight.
+  std::set<grpc::ClientContext*> control_calls_ ABSL_GUARDED_BY(mu_);
+  // Close() was called: every call is cancelled as it starts.
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
 
   // Shared-memory offers in flight, for cancelling them. Lock order:
   // offers_mu_ before mu_.

@@ -45,6 +45,8 @@ struct ReleaseGuard {
 
 }  // namespace
 
+PsHandle::~PsHandle() { (void)Wait(); }
+
 absl::Status PsHandle::Wait() {
   MutexLock lock(&state_->mu);
   state_->mu.Await(Condition(
@@ -444,6 +446,10 @@ absl::Status ParameterClient::ShutdownAll(const std::string& reason,
 
 void ParameterClient::CancelInFlight() {
   for (const auto& shard : shards_) shard->CancelInFlight();
+}
+
+void ParameterClient::Close() {
+  for (const auto& shard : shards_) shard->Close();
 }
 
 }  // namespace psflow

@@ -11,7 +11,8 @@
 //   RETURN_IF_ERROR(pull->Wait());
 //
 // Buffers given to Pull/Push/Assign must stay valid and (for pushes and
-// assigns) unchanged until Wait() returns; they are never copied on send.
+// assigns) unchanged until Wait() returns or the handle is dropped (which
+// waits too); they are never copied on send.
 // Every RPC carries a deadline (Options::rpc_timeout).
 //
 // Thread-safe; handles may be waited on from any thread.
@@ -35,8 +36,21 @@
 namespace psflow {
 
 // A pending Pull, Push or Assign.
+//
+// Dropping the last reference to a handle waits for its calls as Wait()
+// does. The buffers a call writes (pulls) or reads (pushes, assigns) are
+// the caller's, so a call must never outlive the handle that names them:
+// an early return that skipped a Wait() once left a transport thread
+// writing a prefetched pull into a freed buffer (a diverging job's
+// workers died of heap corruption). Waiting is bounded by the calls'
+// deadline (Options::rpc_timeout), and sooner where the transport cancels
+// them (PsShard::CancelInFlight).
 class PsHandle {
  public:
+  ~PsHandle();
+  PsHandle(const PsHandle&) = delete;
+  PsHandle& operator=(const PsHandle&) = delete;
+
   // Blocks until every RPC finished and the transport released every send
   // buffer. Returns the first error, naming the variable and the server.
   absl::Status Wait();
@@ -139,6 +153,9 @@ class ParameterClient : public ShardSet {
   // CancelInFlight): a task that learned the job ended stops waiting for
   // pulls that will never be answered. Safe from any thread.
   void CancelInFlight();
+  // CancelInFlight, and every later call ends Cancelled at once
+  // (PsShard::Close): for a task whose job ended. Safe from any thread.
+  void Close();
 
   // ---- Embedding tables (ps_client_rows.cc) ----
 

@@ -1,5 +1,6 @@
 #include "client/ps_client.h"
 
+#include <atomic>
 #include <numeric>
 #include <thread>
 
@@ -201,7 +202,26 @@ class CountingShard final : public PsShard {
       absl::Time d,
       std::function<void(absl::StatusOr<PullBatchResponse>)> done) override {
     batch_parts.push_back(h.parts_size());
+    if (defer_pulls) {
+      // Completed later, from another thread, as a remote server would.
+      MutexLock lock(&mu_);
+      deferred_.push_back(
+          [this, h, out = std::move(out), d, done = std::move(done)]() mutable {
+            inner_.PullBatch(h, std::move(out), d, std::move(done));
+          });
+      pull_deferred.Notify();
+      return;
+    }
     inner_.PullBatch(h, std::move(out), d, std::move(done));
+  }
+  // Completes every deferred pull (any thread).
+  void CompleteDeferredPulls() {
+    std::vector<std::function<void()>> calls;
+    {
+      MutexLock lock(&mu_);
+      calls.swap(deferred_);
+    }
+    for (auto& call : calls) call();
   }
   void PushBatch(
       const PushBatchRequest& h, std::vector<absl::Span<const float>> data,
@@ -239,9 +259,14 @@ class CountingShard final : public PsShard {
   // Runs first in Shutdown when set.
   std::function<absl::Status(absl::Time deadline)>
       on_shutdown;  // parts of each batch call, in order
+  // Set before the first pull: pulls wait for CompleteDeferredPulls().
+  bool defer_pulls = false;
+  Notification pull_deferred;
 
  private:
   LocalPsShard inner_;
+  Mutex mu_;
+  std::vector<std::function<void()>> deferred_ ABSL_GUARDED_BY(mu_);
 };
 
 // One in-process server behind a CountingShard, configured for SGD, with
@@ -306,6 +331,36 @@ TEST_F(ParameterClientBatchingTest, SmallVariablesShareRpcsUpToAChunk) {
 // Long variable names fill a batch's header before its chunk: with
 // 1000-character names (servers accept up to 1024), 31 parts fit in
 // kMaxBatchHeaderBytes, so 40 one-element variables go as 31 + 9.
+// A caller that drops a handle without Wait() (an early return on an
+// error path) must not leave a call writing into its buffer afterwards:
+// dropping the handle waits. A diverging job's workers once died of heap
+// corruption this way (a prefetching pull landed in a freed buffer).
+TEST_F(ParameterClientBatchingTest, DroppingAHandleWaitsForItsCalls) {
+  ASSERT_NO_FATAL_FAILURE(Start(4, {{"w", {4}}}));
+  ASSERT_OK(client_->Push({{"w", std::vector<float>{1, 2, 3, 4}}})->Wait());
+  shard_->defer_pulls = true;
+  auto buffer = std::make_unique<std::vector<float>>(4);
+  std::shared_ptr<PsHandle> pull =
+      client_->Pull({{"w", absl::MakeSpan(*buffer)}});
+
+  Notification dropped;
+  std::atomic<bool> completed{false};
+  std::thread server([&] {
+    shard_->pull_deferred.WaitForNotification();
+    // A drop that does not wait notifies at once; one that waits cannot
+    // until this thread completes the pull, after the timeout.
+    dropped.WaitForNotificationWithTimeout(absl::Milliseconds(100));
+    completed = true;
+    shard_->CompleteDeferredPulls();
+  });
+  pull.reset();
+  const bool completed_before_drop_returned = completed;
+  dropped.Notify();
+  server.join();
+  EXPECT_TRUE(completed_before_drop_returned);
+  EXPECT_THAT(*buffer, ElementsAre(-1, -2, -3, -4));
+}
+
 TEST_F(ParameterClientBatchingTest, LongNamesSplitBatchesToBoundTheHeader) {
   std::vector<LogicalVariable> variables;
   for (int i = 0; i < 40; ++i) {

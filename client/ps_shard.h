@@ -81,12 +81,18 @@ class PsShard {
       std::shared_ptr<const void> owner, absl::Time deadline,
       std::function<void(absl::StatusOr<PushRowsResponse>)> done) = 0;
 
-  // Cancels every bulk call started and not finished yet (its `done` gets
-  // Cancelled soon after): for a task that learned the job ended while a
-  // call waits for a step that will never come or for a server that is
-  // gone. Calls queued behind them, and those started later, go on. A
-  // transport whose calls never wait (or that tracks none) does nothing.
+  // Cancels every call started and not finished yet: bulk calls (their
+  // `done` gets Cancelled soon after) and blocking control calls (they
+  // return Cancelled). For a task that learned the job ended while a call
+  // waits for a step that will never come or for a server that is gone.
+  // Calls queued behind them, and those started later, go on. A transport
+  // whose calls never wait (or that tracks none) does nothing.
   virtual void CancelInFlight() {}
+
+  // CancelInFlight, and every call started from now on ends Cancelled at
+  // once, for good: for a task that learned the job ended, whose servers
+  // may be gone (a later call would wait for them until its deadline).
+  virtual void Close() { CancelInFlight(); }
 
   // Overwrites a chunk's values without copying them on the client.
   virtual void Assign(const AssignRequest& header, absl::Span<const float> data,

@@ -86,6 +86,7 @@ class SharedMemoryShard final : public PsShard {
   }
 
   void CancelInFlight() override { transport_->CancelInFlight(); }
+  void Close() override { transport_->Close(); }
 
   // Rows always travel over the transport: a rows request is small next to
   // dense chunks, and its ids must be read by the server anyway.

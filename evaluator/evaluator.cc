@@ -1,5 +1,7 @@
 #include "evaluator/evaluator.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -34,9 +36,14 @@ absl::Status Evaluator::Run() {
       parts_.ctr_test != nullptr ? "" : job.checkpoint().directory();
   // A pull of the live model can block (a server gone for good, a sync
   // step that never comes); the watch cancels it once the job is over.
-  JobEndWatch watch(parts_.coordinator, parts_.client,
-                    std::max(policy_.poll_interval, absl::Milliseconds(500)),
-                    policy_.cancel_after_silence);
+  std::optional<JobEndWatch> own_watch;
+  if (parts_.job_end_watch == nullptr) {
+    own_watch.emplace(parts_.coordinator, parts_.client,
+                      std::max(policy_.poll_interval, absl::Milliseconds(500)),
+                      policy_.cancel_after_silence);
+  }
+  JobEndWatch& watch =
+      parts_.job_end_watch != nullptr ? *parts_.job_end_watch : *own_watch;
   // Evaluates the live model; nullopt when the watch cancelled it (the
   // loop's next status check says what became of the job).
   auto evaluate_live =

@@ -23,6 +23,7 @@
 #include "common/metrics/metrics_registry.h"
 #include "data/ctr_examples.h"
 #include "data/dataset.h"
+#include "evaluator/job_end_watch.h"
 #include "model/device/device.h"
 #include "proto/coordinator.pb.h"
 
@@ -51,6 +52,10 @@ class Evaluator {
       CounterCell* evaluations = nullptr;
     };
     const LiveMetrics* live = nullptr;
+    // Optional: the watch the caller started before configuring the client
+    // (evaluator_runner.cc), which also keeps the chief hearing from this
+    // evaluator. Without one, Run() keeps its own while it runs.
+    JobEndWatch* job_end_watch = nullptr;
   };
   struct Policy {
     // Gives up when the chief cannot be reached for this long.

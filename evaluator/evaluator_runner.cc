@@ -1,7 +1,8 @@
 #include "evaluator/evaluator_runner.h"
 
+#include <algorithm>
+#include <optional>
 #include <random>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -14,6 +15,7 @@
 #include "common/status_macros.h"
 #include "evaluation/test_data.h"
 #include "evaluator/evaluator.h"
+#include "evaluator/job_end_watch.h"
 
 namespace psflow {
 
@@ -30,7 +32,27 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
   ASSIGN_OR_RETURN(TestData test, LoadTestData(spec));
   ASSIGN_OR_RETURN(
       std::unique_ptr<ParameterClient> client,
-      ConnectToJobParameterServers(options.tf_config, spec, options.security));
+      PlaceJobOnParameterServers(options.tf_config, spec, options.security));
+  // One watch from here to the end: it asks the chief twice a second (the
+  // chief tracks the evaluator's liveness by it, so a long evaluation never
+  // looks like a lost evaluator), and closes the client once the job ended.
+  // Armed before Configure: a job that ended while this evaluator loaded
+  // its data may have stopped its servers, and Configure would wait for
+  // them until its deadline. Whatever it hears, the evaluator's loop knows.
+  Evaluator::Policy policy;
+  policy.chief_timeout = options.chief_timeout;
+  JobEndWatch watch(options.coordinator, client.get(),
+                    std::max(policy.poll_interval, absl::Milliseconds(500)),
+                    policy.cancel_after_silence);
+  if (absl::Status configured = client->Configure(spec.ps_config());
+      !configured.ok()) {
+    if (std::optional<StatusResponse> ended = watch.JobEnded()) {
+      if (ended->state() == SUCCEEDED) return absl::OkStatus();
+      return absl::AbortedError(
+          absl::StrCat("the job failed: ", ended->message()));
+    }
+    return configured;
+  }
   LOG(INFO) << "evaluating on " << test.num_examples() << " examples every "
             << job.evaluation().every_secs() << "s on "
             << options.device->Describe();
@@ -82,21 +104,8 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
   }
   parts.metrics = metrics.get();
   if (options.metrics_registry != nullptr) parts.live = &live;
-  Evaluator::Policy policy;
-  policy.chief_timeout = options.chief_timeout;
-  // The chief tracks the evaluator's liveness like a worker's: a status
-  // request every second from a thread of its own, so a long evaluation
-  // never looks like a lost evaluator, and a lost one is never waited for.
-  Notification stop;
-  std::thread heartbeat([&stop, coordinator = options.coordinator] {
-    while (!stop.WaitForNotificationWithTimeout(absl::Seconds(1))) {
-      (void)coordinator->GetStatus(absl::Seconds(5));
-    }
-  });
-  absl::Status result = Evaluator(parts, policy).Run();
-  stop.Notify();
-  heartbeat.join();
-  return result;
+  parts.job_end_watch = &watch;
+  return Evaluator(parts, policy).Run();
 }
 
 }  // namespace psflow

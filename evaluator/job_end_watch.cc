@@ -46,7 +46,13 @@ void JobEndWatch::Watch() {
                   << "; cancelling the evaluation's calls to the parameter "
                      "servers";
       }
-      client_->CancelInFlight();
+      // An ended job's servers may be gone: later calls end at once too.
+      // A silent chief may come back, so only the calls in flight end.
+      if (status.ok()) {
+        client_->Close();
+      } else {
+        client_->CancelInFlight();
+      }
     }
   }
 }

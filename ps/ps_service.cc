@@ -216,10 +216,15 @@ absl::StatusOr<PushBatchResponse> PsService::Push(
                        "; at most ", WorkerClocks::kMaxBatchesInStep));
     }
   }
-  ASSIGN_OR_RETURN(PushBatchResponse response,
-                   core_->PushBatch(refs, request.version(),
-                                    request.worker_index(), gradients));
-  if (clocks != nullptr) {
+  absl::StatusOr<PushBatchResponse> response = core_->PushBatch(
+      refs, request.version(), request.worker_index(), gradients);
+  // A gradient refused for its values (not finite, a wrong size) still
+  // ends the worker's step: the step is taken, its update dropped. Left
+  // uncounted, the step would hold back every pull that waits for this
+  // worker's clock, while the worker itself waits on its next pull (a
+  // diverging bounded job stalled for the whole RPC deadline).
+  if (clocks != nullptr &&
+      (response.ok() || absl::IsInvalidArgument(response.status()))) {
     clocks->OnPushApplied(request.worker_index(), request.worker_clock(),
                           request.batches_in_step());
   }

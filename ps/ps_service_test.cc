@@ -1,5 +1,6 @@
 #include "ps/ps_service.h"
 
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -60,7 +61,7 @@ class PsServiceTest : public ::testing::Test {
   // (bounded mode), as `worker`'s step `clock`.
   absl::StatusOr<PushBatchResponse> PushOnes(
       int64_t version, int worker = 0,
-      std::optional<int64_t> clock = std::nullopt) {
+      std::optional<int64_t> clock = std::nullopt, float value = 1.0f) {
     PushBatchRequest request;
     request.set_protocol_version(kProtocolVersion);
     request.set_version(version);
@@ -76,7 +77,7 @@ class PsServiceTest : public ::testing::Test {
       part->set_num_elements(4);
     }
     ASSIGN_OR_RETURN(std::vector<ChunkRef> refs, service_.ResolvePush(request));
-    std::vector<float> ones(4, 1.0f);
+    std::vector<float> ones(4, value);
     const absl::Span<const float> gradients[] = {ones, ones};
     return service_.Push(request, refs, gradients);
   }
@@ -220,6 +221,28 @@ TEST_F(BoundedPsServiceTest, AWorkerAheadWaitsForTheSlowestAndSeesItsStep) {
   EXPECT_EQ(clock, 2);
   EXPECT_THAT(a, Each(-3.0f));
   EXPECT_EQ(core_.Stats().bounded_waits(), 1);
+}
+
+// A diverging worker's step still counts: its refused gradient must not
+// hold back the pulls that wait for its clock (they waited out the RPC
+// deadline while the worker waited on its own next pull).
+TEST_F(BoundedPsServiceTest, ARefusedGradientStillEndsTheWorkersStep) {
+  ASSERT_OK(PushOnes(0, 0, 0));
+  ASSERT_OK(PushOnes(1, 0, 1));
+  std::vector<float> a(4), b(4);
+  Notification answered;
+  auto pending =
+      service_.Pull(PullForStep(0, 2), {absl::MakeSpan(a), absl::MakeSpan(b)},
+                    [&](absl::StatusOr<PsService::PullAnswer> answer) {
+                      ASSERT_OK(answer);
+                      answered.Notify();
+                    });
+  ASSERT_NE(pending, nullptr);
+  EXPECT_THAT(PushOnes(0, 1, 0, std::numeric_limits<float>::quiet_NaN()),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  ASSERT_TRUE(answered.HasBeenNotified());
+  // Only worker 0's two steps were applied.
+  EXPECT_THAT(a, Each(-2.0f));
 }
 
 TEST_F(BoundedPsServiceTest, APullWithinTheBoundAnswersAtOnce) {

@@ -57,7 +57,8 @@ class WorkerClocks {
   int64_t Join(int worker, int64_t clock);
 
   // One of `batches_in_step` calls carrying `worker`'s gradient for step
-  // `clock` was applied (1: the step came in one call).
+  // `clock` was applied, or refused for its values (1: the step came in one
+  // call).
   // Must pass Check.
   void OnPushApplied(int worker, int64_t clock, int32_t batches_in_step);
 

@@ -1,6 +1,7 @@
 #include "worker/trainer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -232,6 +233,19 @@ absl::Status Trainer::Recover(const absl::Status& cause) {
 absl::Status Trainer::OnRejected(const absl::Status& cause) {
   ++rejected_in_a_row_;
   if (rejected_in_a_row_ >= options_.max_rejected_pushes) {
+    const JobConfig& config = options_.spec.config();
+    if (!std::isfinite(last_batch_loss_)) {
+      // The usual cause: the updates overflowed the model's values.
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "the updates are not finite: the model diverged (batch loss %g) "
+          "and the parameter servers refused this worker's last %d "
+          "gradients (%s); the learning rate %g (learning_rate.learning_rate, "
+          "optimizer %s) is too large: lower it, or check the data for "
+          "extreme values",
+          last_batch_loss_, rejected_in_a_row_, cause.message(),
+          config.learning_rate().learning_rate(),
+          OptimizerConfig::Kind_Name(config.optimizer().kind())));
+    }
     return absl::FailedPreconditionError(absl::StrCat(
         "the parameter servers refused this worker's last ", rejected_in_a_row_,
         " gradients, so no update can be applied (", cause.message(),
@@ -435,6 +449,7 @@ absl::Status Trainer::Train() {
                          {batch->size, batch->features, batch->labels,
                           StepSeed(spec.config().training().seed()), sparse},
                          grads_[grad_slot_].values));
+    last_batch_loss_ = stats.loss_sum / std::max<int64_t>(1, stats.examples);
     const absl::Time computed = absl::Now();
     observe(phases_.compute, &WorkerMetrics::compute_seconds, compute_start);
     absl::SleepFor(options_.slowdown.Delay(computed, computed - compute_start,

@@ -213,6 +213,8 @@ class Trainer {
   absl::Time failing_since_ = absl::InfiniteFuture();
   // Gradients refused in a row (OnRejected).
   int rejected_in_a_row_ = 0;
+  // The latest batch's mean loss: not finite once the model diverged.
+  double last_batch_loss_ = 0;
   Window window_;
   PhaseTotals phases_;
   // parts_.keep_alive or Run()'s own.

@@ -1,6 +1,7 @@
 #include "worker/training_job.h"
 
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "absl/algorithm/container.h"
@@ -18,6 +19,24 @@
 #include "worker/keep_alive.h"
 
 namespace psflow {
+
+namespace {
+
+// What the worker returns when the keep-alive heard the job end while it
+// prepared (nothing is left to train), or nullopt while the job runs: OK
+// for a job that succeeded without it, Aborted with the chief's message
+// for a failed one.
+std::optional<absl::Status> EndedWhilePreparing(const KeepAlive& keep_alive) {
+  std::optional<StatusResponse> ended = keep_alive.JobEnded();
+  if (!ended.has_value()) return std::nullopt;
+  if (ended->state() == SUCCEEDED) {
+    LOG(INFO) << "the job finished while this worker prepared; nothing to do";
+    return absl::OkStatus();
+  }
+  return absl::AbortedError(absl::StrCat("the job failed: ", ended->message()));
+}
+
+}  // namespace
 
 absl::Status RunTrainingJob(const TrainingJobOptions& options) {
   const JobSpec& spec = options.spec;
@@ -86,11 +105,19 @@ absl::Status RunTrainingJob(const TrainingJobOptions& options) {
       definition->Instantiate(options.device, job.training().batch_size()));
   ASSIGN_OR_RETURN(
       std::unique_ptr<ParameterClient> client,
-      ConnectToJobParameterServers(options.tf_config, spec, options.security));
+      PlaceJobOnParameterServers(options.tf_config, spec, options.security));
   // Once the chief says the job ended, calls blocked on a server that will
-  // never answer end at once; unhooked before the client goes away.
-  keep_alive.OnJobEnd([c = client.get()] { c->CancelInFlight(); });
+  // never answer end at once (configuring too: a job that fails in its
+  // first second may stop its servers while this worker still loads its
+  // data); unhooked before the client goes away.
+  keep_alive.OnJobEnd([c = client.get()] { c->Close(); });
   absl::Cleanup unhook = [&keep_alive] { keep_alive.OnJobEnd(nullptr); };
+  if (auto ended = EndedWhilePreparing(keep_alive)) return *ended;
+  if (absl::Status configured = client->Configure(spec.ps_config());
+      !configured.ok()) {
+    if (auto ended = EndedWhilePreparing(keep_alive)) return *ended;
+    return configured;
+  }
 
   TrainerOptions trainer_options;
   trainer_options.worker_index = index;
