@@ -228,10 +228,10 @@ std::vector<std::string> JobCoordinator::UninformedLocked() const {
       names.push_back(WorkerNameLocked(static_cast<int>(i)));
     }
   }
-  // An evaluator still starting hears the end as a late worker does.
+  // An evaluator not heard from yet is still starting (training never
+  // waits for it): it hears the end as a late worker does.
   const bool evaluator_runs =
-      evaluator_registered_ ||
-      (starting_ && !options_.evaluator_address.empty());
+      evaluator_registered_ || !options_.evaluator_address.empty();
   if (evaluator_runs && !final_evaluation_received_ &&
       !evaluator_heard_outcome_) {
     names.push_back("evaluator");

@@ -7,6 +7,7 @@
 
 #include "absl/flags/parse.h"
 #include "absl/synchronization/mutex.h"
+#include "common/float_mode.h"
 #include "common/logging.h"
 #include "common/signals.h"
 
@@ -26,6 +27,7 @@ void SetUpProcessForBulkTransfers() {
 
 void StartRoleProcess(int argc, char** argv) {
   BlockTerminationSignals();
+  EnableFlushToZero();
   SetUpProcessForBulkTransfers();
   absl::ParseCommandLine(argc, argv);
   WatchTerminationSignals([](const std::string& signal) {

@@ -14,7 +14,8 @@ namespace psflow {
 void SetUpProcessForBulkTransfers();
 
 // The start of a role binary's main() (worker, evaluator, chief): blocks
-// SIGINT/SIGTERM before any thread starts, applies
+// SIGINT/SIGTERM and sets flush-to-zero (common/float_mode.h) before any
+// thread starts, so every thread inherits both, applies
 // SetUpProcessForBulkTransfers(), parses flags, and exits the process
 // (status 1, after a log line) when either signal arrives. Roles that shut
 // down gracefully instead (ps_server) do these steps themselves.

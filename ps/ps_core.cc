@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/float_mode.h"
 #include "common/job/update_rule.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -371,6 +372,9 @@ absl::Status ParameterServerCore::CheckGradient(
 absl::StatusOr<PushResponse> ParameterServerCore::ApplyChecked(
     const ChunkRef& ref, int64_t version, int worker,
     absl::Span<const float> gradient) {
+  // The optimizer runs on this (gRPC or shared-memory) thread: subnormal
+  // slots must not slow it 14x (common/float_mode.h).
+  EnableFlushToZero();
   absl::StatusOr<std::pair<PushOutcome, int64_t>> outcome =
       ref.variable->Push(ref.chunk, gradient, version, worker);
   if (!outcome.ok()) {

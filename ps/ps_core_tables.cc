@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/float_mode.h"
 #include "common/job/update_rule.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -213,6 +214,7 @@ absl::StatusOr<PushRowsResponse> ParameterServerCore::PushRows(
     absl::Span<const absl::Span<const int64_t>> ids,
     absl::Span<const absl::Span<const float>> gradients, int64_t version,
     int worker) {
+  EnableFlushToZero();  // the rows' optimizer runs here (ps_core.cc)
   for (size_t i = 0; i < tables.size(); ++i) {
     const size_t want = ids[i].size() * tables[i]->dim();
     if (gradients[i].size() != want) {

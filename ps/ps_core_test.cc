@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/float_mode.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -81,6 +82,24 @@ class PsCoreTest : public ::testing::Test {
 
   ParameterServerCore core_;
 };
+
+// The optimizer runs on whichever thread serves the push (gRPC's pool,
+// the shared-memory sessions'), which may not have inherited the server's
+// flush-to-zero: the apply sets it on its own thread.
+TEST_F(PsCoreTest, ApplyingAGradientFlushesSubnormalsOnItsThread) {
+  SetUpVariable(Sgd(0.1));
+  bool before = true, after = false;
+  std::thread pool_thread([&] {
+    DisableFlushToZero();
+    before = FlushToZeroEnabled();
+    const std::vector<float> gradient(4, 1.0f);
+    EXPECT_OK(core_.Push(Ref(0, 4), PushHeader(), gradient));
+    after = FlushToZeroEnabled();
+  });
+  pool_thread.join();
+  EXPECT_FALSE(before);
+  EXPECT_TRUE(after);
+}
 
 TEST_F(PsCoreTest, ConfigureReportsTheChunkSize) {
   ASSERT_OK_AND_ASSIGN(ConfigureResponse response, core_.Configure(Sgd(0.1)));

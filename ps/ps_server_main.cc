@@ -18,6 +18,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "common/confined_path.h"
+#include "common/float_mode.h"
 #include "common/host_port.h"
 #include "common/logging.h"
 #include "common/metrics/metrics_registry.h"
@@ -255,6 +256,8 @@ int Run() {
 int main(int argc, char** argv) {
   // Before any thread starts, so all threads inherit the blocked signals.
   psflow::BlockTerminationSignals();
+  // Every thread inherits it: optimizers never meet subnormal slowdowns.
+  psflow::EnableFlushToZero();
   psflow::SetUpProcessForBulkTransfers();
   absl::SetProgramUsageMessage(
       "ps_server: a psflow parameter-server task, configured by TF_CONFIG");

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "grpc/grpc.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/support/client_interceptor.h"
 
@@ -53,9 +54,18 @@ class MetadataInterceptorFactory final
 
 }  // namespace
 
-std::shared_ptr<grpc::Channel> OpenChannel(const std::string& address,
-                                           const TransportSecurity& security,
-                                           const grpc::ChannelArguments& args) {
+std::shared_ptr<grpc::Channel> OpenChannel(
+    const std::string& address, const TransportSecurity& security,
+    const grpc::ChannelArguments& caller_args) {
+  // gRPC's reconnect backoff grows to 2 minutes by default: a task that
+  // tried its peer before the peer was up (a worker starting before the
+  // chief) or while it restarted would then find it up to minutes late,
+  // after the job ended or a recovery window closed. Inside one job's
+  // cluster, at most a second between tries.
+  grpc::ChannelArguments args = caller_args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   Metadata metadata;
   if (security.tokens.presents()) {
     metadata.emplace_back(kTokenMetadataKey,

@@ -14,7 +14,9 @@
 
 namespace psflow {
 
-// A channel to `address` (host:port); connects lazily. Every call on it
+// A channel to `address` (host:port); connects lazily, and reconnects at
+// most a second apart (not gRPC's default of up to 2 minutes). Every call
+// on it
 // carries `security.tokens.own` when there is one (job_tokens.h), and
 // `security.chief_incarnation` when there is one.
 std::shared_ptr<grpc::Channel> OpenChannel(
