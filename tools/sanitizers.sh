@@ -6,7 +6,9 @@
 #      (the multi-process tests in tests/ and the bundle test run in the
 #      normal build only);
 #   3. every unit test under ThreadSanitizer, except the four whose
-#      threads meet only inside gRPC (tag no_tsan; docs/testing.md).
+#      threads meet only inside gRPC (tag no_tsan; docs/testing.md);
+#   4. the whole-job tests tagged sanitizer_job (diverging jobs in every
+#      mode) with ASan/UBSan-built role binaries.
 # Installs what it needs (tools/setup.sh). Extra arguments go to both
 # bazel commands.
 set -euo pipefail
@@ -22,3 +24,9 @@ echo "sanitizers: ASan/UBSan unit tests $(( $(date +%s) - t ))s"
 t=$(date +%s)
 bazel test --config=tsan "$@" -- //... -//tests/... -//deploy/...
 echo "sanitizers: TSan unit tests $(( $(date +%s) - t ))s"
+# Whole jobs down their failure paths with ASan/UBSan-built role binaries
+# (tag sanitizer_job; the full set is tools/sanitizer_jobs.sh).
+t=$(date +%s)
+bazel test --config=asan --test_tag_filters=sanitizer_job --build_tests_only "$@" \
+  -- //tests/...
+echo "sanitizers: ASan/UBSan whole jobs $(( $(date +%s) - t ))s"

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The short GPU-host run of issue 35's first step (flush-to-zero on every
+# compute thread): the GPU tests, then the whole jobs whose workers waited
+# on the parameter servers (bench/RESULTS.md, "Whole jobs on the GPU host"),
+# from a bundle made by make_bundle.sh:
+#
+#   1. every GPU test binary with PSFLOW_REQUIRE_GPU=1;
+#   2. psctl local, 2 workers sharing the GPU, an evaluator, async: the
+#      Fashion-MNIST MLP (3 epochs) on cuda and on cpu with 1 parameter
+#      server, and the CTR wide-and-deep job (configs/ctr_wide_deep.json)
+#      on cuda with 2; each worker's finished line (examples/s, and the
+#      share of a step spent computing, waiting on pulls and on pushes).
+#
+#   bash bench/gpu/run_jobs_bench.sh gpu_bundle[.tar.xz] [data_dir] [out_dir]
+#
+# data_dir holds the four Fashion-MNIST .gz files (copied to the path the job
+# configs name when that is missing). Writes logs and jobs_summary.md to
+# out_dir (default: $OUT when set, else ./gpu_bench_out).
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+source "$here/bundle_env.sh"
+bundle="$(open_bundle "${1:?usage: run_jobs_bench.sh <bundle> [data_dir] [out_dir]}")" || exit 1
+data="${2:-}"
+out="${3:-${OUT:-gpu_bench_out}}"
+mkdir -p "$out/tests"
+out="$(cd "$out" && pwd)"
+summary="$out/jobs_summary.md"
+: >"$summary"
+say() { echo "$@" | tee -a "$summary"; }
+failed=0
+use_bundle_libraries "$bundle" >"$out/libraries.log" 2>&1 || {
+  cat "$out/libraries.log"
+  exit 1
+}
+fmnist=/usr/share/datasets/fashion-mnist
+if [ ! -e "$fmnist/train-images-idx3-ubyte.gz" ] && [ -n "$data" ]; then
+  mkdir -p "$fmnist" && cp "$data"/*.gz "$fmnist/"
+fi
+
+say "# psflow GPU jobs run ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
+say
+say '```'
+head -3 "$bundle/MANIFEST" | tee -a "$summary"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | tee -a "$summary"
+echo "host: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2), $(uname -srm)" |
+  tee -a "$summary"
+say '```'
+
+say
+say "## GPU tests (PSFLOW_REQUIRE_GPU=1)"
+say
+for test in cuda_probe_test cuda_device_test cuda_vs_cpu_test mlp_cuda_test \
+  wide_deep_cuda_test select_device_test device_test; do
+  log="$out/tests/$test.log"
+  if PSFLOW_REQUIRE_GPU=1 "$bundle/bin/$test" >"$log" 2>&1; then
+    say "- $test: PASSED ($(grep -c '^\[       OK \]' "$log") tests)"
+  else
+    say "- $test: FAILED (see tests/$test.log)"
+    grep -E '^\[  FAILED  \]|Failure|error' "$log" | head -20 | tee -a "$summary"
+    failed=1
+  fi
+done
+
+cd "$bundle/bin" || exit 1
+short_config() {  # <config> <epochs> <output>
+  python3 - "$@" <<'PY'
+import json, sys
+config = json.load(open(sys.argv[1]))
+config["training"]["epochs"] = int(sys.argv[2])
+json.dump(config, open(sys.argv[3], "w"), indent=1)
+PY
+}
+run_job() {  # <name> <config> <device> <ps>
+  local dir="$out/job_$1"
+  rm -rf "$dir"
+  local start end
+  start=$(date +%s.%N)
+  "$bundle/bin/client/psctl/psctl" local --job="$2" --ps="$4" --workers=2 --evaluator \
+    --device="$3" --dir="$dir" --bin_dir="$bundle/bin" \
+    --checkpoint_dir="$dir/checkpoints" >"$dir.log" 2>&1 || failed=1
+  end=$(date +%s.%N)
+  say "### $1: --device=$3 --ps=$4 --workers=2 ($(python3 -c "print('%.1f' % ($end - $start))") s wall)"
+  say '```'
+  tail -3 "$dir.log" | tee -a "$summary"
+  grep -h "finished:" "$dir"/worker*.log 2>/dev/null | sed 's/^.*finished:/finished:/' |
+    tee -a "$summary"
+  say '```'
+}
+say
+say "## Whole jobs: psctl local, 2 workers sharing the GPU"
+say
+short_config "$repo/configs/fashion_mnist_mlp.json" 3 "$out/mlp_3_epochs.json"
+run_job mlp_cuda_1ps "$out/mlp_3_epochs.json" cuda 1
+run_job mlp_cpu_1ps "$out/mlp_3_epochs.json" cpu 1
+# The CTR job writes its generated data under /tmp/psflow-data on first use.
+run_job ctr_cuda_2ps "$repo/configs/ctr_wide_deep.json" cuda 2
+say
+say "Logs: $out"
+exit "$failed"
