@@ -67,7 +67,7 @@ def run_psflow(args, workdir):
 
 
 def run_torch(args):
-    cmd = [sys.executable, args.peer, "--mode=ddp", "--world=2",
+    cmd = [args.python, args.peer, "--mode=ddp", "--world=2",
            "--threads=1"]
     start = time.monotonic()
     out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -89,6 +89,8 @@ def main():
     parser.add_argument("--bin_dir", default=os.path.join(REPO, "bazel-bin"))
     parser.add_argument("--peer", default=DEFAULT_PEER,
                         help="the PyTorch twin (torch_fmnist.py)")
+    parser.add_argument("--python", default="/usr/bin/python3",
+                        help="the Python that has Debian's python3-torch")
     parser.add_argument("--timeout_s", type=int, default=900)
     args = parser.parse_args()
     if not os.path.exists(args.peer):

@@ -24,6 +24,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/float_mode.h"
 #include "common/process_setup.h"
 #include "common/subprocess.h"
 #include "data/batch_stream.h"
@@ -145,6 +146,9 @@ absl::StatusOr<double> WithParameterServer(int steps, int batch, int hidden) {
 }
 
 int Main(int argc, char** argv) {
+  // As every role does: the in-process baseline must not pay for subnormal
+  // floats that the parameter server no longer pays for.
+  EnableFlushToZero();
   SetUpProcessForBulkTransfers();
   absl::ParseCommandLine(argc, argv);
   const int steps = absl::GetFlag(FLAGS_steps);
