@@ -59,6 +59,11 @@ void ExpectCleanDivergence(const LocalRun& run) {
   EXPECT_THAT(run.output, Not(HasSubstr("runtime error")));
 }
 
+// BOUNDED mode's extra training setting.
+std::string StalenessFor(const std::string& mode) {
+  return mode == "BOUNDED" ? R"(, "max_staleness": 2)" : "";
+}
+
 // TestJob's MLP with Adam at the huge rate (the default job's optimizer).
 std::string DivergingMlp(const std::string& mode,
                          const std::string& training_extra = "") {
@@ -88,7 +93,10 @@ TEST_P(DivergingMlpTest, FailsWithTheCauseAndEveryProcessExits) {
 INSTANTIATE_TEST_SUITE_P(EveryMode, DivergingMlpTest,
                          ::testing::Values("ASYNC", "SYNC", "BOUNDED"));
 
-TEST(DivergenceTest, AConvnetWithBatchNormalizationFailsWithTheCause) {
+class DivergingModelTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DivergingModelTest, AConvnetWithBatchNormalizationFailsWithTheCause) {
+  const std::string mode = GetParam();
   const std::string data = kFashionMnist;
   const std::string job = absl::StrCat(R"({
     "name": "diverging_convnet",
@@ -112,16 +120,19 @@ TEST(DivergenceTest, AConvnetWithBatchNormalizationFailsWithTheCause) {
              "test_labels": ")",
                                        data, R"(t10k-labels-idx1-ubyte.gz",
              "num_classes": 10},
-    "training": {"batch_size": 32, "steps": 100000, "mode": "ASYNC"},
+    "training": {"batch_size": 32, "steps": 100000, "mode": ")",
+                                       mode, "\"", StalenessFor(mode), R"(},
     "evaluation": {"every_secs": 2, "batch_size": 1000}
   })");
-  ExpectCleanDivergence(RunLocal(WriteTestFile("convnet.json", job),
-                                 {"--ps=1", "--workers=2", "--evaluator",
-                                  "--tls=false", "--tokens=false"}));
+  ExpectCleanDivergence(
+      RunLocal(WriteTestFile("convnet_" + mode + ".json", job),
+               {"--ps=1", "--workers=2", "--evaluator", "--tls=false",
+                "--tokens=false"}));
 }
 
-TEST(DivergenceTest, AClickThroughRateModelFailsWithTheCause) {
-  const std::string data = TempPath("ctr_data");
+TEST_P(DivergingModelTest, AClickThroughRateModelFailsWithTheCause) {
+  const std::string mode = GetParam();
+  const std::string data = TempPath("ctr_data_" + mode);
   const std::string job = absl::StrCat(R"({
     "name": "diverging_ctr",
     "model": {"wide_deep": {"embedding_dim": 4, "hidden_sizes": [16]}},
@@ -136,13 +147,17 @@ TEST(DivergenceTest, AClickThroughRateModelFailsWithTheCause) {
              "num_dense": 4, "num_fields": 6,
              "synthesize": {"train_examples": 5000, "test_examples": 1000,
                             "vocabulary": 500}},
-    "training": {"batch_size": 64, "epochs": 50, "mode": "ASYNC"},
+    "training": {"batch_size": 64, "epochs": 50, "mode": ")",
+                                       mode, "\"", StalenessFor(mode), R"(},
     "evaluation": {"every_secs": 2, "batch_size": 1000}
   })");
-  ExpectCleanDivergence(RunLocal(WriteTestFile("ctr.json", job),
+  ExpectCleanDivergence(RunLocal(WriteTestFile("ctr_" + mode + ".json", job),
                                  {"--ps=2", "--workers=2", "--evaluator",
                                   "--tls=false", "--tokens=false"}));
 }
+
+INSTANTIATE_TEST_SUITE_P(EveryMode, DivergingModelTest,
+                         ::testing::Values("ASYNC", "SYNC", "BOUNDED"));
 
 }  // namespace
 }  // namespace psflow

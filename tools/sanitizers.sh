@@ -5,7 +5,7 @@
 #   2. every unit test under AddressSanitizer + UndefinedBehaviorSanitizer
 #      (the multi-process tests in tests/ and the bundle test run in the
 #      normal build only);
-#   3. every unit test under ThreadSanitizer, except the four whose
+#   3. every unit test under ThreadSanitizer, except the five whose
 #      threads meet only inside gRPC (tag no_tsan; docs/testing.md);
 #   4. the whole-job tests tagged sanitizer_job (diverging jobs in every
 #      mode) with ASan/UBSan-built role binaries.
