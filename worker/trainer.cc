@@ -284,6 +284,21 @@ void Trainer::Restart() {
 }
 
 absl::Status Trainer::Run() {
+  absl::Status result = RunUntilDone();
+  if (!result.ok()) {
+    // An error can leave a pull or push in flight (a prefetch, a pull
+    // waiting for a sync step the other workers cannot finish without this
+    // one). Their handles wait for them when dropped, since they write and
+    // read this trainer's buffers: end them now rather than at their RPC
+    // deadline, so the error reaches the chief at once.
+    parts_.client->CancelInFlight();
+  }
+  pull_ = nullptr;
+  for (auto& push : pushes_) push = nullptr;
+  return result;
+}
+
+absl::Status Trainer::RunUntilDone() {
   std::optional<KeepAlive> own_keep_alive;
   keep_alive_ = parts_.keep_alive;
   if (keep_alive_ == nullptr) {

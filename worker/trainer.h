@@ -156,6 +156,8 @@ class Trainer {
 
   // The training loop (Run adds the keep-alive and the final report).
   absl::Status Train();
+  // Run() until it returns, with its calls possibly still in flight.
+  absl::Status RunUntilDone();
   absl::Status AllocateBuffers();
   std::vector<ParameterClient::Mutable> Targets(const HostTensors& t) const;
   std::vector<ParameterClient::Const> Sources(const HostTensors& t) const;
