@@ -38,6 +38,17 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_PEER = os.path.join(REPO, "..", "shared", "peers", "torch_fmnist.py")
 
 
+def timed(cmd, args, side):
+    """Runs `cmd` to its end: (wall seconds, its output); exits on failure."""
+    start = time.monotonic()
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, timeout=args.timeout_s)
+    wall = time.monotonic() - start
+    if out.returncode != 0:
+        sys.exit(f"{side} run failed:\n" + out.stdout[-4000:])
+    return wall, out.stdout
+
+
 def run_psflow(args, workdir):
     run_dir = tempfile.mkdtemp(prefix="psflow-", dir=workdir)
     cmd = [
@@ -49,16 +60,11 @@ def run_psflow(args, workdir):
         # checkpoints otherwise).
         "--checkpoint_dir=" + os.path.join(run_dir, "checkpoints"),
     ]
-    start = time.monotonic()
-    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True, timeout=args.timeout_s)
-    wall = time.monotonic() - start
-    if out.returncode != 0:
-        sys.exit("psflow run failed:\n" + out.stdout[-4000:])
+    wall, out = timed(cmd, args, "psflow")
     with open(os.path.join(run_dir, "result.json")) as f:
         result = json.load(f)
     shares = []
-    for line in out.stdout.splitlines():
+    for line in out.splitlines():
         m = re.search(r"finished: .*time: compute ([\d.]+)%, pull wait "
                       r"([\d.]+)%, push wait ([\d.]+)%", line)
         if m:
@@ -69,14 +75,9 @@ def run_psflow(args, workdir):
 def run_torch(args):
     cmd = [args.python, args.peer, "--mode=ddp", "--world=2",
            "--threads=1"]
-    start = time.monotonic()
-    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True, timeout=args.timeout_s)
-    wall = time.monotonic() - start
-    if out.returncode != 0:
-        sys.exit("PyTorch run failed:\n" + out.stdout[-4000:])
+    wall, out = timed(cmd, args, "PyTorch")
     accuracy = None
-    for line in out.stdout.splitlines():
+    for line in out.splitlines():
         if line.startswith("RESULT "):
             accuracy = json.loads(line[len("RESULT "):]).get(
                 "final_test_accuracy")
@@ -93,6 +94,12 @@ def main():
                         help="the Python that has Debian's python3-torch")
     parser.add_argument("--timeout_s", type=int, default=900)
     args = parser.parse_args()
+    psctl = os.path.join(args.bin_dir, "client/psctl/psctl")
+    if not os.path.exists(psctl):
+        sys.exit(f"no {psctl}: build first with bazel build --config=opt "
+                 "//client/psctl:psctl //ps:ps_server //worker //chief "
+                 "//evaluator (the last build picks bazel-bin), or pass "
+                 "--bin_dir")
     if not os.path.exists(args.peer):
         sys.exit(f"no PyTorch twin at {args.peer}; pass --peer=PATH")
     workdir = tempfile.mkdtemp(prefix="peer_compare-")

@@ -58,3 +58,23 @@ PY
   done < <(find "$bundle/bin" -type f)
   return "$ok"
 }
+
+# Runs every GPU test binary of the bundle with PSFLOW_REQUIRE_GPU=1, a log
+# each in <log_dir>; reports each through `say` (and the failures' lines
+# into $summary). Returns 1 when any failed.
+run_gpu_tests() {
+  local bundle="$1" log_dir="$2" test log status=0
+  mkdir -p "$log_dir"
+  for test in cuda_probe_test cuda_device_test cuda_vs_cpu_test mlp_cuda_test \
+    wide_deep_cuda_test select_device_test device_test; do
+    log="$log_dir/$test.log"
+    if PSFLOW_REQUIRE_GPU=1 "$bundle/bin/$test" >"$log" 2>&1; then
+      say "- $test: PASSED ($(grep -c '^\[       OK \]' "$log") tests)"
+    else
+      say "- $test: FAILED (see tests/$test.log)"
+      grep -E '^\[  FAILED  \]|Failure|error' "$log" | head -20 | tee -a "$summary"
+      status=1
+    fi
+  done
+  return "$status"
+}

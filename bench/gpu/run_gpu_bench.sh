@@ -52,17 +52,7 @@ tee -a "$summary" <"$out/libraries.log"
 say
 say "## Tests (PSFLOW_REQUIRE_GPU=1)"
 say
-for test in cuda_probe_test cuda_device_test cuda_vs_cpu_test mlp_cuda_test \
-  wide_deep_cuda_test select_device_test device_test; do
-  log="$out/tests/$test.log"
-  if PSFLOW_REQUIRE_GPU=1 "$bundle/bin/$test" >"$log" 2>&1; then
-    say "- $test: PASSED ($(grep -c '^\[       OK \]' "$log") tests)"
-  else
-    say "- $test: FAILED (see tests/$test.log)"
-    grep -E '^\[  FAILED  \]|Failure|error' "$log" | head -20 | tee -a "$summary"
-    failed=1
-  fi
-done
+run_gpu_tests "$bundle" "$out/tests" || failed=1
 
 # --- 2. GEMM.
 say
