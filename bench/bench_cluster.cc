@@ -74,6 +74,12 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(
     if (!client.ok()) return client.status();
     cluster->client_security_ = *std::move(client);
     tls_flag.push_back("--tls_dir=" + tls_dir);
+  } else {
+    // Plaintext on loopback: the servers must be told it is meant.
+    tls_flag.push_back("--allow_unauthenticated_callers");
+  }
+  if (!options.checkpoint_root.empty()) {
+    tls_flag.push_back("--checkpoint_root=" + options.checkpoint_root);
   }
   for (int i = 0; i < num_ps; ++i) {
     std::vector<std::string> ps;

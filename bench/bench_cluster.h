@@ -39,6 +39,8 @@ class Cluster {
     // Mutual TLS: certificates made for the cluster, every server started
     // with --tls_dir, every client presenting its own.
     bool tls = false;
+    // ps_server --checkpoint_root (default: the bench's working directory).
+    std::string checkpoint_root;
   };
 
   // Starts `num_ps` servers of `binary`; their port files and logs go to

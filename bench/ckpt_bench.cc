@@ -292,6 +292,7 @@ int Main(int argc, char** argv) {
       PsServerPath(absl::GetFlag(FLAGS_ps_server), argv[0]);
   Cluster::Options cluster_options;
   cluster_options.chunk_bytes = absl::GetFlag(FLAGS_chunk_bytes);
+  cluster_options.checkpoint_root = dir;
 
   std::printf("## ckpt_bench\n\n");
   std::printf("- machine: %s, %ld cores\n", CpuModel().c_str(),

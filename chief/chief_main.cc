@@ -23,7 +23,6 @@ ABSL_FLAG(int32_t, metrics_port, -1,
 ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG as inline JSON or a file path; defaults to $TF_CONFIG");
 ABSL_FLAG(std::string, job, "", "Job config (JSON); required");
-ABSL_FLAG(std::string, bind_host, "0.0.0.0", "Interface to listen on");
 ABSL_FLAG(std::string, result_file, "",
           "As chief: write the job's outcome here as JSON");
 ABSL_FLAG(std::string, port_file, "", "Write the bound port here");
@@ -61,6 +60,7 @@ int main(int argc, char** argv) {
     LOG(ERROR) << security.status().message();
     return 1;
   }
+  const std::string bind_host = BindHostFromFlags(*security);
   if (absl::GetFlag(FLAGS_job).empty()) {
     LOG(ERROR) << "--job is required: the job config (e.g. "
                   "configs/fashion_mnist_mlp.json)";
@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   options.tf_config = *role_config;
   options.security = *security;
   options.job = *job;
-  options.bind_host = absl::GetFlag(FLAGS_bind_host);
+  options.bind_host = bind_host;
   options.result_file = absl::GetFlag(FLAGS_result_file);
   options.logdir = absl::GetFlag(FLAGS_logdir);
   options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);

@@ -35,6 +35,8 @@ class PathConfinement {
   absl::StatusOr<std::string> Check(const std::string& path, bool exists) const;
 
   const std::string& root() const { return root_; }
+  // The root with symlinks resolved ("/" confines nothing).
+  const std::string& resolved_root() const { return resolved_root_; }
 
  private:
   PathConfinement(std::string root, std::string resolved, std::string flag)

@@ -23,7 +23,6 @@ ABSL_FLAG(std::string, tf_config, "",
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
 ABSL_FLAG(std::string, logdir, "",
           "TensorBoard root; overrides the job's logging.log_dir");
-ABSL_FLAG(std::string, bind_host, "0.0.0.0", "Interface to listen on");
 ABSL_FLAG(int32_t, startup_timeout_s, 120, "Seconds to wait for the chief");
 ABSL_FLAG(int32_t, metrics_port, -1,
           "Serve Prometheus metrics at http://<bind_host>:<port>/metrics (0: "
@@ -45,15 +44,14 @@ int Run() {
     LOG(ERROR) << security.status().message();
     return 1;
   }
+  const std::string bind_host = BindHostFromFlags(*security);
 
   std::unique_ptr<ServerRunner> health;
   if (std::optional<std::string> address = tf.TaskAddress()) {
     absl::StatusOr<HostPort> own = ParseHostPort(*address);
     absl::StatusOr<std::unique_ptr<ServerRunner>> server =
-        own.ok() ? StartHealthServer(
-                       HostPort{absl::GetFlag(FLAGS_bind_host), own->port}
-                           .ToString(),
-                       *security)
+        own.ok() ? StartHealthServer(HostPort{bind_host, own->port}.ToString(),
+                                     *security)
                  : absl::StatusOr<std::unique_ptr<ServerRunner>>(own.status());
     if (!server.ok()) {
       LOG(ERROR) << server.status().message();
@@ -85,7 +83,7 @@ int Run() {
   options.metrics_registry = &registry;
   options.job_name = &job_name;
   TaskMetricsEndpointOptions endpoint;
-  endpoint.host = absl::GetFlag(FLAGS_bind_host);
+  endpoint.host = bind_host;
   endpoint.port = absl::GetFlag(FLAGS_metrics_port);
   endpoint.task_type = "evaluator";
   endpoint.task_index = tf.task.index;

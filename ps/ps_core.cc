@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "common/float_mode.h"
 #include "common/job/update_rule.h"
+#include "common/path_name.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "ps/ps_core_checks.h"
@@ -98,6 +99,10 @@ ParameterServerCore::ParameterServerCore(Options options)
 absl::StatusOr<ConfigureResponse> ParameterServerCore::Configure(
     const ConfigureRequest& request) {
   RETURN_IF_ERROR(CheckProtocol(request.protocol_version()));
+  if (!request.job_name().empty()) {
+    // It becomes folders: <log_dir>/<job name>/ps-<index>/.
+    RETURN_IF_ERROR(CheckPathName(request.job_name(), "the job name"));
+  }
   ConfigureResponse response;
   response.set_chunk_elements(chunk_elements_);
   MutexLock lock(&mu_);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/float_mode.h"
 #include "common/job/update_rule.h"
+#include "common/path_name.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "ps/ps_core.h"
@@ -80,11 +81,8 @@ absl::Status ParameterServerCore::CreateTablesLocked(
     const CreateVariablesRequest& request, bool create) {
   std::set<std::string> listed;
   for (const EmbeddingTableSpec& spec : request.tables()) {
-    if (spec.name().size() > 1024) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("embedding table name \"", spec.name().substr(0, 64),
-                       "...\" is longer than 1024 bytes"));
-    }
+    // Table names name files in exports (<table>/ids.npy in an archive).
+    RETURN_IF_ERROR(CheckPathName(spec.name(), "embedding table name"));
     ASSIGN_OR_RETURN(EmbeddingTableOptions options, OptionsFromSpec(spec));
     if (!listed.insert(spec.name()).second) {
       return absl::InvalidArgumentError(

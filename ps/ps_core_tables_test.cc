@@ -77,6 +77,28 @@ TEST(PsCoreTablesTest, NamesAreUniqueAcrossVariablesAndTables) {
   EXPECT_EQ(core.Stats().num_variables(), 1);
 }
 
+// Names that become paths (a job's folders, a table's export entries) are
+// checked on the server too: they arrive from the network.
+TEST(PsCoreTablesTest, PathLikeJobAndTableNamesAreRefused) {
+  ParameterServerCore core({});
+  ConfigureRequest climbing = Config();
+  climbing.set_job_name("..");
+  EXPECT_THAT(
+      core.Configure(climbing),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("the job name"), HasSubstr("letters, digits"))));
+  ConfigureRequest named = Config();
+  named.set_job_name("fashion_mnist_mlp");
+  ASSERT_OK(core.Configure(named));
+  for (const char* name : {"../../etc/x", "a/b", "", "tab\tname"}) {
+    EXPECT_THAT(core.CreateVariables(Create({Table(name, 2)})),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("embedding table name")))
+        << name;
+  }
+  EXPECT_EQ(core.Stats().num_variables(), 0);
+}
+
 TEST(PsCoreTablesTest, RequestsAreBounded) {
   ParameterServerCore core({});
   ASSERT_OK(core.Configure(Config()));

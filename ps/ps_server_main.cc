@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <iostream>
 #include <string>
 
@@ -38,8 +39,6 @@
 ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG as inline JSON or a file path; defaults to the TF_CONFIG "
           "environment variable");
-ABSL_FLAG(std::string, bind_host, "0.0.0.0",
-          "Interface to listen on; the port comes from TF_CONFIG");
 ABSL_FLAG(std::string, port_file, "",
           "If set, write the bound port here once serving (for launchers "
           "that use port 0)");
@@ -60,8 +59,9 @@ ABSL_FLAG(std::string, logdir, "",
 ABSL_FLAG(std::string, checkpoint_root, "",
           "Absolute directory under which this server saves and restores "
           "checkpoint files (created if missing); paths outside it, with "
-          "\"..\" or through symlinks that leave it are refused. Empty: "
-          "any path the chief names (a warning says so)");
+          "\"..\" or through symlinks that leave it are refused. Default: "
+          "the directory the server was started in (never /, which would "
+          "confine nothing)");
 ABSL_FLAG(int64_t, max_variable_bytes, 0,
           "At most this many bytes of variables, values and optimizer slots "
           "(a create beyond it is refused with RESOURCE_EXHAUSTED before "
@@ -88,6 +88,37 @@ ABSL_FLAG(int32_t, shutdown_grace_ms, 5000,
 namespace psflow {
 namespace {
 
+// --checkpoint_root, or the working directory: always a confinement, never
+// "any path" (docs/operations.md, "Confined checkpoint paths").
+absl::StatusOr<PathConfinement> CheckpointRootFromFlag() {
+  std::string root = absl::GetFlag(FLAGS_checkpoint_root);
+  const bool given = !root.empty();
+  if (!given) {
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof(cwd)) == nullptr) {
+      return absl::FailedPreconditionError(
+          "cannot read the working directory, the default checkpoint root; "
+          "pass --checkpoint_root=<the job's checkpoint directory>");
+    }
+    root = cwd;
+  }
+  absl::StatusOr<PathConfinement> confinement =
+      PathConfinement::Create(root, "--checkpoint_root");
+  if (!confinement.ok()) {
+    return absl::Status(
+        confinement.status().code(),
+        absl::StrCat("--checkpoint_root: ", confinement.status().message()));
+  }
+  if (confinement->resolved_root() == "/") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        given ? "--checkpoint_root=/" : "the working directory is / and",
+        " would let a peer write and read any file of this host as a "
+        "checkpoint; pass --checkpoint_root=<the job's checkpoint "
+        "directory> (the Kubernetes manifests use /data/checkpoints)"));
+  }
+  return confinement;
+}
+
 int Run() {
   absl::StatusOr<TfConfig> role_config = LoadRoleConfig(
       absl::GetFlag(FLAGS_tf_config), TaskType::kPs, "ps_server");
@@ -102,6 +133,7 @@ int Run() {
     LOG(ERROR) << security.status().message();
     return 1;
   }
+  const std::string bind_host = BindHostFromFlags(*security);
 
   absl::StatusOr<HostPort> address = ParseHostPort(*config.TaskAddress());
   if (!address.ok()) {
@@ -124,8 +156,7 @@ int Run() {
   }
   GrpcParameterServer::Options options;
   options.core.apply_seconds = (*ps_metrics)->apply_seconds();
-  options.listen_address =
-      HostPort{absl::GetFlag(FLAGS_bind_host), address->port}.ToString();
+  options.listen_address = HostPort{bind_host, address->port}.ToString();
   options.core.chunk_bytes = chunk_bytes;
   options.core.max_variable_bytes = absl::GetFlag(FLAGS_max_variable_bytes);
   if (const int chief_timeout = absl::GetFlag(FLAGS_chief_timeout_s);
@@ -174,30 +205,21 @@ int Run() {
   options.grace = absl::Milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms));
   options.shared_memory.enabled = absl::GetFlag(FLAGS_shared_memory);
   options.security = *security;
-  if (const std::string root = absl::GetFlag(FLAGS_checkpoint_root);
-      !root.empty()) {
-    absl::StatusOr<PathConfinement> confinement =
-        PathConfinement::Create(root, "--checkpoint_root");
-    if (!confinement.ok()) {
-      LOG(ERROR) << "--checkpoint_root: " << confinement.status().message();
-      return 1;
-    }
-    options.checkpoint_root = *std::move(confinement);
-  } else {
-    LOG(WARNING) << "checkpoint paths are not confined: a peer may make "
-                    "this server write or read any file it can reach; "
-                    "start it with --checkpoint_root=<the job's checkpoint "
-                    "directory>";
+  absl::StatusOr<PathConfinement> confinement = CheckpointRootFromFlag();
+  if (!confinement.ok()) {
+    LOG(ERROR) << confinement.status().message();
+    return 1;
   }
+  LOG(INFO) << "checkpoint files only under " << confinement->root();
+  options.checkpoint_root = *std::move(confinement);
   absl::StatusOr<std::unique_ptr<GrpcParameterServer>> server =
       GrpcParameterServer::Start(options);
   if (!server.ok()) {
     LOG(ERROR) << server.status().message();
     return 1;
   }
-  LOG(INFO) << "serving on " << absl::GetFlag(FLAGS_bind_host) << ":"
-            << (*server)->port() << " (TF_CONFIG address "
-            << *config.TaskAddress() << ", "
+  LOG(INFO) << "serving on " << bind_host << ":" << (*server)->port()
+            << " (TF_CONFIG address " << *config.TaskAddress() << ", "
             << config.cluster.NumTasks(TaskType::kPs) << " ps, "
             << config.cluster.NumTasks(TaskType::kWorker) << " workers)";
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
@@ -215,7 +237,7 @@ int Run() {
     if (!refreshed.ok()) LOG(WARNING) << "metrics: " << refreshed.message();
   });
   TaskMetricsEndpointOptions endpoint;
-  endpoint.host = absl::GetFlag(FLAGS_bind_host);
+  endpoint.host = bind_host;
   endpoint.port = absl::GetFlag(FLAGS_metrics_port);
   endpoint.task_type = "ps";
   endpoint.task_index = config.task.index;

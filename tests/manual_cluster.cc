@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -22,9 +23,16 @@ ManualCluster::ManualCluster(
       chief_flags_(std::move(chief_flags)),
       role_flags_(std::move(role_flags)),
       result_file_(TempPath("result.json")) {
+  std::set<int> taken;
   for (const char* task :
        {"chief", "ps0", "ps1", "worker0", "worker1", "evaluator0"}) {
-    absl::StatusOr<int> port = PickFreePort();
+    // A port is free only until someone binds it, so two picks can return
+    // the same one: every task gets its own.
+    absl::StatusOr<int> port;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      port = PickFreePort();
+      if (!port.ok() || taken.insert(*port).second) break;
+    }
     EXPECT_OK(port);
     ports_[task] = port.ok() ? *port : 1;
   }
@@ -54,20 +62,27 @@ std::string ManualCluster::TfConfig(const std::string& type, int index) const {
 
 Subprocess* ManualCluster::Start(const std::string& type, int index) {
   std::vector<std::string> argv;
+  // Plaintext on loopback, as a single-host test may (security_test runs
+  // a job with credentials).
+  const std::string open = "--allow_unauthenticated_callers";
   const std::string bind = "--bind_host=127.0.0.1";
   if (type == "ps") {
     // A restarted chief waits at most this long for the servers to follow
     // it (ps/chief_fence.h), so the workers do not finish meanwhile.
-    argv = {RunfilePath("ps/ps_server"), bind, "--chief_takeover_s=2"};
+    argv = {RunfilePath("ps/ps_server"), open, bind, "--chief_takeover_s=2",
+            "--checkpoint_root=" + checkpoint_dir_};
   } else if (type == "chief") {
-    argv = {RunfilePath("chief/chief"), bind, "--job=" + job_,
+    argv = {RunfilePath("chief/chief"),
+            open,
+            bind,
+            "--job=" + job_,
             "--checkpoint_dir=" + checkpoint_dir_,
             "--result_file=" + result_file_};
     argv.insert(argv.end(), chief_flags_.begin(), chief_flags_.end());
   } else if (type == "worker") {
-    argv = {RunfilePath("worker/worker"), bind, "--device=cpu"};
+    argv = {RunfilePath("worker/worker"), open, bind, "--device=cpu"};
   } else {
-    argv = {RunfilePath("evaluator/evaluator"), "--device=cpu"};
+    argv = {RunfilePath("evaluator/evaluator"), open, "--device=cpu"};
   }
   if (auto flags = role_flags_.find(type); flags != role_flags_.end()) {
     argv.insert(argv.end(), flags->second.begin(), flags->second.end());

@@ -48,8 +48,12 @@ for i in 0 1 2 3; do
   ip -n "$ns" link set lo up
 done
 
+# The TF_CONFIGs and, as across real hosts, the job's certificates and
+# tokens: every task starts with them (a task without refuses to start).
 "$psctl" tfconfig gen --ps="$subnet.10" --chief="$subnet.11" \
-  --workers="$subnet.12,$subnet.13" --out="$dir/tf" >/dev/null
+  --workers="$subnet.12,$subnet.13" --out="$dir/tf" --credentials \
+  --job=multihost >/dev/null
+secure=(--tls_dir="$dir/tf/tls" --token_dir="$dir/tf/tokens")
 data=/usr/share/datasets/fashion-mnist
 cat > "$dir/job.json" <<JOB
 {
@@ -74,12 +78,14 @@ start() {  # start <namespace index> <log name> <tf_config file> <command...>
 }
 # The namespaces share one kernel, so workers could reach the PS through
 # shared memory; real hosts cannot, and this test is about the network.
-start 0 ps "$dir/tf/ps-0.json" "$ps_server" --shared_memory=false
-start 1 chief "$dir/tf/chief-0.json" "$chief" --job="$dir/job.json" \
+start 0 ps "$dir/tf/ps-0.json" "$ps_server" "${secure[@]}" \
+  --shared_memory=false --checkpoint_root="$dir/checkpoints"
+start 1 chief "$dir/tf/chief-0.json" "$chief" "${secure[@]}" \
+  --job="$dir/job.json" --checkpoint_dir="$dir/checkpoints" \
   --heartbeat_timeout_s=5 --result_file="$dir/result.json"
-start 2 worker0 "$dir/tf/worker-0.json" "$worker" --device=cpu
-start 3 worker1 "$dir/tf/worker-1.json" "$worker" --device=cpu \
-  --recovery_timeout_s=10
+start 2 worker0 "$dir/tf/worker-0.json" "$worker" "${secure[@]}" --device=cpu
+start 3 worker1 "$dir/tf/worker-1.json" "$worker" "${secure[@]}" \
+  --device=cpu --recovery_timeout_s=10
 ps_pid=${pids[0]} chief_pid=${pids[1]} w0_pid=${pids[2]} w1_pid=${pids[3]}
 
 # Let training get going, then cut worker 1 off.

@@ -59,7 +59,8 @@ absl::StatusOr<PsProcess> StartPs(int index, int num_ps) {
   ps.process = std::make_unique<Subprocess>(
       std::vector<std::string>{
           RunfilePath("ps/ps_server"), "--port_file=" + port_file,
-          "--bind_host=127.0.0.1", absl::StrCat("--chunk_bytes=", kChunkBytes),
+          "--allow_unauthenticated_callers", "--bind_host=127.0.0.1",
+          absl::StrCat("--chunk_bytes=", kChunkBytes),
           "--shutdown_grace_ms=500"},
       std::map<std::string, std::string>{
           {"TF_CONFIG", PsTfConfig(index, num_ps)}},
@@ -192,7 +193,8 @@ TEST(PsClusterTest, BadTfConfigExitsWithTheProblemNamed) {
 TEST(PsClusterTest, PortInUseExitsWithTheProblemNamed) {
   ASSERT_OK_AND_ASSIGN(PsProcess first, StartPs(0, 1));
   Subprocess second(
-      {RunfilePath("ps/ps_server"), "--bind_host=127.0.0.1"},
+      {RunfilePath("ps/ps_server"), "--allow_unauthenticated_callers",
+       "--bind_host=127.0.0.1"},
       {{"TF_CONFIG",
         absl::StrCat(
             R"({"cluster": {"ps": ["127.0.0.1:)", first.port,
@@ -256,7 +258,8 @@ TEST(PsClusterTest, ClientWaitsForAServerThatStartsLate) {
   std::thread configure([&] { configured = client.Configure(AdamConfig()); });
   absl::SleepFor(absl::Milliseconds(500));  // The client is already waiting.
   Subprocess late(
-      {RunfilePath("ps/ps_server"), "--bind_host=127.0.0.1"},
+      {RunfilePath("ps/ps_server"), "--allow_unauthenticated_callers",
+       "--bind_host=127.0.0.1"},
       {{"TF_CONFIG",
         absl::StrCat(
             R"({"cluster": {"ps": ["127.0.0.1:)", port,

@@ -176,7 +176,8 @@ TEST(RecoveryTest, AStraySecondChiefChangesNothing) {
   tf_config.replace(tf_config.find(chief_address), chief_address.size(),
                     absl::StrCat("127.0.0.1:", stray_port));
   Subprocess stray(
-      {RunfilePath("chief/chief"), "--bind_host=127.0.0.1", "--job=" + job,
+      {RunfilePath("chief/chief"), "--allow_unauthenticated_callers",
+       "--bind_host=127.0.0.1", "--job=" + job,
        "--checkpoint_dir=" + TempPath("stray_own_ckpts"),
        "--startup_timeout_s=5"},
       {{"TF_CONFIG", tf_config}}, TempPath("stray_chief.log"));

@@ -220,8 +220,8 @@ TEST(TrainingTest, MissingWorkerFailsTheChiefAfterItsDeadline) {
   // The ps binds port 0 and reports it; the chief must know it.
   const std::string port_file = TempPath("ps.port");
   Subprocess ps(
-      {RunfilePath("ps/ps_server"), "--bind_host=127.0.0.1",
-       "--port_file=" + port_file},
+      {RunfilePath("ps/ps_server"), "--allow_unauthenticated_callers",
+       "--bind_host=127.0.0.1", "--port_file=" + port_file},
       {{"TF_CONFIG",
         R"({"cluster": {"ps": ["127.0.0.1:0"], "worker": ["127.0.0.1:1"]},
                       "task": {"type": "ps", "index": 0}})"}},
@@ -233,7 +233,8 @@ TEST(TrainingTest, MissingWorkerFailsTheChiefAfterItsDeadline) {
       R"({"cluster": {"chief": ["127.0.0.1:0"], "ps": ["127.0.0.1:)", ps_port,
       R"("], "worker": ["127.0.0.1:1"]}, "task": {"type": "chief", "index": 0}})");
   Subprocess chief({RunfilePath("chief/chief"), "--job=" + job,
-                    "--bind_host=127.0.0.1", "--startup_timeout_s=3"},
+                    "--allow_unauthenticated_callers", "--bind_host=127.0.0.1",
+                    "--startup_timeout_s=3"},
                    {{"TF_CONFIG", chief_config}}, TempPath("chief.log"));
   const absl::Time start = absl::Now();
   ASSERT_OK(chief.Start());
@@ -252,7 +253,8 @@ TEST(TrainingTest, MissingParameterServerFailsTheChiefAfterItsDeadline) {
   // running beside this one).
   ASSERT_OK_AND_ASSIGN(int dead_port, PickFreePort());
   Subprocess chief(
-      {RunfilePath("chief/chief"), "--job=" + job, "--bind_host=127.0.0.1",
+      {RunfilePath("chief/chief"), "--job=" + job,
+       "--allow_unauthenticated_callers", "--bind_host=127.0.0.1",
        "--startup_timeout_s=2"},
       {{"TF_CONFIG",
         absl::StrCat(

@@ -15,6 +15,8 @@ PACKAGES=(
   # System libraries wrapped in //third_party.
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev zlib1g-dev libssl-dev
+  # The HTTP server behind every task's /metrics.
+  libcivetweb-dev
   # CPU backend GEMMs (measured faster than our own; see bench/RESULTS.md).
   libopenblas-dev
   # Real data for the default job and the training tests.

@@ -18,7 +18,7 @@ if [ "$restarts" != 1 ]; then
   echo "$out"
   exit 1
 fi
-grep -q -- "--bind_host" <<<"$out" || { echo "the restarted worker did not run: $out"; exit 1; }
+grep -q -- "--device" <<<"$out" || { echo "the restarted worker did not run: $out"; exit 1; }
 # A choice the user made is kept: no restart.
 out=$(OPENBLAS_CORETYPE=Prescott LD_PRELOAD=$shim timeout 60 "$worker" --helpshort 2>&1 || true)
 if grep -q "starting again" <<<"$out"; then

@@ -39,7 +39,6 @@ ABSL_FLAG(std::string, job, "",
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
 ABSL_FLAG(std::string, logdir, "",
           "TensorBoard root; overrides the job's logging.log_dir");
-ABSL_FLAG(std::string, bind_host, "0.0.0.0", "Interface to listen on");
 ABSL_FLAG(std::string, result_file, "",
           "As chief: write the job's outcome here as JSON");
 ABSL_FLAG(int32_t, recovery_timeout_s, 300,
@@ -92,6 +91,7 @@ int Run() {
     LOG(ERROR) << security.status().message();
     return 1;
   }
+  const std::string bind_host = BindHostFromFlags(*security);
 
   const absl::Duration startup =
       absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
@@ -100,8 +100,7 @@ int Run() {
     LOG(ERROR) << own.status().message();
     return 1;
   }
-  const std::string listen =
-      HostPort{absl::GetFlag(FLAGS_bind_host), own->port}.ToString();
+  const std::string listen = HostPort{bind_host, own->port}.ToString();
 
   // One registry per process: worker 0 running the chief's duties serves
   // both sets of metrics.
@@ -114,7 +113,7 @@ int Run() {
   }
   JobNameLabel job_name;  // known once the job spec is
   TaskMetricsEndpointOptions endpoint;
-  endpoint.host = absl::GetFlag(FLAGS_bind_host);
+  endpoint.host = bind_host;
   endpoint.port = absl::GetFlag(FLAGS_metrics_port);
   endpoint.task_type = "worker";
   endpoint.task_index = tf.task.index;
@@ -146,7 +145,7 @@ int Run() {
     options.tf_config = tf;
     options.security = *security;
     options.job = *job;
-    options.bind_host = absl::GetFlag(FLAGS_bind_host);
+    options.bind_host = bind_host;
     options.result_file = absl::GetFlag(FLAGS_result_file);
     options.logdir = absl::GetFlag(FLAGS_logdir);
     options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);

@@ -312,6 +312,12 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
     for (Task& task : tasks) task.args.push_back("--token_dir=" + token_dir);
     security.tokens.own = tokens.at(RpcRole::kAdmin);
   }
+  if (!options.tls && !options.tokens) {
+    // --tls=false --tokens=false said it: every task on 127.0.0.1, open.
+    for (Task& task : tasks) {
+      task.args.push_back("--allow_unauthenticated_callers");
+    }
+  }
 
   if (options.metrics) {
     // Prometheus's file_sd format: one target group per task.

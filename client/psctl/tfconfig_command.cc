@@ -6,9 +6,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "client/psctl/job_certificates.h"
 #include "client/psctl/tfconfig_gen.h"
 #include "client/psctl/tfconfig_report.h"
+#include "client/psctl/tokens_command.h"
 #include "common/file_util.h"
+#include "common/rpc/job_tokens.h"
+#include "common/status_macros.h"
+#include "common/tf_config.h"
 #include "common/tf_config_loader.h"
 
 namespace psflow {
@@ -52,9 +57,11 @@ class TfConfigGenCommand : public Subcommand {
             "tfconfig gen", {},
             "psctl tfconfig gen --chief=HOST[:PORT] --ps=H1,H2 "
             "--workers=H1,H2\n"
-            "                   [--evaluator=HOST] [--port=2222] [--out=DIR]",
+            "                   [--evaluator=HOST] [--port=2222] [--out=DIR]\n"
+            "                   [--credentials --job=NAME]",
             "The TF_CONFIG of every task, as `export TF_CONFIG=...` lines or\n"
-            "one DIR/<task>.json per task.") {
+            "one DIR/<task>.json per task; with --credentials also the job's\n"
+            "certificates (DIR/tls) and tokens (DIR/tokens) for those hosts.") {
     FlagSet& flags = mutable_flags();
     flags.AddString("chief", &options_.chief,
                     "the chief's HOST[:PORT]; without it worker 0 is the "
@@ -70,6 +77,12 @@ class TfConfigGenCommand : public Subcommand {
     flags.AddString("out", &out_dir_,
                     "write one <task>.json per task into this directory "
                     "instead of printing export lines");
+    flags.AddBool("credentials", &credentials_,
+                  "also write what every task needs to start securely: "
+                  "<out>/tls (psctl certs gen for these hosts) and "
+                  "<out>/tokens (psctl tokens gen); needs --out");
+    flags.AddString("job", &job_, "the job's name, in the certificates");
+    flags.AddInt("days", &days_, "how long the certificates are valid");
   }
 
   int Run(const std::vector<std::string>& arguments, std::ostream& out,
@@ -83,6 +96,15 @@ class TfConfigGenCommand : public Subcommand {
         GenerateTfConfigs(options_);
     if (!configs.ok()) {
       err << "psctl tfconfig gen: " << configs.status().message() << "\n";
+      return kExitUsage;
+    }
+    if (credentials_ && out_dir_.empty()) {
+      err << "psctl tfconfig gen: --credentials writes files and needs "
+             "--out=DIR\n";
+      return kExitUsage;
+    }
+    if (days_ < 1 || days_ > 3650) {
+      err << "psctl tfconfig gen: --days=" << days_ << " is outside 1..3650\n";
       return kExitUsage;
     }
     if (!out_dir_.empty()) {
@@ -106,12 +128,48 @@ class TfConfigGenCommand : public Subcommand {
       }
       out << path << "\n";
     }
+    if (credentials_) {
+      if (absl::Status written = WriteCredentials(configs->front().second, out);
+          !written.ok()) {
+        err << "psctl tfconfig gen: " << written.message() << "\n";
+        return kExitFailed;
+      }
+    }
     return kExitOk;
   }
 
  private:
+  // Certificates naming every task's host, and fresh tokens, beside the
+  // TF_CONFIG files.
+  absl::Status WriteCredentials(const std::string& any_tf_config,
+                                std::ostream& out) {
+    ASSIGN_OR_RETURN(TfConfig config, ParseTfConfig(any_tf_config));
+    ASSIGN_OR_RETURN(
+        JobCertificates certificates,
+        MakeJobCertificates(config.cluster, job_, absl::Hours(24) * days_));
+    const std::string tls_dir = out_dir_ + "/tls";
+    RETURN_IF_ERROR(WriteJobCertificates(certificates, tls_dir,
+                                         SecretOptions{"psflow-tls"}));
+    ASSIGN_OR_RETURN(auto tokens, GenerateJobTokens());
+    const std::string token_dir = out_dir_ + "/tokens";
+    RETURN_IF_ERROR(WriteJobTokens(tokens, token_dir));
+    RETURN_IF_ERROR(WriteFileWithMode(
+        token_dir + "/secret.yaml",
+        JobTokensSecret(tokens, SecretOptions{"psflow-tokens"}), 0600));
+    out << "wrote the job's certificates to " << tls_dir
+        << " and its tokens to " << token_dir
+        << "; start every task with --tls_dir=" << tls_dir
+        << " --token_dir=" << token_dir << " (copy them to the hosts; keep "
+        << tls_dir << "/ca.key and " << token_dir
+        << "/admin.token off the cluster)\n";
+    return absl::OkStatus();
+  }
+
   TfConfigGenOptions options_;
   std::string out_dir_;
+  bool credentials_ = false;
+  std::string job_ = "psflow";
+  int days_ = 365;
 };
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "common/file_util.h"
+#include "common/rpc/job_tokens.h"
+#include "common/rpc/transport_security.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -66,6 +68,36 @@ TEST_F(TfConfigCommandTest, GenWritesOneFilePerTaskUnderOut) {
               HasSubstr("\"task\": {\"type\": \"worker\", \"index\": 0}"));
 }
 
+// The hosts' TF_CONFIGs and the credentials every task needs to start
+// (a role binary without them refuses to), in one command.
+TEST_F(TfConfigCommandTest, GenWritesTheHostsCredentialsToo) {
+  const std::string dir =
+      std::string(std::getenv("TEST_TMPDIR")) + "/with_credentials";
+  ASSERT_EQ(
+      Run({"tfconfig", "gen", "--ps=10.0.0.1", "--workers=10.0.0.2",
+           "--chief=host-c", "--out=" + dir, "--credentials", "--job=mnist"}),
+      kExitOk)
+      << err_.str();
+  EXPECT_THAT(out_.str(), AllOf(HasSubstr("--tls_dir=" + dir + "/tls"),
+                                HasSubstr("--token_dir=" + dir + "/tokens")));
+  for (const char* task : {"ps-0", "worker-0", "chief-0"}) {
+    const std::string tls = dir + "/tls/";
+    EXPECT_TRUE(
+        LoadMutualTls(tls + "ca.crt", tls + task + ".crt", tls + task + ".key")
+            .ok())
+        << task;
+  }
+  EXPECT_TRUE(LoadJobTokens(dir + "/tokens", RpcRole::kPs, true).ok());
+  EXPECT_TRUE(LoadJobTokens(dir + "/tokens", RpcRole::kWorker, false).ok());
+  EXPECT_TRUE(ReadFileToString(dir + "/tokens/secret.yaml").ok());
+}
+
+TEST_F(TfConfigCommandTest, GenCredentialsNeedAnOutputFolder) {
+  EXPECT_EQ(Run({"tfconfig", "gen", "--ps=p", "--workers=w", "--credentials"}),
+            kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("needs --out=DIR"));
+}
+
 TEST_F(TfConfigCommandTest, GenRefusesAPortOutOfRange) {
   EXPECT_EQ(Run({"tfconfig", "gen", "--ps=p", "--workers=w", "--port=70000"}),
             kExitUsage);
@@ -85,7 +117,8 @@ TEST_F(TfConfigCommandTest, GenRefusesAnUnknownFlagNamingIt) {
   EXPECT_THAT(err_.str(),
               HasSubstr("psctl tfconfig gen: unknown flag --bogus; psctl "
                         "tfconfig gen takes --chief, --ps, --workers, "
-                        "--evaluator, --port, --out"));
+                        "--evaluator, --port, --out, --credentials, --job, "
+                        "--days"));
 }
 
 TEST_F(TfConfigCommandTest, CheckRefusesAFlagOfGenNamingWhereItBelongs) {

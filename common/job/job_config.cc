@@ -6,6 +6,8 @@
 #include "absl/strings/str_join.h"
 #include "common/file_util.h"
 #include "common/job/update_rule.h"
+#include "common/json.h"
+#include "common/path_name.h"
 #include "common/status_macros.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
@@ -67,12 +69,8 @@ void FillJobConfigDefaults(JobConfig& config) {
 }
 
 absl::Status ValidateJobConfig(const JobConfig& config) {
-  if (config.name().find('/') != std::string::npos) {
-    return Invalid("name", absl::StrCat("\"", config.name(),
-                                        "\" contains '/'; it names a "
-                                        "directory, use letters, digits, _ "
-                                        "and -"));
-  }
+  // The name becomes folders: <log_dir>/<name>/<task>.
+  RETURN_IF_ERROR(CheckPathName(config.name(), "name"));
   const ModelConfig& model = config.model();
   if (model.kind_case() == ModelConfig::KIND_NOT_SET &&
       model.layers().empty()) {
@@ -256,6 +254,14 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
 
 absl::StatusOr<JobConfig> ParseJobConfig(absl::string_view json,
                                          absl::string_view source) {
+  // Protobuf's JSON reader keeps the last of two equal keys; the strict
+  // reader (common/json.h), like TF_CONFIG's, refuses them, so a key given
+  // twice is a named error instead of a silently dropped setting.
+  if (absl::StatusOr<JsonValue> strict = ParseJson(json); !strict.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job config ", source, ": ", strict.status().message(),
+                     " (fields are listed in docs/configuration.md)"));
+  }
   JobConfig config;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;

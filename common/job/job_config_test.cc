@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "absl/strings/str_cat.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -76,6 +77,27 @@ TEST(JobConfigTest, UnknownFieldsAreRejectedByName) {
       ParseJobConfig(json, "bad.json"),
       StatusIs(absl::StatusCode::kInvalidArgument,
                AllOf(HasSubstr("job config bad.json"), HasSubstr("modle"))));
+}
+
+TEST(JobConfigTest, AKeyGivenTwiceIsRefusedNotTakenSilently) {
+  EXPECT_THAT(
+      WithTraining(R"({"batch_size": 32, "steps": 100, "batch_size": 64})"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("test.json"),
+                     HasSubstr("duplicate key \"batch_size\""))));
+}
+
+TEST(JobConfigTest, ANameThatWouldBeAPathIsRefusedWithTheRule) {
+  for (const char* name : {"..", ".", "a/b", "x\\ny", "/abs"}) {
+    std::string json = kMinimal;
+    json.replace(json.find('{') + 1, 0,
+                 absl::StrCat("\"name\": \"", name, "\","));
+    EXPECT_THAT(
+        ParseJobConfig(json, "test.json"),
+        StatusIs(absl::StatusCode::kInvalidArgument,
+                 AllOf(HasSubstr("name"), HasSubstr("letters, digits"))))
+        << name;
+  }
 }
 
 TEST(JobConfigTest, MissingModelIsRejected) {

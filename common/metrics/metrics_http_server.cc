@@ -1,68 +1,105 @@
 #include "common/metrics/metrics_http_server.h"
 
+#include <arpa/inet.h>
 #include <netdb.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cerrno>
+#include <atomic>
+#include <chrono>
 #include <cstring>
-#include <utility>
+#include <mutex>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
-#include "absl/time/clock.h"
 #include "common/metrics/prometheus_text.h"
+
+// mg_start2 (its error text) is declared among CivetWeb's experimental
+// interfaces; Debian's library exports it.
+#define MG_EXPERIMENTAL_INTERFACES 1
+#include <civetweb.h>
 
 namespace psflow {
 namespace {
 
-constexpr size_t kMaxRequestHead = 8 * 1024;
+constexpr char kIndex[] =
+    "<html><head><title>psflow</title></head><body>"
+    "<a href=\"/metrics\">metrics</a></body></html>\n";
 
-// Milliseconds left until `deadline` for poll(), at least 0.
-int MillisUntil(absl::Time deadline) {
-  return static_cast<int>(std::clamp<int64_t>(
-      absl::ToInt64Milliseconds(deadline - absl::Now()), 0, 60'000));
+// The IPv4 address `host` names, as text ("0.0.0.0", "10.0.0.5").
+absl::StatusOr<std::string> Ipv4Of(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+      rc != 0 || found == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics host \"", host,
+                     "\" is not an IPv4 address or a name of "
+                     "one (",
+                     rc != 0 ? gai_strerror(rc) : "no address",
+                     "); the metrics endpoint serves IPv4 only"));
+  }
+  char text[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr,
+            text, sizeof(text));
+  freeaddrinfo(found);
+  return std::string(text);
 }
 
-// Waits until `fd` is ready for `events` or `deadline`.
-bool WaitFor(int fd, short events, absl::Time deadline) {
-  while (true) {
-    pollfd p{fd, events, 0};
-    const int n = poll(&p, 1, MillisUntil(deadline));
-    if (n > 0) return true;
-    if (n == 0 || errno != EINTR) return false;
+void Answer(mg_connection* connection, int status, const char* type,
+            absl::string_view body, bool head_only,
+            const char* allow = nullptr) {
+  mg_response_header_start(connection, status);
+  mg_response_header_add(connection, "Content-Type", type, -1);
+  const std::string length = absl::StrCat(body.size());
+  mg_response_header_add(connection, "Content-Length", length.c_str(), -1);
+  if (allow != nullptr) mg_response_header_add(connection, "Allow", allow, -1);
+  mg_response_header_add(connection, "Connection", "close", -1);
+  mg_response_header_send(connection);
+  if (!head_only && !body.empty()) {
+    mg_write(connection, body.data(), body.size());
   }
 }
 
-void SendAll(int fd, absl::string_view data, absl::Time deadline) {
-  while (!data.empty()) {
-    if (!WaitFor(fd, POLLOUT, deadline)) return;
-    const ssize_t n = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
-      return;
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-}
-
-std::string Response(absl::string_view status, absl::string_view type,
-                     absl::string_view body, bool head_only,
-                     absl::string_view extra_headers = "") {
-  return absl::StrCat("HTTP/1.1 ", status, "\r\nContent-Type: ", type,
-                      "\r\nContent-Length: ", body.size(), "\r\n",
-                      extra_headers, "Connection: close\r\n\r\n",
-                      head_only ? "" : body);
-}
+// CivetWeb's own log lines (a bad request, a timeout) are its business;
+// returning 1 keeps them off stderr, where they would interleave with the
+// task's log.
+int Quiet(const mg_connection*, const char*) { return 1; }
 
 }  // namespace
+
+int MetricsHttpServer::Handle(mg_connection* connection, void* self) {
+  const mg_request_info* request = mg_get_request_info(connection);
+  const absl::string_view method =
+      request->request_method != nullptr ? request->request_method : "";
+  const absl::string_view path =
+      request->local_uri != nullptr ? request->local_uri : "";
+  const bool head = method == "HEAD";
+  if (method != "GET" && !head) {
+    Answer(connection, 405, "text/plain", "use GET /metrics\n", false,
+           "GET, HEAD");
+    return 405;
+  }
+  if (path == "/metrics") {
+    const std::string body = static_cast<MetricsHttpServer*>(self)->render_();
+    Answer(connection, 200, kPrometheusTextContentType, body, head);
+    return 200;
+  }
+  if (path == "/") {
+    Answer(connection, 200, "text/html; charset=utf-8", kIndex, head);
+    return 200;
+  }
+  Answer(connection, 404, "text/plain", "not found; metrics are at /metrics\n",
+         head);
+  return 404;
+}
 
 absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     const Options& options, std::function<std::string()> render) {
@@ -70,143 +107,94 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     return absl::InvalidArgumentError(
         absl::StrCat("metrics port ", options.port, " is outside 0..65535"));
   }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string port = absl::StrCat(options.port);
-  if (int rc = getaddrinfo(options.host.c_str(), port.c_str(), &hints, &found);
-      rc != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("metrics host \"", options.host,
-                     "\" does not resolve: ", gai_strerror(rc)));
+  if (options.threads < 1 || options.threads > 256) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "metrics threads ", options.threads, " is outside 1..256"));
   }
-  std::string error = "no address";
-  int fd = -1;
-  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
-    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    const int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 16) != 0) {
-      error = strerror(errno);
-      close(fd);
-      fd = -1;
-    }
-  }
-  freeaddrinfo(found);
-  if (fd < 0) {
+  absl::StatusOr<std::string> address = Ipv4Of(options.host);
+  if (!address.ok()) return address.status();
+  static std::once_flag initialized;
+  std::call_once(initialized, [] { mg_init_library(0); });
+
+  auto server = std::unique_ptr<MetricsHttpServer>(
+      new MetricsHttpServer(std::move(render)));
+  const std::string ports = absl::StrCat(*address, ":", options.port);
+  const std::string threads = absl::StrCat(options.threads);
+  const std::string timeout =
+      absl::StrCat(absl::ToInt64Milliseconds(options.io_timeout));
+  const char* configuration[] = {
+      "listening_ports", ports.c_str(), "num_threads", threads.c_str(),
+      "request_timeout_ms", timeout.c_str(), "enable_keep_alive", "no",
+      "max_request_size", "16384",
+      // Connections accepted while every thread is busy wait here; beyond
+      // it the acceptor waits, and the kernel's backlog holds the rest.
+      "connection_queue", "64", "listen_backlog", "128",
+      // No files are served: every request goes to Handle.
+      "enable_directory_listing", "no", "decode_url", "no", nullptr};
+  mg_callbacks callbacks;
+  std::memset(&callbacks, 0, sizeof(callbacks));
+  callbacks.log_message = Quiet;
+  mg_init_data init;
+  init.callbacks = &callbacks;
+  init.user_data = server.get();
+  init.configuration_options = configuration;
+  char error_text[256] = {};
+  unsigned error_code = 0;
+  mg_error_data error;
+  error.code = &error_code;
+  error.text = error_text;
+  error.text_buffer_size = sizeof(error_text);
+  server->context_ = mg_start2(&init, &error);
+  if (server->context_ == nullptr) {
     return absl::UnavailableError(absl::StrCat(
         "cannot serve metrics on ", options.host, ":", options.port, " (",
-        error, "); pick another --metrics_port, or -1 to turn it off"));
+        error_text[0] != '\0' ? error_text : "the HTTP server did not start",
+        "); pick another --metrics_port, or -1 to turn it off"));
   }
-  sockaddr_storage bound{};
-  socklen_t length = sizeof(bound);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length);
-  const int actual =
-      bound.ss_family == AF_INET6
-          ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-          : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  const int wake = eventfd(0, EFD_CLOEXEC);
-  if (wake < 0) {
-    close(fd);
-    return absl::InternalError(absl::StrCat("eventfd: ", strerror(errno)));
+  mg_set_request_handler(server->context_, "/", &MetricsHttpServer::Handle,
+                         server.get());
+  mg_server_port bound[4];
+  const int count = mg_get_server_ports(server->context_, 4, bound);
+  if (count < 1 || bound[0].port <= 0) {
+    return absl::InternalError(absl::StrCat("the metrics server on ", ports,
+                                            " reports no listening port"));
   }
-  return std::unique_ptr<MetricsHttpServer>(
-      new MetricsHttpServer(fd, wake, actual, options, std::move(render)));
+  server->port_ = bound[0].port;
+  server->address_ = *address;
+  return server;
 }
 
-MetricsHttpServer::MetricsHttpServer(int listen_fd, int wake_fd, int port,
-                                     Options options,
-                                     std::function<std::string()> render)
-    : listen_fd_(listen_fd),
-      wake_fd_(wake_fd),
-      port_(port),
-      options_(std::move(options)),
-      render_(std::move(render)),
-      thread_([this] { Serve(); }) {}
+namespace {
+
+// Opens and closes a connection to `address`:`port`, ignoring failure.
+void Poke(const std::string& address, int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  sockaddr_in peer{};
+  peer.sin_family = AF_INET;
+  peer.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, address == "0.0.0.0" ? "127.0.0.1" : address.c_str(),
+            &peer.sin_addr);
+  connect(fd, reinterpret_cast<sockaddr*>(&peer), sizeof(peer));
+  close(fd);
+}
+
+}  // namespace
 
 MetricsHttpServer::~MetricsHttpServer() {
-  const uint64_t one = 1;
-  (void)!write(wake_fd_, &one, sizeof(one));
-  thread_.join();
-  close(listen_fd_);
-  close(wake_fd_);
-}
-
-void MetricsHttpServer::Serve() {
-  while (true) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      return;
+  if (context_ == nullptr) return;
+  // CivetWeb's acceptor notices the stop between polls of its listening
+  // socket, up to 2 s apart; connections wake it, so a task exits at once.
+  std::atomic<bool> stopped{false};
+  std::thread waker([this, &stopped] {
+    while (!stopped.load()) {
+      Poke(address_, port_);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    if (fds[1].revents != 0) return;
-    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    HandleConnection(fd);
-    shutdown(fd, SHUT_WR);  // The client reads the whole answer, then EOF.
-    close(fd);
-  }
-}
-
-void MetricsHttpServer::HandleConnection(int fd) {
-  const absl::Time deadline = absl::Now() + options_.io_timeout;
-  std::string head;
-  char buffer[2048];
-  while (!absl::StrContains(head, "\r\n\r\n") &&
-         !absl::StrContains(head, "\n\n")) {
-    if (head.size() > kMaxRequestHead) {
-      SendAll(fd,
-              Response("431 Request Header Fields Too Large", "text/plain",
-                       "request head over 8 KiB\n", false),
-              deadline);
-      return;
-    }
-    if (!WaitFor(fd, POLLIN, deadline)) return;  // Too slow: drop it.
-    const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) return;
-    head.append(buffer, static_cast<size_t>(n));
-  }
-  const absl::string_view line =
-      absl::string_view(head).substr(0, head.find_first_of("\r\n"));
-  const std::vector<absl::string_view> parts = absl::StrSplit(line, ' ');
-  if (parts.size() != 3 || !absl::StartsWith(parts[2], "HTTP/1.")) {
-    SendAll(fd,
-            Response("400 Bad Request", "text/plain",
-                     "expected \"GET /metrics HTTP/1.1\"\n", false),
-            deadline);
-    return;
-  }
-  const bool head_only = parts[0] == "HEAD";
-  if (parts[0] != "GET" && !head_only) {
-    SendAll(fd,
-            Response("405 Method Not Allowed", "text/plain",
-                     "only GET and HEAD\n", false, "Allow: GET, HEAD\r\n"),
-            deadline);
-    return;
-  }
-  const absl::string_view path = parts[1].substr(0, parts[1].find('?'));
-  if (path == "/metrics") {
-    SendAll(
-        fd,
-        Response("200 OK", kPrometheusTextContentType, render_(), head_only),
-        deadline);
-  } else if (path == "/") {
-    SendAll(fd,
-            Response("200 OK", "text/plain",
-                     "psflow metrics: GET /metrics (Prometheus text "
-                     "format)\n",
-                     head_only),
-            deadline);
-  } else {
-    SendAll(fd,
-            Response("404 Not Found", "text/plain",
-                     "not found; metrics are at /metrics\n", head_only),
-            deadline);
-  }
+  });
+  mg_stop(context_);
+  stopped = true;
+  waker.join();
 }
 
 }  // namespace psflow

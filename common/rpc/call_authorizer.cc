@@ -61,9 +61,10 @@ absl::StatusOr<std::optional<RpcRole>> CallAuthorizer::Identify(
   }
   const absl::string_view value(found->second.data(), found->second.size());
   std::optional<RpcRole> by_token;
-  if (value.size() <= kMaxTokenMetadataBytes &&
-      absl::StartsWith(value, kTokenScheme)) {
-    by_token = RoleOfToken(tokens_, value.substr(sizeof(kTokenScheme) - 1));
+  if (value.size() <= kMaxTokenMetadataBytes) {
+    if (std::optional<absl::string_view> token = BearerToken(value)) {
+      by_token = RoleOfToken(tokens_, *token);
+    }
   }
   if (!by_token.has_value()) {
     // Never echo the presented value.

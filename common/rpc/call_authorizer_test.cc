@@ -87,10 +87,15 @@ class Server {
 
   // The role the server saw, or the error it answered.
   absl::StatusOr<std::string> Call(const TransportSecurity& client,
-                                   const std::string& method) {
+                                   const std::string& method,
+                                   const std::string& authorization = "") {
     grpc::GenericStub stub(
         OpenChannel(absl::StrCat("127.0.0.1:", runner_->port()), client));
     grpc::ClientContext context;
+    // A header written by another client than ours.
+    if (!authorization.empty()) {
+      context.AddMetadata(kTokenMetadataKey, authorization);
+    }
     context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
     grpc::Slice slice(std::string("request"));
     grpc::ByteBuffer request(&slice, 1), response;
@@ -199,6 +204,28 @@ TEST(CallAuthorizerTest, NoTokenOrAWrongOneIsUnauthenticated) {
   absl::StatusOr<std::string> oversized =
       server.Call(Presenting(std::string(2000, 'a')), "/t/Any");
   EXPECT_EQ(oversized.status().code(), absl::StatusCode::kUnauthenticated);
+}
+
+// RFC 7235: the scheme is case-insensitive; RFC 6750: one or more spaces.
+TEST(CallAuthorizerTest, TheBearerSchemeIsMatchedWithoutRegardToCase) {
+  const auto tokens = Tokens();
+  TransportSecurity server_security;
+  server_security.tokens = Checking(tokens);
+  Server server(server_security);
+  const std::string worker = tokens.at(RpcRole::kWorker);
+  for (const std::string scheme :
+       {"Bearer ", "bearer ", "BEARER ", "bEaReR   "}) {
+    EXPECT_THAT(server.Call(TransportSecurity(), "/t/Pull", scheme + worker),
+                IsOkAndHolds(std::string("worker")))
+        << scheme;
+  }
+  for (const std::string& value : std::vector<std::string>{
+           "Basic " + worker, "Bearer" + worker, "Bearer ", worker}) {
+    EXPECT_EQ(
+        server.Call(TransportSecurity(), "/t/Pull", value).status().code(),
+        absl::StatusCode::kUnauthenticated)
+        << value.substr(0, 8);
+  }
 }
 
 TEST(CallAuthorizerTest, AnOpenServerAdmitsEveryone) {

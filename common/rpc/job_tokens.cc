@@ -12,9 +12,11 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/file_util.h"
+#include "common/rpc/credential_files.h"
 
 namespace psflow {
 namespace {
@@ -47,9 +49,14 @@ bool IsLowerHex(absl::string_view text) {
 // refused without blocking, the size is checked before reading); errors
 // name it and the fix.
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path,
-                                          absl::string_view what) {
+                                          absl::string_view what,
+                                          CredentialKind kind) {
   absl::StatusOr<std::string> text = ReadFileToString(path, kMaxTokenFileBytes);
-  if (text.ok()) return text;
+  if (text.ok()) {
+    absl::Status guarded = CheckCredentialFile(path, kind, what);
+    if (!guarded.ok()) return guarded;
+    return text;
+  }
   // Not a regular file, or too large: the file is wrong, not missing.
   const absl::StatusCode code = absl::IsFailedPrecondition(text.status()) ||
                                         absl::IsInvalidArgument(text.status())
@@ -121,7 +128,8 @@ absl::StatusOr<JobTokens> LoadJobTokens(const std::string& dir, RpcRole role,
   if (calls) {
     const std::string path = absl::StrCat(dir, "/", TokenFileName(role));
     absl::StatusOr<std::string> text =
-        ReadSmallFile(path, absl::StrCat("the ", RpcRoleName(role), " token"));
+        ReadSmallFile(path, absl::StrCat("the ", RpcRoleName(role), " token"),
+                      CredentialKind::kSecret);
     if (!text.ok()) return text.status();
     const absl::string_view token = absl::StripAsciiWhitespace(*text);
     if (token.size() != kTokenHexDigits || !IsLowerHex(token)) {
@@ -134,7 +142,8 @@ absl::StatusOr<JobTokens> LoadJobTokens(const std::string& dir, RpcRole role,
   }
   if (checks_callers) {
     const std::string path = absl::StrCat(dir, "/", kTokenDigestsFile);
-    absl::StatusOr<std::string> text = ReadSmallFile(path, "the token digests");
+    absl::StatusOr<std::string> text =
+        ReadSmallFile(path, "the token digests", CredentialKind::kPublic);
     if (!text.ok()) return text.status();
     int line_number = 0;
     for (absl::string_view line : absl::StrSplit(*text, '\n')) {
@@ -164,6 +173,19 @@ absl::StatusOr<JobTokens> LoadJobTokens(const std::string& dir, RpcRole role,
     }
   }
   return tokens;
+}
+
+std::optional<absl::string_view> BearerToken(absl::string_view value) {
+  constexpr absl::string_view kScheme = "bearer";
+  if (value.size() <= kScheme.size() ||
+      !absl::EqualsIgnoreCase(value.substr(0, kScheme.size()), kScheme) ||
+      value[kScheme.size()] != ' ') {
+    return std::nullopt;
+  }
+  value.remove_prefix(kScheme.size());
+  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  if (value.empty()) return std::nullopt;
+  return value;
 }
 
 std::optional<RpcRole> RoleOfToken(const JobTokens& tokens,

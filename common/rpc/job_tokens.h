@@ -73,6 +73,11 @@ absl::Status WriteJobTokens(const std::map<RpcRole, std::string>& tokens,
 absl::StatusOr<JobTokens> LoadJobTokens(const std::string& dir, RpcRole role,
                                         bool checks_callers);
 
+// The token of an "authorization" value, "Bearer <token>": the scheme is
+// matched case-insensitively and may be followed by several spaces (RFC
+// 7235, RFC 6750); nullopt for another scheme or no token.
+std::optional<absl::string_view> BearerToken(absl::string_view value);
+
 // The role whose token `presented` is, comparing in constant time with
 // every digest; nullopt when it is none of them.
 std::optional<RpcRole> RoleOfToken(const JobTokens& tokens,

@@ -21,8 +21,10 @@ std::string NewDir(const std::string& name) {
   return absl::StrCat(testing::TempDir(), "/job_tokens_", name);
 }
 
+// Private to this user, as credentials must be (credential_files.h).
 void WriteText(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::trunc) << text;
+  EXPECT_EQ(chmod(path.c_str(), 0600), 0);
 }
 
 int Mode(const std::string& path) {

@@ -5,6 +5,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 
 ABSL_FLAG(std::string, transport_security, "",
           "insecure or mtls; default: mtls when TLS files are given "
@@ -26,6 +27,18 @@ ABSL_FLAG(std::string, token_dir, "",
           "Directory with the job's tokens (psctl tokens gen; a mounted "
           "Secret): <role>.token, and tokens.sha256 for parameter servers "
           "and the chief; default $PSFLOW_TOKEN_DIR (none: no tokens)");
+
+ABSL_FLAG(bool, allow_unauthenticated_callers, false,
+          "Serve callers that present neither a certificate nor a job "
+          "token: anyone who reaches this task's ports can then read and "
+          "change the model, write checkpoints and stop the job. Without "
+          "TLS or tokens a task refuses to start unless this is set; with "
+          "it the task listens on 127.0.0.1 unless --bind_host says "
+          "otherwise. For single-host tests only");
+ABSL_FLAG(std::string, bind_host, "",
+          "Interface to listen on; the port comes from TF_CONFIG. Default: "
+          "every interface (0.0.0.0) when callers are authenticated (TLS "
+          "or job tokens), 127.0.0.1 under --allow_unauthenticated_callers");
 
 namespace psflow {
 namespace {
@@ -55,6 +68,7 @@ SecuritySettings SecuritySettingsFromFlags() {
   s.cert = absl::GetFlag(FLAGS_tls_cert);
   s.key = absl::GetFlag(FLAGS_tls_key);
   s.token_dir = absl::GetFlag(FLAGS_token_dir);
+  s.allow_unauthenticated = absl::GetFlag(FLAGS_allow_unauthenticated_callers);
   return WithEnvironmentDefaults(s);
 }
 
@@ -125,23 +139,54 @@ absl::StatusOr<TransportSecurity> ResolveTransportSecurity(
   return security;
 }
 
+bool AuthenticatesCallers(const TransportSecurity& security) {
+  return security.mode != TransportSecurity::Mode::kInsecure ||
+         security.tokens.checks() || security.tokens.presents();
+}
+
+absl::Status RefuseUnauthenticated(const SecuritySettings& settings,
+                                   const TransportSecurity& security,
+                                   const std::string& task) {
+  if (AuthenticatesCallers(security) || settings.allow_unauthenticated) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      task,
+      " was given no TLS credentials and no job tokens, so it would obey "
+      "anyone who reaches its port. Make them once per job: psctl certs gen "
+      "--tf_config=<TF_CONFIG file> --out=tls/ and psctl tokens gen "
+      "--out=tokens/, then start "
+      "every task with --tls_dir=tls/ --token_dir=tokens/ (or "
+      "$PSFLOW_TLS_DIR and $PSFLOW_TOKEN_DIR); see docs/operations.md, "
+      "\"Security\". On a single-host test machine, "
+      "--allow_unauthenticated_callers serves without them, on 127.0.0.1"));
+}
+
+std::string DefaultBindHost(const TransportSecurity& security) {
+  return AuthenticatesCallers(security) ? "0.0.0.0" : "127.0.0.1";
+}
+
 absl::StatusOr<TransportSecurity> TransportSecurityFromFlags(
     const TfConfig& tf_config) {
   SecurityIdentity identity;
   identity.name = tf_config.task.ToString();
   identity.chief_task = tf_config.ChiefTask();
   identity.role = RoleOfTask(tf_config.task, identity.chief_task);
-  absl::StatusOr<TransportSecurity> security = ResolveTransportSecurity(
-      SecuritySettingsFromFlags(), identity, tf_config.rpc_layer);
+  const SecuritySettings settings = SecuritySettingsFromFlags();
+  absl::StatusOr<TransportSecurity> security =
+      ResolveTransportSecurity(settings, identity, tf_config.rpc_layer);
   if (!security.ok()) return security;
+  RETURN_IF_ERROR(RefuseUnauthenticated(settings, *security, identity.name));
   const bool tls = security->mode != TransportSecurity::Mode::kInsecure;
   const bool tokens = security->tokens.presents() || security->tokens.checks();
   if (!tls && !tokens) {
-    LOG(WARNING) << "no transport security and no job token: anyone who "
-                    "can reach this task's ports can read and change the "
-                    "model and stop the job. For a cluster, give every "
-                    "task its certificate (psctl certs gen; --tls_dir) and "
-                    "the job's tokens (psctl tokens gen; --token_dir)";
+    LOG(WARNING) << "--allow_unauthenticated_callers: no transport security "
+                    "and no job token, so anyone who can reach this task's "
+                    "ports can read and change the model and stop the job"
+                 << (absl::GetFlag(FLAGS_bind_host).empty()
+                         ? "; listening on 127.0.0.1 only"
+                         : absl::StrCat("; listening on --bind_host=",
+                                        absl::GetFlag(FLAGS_bind_host)));
   } else if (!tls) {
     LOG(WARNING) << "job tokens from " << security->tokens.source
                  << " without TLS: they travel in plaintext, so anyone who "
@@ -154,6 +199,11 @@ absl::StatusOr<TransportSecurity> TransportSecurityFromFlags(
                          : std::string());
   }
   return security;
+}
+
+std::string BindHostFromFlags(const TransportSecurity& security) {
+  const std::string flag = absl::GetFlag(FLAGS_bind_host);
+  return flag.empty() ? DefaultBindHost(security) : flag;
 }
 
 }  // namespace psflow

@@ -13,10 +13,16 @@
 //                      callers (parameter servers and the chief);
 //                      $PSFLOW_TOKEN_DIR
 //
-// TF_CONFIG's "rpc_layer": "grpc+tls" makes TLS mandatory: a task started
-// without credentials refuses to start. Insecure processes log one warning
-// that the job is open to anyone who reaches its ports (without TLS and
-// without tokens).
+//   --allow_unauthenticated_callers
+//                      serve callers without a certificate or a token
+//   --bind_host=HOST   the interface to listen on
+//
+// Secure unless told otherwise: a role binary given neither TLS files nor
+// a token folder refuses to start, naming `psctl certs gen`, `psctl
+// tokens gen` and the flags, unless --allow_unauthenticated_callers says
+// so; then it listens on 127.0.0.1 unless --bind_host names another
+// interface, and warns. TF_CONFIG's "rpc_layer": "grpc+tls" makes TLS
+// mandatory whatever the flags say.
 #ifndef PSFLOW_COMMON_RPC_SECURITY_FLAGS_H_
 #define PSFLOW_COMMON_RPC_SECURITY_FLAGS_H_
 
@@ -36,6 +42,8 @@ struct SecuritySettings {
   std::string tls_dir;
   std::string ca, cert, key;
   std::string token_dir;
+  // --allow_unauthenticated_callers.
+  bool allow_unauthenticated = false;
 };
 
 // From this binary's flags, environment variables filling the empty ones.
@@ -63,10 +71,28 @@ absl::StatusOr<TransportSecurity> ResolveTransportSecurity(
     const SecuritySettings& settings, const SecurityIdentity& identity,
     const std::string& rpc_layer);
 
+// Whether callers must prove who they are: mutual TLS or job tokens.
+bool AuthenticatesCallers(const TransportSecurity& security);
+
+// FailedPrecondition, naming `task`, the commands that make credentials
+// and the flags, when `security` authenticates nobody and `settings` do
+// not allow it.
+absl::Status RefuseUnauthenticated(const SecuritySettings& settings,
+                                   const TransportSecurity& security,
+                                   const std::string& task);
+
+// Where a task listens by default: every interface when callers are
+// authenticated, else loopback only.
+std::string DefaultBindHost(const TransportSecurity& security);
+
 // ResolveTransportSecurity(SecuritySettingsFromFlags(), the task, its
-// rpc_layer), logging the mode (and the warning when open).
+// rpc_layer), refusing an unauthenticated task unless allowed, and
+// logging the mode (and the warning when open).
 absl::StatusOr<TransportSecurity> TransportSecurityFromFlags(
     const TfConfig& tf_config);
+
+// --bind_host, or DefaultBindHost(security) when it is not given.
+std::string BindHostFromFlags(const TransportSecurity& security);
 
 }  // namespace psflow
 

@@ -6,6 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/file_util.h"
+#include "common/rpc/credential_files.h"
+#include "common/status_macros.h"
 #include "common/tls/certificates.h"
 
 namespace psflow {
@@ -14,7 +16,8 @@ namespace {
 constexpr int64_t kMaxPemBytes = 1 << 20;
 
 absl::StatusOr<std::string> ReadPemFile(const std::string& path,
-                                        const std::string& what) {
+                                        const std::string& what,
+                                        CredentialKind kind) {
   absl::StatusOr<std::string> text = ReadFileToString(path, kMaxPemBytes);
   if (!text.ok()) {
     return absl::Status(
@@ -25,6 +28,7 @@ absl::StatusOr<std::string> ReadPemFile(const std::string& path,
                      " bytes); psctl certs gen makes a job's certificates; "
                      "see docs/operations.md, \"Security\""));
   }
+  RETURN_IF_ERROR(CheckCredentialFile(path, kind, absl::StrCat("the ", what)));
   return text;
 }
 
@@ -52,11 +56,14 @@ absl::StatusOr<TransportSecurity> MutualTls(std::string ca_pem,
 absl::StatusOr<TransportSecurity> LoadMutualTls(const std::string& ca_path,
                                                 const std::string& cert_path,
                                                 const std::string& key_path) {
-  absl::StatusOr<std::string> ca = ReadPemFile(ca_path, "CA certificate");
+  absl::StatusOr<std::string> ca =
+      ReadPemFile(ca_path, "CA certificate", CredentialKind::kPublic);
   if (!ca.ok()) return ca.status();
-  absl::StatusOr<std::string> cert = ReadPemFile(cert_path, "certificate");
+  absl::StatusOr<std::string> cert =
+      ReadPemFile(cert_path, "certificate", CredentialKind::kPublic);
   if (!cert.ok()) return cert.status();
-  absl::StatusOr<std::string> key = ReadPemFile(key_path, "private key");
+  absl::StatusOr<std::string> key =
+      ReadPemFile(key_path, "private key", CredentialKind::kSecret);
   if (!key.ok()) return key.status();
   return MutualTls(*std::move(ca), *std::move(cert), *std::move(key),
                    absl::StrCat(cert_path, " (CA ", ca_path, ")"));

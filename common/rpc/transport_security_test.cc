@@ -3,6 +3,8 @@
 // plaintext client and a client whose certificate comes from another CA.
 #include "common/rpc/transport_security.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -109,9 +111,11 @@ TEST(TransportSecurityTest, AServerCertificateForAnotherHostIsRefused) {
               StatusIs(absl::StatusCode::kUnavailable));
 }
 
+// Private to this user, as psctl certs gen writes keys (credential_files.h).
 std::string WriteFile(const std::string& name, const std::string& text) {
   const std::string path = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name);
   std::ofstream(path) << text;
+  EXPECT_EQ(chmod(path.c_str(), 0600), 0);
   return path;
 }
 

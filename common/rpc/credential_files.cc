@@ -1,0 +1,100 @@
+#include "common/rpc/credential_files.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace psflow {
+namespace {
+
+std::string Mode(mode_t mode) {
+  return absl::StrFormat("%04o", static_cast<unsigned>(mode & 07777));
+}
+
+absl::StatusOr<struct stat> Stat(const std::string& path,
+                                 absl::string_view what) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    const int error = errno;
+    const std::string message = absl::StrCat("cannot read ", what, " ", path,
+                                             ": ", std::strerror(error));
+    return error == ENOENT ? absl::NotFoundError(message)
+                           : absl::PermissionDeniedError(message);
+  }
+  return st;
+}
+
+absl::Status CheckOwner(const struct stat& st, const std::string& path,
+                        absl::string_view what) {
+  if (st.st_uid == geteuid() || st.st_uid == 0) return absl::OkStatus();
+  return absl::PermissionDeniedError(
+      absl::StrCat(what, " ", path, " belongs to another user (uid ", st.st_uid,
+                   "; this process runs as uid ", geteuid(),
+                   "), who could change it: chown it to this user or root"));
+}
+
+std::string Folder(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+}  // namespace
+
+absl::Status CheckCredentialFolder(const std::string& dir,
+                                   absl::string_view what) {
+  absl::StatusOr<struct stat> st = Stat(dir, what);
+  if (!st.ok()) return st.status();
+  if (!S_ISDIR(st->st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " ", dir, " is not a folder"));
+  }
+  if (absl::Status owner = CheckOwner(*st, dir, what); !owner.ok()) {
+    return owner;
+  }
+  const bool sticky = (st->st_mode & S_ISVTX) != 0;
+  if ((st->st_mode & (S_IWGRP | S_IWOTH)) != 0 && !sticky) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        what, " ", dir, " is writable by other users (mode ", Mode(st->st_mode),
+        "), who could put their own credentials in it: chmod go-w ", dir,
+        " (psctl certs gen and psctl tokens gen make it 0700)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckCredentialFile(const std::string& path, CredentialKind kind,
+                                 absl::string_view what) {
+  absl::StatusOr<struct stat> st = Stat(path, what);
+  if (!st.ok()) return st.status();
+  if (absl::Status owner = CheckOwner(*st, path, what); !owner.ok()) {
+    return owner;
+  }
+  const mode_t mode = st->st_mode;
+  if (kind == CredentialKind::kSecret) {
+    const bool others = (mode & S_IRWXO) != 0;
+    const bool group_writes = (mode & (S_IWGRP | S_IXGRP)) != 0;
+    const bool foreign_group_reads =
+        (mode & S_IRGRP) != 0 && st->st_gid != getegid();
+    if (others || group_writes || foreign_group_reads) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          what, " ", path, " is open to other users (mode ", Mode(mode),
+          "): anyone who can read it can act as this task. chmod 600 ", path,
+          " (ssh refuses such keys too)"));
+    }
+  } else if ((mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(what, " ", path, " is writable by other users (mode ",
+                     Mode(mode), "), who could replace it: chmod go-w ", path));
+  }
+  return CheckCredentialFolder(Folder(path),
+                               absl::StrCat("the folder of ", what));
+}
+
+}  // namespace psflow
