@@ -88,7 +88,14 @@ int MetricsHttpServer::Handle(mg_connection* connection, void* self) {
     return 405;
   }
   if (path == "/metrics") {
-    const std::string body = static_cast<MetricsHttpServer*>(self)->render_();
+    // CivetWeb's threads have 100 KiB stacks (Debian builds it so);
+    // rendering (refreshers reading /proc, formatting every series) runs
+    // on a thread with the process's usual stack instead.
+    std::string body;
+    std::thread renderer([&body, self] {
+      body = static_cast<MetricsHttpServer*>(self)->render_();
+    });
+    renderer.join();
     Answer(connection, 200, kPrometheusTextContentType, body, head);
     return 200;
   }

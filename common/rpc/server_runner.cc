@@ -22,6 +22,12 @@ absl::StatusOr<std::unique_ptr<ServerRunner>> ServerRunner::Start(
   // gRPC enables SO_REUSEPORT by default: a second server on a busy port
   // would silently share it and split the clients. Fail instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // A connection must finish its (TLS) handshake within this, or it is
+  // closed: half-finished handshakes cannot pile up (gRPC's default: 120 s).
+  builder.AddChannelArgument(
+      GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+      static_cast<int>(std::min<int64_t>(
+          absl::ToInt64Milliseconds(options.handshake_timeout), INT32_MAX)));
   // Idle and vanished peers do not pin connections (ServerOptions).
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 30 * 1000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10 * 1000);

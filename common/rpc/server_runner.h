@@ -52,6 +52,10 @@ struct ServerOptions {
   // hold sockets forever. Keepalive pings (every 30 s, 10 s to answer) find
   // vanished peers.
   absl::Duration max_connection_idle = absl::Minutes(5);
+  // A connection whose TLS (or plaintext HTTP/2) handshake has not
+  // finished within this is closed, so peers that connect and stall
+  // mid-handshake hold no socket for longer.
+  absl::Duration handshake_timeout = absl::Seconds(10);
   // The most memory gRPC may hold for this server's connections and calls
   // (incoming messages still being received among them): past it, reads
   // slow down and new calls are refused, so clients that send half a

@@ -81,8 +81,8 @@ class NothingService final : public grpc::CallbackGenericService {
 // Connects with raw TCP, speaks the HTTP/2 preface and then nothing;
 // returns how long the server took to close the connection, or nullopt if
 // it was still open after `wait`.
-std::optional<absl::Duration> SecondsUntilClosed(int port,
-                                                 absl::Duration wait) {
+std::optional<absl::Duration> SecondsUntilClosed(int port, absl::Duration wait,
+                                                 bool speak = true) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -93,8 +93,10 @@ std::optional<absl::Duration> SecondsUntilClosed(int port,
   const std::string preface =
       std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") +
       std::string("\0\0\0\x04\0\0\0\0\0", 9);  // an empty SETTINGS frame
-  EXPECT_EQ(write(fd, preface.data(), preface.size()),
-            static_cast<ssize_t>(preface.size()));
+  if (speak) {
+    EXPECT_EQ(write(fd, preface.data(), preface.size()),
+              static_cast<ssize_t>(preface.size()));
+  }
   const absl::Time start = absl::Now();
   std::optional<absl::Duration> closed;
   char buffer[4096];
@@ -111,12 +113,14 @@ std::optional<absl::Duration> SecondsUntilClosed(int port,
   return closed;
 }
 
-std::unique_ptr<ServerRunner> StartWithIdleLimit(NothingService* service,
-                                                 absl::Duration idle) {
+std::unique_ptr<ServerRunner> StartWithIdleLimit(
+    NothingService* service, absl::Duration idle,
+    absl::Duration handshake = absl::Seconds(10)) {
   ServerOptions options;
   options.listen_address = "127.0.0.1:0";
   options.generic_service = service;
   options.max_connection_idle = idle;
+  options.handshake_timeout = handshake;
   absl::StatusOr<std::unique_ptr<ServerRunner>> runner =
       ServerRunner::Start(options);
   EXPECT_OK(runner);
@@ -134,6 +138,26 @@ TEST(ServerRunnerTest, AnIdleConnectionIsClosed) {
   // The control: with an hour's limit, it is still open after 2 s.
   EXPECT_FALSE(
       SecondsUntilClosed(patient->port(), absl::Seconds(2)).has_value());
+  quick->Drain(absl::Seconds(1));
+  patient->Drain(absl::Seconds(1));
+}
+
+// A peer that connects and never finishes its handshake is dropped at the
+// handshake deadline, long before the idle limit.
+TEST(ServerRunnerTest, AHalfFinishedHandshakeIsDropped) {
+  NothingService quick_service, patient_service;
+  auto quick = StartWithIdleLimit(&quick_service, absl::Hours(1),
+                                  absl::Milliseconds(500));
+  auto patient =
+      StartWithIdleLimit(&patient_service, absl::Hours(1), absl::Hours(1));
+  ASSERT_NE(quick, nullptr);
+  ASSERT_NE(patient, nullptr);
+  EXPECT_TRUE(SecondsUntilClosed(quick->port(), absl::Seconds(60),
+                                 /*speak=*/false)
+                  .has_value());
+  EXPECT_FALSE(SecondsUntilClosed(patient->port(), absl::Seconds(2),
+                                  /*speak=*/false)
+                   .has_value());
   quick->Drain(absl::Seconds(1));
   patient->Drain(absl::Seconds(1));
 }
