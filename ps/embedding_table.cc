@@ -46,9 +46,11 @@ absl::Status ValidateEmbeddingTableOptions(const EmbeddingTableOptions& o) {
     return invalid("min_frequency", o.min_frequency,
                    absl::StrCat("use at most ", UINT16_MAX));
   }
-  if (o.admission_counters < 64 || o.admission_counters > (int64_t{1} << 32)) {
+  // The sketch is 2 bytes a counter, allocated when the table is: 2^26
+  // counters are 128 MiB.
+  if (o.admission_counters < 64 || o.admission_counters > (int64_t{1} << 26)) {
     return invalid("admission_counters", o.admission_counters,
-                   "use 64 to 2^32, e.g. 1048576");
+                   "use 64 to 2^26 (67108864), e.g. 1048576");
   }
   if (o.evict_after_steps < 0) {
     return invalid("evict_after_steps", o.evict_after_steps,

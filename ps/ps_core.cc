@@ -103,6 +103,11 @@ absl::StatusOr<ConfigureResponse> ParameterServerCore::Configure(
     // It becomes folders: <log_dir>/<job name>/ps-<index>/.
     RETURN_IF_ERROR(CheckPathName(request.job_name(), "the job name"));
   }
+  if (request.log_dir().size() > 4096) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("log_dir is ", request.log_dir().size(),
+                     " bytes long; a path is at most 4096"));
+  }
   ConfigureResponse response;
   response.set_chunk_elements(chunk_elements_);
   MutexLock lock(&mu_);
@@ -127,11 +132,10 @@ absl::StatusOr<ConfigureResponse> ParameterServerCore::Configure(
     case ASYNC:
       break;
     case SYNC:
-      if (request.num_workers() < 1) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("num_workers is ", request.num_workers(),
-                         "; sync mode needs the "
-                         "number of workers (1 or more)"));
+      if (request.num_workers() < 1 || request.num_workers() > kMaxWorkers) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "num_workers is ", request.num_workers(),
+            "; sync mode needs the number of workers (1..", kMaxWorkers, ")"));
       }
       if (request.replicas_to_aggregate() < 1 ||
           request.replicas_to_aggregate() > request.num_workers()) {
@@ -180,8 +184,22 @@ absl::StatusOr<ConfigureResponse> ParameterServerCore::Configure(
   rule.schedule = schedule_.get();
   rule_ = rule;
   configuration_ = request;
+  // Unknown fields would be kept, and copied with every configuration().
+  configuration_.DiscardUnknownFields();
   configured_ = true;
+  num_workers_ = request.num_workers();
   return response;
+}
+
+absl::Status ParameterServerCore::CheckWorkerIndex(int64_t worker_index) const {
+  const int64_t workers = num_workers_.load();
+  if (worker_index < 0 || (workers > 0 && worker_index >= workers) ||
+      worker_index >= kMaxWorkers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker_index ", worker_index,
+                     " names no worker of this job (", workers, " workers)"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ParameterServerCore::CheckConfiguredLocked() const {
@@ -202,6 +220,24 @@ absl::Status ParameterServerCore::CreateVariables(
     VariableUpdate update = VariableUpdate::kOptimizer;
     float momentum = 0;
   };
+  // Every variable and table has a fixed cost beyond its values (its
+  // chunks' state; a table's 64 stripes), which the byte budget does not
+  // see: their numbers are bounded instead.
+  if (static_cast<int64_t>(variables_.size()) + request.variables_size() >
+      kMaxVariablesPerServer) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "this parameter server holds ", variables_.size(),
+        " variables and the request adds ", request.variables_size(),
+        "; at most ", kMaxVariablesPerServer,
+        " are kept by one server: add parameter servers or merge variables"));
+  }
+  if (static_cast<int64_t>(tables_.size()) + request.tables_size() >
+      kMaxTablesPerServer) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "this parameter server holds ", tables_.size(),
+        " embedding tables and the request adds ", request.tables_size(),
+        "; at most ", kMaxTablesPerServer, " are kept by one server"));
+  }
   std::map<std::string, Checked> checked;
   for (const VariableSpec& spec : request.variables()) {
     if (spec.name().empty() || spec.name().size() > 1024) {

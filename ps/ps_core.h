@@ -50,6 +50,10 @@ struct PullView {
   absl::Span<const float> values;  // valid for the core's lifetime
 };
 
+// At most this many variables, and embedding tables, on one server.
+inline constexpr int64_t kMaxVariablesPerServer = 100000;
+inline constexpr int64_t kMaxTablesPerServer = 1024;
+
 class ParameterServerCore {
  public:
   struct Options {
@@ -91,6 +95,12 @@ class ParameterServerCore {
   // InvalidArgument unless a PullBatch/PushBatch holds 1 to kMaxBatchParts
   // parts.
   static absl::Status CheckBatchSize(int parts);
+
+  // InvalidArgument unless `worker_index` names one of the configured
+  // workers (any index before Configure names how many: the push is then
+  // refused as unconfigured anyway). Sync aggregation keys its
+  // contributors by it, so an index from the network is bounded.
+  absl::Status CheckWorkerIndex(int64_t worker_index) const;
 
   // Overwrites the chunk's values with `values` (num_elements of them).
   absl::Status Assign(const ChunkRef& ref, absl::Span<const float> values);
@@ -230,6 +240,8 @@ class ParameterServerCore {
   // Bytes of rows every table holds, against max_variable_bytes less the
   // dense variables' bytes.
   std::atomic<int64_t> table_bytes_{0};
+  // Configure's num_workers (0 before Configure).
+  std::atomic<int64_t> num_workers_{0};
   int64_t total_elements_ ABSL_GUARDED_BY(mu_) = 0;
   // Values and optimizer slots (moving averages have none), for
   // max_variable_bytes.

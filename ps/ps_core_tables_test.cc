@@ -2,6 +2,7 @@
 // optimizers, the memory budget shared with dense variables, and holds.
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -97,6 +98,27 @@ TEST(PsCoreTablesTest, PathLikeJobAndTableNamesAreRefused) {
         << name;
   }
   EXPECT_EQ(core.Stats().num_variables(), 0);
+}
+
+// What a table costs beyond its rows is bounded: how many tables a server
+// keeps, and how large an admission sketch may be.
+TEST(PsCoreTablesTest, TableCountAndSketchSizeAreBounded) {
+  ParameterServerCore core({});
+  ASSERT_OK(core.Configure(Config()));
+  EmbeddingTableSpec sketchy = Table("sketchy", 2);
+  sketchy.set_min_frequency(2);
+  sketchy.set_admission_counters(int64_t{1} << 32);
+  EXPECT_THAT(core.CreateVariables(Create({sketchy})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("use 64 to 2^26")));
+  std::vector<EmbeddingTableSpec> many;
+  for (int64_t i = 0; i <= kMaxTablesPerServer; ++i) {
+    many.push_back(Table(absl::StrCat("t", i), 1));
+  }
+  EXPECT_THAT(core.CreateVariables(Create(many)),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("at most 1024")));
+  EXPECT_OK(core.ListTables());
 }
 
 TEST(PsCoreTablesTest, RequestsAreBounded) {

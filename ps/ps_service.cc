@@ -9,6 +9,8 @@
 namespace psflow {
 namespace {
 
+constexpr int64_t kMaxBatchElements = kMaxBulkMessageBytes / sizeof(float);
+
 template <typename Part>
 absl::StatusOr<std::vector<ChunkRef>> ResolveParts(
     const ParameterServerCore& core, uint32_t protocol_version,
@@ -16,10 +18,20 @@ absl::StatusOr<std::vector<ChunkRef>> ResolveParts(
   RETURN_IF_ERROR(ParameterServerCore::CheckBatchSize(parts.size()));
   std::vector<ChunkRef> refs;
   refs.reserve(parts.size());
+  int64_t total = 0;
   for (const Part& part : parts) {
     ASSIGN_OR_RETURN(ChunkRef ref,
                      core.Resolve(protocol_version, part.variable(),
                                   part.offset_elements(), part.num_elements()));
+    // Buffers are sized by the batch: at most what one message carries,
+    // however often a part repeats (clients send at most a chunk's worth).
+    total += ref.num_elements;
+    if (total > kMaxBatchElements) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a batch names more than ", kMaxBatchElements, " floats (",
+          kMaxBulkMessageBytes,
+          " bytes, the most one message carries); send fewer parts"));
+    }
     refs.push_back(ref);
   }
   return refs;
@@ -205,6 +217,7 @@ absl::StatusOr<PushBatchResponse> PsService::Push(
     absl::Span<const absl::Span<const float>> gradients) {
   // BOUNDED: a worker's push carries its step (batches_in_step > 0); its
   // clock is checked before anything is applied and advanced after.
+  RETURN_IF_ERROR(core_->CheckWorkerIndex(request.worker_index()));
   WorkerClocks* clocks =
       request.batches_in_step() > 0 ? core_->worker_clocks() : nullptr;
   if (clocks != nullptr) {

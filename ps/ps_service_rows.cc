@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "ps/ps_service.h"
 
 namespace psflow {
@@ -140,6 +141,7 @@ absl::StatusOr<PushRowsResponse> PsService::PushRows(
         absl::StrCat("rows push of ", tables.size(), " parts with ", ids.size(),
                      " id lists and ", gradients.size(), " gradient lists"));
   }
+  RETURN_IF_ERROR(core_->CheckWorkerIndex(request.worker_index()));
   return core_->PushRows(tables, ids, gradients, request.version(),
                          request.worker_index());
 }

@@ -159,6 +159,46 @@ TEST_F(PsServiceTest, ValuesToSendAreViewsOrASnapshot) {
   }
 }
 
+// Sizes from the network are bounded before anything is sized by them.
+TEST_F(PsServiceTest, OversizedBatchesAndForeignWorkersAreRefused) {
+  // One 4 MiB chunk named 256 times: 1 GiB of snapshot, beyond the
+  // 256 MiB a message carries, refused before any buffer is sized by it.
+  ParameterServerCore big(ParameterServerCore::Options{4 << 20});
+  ASSERT_OK(big.Configure(Sgd(ASYNC, 1)));
+  CreateVariablesRequest create;
+  create.set_protocol_version(kProtocolVersion);
+  VariableSpec* spec = create.add_variables();
+  spec->set_name("big");
+  spec->add_shape(1 << 20);
+  ASSERT_OK(big.CreateVariables(create));
+  PsService big_service(&big, pool_.get());
+  PullBatchRequest greedy;
+  greedy.set_protocol_version(kProtocolVersion);
+  greedy.set_consistent_snapshot(true);
+  for (int i = 0; i < kMaxBatchParts; ++i) {
+    PullRequest* part = greedy.add_parts();
+    part->set_variable("big");
+    part->set_num_elements(1 << 20);
+  }
+  absl::Status answered;
+  big_service.Pull(greedy, {}, [&](absl::StatusOr<PsService::PullAnswer> a) {
+    answered = a.status();
+  });
+  EXPECT_THAT(answered, StatusIs(absl::StatusCode::kInvalidArgument,
+                                 HasSubstr("the most one message carries")));
+  // A sync push from a worker index this job does not have.
+  EXPECT_THAT(PushOnes(0, /*worker=*/7),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("worker_index 7 names no worker")));
+  EXPECT_THAT(PushOnes(0, /*worker=*/-1),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  ConfigureRequest huge = Sgd(SYNC, kMaxWorkers + 1);
+  ParameterServerCore other(ParameterServerCore::Options{16});
+  EXPECT_THAT(other.Configure(huge),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("num_workers is 65537")));
+}
+
 TEST_F(PsServiceTest, BadRequestsAnswerAtOnceWithTheReason) {
   std::vector<float> small(3), b(4);
   absl::Status result;

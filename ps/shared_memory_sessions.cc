@@ -29,6 +29,22 @@ absl::StatusOr<uint64_t> SharedMemorySessions::Attach(
     return absl::FailedPreconditionError(
         "shared memory is disabled on this server (--shared_memory=false)");
   }
+  // A mapped region keeps the client's pages alive after it exits: their
+  // size, and how many are held, are bounded before one is opened.
+  if (request.total_bytes() > kMaxSharedMemoryRegionBytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("a shared-memory region of ", request.total_bytes(),
+                     " bytes; this server maps at most ",
+                     kMaxSharedMemoryRegionBytes, " per client"));
+  }
+  {
+    MutexLock lock(&mu_);
+    if (static_cast<int>(sessions_.size()) >= options_.max_sessions) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("this server already holds ", sessions_.size(),
+                       " shared-memory sessions"));
+    }
+  }
   absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> region =
       SharedMemoryRegion::Open(static_cast<pid_t>(request.pid()), request.fd(),
                                request.total_bytes(), request.token());

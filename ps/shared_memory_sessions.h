@@ -28,6 +28,10 @@
 
 namespace psflow {
 
+// The largest region one client may have a server map (clients ask for
+// far less: client/cluster_client.h).
+inline constexpr int64_t kMaxSharedMemoryRegionBytes = int64_t{4} << 30;
+
 class SharedMemorySessions {
  public:
   struct Options {
