@@ -22,6 +22,7 @@
 #include "client/health_check.h"
 #include "common/fault_point.h"
 #include "common/file_util.h"
+#include "common/host_memory.h"
 #include "common/host_port.h"
 #include "common/job/job_config.h"
 #include "common/job/placement_proto.h"
@@ -34,6 +35,7 @@
 #include "data/criteo.h"
 #include "data/dataset.h"
 #include "model/initializer.h"
+#include "model/memory_estimate.h"
 #include "model/registry.h"
 #include "proto/protocol.h"
 
@@ -354,6 +356,13 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
   ASSIGN_OR_RETURN(std::unique_ptr<ModelDefinition> model,
                    DefineModel(job.model(), input));
   LOG(INFO) << "model: " << model->Describe();
+  // A worker that cannot fit is refused now, not killed by the kernel
+  // later. Workers on other hosts are checked against this one's memory:
+  // a job declares theirs with training.worker_memory_mib.
+  const MemoryEstimate memory = EstimateJobMemory(*model, job);
+  LOG(INFO) << "memory: " << DescribeMemoryEstimate(memory);
+  const HostMemory host = AvailableMemory();
+  RETURN_IF_ERROR(CheckJobMemory(memory, job, 1, host.bytes, host.source));
   ASSIGN_OR_RETURN(Placement placement,
                    PlaceVariables(LogicalVariables(model->variables()),
                                   tf.cluster.NumTasks(TaskType::kPs),

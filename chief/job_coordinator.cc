@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/oom_kills.h"
 #include "proto/protocol.h"
 
 namespace psflow {
@@ -361,7 +362,8 @@ bool JobCoordinator::WaitForTrainingEnd(absl::Time deadline) {
         w.lost = true;
         const std::string what = absl::StrCat(
             WorkerNameLocked(i), " stopped reporting (no heartbeat for ",
-            absl::FormatDuration(options_.heartbeat_timeout), ")");
+            absl::FormatDuration(options_.heartbeat_timeout), ")",
+            OomKillNote(oom_kills_at_start_));
         if (spec_.config().training().mode() == SYNC) {
           // Backup workers (replicas_to_aggregate below the workers) let a
           // sync job go on without some; the lost one may still return.

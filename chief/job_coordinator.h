@@ -25,6 +25,7 @@
 #include "absl/time/time.h"
 #include "chief/server_board.h"
 #include "common/mutex.h"
+#include "common/oom_kills.h"
 #include "proto/coordinator.pb.h"
 
 namespace psflow {
@@ -196,6 +197,9 @@ class JobCoordinator {
 
   const Options options_;
   const absl::Time started_ = absl::Now();
+  // The host's out-of-memory kills when the job started: a worker lost
+  // while it rose (on the chief's host) was most likely killed for memory.
+  const int64_t oom_kills_at_start_ = OomKillsSoFar();
   ServerBoard servers_;
   mutable Mutex mu_;
   std::string activity_ ABSL_GUARDED_BY(mu_) = "starting";

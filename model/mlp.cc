@@ -65,6 +65,17 @@ absl::StatusOr<std::unique_ptr<Model>> MlpDefinition::Instantiate(
   return std::unique_ptr<Model>(std::move(mlp));
 }
 
+std::vector<ModelPart> MlpDefinition::MemoryParts() const {
+  // As Mlp::Allocate: every width's activations and their gradients.
+  std::vector<ModelPart> parts = {{"input", 0, 2 * widths_[0]}};
+  for (size_t l = 0; l + 1 < widths_.size(); ++l) {
+    parts.push_back({absl::StrCat("dense_", l + 1),
+                     widths_[l] * widths_[l + 1] + widths_[l + 1],
+                     2 * widths_[l + 1]});
+  }
+  return parts;
+}
+
 absl::Status Mlp::Allocate() {
   const auto& w = widths_;
   for (size_t l = 0; l + 1 < w.size(); ++l) {

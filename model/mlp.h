@@ -40,6 +40,8 @@ class MlpDefinition final : public ModelDefinition {
   }
   absl::StatusOr<std::unique_ptr<Model>> Instantiate(
       Device* device, int64_t max_batch) const override;
+  // One part per dense layer ("dense_1"...), after the input.
+  std::vector<ModelPart> MemoryParts() const override;
 
   // input, hidden..., classes.
   const std::vector<int64_t>& widths() const { return widths_; }

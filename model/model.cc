@@ -15,6 +15,12 @@ const std::vector<ModelTable>& ModelDefinition::tables() const {
   return *none;
 }
 
+std::vector<ModelPart> ModelDefinition::MemoryParts() const {
+  ModelPart all{"model", 0, 0};
+  for (const ModelVariable& v : variables()) all.parameters += v.num_elements();
+  return {all};
+}
+
 absl::StatusOr<BatchStats> Model::Score(const ExampleBatch&,
                                         absl::Span<float>) {
   return absl::UnimplementedError(

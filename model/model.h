@@ -149,6 +149,17 @@ class Model {
                                            absl::Span<float> probabilities);
 };
 
+// One part of a model as a worker's memory sees it (model/memory_estimate.h):
+// a layer, or the input.
+struct ModelPart {
+  std::string name;
+  // Floats of its variables.
+  int64_t parameters = 0;
+  // Device floats per example of a batch: its outputs, their gradients and
+  // its kernel's scratch.
+  int64_t floats_per_example = 0;
+};
+
 class ModelDefinition {
  public:
   virtual ~ModelDefinition() = default;
@@ -171,6 +182,11 @@ class ModelDefinition {
   // The sparse embedding tables the model reads (none for dense models),
   // in the order of SparseBatch::rows.
   virtual const std::vector<ModelTable>& tables() const;
+
+  // What an instance of the model allocates, part by part, as
+  // Instantiate does. The default: one part holding every variable and
+  // no per-example memory (models that allocate per example override it).
+  virtual std::vector<ModelPart> MemoryParts() const;
 
   // Whether the model predicts one probability (click-through rate: AUC
   // and log loss) rather than a class among input().num_classes.

@@ -225,6 +225,22 @@ std::string SequentialDefinition::Describe() const {
                       " classes, ", parameters, " trainable parameters");
 }
 
+std::vector<ModelPart> SequentialDefinition::MemoryParts() const {
+  // As Sequential::Allocate: the input batch; per layer its output and
+  // that output's gradient, and what its kernel allocates.
+  std::vector<ModelPart> parts = {{"input", 0, input().num_features()}};
+  for (const std::unique_ptr<Layer>& layer : layers_) {
+    ModelPart part{layer->name(), 0,
+                   2 * NumElements(layer->output_shape()) +
+                       layer->ScratchFloatsPerExample()};
+    for (const ModelVariable& v : layer->variables()) {
+      part.parameters += v.num_elements();
+    }
+    parts.push_back(std::move(part));
+  }
+  return parts;
+}
+
 absl::StatusOr<std::unique_ptr<Model>> SequentialDefinition::Instantiate(
     Device* device, int64_t max_batch) const {
   if (max_batch <= 0) {

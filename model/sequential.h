@@ -37,6 +37,8 @@ class SequentialDefinition final : public ModelDefinition {
   }
   absl::StatusOr<std::unique_ptr<Model>> Instantiate(
       Device* device, int64_t max_batch) const override;
+  // The input, then each layer: its output and gradient, its scratch.
+  std::vector<ModelPart> MemoryParts() const override;
 
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
 

@@ -33,6 +33,7 @@ using ::psflow::testing::TempPath;
 using ::psflow::testing::TestAccuracy;
 using ::psflow::testing::TestJob;
 using ::psflow::testing::WriteTestFile;
+using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::IsSupersetOf;
@@ -167,6 +168,31 @@ TEST(TrainingTest, BadJobConfigIsRefusedBeforeAnythingStarts) {
   LocalRun run = RunLocal(WriteTestFile("bad.json", job), {});
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.output, HasSubstr("training.batch_size is -1"));
+}
+
+// A model that cannot fit (300 convolutions grew a worker to 9.4 GB until
+// the kernel killed it) is refused before any process starts, with the
+// estimate and its largest layers.
+TEST(TrainingTest, AModelTooLargeForThisHostIsRefusedBeforeAnythingStarts) {
+  std::string layers;
+  for (int i = 0; i < 300; ++i) {
+    absl::StrAppend(&layers, R"({"conv2d": {"filters": 32, "kernel_size": [3],
+                                 "padding": "same", "activation": "relu"}},)");
+  }
+  std::string job = TestJob("ASYNC", 10);
+  job = absl::StrReplaceAll(
+      job, {{R"("mlp": {"hidden_sizes": [64]})",
+             absl::StrCat(R"("layers": [)", layers,
+                          R"({"flatten": {}}, {"dense": {"units": 10}}])")}});
+  LocalRun run = RunLocal(WriteTestFile("huge.json", job), {"--workers=2"});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output,
+              AllOf(HasSubstr("does not fit in memory"), HasSubstr("conv2d"),
+                    HasSubstr("training.batch_size")));
+  // Nothing was started: psctl writes the tasks' TF_CONFIGs first.
+  EXPECT_THAT(run.output, ::testing::Not(HasSubstr("[worker-0]")));
+  struct stat st;
+  EXPECT_NE(stat((run.dir + "/tf_config").c_str(), &st), 0);
 }
 
 TEST(TrainingTest, MissingDataFileFailsTheJobWithTheFileNamed) {

@@ -26,6 +26,7 @@
 #include "common/job/job_config.h"
 #include "common/json.h"
 #include "common/mutex.h"
+#include "common/oom_kills.h"
 #include "common/rpc/job_tokens.h"
 #include "common/rpc/transport_security.h"
 #include "common/signals.h"
@@ -34,6 +35,7 @@
 #include "common/task.h"
 #include "data/criteo.h"
 #include "data/synth_ctr.h"
+#include "model/job_memory_check.h"
 #include "model/registry.h"
 
 namespace psflow {
@@ -206,6 +208,18 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
         absl::StrCat("job config ", options.job_path, ": ", model.message()));
   }
   RETURN_IF_ERROR(SynthesizeCtrDataIfMissing(job, options.job_path, out));
+  // Every worker and the evaluator (a model of the evaluation batch, about
+  // a worker's size) share this host's memory.
+  absl::StatusOr<MemoryEstimate> memory = CheckJobMemoryOnThisHost(
+      job, options.num_workers + (options.evaluator ? 1 : 0));
+  if (absl::IsResourceExhausted(memory.status())) {
+    return absl::Status(memory.status().code(),
+                        absl::StrCat("job config ", options.job_path, ": ",
+                                     memory.status().message()));
+  }
+  // Data it cannot read yet is the chief's to report, as the job's
+  // outcome.
+  if (memory.ok()) out << "memory: " << DescribeMemoryEstimate(*memory) << "\n";
   for (const char* binary : {"ps/ps_server", "worker/worker",
                              "evaluator/evaluator", "chief/chief"}) {
     const std::string path = absl::StrCat(options.bin_dir, "/", binary);
@@ -373,6 +387,8 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
   const absl::Time start = absl::Now();
   int exit_code = 0;
   std::string reason;
+  // A task killed by SIGKILL while this rises was killed for memory.
+  const int64_t oom_kills_before = OomKillsSoFar();
   ProgressWatch progress(
       absl::StrCat("127.0.0.1:", ports[coordinator_task.type][0]),
       options.stall_timeout, security);
@@ -384,8 +400,10 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
       if (exit_code > 128) {
         // Killed: nobody told the other tasks, so stop them now rather
         // than wait for them to notice.
-        reason = absl::StrCat(coordinator_task.ToString(), " was killed (",
-                              strsignal(exit_code - 128), ")");
+        reason = absl::StrCat(
+            coordinator_task.ToString(), " was killed (",
+            strsignal(exit_code - 128), ")",
+            exit_code == 128 + SIGKILL ? OomKillNote(oom_kills_before) : "");
       }
       break;
     }
@@ -427,8 +445,10 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
       code = task.process->Wait(absl::Seconds(5));
     }
     if (reason.empty() && code.ok() && *code != 0) {
-      failures.push_back(
-          absl::StrCat(task.id.ToString(), " (exit ", *code, ")"));
+      failures.push_back(absl::StrCat(
+          task.id.ToString(), " (exit ", *code,
+          *code > 128 ? absl::StrCat(": ", strsignal(*code - 128)) : "",
+          *code == 128 + SIGKILL ? OomKillNote(oom_kills_before) : "", ")"));
     }
   }
   for (Task& task : tasks) task.reader.join();

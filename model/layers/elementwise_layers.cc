@@ -116,6 +116,11 @@ class ElementwiseLayer final : public Layer {
                         ShapeString(output_shape()));
   }
 
+  // DropoutKernel::Allocate: its mask.
+  int64_t ScratchFloatsPerExample() const override {
+    return kind_ == Kind::kDropout ? NumElements(input_shape()) : 0;
+  }
+
   absl::StatusOr<std::unique_ptr<LayerKernel>> Instantiate(
       Device* device, int64_t max_batch, const LayerArrays&) const override {
     const int64_t n = NumElements(input_shape());

@@ -79,6 +79,12 @@ class Layer {
   // Multiply-adds per example in a forward pass (for benchmarks).
   virtual int64_t ForwardMacs() const { return 0; }
 
+  // Device floats per example its kernel allocates beyond the layer's
+  // output and its gradient (im2col patches, dropout masks): what the
+  // job's memory estimate counts (model/memory_estimate.h). Keep it in
+  // step with the kernel's Allocate.
+  virtual int64_t ScratchFloatsPerExample() const { return 0; }
+
   // The layer on `device`; `arrays` stay valid for the kernel's lifetime.
   virtual absl::StatusOr<std::unique_ptr<LayerKernel>> Instantiate(
       Device* device, int64_t max_batch, const LayerArrays& arrays) const = 0;

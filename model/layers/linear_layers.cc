@@ -126,6 +126,15 @@ class LinearLayer final : public Layer {
     return geometry_.oh * geometry_.ow * geometry_.patch_cols() * filters_;
   }
 
+  // LinearKernel::Allocate: the patches and their gradient, unless the
+  // window is pointwise.
+  int64_t ScratchFloatsPerExample() const override {
+    const WindowGeometry& g = geometry_;
+    const bool pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 &&
+                           g.pad_top == 0 && g.pad_left == 0;
+    return pointwise ? 0 : 2 * g.oh * g.ow * g.patch_cols();
+  }
+
   absl::StatusOr<std::unique_ptr<LayerKernel>> Instantiate(
       Device* device, int64_t max_batch,
       const LayerArrays& arrays) const override {

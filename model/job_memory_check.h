@@ -1,0 +1,25 @@
+// A job's memory, checked before any process starts (psctl local, psctl
+// config check): the model defined for the data's shape (read from the
+// files' headers and labels only) and its estimate
+// (model/memory_estimate.h) against this host, or the container, it runs
+// on.
+#ifndef PSFLOW_MODEL_JOB_MEMORY_CHECK_H_
+#define PSFLOW_MODEL_JOB_MEMORY_CHECK_H_
+
+#include "absl/status/statusor.h"
+#include "model/memory_estimate.h"
+#include "proto/job_config.pb.h"
+
+namespace psflow {
+
+// The estimate for `job`, once `workers_on_this_host` workers of it fit
+// this host's (or container's) memory and each fits the job's declared
+// training.worker_memory_mib. ResourceExhausted naming the figures and the
+// largest layers when not; the data's and the model's own errors as they
+// are.
+absl::StatusOr<MemoryEstimate> CheckJobMemoryOnThisHost(
+    const JobConfig& job, int workers_on_this_host);
+
+}  // namespace psflow
+
+#endif  // PSFLOW_MODEL_JOB_MEMORY_CHECK_H_

@@ -1,0 +1,123 @@
+#include "model/memory_estimate.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace psflow {
+namespace {
+
+constexpr int64_t kFloat = sizeof(float);
+constexpr int kLargestParts = 3;
+
+}  // namespace
+
+int OptimizerSlots(const OptimizerConfig& optimizer) {
+  switch (optimizer.kind()) {
+    case OptimizerConfig::MOMENTUM:
+    case OptimizerConfig::ADAGRAD:
+      return 1;
+    case OptimizerConfig::ADAM:
+    case OptimizerConfig::ADAMW:
+    case OptimizerConfig::FTRL:
+      return 2;
+    default:
+      return 0;
+  }
+}
+
+MemoryEstimate EstimateMemory(const ModelDefinition& model, int64_t batch_size,
+                              int optimizer_slots) {
+  MemoryEstimate estimate;
+  estimate.batch_size = batch_size;
+  int64_t parameters = 0;
+  for (const ModelPart& part : model.MemoryParts()) {
+    // Overflow-safe: a part's floats per example and the batch are both far
+    // below 2^31 for any model that passed validation; saturate anyway.
+    const int64_t activations =
+        part.floats_per_example > 0 &&
+                batch_size > INT64_MAX / kFloat / part.floats_per_example
+            ? INT64_MAX / 4
+            : part.floats_per_example * batch_size * kFloat;
+    const int64_t bytes =
+        activations + part.parameters * kWorkerCopiesPerParameter * kFloat;
+    parameters += part.parameters;
+    estimate.activation_bytes =
+        std::min(INT64_MAX / 4, estimate.activation_bytes + activations);
+    estimate.largest.push_back({part.name, bytes});
+  }
+  estimate.parameter_bytes = parameters * kWorkerCopiesPerParameter * kFloat;
+  estimate.server_bytes = parameters * (1 + optimizer_slots) * kFloat;
+  std::stable_sort(
+      estimate.largest.begin(), estimate.largest.end(),
+      [](const MemoryEstimate::Part& a, const MemoryEstimate::Part& b) {
+        return a.bytes > b.bytes;
+      });
+  if (estimate.largest.size() > kLargestParts) {
+    estimate.largest.resize(kLargestParts);
+  }
+  return estimate;
+}
+
+MemoryEstimate EstimateJobMemory(const ModelDefinition& model,
+                                 const JobConfig& job) {
+  return EstimateMemory(model, job.training().batch_size(),
+                        OptimizerSlots(job.optimizer()));
+}
+
+std::string FormatBytes(int64_t bytes) {
+  if (bytes >= (int64_t{1} << 30)) {
+    return absl::StrFormat("%.1f GiB", bytes / double(int64_t{1} << 30));
+  }
+  if (bytes >= (int64_t{1} << 20)) {
+    return absl::StrFormat("%.0f MiB", bytes / double(int64_t{1} << 20));
+  }
+  return absl::StrFormat("%.0f KiB", bytes / 1024.0);
+}
+
+std::string DescribeMemoryEstimate(const MemoryEstimate& e) {
+  return absl::StrCat("each worker needs about ", FormatBytes(e.worker_bytes()),
+                      " (parameters ", FormatBytes(e.parameter_bytes),
+                      ", activations for a batch of ", e.batch_size, ": ",
+                      FormatBytes(e.activation_bytes), ", the process ",
+                      FormatBytes(e.runtime_bytes),
+                      "); the parameter servers hold ",
+                      FormatBytes(e.server_bytes), " together");
+}
+
+absl::Status CheckJobMemory(const MemoryEstimate& estimate,
+                            const JobConfig& job, int workers,
+                            int64_t available,
+                            const std::string& available_source) {
+  const int64_t declared = job.training().worker_memory_mib() << 20;
+  const int64_t each = estimate.worker_bytes();
+  std::string problem;
+  if (declared > 0 && each > declared) {
+    problem = absl::StrCat("more than the ", FormatBytes(declared),
+                           " each worker has (training.worker_memory_mib)");
+  } else if (available > 0 && workers > 0 && each > available / workers) {
+    problem =
+        workers == 1
+            ? absl::StrCat("more than the ", FormatBytes(available), " of ",
+                           available_source)
+            : absl::StrCat(workers, " workers need ",
+                           FormatBytes(each * workers), ", more than the ",
+                           FormatBytes(available), " of ", available_source);
+  }
+  if (problem.empty()) return absl::OkStatus();
+  std::vector<std::string> largest;
+  for (const MemoryEstimate::Part& part : estimate.largest) {
+    largest.push_back(absl::StrCat(part.name, " ", FormatBytes(part.bytes)));
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the job does not fit in memory: ", DescribeMemoryEstimate(estimate),
+      "; ", problem,
+      ". The largest layers, for a batch: ", absl::StrJoin(largest, ", "),
+      ". Lower training.batch_size, make those layers smaller (fewer "
+      "filters, a stride or pooling before them), or run the workers where "
+      "there is more memory (training.worker_memory_mib declares it)"));
+}
+
+}  // namespace psflow

@@ -1,0 +1,83 @@
+// How much memory a job's worker will need, estimated from its model and
+// batch before anything starts: a job that cannot fit is refused with the
+// figures and its largest layers, instead of growing a worker until the
+// kernel kills it.
+//
+// A worker holds, per variable float: the model's device copy and its
+// gradient, the pulled values twice (the next step's prefetch beside the
+// current one) and the gradient to push: 5 floats. Per example of a
+// batch, what the model's parts allocate (ModelDefinition::MemoryParts:
+// every layer's outputs, their gradients and its kernel's scratch, such as
+// a convolution's patches). Plus a fixed allowance for the process itself
+// (libraries, threads, the data shard's index). The parameter servers
+// together hold the values and the optimizer's slots.
+//
+// An estimate, not a bound: it is meant to be within tens of percent of
+// what a worker's resident memory grows to (bench/RESULTS.md), and to
+// refuse only jobs that are clearly too large.
+#ifndef PSFLOW_MODEL_MEMORY_ESTIMATE_H_
+#define PSFLOW_MODEL_MEMORY_ESTIMATE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "model/model.h"
+#include "proto/job_config.pb.h"
+
+namespace psflow {
+
+// Host copies and device copies of each variable float on a worker.
+inline constexpr int64_t kWorkerCopiesPerParameter = 5;
+// The process beyond the model: libraries, gRPC, threads, the data shard.
+inline constexpr int64_t kWorkerRuntimeBytes = int64_t{256} << 20;
+
+struct MemoryEstimate {
+  int64_t batch_size = 0;
+  int64_t parameter_bytes = 0;   // the worker's copies of the variables
+  int64_t activation_bytes = 0;  // a batch's outputs, gradients, scratch
+  int64_t runtime_bytes = kWorkerRuntimeBytes;
+  int64_t server_bytes = 0;  // values and optimizer slots, all servers
+  struct Part {
+    std::string name;
+    int64_t bytes = 0;  // on a worker, for the batch
+  };
+  std::vector<Part> largest;  // the model's largest parts, largest first
+
+  int64_t worker_bytes() const {
+    return parameter_bytes + activation_bytes + runtime_bytes;
+  }
+};
+
+// Optimizer slots per variable float on the servers (Adam: 2).
+int OptimizerSlots(const OptimizerConfig& optimizer);
+
+MemoryEstimate EstimateMemory(const ModelDefinition& model, int64_t batch_size,
+                              int optimizer_slots);
+
+// The estimate for `job`'s workers (training.batch_size, its optimizer).
+MemoryEstimate EstimateJobMemory(const ModelDefinition& model,
+                                 const JobConfig& job);
+
+// "1.5 GiB", "230 MiB", "12 KiB".
+std::string FormatBytes(int64_t bytes);
+
+// One line: "each worker needs about 1.2 GiB (parameters 10 MiB,
+// activations for a batch of 64: 930 MiB, the process 256 MiB); the
+// servers hold 6 MiB".
+std::string DescribeMemoryEstimate(const MemoryEstimate& estimate);
+
+// OK when `workers` workers of `estimate` fit: each within the job's
+// training.worker_memory_mib when it declares one, and all of them within
+// `available` bytes (`available_source` names where that figure comes
+// from). ResourceExhausted otherwise, naming the figures, the largest
+// layers and the fixes.
+absl::Status CheckJobMemory(const MemoryEstimate& estimate,
+                            const JobConfig& job, int workers,
+                            int64_t available,
+                            const std::string& available_source);
+
+}  // namespace psflow
+
+#endif  // PSFLOW_MODEL_MEMORY_ESTIMATE_H_
