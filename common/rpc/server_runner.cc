@@ -63,6 +63,12 @@ absl::StatusOr<std::unique_ptr<ServerRunner>> ServerRunner::Start(
         ": the port is in use or the address is not local; free the port or "
         "fix the task's address in TF_CONFIG"));
   }
+  ConnectionGuard::Options guard;
+  guard.port = runner->port_;
+  guard.what = options.what;
+  guard.max_per_peer = options.max_connections_per_peer;
+  guard.max_total = options.max_connections;
+  runner->guard_ = std::make_unique<ConnectionGuard>(guard);
   return runner;
 }
 

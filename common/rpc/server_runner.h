@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/mutex.h"
+#include "common/rpc/connection_guard.h"
 #include "common/rpc/transport_security.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/server.h"
@@ -56,6 +57,10 @@ struct ServerOptions {
   // finished within this is closed, so peers that connect and stall
   // mid-handshake hold no socket for longer.
   absl::Duration handshake_timeout = absl::Seconds(10);
+  // Connections one peer address may hold at once, and all peers together
+  // (connection_guard.h); beyond them the newest are closed. 0: no cap.
+  int max_connections_per_peer = 512;
+  int max_connections = 8192;
   // The most memory gRPC may hold for this server's connections and calls
   // (incoming messages still being received among them): past it, reads
   // slow down and new calls are refused, so clients that send half a
@@ -88,6 +93,8 @@ class ServerRunner {
   std::shared_ptr<void> owned_;  // outlives server_
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
+  // Declared after server_: stops looking before the server goes.
+  std::unique_ptr<ConnectionGuard> guard_;
   // Orders callers of Drain(); never taken by a handler.
   Mutex drain_mu_;
   bool drained_ ABSL_GUARDED_BY(drain_mu_) = false;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/channel.h"
@@ -160,6 +161,86 @@ TEST(ServerRunnerTest, AHalfFinishedHandshakeIsDropped) {
                    .has_value());
   quick->Drain(absl::Seconds(1));
   patient->Drain(absl::Seconds(1));
+}
+
+// A raw TCP connection to `port` from `source` (any 127.x.y.z), saying
+// nothing; -1 when it cannot connect.
+int ConnectFrom(const char* source, int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  inet_pton(AF_INET, source, &local.sin_addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0) {
+    close(fd);
+    return -1;
+  }
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) !=
+      0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Whether the server has closed `fd` (EOF or reset), without waiting.
+bool ClosedByServer(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, 0) <= 0) return false;
+  char byte;
+  return recv(fd, &byte, 1, MSG_DONTWAIT) <= 0;
+}
+
+// 200 connections stalled before their handshake (and kept: the deadline
+// is an hour) do not stop another client from being served.
+TEST(ServerRunnerTest, HeldHandshakesDoNotStopAnotherClient) {
+  NothingService service;
+  auto server = StartWithIdleLimit(&service, absl::Hours(1), absl::Hours(1));
+  ASSERT_NE(server, nullptr);
+  std::vector<int> held;
+  for (int i = 0; i < 200; ++i) {
+    const int fd = ConnectFrom("127.0.0.3", server->port());
+    ASSERT_GE(fd, 0);
+    held.push_back(fd);
+  }
+  // Health() gives the call a 10 s deadline: the bound.
+  EXPECT_EQ(Health(server->port()), "SERVING");
+  for (int fd : held) close(fd);
+  server->Drain(absl::Seconds(1));
+}
+
+// A peer holding more connections than its cap loses the newest; others
+// are served.
+TEST(ServerRunnerTest, APeerBeyondItsConnectionCapIsCut) {
+  NothingService service;
+  ServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.generic_service = &service;
+  options.handshake_timeout = absl::Hours(1);
+  options.max_connections_per_peer = 8;
+  ASSERT_OK_AND_ASSIGN(auto server, ServerRunner::Start(options));
+  std::vector<int> fds;
+  for (int i = 0; i < 20; ++i) {
+    const int fd = ConnectFrom("127.0.0.2", server->port());
+    ASSERT_GE(fd, 0);
+    fds.push_back(fd);
+  }
+  // Waits on progress: the guard looks twice a second.
+  int closed = 0;
+  for (int round = 0; round < 600 && closed < 12; ++round) {
+    closed = 0;
+    for (int fd : fds) closed += ClosedByServer(fd) ? 1 : 0;
+    if (closed < 12) usleep(100 * 1000);
+  }
+  EXPECT_EQ(closed, 12);
+  // The oldest eight are the ones kept.
+  for (int i = 0; i < 8; ++i) EXPECT_FALSE(ClosedByServer(fds[i])) << i;
+  EXPECT_EQ(Health(server->port()), "SERVING");
+  for (int fd : fds) close(fd);
+  server->Drain(absl::Seconds(1));
 }
 
 }  // namespace
