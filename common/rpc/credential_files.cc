@@ -39,6 +39,21 @@ absl::Status CheckOwner(const struct stat& st, const std::string& path,
                    "), who could change it: chown it to this user or root"));
 }
 
+// Whether the file's group is this process's alone to read through: its
+// effective group, or, for a root-owned file (Kubernetes projects Secrets
+// root-owned with the pod's fsGroup, a supplementary group when the pod
+// sets no runAsGroup), one of its supplementary groups.
+bool OwnGroup(const struct stat& st) {
+  if (st.st_gid == getegid()) return true;
+  if (st.st_uid != 0) return false;
+  gid_t groups[256];
+  const int n = getgroups(256, groups);
+  for (int i = 0; i < n; ++i) {
+    if (groups[i] == st.st_gid) return true;
+  }
+  return false;
+}
+
 std::string Folder(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   if (slash == std::string::npos) return ".";
@@ -81,7 +96,7 @@ absl::Status CheckCredentialFile(const std::string& path, CredentialKind kind,
     const bool others = (mode & S_IRWXO) != 0;
     const bool group_writes = (mode & (S_IWGRP | S_IXGRP)) != 0;
     const bool foreign_group_reads =
-        (mode & S_IRGRP) != 0 && st->st_gid != getegid();
+        (mode & S_IRGRP) != 0 && !OwnGroup(*st);
     if (others || group_writes || foreign_group_reads) {
       return absl::PermissionDeniedError(absl::StrCat(
           what, " ", path, " is open to other users (mode ", Mode(mode),

@@ -5,8 +5,9 @@
 //
 //   secret   owned by this process's user or root; no access for others;
 //            group access, read only, when the group is this process's own
-//            (Kubernetes mounts Secrets root-owned, mode 0440, group the
-//            pod's fsGroup);
+//            (its effective group; for a root-owned file also one of its
+//            supplementary groups: Kubernetes mounts Secrets root-owned,
+//            mode 0440, group the pod's fsGroup);
 //   public   owned by this process's user or root; not writable by group
 //            or others;
 //   folder   the file's folder: owned by this process's user or root, not
