@@ -45,7 +45,12 @@ ABSL_FLAG(int32_t, worker_replacement_timeout_s, 240,
 int main(int argc, char** argv) {
   // Before anything else: it may start this binary again.
   psflow::UseFastBlasKernels(argv);
-  psflow::StartRoleProcess(argc, argv);
+  psflow::StartRoleProcess(
+      argc, argv,
+      "chief: the psflow job's chief task (TF_CONFIG task chief 0): plans the "
+      "job, configures the parameter servers, saves checkpoints.\n  chief "
+      "--job=<job.json> --tls_dir=<dir> --token_dir=<dir> [--tf_config=<file "
+      "or JSON>]");
   using namespace psflow;
   absl::StatusOr<TfConfig> role_config = LoadRoleConfig(
       absl::GetFlag(FLAGS_tf_config), TaskType::kChief, "chief",

@@ -9,6 +9,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/float_mode.h"
 #include "common/logging.h"
+#include "common/role_help.h"
 #include "common/signals.h"
 
 namespace psflow {
@@ -25,7 +26,8 @@ void SetUpProcessForBulkTransfers() {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 }
 
-void StartRoleProcess(int argc, char** argv) {
+void StartRoleProcess(int argc, char** argv, absl::string_view usage) {
+  HandleHelpRequest(argc, argv, usage);
   BlockTerminationSignals();
   EnableFlushToZero();
   SetUpProcessForBulkTransfers();

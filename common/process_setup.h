@@ -2,6 +2,8 @@
 #ifndef PSFLOW_COMMON_PROCESS_SETUP_H_
 #define PSFLOW_COMMON_PROCESS_SETUP_H_
 
+#include "absl/strings/string_view.h"
+
 namespace psflow {
 
 // - Keeps freed large blocks in the heap for reuse (glibc otherwise maps
@@ -13,13 +15,14 @@ namespace psflow {
 //   checked by clang's thread-safety analysis and tests instead.
 void SetUpProcessForBulkTransfers();
 
-// The start of a role binary's main() (worker, evaluator, chief): blocks
+// The start of a role binary's main() (worker, evaluator, chief): answers
+// --help with `usage` and the role's flags and exits 0 (role_help.h); blocks
 // SIGINT/SIGTERM and sets flush-to-zero (common/float_mode.h) before any
 // thread starts, so every thread inherits both, applies
 // SetUpProcessForBulkTransfers(), parses flags, and exits the process
 // (status 1, after a log line) when either signal arrives. Roles that shut
 // down gracefully instead (ps_server) do these steps themselves.
-void StartRoleProcess(int argc, char** argv);
+void StartRoleProcess(int argc, char** argv, absl::string_view usage);
 
 }  // namespace psflow
 

@@ -109,6 +109,10 @@ int Run() {
 int main(int argc, char** argv) {
   // Before anything else: it may start this binary again.
   psflow::UseFastBlasKernels(argv);
-  psflow::StartRoleProcess(argc, argv);
+  psflow::StartRoleProcess(
+      argc, argv,
+      "evaluator: the psflow job's evaluator (TF_CONFIG task evaluator 0): "
+      "metrics on held-out data.\n  evaluator --tls_dir=<dir> "
+      "--token_dir=<dir> [--tf_config=<file or JSON>]");
   return psflow::Run();
 }

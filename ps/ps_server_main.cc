@@ -27,6 +27,7 @@
 #include "common/port_file.h"
 #include "common/process_setup.h"
 #include "common/role_config.h"
+#include "common/role_help.h"
 #include "common/rpc/security_flags.h"
 #include "common/rpc/transport_security.h"
 #include "common/signals.h"
@@ -281,8 +282,11 @@ int main(int argc, char** argv) {
   // Every thread inherits it: optimizers never meet subnormal slowdowns.
   psflow::EnableFlushToZero();
   psflow::SetUpProcessForBulkTransfers();
-  absl::SetProgramUsageMessage(
-      "ps_server: a psflow parameter-server task, configured by TF_CONFIG");
+  psflow::HandleHelpRequest(
+      argc, argv,
+      "ps_server: a psflow parameter-server task (TF_CONFIG task ps i).\n"
+      "  ps_server --tls_dir=<dir> --token_dir=<dir> "
+      "[--tf_config=<file or JSON>] [--checkpoint_root=<dir>]");
   absl::ParseCommandLine(argc, argv);
   return psflow::Run();
 }

@@ -296,6 +296,10 @@ int Run() {
 int main(int argc, char** argv) {
   // Before anything else: it may start this binary again.
   psflow::UseFastBlasKernels(argv);
-  psflow::StartRoleProcess(argc, argv);
+  psflow::StartRoleProcess(
+      argc, argv,
+      "worker: a psflow training worker (TF_CONFIG task worker i).\n  worker "
+      "--tls_dir=<dir> --token_dir=<dir> [--tf_config=<file or JSON>] "
+      "[--device=auto|cpu|cuda]");
   return psflow::Run();
 }
