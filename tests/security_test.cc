@@ -33,6 +33,7 @@ using ::psflow::testing::RunfilePath;
 using ::psflow::testing::TempPath;
 using ::psflow::testing::TestJob;
 using ::psflow::testing::WriteTestFile;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 struct PsctlRun {
@@ -128,6 +129,9 @@ TEST(SecurityTest, ASecureJobTrainsAndStrangersAreRefused) {
       continue;
     }
     EXPECT_THAT(ours.output, HasSubstr("job test (SYNC)"));
+    // As the README shows it, without credential flags: psctl finds the
+    // job's tls/ and tokens/ beside its TF_CONFIG folder.
+    PsctlRun as_documented = with({});
     PsctlRun plaintext = with({"--token_dir=" + tokens});
     PsctlRun stranger =
         with({"--tls_dir=" + other_tls, "--token_dir=" + tokens});
@@ -135,8 +139,14 @@ TEST(SecurityTest, ASecureJobTrainsAndStrangersAreRefused) {
     PsctlRun wrong_token =
         with({"--tls_dir=" + tls, "--token_dir=" + other_tokens});
     if (with(ours_flags).exit_code != 0) break;  // the job ended
+    EXPECT_EQ(as_documented.exit_code, 0) << as_documented.output;
+    EXPECT_THAT(as_documented.output,
+                AllOf(HasSubstr("using the job's credentials beside"),
+                      HasSubstr("job test (SYNC)")));
     EXPECT_EQ(plaintext.exit_code, 1) << plaintext.output;
     EXPECT_THAT(plaintext.output, HasSubstr("the chief does not answer"));
+    // Not "Socket closed" alone: which flags would get in.
+    EXPECT_THAT(plaintext.output, HasSubstr("--tls_dir=<the job's tls"));
     EXPECT_EQ(stranger.exit_code, 1) << stranger.output;
     EXPECT_THAT(stranger.output, HasSubstr("the chief does not answer"));
     EXPECT_EQ(no_token.exit_code, 1) << no_token.output;
@@ -149,6 +159,28 @@ TEST(SecurityTest, ASecureJobTrainsAndStrangersAreRefused) {
   }
   EXPECT_TRUE(checked) << "the chief never answered with the job's "
                           "certificate while the job ran";
+
+  // psctl ckpt restore as the README writes it, into the running secure
+  // job: the credentials are found beside the TF_CONFIG. The chief saves a
+  // checkpoint of step 0 before training.
+  std::string initial;
+  while (initial.empty() && absl::Now() < give_up) {
+    if (DIR* d = opendir((dir + "/checkpoints").c_str())) {
+      while (dirent* e = readdir(d)) {
+        const std::string name = e->d_name;
+        if (name.rfind("ckpt-", 0) == 0) initial = dir + "/checkpoints/" + name;
+      }
+      closedir(d);
+    }
+    if (initial.empty()) absl::SleepFor(absl::Milliseconds(200));
+  }
+  ASSERT_FALSE(initial.empty()) << "no checkpoint appeared";
+  PsctlRun restore =
+      Psctl({"ckpt", "restore", initial, "--tf_config=" + tf_config});
+  EXPECT_EQ(restore.exit_code, 0) << restore.output;
+  EXPECT_THAT(restore.output,
+              AllOf(HasSubstr("using the job's credentials beside"),
+                    HasSubstr("restored " + initial)));
 
   EXPECT_THAT(local.Wait(absl::Minutes(10)), IsOkAndHolds(0)) << local.Output();
   const std::string result = ReadAll(dir + "/result.json");

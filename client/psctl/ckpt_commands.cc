@@ -239,8 +239,15 @@ int CkptRestore(const std::string& path, const std::string& tf_config_flag,
   const TfConfig& tf = loaded->config;
   const TaskId chief = tf.ChiefTask();
   const std::string address = *tf.cluster.Address(chief);
+  std::string found;
+  const SecuritySettings settings =
+      WithCredentialsBeside(tls, tf_config_flag, &found);
+  if (!found.empty()) {
+    err << "psctl ckpt restore: using the job's credentials beside "
+        << tf_config_flag << ": " << found << "\n";
+  }
   absl::StatusOr<TransportSecurity> security =
-      PsctlTransportSecurity(tls, tf.rpc_layer);
+      PsctlTransportSecurity(settings, tf.rpc_layer);
   if (!security.ok()) {
     err << "psctl ckpt restore: " << security.status().message() << "\n";
     return 2;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "client/grpc_coordinator_client.h"
 #include "client/health_check.h"
+#include "client/psctl/tls_flags.h"
 
 namespace psflow {
 namespace {
@@ -92,7 +93,7 @@ std::string ChiefProblem(const absl::Status& status) {
                        status.code() == absl::StatusCode::kPermissionDenied;
   return absl::StrCat(
       refused ? "the chief refused psctl: " : "the chief does not answer: ",
-      status.message());
+      status.message(), CredentialHint(status));
 }
 
 std::string ProbeNote(const JobLook& look, const std::string& task) {

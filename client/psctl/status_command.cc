@@ -74,8 +74,15 @@ class StatusCommand : public Subcommand {
           *loaded->config.cluster.Address(loaded->config.ChiefTask());
       rpc_layer = loaded->config.rpc_layer;
     }
+    std::string found;
+    const SecuritySettings settings =
+        WithCredentialsBeside(tls_, tf_config_, &found);
+    if (!found.empty()) {
+      err << "psctl status: using the job's credentials beside " << tf_config_
+          << ": " << found << "\n";
+    }
     absl::StatusOr<TransportSecurity> security =
-        PsctlTransportSecurity(tls_, rpc_layer);
+        PsctlTransportSecurity(settings, rpc_layer);
     if (!security.ok()) {
       err << "psctl status: " << security.status().message() << "\n";
       return kExitUsage;

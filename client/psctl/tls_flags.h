@@ -22,6 +22,21 @@ namespace psflow {
 // `flags`.
 void AddTlsFlags(FlagSet& flags, SecuritySettings* settings);
 
+// When `settings` (and the environment) name no credentials at all and
+// `tf_config_flag` is a file: the job's folders beside it, where psctl
+// local (<dir>/tf_config/<task>.json, <dir>/tls, <dir>/tokens) and psctl
+// tfconfig gen --credentials (<out>/<task>.json, <out>/tls, <out>/tokens)
+// put them: tls/ when it holds psctl.crt, tokens/ when it holds
+// admin.token. `found` says which were taken ("" none).
+SecuritySettings WithCredentialsBeside(SecuritySettings settings,
+                                       const std::string& tf_config_flag,
+                                       std::string* found);
+
+// A hint for a call that failed as a plaintext or foreign client of a TLS
+// job does ("Socket closed", a failed handshake): which flags to pass. ""
+// for other failures.
+std::string CredentialHint(const absl::Status& status);
+
 // psctl's credentials under `settings` (insecure when none are given and
 // `rpc_layer` does not require TLS).
 absl::StatusOr<TransportSecurity> PsctlTransportSecurity(
