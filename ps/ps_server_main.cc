@@ -233,8 +233,12 @@ int Run() {
   }
   ParameterServerCore* core = &(*server)->core();
   PsMetrics* metrics = ps_metrics->get();
-  const auto refresher = registry.AddRefresher([core, metrics] {
-    absl::Status refreshed = metrics->Refresh(core->Stats(), core->mode());
+  // The server's Stats, not the core's: shared-memory sessions and their
+  // bytes are the transport's.
+  GrpcParameterServer* serving = server->get();
+  const auto refresher = registry.AddRefresher([serving, core, metrics] {
+    absl::Status refreshed =
+        metrics->Refresh(serving->Stats(), core->mode());
     if (!refreshed.ok()) LOG(WARNING) << "metrics: " << refreshed.message();
   });
   TaskMetricsEndpointOptions endpoint;

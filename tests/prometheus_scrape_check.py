@@ -105,7 +105,6 @@ def main():
   scrape_timeout: 1s
 scrape_configs:
   - job_name: psflow
-    honor_labels: true
     file_sd_configs:
       - files: [%s]
         refresh_interval: 1s
@@ -117,13 +116,13 @@ scrape_configs:
             stdout=open(os.path.join(tmp, "prometheus.log"), "w"),
             stderr=subprocess.STDOUT)
 
-        # `up` carries the scrape config's job; every other series the
-        # job's own labels (honor_labels).
+        # `job` is the scrape config's (no honor_labels needed); the
+        # psflow job's name is psflow_job.
         checks = {
             "every target up": lambda: len(
                 query(port, 'up{job="psflow"} == 1')) == 4,
             "both workers' steps grow": lambda: len(query(
-                port, 'increase(psflow_worker_steps_total{job="prometheus_test",'
+                port, 'increase(psflow_worker_steps_total{psflow_job="prometheus_test",'
                       'task_type="worker"}[5s]) > 0')) == 2,
             "ps pulls and staleness": lambda: bool(query(
                 port, 'psflow_ps_pulls_total{task_type="ps",task_index="0",'
@@ -134,14 +133,21 @@ scrape_configs:
                       'task_index="0"} > 0')) and bool(query(
                 port, 'psflow_chief_checkpoints_total{outcome="saved"} > 0')),
             "evaluator's accuracy": lambda: bool(query(
-                port, 'psflow_evaluator_accuracy{job="prometheus_test",'
+                port, 'psflow_evaluator_accuracy{psflow_job="prometheus_test",'
                       'task_type="evaluator"} > 0')),
             "system metrics of every task": lambda: len(query(
-                port, 'psflow_process_resident_memory_bytes{'
-                      'job="prometheus_test"} > 0')) == 4,
+                port, 'process_resident_memory_bytes{'
+                      'psflow_job="prometheus_test"} > 0')) == 4,
             "step phases": lambda: bool(query(
                 port, 'psflow_worker_step_phase_seconds_count{phase="compute"}'
                       ' > 0')),
+            "standard process metrics, Prometheus' own job label": lambda:
+                len(query(port, 'process_cpu_seconds_total{job="psflow",'
+                                'psflow_job="prometheus_test"} > 0')) == 4,
+            "shared-memory traffic counted": lambda: bool(query(
+                port, 'psflow_ps_transferred_bytes_total{'
+                      'transport="shared_memory"} > 0')) and bool(query(
+                port, 'psflow_ps_shared_memory_sessions > 0')),
         }
         pending = dict(checks)
         while pending:

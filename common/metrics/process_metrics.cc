@@ -99,10 +99,10 @@ ExportProcessMetrics(MetricsRegistry* registry) {
   MetricsRegistry& r = *registry;
   ASSIGN_OR_RETURN(
       CounterCell * cpu,
-      r.UnlabeledCounter("psflow_process_cpu_seconds_total",
+      r.UnlabeledCounter("process_cpu_seconds_total",
                          "User and system CPU time of this process."));
   ASSIGN_OR_RETURN(GaugeCell * resident,
-                   r.UnlabeledGauge("psflow_process_resident_memory_bytes",
+                   r.UnlabeledGauge("process_resident_memory_bytes",
                                     "Resident set size of this process."));
   ASSIGN_OR_RETURN(
       GaugeCell * threads,

@@ -63,7 +63,7 @@ TEST(ProcessMetricsTest, TheLiveProcessShowsUpInTheRegistry) {
   registry.Refresh();
   const std::string text = PrometheusText(registry.Snapshot());
   EXPECT_THAT(text, HasSubstr("psflow_process_threads "));
-  EXPECT_THAT(text, Not(HasSubstr("psflow_process_resident_memory_bytes 0\n")));
+  EXPECT_THAT(text, Not(HasSubstr("process_resident_memory_bytes 0\n")));
   EXPECT_THAT(text, HasSubstr("psflow_process_network_receive_bytes_total{"
                               "interface=\"lo\"}"));
   const ProcessSample sample = SampleProcess();

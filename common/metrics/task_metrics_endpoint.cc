@@ -25,7 +25,8 @@ absl::StatusOr<std::unique_ptr<TaskMetricsEndpoint>> ServeTaskMetrics(
     registry->Refresh();
     MetricLabels labels;
     const std::string job = job_name ? job_name() : "";
-    if (!job.empty()) labels.emplace_back("job", job);
+    // Not "job": Prometheus sets that label itself, from its scrape config.
+    if (!job.empty()) labels.emplace_back("psflow_job", job);
     labels.emplace_back("task_type", task_type);
     labels.emplace_back("task_index", task_index);
     return PrometheusText(registry->Snapshot(), labels);
