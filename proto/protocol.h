@@ -50,6 +50,12 @@ inline constexpr char kSharedMemoryLostValue[] = "lost";
 // Large enough for any chunk plus its header; chunks are 1-4 MB by default.
 inline constexpr int kMaxBulkMessageBytes = 256 << 20;
 
+// The largest CreateVariables, RestoreShard or ExcludeWorkers request a
+// parameter server parses (only once the caller is known to be the
+// chief): parsed, their repeated fields take tens of times their wire
+// size. A job of 100000 variables needs about 5 MiB.
+inline constexpr int kMaxControlRequestBytes = 16 << 20;
+
 }  // namespace psflow
 
 #endif  // PSFLOW_PROTO_PROTOCOL_H_

@@ -67,8 +67,45 @@ absl::Status GrpcParameterServer::FenceChiefCalls(
 
 // ---- Control RPCs ----------------------------------------------------------
 
-class GrpcParameterServer::ControlService final
-    : public ParameterServer::CallbackService {
+// The requests whose repeated fields a parser multiplies most (a 2-byte
+// VariableSpec becomes about 100 bytes of objects) arrive raw: the caller's
+// role is checked and the size bounded before anything is parsed.
+using ControlServiceBase =
+    ParameterServer::WithRawCallbackMethod_CreateVariables<
+        ParameterServer::WithRawCallbackMethod_RestoreShard<
+            ParameterServer::WithRawCallbackMethod_ExcludeWorkers<
+                ParameterServer::CallbackService>>>;
+
+// `raw` as a `Message`, when it is at most kMaxControlRequestBytes.
+template <typename Message>
+absl::Status ParseControlRequest(const grpc::ByteBuffer& raw,
+                                 absl::string_view method, Message* out) {
+  if (raw.Length() > static_cast<size_t>(kMaxControlRequestBytes)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        method, " request of ", raw.Length(),
+        " bytes; a control request is "
+        "at most ",
+        kMaxControlRequestBytes,
+        " bytes (kMaxControlRequestBytes): split the job's variables over "
+        "more parameter servers"));
+  }
+  grpc::ByteBuffer copy(raw);  // Deserialize consumes its buffer
+  grpc::Status parsed =
+      grpc::SerializationTraits<Message>::Deserialize(&copy, out);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        method, " request does not parse: ", parsed.error_message()));
+  }
+  return absl::OkStatus();
+}
+
+template <typename Message>
+void SerializeControlResponse(const Message& message, grpc::ByteBuffer* raw) {
+  bool own = false;
+  grpc::SerializationTraits<Message>::Serialize(message, raw, &own);
+}
+
+class GrpcParameterServer::ControlService final : public ControlServiceBase {
  public:
   explicit ControlService(GrpcParameterServer* server) : server_(server) {}
 
@@ -116,14 +153,20 @@ class GrpcParameterServer::ControlService final
   }
 
   grpc::ServerUnaryReactor* CreateVariables(
-      grpc::CallbackServerContext* context,
-      const CreateVariablesRequest* request,
-      CreateVariablesResponse* response) override {
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw,
+      grpc::ByteBuffer* raw_response) override {
     if (absl::Status allowed =
             server_->Allow(*context, kChiefOnly, "CreateVariables");
         !allowed.ok()) {
       return Done(context, allowed);
     }
+    auto request = std::make_unique<CreateVariablesRequest>();
+    if (absl::Status parsed =
+            ParseControlRequest(*raw, "CreateVariables", request.get());
+        !parsed.ok()) {
+      return Done(context, parsed);
+    }
+    SerializeControlResponse(CreateVariablesResponse(), raw_response);
     absl::Status status = server_->core().CreateVariables(*request);
     if (status.ok()) {
       StatsResponse stats = server_->core().Stats();
@@ -195,15 +238,21 @@ class GrpcParameterServer::ControlService final
   }
 
   grpc::ServerUnaryReactor* ExcludeWorkers(
-      grpc::CallbackServerContext* context,
-      const ExcludeWorkersRequest* request,
-      ExcludeWorkersResponse* response) override {
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw,
+      grpc::ByteBuffer* raw_response) override {
     if (absl::Status allowed =
             server_->Allow(*context, kChiefOnly, "ExcludeWorkers");
         !allowed.ok()) {
       return Done(context, allowed);
     }
-    return Done(context, server_->core().ExcludeWorkers(*request));
+    ExcludeWorkersRequest request;
+    if (absl::Status parsed =
+            ParseControlRequest(*raw, "ExcludeWorkers", &request);
+        !parsed.ok()) {
+      return Done(context, parsed);
+    }
+    SerializeControlResponse(ExcludeWorkersResponse(), raw_response);
+    return Done(context, server_->core().ExcludeWorkers(request));
   }
 
   grpc::ServerUnaryReactor* Hold(grpc::CallbackServerContext* context,
@@ -253,22 +302,29 @@ class GrpcParameterServer::ControlService final
   }
 
   grpc::ServerUnaryReactor* RestoreShard(
-      grpc::CallbackServerContext* context, const RestoreShardRequest* request,
-      RestoreShardResponse* response) override {
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw,
+      grpc::ByteBuffer* raw_response) override {
     if (absl::Status allowed =
             server_->Allow(*context, kChiefOnly, "RestoreShard");
         !allowed.ok()) {
       return Done(context, allowed);
     }
+    auto request = std::make_shared<RestoreShardRequest>();
+    if (absl::Status parsed =
+            ParseControlRequest(*raw, "RestoreShard", request.get());
+        !parsed.ok()) {
+      return Done(context, parsed);
+    }
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     GrpcParameterServer* server = server_;
     server_->ChiefCallStarted();
-    server_->RunInBackground([server, reactor, request, response] {
+    server_->RunInBackground([server, reactor, request, raw_response] {
       const absl::Time start = absl::Now();
       absl::StatusOr<RestoreShardResponse> result = psflow::RestoreShard(
           server->core(), *request, server->checkpoint_root());
       if (result.ok()) {
-        *response = *std::move(result);
+        SerializeControlResponse(*result, raw_response);
+        const RestoreShardResponse* response = &*result;
         switch (request->phase()) {
           case RestoreShardRequest::COMMIT:
             LOG(INFO) << "restore committed: the variables are replaced";

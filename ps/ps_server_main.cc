@@ -237,8 +237,7 @@ int Run() {
   // bytes are the transport's.
   GrpcParameterServer* serving = server->get();
   const auto refresher = registry.AddRefresher([serving, core, metrics] {
-    absl::Status refreshed =
-        metrics->Refresh(serving->Stats(), core->mode());
+    absl::Status refreshed = metrics->Refresh(serving->Stats(), core->mode());
     if (!refreshed.ok()) LOG(WARNING) << "metrics: " << refreshed.message();
   });
   TaskMetricsEndpointOptions endpoint;

@@ -110,7 +110,7 @@ TEST(SecurityTest, ASecureJobTrainsAndStrangersAreRefused) {
   ASSERT_EQ(other.exit_code, 0) << other.output;
 
   const std::vector<std::string> status = {"status", "--tf_config=" + tf_config,
-                                           "--timeout=3"};
+                                           "--timeout=20"};
   auto with = [&status](std::vector<std::string> flags) {
     std::vector<std::string> args = status;
     args.insert(args.end(), flags.begin(), flags.end());
