@@ -99,9 +99,9 @@ TEST(StatusTest, EveryPhaseOfAJob) {
       "+[0-9.]+(B|KiB|MiB|GiB)/s +[0-9.]+MiB +0 ";
   // Every worker joined (worker 0 may still be preparing when worker 1
   // already trains, on a loaded machine): wait for the chief to say so.
-  StatusRun training = StatusOnceItShows(
-      cluster, {"worker-1 +127.0.0.1:[0-9]+ +TRAINING", server_stats,
-                "chief: supervising training"});
+  StatusRun training =
+      StatusOnceItShows(cluster, {"worker-1 +127.0.0.1:[0-9]+ +TRAINING",
+                                  server_stats, "chief: supervising training"});
   EXPECT_EQ(training.exit_code, 0) << training.output;
   EXPECT_THAT(
       training.output,

@@ -95,8 +95,7 @@ absl::Status CheckCredentialFile(const std::string& path, CredentialKind kind,
   if (kind == CredentialKind::kSecret) {
     const bool others = (mode & S_IRWXO) != 0;
     const bool group_writes = (mode & (S_IWGRP | S_IXGRP)) != 0;
-    const bool foreign_group_reads =
-        (mode & S_IRGRP) != 0 && !OwnGroup(*st);
+    const bool foreign_group_reads = (mode & S_IRGRP) != 0 && !OwnGroup(*st);
     if (others || group_writes || foreign_group_reads) {
       return absl::PermissionDeniedError(absl::StrCat(
           what, " ", path, " is open to other users (mode ", Mode(mode),
