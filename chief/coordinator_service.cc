@@ -99,6 +99,11 @@ class CoordinatorServer::Service final : public Coordinator::CallbackService {
         !allowed.ok()) {
       return Done(context, allowed);
     }
+    if (request->path().size() > 4096) {
+      return Done(context, absl::InvalidArgumentError(absl::StrCat(
+                               "a checkpoint path of ", request->path().size(),
+                               " bytes; a path is at most 4096")));
+    }
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     // The chief's main loop runs it (it owns the parameter server client)
     // and answers through `done`.

@@ -189,8 +189,18 @@ void JobCoordinator::Resume(int64_t global_step) {
 }
 
 void JobCoordinator::RequestRestore(RestoreRequest request) {
-  MutexLock lock(&mu_);
-  restore_requests_.push_back(std::move(request));
+  {
+    MutexLock lock(&mu_);
+    if (restore_requests_.size() < kMaxPendingRestores) {
+      restore_requests_.push_back(std::move(request));
+      return;
+    }
+  }
+  // Each waiting request holds an open call: they are few.
+  request.done(absl::ResourceExhaustedError(
+      absl::StrCat(kMaxPendingRestores,
+                   " checkpoint restores are already waiting; ask "
+                   "again once they are done")));
 }
 
 std::optional<JobCoordinator::RestoreRequest>

@@ -122,7 +122,10 @@ class JobCoordinator {
     std::string path;
     std::function<void(absl::StatusOr<int64_t>)> done;
   };
+  // At most kMaxPendingRestores wait; beyond, `done` answers
+  // ResourceExhausted at once.
   void RequestRestore(RestoreRequest request);
+  static constexpr size_t kMaxPendingRestores = 4;
   // The oldest pending request, if any.
   std::optional<RestoreRequest> TakeRestoreRequest();
 

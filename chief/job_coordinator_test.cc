@@ -55,6 +55,25 @@ StatusResponse Progress(JobCoordinator& c, ProgressReport report) {
   return c.Progress(report);
 }
 
+// psctl ckpt restore requests hold open calls while they wait: few may.
+TEST(JobCoordinatorTest, OnlyAFewRestoresMayWait) {
+  JobCoordinator coordinator(TwoWorkers());
+  std::vector<absl::Status> answers;
+  for (size_t i = 0; i <= JobCoordinator::kMaxPendingRestores; ++i) {
+    coordinator.RequestRestore(JobCoordinator::RestoreRequest{
+        "/ckpt", [&answers](absl::StatusOr<int64_t> step) {
+          answers.push_back(step.status());
+        }});
+  }
+  // The one beyond the limit is answered at once; the others wait.
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].code(), absl::StatusCode::kResourceExhausted);
+  for (size_t i = 0; i < JobCoordinator::kMaxPendingRestores; ++i) {
+    EXPECT_TRUE(coordinator.TakeRestoreRequest().has_value());
+  }
+  EXPECT_FALSE(coordinator.TakeRestoreRequest().has_value());
+}
+
 TEST(JobCoordinatorTest, RegistrationWaitsForTheSpec) {
   JobCoordinator c(TwoWorkers());
   EXPECT_THAT(c.Register(Worker(0)),

@@ -46,6 +46,10 @@
 
 namespace psflow {
 
+// The ids that rows pulls waiting for a step may hold on one server, all
+// together (each worker waits for one step at a time).
+inline constexpr int64_t kMaxWaitingRowPullBytes = int64_t{256} << 20;
+
 class PsService {
  public:
   // A pull's answer: one version per part and, unless the caller gave
@@ -70,8 +74,13 @@ class PsService {
 
   // `pool` is needed only by pulls that return values to send (no
   // buffers given); may be null otherwise.
-  PsService(ParameterServerCore* core, BufferPool* pool)
-      : core_(core), pool_(pool) {}
+  // Rows pulls that may wait hold at most `max_waiting_row_bytes` of ids
+  // together.
+  PsService(ParameterServerCore* core, BufferPool* pool,
+            int64_t max_waiting_row_bytes = kMaxWaitingRowPullBytes)
+      : core_(core),
+        pool_(pool),
+        max_waiting_row_bytes_(max_waiting_row_bytes) {}
 
   // Starts `request`. With `out` empty the answer carries the values to
   // send; otherwise `out` holds one buffer per part, exactly its size
@@ -140,6 +149,9 @@ class PsService {
 
   ParameterServerCore* const core_;
   BufferPool* const pool_;
+  const int64_t max_waiting_row_bytes_;
+  // Bytes of ids held by rows pulls that may wait (PullRows).
+  std::atomic<int64_t> waiting_row_bytes_{0};
 };
 
 class PsService::PendingPull

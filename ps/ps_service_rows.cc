@@ -38,6 +38,27 @@ std::shared_ptr<PsService::PendingRows> PsService::PullRows(
       return nullptr;
     }
   }
+  if (request.min_version() > 0) {
+    // A pull that may wait holds its ids (up to 32 MiB) until it answers:
+    // all of them together are bounded.
+    int64_t held = 0;
+    for (const auto& part : ids) {
+      held += static_cast<int64_t>(part.size() * sizeof(int64_t));
+    }
+    if (waiting_row_bytes_.fetch_add(held) + held > max_waiting_row_bytes_) {
+      waiting_row_bytes_ -= held;
+      done(absl::ResourceExhaustedError(
+          absl::StrCat("rows pulls waiting for a step would hold more than ",
+                       max_waiting_row_bytes_,
+                       " bytes of ids on this server; a worker "
+                       "waits for one step at a time")));
+      return nullptr;
+    }
+    done = [this, held, done](absl::StatusOr<RowsAnswer> answer) {
+      waiting_row_bytes_ -= held;
+      done(std::move(answer));
+    };
+  }
   std::shared_ptr<PendingRows> pull(
       new PendingRows(this, *std::move(tables), std::move(ids), std::move(out),
                       request.train(), request.min_version(), std::move(done)));

@@ -199,6 +199,48 @@ TEST_F(PsServiceTest, OversizedBatchesAndForeignWorkersAreRefused) {
                        HasSubstr("num_workers is 65537")));
 }
 
+// Rows pulls that wait for a step hold their ids: together, bounded.
+TEST(PsServiceRowsTest, WaitingRowPullsHoldBoundedIds) {
+  ParameterServerCore core(ParameterServerCore::Options{16});
+  ASSERT_OK(core.Configure(Sgd(SYNC, 1)));
+  CreateVariablesRequest create;
+  create.set_protocol_version(kProtocolVersion);
+  EmbeddingTableSpec* table = create.add_tables();
+  table->set_name("emb");
+  table->set_dim(1);
+  table->mutable_initializer()->set_kind(RowInitializerConfig::ZEROS);
+  ASSERT_OK(core.CreateVariables(create));
+  // Room for one waiting pull of 10 ids (80 bytes), not two.
+  PsService service(&core, nullptr, /*max_waiting_row_bytes=*/100);
+  const std::vector<int64_t> ids = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  std::vector<float> out(ids.size());
+  PullRowsRequest request;
+  request.set_protocol_version(kProtocolVersion);
+  request.set_min_version(5);  // a step far ahead: the pull waits
+  RowsPart* part = request.add_parts();
+  part->set_table("emb");
+  part->set_num_ids(ids.size());
+  std::vector<absl::Status> answers;
+  auto pull = [&] {
+    return service.PullRows(
+        request, {ids}, {absl::MakeSpan(out)},
+        [&answers](absl::StatusOr<PsService::RowsAnswer> a) {
+          answers.push_back(a.status());
+        });
+  };
+  auto first = pull();
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(pull(), nullptr);
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_THAT(answers[0], StatusIs(absl::StatusCode::kResourceExhausted,
+                                   HasSubstr("waiting for a step")));
+  first->Cancel();  // answered: its ids are released
+  ASSERT_EQ(answers.size(), 2u);
+  auto third = pull();
+  ASSERT_NE(third, nullptr);
+  third->Cancel();
+}
+
 TEST_F(PsServiceTest, BadRequestsAnswerAtOnceWithTheReason) {
   std::vector<float> small(3), b(4);
   absl::Status result;
