@@ -118,6 +118,33 @@ TEST(SecurityTest, ASecureJobTrainsAndStrangersAreRefused) {
   };
   const std::vector<std::string> ours_flags = {"--tls_dir=" + tls,
                                                "--token_dir=" + tokens};
+  // psctl ckpt restore as the README writes it, into the running secure
+  // job: the credentials are found beside the TF_CONFIG. The chief saves a
+  // checkpoint of step 0 before training.
+  std::string initial;
+  while (initial.empty() && absl::Now() < give_up) {
+    if (DIR* d = opendir((dir + "/checkpoints").c_str())) {
+      while (dirent* e = readdir(d)) {
+        const std::string name = e->d_name;
+        if (name.rfind("ckpt-", 0) == 0) initial = dir + "/checkpoints/" + name;
+      }
+      closedir(d);
+    }
+    if (initial.empty()) absl::SleepFor(absl::Milliseconds(200));
+  }
+  ASSERT_FALSE(initial.empty()) << "no checkpoint appeared";
+  while (with(ours_flags).exit_code != 0 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(300));
+  }
+  // Early, so the job is surely still running; it trains from step 0
+  // again afterwards, which leaves the checks below time too.
+  PsctlRun restore =
+      Psctl({"ckpt", "restore", initial, "--tf_config=" + tf_config});
+  EXPECT_EQ(restore.exit_code, 0) << restore.output;
+  EXPECT_THAT(restore.output,
+              AllOf(HasSubstr("using the job's credentials beside"),
+                    HasSubstr("restored " + initial)));
+
   // Until the chief answers psctl's own credentials; then strangers are
   // refused while it still answers (checked again after them, so a job
   // that ended in between cannot pass for a refusal).
@@ -159,28 +186,6 @@ TEST(SecurityTest, ASecureJobTrainsAndStrangersAreRefused) {
   }
   EXPECT_TRUE(checked) << "the chief never answered with the job's "
                           "certificate while the job ran";
-
-  // psctl ckpt restore as the README writes it, into the running secure
-  // job: the credentials are found beside the TF_CONFIG. The chief saves a
-  // checkpoint of step 0 before training.
-  std::string initial;
-  while (initial.empty() && absl::Now() < give_up) {
-    if (DIR* d = opendir((dir + "/checkpoints").c_str())) {
-      while (dirent* e = readdir(d)) {
-        const std::string name = e->d_name;
-        if (name.rfind("ckpt-", 0) == 0) initial = dir + "/checkpoints/" + name;
-      }
-      closedir(d);
-    }
-    if (initial.empty()) absl::SleepFor(absl::Milliseconds(200));
-  }
-  ASSERT_FALSE(initial.empty()) << "no checkpoint appeared";
-  PsctlRun restore =
-      Psctl({"ckpt", "restore", initial, "--tf_config=" + tf_config});
-  EXPECT_EQ(restore.exit_code, 0) << restore.output;
-  EXPECT_THAT(restore.output,
-              AllOf(HasSubstr("using the job's credentials beside"),
-                    HasSubstr("restored " + initial)));
 
   EXPECT_THAT(local.Wait(absl::Minutes(10)), IsOkAndHolds(0)) << local.Output();
   const std::string result = ReadAll(dir + "/result.json");
