@@ -61,10 +61,11 @@ std::shared_ptr<grpc::Channel> OpenChannel(
   // tried its peer before the peer was up (a worker starting before the
   // chief) or while it restarted would then find it up to minutes late,
   // after the job ended or a recovery window closed. Inside one job's
-  // cluster, at most a second between tries.
+  // cluster, at most a second between tries. (Not the *minimum* backoff:
+  // gRPC 1.51 also takes it as the connect timeout, so 100 ms there failed
+  // every connection whose TLS handshake took longer, on a loaded host.)
   grpc::ChannelArguments args = caller_args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   Metadata metadata;
   if (security.tokens.presents()) {
