@@ -13,8 +13,8 @@
 //
 // IPv4 only (Debian's CivetWeb is built without IPv6).
 //
-// Thread-safe; `render` runs on a thread of its own per scrape (CivetWeb's
-// pool threads have small stacks), several at once, and must be too.
+// Thread-safe; `render` runs on the pool's threads, several at once, and
+// must be too.
 #ifndef PSFLOW_COMMON_METRICS_METRICS_HTTP_SERVER_H_
 #define PSFLOW_COMMON_METRICS_METRICS_HTTP_SERVER_H_
 
