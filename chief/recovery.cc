@@ -7,6 +7,7 @@
 #include "checkpoint/checkpoint_manager.h"
 #include "checkpoint/state_file.h"
 #include "client/health_check.h"
+#include "common/fault_point.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 
@@ -82,6 +83,8 @@ absl::StatusOr<int64_t> PauseAndRestore(const RecoveryOptions& options,
                        healthy.message()));
     }
   }
+  // Tests hold the restarted server unconfigured here.
+  FaultPoint("chief.restore_server");
   // Idempotent on servers that kept their variables; recreates them on a
   // restarted one.
   RETURN_IF_ERROR(options.client->Configure(options.spec->ps_config()));

@@ -20,7 +20,7 @@ absl::StatusOr<EvaluationReport> EvaluateCtrOnce(const JobSpec& spec,
   ASSIGN_OR_RETURN(std::unique_ptr<ModelDefinition> definition,
                    DefineJobModel(spec));
   if (!definition->binary()) {
-    return absl::FailedPreconditionError(
+    return absl::InvalidArgumentError(
         "click-through-rate data needs a binary model (model.wide_deep)");
   }
   ASSIGN_OR_RETURN(ModelSnapshot snapshot,

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "checkpoint/best_copy.h"
 #include "checkpoint/state_file.h"
+#include "common/fault_point.h"
 #include "common/logging.h"
 #include "common/metrics/event_file_writer.h"
 #include "common/status_macros.h"
@@ -16,6 +17,19 @@
 #include "model/registry.h"
 
 namespace psflow {
+namespace {
+
+// How a pull fails while a server is lost, restarting or being restored:
+// unreachable, timed out, "not configured yet", variables not created yet,
+// a call cut off by a closing connection. Anything else (a bad model, bad
+// data) is the evaluator's own error.
+bool IsServerOutage(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
+         absl::IsFailedPrecondition(status) || absl::IsNotFound(status) ||
+         absl::IsCancelled(status) || absl::IsAborted(status);
+}
+
+}  // namespace
 
 absl::Status Evaluator::Run() {
   const JobSpec& spec = *parts_.spec;
@@ -44,10 +58,18 @@ absl::Status Evaluator::Run() {
   }
   JobEndWatch& watch =
       parts_.job_end_watch != nullptr ? *parts_.job_end_watch : *own_watch;
+  // Live evaluations that failed for a server's outage: since when (the
+  // recovery window), and when to try again.
+  absl::Time failing_since = absl::InfiniteFuture();
+  absl::Time retry_at = absl::InfinitePast();
+  std::optional<int64_t> generation;
   // Evaluates the live model; nullopt when the watch cancelled it (the
-  // loop's next status check says what became of the job).
+  // loop's next status check says what became of the job) or a server's
+  // outage skipped it.
   auto evaluate_live =
       [&]() -> absl::StatusOr<std::optional<EvaluationReport>> {
+    // Tests lose a server between the chief's "training" and the pulls.
+    FaultPoint("evaluator.evaluate_live");
     const int64_t cancellations = watch.cancellations();
     absl::StatusOr<EvaluationReport> report =
         parts_.ctr_test != nullptr
@@ -58,8 +80,33 @@ absl::Status Evaluator::Run() {
       LOG(INFO) << "evaluation stopped: " << report.status().message();
       return std::nullopt;
     }
-    RETURN_IF_ERROR(report.status());
-    return std::optional<EvaluationReport>(*std::move(report));
+    if (report.ok()) {
+      failing_since = absl::InfiniteFuture();
+      return std::optional<EvaluationReport>(*std::move(report));
+    }
+    if (!IsServerOutage(report.status())) return report.status();
+    // A server lost or restarting: the chief recovers the job (workers
+    // wait the same way); this round is skipped and tried again.
+    const absl::Time now = absl::Now();
+    if (failing_since == absl::InfiniteFuture()) failing_since = now;
+    if (now - failing_since > policy_.recovery_timeout) {
+      return absl::Status(
+          report.status().code(),
+          absl::StrCat("the parameter servers could not serve an evaluation "
+                       "for ",
+                       absl::FormatDuration(now - failing_since),
+                       " (--recovery_timeout_s): ", report.status().message()));
+    }
+    skipped_.fetch_add(1);
+    if (parts_.live != nullptr && parts_.live->skipped != nullptr) {
+      parts_.live->skipped->Increment();
+    }
+    LOG(WARNING) << "evaluation skipped, a parameter server call failed ("
+                 << report.status() << "); waiting for the chief to recover "
+                 << "the job, trying again within "
+                 << absl::FormatDuration(policy_.recovery_retry_interval);
+    retry_at = now + policy_.recovery_retry_interval;
+    return std::nullopt;
   };
   std::string last_evaluated;
   std::optional<EvaluationReport> last_report;
@@ -123,7 +170,24 @@ absl::Status Evaluator::Run() {
           absl::StrCat("the job failed: ", status->message()));
     }
     if (status->state() == SUCCEEDED) return absl::OkStatus();
+    // While the chief restores a lost server, a pull could read the
+    // values the server was created with: wait for training to resume.
+    if (status->state() == PAUSED || status->state() == INITIALIZING) {
+      absl::SleepFor(policy_.poll_interval);
+      continue;
+    }
+    if (generation.has_value() && *generation != status->generation()) {
+      LOG(INFO) << "the chief restored the model (generation "
+                << status->generation() << ")";
+      if (failing_since != absl::InfiniteFuture()) retry_at = absl::Now();
+    }
+    generation = status->generation();
     const bool final = status->state() == FINAL_EVALUATION;
+    // After a skipped evaluation, the next try waits for retry_at.
+    const absl::Time now = absl::Now();
+    const bool live_due =
+        now >= retry_at &&
+        (final || now >= next || failing_since != absl::InfiniteFuture());
     std::optional<EvaluationReport> evaluated;
     if (!checkpoint_dir.empty()) {
       if (final || absl::Now() >= next) {
@@ -145,13 +209,13 @@ absl::Status Evaluator::Run() {
       if (final && !evaluated.has_value()) {
         if (last_report.has_value()) {
           evaluated = last_report;  // the final checkpoint, evaluated
-        } else {
+        } else if (live_due) {
           // No checkpoint to read: evaluate the live model.
           ASSIGN_OR_RETURN(evaluated, evaluate_live());
         }
       }
-    } else if (final || absl::Now() >= next) {
-      next = absl::Now() + interval;
+    } else if (live_due) {
+      next = now + interval;
       ASSIGN_OR_RETURN(evaluated, evaluate_live());
     }
     if (evaluated.has_value()) {

@@ -11,6 +11,7 @@
 #ifndef PSFLOW_EVALUATOR_EVALUATOR_H_
 #define PSFLOW_EVALUATOR_EVALUATOR_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -50,6 +51,8 @@ class Evaluator {
       GaugeCell* accuracy = nullptr;
       GaugeCell* global_step = nullptr;
       CounterCell* evaluations = nullptr;
+      // Optional: live evaluations skipped while a server recovered.
+      CounterCell* skipped = nullptr;
     };
     const LiveMetrics* live = nullptr;
     // Optional: the watch the caller started before configuring the client
@@ -68,18 +71,32 @@ class Evaluator {
     // the chief has been silent this long (evaluator/job_end_watch.h);
     // the loop then asks the chief and ends as the job did.
     absl::Duration cancel_after_silence = absl::Seconds(5);
+    // A live evaluation whose pull fails as a lost or restarting server's
+    // does (unreachable, timed out, not configured yet, variables not
+    // created yet) is skipped, not fatal: the evaluator waits for the
+    // chief to recover the job, as the workers do, and tries again this
+    // soon (at once when the chief resumes training with a restored
+    // model). It gives up when pulls keep failing for recovery_timeout.
+    absl::Duration recovery_retry_interval = absl::Seconds(1);
+    absl::Duration recovery_timeout = absl::Seconds(300);
   };
 
   Evaluator(Parts parts, Policy policy) : parts_(parts), policy_(policy) {}
 
   // OK after the final evaluation of a job that succeeded (or at once when
   // it already had); Aborted with the job's error when it failed;
-  // Unavailable when the chief stays silent past chief_timeout.
+  // Unavailable when the chief stays silent past chief_timeout; the pulls'
+  // error when they fail for longer than recovery_timeout.
   absl::Status Run();
+
+  // Live evaluations skipped because a parameter server could not serve
+  // them (read from any thread while Run() runs).
+  int64_t skipped_evaluations() const { return skipped_.load(); }
 
  private:
   const Parts parts_;
   const Policy policy_;
+  std::atomic<int64_t> skipped_{0};
 };
 
 }  // namespace psflow

@@ -24,6 +24,9 @@ ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
 ABSL_FLAG(std::string, logdir, "",
           "TensorBoard root; overrides the job's logging.log_dir");
 ABSL_FLAG(int32_t, startup_timeout_s, 120, "Seconds to wait for the chief");
+ABSL_FLAG(int32_t, recovery_timeout_s, 300,
+          "Seconds to ride out failing parameter-server calls (a lost "
+          "server, the chief restoring it) before giving up");
 ABSL_FLAG(int32_t, metrics_port, -1,
           "Serve Prometheus metrics at http://<bind_host>:<port>/metrics (0: "
           "any free port, logged; -1: off)");
@@ -78,6 +81,8 @@ int Run() {
   options.logdir = absl::GetFlag(FLAGS_logdir);
   options.startup_timeout =
       absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
+  options.recovery_timeout =
+      absl::Seconds(absl::GetFlag(FLAGS_recovery_timeout_s));
   MetricsRegistry registry;
   JobNameLabel job_name;
   options.metrics_registry = &registry;

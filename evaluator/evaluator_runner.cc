@@ -41,6 +41,7 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
   // them until its deadline. Whatever it hears, the evaluator's loop knows.
   Evaluator::Policy policy;
   policy.chief_timeout = options.chief_timeout;
+  policy.recovery_timeout = options.recovery_timeout;
   JobEndWatch watch(options.coordinator, client.get(),
                     std::max(policy.poll_interval, absl::Milliseconds(500)),
                     policy.cancel_after_silence);
@@ -90,6 +91,11 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
     ASSIGN_OR_RETURN(live.evaluations,
                      r.UnlabeledCounter("psflow_evaluator_evaluations_total",
                                         "Evaluations completed."));
+    ASSIGN_OR_RETURN(
+        live.skipped,
+        r.UnlabeledCounter("psflow_evaluator_skipped_total",
+                           "Live evaluations skipped because a parameter "
+                           "server was lost or recovering."));
   }
   if (options.job_name != nullptr) options.job_name->Set(job.name());
   Evaluator::Parts parts;

@@ -30,6 +30,9 @@ struct EvaluatorOptions {
   absl::Duration startup_timeout = absl::Seconds(120);
   // Gives up when the chief cannot be reached for this long.
   absl::Duration chief_timeout = absl::Seconds(30);
+  // How long evaluations may keep failing for a lost or restarting
+  // parameter server (the chief recovering the job) before it gives up.
+  absl::Duration recovery_timeout = absl::Seconds(300);
   // Overrides the job's logging.log_dir for TensorBoard event files.
   std::string logdir;
   // Optional: where the evaluator's Prometheus metrics go

@@ -21,6 +21,7 @@ namespace psflow {
 namespace {
 
 using ::psflow::testing::InProcessJob;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // A chief that never answers.
@@ -297,6 +298,50 @@ TEST_F(EvaluatorTest, AJobThatEndsStopsAnEvaluationBlockedInAPull) {
   evaluator.join();
   EXPECT_THAT(result, StatusIs(absl::StatusCode::kAborted,
                                HasSubstr("ps-0 was lost for good")));
+}
+
+// A parameter server that restarted and is not configured again yet (its
+// pulls fail FailedPrecondition): the evaluator skips its rounds and waits,
+// does not pull while the chief restores it (PAUSED), and evaluates again
+// once training resumes: here the final evaluation.
+TEST_F(EvaluatorTest,
+       ARestartingServerSkipsEvaluationsUntilTheChiefRestoresIt) {
+  job_->RestartServer();
+  policy_.recovery_retry_interval = absl::Milliseconds(1);
+  Evaluator evaluator(parts_, policy_);
+  absl::Status result;
+  std::thread run([&] { result = evaluator.Run(); });
+  // Progress, not time: the evaluator met the unconfigured server.
+  while (evaluator.skipped_evaluations() < 2) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  // The chief's recovery: pause, restore the server, resume.
+  ASSERT_TRUE(job_->coordinator->Pause("ps-0 restarted"));
+  const int64_t skipped_when_paused = evaluator.skipped_evaluations();
+  ASSERT_OK(job_->ConfigureServers(spec_));
+  job_->coordinator->Resume(0);
+  std::optional<EvaluationReport> final_eval =
+      job_->coordinator->RunFinalEvaluation(absl::InfiniteFuture());
+  run.join();
+  EXPECT_OK(result);
+  ASSERT_TRUE(final_eval.has_value());
+  EXPECT_TRUE(final_eval->final());
+  EXPECT_EQ(final_eval->per_class_accuracy_size(), 2);
+  // At most the round under way when the pause came was skipped after it.
+  EXPECT_LE(evaluator.skipped_evaluations(), skipped_when_paused + 1);
+}
+
+TEST_F(EvaluatorTest, ServersFailingPastTheRecoveryTimeoutEndTheRun) {
+  job_->RestartServer();
+  policy_.recovery_retry_interval = absl::Milliseconds(1);
+  policy_.recovery_timeout = absl::Milliseconds(50);
+  Evaluator evaluator(parts_, policy_);
+  EXPECT_THAT(evaluator.Run(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("could not serve an evaluation"),
+                             HasSubstr("--recovery_timeout_s"),
+                             HasSubstr("not configured"))));
+  EXPECT_GE(evaluator.skipped_evaluations(), 1);
 }
 
 }  // namespace

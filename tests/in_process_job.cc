@@ -4,12 +4,109 @@
 
 #include "client/local_ps_shard.h"
 #include "common/job/placement.h"
+#include "common/mutex.h"
 #include "common/status_macros.h"
 #include "model/initializer.h"
 #include "model/registry.h"
 #include "proto/protocol.h"
 
 namespace psflow::testing {
+namespace {
+
+// The job's one parameter server as the client sees it: every call goes to
+// a LocalPsShard over the server's current core. Restart() puts a fresh,
+// unconfigured core behind it, as a restarted ps_server process is.
+class RestartableShard final : public PsShard {
+ public:
+  explicit RestartableShard(ParameterServerCore* core) { Restart(core); }
+
+  void Restart(ParameterServerCore* core) {
+    auto next = std::make_shared<LocalPsShard>(core, name_);
+    MutexLock lock(&mu_);
+    current_ = std::move(next);
+  }
+
+  const std::string& name() const override { return name_; }
+  absl::StatusOr<ConfigureResponse> Configure(const ConfigureRequest& request,
+                                              absl::Time deadline) override {
+    return Current()->Configure(request, deadline);
+  }
+  absl::Status CreateVariables(const CreateVariablesRequest& request,
+                               absl::Time deadline) override {
+    return Current()->CreateVariables(request, deadline);
+  }
+  absl::StatusOr<StatsResponse> Stats(absl::Time deadline) override {
+    return Current()->Stats(deadline);
+  }
+  absl::Status Shutdown(const std::string& reason,
+                        absl::Time deadline) override {
+    return Current()->Shutdown(reason, deadline);
+  }
+  absl::Status ExcludeWorkers(const ExcludeWorkersRequest& request,
+                              absl::Time deadline) override {
+    return Current()->ExcludeWorkers(request, deadline);
+  }
+  absl::StatusOr<HoldResponse> Hold(const HoldRequest& request,
+                                    absl::Time deadline) override {
+    return Current()->Hold(request, deadline);
+  }
+  absl::StatusOr<SaveShardResponse> SaveShard(const SaveShardRequest& request,
+                                              absl::Time deadline) override {
+    return Current()->SaveShard(request, deadline);
+  }
+  absl::StatusOr<RestoreShardResponse> RestoreShard(
+      const RestoreShardRequest& request, absl::Time deadline) override {
+    return Current()->RestoreShard(request, deadline);
+  }
+  void PullBatch(
+      const PullBatchRequest& header, std::vector<absl::Span<float>> out,
+      absl::Time deadline,
+      std::function<void(absl::StatusOr<PullBatchResponse>)> done) override {
+    Current()->PullBatch(header, std::move(out), deadline, std::move(done));
+  }
+  void PushBatch(
+      const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
+      std::shared_ptr<const void> owner, absl::Time deadline,
+      std::function<void(absl::StatusOr<PushBatchResponse>)> done) override {
+    Current()->PushBatch(header, std::move(data), std::move(owner), deadline,
+                         std::move(done));
+  }
+  void PullRows(
+      const PullRowsRequest& header, std::vector<absl::Span<const int64_t>> ids,
+      std::vector<absl::Span<float>> out, absl::Time deadline,
+      std::function<void(absl::StatusOr<PullRowsResponse>)> done) override {
+    Current()->PullRows(header, std::move(ids), std::move(out), deadline,
+                        std::move(done));
+  }
+  void PushRows(
+      const PushRowsRequest& header, std::vector<absl::Span<const int64_t>> ids,
+      std::vector<absl::Span<const float>> gradients,
+      std::shared_ptr<const void> owner, absl::Time deadline,
+      std::function<void(absl::StatusOr<PushRowsResponse>)> done) override {
+    Current()->PushRows(header, std::move(ids), std::move(gradients),
+                        std::move(owner), deadline, std::move(done));
+  }
+  void CancelInFlight() override { Current()->CancelInFlight(); }
+  void Close() override { Current()->Close(); }
+  void Assign(const AssignRequest& header, absl::Span<const float> data,
+              std::shared_ptr<const void> owner, absl::Time deadline,
+              std::function<void(absl::Status)> done) override {
+    Current()->Assign(header, data, std::move(owner), deadline,
+                      std::move(done));
+  }
+
+ private:
+  std::shared_ptr<LocalPsShard> Current() {
+    MutexLock lock(&mu_);
+    return current_;
+  }
+
+  const std::string name_ = "ps-0";
+  Mutex mu_;
+  std::shared_ptr<LocalPsShard> current_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
 
 JobSpec SoftmaxRegressionSpec(UpdateMode mode, int64_t total_steps,
                               double learning_rate) {
@@ -37,29 +134,18 @@ absl::StatusOr<std::unique_ptr<InProcessJob>> InProcessJob::Start(
   job->variables = LogicalVariables(job->definition->variables());
   ASSIGN_OR_RETURN(Placement placement,
                    PlaceVariables(job->variables, 1, 1 << 20));
-  std::vector<EmbeddingTableSpec> tables;
   for (const ModelTable& t : job->definition->tables()) {
-    tables.push_back(t.spec);
     placement.tables.push_back({t.name(), t.dim()});
   }
   job->core =
       std::make_unique<ParameterServerCore>(ParameterServerCore::Options{});
   std::vector<std::unique_ptr<PsShard>> shards;
-  shards.push_back(std::make_unique<LocalPsShard>(job->core.get(), "ps-0"));
+  auto shard = std::make_unique<RestartableShard>(job->core.get());
+  job->shard_ = shard.get();
+  shards.push_back(std::move(shard));
   job->client = std::make_unique<ParameterClient>(std::move(shards), placement,
                                                   ParameterClient::Options());
-  if (configure_servers) {
-    RETURN_IF_ERROR(job->client->Configure(spec.ps_config()));
-    RETURN_IF_ERROR(job->client->CreateVariables());
-    RETURN_IF_ERROR(job->client->CreateTables(tables));
-    const std::vector<std::vector<float>> initial =
-        InitialValues(job->definition->variables(), 1);
-    std::vector<ParameterClient::Const> values;
-    for (size_t i = 0; i < job->variables.size(); ++i) {
-      values.emplace_back(job->variables[i].name, initial[i]);
-    }
-    RETURN_IF_ERROR(job->client->Assign(values)->Wait());
-  }
+  if (configure_servers) RETURN_IF_ERROR(job->ConfigureServers(spec));
   JobCoordinator::Options options;
   options.num_workers = spec.num_workers();
   job->coordinator = std::make_unique<JobCoordinator>(options);
@@ -67,6 +153,28 @@ absl::StatusOr<std::unique_ptr<InProcessJob>> InProcessJob::Start(
   job->chief =
       std::make_unique<LocalCoordinatorClient>(job->coordinator.get(), self);
   return job;
+}
+
+void InProcessJob::RestartServer() {
+  // The old core stays alive: a call under way may still use it.
+  retired_cores_.push_back(std::move(core));
+  core = std::make_unique<ParameterServerCore>(ParameterServerCore::Options{});
+  static_cast<RestartableShard*>(shard_)->Restart(core.get());
+}
+
+absl::Status InProcessJob::ConfigureServers(const JobSpec& spec) {
+  std::vector<EmbeddingTableSpec> tables;
+  for (const ModelTable& t : definition->tables()) tables.push_back(t.spec);
+  RETURN_IF_ERROR(client->Configure(spec.ps_config()));
+  RETURN_IF_ERROR(client->CreateVariables());
+  RETURN_IF_ERROR(client->CreateTables(tables));
+  const std::vector<std::vector<float>> initial =
+      InitialValues(definition->variables(), 1);
+  std::vector<ParameterClient::Const> values;
+  for (size_t i = 0; i < variables.size(); ++i) {
+    values.emplace_back(variables[i].name, initial[i]);
+  }
+  return client->Assign(values)->Wait();
 }
 
 }  // namespace psflow::testing

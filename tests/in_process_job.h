@@ -26,11 +26,23 @@ namespace psflow::testing {
 JobSpec SoftmaxRegressionSpec(UpdateMode mode, int64_t total_steps,
                               double learning_rate);
 
-struct InProcessJob {
+class InProcessJob {
+ public:
   // `configure_servers` false leaves the server unconfigured, so every
   // call to it fails (FailedPrecondition).
   static absl::StatusOr<std::unique_ptr<InProcessJob>> Start(
       const JobSpec& spec, const TaskId& self, bool configure_servers = true);
+
+  // Configures the server, creates the model's variables and tables and
+  // assigns their initial values (what Start does unless told not to, and
+  // what a chief does to a server it restores).
+  absl::Status ConfigureServers(const JobSpec& spec);
+
+  // Replaces the server by a fresh, unconfigured one (a restarted
+  // ps_server): the client's calls fail FailedPrecondition ("not
+  // configured yet") until ConfigureServers. Not while another thread
+  // reads `core`.
+  void RestartServer();
 
   std::unique_ptr<ModelDefinition> definition;
   std::vector<LogicalVariable> variables;  // the model's, in order
@@ -38,6 +50,10 @@ struct InProcessJob {
   std::unique_ptr<ParameterClient> client;
   std::unique_ptr<JobCoordinator> coordinator;
   std::unique_ptr<LocalCoordinatorClient> chief;
+
+ private:
+  PsShard* shard_ = nullptr;  // owned by `client`
+  std::vector<std::unique_ptr<ParameterServerCore>> retired_cores_;
 };
 
 }  // namespace psflow::testing
