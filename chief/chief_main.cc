@@ -2,11 +2,16 @@
 //
 //   chief --job=configs/fashion_mnist_mlp.json [--tf_config=<file or JSON>]
 //
-// Exits 0 when the job succeeded, 1 with the reason otherwise.
+// Exits 0 when the job succeeded, 1 with the reason otherwise, 128 + the
+// signal when SIGINT/SIGTERM stopped it (after the preemption save,
+// termination.h).
+#include <atomic>
+#include <cstdlib>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "chief/chief_runner.h"
+#include "chief/termination.h"
 #include "common/job/job_config.h"
 #include "common/logging.h"
 #include "common/metrics/metrics_registry.h"
@@ -41,6 +46,15 @@ ABSL_FLAG(int32_t, ps_return_timeout_s, 300,
 ABSL_FLAG(int32_t, worker_replacement_timeout_s, 240,
           "Sync jobs: seconds to wait for lost workers that a step needs to "
           "come back (restarted, they register again) before the job fails");
+ABSL_FLAG(int32_t, preemption_save_timeout_s, 60,
+          "On SIGTERM/SIGINT during training: seconds the checkpoint of the "
+          "current step may take before the chief exits without it (keep "
+          "Kubernetes' terminationGracePeriodSeconds above it)");
+
+namespace {
+// Set once flags are parsed; a signal before that exits at once.
+std::atomic<psflow::ChiefTermination*> termination{nullptr};
+}  // namespace
 
 int main(int argc, char** argv) {
   // Before anything else: it may start this binary again.
@@ -50,7 +64,15 @@ int main(int argc, char** argv) {
       "chief: the psflow job's chief task (TF_CONFIG task chief 0): plans the "
       "job, configures the parameter servers, saves checkpoints.\n  chief "
       "--job=<job.json> --tls_dir=<dir> --token_dir=<dir> [--tf_config=<file "
-      "or JSON>]");
+      "or JSON>]",
+      [](const std::string& signal) {
+        if (psflow::ChiefTermination* t = termination.load()) {
+          t->OnSignal(signal);
+          return;
+        }
+        LOG(ERROR) << "received " << signal << "; exiting";
+        std::_Exit(1);
+      });
   using namespace psflow;
   absl::StatusOr<TfConfig> role_config = LoadRoleConfig(
       absl::GetFlag(FLAGS_tf_config), TaskType::kChief, "chief",
@@ -109,8 +131,21 @@ int main(int argc, char** argv) {
     LOG(ERROR) << metrics_endpoint.status().message();
     return 1;
   }
+  if (absl::GetFlag(FLAGS_preemption_save_timeout_s) <= 0) {
+    LOG(ERROR) << "--preemption_save_timeout_s must be positive (seconds "
+                  "the checkpoint before a stop may take; default 60)";
+    return 1;
+  }
+  static ChiefTermination chief_termination(
+      absl::Seconds(absl::GetFlag(FLAGS_preemption_save_timeout_s)));
+  termination.store(&chief_termination);
+  options.termination = &chief_termination;
   absl::Status result = RunChief(options);
   if (!result.ok()) {
+    if (chief_termination.requested().has_value()) {
+      LOG(WARNING) << "job " << result.message();
+      return chief_termination.ExitCode(1);
+    }
     LOG(ERROR) << "job failed: " << result.message();
     return 1;
   }

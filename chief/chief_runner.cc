@@ -620,10 +620,17 @@ absl::Status SuperviseTraining(const ChiefOptions& options,
   policy.checkpoint = options.job.checkpoint();
   policy.log_interval = options.log_interval;
   policy.max_tick = std::min(options.log_interval, policy.max_tick);
+  if (ChiefTermination* termination = options.termination;
+      termination != nullptr) {
+    parts.stop_requested = [termination] { return termination->requested(); };
+  }
   TrainingSupervisor supervisor(std::move(parts), policy,
                                 prepared.restored_step);
   coordinator.SetActivity("supervising training");
-  RETURN_IF_ERROR(supervisor.Supervise());
+  if (options.termination != nullptr) options.termination->SetTraining(true);
+  absl::Status supervised = supervisor.Supervise();
+  if (options.termination != nullptr) options.termination->SetTraining(false);
+  RETURN_IF_ERROR(supervised);
   if (coordinator.state() == FAILED) {
     return absl::AbortedError(coordinator.Status().message());
   }

@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "chief/termination.h"
 #include "common/metrics/metrics_registry.h"
 #include "common/rpc/transport_security.h"
 #include "common/tf_config.h"
@@ -60,6 +61,9 @@ struct ChiefOptions {
   // Write this process's system metrics into the chief's event file (the
   // chief binary; worker 0 running the chief's duties writes its own).
   bool system_metrics = false;
+  // Optional: SIGINT/SIGTERM while training runs make the chief save a
+  // checkpoint of the current step, then end the job (termination.h).
+  ChiefTermination* termination = nullptr;
 };
 
 // Runs the job to its end. OK when it succeeded; otherwise the reason,

@@ -29,10 +29,60 @@ absl::Time TrainingSupervisor::NextTick() const {
 }
 
 absl::Status TrainingSupervisor::Supervise() {
-  while (!parts_.coordinator->WaitForTrainingEnd(NextTick())) {
+  while (true) {
+    // Looked at every tick (max_tick apart at most).
+    if (parts_.stop_requested) {
+      if (std::optional<std::string> signal = parts_.stop_requested()) {
+        return SaveAndStop(*signal);
+      }
+    }
+    if (parts_.coordinator->WaitForTrainingEnd(NextTick())) break;
     RETURN_IF_ERROR(Tick());
   }
   return absl::OkStatus();
+}
+
+absl::Status TrainingSupervisor::SaveAndStop(const std::string& signal) {
+  JobCoordinator& coordinator = *parts_.coordinator;
+  const std::string why = absl::StrCat("received ", signal);
+  if (parts_.checkpoints == nullptr) {
+    return absl::CancelledError(absl::StrCat(
+        "stopped (", why,
+        "); the job saves no checkpoints (checkpoint.directory), so a "
+        "restart trains from the start"));
+  }
+  // Paused workers push nothing more: every step applied so far, and no
+  // other, is in the checkpoint.
+  LOG(WARNING) << why << ": pausing the workers and saving a checkpoint of "
+               << "the current step before the job stops";
+  coordinator.SetActivity("saving a checkpoint before stopping");
+  if (coordinator.Pause(why)) {
+    // The coordinator waits on the real clock.
+    std::vector<std::string> unpaused = coordinator.WaitForWorkersPaused(
+        absl::Now() + policy_.stop_pause_timeout);
+    if (!unpaused.empty()) {
+      LOG(WARNING) << "not paused after "
+                   << absl::FormatDuration(policy_.stop_pause_timeout) << ": "
+                   << absl::StrJoin(unpaused, ", ")
+                   << " (stopped too, or slow); saving anyway";
+    }
+  }
+  absl::StatusOr<SavedCheckpoint> saved = parts_.checkpoints->Save();
+  if (parts_.checkpoint_metrics != nullptr) {
+    parts_.checkpoint_metrics->Record(saved);
+  }
+  if (!saved.ok()) {
+    return absl::CancelledError(absl::StrCat(
+        "stopped (", why, "); the checkpoint of the current step failed (",
+        saved.status().message(),
+        "); a restart resumes from the newest earlier checkpoint"));
+  }
+  LogSavedCheckpoint(*saved);
+  return absl::CancelledError(absl::StrCat(
+      "stopped (", why, ") after saving ", saved->path, " at global step ",
+      saved->step,
+      "; start the job again with the same checkpoint directory to resume "
+      "from it"));
 }
 
 absl::Status TrainingSupervisor::Tick() {

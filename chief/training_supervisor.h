@@ -6,7 +6,10 @@
 //    restoring the newest checkpoint everywhere;
 //  - saving checkpoints on schedule;
 //  - in BOUNDED mode, telling the parameter servers which workers no
-//    longer bound the others (lost, finished, never joined).
+//    longer bound the others (lost, finished, never joined);
+//  - on a stop request (SIGTERM/SIGINT to the chief: a preemption),
+//    pausing the workers and saving a checkpoint of the current step
+//    before the job ends, so a restarted job loses no applied step.
 //
 // Everything it acts on is passed in (the coordinator, the checkpoint
 // manager, the server check and the restore procedure, the clock), so its
@@ -55,6 +58,9 @@ struct SupervisorParts {
   // workers outside the bound (ParameterClient::ExcludeWorkers).
   std::function<absl::Status(const std::vector<int>&)> exclude_workers;
   std::function<absl::Time()> now = [] { return absl::Now(); };
+  // Optional: what asked the chief to stop ("SIGTERM"), once something
+  // did (chief/termination.h).
+  std::function<std::optional<std::string>()> stop_requested;
 };
 
 struct SupervisorPolicy {
@@ -64,6 +70,10 @@ struct SupervisorPolicy {
   // The longest sleep between ticks: short enough for step-based
   // checkpoints and restore requests to be served promptly.
   absl::Duration max_tick = absl::Milliseconds(250);
+  // On a stop request: how long the workers get to pause (report that
+  // they stopped pushing) before the checkpoint is saved anyway. Workers
+  // stopped by the same signal never report; they push nothing either.
+  absl::Duration stop_pause_timeout = absl::Seconds(5);
 };
 
 class TrainingSupervisor {
@@ -82,6 +92,7 @@ class TrainingSupervisor {
 
   // Ticks until the coordinator says training is over (finished or
   // failed), waking when the coordinator's state changes or a tick is due.
+  // A stop request ends it with Cancelled, after SaveAndStop.
   absl::Status Supervise();
 
  private:
@@ -94,6 +105,9 @@ class TrainingSupervisor {
   absl::Status RecoverLostServer(const absl::Status& lost);
   // False when a save was due and failed.
   bool SaveIfDue();
+  // The stop request's duty: pause, save the current step, and return
+  // Cancelled saying what was saved (the job then ends with it).
+  absl::Status SaveAndStop(const std::string& signal);
 
   SupervisorParts parts_;
   SupervisorPolicy policy_;

@@ -17,6 +17,7 @@ namespace psflow {
 namespace {
 
 using ::psflow::testing::InProcessJob;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -344,6 +345,35 @@ TEST_F(TrainingSupervisorTest, OtherModesNeverTouchTheBound) {
   TrainingSupervisor supervisor(parts_, policy_, -1);
   ASSERT_OK(supervisor.Tick());
   EXPECT_EQ(job_->coordinator->WorkersOutsideBound(), std::vector<int>{0});
+}
+
+// SIGTERM to the chief: the workers are paused and the current step saved
+// before the job ends, so a restart loses no applied step.
+TEST_F(TrainingSupervisorTest, AStopRequestSavesTheCurrentStepAndEndsTraining) {
+  UseCheckpoints();
+  ReachStep(7);
+  std::optional<std::string> stop;
+  parts_.stop_requested = [&stop] { return stop; };
+  policy_.stop_pause_timeout = absl::Milliseconds(10);
+  TrainingSupervisor supervisor(parts_, policy_, -1);
+  ASSERT_OK(supervisor.Tick());
+  EXPECT_THAT(Saved(), IsEmpty());
+  stop = "SIGTERM";
+  EXPECT_THAT(supervisor.Supervise(),
+              StatusIs(absl::StatusCode::kCancelled,
+                       AllOf(HasSubstr("received SIGTERM"),
+                             HasSubstr("ckpt-7 at global step 7"),
+                             HasSubstr("start the job again"))));
+  EXPECT_THAT(Saved(), ElementsAre("ckpt-7"));
+  EXPECT_EQ(job_->coordinator->state(), PAUSED);
+}
+
+TEST_F(TrainingSupervisorTest, AStopRequestWithoutCheckpointsSaysSo) {
+  parts_.stop_requested = [] { return std::optional<std::string>("SIGINT"); };
+  TrainingSupervisor supervisor(parts_, policy_, -1);
+  EXPECT_THAT(supervisor.Supervise(),
+              StatusIs(absl::StatusCode::kCancelled,
+                       HasSubstr("saves no checkpoints")));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "absl/flags/parse.h"
 #include "absl/synchronization/mutex.h"
@@ -27,15 +28,20 @@ void SetUpProcessForBulkTransfers() {
 }
 
 void StartRoleProcess(int argc, char** argv, absl::string_view usage) {
+  StartRoleProcess(argc, argv, usage, [](const std::string& signal) {
+    LOG(ERROR) << "received " << signal << "; exiting";
+    std::_Exit(1);
+  });
+}
+
+void StartRoleProcess(int argc, char** argv, absl::string_view usage,
+                      std::function<void(const std::string&)> on_signal) {
   HandleHelpRequest(argc, argv, usage);
   BlockTerminationSignals();
   EnableFlushToZero();
   SetUpProcessForBulkTransfers();
   absl::ParseCommandLine(argc, argv);
-  WatchTerminationSignals([](const std::string& signal) {
-    LOG(ERROR) << "received " << signal << "; exiting";
-    std::_Exit(1);
-  });
+  WatchTerminationSignals(std::move(on_signal));
 }
 
 }  // namespace psflow

@@ -2,6 +2,9 @@
 #ifndef PSFLOW_COMMON_PROCESS_SETUP_H_
 #define PSFLOW_COMMON_PROCESS_SETUP_H_
 
+#include <functional>
+#include <string>
+
 #include "absl/strings/string_view.h"
 
 namespace psflow {
@@ -23,6 +26,10 @@ void SetUpProcessForBulkTransfers();
 // (status 1, after a log line) when either signal arrives. Roles that shut
 // down gracefully instead (ps_server) do these steps themselves.
 void StartRoleProcess(int argc, char** argv, absl::string_view usage);
+// The same, with `on_signal` called (on a thread of its own, with "SIGINT"
+// or "SIGTERM") instead of exiting: for a role that saves its work first.
+void StartRoleProcess(int argc, char** argv, absl::string_view usage,
+                      std::function<void(const std::string&)> on_signal);
 
 }  // namespace psflow
 

@@ -19,7 +19,9 @@ namespace psflow {
 void BlockTerminationSignals();
 
 // Starts a detached thread that calls `on_signal` with "SIGINT" or
-// "SIGTERM" each time one arrives. Requires BlockTerminationSignals().
+// "SIGTERM" each time one arrives, whichever thread the kernel delivers it
+// to (a handler passes it on; threads that libraries started before
+// main() have not blocked it). Call once, after BlockTerminationSignals().
 void WatchTerminationSignals(std::function<void(const std::string&)> on_signal);
 
 }  // namespace psflow

@@ -72,6 +72,7 @@ absl::Status Subprocess::Start() {
     return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
   }
   if (pid_ == 0) {
+    if (own_process_group_) setpgid(0, 0);
     dup2(log, STDOUT_FILENO);
     dup2(log, STDERR_FILENO);
     // Undo any signal mask the test process set.

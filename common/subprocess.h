@@ -34,6 +34,11 @@ class Subprocess {
   Subprocess& operator=(const Subprocess&) = delete;
   ~Subprocess();
 
+  // Before Start: the child leads a process group of its own, so a
+  // terminal's Ctrl-C (sent to the foreground group) reaches only this
+  // process, which then decides how and in which order to stop children.
+  void set_own_process_group(bool own) { own_process_group_ = own; }
+
   absl::Status Start();
 
   // Waits for exit; returns the exit code, or 128 + signal when killed.
@@ -58,6 +63,7 @@ class Subprocess {
   std::vector<std::string> argv_;
   std::map<std::string, std::string> env_;
   std::string log_path_;
+  bool own_process_group_ = false;
   pid_t pid_ = -1;
   int output_fd_ = -1;
   bool exited_ = false;

@@ -35,6 +35,7 @@
 #include "ps/ps_metrics.h"
 #include "ps/ps_system_metrics.h"
 #include "ps/staleness_histogram.h"
+#include "ps/termination_grace.h"
 #include "ps/worker_clocks.h"
 
 ABSL_FLAG(std::string, tf_config, "",
@@ -83,6 +84,12 @@ ABSL_FLAG(int32_t, chief_takeover_s, 10,
           "this many seconds (it calls every second); then the new one "
           "takes over and the old one is refused. A restarted chief waits "
           "at most this long. 1 to 3600");
+ABSL_FLAG(int32_t, termination_grace_s, 70,
+          "On SIGTERM/SIGINT while a job uses this server: seconds it keeps "
+          "serving so the chief can save a checkpoint first (the chief's "
+          "shutdown ends it sooner; a second signal stops it at once). Keep "
+          "it above the chief's --preemption_save_timeout_s and below "
+          "Kubernetes' terminationGracePeriodSeconds");
 ABSL_FLAG(int32_t, shutdown_grace_ms, 5000,
           "How long in-flight RPCs may finish after shutdown is requested");
 
@@ -254,11 +261,21 @@ int Run() {
   }
   PsSystemMetrics system_metrics(core, config.task.index,
                                  absl::GetFlag(FLAGS_logdir));
+  // SIGTERM reaches every pod of a job Kubernetes stops, and Ctrl-C every
+  // process of `psctl local`: a server of a running job keeps serving for
+  // a while, so the chief's checkpoint before stopping (chief
+  // --preemption_save_timeout_s) can still read it. The chief's shutdown
+  // ends it sooner; a second signal, or a server no job uses, stops now.
   GrpcParameterServer* raw = server->get();
-  WatchTerminationSignals([raw](const std::string& signal) {
-    raw->RequestShutdown(absl::StrCat("received ", signal));
+  auto stopping = std::make_shared<TerminationGrace>(
+      [raw](const std::string& reason) { raw->RequestShutdown(reason); });
+  const absl::Duration grace =
+      absl::Seconds(absl::GetFlag(FLAGS_termination_grace_s));
+  WatchTerminationSignals([stopping, core, grace](const std::string& signal) {
+    stopping->OnSignal(signal, grace, core->configuration().has_value());
   });
   const std::string reason = (*server)->Wait();
+  stopping->Stopped();
   StatsResponse stats = (*server)->core().Stats();
   LOG(INFO) << "stopped (" << reason << ") after " << stats.pulls()
             << " pulls and " << stats.pushes() << " pushes ("

@@ -92,6 +92,29 @@ std::string TfConfigJson(const std::map<TaskType, std::vector<int>>& ports,
 }
 
 std::atomic<int> stop_signal{0};
+std::atomic<int> stop_signals_received{0};
+// The chief's preemption save bound (60 s) and time to end the job.
+constexpr absl::Duration kChiefStopTimeout = absl::Seconds(75);
+
+// A stop signal: the chief saves a checkpoint of the current step and ends
+// the job (chief --preemption_save_timeout_s, 60 s by default) while the
+// servers still serve; then the others are stopped. A second signal cuts
+// the wait short.
+void StopChiefFirst(Task& chief, const std::string& reason, std::ostream& out,
+                    Mutex& out_mu) {
+  {
+    MutexLock lock(&out_mu);
+    out << "psctl local: " << reason << "; " << chief.id.ToString()
+        << " saves a checkpoint of the current step before the job stops "
+           "(at most about a minute; signal again to stop at once)\n";
+  }
+  chief.process->Signal(SIGTERM);
+  const int signals = stop_signals_received.load();
+  const absl::Time deadline = absl::Now() + kChiefStopTimeout;
+  while (absl::Now() < deadline && stop_signals_received.load() == signals) {
+    if (chief.process->Wait(absl::Milliseconds(100)).ok()) return;
+  }
+}
 
 // Asks the chief for the job's state and global step about once a second
 // and reports a stall when neither changed for `stall_timeout`. The chief
@@ -351,6 +374,7 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
   BlockTerminationSignals();
   WatchTerminationSignals([](const std::string& name) {
     stop_signal.store(name == "SIGINT" ? SIGINT : SIGTERM);
+    stop_signals_received.fetch_add(1);
   });
 
   Mutex out_mu;
@@ -372,6 +396,8 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
     task.process = std::make_unique<Subprocess>(
         argv, std::map<std::string, std::string>{{"TF_CONFIG", tf_config}},
         /*log_path=*/"");
+    // Ctrl-C reaches psctl alone, which stops the chief first (below).
+    task.process->set_own_process_group(true);
     RETURN_IF_ERROR(task.process->Start());
     task.reader = std::thread(PumpOutput, task.process->output_fd(),
                               absl::StrCat("[", name, "] "),
@@ -411,6 +437,7 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
       reason = stop_signal.load() == SIGINT ? "interrupted (SIGINT)"
                                             : "terminated (SIGTERM)";
       exit_code = 128 + stop_signal.load();
+      StopChiefFirst(*coordinator, reason, out, out_mu);
       break;
     }
     if (options.timeout > absl::ZeroDuration() &&

@@ -1,0 +1,110 @@
+// Preemption: SIGTERM to the chief mid-training (what Kubernetes sends
+// before it evicts or preempts a pod) saves a checkpoint of the current
+// step before the job stops, and the job started again resumes from it.
+// Real processes (tests/manual_cluster.h) on free ports.
+#include <signal.h>
+
+#include <cstdint>
+#include <optional>
+#include <regex>
+#include <string>
+
+#include "common/status_matchers.h"
+#include "common/subprocess.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/local_run.h"
+#include "tests/manual_cluster.h"
+#include "tests/test_paths.h"
+
+namespace psflow {
+namespace {
+
+using ::psflow::testing::ManualCluster;
+using ::psflow::testing::TempPath;
+using ::psflow::testing::TestJob;
+using ::psflow::testing::WriteTestFile;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// The last number `pattern`'s first group matched in `text`.
+std::optional<int64_t> LastMatch(const std::string& text,
+                                 const std::string& pattern) {
+  const std::regex re(pattern);
+  std::optional<int64_t> last;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), re);
+       it != std::sregex_iterator(); ++it) {
+    last = std::stoll((*it)[1].str());
+  }
+  return last;
+}
+
+// Waits until the chief's progress line reports at least `step`; returns
+// the step it reported.
+int64_t WaitForLoggedStep(Subprocess* chief, int64_t step) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(180);
+  while (absl::Now() < deadline) {
+    if (std::optional<int64_t> logged =
+            LastMatch(chief->Output(), R"(\] step (\d+)/)");
+        logged.has_value() && *logged >= step) {
+      return *logged;
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ADD_FAILURE() << "the chief never reported step " << step << ":\n"
+                << chief->Output();
+  return -1;
+}
+
+TEST(PreemptionTest, SigtermToTheChiefSavesTheStepAndTheJobResumesFromIt) {
+  const std::string dir = TempPath("preemption_ckpts");
+  // Only the initial checkpoint is scheduled: whatever is saved later is
+  // the preemption save.
+  const std::string job = WriteTestFile(
+      "preemption.json",
+      TestJob("ASYNC", 3000, R"("checkpoint": {"save_every_steps": 1000000})"));
+  int64_t saved = -1;
+  {
+    // Slowed workers: the signal surely lands mid-training.
+    ManualCluster cluster(job, dir, {}, {{"worker", {"--slowdown=4"}}});
+    cluster.StartAll();
+    Subprocess* chief = cluster.Latest("chief0");
+    const int64_t before = WaitForLoggedStep(chief, 100);
+    chief->Signal(SIGTERM);
+    EXPECT_THAT(chief->Wait(absl::Seconds(90)), IsOkAndHolds(128 + SIGTERM))
+        << chief->Output();
+    const std::string out = chief->Output();
+    EXPECT_THAT(out, HasSubstr("received SIGTERM: pausing the workers and "
+                               "saving a checkpoint of the current step"));
+    EXPECT_THAT(out, Not(HasSubstr("not paused after")));
+    saved = LastMatch(out, R"(after saving \S*ckpt-\d+ at global step (\d+))")
+                .value_or(-1);
+    // Every step the chief saw applied before the signal is in it.
+    EXPECT_GE(saved, before) << out;
+    // The others hear that the job stopped, and end.
+    for (const char* task : {"worker0", "worker1", "evaluator0"}) {
+      EXPECT_THAT(cluster.Latest(task)->Wait(absl::Seconds(60)),
+                  IsOkAndHolds(1))
+          << cluster.Latest(task)->Output();
+    }
+    for (const char* ps : {"ps0", "ps1"}) {
+      EXPECT_THAT(cluster.Latest(ps)->Wait(absl::Seconds(60)), IsOkAndHolds(0))
+          << cluster.Latest(ps)->Output();
+    }
+    EXPECT_THAT(cluster.Latest("worker0")->Output(),
+                HasSubstr("stopped (received SIGTERM) after saving"));
+  }
+  ASSERT_GT(saved, 0);
+  // Started again: the job resumes at the saved step and completes.
+  ManualCluster resumed(job, dir);
+  resumed.StartAll();
+  Subprocess* chief = resumed.Latest("chief0");
+  EXPECT_THAT(chief->Wait(absl::Seconds(240)), IsOkAndHolds(0))
+      << chief->Output();
+  EXPECT_EQ(LastMatch(chief->Output(), R"(resuming at global step (\d+))"),
+            saved)
+      << chief->Output();
+}
+
+}  // namespace
+}  // namespace psflow
