@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/cluster_client.h"
+#include "common/file_util.h"
 #include "common/job/job_config.h"
 #include "common/logging.h"
 #include "common/metrics/event_file_writer.h"
@@ -71,8 +72,14 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
   }
   std::unique_ptr<SystemMetricsLogger> system_metrics;
   if (metrics != nullptr) {
-    system_metrics = std::make_unique<SystemMetricsLogger>(
-        metrics.get(), SystemMetricsLogger::Options());
+    absl::StatusOr<std::unique_ptr<SystemMetricsLogger>> started =
+        SystemMetricsLogger::Start(DirName(metrics->path()),
+                                   SystemMetricsLogger::Options());
+    if (started.ok()) {
+      system_metrics = *std::move(started);
+    } else {
+      LOG(WARNING) << "no system metrics: " << started.status().message();
+    }
   }
   Evaluator::Parts::LiveMetrics live;
   if (options.metrics_registry != nullptr) {

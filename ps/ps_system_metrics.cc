@@ -42,16 +42,14 @@ void PsSystemMetrics::Run() {
   const std::string job =
       configuration->job_name().empty() ? "unnamed" : configuration->job_name();
   const std::string dir = absl::StrCat(root, "/", job, "/ps-", task_index_);
-  absl::StatusOr<std::unique_ptr<EventFileWriter>> writer =
-      EventFileWriter::Create(dir);
-  if (!writer.ok()) {
-    LOG(WARNING) << "no system metrics: " << writer.status().message();
+  absl::StatusOr<std::unique_ptr<SystemMetricsLogger>> started =
+      SystemMetricsLogger::Start(dir, SystemMetricsLogger::Options());
+  if (!started.ok()) {
+    LOG(WARNING) << "no system metrics: " << started.status().message();
     return;
   }
-  LOG(INFO) << "system metrics: " << (*writer)->path();
-  writer_ = *std::move(writer);
-  logger_ = std::make_unique<SystemMetricsLogger>(
-      writer_.get(), SystemMetricsLogger::Options());
+  LOG(INFO) << "system metrics: " << dir << "/system";
+  logger_ = *std::move(started);
 }
 
 }  // namespace psflow

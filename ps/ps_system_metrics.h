@@ -36,7 +36,6 @@ class PsSystemMetrics {
   const int task_index_;
   const std::string logdir_flag_;
   Notification stop_;
-  std::unique_ptr<EventFileWriter> writer_;
   std::unique_ptr<SystemMetricsLogger> logger_;
   std::thread thread_;
 };

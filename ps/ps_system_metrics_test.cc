@@ -38,7 +38,7 @@ TEST(PsSystemMetricsTest, TheEventFileGoesWhereTheChiefSays) {
   ParameterServerCore core{ParameterServerCore::Options()};
   PsSystemMetrics metrics(&core, 3, /*logdir_flag=*/"");
   ASSERT_OK(core.Configure(Configuration(TestDir("job_logs"))));
-  const std::string dir = TestDir("job_logs") + "/demo/ps-3";
+  const std::string dir = TestDir("job_logs") + "/demo/ps-3/system";
   // The first sample is written at once: wait for it, not for a time.
   const absl::Time give_up = absl::Now() + absl::Seconds(60);
   while (!ScalarTagsIn(dir).count("system/threads") && absl::Now() < give_up) {
@@ -51,7 +51,7 @@ TEST(PsSystemMetricsTest, TheFlagOverridesTheJobsDirectory) {
   ParameterServerCore core{ParameterServerCore::Options()};
   PsSystemMetrics metrics(&core, 0, TestDir("flag_logs"));
   ASSERT_OK(core.Configure(Configuration(TestDir("ignored"))));
-  const std::string dir = TestDir("flag_logs") + "/demo/ps-0";
+  const std::string dir = TestDir("flag_logs") + "/demo/ps-0/system";
   const absl::Time give_up = absl::Now() + absl::Seconds(60);
   while (!ScalarTagsIn(dir).count("system/threads") && absl::Now() < give_up) {
     absl::SleepFor(absl::Milliseconds(20));

@@ -70,15 +70,21 @@ TEST(TrainingTest, AsyncJobWithWorkerZeroAsChiefLearns) {
   EXPECT_THAT(run.output, HasSubstr("goes through shared memory"));
   EXPECT_THAT(run.output, Not(HasSubstr("stays on TCP")));
   // TensorBoard event files, one directory per task: every process's
-  // system metrics, and the training view where it belongs (the chief's
-  // directory is worker 0's chief duties, not a process of its own).
+  // system metrics in a run of their own (<task>/system: stepped by
+  // seconds, not by global step), and the training view where it belongs
+  // (the chief's directory is worker 0's chief duties, not a process of
+  // its own).
   for (const char* task :
        {"ps-0", "ps-1", "worker-0", "worker-1", "evaluator-0"}) {
     const std::string dir = run.dir + "/logs/test/" + task;
-    EXPECT_EQ(EventFiles(dir).size(), 1u) << task;
-    EXPECT_THAT(ScalarTagsIn(dir), IsSupersetOf({"system/resident_memory_bytes",
-                                                 "system/threads"}))
+    EXPECT_EQ(EventFiles(dir + "/system").size(), 1u) << task;
+    EXPECT_THAT(
+        ScalarTagsIn(dir + "/system"),
+        IsSupersetOf({"system/resident_memory_bytes", "system/threads"}))
         << task;
+    for (const std::string& tag : ScalarTagsIn(dir)) {
+      EXPECT_NE(tag.rfind("system/", 0), 0u) << tag << " in " << task;
+    }
   }
   EXPECT_THAT(ScalarTagsIn(run.dir + "/logs/test/worker-0"),
               IsSupersetOf({"loss", "accuracy", "examples_per_sec"}));
@@ -97,7 +103,7 @@ TEST(TrainingTest, SyncJobWithASeparateChiefLearns) {
   // Every step averages both workers' gradients (replicas default to all).
   EXPECT_THAT(run.output, HasSubstr("mode SYNC (2 of 2 workers)"));
   // The chief as a process of its own logs its system metrics too.
-  EXPECT_THAT(ScalarTagsIn(run.dir + "/logs/test/chief-0"),
+  EXPECT_THAT(ScalarTagsIn(run.dir + "/logs/test/chief-0/system"),
               Contains("system/resident_memory_bytes"));
 }
 

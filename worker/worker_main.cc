@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "chief/chief_runner.h"
 #include "client/grpc_coordinator_client.h"
+#include "common/file_util.h"
 #include "common/host_port.h"
 #include "common/job/job_config.h"
 #include "common/logging.h"
@@ -234,8 +235,14 @@ int Run() {
       if (metrics != nullptr) {
         SystemMetricsLogger::Options system_options;
         system_options.gpus = gpus.get();
-        system_metrics = std::make_unique<SystemMetricsLogger>(metrics.get(),
-                                                               system_options);
+        absl::StatusOr<std::unique_ptr<SystemMetricsLogger>> started =
+            SystemMetricsLogger::Start(DirName(metrics->path()),
+                                       system_options);
+        if (started.ok()) {
+          system_metrics = *std::move(started);
+        } else {
+          LOG(WARNING) << "no system metrics: " << started.status().message();
+        }
       }
       TrainingJobOptions options;
       if (spec->config().logging().worker_metrics() !=

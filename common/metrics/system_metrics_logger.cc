@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 
 namespace psflow {
 namespace {
@@ -18,6 +19,22 @@ int64_t NetworkBytes(const ProcessSample& s, bool received) {
 }
 
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<SystemMetricsLogger>> SystemMetricsLogger::Start(
+    const std::string& task_dir, Options options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<EventFileWriter> writer,
+                   EventFileWriter::Create(task_dir + "/system"));
+  // Constructed before the thread starts, so the writer is in place.
+  const bool start_thread = options.start_thread;
+  options.start_thread = false;
+  auto logger = std::make_unique<SystemMetricsLogger>(writer.get(), options);
+  logger->owned_writer_ = std::move(writer);
+  if (start_thread) {
+    SystemMetricsLogger* raw = logger.get();
+    raw->thread_ = std::thread([raw] { raw->Loop(); });
+  }
+  return logger;
+}
 
 SystemMetricsLogger::SystemMetricsLogger(EventFileWriter* writer,
                                          Options options)

@@ -1,6 +1,9 @@
-// Writes a process's system metrics into its TensorBoard event file every
-// few seconds, under the `system/` tag prefix, so they sit beside the
-// training curves of the same task (and W&B's system charts, once synced):
+// Writes a process's system metrics every few seconds, under the
+// `system/` tag prefix, into an event file of their own: `<task dir>/system/`
+// beside the task's training event file, so each file has one step axis
+// (tools that keep one step counter per run, W&B's history among them,
+// never see a step go backwards). TensorBoard shows it as the run
+// `<task>/system`; W&B's system charts, once synced.
 //
 //   system/cpu_utilization            CPU seconds per second (1 = one core)
 //   system/resident_memory_bytes
@@ -19,10 +22,13 @@
 #ifndef PSFLOW_COMMON_METRICS_SYSTEM_METRICS_LOGGER_H_
 #define PSFLOW_COMMON_METRICS_SYSTEM_METRICS_LOGGER_H_
 
+#include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/metrics/event_file_writer.h"
 #include "common/metrics/gpu_monitor.h"
@@ -41,7 +47,11 @@ class SystemMetricsLogger {
     bool start_thread = true;
   };
 
-  // `writer` must outlive the logger.
+  // Starts logging into `<task_dir>/system/` (an event file it owns).
+  static absl::StatusOr<std::unique_ptr<SystemMetricsLogger>> Start(
+      const std::string& task_dir, Options options);
+
+  // Logs into `writer`, which must outlive the logger (tests).
   SystemMetricsLogger(EventFileWriter* writer, Options options);
   ~SystemMetricsLogger();
   SystemMetricsLogger(const SystemMetricsLogger&) = delete;
@@ -53,6 +63,7 @@ class SystemMetricsLogger {
  private:
   void Loop();
 
+  std::unique_ptr<EventFileWriter> owned_writer_;  // Start()'s
   EventFileWriter* const writer_;
   const Options options_;
   const absl::Time start_ = absl::Now();

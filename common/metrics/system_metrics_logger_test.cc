@@ -89,5 +89,28 @@ TEST(SystemMetricsLoggerTest, TheThreadWritesAtStartAndStopsPromptly) {
   EXPECT_THAT(ScalarTagsIn(dir), Contains("system/resident_memory_bytes"));
 }
 
+// The task's training scalars step by global step, the system ones by
+// seconds: one axis per event file, so the system metrics get a file (a
+// run) of their own under the task's directory.
+TEST(SystemMetricsLoggerTest, StartWritesARunOfItsOwnBesideTheTasks) {
+  const std::string task = FreshDir("task");
+  ASSERT_OK_AND_ASSIGN(auto training, EventFileWriter::Create(task));
+  ASSERT_OK(training->AddScalar("loss", 1000, 0.5));
+  ASSERT_OK(training->Flush());
+  SystemMetricsLogger::Options options;
+  options.start_thread = false;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<SystemMetricsLogger> logger,
+                       SystemMetricsLogger::Start(task, options));
+  ASSERT_OK(logger->SampleOnce());
+  EXPECT_THAT(ScalarTagsIn(task + "/system"),
+              Contains("system/resident_memory_bytes"));
+  for (const tensorflow::Event& event : ReadEvents(training->path())) {
+    for (const auto& value : event.summary().value()) {
+      EXPECT_EQ(value.tag().rfind("system/", 0), std::string::npos)
+          << value.tag() << " in the training file";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace psflow
