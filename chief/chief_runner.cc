@@ -611,6 +611,9 @@ absl::Status SuperviseTraining(const ChiefOptions& options,
   parts.restore = [&](const std::string& why, const std::string& checkpoint) {
     return PauseAndRestore(recovery, why, checkpoint);
   };
+  parts.shutdown_server = [&client](int ps, const std::string& reason) {
+    return client.Shutdown(ps, reason);
+  };
   if (options.job.training().mode() == BOUNDED) {
     parts.exclude_workers = [&client](const std::vector<int>& workers) {
       return client.ExcludeWorkers(workers, absl::Seconds(2));

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "checkpoint/checkpoint_manager.h"
 #include "checkpoint/state_file.h"
 #include "client/health_check.h"
@@ -21,6 +24,13 @@ std::vector<int64_t> ExpectedVariablesPerServer(const Placement& placement) {
   return expected;
 }
 
+namespace {
+
+constexpr absl::string_view kServerLeavingPayload =
+    "psflow.io/chief/server-leaving";
+
+}  // namespace
+
 absl::Status CheckParameterServers(
     const std::vector<absl::StatusOr<StatsResponse>>& stats,
     const std::vector<int64_t>& expected) {
@@ -32,14 +42,34 @@ absl::Status CheckParameterServers(
           expected[i], " variables: it restarted and lost its state"));
     }
   }
+  for (size_t i = 0; i < stats.size(); ++i) {
+    if (!stats[i]->terminating()) continue;
+    absl::Status leaving = absl::UnavailableError(
+        absl::StrCat("ps-", i,
+                     " is shutting down (it received SIGTERM: its pod is "
+                     "being evicted or preempted)"));
+    leaving.SetPayload(kServerLeavingPayload, absl::Cord(absl::StrCat(i)));
+    return leaving;
+  }
   return absl::OkStatus();
+}
+
+std::optional<int> ServerLeaving(const absl::Status& status) {
+  absl::optional<absl::Cord> index = status.GetPayload(kServerLeavingPayload);
+  int ps = 0;
+  if (!index.has_value() || !absl::SimpleAtoi(std::string(*index), &ps)) {
+    return std::nullopt;
+  }
+  return ps;
 }
 
 absl::StatusOr<int64_t> PauseAndRestore(const RecoveryOptions& options,
                                         const std::string& why,
                                         const std::string& checkpoint) {
   JobCoordinator& coordinator = *options.coordinator;
-  if (!coordinator.Pause(why)) {
+  // Already PAUSED: the supervisor paused the workers itself first (to
+  // save before a server leaves), and nothing else pauses.
+  if (!coordinator.Pause(why) && coordinator.state() != PAUSED) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the job is not training (state ", JobState_Name(coordinator.state()),
         "); nothing to restore into"));

@@ -2,7 +2,8 @@
 //
 //  - watching the parameter servers: a server that stops answering, or
 //    answers holding fewer variables than it was given (it restarted), is
-//    lost, and its state with it;
+//    lost, and its state with it; one that says it is shutting down
+//    (SIGTERM) is about to be;
 //  - pausing the workers, waiting (bounded) for every server, recreating
 //    the variables, restoring a checkpoint onto all servers and resuming
 //    with a new model generation: what a lost server and `psctl ckpt
@@ -31,9 +32,16 @@ std::vector<int64_t> ExpectedVariablesPerServer(const Placement& placement);
 
 // OK when every server answered (`stats`, in server order) holding its
 // variables; otherwise Unavailable naming the first server that is lost.
+// When none is lost but one is shutting down (it received SIGTERM and
+// serves on only for its grace, StatsResponse.terminating), Unavailable
+// with that server's index attached: ServerLeaving() reads it.
 absl::Status CheckParameterServers(
     const std::vector<absl::StatusOr<StatsResponse>>& stats,
     const std::vector<int64_t>& expected);
+
+// The index of the server shutting down that CheckParameterServers
+// reported, if that is what `status` says.
+std::optional<int> ServerLeaving(const absl::Status& status);
 
 struct RecoveryOptions {
   const TfConfig* tf_config = nullptr;

@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -171,7 +172,14 @@ absl::Status TrainingSupervisor::WatchServers() {
   }
   absl::Status servers = parts_.check_servers();
   next_server_check_ = parts_.now() + policy_.server_check_interval;
-  if (servers.ok()) return absl::OkStatus();
+  if (servers.ok()) {
+    leaving_unsaved_.clear();
+    return absl::OkStatus();
+  }
+  if (std::optional<int> ps = ServerLeaving(servers)) {
+    if (absl::c_linear_search(leaving_unsaved_, *ps)) return absl::OkStatus();
+    return SaveBeforeServerLeaves(*ps, servers);
+  }
   if (absl::IsAborted(servers)) {
     // The servers follow another chief of this job now (ps/chief_fence.h):
     // nothing to recover, and nothing this chief may change.
@@ -203,6 +211,70 @@ void TrainingSupervisor::UpdateWorkerBound() {
               << absl::StrJoin(outside, ", ");
   }
   excluded_sent_ = outside;
+}
+
+absl::Status TrainingSupervisor::SaveBeforeServerLeaves(
+    int ps, const absl::Status& leaving) {
+  JobCoordinator& coordinator = *parts_.coordinator;
+  if (parts_.checkpoints == nullptr || !parts_.shutdown_server) {
+    LOG(WARNING) << leaving.message()
+                 << "; without checkpoints (checkpoint.directory) nothing "
+                    "can be saved before it goes";
+    leaving_unsaved_.push_back(ps);
+    return absl::OkStatus();
+  }
+  const std::string why = std::string(leaving.message());
+  LOG(WARNING) << why << ": pausing the workers and saving a checkpoint "
+               << "before it goes";
+  coordinator.SetActivity(
+      absl::StrCat("saving a checkpoint before ps-", ps, " shuts down"));
+  if (coordinator.Pause(why)) {
+    // The coordinator waits on the real clock.
+    std::vector<std::string> unpaused = coordinator.WaitForWorkersPaused(
+        absl::Now() + policy_.stop_pause_timeout);
+    if (!unpaused.empty()) {
+      LOG(WARNING) << "not paused after "
+                   << absl::FormatDuration(policy_.stop_pause_timeout) << ": "
+                   << absl::StrJoin(unpaused, ", ") << "; saving anyway";
+    }
+  }
+  absl::StatusOr<SavedCheckpoint> saved = parts_.checkpoints->Save();
+  if (parts_.checkpoint_metrics != nullptr) {
+    parts_.checkpoint_metrics->Record(saved);
+  }
+  if (!saved.ok()) {
+    LOG(WARNING) << "the checkpoint before ps-" << ps
+                 << " goes failed (training goes on; it is recovered from "
+                    "the newest checkpoint once it is gone): "
+                 << saved.status().message();
+    leaving_unsaved_.push_back(ps);
+    coordinator.Resume(coordinator.Status().global_step());
+    return absl::OkStatus();
+  }
+  LogSavedCheckpoint(*saved);
+  schedule_.Saved(saved->step, parts_.now());
+  absl::Status released = parts_.shutdown_server(
+      ps, absl::StrCat("the chief saved ", saved->path, " before it goes"));
+  if (!released.ok()) {
+    LOG(WARNING) << "cannot tell ps-" << ps
+                 << " to stop now (it stops when its grace runs out): "
+                 << released.message();
+  }
+  // Gone first, so the restore below never writes into the leaving one.
+  const absl::Time gone_by = absl::Now() + policy_.server_gone_timeout;
+  while (absl::Now() < gone_by) {
+    absl::Status servers = parts_.check_servers();
+    if (!servers.ok() && !ServerLeaving(servers).has_value()) break;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  absl::StatusOr<int64_t> step =
+      parts_.restore(absl::StrCat("restoring ", saved->path,
+                                  ", saved before ps-", ps, " shut down"),
+                     saved->path);
+  excluded_sent_.reset();
+  RETURN_IF_ERROR(step.status());
+  schedule_ = CheckpointSchedule(policy_.checkpoint, *step, parts_.now());
+  return absl::OkStatus();
 }
 
 // Waits for the lost server, restores the newest checkpoint everywhere,

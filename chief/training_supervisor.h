@@ -58,6 +58,11 @@ struct SupervisorParts {
   // workers outside the bound (ParameterClient::ExcludeWorkers).
   std::function<absl::Status(const std::vector<int>&)> exclude_workers;
   std::function<absl::Time()> now = [] { return absl::Now(); };
+  // Optional: tells parameter server `ps` to stop (it said it is shutting
+  // down, and the chief saved what it holds). Without it, a server that
+  // says so is recovered only once it is gone.
+  std::function<absl::Status(int ps, const std::string& reason)>
+      shutdown_server;
   // Optional: what asked the chief to stop ("SIGTERM"), once something
   // did (chief/termination.h).
   std::function<std::optional<std::string>()> stop_requested;
@@ -74,6 +79,10 @@ struct SupervisorPolicy {
   // they stopped pushing) before the checkpoint is saved anyway. Workers
   // stopped by the same signal never report; they push nothing either.
   absl::Duration stop_pause_timeout = absl::Seconds(5);
+  // After telling a leaving server to stop: how long until it is gone
+  // before its restore is tried anyway (the restore waits for it to be
+  // back).
+  absl::Duration server_gone_timeout = absl::Seconds(30);
 };
 
 class TrainingSupervisor {
@@ -103,6 +112,9 @@ class TrainingSupervisor {
   // server_check_interval anyway (a restarted server starts with none).
   void UpdateWorkerBound();
   absl::Status RecoverLostServer(const absl::Status& lost);
+  // A server said it is shutting down: pause, save, let it go, and
+  // restore that checkpoint once it is back (no applied step lost).
+  absl::Status SaveBeforeServerLeaves(int ps, const absl::Status& leaving);
   // False when a save was due and failed.
   bool SaveIfDue();
   // The stop request's duty: pause, save the current step, and return
@@ -117,6 +129,8 @@ class TrainingSupervisor {
   absl::Time next_server_check_;
   // What exclude_workers last delivered, and when it is due again.
   std::optional<std::vector<int>> excluded_sent_;
+  // Leaving servers whose save failed: recovered once they are gone.
+  std::vector<int> leaving_unsaved_;
   absl::Time next_bound_refresh_;
 };
 

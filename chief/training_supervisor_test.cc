@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "checkpoint/state_file.h"
+#include "chief/recovery.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -374,6 +375,47 @@ TEST_F(TrainingSupervisorTest, AStopRequestWithoutCheckpointsSaysSo) {
   EXPECT_THAT(supervisor.Supervise(),
               StatusIs(absl::StatusCode::kCancelled,
                        HasSubstr("saves no checkpoints")));
+}
+
+// A server that says it is shutting down (SIGTERM: an evicted pod): the
+// workers are paused, the current step saved, the server told to go, and
+// that checkpoint restored once it is back: no applied step is lost.
+TEST_F(TrainingSupervisorTest, AServerShuttingDownIsSavedFromBeforeItGoes) {
+  UseCheckpoints();
+  ReachStep(9);
+  StatsResponse healthy;
+  StatsResponse leaving;
+  leaving.set_terminating(true);
+  server_status_ = CheckParameterServers({healthy, leaving}, {});
+  ASSERT_EQ(ServerLeaving(server_status_), 1);
+  std::vector<int> shut_down;
+  parts_.shutdown_server = [&](int ps, const std::string&) {
+    shut_down.push_back(ps);
+    server_status_ = absl::UnavailableError("ps-1 is gone");  // it went
+    return absl::OkStatus();
+  };
+  restore_result_ = 9;
+  policy_.stop_pause_timeout = absl::Milliseconds(10);
+  TrainingSupervisor supervisor(parts_, policy_, -1);
+  now_ += policy_.server_check_interval;
+  ASSERT_OK(supervisor.Tick());
+  EXPECT_THAT(Saved(), ElementsAre("ckpt-9"));
+  EXPECT_THAT(shut_down, ElementsAre(1));
+  ASSERT_EQ(restores_.size(), 1u);
+  EXPECT_THAT(restores_[0], HasSubstr("ckpt-9"));
+  EXPECT_THAT(reasons_[0], HasSubstr("saved before ps-1 shut down"));
+}
+
+TEST_F(TrainingSupervisorTest, AServerShuttingDownWithoutCheckpointsIsLeft) {
+  StatsResponse leaving;
+  leaving.set_terminating(true);
+  server_status_ = CheckParameterServers({leaving}, {});
+  TrainingSupervisor supervisor(parts_, policy_, -1);
+  now_ += policy_.server_check_interval;
+  ASSERT_OK(supervisor.Tick());
+  EXPECT_EQ(server_checks_, 1);
+  EXPECT_THAT(restores_, IsEmpty());
+  EXPECT_EQ(job_->coordinator->state(), TRAINING);
 }
 
 }  // namespace

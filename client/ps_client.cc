@@ -444,6 +444,15 @@ absl::Status ParameterClient::ShutdownAll(const std::string& reason,
   return stopped.status();
 }
 
+absl::Status ParameterClient::Shutdown(int ps, const std::string& reason,
+                                       absl::Duration timeout) {
+  if (ps < 0 || ps >= num_shards()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no parameter server ", ps, " (the job has ", num_shards(), ")"));
+  }
+  return shards_[ps]->Shutdown(reason, absl::Now() + timeout);
+}
+
 void ParameterClient::CancelInFlight() {
   for (const auto& shard : shards_) shard->CancelInFlight();
 }

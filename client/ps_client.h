@@ -148,6 +148,9 @@ class ParameterClient : public ShardSet {
   // for longer. Returns the first error.
   absl::Status ShutdownAll(const std::string& reason,
                            absl::Duration timeout = absl::Seconds(10));
+  // Tells server `ps` (0 <= ps < num_shards()) to stop.
+  absl::Status Shutdown(int ps, const std::string& reason,
+                        absl::Duration timeout = absl::Seconds(10));
 
   // Cancels every call to every server still in flight (PsShard::
   // CancelInFlight): a task that learned the job ended stops waiting for

@@ -870,6 +870,7 @@ StatsResponse GrpcParameterServer::Stats() const {
   stats.set_shared_memory_sessions(shared_memory_->size());
   stats.set_shared_memory_bytes(shared_memory_->bytes());
   stats.set_resident_bytes(ResidentMemoryBytes().value_or(0));
+  stats.set_terminating(terminating_.load());
   return stats;
 }
 

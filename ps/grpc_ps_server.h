@@ -115,6 +115,11 @@ class GrpcParameterServer {
   // from any thread (not from a signal handler).
   void RequestShutdown(const std::string& reason);
 
+  // The process received SIGTERM/SIGINT and serves on only for a grace
+  // period: Stats() says so (StatsResponse.terminating), so the chief
+  // saves a checkpoint while it still can.
+  void MarkTerminating() { terminating_.store(true); }
+
   // Blocks until shutdown was requested and the server has drained.
   // Returns the reason given to RequestShutdown or the Shutdown RPC.
   std::string Wait();
@@ -157,6 +162,7 @@ class GrpcParameterServer {
   void ReleaseLapsedHold(absl::Duration silent);
 
   Notification shutdown_requested_;
+  std::atomic<bool> terminating_{false};
   // Which chief the server follows, and when it last called.
   std::unique_ptr<ChiefFence> chief_fence_;
   std::atomic<bool> chief_lost_{false};

@@ -268,7 +268,8 @@ int Run() {
   // ends it sooner; a second signal, or a server no job uses, stops now.
   GrpcParameterServer* raw = server->get();
   auto stopping = std::make_shared<TerminationGrace>(
-      [raw](const std::string& reason) { raw->RequestShutdown(reason); });
+      [raw](const std::string& reason) { raw->RequestShutdown(reason); },
+      [raw] { raw->MarkTerminating(); });
   const absl::Duration grace =
       absl::Seconds(absl::GetFlag(FLAGS_termination_grace_s));
   WatchTerminationSignals([stopping, core, grace](const std::string& signal) {

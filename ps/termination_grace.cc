@@ -26,6 +26,7 @@ void TerminationGrace::OnSignal(const std::string& signal, absl::Duration grace,
                    << " more so the chief can save a checkpoint first "
                       "(--termination_grace_s; the chief's shutdown ends it "
                       "sooner, a second signal at once)";
+      on_grace_();
       timer_running_ = true;
       std::thread([this, signal, grace] {
         const absl::Time until = absl::Now() + grace;

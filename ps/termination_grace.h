@@ -19,10 +19,13 @@ namespace psflow {
 class TerminationGrace {
  public:
   // `request_shutdown` stops the server with a reason (the server's
-  // RequestShutdown); never called after Stopped().
+  // RequestShutdown); `on_grace` tells it the grace began (its Stats say
+  // so: MarkTerminating). Neither is called after Stopped().
   explicit TerminationGrace(
-      std::function<void(const std::string& reason)> request_shutdown)
-      : request_shutdown_(std::move(request_shutdown)) {}
+      std::function<void(const std::string& reason)> request_shutdown,
+      std::function<void()> on_grace = [] {})
+      : request_shutdown_(std::move(request_shutdown)),
+        on_grace_(std::move(on_grace)) {}
   TerminationGrace(const TerminationGrace&) = delete;
   TerminationGrace& operator=(const TerminationGrace&) = delete;
   // Waits for a grace timer still running.
@@ -39,6 +42,7 @@ class TerminationGrace {
   void Shutdown(const std::string& reason);
 
   const std::function<void(const std::string&)> request_shutdown_;
+  const std::function<void()> on_grace_;
   Mutex mu_;
   int signals_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;

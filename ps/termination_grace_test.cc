@@ -46,10 +46,14 @@ TEST(TerminationGraceTest, AServerNoJobUsesStopsAtOnce) {
 
 TEST(TerminationGraceTest, AServerInUseWaitsForTheChief) {
   Shutdowns server;
+  int graces = 0;
   {
-    TerminationGrace grace([&](const std::string& r) { server.Request(r); });
+    TerminationGrace grace([&](const std::string& r) { server.Request(r); },
+                           [&] { ++graces; });
     grace.OnSignal("SIGTERM", absl::Hours(1), /*in_use=*/true);
     EXPECT_THAT(server.reasons(), IsEmpty());
+    // The server says it is going (the chief saves a checkpoint now).
+    EXPECT_EQ(graces, 1);
     // The chief's shutdown stopped the server: the timer does nothing.
     grace.Stopped();
   }

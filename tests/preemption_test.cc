@@ -106,5 +106,36 @@ TEST(PreemptionTest, SigtermToTheChiefSavesTheStepAndTheJobResumesFromIt) {
       << chief->Output();
 }
 
+// SIGTERM to one parameter server (its pod evicted): it keeps serving
+// while the chief pauses the workers and saves the current step, stops
+// when the chief lets it go, and once it is started again the chief
+// restores that checkpoint: the job goes on without losing a step.
+TEST(PreemptionTest, SigtermToAServerSavesBeforeItGoesAndTheJobGoesOn) {
+  const std::string dir = TempPath("server_preemption_ckpts");
+  const std::string job = WriteTestFile(
+      "server_preemption.json",
+      TestJob("ASYNC", 3000, R"("checkpoint": {"save_every_steps": 1000000})"));
+  ManualCluster cluster(job, dir, {}, {{"worker", {"--slowdown=4"}}});
+  cluster.StartAll();
+  Subprocess* chief = cluster.Latest("chief0");
+  const int64_t before = WaitForLoggedStep(chief, 100);
+  Subprocess* ps = cluster.Latest("ps1");
+  ps->Signal(SIGTERM);
+  // Let go by the chief, well within its 70 s grace.
+  EXPECT_THAT(ps->Wait(absl::Seconds(60)), IsOkAndHolds(0)) << ps->Output();
+  EXPECT_THAT(ps->Output(), HasSubstr("the chief saved"));
+  cluster.Start("ps", 1);  // as Kubernetes starts the pod again
+  EXPECT_THAT(chief->Wait(absl::Seconds(240)), IsOkAndHolds(0))
+      << chief->Output();
+  const std::string out = chief->Output();
+  EXPECT_THAT(out, HasSubstr("ps-1 is shutting down"));
+  EXPECT_THAT(out, HasSubstr("saved before ps-1 shut down"));
+  const std::optional<int64_t> saved =
+      LastMatch(out, R"(resuming at global step (\d+))");
+  ASSERT_TRUE(saved.has_value()) << out;
+  // Every step applied before the signal is in the restored checkpoint.
+  EXPECT_GE(*saved, before) << out;
+}
+
 }  // namespace
 }  // namespace psflow
