@@ -1,7 +1,9 @@
 #include "common/metrics/process_metrics.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -32,18 +34,35 @@ void ParseProcStat(absl::string_view text, int64_t clock_ticks_per_second,
   const std::vector<absl::string_view> fields =
       absl::StrSplit(text.substr(close + 1), ' ', absl::SkipEmpty());
   // fields[0] is field 3 (state): utime is field 14, stime 15,
-  // num_threads 20, rss 24 (pages).
+  // num_threads 20, starttime 22 (ticks after boot), vsize 23 (bytes),
+  // rss 24 (pages).
   auto field = [&fields](int number, int64_t& value) {
     const size_t index = static_cast<size_t>(number - 3);
     return index < fields.size() && absl::SimpleAtoi(fields[index], &value);
   };
-  int64_t utime, stime, threads, rss;
+  int64_t utime, stime, threads, rss, start_ticks, vsize;
   if (field(14, utime) && field(15, stime)) {
     sample.cpu_seconds =
         static_cast<double>(utime + stime) / clock_ticks_per_second;
   }
   if (field(20, threads)) sample.threads = threads;
   if (field(24, rss)) sample.resident_bytes = rss * page_bytes;
+  if (field(23, vsize)) sample.virtual_bytes = vsize;
+  if (field(22, start_ticks)) {
+    sample.started_after_boot_seconds =
+        static_cast<double>(start_ticks) / clock_ticks_per_second;
+  }
+}
+
+std::optional<int64_t> ParseBootTime(absl::string_view proc_stat) {
+  for (absl::string_view line : absl::StrSplit(proc_stat, '\n')) {
+    int64_t btime;
+    if (absl::ConsumePrefix(&line, "btime ") &&
+        absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &btime)) {
+      return btime;
+    }
+  }
+  return std::nullopt;
 }
 
 void ParseProcIo(absl::string_view text, ProcessSample& sample) {
@@ -84,6 +103,25 @@ ProcessSample SampleProcess() {
                 sysconf(_SC_PAGESIZE), sample);
   ParseProcIo(ReadProcFile("/proc/self/io"), sample);
   ParseProcNetDev(ReadProcFile("/proc/self/net/dev"), sample);
+  if (sample.started_after_boot_seconds.has_value()) {
+    if (std::optional<int64_t> boot =
+            ParseBootTime(ReadProcFile("/proc/stat"))) {
+      sample.start_time_seconds =
+          static_cast<double>(*boot) + *sample.started_after_boot_seconds;
+    }
+  }
+  std::error_code error;
+  int64_t fds = 0;
+  for (std::filesystem::directory_iterator it("/proc/self/fd", error), end;
+       !error && it != end; it.increment(error)) {
+    ++fds;
+  }
+  if (!error) sample.open_fds = fds - 1;  // less the iterator's own
+  struct rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 &&
+      limit.rlim_cur != RLIM_INFINITY) {
+    sample.max_fds = static_cast<int64_t>(limit.rlim_cur);
+  }
   return sample;
 }
 
@@ -104,6 +142,20 @@ ExportProcessMetrics(MetricsRegistry* registry) {
   ASSIGN_OR_RETURN(GaugeCell * resident,
                    r.UnlabeledGauge("process_resident_memory_bytes",
                                     "Resident set size of this process."));
+  ASSIGN_OR_RETURN(GaugeCell * virtual_memory,
+                   r.UnlabeledGauge("process_virtual_memory_bytes",
+                                    "Virtual memory size of this process."));
+  ASSIGN_OR_RETURN(
+      GaugeCell * start_time,
+      r.UnlabeledGauge("process_start_time_seconds",
+                       "Start time of this process since the Unix epoch."));
+  ASSIGN_OR_RETURN(GaugeCell * open_fds,
+                   r.UnlabeledGauge("process_open_fds",
+                                    "File descriptors this process has open."));
+  ASSIGN_OR_RETURN(
+      GaugeCell * max_fds,
+      r.UnlabeledGauge("process_max_fds",
+                       "The most file descriptors this process may open."));
   ASSIGN_OR_RETURN(
       GaugeCell * threads,
       r.UnlabeledGauge("psflow_process_threads", "Threads of this process."));
@@ -132,6 +184,12 @@ ExportProcessMetrics(MetricsRegistry* registry) {
       resident->Set(static_cast<double>(*sample.resident_bytes));
     }
     if (sample.threads) threads->Set(static_cast<double>(*sample.threads));
+    if (sample.virtual_bytes) {
+      virtual_memory->Set(static_cast<double>(*sample.virtual_bytes));
+    }
+    if (sample.start_time_seconds) start_time->Set(*sample.start_time_seconds);
+    if (sample.open_fds) open_fds->Set(static_cast<double>(*sample.open_fds));
+    if (sample.max_fds) max_fds->Set(static_cast<double>(*sample.max_fds));
     if (sample.disk_read_bytes) disk_read->IncreaseTo(*sample.disk_read_bytes);
     if (sample.disk_written_bytes) {
       disk_written->IncreaseTo(*sample.disk_written_bytes);

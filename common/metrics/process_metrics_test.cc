@@ -3,6 +3,8 @@
 #include <optional>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/metrics/prometheus_text.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
@@ -24,6 +26,15 @@ TEST(ProcessMetricsTest, ParsesProcStatEvenWithOddCommandNames) {
   EXPECT_DOUBLE_EQ(*sample.cpu_seconds, 4.0);
   EXPECT_EQ(sample.threads, 7);
   EXPECT_EQ(sample.resident_bytes, 1000 * 4096);
+  EXPECT_EQ(sample.virtual_bytes, 3133440);
+  ASSERT_TRUE(sample.started_after_boot_seconds.has_value());
+  EXPECT_DOUBLE_EQ(*sample.started_after_boot_seconds, 28429.23);
+}
+
+TEST(ProcessMetricsTest, ParsesTheBootTime) {
+  EXPECT_EQ(ParseBootTime("cpu  1 2 3\nintr 5\nbtime 1795000000\nprocs 3\n"),
+            1795000000);
+  EXPECT_EQ(ParseBootTime("cpu  1 2 3\n"), std::nullopt);
 }
 
 TEST(ProcessMetricsTest, MalformedInputFillsNothing) {
@@ -63,12 +74,26 @@ TEST(ProcessMetricsTest, TheLiveProcessShowsUpInTheRegistry) {
   registry.Refresh();
   const std::string text = PrometheusText(registry.Snapshot());
   EXPECT_THAT(text, HasSubstr("psflow_process_threads "));
+  // The standard names stock dashboards query.
+  for (const char* name :
+       {"process_cpu_seconds_total ", "process_virtual_memory_bytes ",
+        "process_start_time_seconds ", "process_open_fds ",
+        "process_max_fds "}) {
+    EXPECT_THAT(text, HasSubstr(absl::StrCat("\n", name))) << name;
+  }
   EXPECT_THAT(text, Not(HasSubstr("process_resident_memory_bytes 0\n")));
   EXPECT_THAT(text, HasSubstr("psflow_process_network_receive_bytes_total{"
                               "interface=\"lo\"}"));
   const ProcessSample sample = SampleProcess();
   ASSERT_TRUE(sample.cpu_seconds.has_value());
   EXPECT_GT(*sample.cpu_seconds, 0);
+  // Started within the last day, and not in the future.
+  ASSERT_TRUE(sample.start_time_seconds.has_value());
+  const double now = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
+  EXPECT_LE(*sample.start_time_seconds, now + 1);
+  EXPECT_GT(*sample.start_time_seconds, now - 86400);
+  ASSERT_TRUE(sample.open_fds.has_value());
+  EXPECT_GE(*sample.open_fds, 3);  // stdin, stdout, stderr at least
 }
 
 TEST(ProcessMetricsTest, ResidentMemoryGrowsWithTouchedPages) {
