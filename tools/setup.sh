@@ -1,13 +1,33 @@
 #!/usr/bin/env bash
 # Installs every Debian package psflow needs to build, test and run its
-# default job on a fresh Debian 12 machine. Idempotent: packages already
-# present are skipped, so a second run finishes in seconds.
-# Works as root or through sudo.
+# default job on a fresh Debian 12 machine, then the npm package the
+# Kubernetes manifests are validated with (kubernetes-models, pinned by
+# deploy/k8s_check/package-lock.json) into ~/.cache/psflow/k8s-schemas,
+# where //deploy:k8s_kustomization_test finds it. Idempotent: what is
+# already present is skipped, so a second run finishes in seconds.
+# Works as root or through sudo (apt only; the npm package is installed as
+# the user who runs this, for that user's tests).
 #
 #   tools/setup.sh            what the build, the tests and the default job need
 #   tools/setup.sh --bench    also the peers benchmarks compare with (PyTorch,
 #                             for bench/convnet_bench.py and convnet_torch.py)
+#   tools/setup.sh --no-k8s-schemas
+#                             neither Node.js nor the schemas (the image build,
+#                             deploy/docker/Dockerfile, needs no npm registry)
 set -euo pipefail
+
+bench=false
+k8s_schemas=true
+for arg in "$@"; do
+  case "$arg" in
+    --bench) bench=true ;;
+    --no-k8s-schemas) k8s_schemas=false ;;
+    *)
+      echo "setup: unknown argument $arg; use --bench and/or --no-k8s-schemas" >&2
+      exit 2
+      ;;
+  esac
+done
 
 PACKAGES=(
   # Build: Bazel 4.2.3 (pulls a JDK), the C++ toolchain, pkg-config.
@@ -37,8 +57,15 @@ PACKAGES=(
   # metrics tests.
   prometheus python3-prometheus-client
 )
-if [ "${1:-}" = "--bench" ]; then
+if $bench; then
   PACKAGES+=(python3-torch)
+fi
+# Node.js and npm run the Kubernetes schema check. Debian's, unless a node
+# and npm are already on PATH (another distribution's nodejs, e.g.
+# NodeSource's, bundles npm and conflicts with Debian's npm package).
+if $k8s_schemas; then
+  command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs)
+  command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 fi
 
 missing=()
@@ -50,21 +77,42 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PACKAGES[@]} packages already installed"
+else
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then
+      SUDO="sudo"
+    else
+      echo "setup: need root or sudo to install: ${missing[*]}" >&2
+      exit 1
+    fi
+  fi
+
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# kubernetes-models, exactly as locked, under the home directory of the
+# user running this (the passwd entry's: Bazel gives tests another $HOME).
+# `npm ci` runs again only when the lock file changed or an install did not
+# finish; the stamp is the lock it last installed.
+if ! $k8s_schemas; then
+  echo "setup: done (without Node.js and the Kubernetes schemas)"
   exit 0
 fi
-
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  if command -v sudo >/dev/null 2>&1; then
-    SUDO="sudo"
-  else
-    echo "setup: need root or sudo to install: ${missing[*]}" >&2
-    exit 1
-  fi
+lock_dir="$(cd "$(dirname "$0")/../deploy/k8s_check" && pwd)"
+schemas="$(getent passwd "$(id -u)" | cut -d: -f6)/.cache/psflow/k8s-schemas"
+stamp="$schemas/installed-package-lock.json"
+if cmp -s "$lock_dir/package-lock.json" "$stamp"; then
+  echo "setup: kubernetes-models already installed in $schemas"
+else
+  echo "setup: installing kubernetes-models (npm ci) into $schemas"
+  rm -f "$stamp"
+  mkdir -p "$schemas"
+  cp "$lock_dir/package.json" "$lock_dir/package-lock.json" "$schemas/"
+  (cd "$schemas" && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$lock_dir/package-lock.json" "$stamp"
 fi
-
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 echo "setup: done"

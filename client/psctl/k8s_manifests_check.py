@@ -2,14 +2,19 @@
 """Checks Kubernetes manifests with a YAML parser.
 
   k8s_manifests_check.py <psctl> <rendered.yaml> <name> <namespace> \
-      <num_ps> <num_workers> <evaluator 0|1> <gpus_per_worker> <secure 0|1>
+      <num_ps> <num_workers> <evaluator 0|1> <gpus_per_worker> <secure 0|1> \
+      <ReadWriteOnce|ReadWriteMany>
   k8s_manifests_check.py <psctl> --tfjob <tfjob.yaml>
 
 For rendered manifests: the objects and fields that matter (claim, one
-headless Service and Indexed Job per role, probes, volumes, GPUs; the
-hardening: non-root, read-only root filesystem, no privilege escalation,
-capabilities dropped, requests = limits, the NetworkPolicy; when secure,
-the TLS and token Secrets with only each role's files), and, by
+headless Service and Indexed Job per role, probes, volumes, GPUs, the
+image pull policy, the grace period the chief's SIGTERM save needs; with a
+ReadWriteOnce claim, only the pods that read or write checkpoints mount
+it, on one node; the hardening: non-root, read-only root filesystem, no
+privilege escalation, capabilities dropped, requests = limits, the
+NetworkPolicy with the monitoring namespaces on the metrics port only;
+when secure, the TLS and token Secrets with only each role's files), and,
+by
 running each Job's own container command with sh, the TF_CONFIG every pod
 derives from its completion index, which must name that pod's own stable
 DNS address and pass `psctl tfconfig check`.
@@ -94,7 +99,7 @@ def token_files(pod):
 
 
 def check_rendered(psctl, path, name, namespace, num_ps, num_workers,
-                   evaluator, gpus, secure):
+                   evaluator, gpus, secure, access_mode):
     with open(path) as f:
         docs = [d for d in yaml.safe_load_all(f) if d is not None]
     kinds = {}
@@ -105,18 +110,26 @@ def check_rendered(psctl, path, name, namespace, num_ps, num_workers,
         roles["evaluator"] = 1
     expect(len(kinds.get("PersistentVolumeClaim", [])) == 1, "one claim")
     claim = kinds["PersistentVolumeClaim"][0]
-    expect(claim["spec"]["accessModes"] == ["ReadWriteMany"],
-           "the claim must be ReadWriteMany (every pod mounts it)")
+    expect(claim["spec"]["accessModes"] == [access_mode],
+           "the claim is %s: %r" % (access_mode, claim["spec"]["accessModes"]))
+    # The roles whose pods read or write checkpoints; workers too when the
+    # claim can be mounted anywhere.
+    on_claim = [r for r in roles if r != "worker" or access_mode == "ReadWriteMany"]
     expect(len(kinds.get("Service", [])) == len(roles), "a Service per role")
     (policy,) = kinds["NetworkPolicy"]
     expect(policy["spec"]["podSelector"] == {"matchLabels": {"psflow/job": name}},
            "the NetworkPolicy covers the job's pods")
     expect(policy["spec"]["policyTypes"] == ["Ingress"], "ingress policy")
-    (rule,) = policy["spec"]["ingress"]
+    (rule, monitoring) = policy["spec"]["ingress"]
     expect(rule["from"] == [{"podSelector": {"matchLabels": {"psflow/job": name}}}],
            "only the job's own pods are admitted: %r" % rule["from"])
     expect(sorted(p["port"] for p in rule["ports"]) == [2222, 9464],
            "to the job's ports: %r" % rule["ports"])
+    expect(monitoring["from"] == [{"namespaceSelector": {"matchLabels": {
+               "psflow/monitoring": "true"}}}],
+           "monitoring namespaces are admitted: %r" % monitoring["from"])
+    expect(monitoring["ports"] == [{"protocol": "TCP", "port": 9464}],
+           "monitoring reaches the metrics port only: %r" % monitoring["ports"])
     expect(len(kinds.get("Job", [])) == len(roles), "a Job per role")
     services = {s["metadata"]["name"]: s for s in kinds["Service"]}
     jobs = {j["metadata"]["name"]: j for j in kinds["Job"]}
@@ -139,9 +152,14 @@ def check_rendered(psctl, path, name, namespace, num_ps, num_workers,
         pod = spec["template"]["spec"]
         expect(pod["subdomain"] == object_name, "subdomain = service name")
         expect(pod["restartPolicy"] == "OnFailure", "restarted in place")
+        expect(pod["terminationGracePeriodSeconds"] == 90,
+               "%s: 90 s to stop (the chief's SIGTERM save takes up to 60 s)"
+               % object_name)
         expect(spec["template"]["metadata"]["labels"] ==
                service["spec"]["selector"], "the service selects the pods")
         (container,) = pod["containers"]
+        expect(container["imagePullPolicy"] == "IfNotPresent",
+               "%s: an image on the node is used" % object_name)
         expect(container["ports"][0]["containerPort"] == 2222, "port")
         expect({"name": "metrics", "containerPort": 9464} in
                container["ports"], "%s: metrics port 9464" % object_name)
@@ -166,8 +184,28 @@ def check_rendered(psctl, path, name, namespace, num_ps, num_workers,
                    "%s mounts %r of the tokens" % (object_name,
                                                    token_files(pod)))
         expect(container["volumeMounts"][0]["mountPath"] == "/data", "mount")
-        expect(pod["volumes"][0]["persistentVolumeClaim"]["claimName"] ==
-               claim["metadata"]["name"], "the claim is mounted")
+        data = pod["volumes"][0]
+        expect(data["name"] == "data", "the data volume")
+        affinity = pod.get("affinity")
+        if role in on_claim:
+            expect(data.get("persistentVolumeClaim", {}).get("claimName") ==
+                   claim["metadata"]["name"], "%s mounts the claim" % role)
+        else:
+            expect(data.get("emptyDir") == {},
+                   "%s keeps /data in the pod: %r" % (role, data))
+        if role in on_claim and access_mode == "ReadWriteOnce":
+            expect(affinity == {"podAffinity": {
+                       "requiredDuringSchedulingIgnoredDuringExecution": [{
+                           "labelSelector": {
+                               "matchLabels": {"psflow/job": name},
+                               "matchExpressions": [{
+                                   "key": "psflow/role", "operator": "In",
+                                   "values": on_claim}]},
+                           "topologyKey": "kubernetes.io/hostname"}]}},
+                   "%s shares a node with the claim's other pods: %r" %
+                   (role, affinity))
+        else:
+            expect(affinity is None, "%s goes to any node" % role)
         limits = container["resources"].get("limits", {})
         if role == "worker" and gpus > 0:
             expect(limits.get("nvidia.com/gpu") == gpus, "GPU limit")
@@ -284,10 +322,10 @@ def check_tfjob(psctl, path):
 def main(argv):
     if len(argv) == 4 and argv[2] == "--tfjob":
         check_tfjob(argv[1], argv[3])
-    elif len(argv) == 10:
+    elif len(argv) == 11:
         check_rendered(argv[1], argv[2], argv[3], argv[4], int(argv[5]),
                        int(argv[6]), argv[7] == "1", int(argv[8]),
-                       argv[9] == "1")
+                       argv[9] == "1", argv[10])
     else:
         fail(__doc__)
 

@@ -3,32 +3,43 @@
 # manifest, with a real YAML parser (Debian's python3-yaml) in
 # k8s_manifests_check.py; every derived TF_CONFIG also goes through
 # `psctl tfconfig check`, the parser every role uses.
-# The checked-in manifests for the default job (deploy/k8s/psflow.yaml)
-# must equal what psctl renders for it, so they never drift.
+# The checked-in manifests and kustomization for the default job
+# (deploy/k8s/psflow.yaml, deploy/k8s/kustomization.yaml) must equal what
+# psctl renders for it, so they never drift; //deploy:k8s_kustomization_test
+# checks what they apply.
 #   k8s_manifests_test.sh <psctl> <k8s_manifests_check.py> <tfjob.yaml> \
-#       <deploy/k8s/psflow.yaml>
+#       <deploy/k8s/psflow.yaml> <deploy/k8s/kustomization.yaml>
 set -euo pipefail
 psctl="$1"
 check="$2"
 tfjob="$3"
 checked_in="$4"
+checked_in_kustomization="$5"
 out="${TEST_TMPDIR:-$(mktemp -d)}"
 
 "$psctl" k8s render --image=registry.example/psflow:1 --name=mnist \
   --ps=2 --workers=3 --k8s_namespace=ml > "$out/cpu.yaml"
 "$psctl" k8s render --image=registry.example/psflow:1 --name=gpujob \
   --ps=1 --workers=2 --evaluator=false --gpus_per_worker=1 \
-  --storage_class=nfs --secure=false > "$out/gpu.yaml"
-"$psctl" k8s render --image=psflow:latest > "$out/default.yaml"
+  --storage_class=nfs --storage_access_mode=ReadWriteMany --secure=false \
+  > "$out/gpu.yaml"
+"$psctl" k8s render --image=psflow:dev --out_dir="$out/default" > /dev/null
 
-python3 "$check" "$psctl" "$out/cpu.yaml" mnist ml 2 3 1 0 1
-python3 "$check" "$psctl" "$out/gpu.yaml" gpujob default 1 2 0 1 0
-python3 "$check" "$psctl" "$out/default.yaml" psflow default 1 2 1 0 1
-if ! diff -u "$checked_in" "$out/default.yaml"; then
-  echo "FAIL: $checked_in is not what psctl k8s render --image=psflow:latest" \
-    "renders; regenerate it (docs/operations.md, \"Kubernetes\")" >&2
-  exit 1
-fi
+python3 "$check" "$psctl" "$out/cpu.yaml" mnist ml 2 3 1 0 1 ReadWriteOnce
+python3 "$check" "$psctl" "$out/gpu.yaml" gpujob default 1 2 0 1 0 ReadWriteMany
+python3 "$check" "$psctl" "$out/default/psflow.yaml" psflow default 1 2 1 0 1 \
+  ReadWriteOnce
+for pair in "$checked_in:psflow.yaml" \
+  "$checked_in_kustomization:kustomization.yaml"; do
+  if ! diff -u "${pair%%:*}" "$out/default/${pair##*:}"; then
+    echo "FAIL: ${pair%%:*} is not what psctl k8s render --image=psflow:dev" \
+      "--out_dir=deploy/k8s renders; regenerate it (docs/operations.md," \
+      "\"Kubernetes\")" >&2
+    exit 1
+  fi
+done
+# Printed, the manifests are the same as written.
+"$psctl" k8s render --image=psflow:dev | diff -u "$checked_in" -
 
 # The Secrets' commands in the header work: certs for the tasks' names and
 # tokens, whose Secret manifests parse.
@@ -65,4 +76,23 @@ if "$psctl" k8s render 2> "$out/err"; then
   exit 1
 fi
 grep -q -- "--image is required" "$out/err"
+refused() {  # refused <message> <flags...>: the render fails naming why
+  local message="$1"
+  shift
+  if "$psctl" k8s render "$@" 2> "$out/err"; then
+    echo "FAIL: psctl k8s render $* was accepted" >&2
+    exit 1
+  fi
+  grep -qF -- "$message" "$out/err" || {
+    echo "FAIL: psctl k8s render $* did not say '$message':" \
+      "$(cat "$out/err")" >&2
+    exit 1
+  }
+}
+refused "is not a pull policy" --image=x --image_pull_policy=Sometimes
+refused "is not supported: use ReadWriteOnce" --image=x \
+  --storage_access_mode=ReadOnlyMany
+refused "is not an image reference" "--image=psflow dev"
+refused "has an empty name, tag or digest" --image=psflow:
+refused "has an empty name, tag or digest" --image=registry.example/
 echo "PASS"
