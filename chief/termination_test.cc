@@ -1,6 +1,6 @@
 #include "chief/termination.h"
 
-#include "absl/synchronization/notification.h"
+#include "common/mutex.h"
 #include "gtest/gtest.h"
 
 namespace psflow {
@@ -41,7 +41,7 @@ TEST(ChiefTerminationDeathTest, ASaveOverrunningItsBoundExits) {
         ChiefTermination termination(absl::Milliseconds(10));
         termination.SetTraining(true);
         termination.OnSignal("SIGTERM");
-        absl::Notification never;  // the save that never ends
+        Notification never;  // the save that never ends
         never.WaitForNotification();
       },
       ExitedWithCode(128 + 15), "did not finish within");
