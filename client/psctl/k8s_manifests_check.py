@@ -263,6 +263,13 @@ def check_tfjob(psctl, path):
                container["ports"], "%s: tfjob-port 2222" % kind)
         expect(container["command"][0].startswith("/opt/psflow/"),
                "%s runs a psflow binary" % kind)
+        # A locally built or loaded image is used; the chief's checkpoint
+        # on SIGTERM (60 s) and the servers' grace (70 s) fit the period.
+        expect(container.get("imagePullPolicy") == "IfNotPresent",
+               "%s: imagePullPolicy IfNotPresent" % kind)
+        expect(spec["template"]["spec"].get(
+            "terminationGracePeriodSeconds", 30) >= 90,
+               "%s: terminationGracePeriodSeconds >= 90" % kind)
         # Metrics: every task serves them, named and annotated for scrapes.
         expect("--metrics_port=9464" in container["command"],
                "%s serves its metrics on 9464" % kind)
