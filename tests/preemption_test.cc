@@ -20,6 +20,7 @@
 namespace psflow {
 namespace {
 
+using ::psflow::testing::LocalArgv;
 using ::psflow::testing::ManualCluster;
 using ::psflow::testing::TempPath;
 using ::psflow::testing::TestJob;
@@ -135,6 +136,29 @@ TEST(PreemptionTest, SigtermToAServerSavesBeforeItGoesAndTheJobGoesOn) {
   ASSERT_TRUE(saved.has_value()) << out;
   // Every step applied before the signal is in the restored checkpoint.
   EXPECT_GE(*saved, before) << out;
+}
+
+// Ctrl-C on `psctl local` (SIGINT): psctl has the chief save the current
+// step before anything stops, then exits 130.
+TEST(PreemptionTest, InterruptingPsctlLocalSavesTheCurrentStepFirst) {
+  const std::string dir = TempPath("interrupted_local");
+  const std::string checkpoints = TempPath("interrupted_local_ckpts");
+  Subprocess psctl(
+      LocalArgv(WriteTestFile("interrupted.json", TestJob("ASYNC", 100000)),
+                dir, {"--checkpoint_dir=" + checkpoints}),
+      {}, TempPath("interrupted_psctl.log"));
+  ASSERT_OK(psctl.Start());
+  const int64_t before = WaitForLoggedStep(&psctl, 100);
+  psctl.Signal(SIGINT);
+  EXPECT_THAT(psctl.Wait(absl::Seconds(120)), IsOkAndHolds(128 + SIGINT))
+      << psctl.Output();
+  const std::string out = psctl.Output();
+  EXPECT_THAT(out, HasSubstr("saves a checkpoint of the current step"));
+  const std::optional<int64_t> saved =
+      LastMatch(out, R"(after saving \S*ckpt-\d+ at global step (\d+))");
+  ASSERT_TRUE(saved.has_value()) << out;
+  EXPECT_GE(*saved, before) << out;
+  EXPECT_THAT(out, Not(HasSubstr("stopped tasks that did not exit in time")));
 }
 
 }  // namespace

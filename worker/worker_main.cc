@@ -5,13 +5,17 @@
 //
 // Without a "chief" job in TF_CONFIG, worker 0 also runs the chief's
 // duties (TensorFlow and TFJob semantics) and needs --job. Exits 0 when
-// the job succeeded, 1 with the reason otherwise.
+// the job succeeded, 1 with the reason otherwise; worker 0 running the
+// chief's duties exits 128 + the signal after saving on SIGTERM/SIGINT.
+#include <atomic>
+#include <cstdlib>
 #include <random>
 #include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "chief/chief_runner.h"
+#include "chief/termination.h"
 #include "client/grpc_coordinator_client.h"
 #include "common/file_util.h"
 #include "common/host_port.h"
@@ -42,6 +46,10 @@ ABSL_FLAG(std::string, logdir, "",
           "TensorBoard root; overrides the job's logging.log_dir");
 ABSL_FLAG(std::string, result_file, "",
           "As chief: write the job's outcome here as JSON");
+ABSL_FLAG(int32_t, preemption_save_timeout_s, 60,
+          "Worker 0 running the chief's duties: on SIGTERM/SIGINT during "
+          "training, seconds the checkpoint of the current step may take "
+          "before it exits without it");
 ABSL_FLAG(int32_t, recovery_timeout_s, 300,
           "Seconds to ride out failing parameter-server or chief calls "
           "(a lost server, a pause) before giving up");
@@ -61,6 +69,12 @@ ABSL_FLAG(int32_t, metrics_port, -1,
           "any free port, logged; -1: off)");
 ABSL_FLAG(int32_t, startup_timeout_s, 120,
           "Seconds to wait for the chief (and, as chief, for the cluster)");
+
+namespace psflow {
+// Set when this worker runs the chief's duties; a signal before that (or
+// to any other worker) exits at once.
+std::atomic<ChiefTermination*> termination{nullptr};
+}  // namespace psflow
 
 namespace psflow {
 namespace {
@@ -152,6 +166,17 @@ int Run() {
     options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
     options.startup_timeout = startup;
     options.metrics_registry = &registry;
+    // SIGTERM/SIGINT during training: the chief's duties save a checkpoint
+    // of the current step before the job stops (chief/termination.h).
+    if (absl::GetFlag(FLAGS_preemption_save_timeout_s) <= 0) {
+      LOG(ERROR) << "--preemption_save_timeout_s must be positive (seconds "
+                    "the checkpoint before a stop may take; default 60)";
+      return 1;
+    }
+    static ChiefTermination chief_termination(
+        absl::Seconds(absl::GetFlag(FLAGS_preemption_save_timeout_s)));
+    options.termination = &chief_termination;
+    termination.store(&chief_termination);
     LOG(INFO) << "no \"chief\" job in TF_CONFIG: this worker also runs the "
                  "chief's duties";
     chief = std::thread([options, &chief_result, &chief_done] {
@@ -288,6 +313,11 @@ int Run() {
   if (chief.joinable()) {
     chief.join();
     if (!chief_result.ok()) {
+      if (ChiefTermination* t = termination.load();
+          t != nullptr && t->requested().has_value()) {
+        LOG(WARNING) << "job " << chief_result.message();
+        return t->ExitCode(1);
+      }
       LOG(ERROR) << "job failed: " << chief_result.message();
       return 1;
     }
@@ -307,6 +337,16 @@ int main(int argc, char** argv) {
       argc, argv,
       "worker: a psflow training worker (TF_CONFIG task worker i).\n  worker "
       "--tls_dir=<dir> --token_dir=<dir> [--tf_config=<file or JSON>] "
-      "[--device=auto|cpu|cuda]");
+      "[--device=auto|cpu|cuda]",
+      [](const std::string& signal) {
+        // Worker 0 running the chief's duties saves first; any other worker
+        // has nothing to save (an unapplied gradient is no lost step).
+        if (psflow::ChiefTermination* t = psflow::termination.load()) {
+          t->OnSignal(signal);
+          return;
+        }
+        LOG(ERROR) << "received " << signal << "; exiting";
+        std::_Exit(1);
+      });
   return psflow::Run();
 }
