@@ -32,11 +32,9 @@
 #include "common/metrics/system_metrics_logger.h"
 #include "common/port_file.h"
 #include "common/status_macros.h"
-#include "data/criteo.h"
-#include "data/dataset.h"
 #include "model/initializer.h"
+#include "model/job_plan.h"
 #include "model/memory_estimate.h"
-#include "model/registry.h"
 #include "proto/protocol.h"
 
 namespace psflow {
@@ -322,56 +320,19 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
                                     JobCoordinator& coordinator) {
   const TfConfig& tf = options.tf_config;
   const JobConfig& job = options.job;
-  DatasetInfo train;
-  int num_fields = 0;
-  if (job.data().format() == DataConfig::CRITEO) {
-    // Click-through-rate text: read once to count and check every line,
-    // holding one line at a time (workers read their own shards).
-    const CriteoFormat format =
-        CriteoFormatOf(job.data().num_dense(), job.data().num_fields());
-    ASSIGN_OR_RETURN(CtrExamples examples,
-                     DescribeCriteoFile(job.data().train_path(), format));
-    train.num_examples = examples.num_examples;
-    train.example_shape = {format.num_dense};
-    train.num_classes = 2;
-    num_fields = format.num_fields;
-  } else {
-    // The data's shape and classes from the images' header and the
-    // labels: the chief never holds the training set.
-    ASSIGN_OR_RETURN(train, DescribeIdxDataset(job.data().train_images(),
-                                               job.data().train_labels()));
-    // The classes the job declares, every training label inside them; or,
-    // without a declaration, as many as the labels name.
-    if (job.data().num_classes() > 0) {
-      RETURN_IF_ERROR(CheckLabels(train.labels, job.data().num_classes(),
-                                  job.data().train_labels()));
-      train.num_classes = job.data().num_classes();
-    }
-    train.labels = {};
-  }
+  ASSIGN_OR_RETURN(const TrainingData train, DescribeTrainingData(job));
+  const int num_fields = train.num_fields;
   const int num_workers = tf.cluster.NumTasks(TaskType::kWorker);
-  RETURN_IF_ERROR(CheckBatchFitsShards(job, train.num_examples, num_workers));
-  InputSpec input{train.example_shape, train.num_classes};
-  input.num_fields = num_fields;
-  ASSIGN_OR_RETURN(std::unique_ptr<ModelDefinition> model,
-                   DefineModel(job.model(), input));
+  JobPlanOptions plan_options;
+  plan_options.num_ps = tf.cluster.NumTasks(TaskType::kPs);
+  plan_options.num_workers = num_workers;
+  plan_options.host = AvailableMemory();
+  ASSIGN_OR_RETURN(JobPlan plan, PlanJob(job, train, plan_options));
+  const std::unique_ptr<ModelDefinition> model = std::move(plan.model);
   LOG(INFO) << "model: " << model->Describe();
-  // A worker that cannot fit is refused now, not killed by the kernel
-  // later. Workers on other hosts are checked against this one's memory:
-  // a job declares theirs with training.worker_memory_mib.
-  const MemoryEstimate memory = EstimateJobMemory(*model, job);
-  LOG(INFO) << "memory: " << DescribeMemoryEstimate(memory);
-  const HostMemory host = AvailableMemory();
-  RETURN_IF_ERROR(CheckJobMemory(memory, job, 1, host.bytes, host.source));
-  ASSIGN_OR_RETURN(Placement placement,
-                   PlaceVariables(LogicalVariables(model->variables()),
-                                  tf.cluster.NumTasks(TaskType::kPs),
-                                  job.training().split_threshold_bytes()));
-  std::vector<EmbeddingTableSpec> tables;
-  for (const ModelTable& table : model->tables()) {
-    tables.push_back(table.spec);
-    placement.tables.push_back({table.name(), table.dim()});
-  }
+  LOG(INFO) << "memory: " << DescribeMemoryEstimate(plan.memory);
+  const Placement& placement = plan.placement;
+  const std::vector<EmbeddingTableSpec>& tables = plan.tables;
 
   Prepared prepared;
   if (CheckpointsConfigured(options)) {

@@ -1,8 +1,9 @@
-// A job's memory, checked before any process starts (psctl local, psctl
-// config check): the model defined for the data's shape (read from the
-// files' headers and labels only) and its estimate
+// A job's memory, checked before any process starts (psctl local, for all
+// the workers it starts on this host): the model defined for the data's
+// shape (read from the files' headers and labels only) and its estimate
 // (model/memory_estimate.h) against this host, or the container, it runs
-// on.
+// on. The chief's own check, and psctl config check's, is part of its plan
+// (model/job_plan.h).
 #ifndef PSFLOW_MODEL_JOB_MEMORY_CHECK_H_
 #define PSFLOW_MODEL_JOB_MEMORY_CHECK_H_
 

@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "client/grpc_coordinator_client.h"
 #include "client/psctl/job_certificates.h"
+#include "client/psctl/synth_ctr_job.h"
 #include "client/psctl/tfconfig_gen.h"
 #include "common/file_util.h"
 #include "common/free_port.h"
@@ -168,33 +169,15 @@ namespace {
 absl::Status SynthesizeCtrDataIfMissing(const JobConfig& job,
                                         const std::string& job_path,
                                         std::ostream& out) {
-  const DataConfig& data = job.data();
-  if (data.format() != DataConfig::CRITEO || !data.has_synthesize() ||
-      access(data.train_path().c_str(), F_OK) == 0) {
-    return absl::OkStatus();
+  if (!SynthesizesCtrData(job)) return absl::OkStatus();
+  absl::StatusOr<SynthCtrOptions> options = SynthCtrOptionsOf(job);
+  if (!options.ok()) {
+    return absl::Status(options.status().code(),
+                        absl::StrCat("job config ", job_path, ": ",
+                                     options.status().message()));
   }
-  const std::string dir = DirName(data.train_path());
-  if (data.train_path() != dir + "/train.txt" ||
-      data.test_path() != dir + "/test.txt") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "job config ", job_path,
-        ": data.synthesize writes <dir>/train.txt and <dir>/test.txt, so "
-        "data.train_path and data.test_path must be such a pair (they are \"",
-        data.train_path(), "\" and \"", data.test_path(), "\")"));
-  }
-  const SyntheticCtrConfig& s = data.synthesize();
-  SynthCtrOptions o;
-  o.out_dir = dir;
-  if (s.train_examples() > 0) o.num_train = s.train_examples();
-  if (s.test_examples() > 0) o.num_test = s.test_examples();
-  if (s.vocabulary() > 0) o.vocabulary = s.vocabulary();
-  if (s.zipf() > 0) o.zipf = s.zipf();
-  if (s.weight_scale() > 0) o.weight_scale = s.weight_scale();
-  if (s.seed() != 0) o.seed = s.seed();
-  const CriteoFormat format =
-      CriteoFormatOf(data.num_dense(), data.num_fields());
-  o.num_dense = format.num_dense;
-  o.num_fields = format.num_fields;
+  SynthCtrOptions& o = *options;
+  const std::string& dir = o.out_dir;
   // A data set left half-written by an interrupted run is replaced.
   o.overwrite = true;
   out << "generating " << o.num_train << " + " << o.num_test

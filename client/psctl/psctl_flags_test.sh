@@ -23,8 +23,8 @@ run frobnicate --ps=2
 [ "$code" -eq 2 ] || fail "unknown command exited $code, want 2"
 grep -q 'unknown command "frobnicate"' <<<"$err" || fail "message: $err"
 
-# --ps is a host list for tfconfig gen, a count for local and k8s render,
-# and nothing for ckpt verify.
+# --ps is a host list for tfconfig gen, a count for config check, local and
+# k8s render, and nothing for ckpt verify.
 out=$("$PSCTL" tfconfig gen --ps=10.0.0.2,10.0.0.3 --workers=10.0.0.4) ||
   fail "tfconfig gen exited $?"
 grep -q '"ps": \["10.0.0.2:2222", "10.0.0.3:2222"\]' <<<"$out" || fail "gen: $out"
@@ -32,7 +32,7 @@ grep -q '"ps": \["10.0.0.2:2222", "10.0.0.3:2222"\]' <<<"$out" || fail "gen: $ou
   fail "k8s render with counts exited $?"
 run ckpt verify /nonexistent --ps=2
 [ "$code" -eq 2 ] || fail "ckpt verify --ps exited $code, want 2"
-grep -q "psctl ckpt verify: unknown flag --ps (a flag of psctl tfconfig gen, psctl k8s render and psctl local); psctl ckpt verify takes no flags" <<<"$err" ||
+grep -q "psctl ckpt verify: unknown flag --ps (a flag of psctl tfconfig gen, psctl config check, psctl k8s render and psctl local); psctl ckpt verify takes no flags" <<<"$err" ||
   fail "message: $err"
 
 # A flag the subcommand has, but with a bad value.

@@ -2,6 +2,7 @@
 //
 //   psctl tfconfig check [--tf_config=<file or JSON>]
 //   psctl tfconfig gen --chief=... --ps=... --workers=... [--out=DIR]
+//   psctl config check <job.json> [--ps=N] [--workers=M]
 //   psctl k8s render --image=IMAGE [--ps=N] [--workers=M] ...
 //   psctl local --job=<file> --ps=N --workers=M [--evaluator] --dir=<dir>
 //   psctl status [--chief=HOST:PORT | --tf_config=...] [--watch]
@@ -19,6 +20,7 @@
 
 #include "client/psctl/certs_command.h"
 #include "client/psctl/ckpt_commands.h"
+#include "client/psctl/config_command.h"
 #include "client/psctl/data_command.h"
 #include "client/psctl/k8s_command.h"
 #include "client/psctl/local_command.h"
@@ -35,6 +37,7 @@ Subcommands AllSubcommands() {
   Subcommands commands;
   commands.push_back(NewTfConfigCheckCommand());
   commands.push_back(NewTfConfigGenCommand());
+  commands.push_back(NewConfigCheckCommand());
   commands.push_back(NewK8sRenderCommand());
   commands.push_back(NewLocalCommand());
   commands.push_back(NewStatusCommand());

@@ -70,6 +70,19 @@ TEST(JobConfigTest, CamelCaseFieldNamesAreAcceptedToo) {
   EXPECT_OK(ParseJobConfig(json, "t.json"));
 }
 
+TEST(JobConfigTest, ASchemaKeyForEditorsIsAcceptedAndIgnored) {
+  std::string json = kMinimal;
+  json.replace(0, 1, R"({"$schema": "../configs/job_config.schema.json",)");
+  ASSERT_OK_AND_ASSIGN(JobConfig config, ParseJobConfig(json, "t.json"));
+  EXPECT_EQ(config.json_schema(), "../configs/job_config.schema.json");
+  // Only at the top: elsewhere it is an unknown field like any other.
+  json = kMinimal;
+  json.replace(json.find("\"kind\""), 0, R"("$schema": "x", )");
+  EXPECT_THAT(
+      ParseJobConfig(json, "t.json"),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("$schema")));
+}
+
 TEST(JobConfigTest, UnknownFieldsAreRejectedByName) {
   std::string json = kMinimal;
   json.replace(json.find("\"model\""), 7, "\"modle\"");

@@ -1,0 +1,92 @@
+#include "model/job_plan.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/job/job_config.h"
+#include "common/status_macros.h"
+#include "data/criteo.h"
+#include "data/dataset.h"
+#include "model/registry.h"
+
+namespace psflow {
+
+TrainingData CtrTrainingData(const JobConfig& job, int64_t num_examples) {
+  const CriteoFormat format =
+      CriteoFormatOf(job.data().num_dense(), job.data().num_fields());
+  TrainingData data;
+  data.num_examples = num_examples;
+  data.example_shape = {format.num_dense};
+  data.num_classes = 2;
+  data.num_fields = format.num_fields;
+  return data;
+}
+
+absl::StatusOr<TrainingData> DescribeTrainingData(const JobConfig& job) {
+  if (job.data().format() == DataConfig::CRITEO) {
+    // Click-through-rate text: read once to count and check every line,
+    // holding one line at a time (workers read their own shards).
+    ASSIGN_OR_RETURN(
+        CtrExamples examples,
+        DescribeCriteoFile(
+            job.data().train_path(),
+            CriteoFormatOf(job.data().num_dense(), job.data().num_fields())));
+    return CtrTrainingData(job, examples.num_examples);
+  }
+  // The data's shape and classes from the images' header and the labels:
+  // the chief never holds the training set.
+  ASSIGN_OR_RETURN(
+      DatasetInfo info,
+      DescribeIdxDataset(job.data().train_images(), job.data().train_labels()));
+  TrainingData data;
+  data.num_examples = info.num_examples;
+  data.example_shape = std::move(info.example_shape);
+  data.num_classes = info.num_classes;
+  // The classes the job declares, every training label inside them; or,
+  // without a declaration, as many as the labels name.
+  if (job.data().num_classes() > 0) {
+    RETURN_IF_ERROR(CheckLabels(info.labels, job.data().num_classes(),
+                                job.data().train_labels()));
+    data.num_classes = job.data().num_classes();
+  }
+  return data;
+}
+
+absl::StatusOr<JobPlan> PlanJob(const JobConfig& job, const TrainingData& data,
+                                const JobPlanOptions& options) {
+  RETURN_IF_ERROR(
+      CheckBatchFitsShards(job, data.num_examples, options.num_workers));
+  // The parameter servers would refuse it when configured; said here in
+  // the job config's terms.
+  if (job.training().mode() == SYNC &&
+      ReplicasToAggregate(job, options.num_workers) > options.num_workers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "training.replicas_to_aggregate is ",
+        job.training().replicas_to_aggregate(), " but the job has ",
+        options.num_workers, " worker", options.num_workers == 1 ? "" : "s",
+        "; use 1..", options.num_workers,
+        " (fewer than the workers makes the rest backups), or leave it out "
+        "to aggregate every worker"));
+  }
+  InputSpec input{data.example_shape, data.num_classes};
+  input.num_fields = data.num_fields;
+  JobPlan plan;
+  ASSIGN_OR_RETURN(plan.model, DefineModel(job.model(), input));
+  // A worker that cannot fit is refused now, not killed by the kernel
+  // later. Workers on other hosts are checked against the chief's memory:
+  // a job declares theirs with training.worker_memory_mib.
+  plan.memory = EstimateJobMemory(*plan.model, job);
+  RETURN_IF_ERROR(CheckJobMemory(plan.memory, job, 1, options.host.bytes,
+                                 options.host.source));
+  ASSIGN_OR_RETURN(
+      plan.placement,
+      PlaceVariables(LogicalVariables(plan.model->variables()), options.num_ps,
+                     job.training().split_threshold_bytes()));
+  for (const ModelTable& table : plan.model->tables()) {
+    plan.tables.push_back(table.spec);
+    plan.placement.tables.push_back({table.name(), table.dim()});
+  }
+  return plan;
+}
+
+}  // namespace psflow
