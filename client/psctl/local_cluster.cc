@@ -443,8 +443,12 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
   const absl::Time deadline =
       absl::Now() + (reason.empty() ? absl::Seconds(10) : absl::Seconds(5));
   std::vector<std::string> stragglers, failures;
-  for (Task& task : tasks) {
-    if (!reason.empty()) task.process->Signal(SIGTERM);
+  // Twice: a parameter server keeps serving after its first signal so a
+  // chief can save (ps_server --termination_grace_s); the chief is done
+  // by now, so the second stops it at once.
+  for (int round = 0; round < 2 && !reason.empty(); ++round) {
+    for (Task& task : tasks) task.process->Signal(SIGTERM);
+    if (round == 0) absl::SleepFor(absl::Milliseconds(100));
   }
   for (Task& task : tasks) {
     absl::StatusOr<int> code = task.process->Wait(
