@@ -16,6 +16,10 @@ INSTANTIATE_TEST_SUITE_P(
         DeviceCase{"CpuTwoThreads",
                    []() -> absl::StatusOr<std::unique_ptr<Device>> {
                      return CreateCpuDevice(2);
+                   }},
+        DeviceCase{"CpuThreeThreads",
+                   []() -> absl::StatusOr<std::unique_ptr<Device>> {
+                     return CreateCpuDevice(3);
                    }}),
     DeviceCaseName);
 

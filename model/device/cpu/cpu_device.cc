@@ -7,15 +7,77 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "model/device/cpu/cpu_layer_ops.h"
+#include "model/device/cpu/cpu_thread_pool.h"
 #include "model/device/device_checks.h"
 #include "model/device/dropout_hash.h"
 
 namespace psflow {
 namespace {
+
+using cpu::CpuThreadPool;
+
+// Element-wise chunks below this many floats are not worth a thread's
+// wake-up; likewise GEMM parts below kMinGemmMacs multiply-adds.
+constexpr int64_t kMinChunkElements = 16384;
+constexpr int64_t kMinGemmMacs = 1 << 16;
+// GEMM parts start at multiples of this many rows or columns of C, so
+// every part but the last fills OpenBLAS's register blocks.
+constexpr int64_t kGemmBlock = 16;
+
+int64_t RowGrain(int64_t cols) {
+  return std::max<int64_t>(1, kMinChunkElements / std::max<int64_t>(cols, 1));
+}
+
+// z = activation(z + bias) for rows [first, last) of z (cols columns).
+void BiasActivateRows(int64_t first, int64_t last, int64_t cols,
+                      const float* __restrict__ b, Activation activation,
+                      float* z) {
+  for (int64_t r = first; r < last; ++r) {
+    float* __restrict__ row = z + r * cols;
+    switch (activation) {
+      case Activation::kNone:
+        for (int64_t c = 0; c < cols; ++c) row[c] += b[c];
+        break;
+      case Activation::kRelu:
+        for (int64_t c = 0; c < cols; ++c) {
+          row[c] = std::max(row[c] + b[c], 0.0f);
+        }
+        break;
+      case Activation::kTanh:
+        for (int64_t c = 0; c < cols; ++c) row[c] = std::tanh(row[c] + b[c]);
+        break;
+      case Activation::kSigmoid:
+        for (int64_t c = 0; c < cols; ++c) {
+          row[c] = 1.0f / (1.0f + std::exp(-(row[c] + b[c])));
+        }
+        break;
+    }
+  }
+}
+
+// g *= activation'(.) at elements [begin, end), from the activation's
+// outputs a.
+void ActivationGradient(int64_t begin, int64_t end, Activation activation,
+                        const float* __restrict__ a, float* __restrict__ g) {
+  switch (activation) {
+    case Activation::kNone:
+      break;
+    case Activation::kRelu:
+      for (int64_t i = begin; i < end; ++i) g[i] = a[i] > 0.0f ? g[i] : 0.0f;
+      break;
+    case Activation::kTanh:
+      for (int64_t i = begin; i < end; ++i) g[i] *= 1.0f - a[i] * a[i];
+      break;
+    case Activation::kSigmoid:
+      for (int64_t i = begin; i < end; ++i) g[i] *= a[i] * (1.0f - a[i]);
+      break;
+  }
+}
 
 class CpuArray final : public DeviceArray {
  public:
@@ -38,8 +100,12 @@ class CpuArray final : public DeviceArray {
 
 class CpuDevice final : public Device {
  public:
-  explicit CpuDevice(int threads) : threads_(std::max(1, threads)) {
-    openblas_set_num_threads(threads_);
+  // OpenBLAS runs single-threaded on whichever thread calls it: the pool
+  // splits every op, products included, so OpenBLAS's own threads would
+  // only compete with it for the same cores.
+  explicit CpuDevice(int threads)
+      : threads_(std::max(1, threads)), pool_(threads_) {
+    openblas_set_num_threads(1);
   }
 
   std::string Describe() const override {
@@ -84,9 +150,8 @@ class CpuDevice final : public Device {
       }
       return absl::OkStatus();
     }
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a.data(),
-                trans_a ? m : k, b.data(), trans_b ? k : n, beta, c.data(), n);
+    ParallelGemm(trans_a, trans_b, m, n, k, alpha, a.data(), b.data(), beta,
+                 c.data());
     return absl::OkStatus();
   }
 
@@ -94,29 +159,11 @@ class CpuDevice final : public Device {
                               const DeviceArray& bias, Activation activation,
                               DeviceArray& z) override {
     RETURN_IF_ERROR(CheckBiasActivation(rows, cols, bias, z));
-    float* __restrict__ out = z.data();
-    const float* __restrict__ b = bias.data();
-    for (int64_t r = 0; r < rows; ++r) {
-      float* row = out + r * cols;
-      switch (activation) {
-        case Activation::kNone:
-          for (int64_t c = 0; c < cols; ++c) row[c] += b[c];
-          break;
-        case Activation::kRelu:
-          for (int64_t c = 0; c < cols; ++c) {
-            row[c] = std::max(row[c] + b[c], 0.0f);
-          }
-          break;
-        case Activation::kTanh:
-          for (int64_t c = 0; c < cols; ++c) row[c] = std::tanh(row[c] + b[c]);
-          break;
-        case Activation::kSigmoid:
-          for (int64_t c = 0; c < cols; ++c) {
-            row[c] = 1.0f / (1.0f + std::exp(-(row[c] + b[c])));
-          }
-          break;
-      }
-    }
+    pool_.ParallelFor(rows, RowGrain(cols),
+                      [&](int, int64_t first, int64_t last) {
+                        BiasActivateRows(first, last, cols, bias.data(),
+                                         activation, z.data());
+                      });
     return absl::OkStatus();
   }
 
@@ -124,32 +171,35 @@ class CpuDevice final : public Device {
                                   const DeviceArray& out,
                                   DeviceArray& grad) override {
     RETURN_IF_ERROR(CheckActivationBackward(n, out, grad));
-    const float* __restrict__ a = out.data();
-    float* __restrict__ g = grad.data();
-    switch (activation) {
-      case Activation::kNone:
-        break;
-      case Activation::kRelu:
-        for (int64_t i = 0; i < n; ++i) g[i] = a[i] > 0.0f ? g[i] : 0.0f;
-        break;
-      case Activation::kTanh:
-        for (int64_t i = 0; i < n; ++i) g[i] *= 1.0f - a[i] * a[i];
-        break;
-      case Activation::kSigmoid:
-        for (int64_t i = 0; i < n; ++i) g[i] *= a[i] * (1.0f - a[i]);
-        break;
-    }
+    if (activation == Activation::kNone) return absl::OkStatus();
+    pool_.ParallelFor(
+        n, kMinChunkElements, [&](int, int64_t begin, int64_t end) {
+          ActivationGradient(begin, end, activation, out.data(), grad.data());
+        });
     return absl::OkStatus();
   }
 
   absl::Status ColumnSums(int64_t rows, int64_t cols, const DeviceArray& x,
                           DeviceArray& sums) override {
     RETURN_IF_ERROR(CheckColumnSums(rows, cols, x, sums));
+    // Each chunk of rows sums into its own partials (the first chunk into
+    // `sums`), added up in chunk order.
+    const int64_t grain = RowGrain(cols);
+    const int chunks = pool_.Chunks(rows, grain);
+    std::vector<float> partial((chunks - 1) * cols, 0.0f);
+    std::fill_n(sums.data(), cols, 0.0f);  // also when there are no rows
+    pool_.ParallelFor(rows, grain, [&](int chunk, int64_t first, int64_t last) {
+      float* __restrict__ s =
+          chunk == 0 ? sums.data() : partial.data() + (chunk - 1) * cols;
+      for (int64_t r = first; r < last; ++r) {
+        const float* __restrict__ row = x.data() + r * cols;
+        for (int64_t c = 0; c < cols; ++c) s[c] += row[c];
+      }
+    });
     float* __restrict__ s = sums.data();
-    std::fill_n(s, cols, 0.0f);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* __restrict__ row = x.data() + r * cols;
-      for (int64_t c = 0; c < cols; ++c) s[c] += row[c];
+    for (int chunk = 1; chunk < chunks; ++chunk) {
+      const float* part = partial.data() + (chunk - 1) * cols;
+      for (int64_t c = 0; c < cols; ++c) s[c] += part[c];
     }
     return absl::OkStatus();
   }
@@ -201,7 +251,7 @@ class CpuDevice final : public Device {
   absl::Status Activate(int64_t n, Activation activation, const DeviceArray& x,
                         DeviceArray& y) override {
     RETURN_IF_ERROR(CheckElementwise("activate", n, {&x, &y}));
-    cpu::Activate(n, activation, x.data(), y.data());
+    cpu::Activate(pool_, n, activation, x.data(), y.data());
     return absl::OkStatus();
   }
 
@@ -210,7 +260,12 @@ class CpuDevice final : public Device {
     RETURN_IF_ERROR(CheckElementwise("scale+shift", n, {&x, &y}));
     const float* in = x.data();
     float* out = y.data();
-    for (int64_t i = 0; i < n; ++i) out[i] = in[i] * scale + offset;
+    pool_.ParallelFor(n, kMinChunkElements,
+                      [&](int, int64_t begin, int64_t end) {
+                        for (int64_t i = begin; i < end; ++i) {
+                          out[i] = in[i] * scale + offset;
+                        }
+                      });
     return absl::OkStatus();
   }
 
@@ -220,7 +275,12 @@ class CpuDevice final : public Device {
     const float* x = a.data();
     const float* y = b.data();
     float* z = out.data();
-    for (int64_t i = 0; i < n; ++i) z[i] = x[i] * y[i];
+    pool_.ParallelFor(n, kMinChunkElements,
+                      [&](int, int64_t begin, int64_t end) {
+                        for (int64_t i = begin; i < end; ++i) {
+                          z[i] = x[i] * y[i];
+                        }
+                      });
     return absl::OkStatus();
   }
 
@@ -228,7 +288,12 @@ class CpuDevice final : public Device {
                            DeviceArray& mask) override {
     RETURN_IF_ERROR(CheckDropoutMask(n, rate, mask));
     float* m = mask.data();
-    for (int64_t i = 0; i < n; ++i) m[i] = DropoutScale(seed, i, rate);
+    pool_.ParallelFor(n, kMinChunkElements,
+                      [&](int, int64_t begin, int64_t end) {
+                        for (int64_t i = begin; i < end; ++i) {
+                          m[i] = DropoutScale(seed, i, rate);
+                        }
+                      });
     return absl::OkStatus();
   }
 
@@ -236,7 +301,7 @@ class CpuDevice final : public Device {
                       DeviceArray& cols) override {
     RETURN_IF_ERROR(CheckWindow("im2col", g, g.input_size(),
                                 g.patch_rows() * g.patch_cols(), x, cols));
-    cpu::Im2Col(g, x.data(), cols.data());
+    cpu::Im2Col(pool_, g, x.data(), cols.data());
     return absl::OkStatus();
   }
 
@@ -244,7 +309,7 @@ class CpuDevice final : public Device {
                       DeviceArray& x) override {
     RETURN_IF_ERROR(CheckWindow("col2im", g, g.patch_rows() * g.patch_cols(),
                                 g.input_size(), cols, x));
-    cpu::Col2Im(g, cols.data(), x.data());
+    cpu::Col2Im(pool_, g, cols.data(), x.data());
     return absl::OkStatus();
   }
 
@@ -252,7 +317,7 @@ class CpuDevice final : public Device {
                     const DeviceArray& x, DeviceArray& y) override {
     RETURN_IF_ERROR(
         CheckWindow("pool", g, g.input_size(), g.output_size(g.c), x, y));
-    cpu::Pool(kind, g, x.data(), y.data());
+    cpu::Pool(pool_, kind, g, x.data(), y.data());
     return absl::OkStatus();
   }
 
@@ -260,7 +325,7 @@ class CpuDevice final : public Device {
                             const DeviceArray& x, const DeviceArray& y,
                             const DeviceArray& dy, DeviceArray& dx) override {
     RETURN_IF_ERROR(CheckPoolBackward(g, x, y, dy, dx));
-    cpu::PoolBackward(kind, g, x.data(), y.data(), dy.data(), dx.data());
+    cpu::PoolBackward(pool_, kind, g, x.data(), y.data(), dy.data(), dx.data());
     return absl::OkStatus();
   }
 
@@ -269,7 +334,8 @@ class CpuDevice final : public Device {
                               DeviceArray& var) override {
     RETURN_IF_ERROR(
         CheckChannelOp("channel moments", rows, channels, {&x}, {&mean, &var}));
-    cpu::ChannelMoments(rows, channels, x.data(), mean.data(), var.data());
+    cpu::ChannelMoments(pool_, rows, channels, x.data(), mean.data(),
+                        var.data());
     return absl::OkStatus();
   }
 
@@ -280,8 +346,9 @@ class CpuDevice final : public Device {
                               DeviceArray& y) override {
     RETURN_IF_ERROR(CheckChannelOp("batch norm", rows, channels, {&x, &y},
                                    {&mean, &var, gamma, beta}));
-    cpu::BatchNormApply(rows, channels, x.data(), mean.data(), var.data(),
-                        epsilon, gamma != nullptr ? gamma->data() : nullptr,
+    cpu::BatchNormApply(pool_, rows, channels, x.data(), mean.data(),
+                        var.data(), epsilon,
+                        gamma != nullptr ? gamma->data() : nullptr,
                         beta != nullptr ? beta->data() : nullptr, y.data());
     return absl::OkStatus();
   }
@@ -296,18 +363,54 @@ class CpuDevice final : public Device {
     RETURN_IF_ERROR(CheckChannelOp("batch norm backward", rows, channels,
                                    {&x, &dy, &dx},
                                    {&mean, &var, gamma, dgamma, dbeta}));
-    cpu::BatchNormBackward(rows, channels, x.data(), mean.data(), var.data(),
-                           epsilon, gamma != nullptr ? gamma->data() : nullptr,
-                           dy.data(), dx.data(),
-                           dgamma != nullptr ? dgamma->data() : nullptr,
-                           dbeta != nullptr ? dbeta->data() : nullptr);
+    cpu::BatchNormBackward(
+        pool_, rows, channels, x.data(), mean.data(), var.data(), epsilon,
+        gamma != nullptr ? gamma->data() : nullptr, dy.data(), dx.data(),
+        dgamma != nullptr ? dgamma->data() : nullptr,
+        dbeta != nullptr ? dbeta->data() : nullptr);
     return absl::OkStatus();
   }
 
   absl::Status Synchronize() override { return absl::OkStatus(); }
 
  private:
+  // C = alpha op(A) op(B) + beta C, split into parts of C that the pool's
+  // threads compute with single-threaded SGEMM calls: bands of rows, or of
+  // columns when C has too few rows to go round. No part shares an
+  // element of C, so the result does not depend on the thread count
+  // beyond OpenBLAS's own blocking of each part.
+  void ParallelGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                    float alpha, const float* a, const float* b, float beta,
+                    float* c) {
+    const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n;
+    const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
+    const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+    const int64_t row_blocks = (m + kGemmBlock - 1) / kGemmBlock;
+    const int64_t col_blocks = (n + kGemmBlock - 1) / kGemmBlock;
+    const bool by_rows =
+        row_blocks >= pool_.threads() || row_blocks >= col_blocks;
+    const int64_t blocks = by_rows ? row_blocks : col_blocks;
+    const int64_t block_macs = kGemmBlock * (by_rows ? n : m) * k;
+    const int64_t grain =
+        std::max<int64_t>(1, kMinGemmMacs / std::max<int64_t>(block_macs, 1));
+    pool_.ParallelFor(blocks, grain, [&](int, int64_t first, int64_t last) {
+      const int64_t begin = first * kGemmBlock;
+      if (by_rows) {
+        const int64_t end = std::min(last * kGemmBlock, m);
+        const float* a_part = a + (trans_a ? begin : begin * k);
+        cblas_sgemm(CblasRowMajor, ta, tb, end - begin, n, k, alpha, a_part,
+                    lda, b, ldb, beta, c + begin * n, n);
+      } else {
+        const int64_t end = std::min(last * kGemmBlock, n);
+        const float* b_part = b + (trans_b ? begin * k : begin);
+        cblas_sgemm(CblasRowMajor, ta, tb, m, end - begin, k, alpha, a, lda,
+                    b_part, ldb, beta, c + begin, n);
+      }
+    });
+  }
+
   const int threads_;
+  CpuThreadPool pool_;
 };
 
 }  // namespace

@@ -28,188 +28,242 @@ Clip ClipWindow(const WindowGeometry& g, int64_t oy, int64_t ox) {
   return c;
 }
 
+// Chunks smaller than this many floats touched are not worth a thread's
+// wake-up (a few microseconds).
+constexpr int64_t kMinChunkWork = 16384;
+
+// The grain, in items, for items of `work` floats each.
+int64_t Grain(int64_t work) {
+  return std::max<int64_t>(1, kMinChunkWork / std::max<int64_t>(work, 1));
+}
+
 }  // namespace
 
-void Activate(int64_t n, Activation activation, const float* x, float* y) {
-  switch (activation) {
-    case Activation::kNone:
-      if (x != y) std::memmove(y, x, n * sizeof(float));
-      break;
-    case Activation::kRelu:
-      for (int64_t i = 0; i < n; ++i) y[i] = std::max(x[i], 0.0f);
-      break;
-    case Activation::kTanh:
-      for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
-      break;
-    case Activation::kSigmoid:
-      for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
-      break;
-  }
-}
-
-void Im2Col(const WindowGeometry& g, const float* x, float* cols) {
-  const int64_t c = g.c, row_len = g.patch_cols();
-  for (int64_t img = 0; img < g.n; ++img) {
-    const float* image = x + img * g.h * g.w * c;
-    for (int64_t oy = 0; oy < g.oh; ++oy) {
-      for (int64_t ox = 0; ox < g.ow; ++ox) {
-        float* row = cols + ((img * g.oh + oy) * g.ow + ox) * row_len;
-        const int64_t top = oy * g.sh - g.pad_top;
-        const int64_t left = ox * g.sw - g.pad_left;
-        for (int64_t ky = 0; ky < g.kh; ++ky) {
-          float* out = row + ky * g.kw * c;
-          const int64_t iy = top + ky;
-          if (iy < 0 || iy >= g.h) {
-            std::fill_n(out, g.kw * c, 0.0f);
-            continue;
-          }
-          // The in-image columns are one contiguous run of the input row.
-          const int64_t x0 = std::max<int64_t>(left, 0);
-          const int64_t x1 = std::min(left + g.kw, g.w);
-          const int64_t before = std::min(x0 - left, g.kw);
-          std::fill_n(out, before * c, 0.0f);
-          if (x1 > x0) {
-            std::memcpy(out + before * c, image + (iy * g.w + x0) * c,
-                        (x1 - x0) * c * sizeof(float));
-          }
-          const int64_t after = g.kw - before - std::max<int64_t>(x1 - x0, 0);
-          std::fill_n(out + (g.kw - after) * c, after * c, 0.0f);
+void Activate(CpuThreadPool& pool, int64_t n, Activation activation,
+              const float* x, float* y) {
+  pool.ParallelFor(n, kMinChunkWork, [&](int, int64_t begin, int64_t end) {
+    switch (activation) {
+      case Activation::kNone:
+        if (x != y) {
+          std::memmove(y + begin, x + begin, (end - begin) * sizeof(float));
         }
-      }
-    }
-  }
-}
-
-void Col2Im(const WindowGeometry& g, const float* cols, float* x) {
-  const int64_t c = g.c, row_len = g.patch_cols();
-  std::fill_n(x, g.input_size(), 0.0f);
-  for (int64_t img = 0; img < g.n; ++img) {
-    float* image = x + img * g.h * g.w * c;
-    for (int64_t oy = 0; oy < g.oh; ++oy) {
-      for (int64_t ox = 0; ox < g.ow; ++ox) {
-        const float* row = cols + ((img * g.oh + oy) * g.ow + ox) * row_len;
-        const Clip w = ClipWindow(g, oy, ox);
-        for (int64_t iy = w.y0; iy < w.y1; ++iy) {
-          const int64_t ky = w.ky0 + iy - w.y0;
-          const float* src = row + (ky * g.kw + w.kx0) * c;
-          float* dst = image + (iy * g.w + w.x0) * c;
-          const int64_t count = (w.x1 - w.x0) * c;
-          for (int64_t i = 0; i < count; ++i) dst[i] += src[i];
+        break;
+      case Activation::kRelu:
+        for (int64_t i = begin; i < end; ++i) y[i] = std::max(x[i], 0.0f);
+        break;
+      case Activation::kTanh:
+        for (int64_t i = begin; i < end; ++i) y[i] = std::tanh(x[i]);
+        break;
+      case Activation::kSigmoid:
+        for (int64_t i = begin; i < end; ++i) {
+          y[i] = 1.0f / (1.0f + std::exp(-x[i]));
         }
-      }
+        break;
     }
-  }
+  });
 }
 
-void Pool(PoolKind kind, const WindowGeometry& g, const float* x, float* y) {
-  const int64_t c = g.c;
-  std::vector<double> sums(kind == PoolKind::kAverage ? c : 0);
-  for (int64_t img = 0; img < g.n; ++img) {
-    const float* image = x + img * g.h * g.w * c;
-    for (int64_t oy = 0; oy < g.oh; ++oy) {
-      for (int64_t ox = 0; ox < g.ow; ++ox) {
-        float* out = y + ((img * g.oh + oy) * g.ow + ox) * c;
-        const Clip w = ClipWindow(g, oy, ox);
-        if (kind == PoolKind::kMax) {
-          std::fill_n(out, c, -std::numeric_limits<float>::infinity());
-          for (int64_t iy = w.y0; iy < w.y1; ++iy) {
-            for (int64_t ix = w.x0; ix < w.x1; ++ix) {
-              const float* v = image + (iy * g.w + ix) * c;
-              for (int64_t ch = 0; ch < c; ++ch) {
-                out[ch] = v[ch] > out[ch] ? v[ch] : out[ch];
+void Im2Col(CpuThreadPool& pool, const WindowGeometry& g, const float* x,
+            float* cols) {
+  const int64_t c = g.c, row_len = g.patch_cols();
+  pool.ParallelFor(
+      g.n, Grain(g.oh * g.ow * row_len), [&](int, int64_t first, int64_t last) {
+        for (int64_t img = first; img < last; ++img) {
+          const float* image = x + img * g.h * g.w * c;
+          for (int64_t oy = 0; oy < g.oh; ++oy) {
+            for (int64_t ox = 0; ox < g.ow; ++ox) {
+              float* row = cols + ((img * g.oh + oy) * g.ow + ox) * row_len;
+              const int64_t top = oy * g.sh - g.pad_top;
+              const int64_t left = ox * g.sw - g.pad_left;
+              for (int64_t ky = 0; ky < g.kh; ++ky) {
+                float* out = row + ky * g.kw * c;
+                const int64_t iy = top + ky;
+                if (iy < 0 || iy >= g.h) {
+                  std::fill_n(out, g.kw * c, 0.0f);
+                  continue;
+                }
+                // The in-image columns are one contiguous run of the input row.
+                const int64_t x0 = std::max<int64_t>(left, 0);
+                const int64_t x1 = std::min(left + g.kw, g.w);
+                const int64_t before = std::min(x0 - left, g.kw);
+                std::fill_n(out, before * c, 0.0f);
+                if (x1 > x0) {
+                  std::memcpy(out + before * c, image + (iy * g.w + x0) * c,
+                              (x1 - x0) * c * sizeof(float));
+                }
+                const int64_t after =
+                    g.kw - before - std::max<int64_t>(x1 - x0, 0);
+                std::fill_n(out + (g.kw - after) * c, after * c, 0.0f);
               }
             }
           }
-        } else {
-          std::fill(sums.begin(), sums.end(), 0.0);
-          for (int64_t iy = w.y0; iy < w.y1; ++iy) {
-            for (int64_t ix = w.x0; ix < w.x1; ++ix) {
-              const float* v = image + (iy * g.w + ix) * c;
-              for (int64_t ch = 0; ch < c; ++ch) sums[ch] += v[ch];
-            }
-          }
-          const double count = double(w.y1 - w.y0) * double(w.x1 - w.x0);
-          for (int64_t ch = 0; ch < c; ++ch) {
-            out[ch] = static_cast<float>(sums[ch] / count);
-          }
         }
-      }
-    }
-  }
+      });
 }
 
-void PoolBackward(PoolKind kind, const WindowGeometry& g, const float* x,
-                  const float* y, const float* dy, float* dx) {
+void Col2Im(CpuThreadPool& pool, const WindowGeometry& g, const float* cols,
+            float* x) {
+  const int64_t c = g.c, row_len = g.patch_cols(), image_size = g.h * g.w * c;
+  pool.ParallelFor(
+      g.n, Grain(g.oh * g.ow * row_len), [&](int, int64_t first, int64_t last) {
+        std::fill(x + first * image_size, x + last * image_size, 0.0f);
+        for (int64_t img = first; img < last; ++img) {
+          float* image = x + img * g.h * g.w * c;
+          for (int64_t oy = 0; oy < g.oh; ++oy) {
+            for (int64_t ox = 0; ox < g.ow; ++ox) {
+              const float* row =
+                  cols + ((img * g.oh + oy) * g.ow + ox) * row_len;
+              const Clip w = ClipWindow(g, oy, ox);
+              for (int64_t iy = w.y0; iy < w.y1; ++iy) {
+                const int64_t ky = w.ky0 + iy - w.y0;
+                const float* src = row + (ky * g.kw + w.kx0) * c;
+                float* dst = image + (iy * g.w + w.x0) * c;
+                const int64_t count = (w.x1 - w.x0) * c;
+                for (int64_t i = 0; i < count; ++i) dst[i] += src[i];
+              }
+            }
+          }
+        }
+      });
+}
+
+void Pool(CpuThreadPool& pool, PoolKind kind, const WindowGeometry& g,
+          const float* x, float* y) {
   const int64_t c = g.c;
-  std::fill_n(dx, g.input_size(), 0.0f);
-  std::vector<bool> routed(kind == PoolKind::kMax ? c : 0);
-  for (int64_t img = 0; img < g.n; ++img) {
-    const float* image = x + img * g.h * g.w * c;
-    float* grad = dx + img * g.h * g.w * c;
-    for (int64_t oy = 0; oy < g.oh; ++oy) {
-      for (int64_t ox = 0; ox < g.ow; ++ox) {
-        const int64_t at = ((img * g.oh + oy) * g.ow + ox) * c;
-        const float* out = y + at;
-        const float* out_grad = dy + at;
-        const Clip w = ClipWindow(g, oy, ox);
-        if (kind == PoolKind::kMax) {
-          // The first element (in window order) equal to the maximum.
-          std::fill(routed.begin(), routed.end(), false);
-          for (int64_t iy = w.y0; iy < w.y1; ++iy) {
-            for (int64_t ix = w.x0; ix < w.x1; ++ix) {
-              const int64_t offset = (iy * g.w + ix) * c;
-              for (int64_t ch = 0; ch < c; ++ch) {
-                if (!routed[ch] && image[offset + ch] == out[ch]) {
-                  routed[ch] = true;
-                  grad[offset + ch] += out_grad[ch];
+  pool.ParallelFor(
+      g.n, Grain(g.h * g.w * c), [&](int, int64_t first, int64_t last) {
+        std::vector<double> sums(kind == PoolKind::kAverage ? c : 0);
+        for (int64_t img = first; img < last; ++img) {
+          const float* image = x + img * g.h * g.w * c;
+          for (int64_t oy = 0; oy < g.oh; ++oy) {
+            for (int64_t ox = 0; ox < g.ow; ++ox) {
+              float* out = y + ((img * g.oh + oy) * g.ow + ox) * c;
+              const Clip w = ClipWindow(g, oy, ox);
+              if (kind == PoolKind::kMax) {
+                std::fill_n(out, c, -std::numeric_limits<float>::infinity());
+                for (int64_t iy = w.y0; iy < w.y1; ++iy) {
+                  for (int64_t ix = w.x0; ix < w.x1; ++ix) {
+                    const float* v = image + (iy * g.w + ix) * c;
+                    for (int64_t ch = 0; ch < c; ++ch) {
+                      out[ch] = v[ch] > out[ch] ? v[ch] : out[ch];
+                    }
+                  }
+                }
+              } else {
+                std::fill(sums.begin(), sums.end(), 0.0);
+                for (int64_t iy = w.y0; iy < w.y1; ++iy) {
+                  for (int64_t ix = w.x0; ix < w.x1; ++ix) {
+                    const float* v = image + (iy * g.w + ix) * c;
+                    for (int64_t ch = 0; ch < c; ++ch) sums[ch] += v[ch];
+                  }
+                }
+                const double count = double(w.y1 - w.y0) * double(w.x1 - w.x0);
+                for (int64_t ch = 0; ch < c; ++ch) {
+                  out[ch] = static_cast<float>(sums[ch] / count);
                 }
               }
             }
           }
-        } else {
-          const float share =
-              1.0f / static_cast<float>((w.y1 - w.y0) * (w.x1 - w.x0));
-          for (int64_t iy = w.y0; iy < w.y1; ++iy) {
-            for (int64_t ix = w.x0; ix < w.x1; ++ix) {
-              float* dst = grad + (iy * g.w + ix) * c;
-              for (int64_t ch = 0; ch < c; ++ch) {
-                dst[ch] += out_grad[ch] * share;
+        }
+      });
+}
+
+void PoolBackward(CpuThreadPool& pool, PoolKind kind, const WindowGeometry& g,
+                  const float* x, const float* y, const float* dy, float* dx) {
+  const int64_t c = g.c, image_size = g.h * g.w * c;
+  pool.ParallelFor(
+      g.n, Grain(2 * image_size), [&](int, int64_t first, int64_t last) {
+        std::fill(dx + first * image_size, dx + last * image_size, 0.0f);
+        std::vector<bool> routed(kind == PoolKind::kMax ? c : 0);
+        for (int64_t img = first; img < last; ++img) {
+          const float* image = x + img * g.h * g.w * c;
+          float* grad = dx + img * g.h * g.w * c;
+          for (int64_t oy = 0; oy < g.oh; ++oy) {
+            for (int64_t ox = 0; ox < g.ow; ++ox) {
+              const int64_t at = ((img * g.oh + oy) * g.ow + ox) * c;
+              const float* out = y + at;
+              const float* out_grad = dy + at;
+              const Clip w = ClipWindow(g, oy, ox);
+              if (kind == PoolKind::kMax) {
+                // The first element (in window order) equal to the maximum.
+                std::fill(routed.begin(), routed.end(), false);
+                for (int64_t iy = w.y0; iy < w.y1; ++iy) {
+                  for (int64_t ix = w.x0; ix < w.x1; ++ix) {
+                    const int64_t offset = (iy * g.w + ix) * c;
+                    for (int64_t ch = 0; ch < c; ++ch) {
+                      if (!routed[ch] && image[offset + ch] == out[ch]) {
+                        routed[ch] = true;
+                        grad[offset + ch] += out_grad[ch];
+                      }
+                    }
+                  }
+                }
+              } else {
+                const float share =
+                    1.0f / static_cast<float>((w.y1 - w.y0) * (w.x1 - w.x0));
+                for (int64_t iy = w.y0; iy < w.y1; ++iy) {
+                  for (int64_t ix = w.x0; ix < w.x1; ++ix) {
+                    float* dst = grad + (iy * g.w + ix) * c;
+                    for (int64_t ch = 0; ch < c; ++ch) {
+                      dst[ch] += out_grad[ch] * share;
+                    }
+                  }
+                }
               }
             }
           }
         }
+      });
+}
+
+void ChannelMoments(CpuThreadPool& pool, int64_t rows, int64_t channels,
+                    const float* x, float* mean, float* var) {
+  // Two passes in double: the mean, then squared deviations from it (no
+  // cancellation, unlike E[x^2] - E[x]^2). Each chunk of rows sums into
+  // its own partials, added up in chunk order.
+  const int64_t grain = Grain(channels);
+  const int chunks = pool.Chunks(rows, grain);
+  std::vector<double> partial(chunks * channels, 0.0);
+  pool.ParallelFor(rows, grain, [&](int chunk, int64_t begin, int64_t end) {
+    double* sum = partial.data() + chunk * channels;
+    for (int64_t r = begin; r < end; ++r) {
+      const float* row = x + r * channels;
+      for (int64_t ch = 0; ch < channels; ++ch) sum[ch] += row[ch];
+    }
+  });
+  const double count = static_cast<double>(std::max<int64_t>(rows, 1));
+  std::vector<double> mu(channels, 0.0);
+  for (int chunk = 0; chunk < chunks; ++chunk) {
+    for (int64_t ch = 0; ch < channels; ++ch) {
+      mu[ch] += partial[chunk * channels + ch];
+    }
+  }
+  for (int64_t ch = 0; ch < channels; ++ch) mu[ch] /= count;
+  std::fill(partial.begin(), partial.end(), 0.0);
+  pool.ParallelFor(rows, grain, [&](int chunk, int64_t begin, int64_t end) {
+    double* sq = partial.data() + chunk * channels;
+    for (int64_t r = begin; r < end; ++r) {
+      const float* row = x + r * channels;
+      for (int64_t ch = 0; ch < channels; ++ch) {
+        const double d = row[ch] - mu[ch];
+        sq[ch] += d * d;
       }
     }
-  }
-}
-
-void ChannelMoments(int64_t rows, int64_t channels, const float* x, float* mean,
-                    float* var) {
-  // Two passes in double: the mean, then squared deviations from it (no
-  // cancellation, unlike E[x^2] - E[x]^2).
-  std::vector<double> sum(channels, 0.0), sq(channels, 0.0);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = x + r * channels;
-    for (int64_t ch = 0; ch < channels; ++ch) sum[ch] += row[ch];
-  }
-  const double count = static_cast<double>(std::max<int64_t>(rows, 1));
-  for (int64_t ch = 0; ch < channels; ++ch) sum[ch] /= count;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = x + r * channels;
-    for (int64_t ch = 0; ch < channels; ++ch) {
-      const double d = row[ch] - sum[ch];
-      sq[ch] += d * d;
-    }
-  }
+  });
   for (int64_t ch = 0; ch < channels; ++ch) {
-    mean[ch] = static_cast<float>(sum[ch]);
-    var[ch] = static_cast<float>(sq[ch] / count);
+    double sq = 0;
+    for (int chunk = 0; chunk < chunks; ++chunk) {
+      sq += partial[chunk * channels + ch];
+    }
+    mean[ch] = static_cast<float>(mu[ch]);
+    var[ch] = static_cast<float>(sq / count);
   }
 }
 
-void BatchNormApply(int64_t rows, int64_t channels, const float* x,
-                    const float* mean, const float* var, float epsilon,
-                    const float* gamma, const float* beta, float* y) {
+void BatchNormApply(CpuThreadPool& pool, int64_t rows, int64_t channels,
+                    const float* x, const float* mean, const float* var,
+                    float epsilon, const float* gamma, const float* beta,
+                    float* y) {
   // y = x * scale + shift per channel.
   std::vector<float> scale(channels), shift(channels);
   for (int64_t ch = 0; ch < channels; ++ch) {
@@ -217,30 +271,48 @@ void BatchNormApply(int64_t rows, int64_t channels, const float* x,
     scale[ch] = (gamma != nullptr ? gamma[ch] : 1.0f) * inv_std;
     shift[ch] = (beta != nullptr ? beta[ch] : 0.0f) - mean[ch] * scale[ch];
   }
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* in = x + r * channels;
-    float* out = y + r * channels;
-    for (int64_t ch = 0; ch < channels; ++ch) {
-      out[ch] = in[ch] * scale[ch] + shift[ch];
+  pool.ParallelFor(rows, Grain(channels), [&](int, int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* in = x + r * channels;
+      float* out = y + r * channels;
+      for (int64_t ch = 0; ch < channels; ++ch) {
+        out[ch] = in[ch] * scale[ch] + shift[ch];
+      }
     }
-  }
+  });
 }
 
-void BatchNormBackward(int64_t rows, int64_t channels, const float* x,
-                       const float* mean, const float* var, float epsilon,
-                       const float* gamma, const float* dy, float* dx,
-                       float* dgamma, float* dbeta) {
-  std::vector<double> sum_dy(channels, 0.0), sum_dy_xhat(channels, 0.0);
+void BatchNormBackward(CpuThreadPool& pool, int64_t rows, int64_t channels,
+                       const float* x, const float* mean, const float* var,
+                       float epsilon, const float* gamma, const float* dy,
+                       float* dx, float* dgamma, float* dbeta) {
   std::vector<float> inv_std(channels);
   for (int64_t ch = 0; ch < channels; ++ch) {
     inv_std[ch] = 1.0f / std::sqrt(var[ch] + epsilon);
   }
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* in = x + r * channels;
-    const float* g = dy + r * channels;
+  // Per chunk: sum(dy) in the first `channels` partials, sum(dy * x_hat)
+  // in the next.
+  const int64_t grain = Grain(2 * channels);
+  const int chunks = pool.Chunks(rows, grain);
+  std::vector<double> partial(chunks * 2 * channels, 0.0);
+  pool.ParallelFor(rows, grain, [&](int chunk, int64_t begin, int64_t end) {
+    double* sum_dy = partial.data() + chunk * 2 * channels;
+    double* sum_dy_xhat = sum_dy + channels;
+    for (int64_t r = begin; r < end; ++r) {
+      const float* in = x + r * channels;
+      const float* g = dy + r * channels;
+      for (int64_t ch = 0; ch < channels; ++ch) {
+        sum_dy[ch] += g[ch];
+        sum_dy_xhat[ch] += double(g[ch]) * ((in[ch] - mean[ch]) * inv_std[ch]);
+      }
+    }
+  });
+  std::vector<double> sum_dy(channels, 0.0), sum_dy_xhat(channels, 0.0);
+  for (int chunk = 0; chunk < chunks; ++chunk) {
+    const double* part = partial.data() + chunk * 2 * channels;
     for (int64_t ch = 0; ch < channels; ++ch) {
-      sum_dy[ch] += g[ch];
-      sum_dy_xhat[ch] += double(g[ch]) * ((in[ch] - mean[ch]) * inv_std[ch]);
+      sum_dy[ch] += part[ch];
+      sum_dy_xhat[ch] += part[channels + ch];
     }
   }
   // dx = gamma * inv_std / N * (N * dy - sum(dy) - x_hat * sum(dy * x_hat)).
@@ -251,15 +323,17 @@ void BatchNormBackward(int64_t rows, int64_t channels, const float* x,
     mean_dy[ch] = static_cast<float>(sum_dy[ch] / count);
     mean_dy_xhat[ch] = static_cast<float>(sum_dy_xhat[ch] / count);
   }
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* in = x + r * channels;
-    const float* g = dy + r * channels;
-    float* out = dx + r * channels;
-    for (int64_t ch = 0; ch < channels; ++ch) {
-      const float x_hat = (in[ch] - mean[ch]) * inv_std[ch];
-      out[ch] = k[ch] * (g[ch] - mean_dy[ch] - x_hat * mean_dy_xhat[ch]);
+  pool.ParallelFor(rows, grain, [&](int, int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* in = x + r * channels;
+      const float* g = dy + r * channels;
+      float* out = dx + r * channels;
+      for (int64_t ch = 0; ch < channels; ++ch) {
+        const float x_hat = (in[ch] - mean[ch]) * inv_std[ch];
+        out[ch] = k[ch] * (g[ch] - mean_dy[ch] - x_hat * mean_dy_xhat[ch]);
+      }
     }
-  }
+  });
   for (int64_t ch = 0; ch < channels; ++ch) {
     if (dgamma != nullptr) dgamma[ch] = static_cast<float>(sum_dy_xhat[ch]);
     if (dbeta != nullptr) dbeta[ch] = static_cast<float>(sum_dy[ch]);
