@@ -32,6 +32,7 @@
 #include "common/metrics/system_metrics_logger.h"
 #include "common/port_file.h"
 #include "common/status_macros.h"
+#include "evaluation/test_data.h"
 #include "model/initializer.h"
 #include "model/job_plan.h"
 #include "model/memory_estimate.h"
@@ -369,6 +370,18 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
   for (int64_t d : train.example_shape) spec.add_example_shape(d);
   spec.set_num_fields(num_fields);
   for (const EmbeddingTableSpec& table : tables) *spec.add_tables() = table;
+  // The evaluator's own read of the test data, now: data that cannot serve
+  // the model (another split's labels, images of another shape, a
+  // truncated file) fails the job before it trains, not at the first
+  // evaluation.
+  if (HasTestData(job)) {
+    coordinator.SetActivity("checking the test data");
+    if (absl::StatusOr<TestData> test = LoadTestData(spec); !test.ok()) {
+      return absl::Status(test.status().code(),
+                          absl::StrCat("the test data cannot serve this job: ",
+                                       test.status().message()));
+    }
+  }
 
   coordinator.SetActivity("waiting for the parameter servers to answer");
   RETURN_IF_ERROR(WaitForParameterServers(tf, options.security, deadline,

@@ -167,6 +167,46 @@ TEST(TrainingTest, InterruptStopsEveryProcess) {
               ::testing::Not(IsOk()));
 }
 
+// Test data that cannot serve the model fails the job before it trains,
+// naming the file (it used to fail at the first evaluation, a minute in).
+TEST(TrainingTest, TestDataThatCannotServeTheModelFailsTheJobAtStart) {
+  const std::string data = kFashionMnist;
+  // The test images cut short (a copy that stopped half way).
+  const std::string truncated = TempPath("t10k-images-truncated-idx3-ubyte");
+  {
+    std::ifstream in(data + "t10k-images-idx3-ubyte.gz", std::ios::binary);
+    std::stringstream whole;
+    whole << in.rdbuf();
+    const std::string bytes = whole.str();
+    ASSERT_GT(bytes.size(), 1000u);
+    std::ofstream(truncated + ".gz", std::ios::binary)
+        << bytes.substr(0, bytes.size() / 2);
+  }
+  const struct {
+    const char* what;
+    std::string from, to, named;
+  } cases[] = {
+      {"labels of the training split", "t10k-labels-idx1-ubyte.gz",
+       "train-labels-idx1-ubyte.gz", "train-labels-idx1-ubyte.gz"},
+      {"a truncated images file", data + "t10k-images-idx3-ubyte.gz",
+       truncated + ".gz", truncated},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    const std::string job =
+        absl::StrReplaceAll(TestJob("ASYNC", 100000), {{c.from, c.to}});
+    ASSERT_NE(job, TestJob("ASYNC", 100000));
+    LocalRun run =
+        RunLocal(WriteTestFile("bad_test_data.json", job), {"--evaluator"});
+    EXPECT_EQ(run.exit_code, 1) << run.output;
+    EXPECT_THAT(run.output, AllOf(HasSubstr("the test data cannot serve this "
+                                            "job"),
+                                  HasSubstr(c.named)));
+    // Nobody trained.
+    EXPECT_THAT(run.output, Not(HasSubstr("joined; training"))) << run.output;
+  }
+}
+
 TEST(TrainingTest, BadJobConfigIsRefusedBeforeAnythingStarts) {
   std::string job = TestJob("ASYNC", 10);
   job =
