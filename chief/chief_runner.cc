@@ -363,6 +363,7 @@ absl::StatusOr<Prepared> PrepareJob(const ChiefOptions& options,
   ps.set_max_staleness(job.training().max_staleness());
   ps.set_job_name(job.name());
   ps.set_log_dir(job.logging().log_dir());
+  ps.set_run_group(job.logging().run_group());
   spec.set_total_steps(TotalGlobalSteps(job, train.num_examples, num_workers));
   spec.set_num_workers(num_workers);
   spec.set_input_size(model->input().num_features());

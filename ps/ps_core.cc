@@ -103,6 +103,9 @@ absl::StatusOr<ConfigureResponse> ParameterServerCore::Configure(
     // It becomes folders: <log_dir>/<job name>/ps-<index>/.
     RETURN_IF_ERROR(CheckPathName(request.job_name(), "the job name"));
   }
+  if (!request.run_group().empty()) {
+    RETURN_IF_ERROR(CheckPathName(request.run_group(), "the run group"));
+  }
   if (request.log_dir().size() > 4096) {
     return absl::InvalidArgumentError(
         absl::StrCat("log_dir is ", request.log_dir().size(),

@@ -41,7 +41,9 @@ void PsSystemMetrics::Run() {
   }
   const std::string job =
       configuration->job_name().empty() ? "unnamed" : configuration->job_name();
-  const std::string dir = absl::StrCat(root, "/", job, "/ps-", task_index_);
+  const std::string& group = configuration->run_group();
+  const std::string dir = absl::StrCat(
+      root, "/", group.empty() ? "" : group + "/", job, "/ps-", task_index_);
   absl::StatusOr<std::unique_ptr<SystemMetricsLogger>> started =
       SystemMetricsLogger::Start(dir, SystemMetricsLogger::Options());
   if (!started.ok()) {

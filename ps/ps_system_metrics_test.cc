@@ -47,6 +47,29 @@ TEST(PsSystemMetricsTest, TheEventFileGoesWhereTheChiefSays) {
   EXPECT_THAT(ScalarTagsIn(dir), Contains("system/resident_memory_bytes"));
 }
 
+TEST(PsSystemMetricsTest, ARunGroupIsAFolderAboveTheJobs) {
+  ParameterServerCore core{ParameterServerCore::Options()};
+  PsSystemMetrics metrics(&core, 0, /*logdir_flag=*/"");
+  ConfigureRequest request = Configuration(TestDir("group_logs"));
+  request.set_run_group("sweep");
+  ASSERT_OK(core.Configure(request));
+  const std::string dir = TestDir("group_logs") + "/sweep/demo/ps-0/system";
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while (!ScalarTagsIn(dir).count("system/threads") && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_THAT(ScalarTagsIn(dir), Contains("system/threads"));
+}
+
+TEST(PsSystemMetricsTest, ARunGroupThatWouldBeAPathIsRefused) {
+  ParameterServerCore core{ParameterServerCore::Options()};
+  ConfigureRequest request = Configuration(TestDir("refused_logs"));
+  request.set_run_group("../escape");
+  EXPECT_THAT(core.Configure(request),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::HasSubstr("the run group")));
+}
+
 TEST(PsSystemMetricsTest, TheFlagOverridesTheJobsDirectory) {
   ParameterServerCore core{ParameterServerCore::Options()};
   PsSystemMetrics metrics(&core, 0, TestDir("flag_logs"));

@@ -71,6 +71,11 @@ void FillJobConfigDefaults(JobConfig& config) {
 absl::Status ValidateJobConfig(const JobConfig& config) {
   // The name becomes folders: <log_dir>/<name>/<task>.
   RETURN_IF_ERROR(CheckPathName(config.name(), "name"));
+  if (!config.logging().run_group().empty()) {
+    // <log_dir>/<run_group>/<name>/<task>.
+    RETURN_IF_ERROR(
+        CheckPathName(config.logging().run_group(), "logging.run_group"));
+  }
   const ModelConfig& model = config.model();
   if (model.kind_case() == ModelConfig::KIND_NOT_SET &&
       model.layers().empty()) {
@@ -335,7 +340,9 @@ std::string MetricsDir(const JobConfig& config, const std::string& logdir_flag,
                        const std::string& task_name) {
   const std::string root =
       logdir_flag.empty() ? config.logging().log_dir() : logdir_flag;
-  return absl::StrCat(root, "/", config.name(), "/", task_name);
+  const std::string& group = config.logging().run_group();
+  return absl::StrCat(root, "/", group.empty() ? "" : group + "/",
+                      config.name(), "/", task_name);
 }
 
 std::string JobConfigSummary(const JobConfig& config) {

@@ -49,8 +49,8 @@ absl::Status CheckBatchFitsShards(const JobConfig& config,
 bool HasTestData(const JobConfig& config);
 
 // Where a task writes its TensorBoard event files:
-// <logdir>/<job name>/<role>-<index>, with `logdir_flag` overriding the
-// job's logging.log_dir when set.
+// <logdir>/[<run group>/]<job name>/<role>-<index>, with `logdir_flag`
+// overriding the job's logging.log_dir when set.
 std::string MetricsDir(const JobConfig& config, const std::string& logdir_flag,
                        const std::string& task_name);
 

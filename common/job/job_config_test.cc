@@ -113,6 +113,26 @@ TEST(JobConfigTest, ANameThatWouldBeAPathIsRefusedWithTheRule) {
   }
 }
 
+TEST(JobConfigTest, ARunGroupIsAFolderAboveTheJobs) {
+  ASSERT_OK_AND_ASSIGN(JobConfig config, ParseJobConfig(kMinimal, "t.json"));
+  config.set_name("trial-3");
+  EXPECT_EQ(MetricsDir(config, "/logs", "worker-1"), "/logs/trial-3/worker-1");
+  config.mutable_logging()->set_run_group("sweep_lr");
+  EXPECT_EQ(MetricsDir(config, "/logs", "worker-1"),
+            "/logs/sweep_lr/trial-3/worker-1");
+  for (const char* group : {"..", "a/b", "/abs"}) {
+    std::string json = kMinimal;
+    json.replace(
+        json.find('{') + 1, 0,
+        absl::StrCat("\"logging\": {\"run_group\": \"", group, "\"},"));
+    EXPECT_THAT(ParseJobConfig(json, "test.json"),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("logging.run_group"),
+                               HasSubstr("letters, digits"))))
+        << group;
+  }
+}
+
 TEST(JobConfigTest, MissingModelIsRejected) {
   std::string json = kMinimal;
   json.replace(json.find("{\"softmax_regression\": {}}"), 26, "{}");
