@@ -59,6 +59,7 @@ PUBLIC_ROLE_HEADERS = {
     "chief/chief_runner.h",  # worker 0 runs the chief's duties
     "chief/job_coordinator.h",  # the job's state machine, in process
     "chief/local_coordinator_client.h",  # its in-process client
+    "chief/termination.h",  # its save on SIGTERM (ChiefOptions.termination)
 }
 # Files that may include absl/synchronization/ (everything else locks
 # through common/mutex.h).
