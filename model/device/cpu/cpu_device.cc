@@ -182,23 +182,26 @@ class CpuDevice final : public Device {
   absl::Status ColumnSums(int64_t rows, int64_t cols, const DeviceArray& x,
                           DeviceArray& sums) override {
     RETURN_IF_ERROR(CheckColumnSums(rows, cols, x, sums));
-    // Each chunk of rows sums into its own partials (the first chunk into
-    // `sums`), added up in chunk order.
+    // Each chunk of rows sums into a vector of its own (no cache lines
+    // shared while summing), stored once and added up in chunk order.
     const int64_t grain = RowGrain(cols);
     const int chunks = pool_.Chunks(rows, grain);
-    std::vector<float> partial((chunks - 1) * cols, 0.0f);
-    std::fill_n(sums.data(), cols, 0.0f);  // also when there are no rows
+    std::vector<float> partial(chunks * cols, 0.0f);
     pool_.ParallelFor(rows, grain, [&](int chunk, int64_t first, int64_t last) {
-      float* __restrict__ s =
-          chunk == 0 ? sums.data() : partial.data() + (chunk - 1) * cols;
+      std::vector<float> local(cols, 0.0f);
+      float* __restrict__ s = local.data();
       for (int64_t r = first; r < last; ++r) {
         const float* __restrict__ row = x.data() + r * cols;
         for (int64_t c = 0; c < cols; ++c) s[c] += row[c];
       }
+      std::copy(local.begin(), local.end(), partial.begin() + chunk * cols);
     });
+    // The first chunk's sums as they are (so one thread adds exactly as
+    // before), then the others in order.
     float* __restrict__ s = sums.data();
+    std::copy_n(partial.data(), cols, s);
     for (int chunk = 1; chunk < chunks; ++chunk) {
-      const float* part = partial.data() + (chunk - 1) * cols;
+      const float* part = partial.data() + chunk * cols;
       for (int64_t c = 0; c < cols; ++c) s[c] += part[c];
     }
     return absl::OkStatus();

@@ -220,16 +220,19 @@ void ChannelMoments(CpuThreadPool& pool, int64_t rows, int64_t channels,
                     const float* x, float* mean, float* var) {
   // Two passes in double: the mean, then squared deviations from it (no
   // cancellation, unlike E[x^2] - E[x]^2). Each chunk of rows sums into
-  // its own partials, added up in chunk order.
+  // its own partials, added up in chunk order. A chunk sums in a vector of
+  // its own and stores it once at the end: chunks' partials share cache
+  // lines, and writing them row by row made two threads slower than one.
   const int64_t grain = Grain(channels);
   const int chunks = pool.Chunks(rows, grain);
   std::vector<double> partial(chunks * channels, 0.0);
   pool.ParallelFor(rows, grain, [&](int chunk, int64_t begin, int64_t end) {
-    double* sum = partial.data() + chunk * channels;
+    std::vector<double> sum(channels, 0.0);
     for (int64_t r = begin; r < end; ++r) {
       const float* row = x + r * channels;
       for (int64_t ch = 0; ch < channels; ++ch) sum[ch] += row[ch];
     }
+    std::copy(sum.begin(), sum.end(), partial.begin() + chunk * channels);
   });
   const double count = static_cast<double>(std::max<int64_t>(rows, 1));
   std::vector<double> mu(channels, 0.0);
@@ -241,7 +244,7 @@ void ChannelMoments(CpuThreadPool& pool, int64_t rows, int64_t channels,
   for (int64_t ch = 0; ch < channels; ++ch) mu[ch] /= count;
   std::fill(partial.begin(), partial.end(), 0.0);
   pool.ParallelFor(rows, grain, [&](int chunk, int64_t begin, int64_t end) {
-    double* sq = partial.data() + chunk * channels;
+    std::vector<double> sq(channels, 0.0);
     for (int64_t r = begin; r < end; ++r) {
       const float* row = x + r * channels;
       for (int64_t ch = 0; ch < channels; ++ch) {
@@ -249,6 +252,7 @@ void ChannelMoments(CpuThreadPool& pool, int64_t rows, int64_t channels,
         sq[ch] += d * d;
       }
     }
+    std::copy(sq.begin(), sq.end(), partial.begin() + chunk * channels);
   });
   for (int64_t ch = 0; ch < channels; ++ch) {
     double sq = 0;
@@ -291,12 +295,13 @@ void BatchNormBackward(CpuThreadPool& pool, int64_t rows, int64_t channels,
     inv_std[ch] = 1.0f / std::sqrt(var[ch] + epsilon);
   }
   // Per chunk: sum(dy) in the first `channels` partials, sum(dy * x_hat)
-  // in the next.
+  // in the next (summed locally and stored once, as in ChannelMoments).
   const int64_t grain = Grain(2 * channels);
   const int chunks = pool.Chunks(rows, grain);
   std::vector<double> partial(chunks * 2 * channels, 0.0);
   pool.ParallelFor(rows, grain, [&](int chunk, int64_t begin, int64_t end) {
-    double* sum_dy = partial.data() + chunk * 2 * channels;
+    std::vector<double> sums(2 * channels, 0.0);
+    double* sum_dy = sums.data();
     double* sum_dy_xhat = sum_dy + channels;
     for (int64_t r = begin; r < end; ++r) {
       const float* in = x + r * channels;
@@ -306,6 +311,7 @@ void BatchNormBackward(CpuThreadPool& pool, int64_t rows, int64_t channels,
         sum_dy_xhat[ch] += double(g[ch]) * ((in[ch] - mean[ch]) * inv_std[ch]);
       }
     }
+    std::copy(sums.begin(), sums.end(), partial.begin() + chunk * 2 * channels);
   });
   std::vector<double> sum_dy(channels, 0.0), sum_dy_xhat(channels, 0.0);
   for (int chunk = 0; chunk < chunks; ++chunk) {

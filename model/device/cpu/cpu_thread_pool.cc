@@ -40,7 +40,7 @@ bool SpinUntil(Predicate done) {
 CpuThreadPool::CpuThreadPool(int threads) : threads_(std::max(1, threads)) {
   helpers_.reserve(threads_ - 1);
   for (int i = 1; i < threads_; ++i) {
-    helpers_.emplace_back([this, i] { HelperLoop(i); });
+    helpers_.emplace_back([this] { HelperLoop(); });
   }
 }
 
@@ -81,13 +81,21 @@ void CpuThreadPool::ParallelFor(
   }
   {
     MutexLock lock(&mu_);
+    job.tag =
+        static_cast<uint32_t>(generation_.load(std::memory_order_relaxed) + 1);
     job_ = job;
-    pending_.store(job.chunks - 1, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    claim_.store(uint64_t{job.tag} << 32 | 1, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
   }
   RunChunk(job, 0);
-  // Acquire: the helpers' writes happen before their decrements.
-  auto done = [this] { return pending_.load(std::memory_order_acquire) == 0; };
+  // Then whatever chunks no helper has claimed yet (one may be descheduled
+  // on a busy machine).
+  done_.fetch_add(1 + RunClaimedChunks(job), std::memory_order_relaxed);
+  // Acquire: the helpers' writes happen before their increments.
+  auto done = [this, chunks = job.chunks] {
+    return done_.load(std::memory_order_acquire) == chunks;
+  };
   if (!SpinUntil(done)) {
     MutexLock lock(&mu_);
     mu_.Await(Condition(&done));
@@ -95,7 +103,22 @@ void CpuThreadPool::ParallelFor(
   busy_.store(false, std::memory_order_release);
 }
 
-void CpuThreadPool::HelperLoop(int index) {
+int CpuThreadPool::RunClaimedChunks(const Job& job) {
+  int ran = 0;
+  uint64_t claim = claim_.load(std::memory_order_relaxed);
+  while ((claim >> 32) == job.tag &&
+         static_cast<int>(claim & 0xffffffff) < job.chunks) {
+    if (claim_.compare_exchange_weak(claim, claim + 1,
+                                     std::memory_order_relaxed)) {
+      RunChunk(job, static_cast<int>(claim & 0xffffffff));
+      ++ran;
+      claim = claim_.load(std::memory_order_relaxed);
+    }
+  }
+  return ran;
+}
+
+void CpuThreadPool::HelperLoop() {
   // Set here rather than inherited: the pool may be created by a thread
   // that never set the mode (a test, a library user's thread).
   EnableFlushToZero();
@@ -116,10 +139,10 @@ void CpuThreadPool::HelperLoop(int index) {
       seen = generation_.load(std::memory_order_relaxed);
       job = job_;
     }
-    if (index >= job.chunks) continue;
-    RunChunk(job, index);
+    const int ran = RunClaimedChunks(job);
+    if (ran == 0) continue;
     MutexLock lock(&mu_);  // so that a caller blocked in Await sees it
-    pending_.fetch_sub(1, std::memory_order_release);
+    done_.fetch_add(ran, std::memory_order_release);
   }
 }
 

@@ -1,6 +1,8 @@
 // The CPU backend's compute threads: a small fork-join pool that splits an
 // op's work into contiguous chunks, one per thread, the calling thread
-// taking the first. The helper threads start with the pool and live as
+// taking the first. Threads claim chunks rather than own them, so when a
+// helper is descheduled (a busy machine) the others take its chunk instead
+// of waiting for it. The helper threads start with the pool and live as
 // long as it does (no thread is created per call); each sets flush-to-zero
 // (common/float_mode.h) first thing, whatever the creating thread's mode.
 //
@@ -13,9 +15,9 @@
 // worker waits on the parameter servers) still sleeps.
 //
 // Chunk boundaries depend only on the work's size, the grain and the
-// pool's thread count, so an op that combines per-chunk partial results in
-// chunk order gives bitwise the same result on every run with the same
-// thread count.
+// pool's thread count (not on which thread runs a chunk), so an op that
+// combines per-chunk partial results in chunk order gives bitwise the same
+// result on every run with the same thread count.
 //
 // Thread safety: ParallelFor may be called from any thread. One call at a
 // time uses the helpers; a call made while another is running (from
@@ -65,10 +67,13 @@ class CpuThreadPool {
     absl::FunctionRef<void(int, int64_t, int64_t)>* fn = nullptr;
     int64_t n = 0;
     int chunks = 0;
+    uint32_t tag = 0;  // the generation's low 32 bits
   };
 
-  void HelperLoop(int index);
+  void HelperLoop();
   static void RunChunk(const Job& job, int chunk);
+  // Claims and runs `job`'s chunks until none is left; returns how many.
+  int RunClaimedChunks(const Job& job);
 
   // Constant after construction.
   const int threads_;
@@ -83,7 +88,10 @@ class CpuThreadPool {
   // Written with mu_ held (so that Await sees them change), read without
   // it while spinning.
   std::atomic<int64_t> generation_{0};
-  std::atomic<int> pending_{0};  // helpers' chunks of this job not yet done
+  std::atomic<int> done_{0};  // chunks of this job that have run
+  // The job's tag << 32 | the next chunk to claim; claims by a thread that
+  // holds an older job fail on the tag.
+  std::atomic<uint64_t> claim_{0};
 };
 
 }  // namespace psflow::cpu

@@ -1,6 +1,7 @@
 #include "model/device/cpu/cpu_thread_pool.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -41,11 +42,38 @@ TEST(CpuThreadPoolTest, NoChunkIsSmallerThanTheGrain) {
   EXPECT_EQ(calls, 0) << "an empty range runs nothing";
 }
 
+// Makes each of `threads` chunks wait until all have started, so that each
+// runs on a thread of its own (the caller cannot claim a second chunk while
+// it waits in its first). Fails rather than hangs if they never meet.
+class Meeting {
+ public:
+  explicit Meeting(int threads) : threads_(threads) {}
+  void Arrive() {
+    ++arrived_;
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (arrived_.load() < threads_) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "only " << arrived_.load() << " of " << threads_
+                      << " chunks started together";
+        return;
+      }
+      std::this_thread::yield();
+    }
+  }
+
+ private:
+  const int threads_;
+  std::atomic<int> arrived_{0};
+};
+
 TEST(CpuThreadPoolTest, ChunksRunOnTheHelperThreads) {
   CpuThreadPool pool(3);
   std::vector<std::thread::id> ran(3);
+  Meeting meeting(3);
   pool.ParallelFor(3, 1, [&](int chunk, int64_t, int64_t) {
     ran[chunk] = std::this_thread::get_id();
+    meeting.Arrive();
   });
   EXPECT_EQ(ran[0], std::this_thread::get_id()) << "the caller takes chunk 0";
   EXPECT_NE(ran[1], std::this_thread::get_id());
@@ -58,8 +86,10 @@ TEST(CpuThreadPoolTest, HelperThreadsFlushSubnormalsEvenIfTheCreatorDoesNot) {
   CpuThreadPool pool(3);
   std::vector<unsigned> csr(3, 0);
   std::vector<std::thread::id> ran(3);
+  Meeting meeting(3);
   pool.ParallelFor(3, 1, [&](int chunk, int64_t, int64_t) {
     ran[chunk] = std::this_thread::get_id();
+    meeting.Arrive();
 #if defined(__x86_64__) || defined(__i386__)
     csr[chunk] = _mm_getcsr();
 #endif
