@@ -159,6 +159,8 @@ TEST(PreemptionTest, InterruptingPsctlLocalSavesTheCurrentStepFirst) {
   ASSERT_TRUE(saved.has_value()) << out;
   EXPECT_GE(*saved, before) << out;
   EXPECT_THAT(out, Not(HasSubstr("stopped tasks that did not exit in time")));
+  // How to resume: the default checkpoint directory is emptied at start.
+  EXPECT_THAT(out, HasSubstr("run it again with --checkpoint_dir="));
 }
 
 }  // namespace

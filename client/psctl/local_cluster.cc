@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "checkpoint/state_file.h"
 #include "client/grpc_coordinator_client.h"
 #include "client/psctl/job_certificates.h"
 #include "client/psctl/synth_ctr_job.h"
@@ -504,6 +505,17 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
     }
   }
   if (!reason.empty()) out << "psctl local: " << reason << "\n";
+  if (stop_signal.load() != 0) {
+    // The default checkpoint directory is emptied at every start: resuming
+    // takes naming it.
+    absl::StatusOr<std::optional<std::string>> latest =
+        LatestCheckpoint(checkpoint_dir);
+    if (latest.ok() && latest->has_value()) {
+      out << "psctl local: to resume from " << **latest
+          << ", run it again with --checkpoint_dir="
+          << AbsolutePath(checkpoint_dir) << "\n";
+    }
+  }
   return exit_code;
 }
 
