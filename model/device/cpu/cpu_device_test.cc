@@ -79,8 +79,11 @@ class CpuDeviceThreadsTest : public ::testing::Test {
 
 TEST_F(CpuDeviceThreadsTest, GemmSplitByRowsOrColumnsMatchesOneThread) {
   // (m, n, k): C tall enough to split by rows, then too short (by columns).
-  for (const auto [m, n, k] : {std::array<int64_t, 3>{300, 24, 100},
-                               std::array<int64_t, 3>{20, 500, 200}}) {
+  for (const std::array<int64_t, 3>& shape :
+       {std::array<int64_t, 3>{300, 24, 100},
+        std::array<int64_t, 3>{20, 500, 200}}) {
+    // Named, not a structured binding: clang 14 cannot capture those.
+    const int64_t m = shape[0], n = shape[1], k = shape[2];
     for (const bool ta : {false, true}) {
       for (const bool tb : {false, true}) {
         SCOPED_TRACE(::testing::Message() << m << "x" << n << "x" << k
