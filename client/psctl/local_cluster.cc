@@ -46,6 +46,7 @@ namespace {
 struct Task {
   TaskId id;
   int port = 0;
+  int metrics_port = 0;  // with --metrics
   std::string binary;
   std::vector<std::string> args;
   std::unique_ptr<Subprocess> process;
@@ -195,8 +196,34 @@ absl::Status SynthesizeCtrDataIfMissing(const JobConfig& job,
 
 }  // namespace
 
-absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
-                                    std::ostream& out) {
+namespace {
+
+// Everything psctl local decides before it starts a process.
+struct LocalJob {
+  JobConfig config;
+  std::vector<Task> tasks;
+  // The tasks' ports by type, in index order (their TF_CONFIG cluster).
+  std::map<TaskType, std::vector<int>> ports;
+  // The task whose exit is the job's end: the chief, or worker 0.
+  TaskId coordinator;
+  std::string result_file;
+  std::string checkpoint_dir;
+  // psctl's own credentials, to watch the chief.
+  TransportSecurity security;
+};
+
+// How the wait for the job's end ended: the exit status to use and, when
+// psctl ended it (a signal, a timeout, a stall, a killed chief), why.
+struct Ending {
+  int exit_code = 0;
+  std::string reason;
+};
+
+// Every problem psctl can find before any process starts: the options,
+// the job config as the chief will read it (generating a CTR data set it
+// asks for), the memory of the tasks this host will run, the binaries.
+absl::StatusOr<JobConfig> CheckBeforeStarting(
+    const LocalClusterOptions& options, std::ostream& out) {
   if (options.num_ps < 1 || options.num_workers < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--ps=", options.num_ps, " --workers=", options.num_workers,
@@ -206,9 +233,6 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
     return absl::InvalidArgumentError(
         "--dir is required: logs, TF_CONFIGs and result.json go there");
   }
-  // Fail before starting anything when the job config is bad.
-  // Every problem the chief would find in the config, before any process
-  // starts.
   ASSIGN_OR_RETURN(JobConfig job, LoadJobConfigFile(options.job_path));
   if (absl::Status model = ValidateModelConfig(job.model()); !model.ok()) {
     return absl::InvalidArgumentError(
@@ -237,52 +261,53 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
           "--bin_dir=<directory holding ps/, worker/, chief/, evaluator/>"));
     }
   }
-  RETURN_IF_ERROR(MakeDirectories(options.dir + "/tf_config"));
+  return job;
+}
 
-  // One distinct port per task: a cluster spec never names a port twice.
+// The tasks, a distinct free port each (a cluster spec never names a port
+// twice; with metrics, a second one each), and every task's binary and
+// flags.
+absl::StatusOr<LocalJob> PlanTasks(const LocalClusterOptions& options,
+                                   JobConfig config) {
+  LocalJob job;
+  job.config = std::move(config);
   const int num_tasks = (options.chief ? 1 : 0) + options.num_ps +
                         options.num_workers + (options.evaluator ? 1 : 0);
-  // With metrics, a second port per task, all distinct too.
   ASSIGN_OR_RETURN(std::vector<int> free_ports,
                    PickFreePorts(options.metrics ? 2 * num_tasks : num_tasks));
-  std::map<TaskType, std::vector<int>> ports;
-  std::vector<Task> tasks;
-  auto add = [&](TaskType type, int index) -> absl::Status {
-    const int port = free_ports[tasks.size()];
-    ports[type].push_back(port);
+  auto add = [&](TaskType type, int index) {
     Task task;
     task.id = TaskId{type, index};
-    task.port = port;
-    tasks.push_back(std::move(task));
-    return absl::OkStatus();
+    task.port = free_ports[job.tasks.size()];
+    if (options.metrics)
+      task.metrics_port = free_ports[num_tasks + job.tasks.size()];
+    job.ports[type].push_back(task.port);
+    job.tasks.push_back(std::move(task));
   };
-  if (options.chief) RETURN_IF_ERROR(add(TaskType::kChief, 0));
-  for (int i = 0; i < options.num_ps; ++i)
-    RETURN_IF_ERROR(add(TaskType::kPs, i));
-  for (int i = 0; i < options.num_workers; ++i) {
-    RETURN_IF_ERROR(add(TaskType::kWorker, i));
-  }
-  if (options.evaluator) RETURN_IF_ERROR(add(TaskType::kEvaluator, 0));
+  if (options.chief) add(TaskType::kChief, 0);
+  for (int i = 0; i < options.num_ps; ++i) add(TaskType::kPs, i);
+  for (int i = 0; i < options.num_workers; ++i) add(TaskType::kWorker, i);
+  if (options.evaluator) add(TaskType::kEvaluator, 0);
 
-  const std::string result_file = options.dir + "/result.json";
-  unlink(result_file.c_str());
-  std::string checkpoint_dir = options.checkpoint_dir;
-  if (checkpoint_dir.empty()) {
-    checkpoint_dir = options.dir + "/checkpoints";
-    RETURN_IF_ERROR(RemoveRecursively(checkpoint_dir));
+  job.result_file = options.dir + "/result.json";
+  job.checkpoint_dir = options.checkpoint_dir;
+  if (job.checkpoint_dir.empty()) {
+    job.checkpoint_dir = options.dir + "/checkpoints";
+    RETURN_IF_ERROR(RemoveRecursively(job.checkpoint_dir));
   }
-  const TaskId coordinator_task = options.chief ? TaskId{TaskType::kChief, 0}
-                                                : TaskId{TaskType::kWorker, 0};
-  for (Task& task : tasks) {
+  job.coordinator = options.chief ? TaskId{TaskType::kChief, 0}
+                                  : TaskId{TaskType::kWorker, 0};
+  const std::string checkpoints = AbsolutePath(job.checkpoint_dir);
+  for (Task& task : job.tasks) {
     const std::string bind = "--bind_host=127.0.0.1";
     const std::string logdir = "--logdir=" + options.dir + "/logs";
     switch (task.id.type) {
       case TaskType::kPs:
         task.binary = "ps/ps_server";
-        task.args = {bind, logdir,
-                     "--checkpoint_root=" + AbsolutePath(checkpoint_dir)};
-        if (!options.shared_memory)
+        task.args = {bind, logdir, "--checkpoint_root=" + checkpoints};
+        if (!options.shared_memory) {
           task.args.push_back("--shared_memory=false");
+        }
         break;
       case TaskType::kChief:
         task.binary = "chief/chief";
@@ -302,27 +327,37 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
         task.args = {bind, logdir, "--device=" + options.device};
         break;
     }
-    if (task.id == coordinator_task) {
+    if (task.id == job.coordinator) {
       task.args.push_back("--job=" + options.job_path);
-      task.args.push_back("--result_file=" + result_file);
-      task.args.push_back("--checkpoint_dir=" + AbsolutePath(checkpoint_dir));
+      task.args.push_back("--result_file=" + job.result_file);
+      task.args.push_back("--checkpoint_dir=" + checkpoints);
+    }
+    if (options.metrics) {
+      task.args.push_back(absl::StrCat("--metrics_port=", task.metrics_port));
     }
   }
+  return job;
+}
 
-  TransportSecurity security;  // psctl's own, to watch the chief
+// Fresh certificates for this run's hosts (<dir>/tls) and fresh job
+// tokens (<dir>/tokens), every task pointed at them; or, with both off,
+// every task open on 127.0.0.1.
+absl::Status SecureTasks(const LocalClusterOptions& options, LocalJob& job) {
   if (options.tls) {
-    std::map<TaskType, ClusterSpec::Job> jobs;
-    for (const Task& task : tasks) {
-      jobs[task.id.type][task.id.index] = absl::StrCat("127.0.0.1:", task.port);
+    std::map<TaskType, ClusterSpec::Job> hosts;
+    for (const Task& task : job.tasks) {
+      hosts[task.id.type][task.id.index] =
+          absl::StrCat("127.0.0.1:", task.port);
     }
     const std::string tls_dir = AbsolutePath(options.dir + "/tls");
-    ASSIGN_OR_RETURN(JobCertificates certificates,
-                     MakeJobCertificates(ClusterSpec(std::move(jobs)),
-                                         job.name(), absl::Hours(24 * 7)));
+    ASSIGN_OR_RETURN(
+        JobCertificates certificates,
+        MakeJobCertificates(ClusterSpec(std::move(hosts)), job.config.name(),
+                            absl::Hours(24 * 7)));
     RETURN_IF_ERROR(WriteJobCertificates(certificates, tls_dir,
                                          SecretOptions{"psflow-tls"}));
-    for (Task& task : tasks) task.args.push_back("--tls_dir=" + tls_dir);
-    ASSIGN_OR_RETURN(security,
+    for (Task& task : job.tasks) task.args.push_back("--tls_dir=" + tls_dir);
+    ASSIGN_OR_RETURN(job.security,
                      LoadMutualTls(tls_dir + "/ca.crt", tls_dir + "/psctl.crt",
                                    tls_dir + "/psctl.key"));
   }
@@ -330,48 +365,43 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
     const std::string token_dir = AbsolutePath(options.dir + "/tokens");
     ASSIGN_OR_RETURN(auto tokens, GenerateJobTokens());
     RETURN_IF_ERROR(WriteJobTokens(tokens, token_dir));
-    for (Task& task : tasks) task.args.push_back("--token_dir=" + token_dir);
-    security.tokens.own = tokens.at(RpcRole::kAdmin);
+    for (Task& task : job.tasks) {
+      task.args.push_back("--token_dir=" + token_dir);
+    }
+    job.security.tokens.own = tokens.at(RpcRole::kAdmin);
   }
   if (!options.tls && !options.tokens) {
     // --tls=false --tokens=false said it: every task on 127.0.0.1, open.
-    for (Task& task : tasks) {
+    for (Task& task : job.tasks) {
       task.args.push_back("--allow_unauthenticated_callers");
     }
   }
+  return absl::OkStatus();
+}
 
-  if (options.metrics) {
-    // Prometheus's file_sd format: one target group per task.
-    std::string targets = "[\n";
-    for (size_t t = 0; t < tasks.size(); ++t) {
-      const int port = free_ports[num_tasks + t];
-      tasks[t].args.push_back(absl::StrCat("--metrics_port=", port));
-      absl::StrAppend(
-          &targets, t == 0 ? "" : ",\n", "  {\"targets\": [\"127.0.0.1:", port,
-          "\"], \"labels\": {\"task\": \"", tasks[t].id.ToString(), "\"}}");
-    }
-    absl::StrAppend(&targets, "\n]\n");
-    RETURN_IF_ERROR(
-        WriteFileAtomically(options.dir + "/prometheus_targets.json", targets));
+// <dir>/prometheus_targets.json, Prometheus's file_sd format: one target
+// group per task.
+absl::Status ListMetricsTargets(const LocalClusterOptions& options,
+                                const LocalJob& job) {
+  std::string targets = "[\n";
+  for (size_t t = 0; t < job.tasks.size(); ++t) {
+    absl::StrAppend(&targets, t == 0 ? "" : ",\n",
+                    "  {\"targets\": [\"127.0.0.1:", job.tasks[t].metrics_port,
+                    "\"], \"labels\": {\"task\": \"",
+                    job.tasks[t].id.ToString(), "\"}}");
   }
+  absl::StrAppend(&targets, "\n]\n");
+  return WriteFileAtomically(options.dir + "/prometheus_targets.json", targets);
+}
 
-  BlockTerminationSignals();
-  WatchTerminationSignals([](const std::string& name) {
-    stop_signal.store(name == "SIGINT" ? SIGINT : SIGTERM);
-    stop_signals_received.fetch_add(1);
-  });
-
-  Mutex out_mu;
-  {
-    MutexLock lock(&out_mu);
-    out << "psctl local: " << options.num_ps << " ps, " << options.num_workers
-        << " workers" << (options.evaluator ? ", evaluator" : "")
-        << (options.chief ? ", chief" : " (worker-0 is the chief)")
-        << "; logs in " << options.dir << "\n";
-  }
-  for (Task& task : tasks) {
+// Starts every task with its TF_CONFIG (also kept in <dir>/tf_config/),
+// in a process group of its own, its output copied to `out`.
+absl::Status StartTasks(const LocalClusterOptions& options, LocalJob& job,
+                        std::ostream& out, Mutex& out_mu) {
+  RETURN_IF_ERROR(MakeDirectories(options.dir + "/tf_config"));
+  for (Task& task : job.tasks) {
     const std::string name = task.id.ToString();
-    const std::string tf_config = TfConfigJson(ports, task.id);
+    const std::string tf_config = TfConfigJson(job.ports, task.id);
     std::ofstream(absl::StrCat(options.dir, "/tf_config/", name, ".json"))
         << tf_config << "\n";
     std::vector<std::string> argv = {
@@ -380,7 +410,8 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
     task.process = std::make_unique<Subprocess>(
         argv, std::map<std::string, std::string>{{"TF_CONFIG", tf_config}},
         /*log_path=*/"");
-    // Ctrl-C reaches psctl alone, which stops the chief first (below).
+    // Ctrl-C reaches psctl alone, which stops the chief first
+    // (StopChiefFirst).
     task.process->set_own_process_group(true);
     RETURN_IF_ERROR(task.process->Start());
     task.reader = std::thread(PumpOutput, task.process->output_fd(),
@@ -388,98 +419,118 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
                               absl::StrCat(options.dir, "/", name, ".log"),
                               std::ref(out), std::ref(out_mu));
   }
+  return absl::OkStatus();
+}
 
-  // Wait for the task that coordinates: its exit is the job's end.
+// Waits for the coordinating task's exit, which is the job's end; or ends
+// the job itself on a stop signal (the chief saving first), a timeout or
+// a stall.
+Ending WaitForTheJobsEnd(const LocalClusterOptions& options, LocalJob& job,
+                         int64_t oom_kills_before, std::ostream& out,
+                         Mutex& out_mu) {
   Task* coordinator = nullptr;
-  for (Task& task : tasks) {
-    if (task.id == coordinator_task) coordinator = &task;
+  for (Task& task : job.tasks) {
+    if (task.id == job.coordinator) coordinator = &task;
   }
   const absl::Time start = absl::Now();
-  int exit_code = 0;
-  std::string reason;
-  // A task killed by SIGKILL while this rises was killed for memory.
-  const int64_t oom_kills_before = OomKillsSoFar();
   ProgressWatch progress(
-      absl::StrCat("127.0.0.1:", ports[coordinator_task.type][0]),
-      options.stall_timeout, security);
+      absl::StrCat("127.0.0.1:", job.ports[job.coordinator.type][0]),
+      options.stall_timeout, job.security);
+  Ending ending;
   while (true) {
     absl::StatusOr<int> code =
         coordinator->process->Wait(absl::Milliseconds(100));
     if (code.ok()) {
-      exit_code = *code;
-      if (exit_code > 128) {
+      ending.exit_code = *code;
+      if (*code > 128) {
         // Killed: nobody told the other tasks, so stop them now rather
         // than wait for them to notice.
-        reason = absl::StrCat(
-            coordinator_task.ToString(), " was killed (",
-            strsignal(exit_code - 128), ")",
-            exit_code == 128 + SIGKILL ? OomKillNote(oom_kills_before) : "");
+        ending.reason = absl::StrCat(
+            job.coordinator.ToString(), " was killed (", strsignal(*code - 128),
+            ")", *code == 128 + SIGKILL ? OomKillNote(oom_kills_before) : "");
       }
-      break;
+      return ending;
     }
     if (stop_signal.load() != 0) {
-      reason = stop_signal.load() == SIGINT ? "interrupted (SIGINT)"
-                                            : "terminated (SIGTERM)";
-      exit_code = 128 + stop_signal.load();
-      StopChiefFirst(*coordinator, reason, out, out_mu);
-      break;
+      ending.reason = stop_signal.load() == SIGINT ? "interrupted (SIGINT)"
+                                                   : "terminated (SIGTERM)";
+      ending.exit_code = 128 + stop_signal.load();
+      StopChiefFirst(*coordinator, ending.reason, out, out_mu);
+      return ending;
     }
     if (options.timeout > absl::ZeroDuration() &&
         absl::Now() - start > options.timeout) {
-      reason = absl::StrCat("timed out after ",
-                            absl::FormatDuration(options.timeout));
-      exit_code = 1;
-      break;
+      ending.reason = absl::StrCat("timed out after ",
+                                   absl::FormatDuration(options.timeout));
+      ending.exit_code = 1;
+      return ending;
     }
     if (std::optional<std::string> stalled = progress.Check()) {
-      reason = *std::move(stalled);
-      exit_code = 1;
-      break;
+      ending.reason = *std::move(stalled);
+      ending.exit_code = 1;
+      return ending;
     }
   }
-  // Everyone else should now be exiting on their own: the chief told every
-  // task it knew of before it stopped. One that is still running after a
-  // bounded time never will (it was still starting, and never reached the
-  // chief): it is stopped. One deadline for all, not one per task.
+}
+
+// The tasks that did not end well, once every task is gone.
+struct Stragglers {
+  std::vector<std::string> stopped;  // still running: stopped by psctl
+  std::vector<std::string> failed;   // exited non-zero on their own
+};
+
+// Everyone else should now be exiting on their own: the chief told every
+// task it knew of before it stopped. One that is still running after a
+// bounded time never will (it was still starting, and never reached the
+// chief): it is stopped. One deadline for all, not one per task.
+Stragglers StopTheRest(LocalJob& job, const Ending& ending,
+                       int64_t oom_kills_before) {
   const absl::Time deadline =
-      absl::Now() + (reason.empty() ? absl::Seconds(10) : absl::Seconds(5));
-  std::vector<std::string> stragglers, failures;
+      absl::Now() +
+      (ending.reason.empty() ? absl::Seconds(10) : absl::Seconds(5));
   // Twice: a parameter server keeps serving after its first signal so a
   // chief can save (ps_server --termination_grace_s); the chief is done
   // by now, so the second stops it at once.
-  for (int round = 0; round < 2 && !reason.empty(); ++round) {
-    for (Task& task : tasks) task.process->Signal(SIGTERM);
+  for (int round = 0; round < 2 && !ending.reason.empty(); ++round) {
+    for (Task& task : job.tasks) task.process->Signal(SIGTERM);
     if (round == 0) absl::SleepFor(absl::Milliseconds(100));
   }
-  for (Task& task : tasks) {
+  Stragglers left;
+  for (Task& task : job.tasks) {
     absl::StatusOr<int> code = task.process->Wait(
         std::max(absl::ZeroDuration(), deadline - absl::Now()));
     if (!code.ok()) {
-      stragglers.push_back(task.id.ToString());
+      left.stopped.push_back(task.id.ToString());
       task.process->Signal(SIGKILL);
       code = task.process->Wait(absl::Seconds(5));
     }
-    if (reason.empty() && code.ok() && *code != 0) {
-      failures.push_back(absl::StrCat(
+    if (ending.reason.empty() && code.ok() && *code != 0) {
+      left.failed.push_back(absl::StrCat(
           task.id.ToString(), " (exit ", *code,
           *code > 128 ? absl::StrCat(": ", strsignal(*code - 128)) : "",
           *code == 128 + SIGKILL ? OomKillNote(oom_kills_before) : "", ")"));
     }
   }
-  for (Task& task : tasks) task.reader.join();
+  for (Task& task : job.tasks) task.reader.join();
+  return left;
+}
 
-  MutexLock lock(&out_mu);
-  if (!stragglers.empty()) {
+// The job's outcome from <dir>/result.json, what psctl had to do, and how
+// to resume a stopped job; returns the exit status.
+int ReportOutcome(const LocalJob& job, const Ending& ending,
+                  const Stragglers& left, std::ostream& out) {
+  int exit_code = ending.exit_code;
+  if (!left.stopped.empty()) {
     out << "psctl local: stopped tasks that did not exit in time: "
-        << absl::StrJoin(stragglers, ", ") << "\n";
+        << absl::StrJoin(left.stopped, ", ") << "\n";
     if (exit_code == 0) exit_code = 1;
   }
-  if (!failures.empty()) {
-    out << "psctl local: tasks that failed: " << absl::StrJoin(failures, ", ")
-        << "\n";
+  if (!left.failed.empty()) {
+    out << "psctl local: tasks that failed: "
+        << absl::StrJoin(left.failed, ", ") << "\n";
     if (exit_code == 0) exit_code = 1;
   }
-  std::ifstream result(result_file);
+  std::ifstream result(job.result_file);
   if (result) {
     std::stringstream text;
     text << result.rdbuf();
@@ -491,8 +542,9 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
       const JsonValue* seconds = json->Find("training_seconds");
       out << "psctl local: job "
           << (state != nullptr ? state->string_value() : "UNKNOWN");
-      if (steps != nullptr)
+      if (steps != nullptr) {
         out << " after " << steps->number_value() << " steps";
+      }
       if (seconds != nullptr) {
         out << " in " << seconds->number_value() << "s of training";
       }
@@ -501,22 +553,55 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
       } else if (accuracy != nullptr) {
         out << "; final test accuracy " << accuracy->number_value();
       }
-      out << " (" << result_file << ")\n";
+      out << " (" << job.result_file << ")\n";
     }
   }
-  if (!reason.empty()) out << "psctl local: " << reason << "\n";
+  if (!ending.reason.empty()) out << "psctl local: " << ending.reason << "\n";
   if (stop_signal.load() != 0) {
     // The default checkpoint directory is emptied at every start: resuming
     // takes naming it.
     absl::StatusOr<std::optional<std::string>> latest =
-        LatestCheckpoint(checkpoint_dir);
+        LatestCheckpoint(job.checkpoint_dir);
     if (latest.ok() && latest->has_value()) {
       out << "psctl local: to resume from " << **latest
           << ", run it again with --checkpoint_dir="
-          << AbsolutePath(checkpoint_dir) << "\n";
+          << AbsolutePath(job.checkpoint_dir) << "\n";
     }
   }
   return exit_code;
+}
+
+}  // namespace
+
+absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
+                                    std::ostream& out) {
+  ASSIGN_OR_RETURN(JobConfig config, CheckBeforeStarting(options, out));
+  ASSIGN_OR_RETURN(LocalJob job, PlanTasks(options, std::move(config)));
+  unlink(job.result_file.c_str());
+  RETURN_IF_ERROR(SecureTasks(options, job));
+  if (options.metrics) RETURN_IF_ERROR(ListMetricsTargets(options, job));
+
+  BlockTerminationSignals();
+  WatchTerminationSignals([](const std::string& name) {
+    stop_signal.store(name == "SIGINT" ? SIGINT : SIGTERM);
+    stop_signals_received.fetch_add(1);
+  });
+  Mutex out_mu;
+  {
+    MutexLock lock(&out_mu);
+    out << "psctl local: " << options.num_ps << " ps, " << options.num_workers
+        << " workers" << (options.evaluator ? ", evaluator" : "")
+        << (options.chief ? ", chief" : " (worker-0 is the chief)")
+        << "; logs in " << options.dir << "\n";
+  }
+  RETURN_IF_ERROR(StartTasks(options, job, out, out_mu));
+  // A task killed by SIGKILL while this rises was killed for memory.
+  const int64_t oom_kills_before = OomKillsSoFar();
+  const Ending ending =
+      WaitForTheJobsEnd(options, job, oom_kills_before, out, out_mu);
+  const Stragglers left = StopTheRest(job, ending, oom_kills_before);
+  MutexLock lock(&out_mu);
+  return ReportOutcome(job, ending, left, out);
 }
 
 }  // namespace psflow
