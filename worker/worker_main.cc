@@ -9,6 +9,7 @@
 // chief's duties exits 128 + the signal after saving on SIGTERM/SIGINT.
 #include <atomic>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -32,6 +33,7 @@
 #include "common/rpc/health_server.h"
 #include "common/rpc/security_flags.h"
 #include "common/rpc/transport_security.h"
+#include "common/status_macros.h"
 #include "model/device/cpu/blas_kernels.h"
 #include "model/device/select_device.h"
 #include "worker/training_job.h"
@@ -79,6 +81,174 @@ std::atomic<ChiefTermination*> termination{nullptr};
 namespace psflow {
 namespace {
 
+absl::StatusOr<Slowdown> SlowdownFromFlags() {
+  Slowdown slowdown;
+  slowdown.factor = absl::GetFlag(FLAGS_slowdown);
+  slowdown.period = absl::Milliseconds(absl::GetFlag(FLAGS_slowdown_period_ms));
+  if (!(slowdown.factor >= 1) || slowdown.factor > 1000) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--slowdown=", slowdown.factor,
+        " is outside [1, 1000]; 1 is full speed, 3 makes each step take "
+        "three times as long"));
+  }
+  if (slowdown.period < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--slowdown_period_ms is negative; use 0 (always slow) or a turn "
+        "length in milliseconds");
+  }
+  return slowdown;
+}
+
+// Worker 0 without a chief job runs the chief's duties: their options,
+// from this worker's flags. SIGTERM/SIGINT during training then saves a
+// checkpoint of the current step before the job stops
+// (chief/termination.h).
+absl::StatusOr<ChiefOptions> ChiefDutiesOptions(
+    const TfConfig& tf, const TransportSecurity& security,
+    const std::string& bind_host, absl::Duration startup,
+    MetricsRegistry* registry) {
+  if (absl::GetFlag(FLAGS_job).empty()) {
+    return absl::InvalidArgumentError(
+        "this worker runs the chief's duties (TF_CONFIG has no \"chief\" "
+        "job) and needs --job=<job config>");
+  }
+  if (absl::GetFlag(FLAGS_preemption_save_timeout_s) <= 0) {
+    return absl::InvalidArgumentError(
+        "--preemption_save_timeout_s must be positive (seconds the "
+        "checkpoint before a stop may take; default 60)");
+  }
+  ChiefOptions options;
+  ASSIGN_OR_RETURN(options.job, LoadJobConfigFile(absl::GetFlag(FLAGS_job)));
+  options.tf_config = tf;
+  options.security = security;
+  options.bind_host = bind_host;
+  options.result_file = absl::GetFlag(FLAGS_result_file);
+  options.logdir = absl::GetFlag(FLAGS_logdir);
+  options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  options.startup_timeout = startup;
+  options.metrics_registry = registry;
+  static ChiefTermination chief_termination(
+      absl::Seconds(absl::GetFlag(FLAGS_preemption_save_timeout_s)));
+  options.termination = &chief_termination;
+  termination.store(&chief_termination);
+  return options;
+}
+
+// Joins the job through the chief, retrying until `startup` is spent; but
+// when this process's own chief has already returned (it failed at start,
+// before this part joined), there is nobody left to join: nullopt.
+absl::StatusOr<std::optional<JobSpec>> JoinTheJob(
+    GrpcCoordinatorClient& coordinator, const TaskId& self,
+    uint64_t incarnation, absl::Duration startup, bool own_chief,
+    const Notification& own_chief_done) {
+  const absl::Time give_up = absl::Now() + startup;
+  absl::StatusOr<JobSpec> spec;
+  do {
+    spec = coordinator.Register(
+        self, incarnation,
+        own_chief ? std::min(give_up, absl::Now() + absl::Seconds(1))
+                  : give_up);
+  } while (!spec.ok() && absl::IsDeadlineExceeded(spec.status()) && own_chief &&
+           !own_chief_done.HasBeenNotified() && absl::Now() < give_up);
+  if (spec.ok()) return std::optional<JobSpec>(*std::move(spec));
+  // This process's own chief ended before this part joined: its result is
+  // the job's, not a failure to join.
+  if (own_chief_done.HasBeenNotified()) return std::optional<JobSpec>();
+  return spec.status();
+}
+
+// What a worker records besides training: its event file (training
+// scalars where logging.worker_metrics asks for them), its system metrics
+// and, on a GPU, NVML's readings. Each is optional: a worker without one
+// says so and trains on.
+struct Telemetry {
+  std::unique_ptr<EventFileWriter> events;
+  std::unique_ptr<GpuMonitor> gpus;
+  std::unique_ptr<MetricsRegistry::RefresherHandle> gpu_export;
+  std::unique_ptr<SystemMetricsLogger> system;
+};
+
+Telemetry StartTelemetry(const JobSpec& spec, const TfConfig& tf,
+                         const Device& device, MetricsRegistry* served) {
+  Telemetry t;
+  absl::StatusOr<std::unique_ptr<EventFileWriter>> writer =
+      EventFileWriter::Create(MetricsDir(
+          spec.config(), absl::GetFlag(FLAGS_logdir), tf.task.ToString()));
+  if (writer.ok()) {
+    t.events = *std::move(writer);
+  } else {
+    LOG(WARNING) << "no metrics: " << writer.status().message();
+  }
+  // NVML is loaded at run time: without a driver the worker says so once.
+  if (device.kind() == DeviceKind::kCuda) {
+    absl::StatusOr<std::unique_ptr<GpuMonitor>> opened = GpuMonitor::Open();
+    if (opened.ok()) {
+      t.gpus = *std::move(opened);
+      if (served != nullptr) {
+        absl::StatusOr<std::unique_ptr<MetricsRegistry::RefresherHandle>>
+            exported = ExportGpuMetrics(served, t.gpus.get());
+        if (exported.ok()) t.gpu_export = *std::move(exported);
+      }
+    } else {
+      LOG(WARNING) << "no GPU metrics: " << opened.status().message();
+    }
+  }
+  if (t.events != nullptr) {
+    SystemMetricsLogger::Options system_options;
+    system_options.gpus = t.gpus.get();
+    absl::StatusOr<std::unique_ptr<SystemMetricsLogger>> started =
+        SystemMetricsLogger::Start(DirName(t.events->path()), system_options);
+    if (started.ok()) {
+      t.system = *std::move(started);
+    } else {
+      LOG(WARNING) << "no system metrics: " << started.status().message();
+    }
+  }
+  return t;
+}
+
+// This worker's part in the job `spec` describes, on `device` (widened
+// to training.cpu_threads on a CPU), to the job's end.
+absl::Status Train(const TfConfig& tf, const TransportSecurity& security,
+                   const JobSpec& spec, std::unique_ptr<Device> device,
+                   GrpcCoordinatorClient& coordinator, uint64_t incarnation,
+                   const Slowdown& slowdown, const WorkerMetrics* live_metrics,
+                   MetricsRegistry* served) {
+  if (spec.config().training().cpu_threads() > 1 &&
+      device->kind() == DeviceKind::kCpu) {
+    ASSIGN_OR_RETURN(
+        device, SelectDevice("cpu", spec.config().training().cpu_threads()));
+  }
+  Telemetry telemetry = StartTelemetry(spec, tf, *device, served);
+  TrainingJobOptions options;
+  if (spec.config().logging().worker_metrics() !=
+          LoggingConfig::WORKER_ZERO_ONLY ||
+      tf.task.index == 0) {
+    options.metrics = telemetry.events.get();
+  }
+  options.tf_config = tf;
+  options.security = security;
+  options.spec = spec;
+  options.device = device.get();
+  options.coordinator = &coordinator;
+  options.incarnation = incarnation;
+  options.recovery.recovery_timeout =
+      absl::Seconds(absl::GetFlag(FLAGS_recovery_timeout_s));
+  options.slowdown = slowdown;
+  // Only when served: otherwise the trainer skips the clock reads.
+  options.live_metrics = live_metrics;
+  if (slowdown.factor > 1) {
+    LOG(WARNING) << "slowed down " << slowdown.factor << "x (--slowdown)"
+                 << (slowdown.period > absl::ZeroDuration()
+                         ? absl::StrCat(" in turns of ",
+                                        absl::FormatDuration(slowdown.period),
+                                        " with the other workers")
+                         : "")
+                 << ": this worker is a deliberate straggler";
+  }
+  return RunTrainingJob(options);
+}
+
 int Run() {
   absl::StatusOr<TfConfig> role_config = LoadRoleConfig(
       absl::GetFlag(FLAGS_tf_config), TaskType::kWorker, "worker");
@@ -87,18 +257,9 @@ int Run() {
     return 1;
   }
   const TfConfig& tf = *role_config;
-  Slowdown slowdown;
-  slowdown.factor = absl::GetFlag(FLAGS_slowdown);
-  slowdown.period = absl::Milliseconds(absl::GetFlag(FLAGS_slowdown_period_ms));
-  if (!(slowdown.factor >= 1) || slowdown.factor > 1000) {
-    LOG(ERROR) << "--slowdown=" << slowdown.factor
-               << " is outside [1, 1000]; 1 is full speed, 3 makes each step "
-                  "take three times as long";
-    return 1;
-  }
-  if (slowdown.period < absl::ZeroDuration()) {
-    LOG(ERROR) << "--slowdown_period_ms is negative; use 0 (always slow) or "
-                  "a turn length in milliseconds";
+  absl::StatusOr<Slowdown> slowdown = SlowdownFromFlags();
+  if (!slowdown.ok()) {
+    LOG(ERROR) << slowdown.status().message();
     return 1;
   }
   absl::StatusOr<TransportSecurity> security = TransportSecurityFromFlags(tf);
@@ -107,7 +268,6 @@ int Run() {
     return 1;
   }
   const std::string bind_host = BindHostFromFlags(*security);
-
   const absl::Duration startup =
       absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
   absl::StatusOr<HostPort> own = ParseHostPort(*tf.TaskAddress());
@@ -139,6 +299,7 @@ int Run() {
     LOG(ERROR) << metrics_endpoint.status().message();
     return 1;
   }
+  const bool metrics_served = *metrics_endpoint != nullptr;
 
   // Worker 0 without a chief job runs the chief's duties on its own port.
   std::thread chief;
@@ -146,43 +307,19 @@ int Run() {
   Notification chief_done;  // the in-process chief has returned
   std::unique_ptr<ServerRunner> health;
   if (tf.IsChief()) {
-    if (absl::GetFlag(FLAGS_job).empty()) {
-      LOG(ERROR) << "this worker runs the chief's duties (TF_CONFIG has no "
-                    "\"chief\" job) and needs --job=<job config>";
+    absl::StatusOr<ChiefOptions> options =
+        ChiefDutiesOptions(tf, *security, bind_host, startup, &registry);
+    if (!options.ok()) {
+      LOG(ERROR) << options.status().message();
       return 1;
     }
-    absl::StatusOr<JobConfig> job = LoadJobConfigFile(absl::GetFlag(FLAGS_job));
-    if (!job.ok()) {
-      LOG(ERROR) << job.status().message();
-      return 1;
-    }
-    ChiefOptions options;
-    options.tf_config = tf;
-    options.security = *security;
-    options.job = *job;
-    options.bind_host = bind_host;
-    options.result_file = absl::GetFlag(FLAGS_result_file);
-    options.logdir = absl::GetFlag(FLAGS_logdir);
-    options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
-    options.startup_timeout = startup;
-    options.metrics_registry = &registry;
-    // SIGTERM/SIGINT during training: the chief's duties save a checkpoint
-    // of the current step before the job stops (chief/termination.h).
-    if (absl::GetFlag(FLAGS_preemption_save_timeout_s) <= 0) {
-      LOG(ERROR) << "--preemption_save_timeout_s must be positive (seconds "
-                    "the checkpoint before a stop may take; default 60)";
-      return 1;
-    }
-    static ChiefTermination chief_termination(
-        absl::Seconds(absl::GetFlag(FLAGS_preemption_save_timeout_s)));
-    options.termination = &chief_termination;
-    termination.store(&chief_termination);
     LOG(INFO) << "no \"chief\" job in TF_CONFIG: this worker also runs the "
                  "chief's duties";
-    chief = std::thread([options, &chief_result, &chief_done] {
-      chief_result = RunChief(options);
-      chief_done.Notify();
-    });
+    chief = std::thread(
+        [options = *std::move(options), &chief_result, &chief_done] {
+          chief_result = RunChief(options);
+          chief_done.Notify();
+        });
   } else {
     absl::StatusOr<std::unique_ptr<ServerRunner>> server =
         StartHealthServer(listen, *security);
@@ -198,109 +335,23 @@ int Run() {
   GrpcCoordinatorClient coordinator(
       chief_address, absl::StrCat(chief_task.ToString(), " at ", chief_address),
       *security, tf.task);
+  std::mt19937_64 random(std::random_device{}());
+  const uint64_t incarnation = random();
   absl::Status result;
   absl::StatusOr<std::unique_ptr<Device>> device =
       SelectDevice(absl::GetFlag(FLAGS_device), /*cpu_threads=*/1);
-  std::mt19937_64 random(std::random_device{}());
-  const uint64_t incarnation = random();
-  if (!device.ok()) {
-    result = device.status();
-  } else {
-    // Joining retries until the startup deadline; but when this process's
-    // own chief has already returned (it failed at start, before this part
-    // joined), there is nobody left to join: stop at once.
-    const absl::Time give_up = absl::Now() + startup;
-    absl::StatusOr<JobSpec> spec;
-    do {
-      spec = coordinator.Register(
-          tf.task, incarnation,
-          chief.joinable() ? std::min(give_up, absl::Now() + absl::Seconds(1))
-                           : give_up);
-    } while (!spec.ok() && absl::IsDeadlineExceeded(spec.status()) &&
-             chief.joinable() && !chief_done.HasBeenNotified() &&
-             absl::Now() < give_up);
-    if (!spec.ok()) {
-      // This process's own chief ended before this part joined: its result
-      // is the job's (reported below), not a failure to join.
-      result = chief_done.HasBeenNotified() ? absl::OkStatus() : spec.status();
-    } else {
-      if (spec->config().training().cpu_threads() > 1 &&
-          (*device)->kind() == DeviceKind::kCpu) {
-        device = SelectDevice("cpu", spec->config().training().cpu_threads());
-      }
-      // Every worker writes its system metrics; training metrics only where
-      // logging.worker_metrics asks for them.
-      std::unique_ptr<EventFileWriter> metrics;
-      absl::StatusOr<std::unique_ptr<EventFileWriter>> writer =
-          EventFileWriter::Create(MetricsDir(
-              spec->config(), absl::GetFlag(FLAGS_logdir), tf.task.ToString()));
-      if (writer.ok()) {
-        metrics = *std::move(writer);
-      } else {
-        LOG(WARNING) << "no metrics: " << writer.status().message();
-      }
-      // GPU metrics through NVML, loaded at run time: without a driver the
-      // worker says so once and goes on.
-      std::unique_ptr<GpuMonitor> gpus;
-      std::unique_ptr<MetricsRegistry::RefresherHandle> gpu_export;
-      if ((*device)->kind() == DeviceKind::kCuda) {
-        absl::StatusOr<std::unique_ptr<GpuMonitor>> opened = GpuMonitor::Open();
-        if (opened.ok()) {
-          gpus = *std::move(opened);
-          if (*metrics_endpoint != nullptr) {
-            absl::StatusOr<std::unique_ptr<MetricsRegistry::RefresherHandle>>
-                exported = ExportGpuMetrics(&registry, gpus.get());
-            if (exported.ok()) gpu_export = *std::move(exported);
-          }
-        } else {
-          LOG(WARNING) << "no GPU metrics: " << opened.status().message();
-        }
-      }
-      std::unique_ptr<SystemMetricsLogger> system_metrics;
-      if (metrics != nullptr) {
-        SystemMetricsLogger::Options system_options;
-        system_options.gpus = gpus.get();
-        absl::StatusOr<std::unique_ptr<SystemMetricsLogger>> started =
-            SystemMetricsLogger::Start(DirName(metrics->path()),
-                                       system_options);
-        if (started.ok()) {
-          system_metrics = *std::move(started);
-        } else {
-          LOG(WARNING) << "no system metrics: " << started.status().message();
-        }
-      }
-      TrainingJobOptions options;
-      if (spec->config().logging().worker_metrics() !=
-              LoggingConfig::WORKER_ZERO_ONLY ||
-          tf.task.index == 0) {
-        options.metrics = metrics.get();
-      }
-      options.tf_config = tf;
-      options.security = *security;
-      options.spec = *spec;
-      options.device = device->get();
-      options.coordinator = &coordinator;
-      options.incarnation = incarnation;
-      options.recovery.recovery_timeout =
-          absl::Seconds(absl::GetFlag(FLAGS_recovery_timeout_s));
-      options.slowdown = slowdown;
-      // Only when served: otherwise the trainer skips the clock reads.
-      if (*metrics_endpoint != nullptr) {
-        options.live_metrics = worker_metrics->get();
-      }
-      job_name.Set(spec->config().name());
-      if (slowdown.factor > 1) {
-        LOG(WARNING) << "slowed down " << slowdown.factor << "x (--slowdown)"
-                     << (slowdown.period > absl::ZeroDuration()
-                             ? absl::StrCat(
-                                   " in turns of ",
-                                   absl::FormatDuration(slowdown.period),
-                                   " with the other workers")
-                             : "")
-                     << ": this worker is a deliberate straggler";
-      }
-      result = RunTrainingJob(options);
-    }
+  absl::StatusOr<std::optional<JobSpec>> spec =
+      device.ok() ? JoinTheJob(coordinator, tf.task, incarnation, startup,
+                               chief.joinable(), chief_done)
+                  : absl::StatusOr<std::optional<JobSpec>>(device.status());
+  if (!spec.ok()) {
+    result = spec.status();
+  } else if (spec->has_value()) {
+    job_name.Set((*spec)->config().name());
+    result = Train(tf, *security, **spec, std::move(*device), coordinator,
+                   incarnation, *slowdown,
+                   metrics_served ? worker_metrics->get() : nullptr,
+                   metrics_served ? &registry : nullptr);
   }
   if (!result.ok()) {
     LOG(ERROR) << result.message();
