@@ -68,7 +68,10 @@ void FillJobConfigDefaults(JobConfig& config) {
   if (c.max_to_keep() == 0) c.set_max_to_keep(5);
 }
 
-absl::Status ValidateJobConfig(const JobConfig& config) {
+namespace {
+
+// The job's name and run group become folders.
+absl::Status ValidateNames(const JobConfig& config) {
   // The name becomes folders: <log_dir>/<name>/<task>.
   RETURN_IF_ERROR(CheckPathName(config.name(), "name"));
   if (!config.logging().run_group().empty()) {
@@ -76,6 +79,12 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
     RETURN_IF_ERROR(
         CheckPathName(config.logging().run_group(), "logging.run_group"));
   }
+  return absl::OkStatus();
+}
+
+// A model is named; the optimizer, the schedule and the tables' own
+// update rules are valid (the model's fields are the model library's).
+absl::Status ValidateModelAndOptimizer(const JobConfig& config) {
   const ModelConfig& model = config.model();
   if (model.kind_case() == ModelConfig::KIND_NOT_SET &&
       model.layers().empty()) {
@@ -99,7 +108,11 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
     RETURN_IF_ERROR(
         ValidateTableUpdateRule("linear", model.wide_deep().linear()));
   }
+  return absl::OkStatus();
+}
 
+// The data's format suits the model, and names the files it needs.
+absl::Status ValidateData(const JobConfig& config) {
   const DataConfig& data = config.data();
   const bool criteo = data.format() == DataConfig::CRITEO;
   if (data.format() != DataConfig::FORMAT_UNSPECIFIED &&
@@ -140,7 +153,11 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
                                 "; use 2..256, or leave it out to count the "
                                 "training labels"));
   }
+  return absl::OkStatus();
+}
 
+// Batch, stopping rule, mode and the mode's own settings, threads.
+absl::Status ValidateTraining(const JobConfig& config) {
   const TrainingConfig& t = config.training();
   if (t.batch_size() <= 0) {
     return Invalid("training.batch_size",
@@ -216,6 +233,10 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
     return Invalid("training.cpu_threads",
                    absl::StrCat("is ", t.cpu_threads(), "; use 1 to 256"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateLoggingAndEvaluation(const JobConfig& config) {
   if (config.logging().log_every_steps() < 0) {
     return Invalid("logging.log_every_steps",
                    absl::StrCat("is ", config.logging().log_every_steps(),
@@ -232,6 +253,10 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
                    absl::StrCat("is ", config.evaluation().batch_size(),
                                 "; use a positive number"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateCheckpoints(const JobConfig& config) {
   const CheckpointConfig& c = config.checkpoint();
   if (c.save_every_steps() < 0) {
     return Invalid("checkpoint.save_every_steps",
@@ -255,6 +280,17 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
                                 "; use a positive number or 0 (off)"));
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateJobConfig(const JobConfig& config) {
+  RETURN_IF_ERROR(ValidateNames(config));
+  RETURN_IF_ERROR(ValidateModelAndOptimizer(config));
+  RETURN_IF_ERROR(ValidateData(config));
+  RETURN_IF_ERROR(ValidateTraining(config));
+  RETURN_IF_ERROR(ValidateLoggingAndEvaluation(config));
+  return ValidateCheckpoints(config);
 }
 
 absl::StatusOr<JobConfig> ParseJobConfig(absl::string_view json,
