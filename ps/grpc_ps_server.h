@@ -36,6 +36,8 @@
 #include "common/rpc/rpc_role.h"
 #include "common/rpc/server_runner.h"
 #include "common/rpc/transport_security.h"
+#include "grpcpp/generic/async_generic_service.h"
+#include "grpcpp/impl/service_type.h"
 #include "ps/chief_fence.h"
 #include "ps/ps_core.h"
 #include "ps/ps_service.h"
@@ -139,14 +141,22 @@ class GrpcParameterServer {
  private:
   GrpcParameterServer() = default;
 
+  // The services, each in a file of its own (grpc_ps_control_service.cc,
+  // grpc_ps_bulk_service.cc).
+  static std::unique_ptr<grpc::Service> NewControlService(
+      GrpcParameterServer* server);
+  static std::unique_ptr<grpc::CallbackGenericService> NewBulkService(
+      PsService* service, SharedMemorySessions* shared_memory,
+      GrpcParameterServer* server);
+
   std::unique_ptr<ParameterServerCore> core_;
   std::shared_ptr<BufferPool> pool_;
   std::unique_ptr<SharedMemorySessions> shared_memory_;
   std::optional<PathConfinement> checkpoint_root_;
   std::unique_ptr<PsService> service_;
   std::unique_ptr<CallAuthorizer> authorizer_;
-  std::unique_ptr<ControlService> control_;
-  std::unique_ptr<BulkService> bulk_;
+  std::unique_ptr<grpc::Service> control_;              // a ControlService
+  std::unique_ptr<grpc::CallbackGenericService> bulk_;  // a BulkService
   std::unique_ptr<ServerRunner> server_;
   absl::Duration grace_;
   std::function<void()> during_drain_for_testing_;

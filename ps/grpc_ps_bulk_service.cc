@@ -1,0 +1,427 @@
+// The parameter server's bulk RPCs (common/rpc/bulk_frame.h): one
+// reactor per call parses the request frame, hands it to the PsService
+// and answers with one frame, over TCP or a shared-memory session.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/logging.h"
+#include "common/metrics/process_metrics.h"
+#include "common/rpc/bulk_frame.h"
+#include "common/rpc/call_authorizer.h"
+#include "common/rpc/grpc_status.h"
+#include "common/rpc/grpc_tuning.h"
+#include "common/status_macros.h"
+#include "grpcpp/generic/async_generic_service.h"
+#include "proto/protocol.h"
+#include "proto/ps.grpc.pb.h"
+#include "ps/grpc_ps_server.h"
+#include "ps/ps_call_roles.h"
+#include "ps/ps_service.h"
+#include "ps/shard_checkpoint.h"
+#include "ps/shared_memory_sessions.h"
+
+namespace psflow {
+
+// ---- Bulk RPCs -------------------------------------------------------------
+
+namespace {
+
+// Serves one bulk RPC: parses the request frame, hands the request to the
+// PsService (which holds every rule), answers with one frame. Deletes
+// itself when gRPC is done with it (OnDone).
+class BulkReactor final : public grpc::ServerGenericBidiReactor {
+ public:
+  BulkReactor(grpc::GenericCallbackServerContext* context, PsService* service,
+              SharedMemorySessions* shared_memory, GrpcParameterServer* server)
+      : context_(context),
+        service_(service),
+        shared_memory_(shared_memory),
+        server_(server) {
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Reply(absl::InvalidArgumentError("the bulk request carried no message"));
+      return;
+    }
+    request_bytes_ = request_.Length();
+    const std::string& method = context_->method();
+    const RoleSet& allowed =
+        method == kBulkPushBatchMethod || method == kBulkPushRowsMethod
+            ? kTrainers
+        : method == kBulkAssignMethod ? kChiefOnly
+                                      : kReaders;
+    if (absl::Status authorized = server_->Allow(*context_, allowed, method);
+        !authorized.ok()) {
+      Reply(authorized);
+      return;
+    }
+    if (method == kBulkPullBatchMethod) {
+      HandlePull();  // Replies now or once the step is applied.
+    } else if (method == kBulkPushBatchMethod) {
+      Reply(HandlePush());
+    } else if (method == kBulkAssignMethod) {
+      Reply(HandleAssign());
+    } else if (method == kBulkPullRowsMethod) {
+      HandlePullRows();  // Replies now or once the step is applied.
+    } else if (method == kBulkPushRowsMethod) {
+      Reply(HandlePushRows());
+    } else {
+      Reply(absl::UnimplementedError(
+          absl::StrCat("unknown method ", method,
+                       "; is the client from another psflow release?")));
+    }
+  }
+
+  // The client's deadline or a broken connection: a waiting pull answers
+  // DeadlineExceeded (through its done callback, the last use of `this`).
+  void OnCancel() override {
+    std::shared_ptr<PsService::PendingPull> pending;
+    std::shared_ptr<PsService::PendingRows> pending_rows;
+    {
+      MutexLock lock(&mu_);
+      cancelled_ = true;
+      pending = pending_;
+      pending_rows = pending_rows_;
+    }
+    if (pending != nullptr) pending->Cancel();
+    if (pending_rows != nullptr) pending_rows->Cancel();
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void HandlePull() {
+    PullBatchRequest request;
+    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, request);
+    if (!frame.ok()) return Reply(frame.status());
+    std::vector<absl::Span<float>> out;
+    if (request.has_shared()) {
+      absl::StatusOr<std::vector<absl::Span<float>>> pieces =
+          SharedPieces(request.shared(), *frame, request.parts());
+      if (!pieces.ok()) return Reply(pieces.status());
+      out = *std::move(pieces);
+    }
+    {
+      MutexLock lock(&mu_);
+      starting_ = true;
+    }
+    std::shared_ptr<PsService::PendingPull> pending =
+        service_->Pull(request, std::move(out),
+                       [this](absl::StatusOr<PsService::PullAnswer> answer) {
+                         {
+                           MutexLock lock(&mu_);
+                           // Answered inside Pull(): replied to below, once
+                           // Pull returned.
+                           if (starting_) {
+                             early_answer_ = std::move(answer);
+                             return;
+                           }
+                         }
+                         SendPull(std::move(answer));
+                       });
+    std::optional<absl::StatusOr<PsService::PullAnswer>> early;
+    bool cancel = false;
+    {
+      MutexLock lock(&mu_);
+      starting_ = false;
+      early.swap(early_answer_);
+      pending_ = pending;
+      cancel = cancelled_ && pending != nullptr;
+    }
+    // Either may be the last use of `this`.
+    if (early.has_value()) return SendPull(*std::move(early));
+    if (cancel) pending->Cancel();
+  }
+
+  // The pieces of the client's shared memory that a batch's values use
+  // (one per part, in order), instead of the frame's payload.
+  absl::StatusOr<std::vector<absl::Span<float>>> SharedPieces(
+      const SharedPayload& shared, const BulkFrame& frame,
+      const google::protobuf::RepeatedPtrField<PullRequest>& parts) {
+    if (frame.payload_bytes() != 0) {
+      return absl::InvalidArgumentError(
+          "a batch with shared-memory values also carries a payload");
+    }
+    // Sizes are bounded before they are summed; the service checks each
+    // part against its chunk.
+    int64_t total = 0;
+    for (const PullRequest& part : parts) {
+      if (part.num_elements() <= 0 ||
+          part.num_elements() > service_->core().chunk_elements()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "part \"", part.variable(), "\" of ", part.num_elements(),
+            " elements is not within one chunk of ",
+            service_->core().chunk_elements()));
+      }
+      total += part.num_elements();
+    }
+    ASSIGN_OR_RETURN(shared_, shared_memory_->Resolve(
+                                  shared, total * int64_t{sizeof(float)}));
+    std::vector<absl::Span<float>> pieces;
+    int64_t offset = 0;
+    for (const PullRequest& part : parts) {
+      pieces.push_back(shared_.values.subspan(offset, part.num_elements()));
+      offset += part.num_elements();
+    }
+    return pieces;
+  }
+
+  void SendPull(absl::StatusOr<PsService::PullAnswer> answer) {
+    if (!answer.ok()) return Reply(answer.status());
+    if (shared_.region != nullptr) {
+      // The values went into the client's memory; the answer is a header.
+      shared_ = {};  // Unmaps once its client detached.
+      response_ = EncodeBulkFrame(answer->response, {}, nullptr);
+    } else {
+      response_ = EncodeBulkFramePieces(answer->response, answer->values,
+                                        std::move(answer->owner));
+    }
+    Reply(absl::OkStatus());
+  }
+
+  absl::Status HandlePush() {
+    PushBatchRequest request;
+    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, request);
+    if (!frame.ok()) return frame.status();
+    ASSIGN_OR_RETURN(std::vector<ChunkRef> refs,
+                     service_->ResolvePush(request));
+    int64_t total = 0;
+    for (const ChunkRef& ref : refs) total += ref.num_elements;
+    std::shared_ptr<PooledBuffer> values = service_->pool().Acquire(total);
+    std::vector<absl::Span<float>> pieces;
+    std::vector<absl::Span<const float>> gradients;
+    int64_t offset = 0;
+    for (const ChunkRef& ref : refs) {
+      pieces.push_back(values->span().subspan(offset, ref.num_elements));
+      gradients.push_back(pieces.back());
+      offset += ref.num_elements;
+    }
+    if (request.has_shared()) {
+      // One copy out of the client's memory, which the client could still
+      // change: the NaN/Inf check and the update must see the same values.
+      if (frame->payload_bytes() != 0) {
+        return absl::InvalidArgumentError(
+            "a batch with shared-memory values also carries a payload");
+      }
+      ASSIGN_OR_RETURN(SharedMemorySessions::Payload shared,
+                       shared_memory_->Resolve(request.shared(),
+                                               total * int64_t{sizeof(float)}));
+      std::memcpy(values->span().data(), shared.values.data(),
+                  shared.values.size() * sizeof(float));
+    } else if (absl::Status copied = frame->CopyPayload(pieces); !copied.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("push of ", refs.size(), " parts starting with \"",
+                       request.parts(0).variable(), "\": ", copied.message()));
+    }
+    request_.Clear();  // Release gRPC's receive slices early.
+    ASSIGN_OR_RETURN(PushBatchResponse response,
+                     service_->Push(request, refs, gradients));
+    response_ = EncodeBulkFrame(response, {}, nullptr);
+    return absl::OkStatus();
+  }
+
+  // The ids of a rows request's parts, copied out of the payload into
+  // ids_ (bounded before anything is allocated); `floats_after` more
+  // payload floats follow them (a push's gradients) into `rest`.
+  absl::StatusOr<std::vector<absl::Span<const int64_t>>> ReadIds(
+      const BulkFrame& frame,
+      const google::protobuf::RepeatedPtrField<RowsPart>& parts,
+      absl::Span<float> rest) {
+    int64_t total = 0;
+    for (const RowsPart& part : parts) {
+      if (part.num_ids() < 1 || part.num_ids() > kMaxRowsPerRequest - total) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "a rows request part has ", part.num_ids(),
+            " ids; every part needs at least one and a request at most ",
+            kMaxRowsPerRequest));
+      }
+      total += part.num_ids();
+    }
+    ids_.resize(total);
+    // The ids travel as little-endian int64: copied bytewise into ids_.
+    std::vector<absl::Span<float>> pieces = {
+        absl::MakeSpan(reinterpret_cast<float*>(ids_.data()), ids_.size() * 2)};
+    if (!rest.empty()) pieces.push_back(rest);
+    if (absl::Status copied = frame.CopyPayload(pieces); !copied.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rows request for '", parts.empty() ? "" : parts[0].table(),
+          "': ", copied.message()));
+    }
+    std::vector<absl::Span<const int64_t>> ids;
+    int64_t offset = 0;
+    for (const RowsPart& part : parts) {
+      ids.push_back(absl::MakeConstSpan(ids_).subspan(offset, part.num_ids()));
+      offset += part.num_ids();
+    }
+    return ids;
+  }
+
+  void HandlePullRows() {
+    PullRowsRequest request;
+    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, request);
+    if (!frame.ok()) return Reply(frame.status());
+    absl::StatusOr<std::vector<absl::Span<const int64_t>>> ids =
+        ReadIds(*frame, request.parts(), {});
+    if (!ids.ok()) return Reply(ids.status());
+    request_.Clear();  // Release gRPC's receive slices early.
+    {
+      MutexLock lock(&mu_);
+      starting_ = true;
+    }
+    std::shared_ptr<PsService::PendingRows> pending = service_->PullRows(
+        request, *std::move(ids), {},
+        [this](absl::StatusOr<PsService::RowsAnswer> answer) {
+          {
+            MutexLock lock(&mu_);
+            if (starting_) {  // Answered inside PullRows: sent below.
+              early_rows_answer_ = std::move(answer);
+              return;
+            }
+          }
+          SendRows(std::move(answer));
+        });
+    std::optional<absl::StatusOr<PsService::RowsAnswer>> early;
+    bool cancel = false;
+    {
+      MutexLock lock(&mu_);
+      starting_ = false;
+      early.swap(early_rows_answer_);
+      pending_rows_ = pending;
+      cancel = cancelled_ && pending != nullptr;
+    }
+    // Either may be the last use of `this`.
+    if (early.has_value()) return SendRows(*std::move(early));
+    if (cancel) pending->Cancel();
+  }
+
+  void SendRows(absl::StatusOr<PsService::RowsAnswer> answer) {
+    if (!answer.ok()) return Reply(answer.status());
+    const absl::Span<const float> rows =
+        answer->rows->span().subspan(0, answer->num_floats);
+    response_ = EncodeBulkFramePieces(answer->response, {rows},
+                                      std::move(answer->rows));
+    Reply(absl::OkStatus());
+  }
+
+  absl::Status HandlePushRows() {
+    PushRowsRequest request;
+    ASSIGN_OR_RETURN(BulkFrame frame, BulkFrame::Parse(request_, request));
+    ASSIGN_OR_RETURN(std::vector<EmbeddingTable*> tables,
+                     service_->ResolvePushRows(request));
+    int64_t floats = 0;
+    for (int i = 0; i < request.parts_size(); ++i) {
+      floats += request.parts(i).num_ids() * tables[i]->dim();
+    }
+    std::shared_ptr<PooledBuffer> values = service_->pool().Acquire(floats);
+    ASSIGN_OR_RETURN(
+        std::vector<absl::Span<const int64_t>> ids,
+        ReadIds(frame, request.parts(), values->span().subspan(0, floats)));
+    request_.Clear();
+    std::vector<absl::Span<const float>> gradients;
+    int64_t offset = 0;
+    for (int i = 0; i < request.parts_size(); ++i) {
+      const int64_t n = request.parts(i).num_ids() * tables[i]->dim();
+      gradients.push_back(values->span().subspan(offset, n));
+      offset += n;
+    }
+    ASSIGN_OR_RETURN(PushRowsResponse response,
+                     service_->PushRows(request, tables, ids, gradients));
+    response_ = EncodeBulkFrame(response, {}, nullptr);
+    return absl::OkStatus();
+  }
+
+  absl::Status HandleAssign() {
+    AssignRequest header;
+    ASSIGN_OR_RETURN(BulkFrame frame, BulkFrame::Parse(request_, header));
+    ASSIGN_OR_RETURN(ChunkRef ref, service_->ResolveAssign(header));
+    std::shared_ptr<PooledBuffer> values =
+        service_->pool().Acquire(ref.num_elements);
+    if (absl::Status copied = frame.CopyPayload(values->span()); !copied.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "assign to \"", header.variable(), "\": ", copied.message()));
+    }
+    request_.Clear();  // Release gRPC's receive slices early.
+    RETURN_IF_ERROR(service_->Assign(ref, values->span()));
+    response_ = EncodeBulkFrame(AssignResponse(), {}, nullptr);
+    return absl::OkStatus();
+  }
+
+  // Answers exactly once; must be the caller's last use of `this`.
+  void Reply(const absl::Status& status) {
+    if (replied_.exchange(true)) return;
+    ParameterServerCore& core = service_->core();
+    if (status.ok()) {
+      core.CountBytes(request_bytes_, response_.Length());
+      StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+    } else {
+      core.CountBytes(request_bytes_, 0);
+      if (SharedMemorySessions::IsLostSession(status)) {
+        context_->AddTrailingMetadata(kSharedMemoryLostKey,
+                                      kSharedMemoryLostValue);
+      }
+      Finish(ToGrpcStatus(status));
+    }
+  }
+
+  grpc::GenericCallbackServerContext* const context_;
+  PsService* const service_;
+  SharedMemorySessions* const shared_memory_;
+  GrpcParameterServer* const server_;  // who may call (Allow)
+  grpc::ByteBuffer request_;
+  grpc::ByteBuffer response_;
+  int64_t request_bytes_ = 0;
+  std::atomic<bool> replied_{false};
+  // A shared-memory pull's region, held until the answer is sent.
+  SharedMemorySessions::Payload shared_;
+  Mutex mu_;
+  std::shared_ptr<PsService::PendingPull> pending_ ABSL_GUARDED_BY(mu_);
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  // While the service's Pull() runs: an answer given inside it waits here.
+  bool starting_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<absl::StatusOr<PsService::PullAnswer>> early_answer_
+      ABSL_GUARDED_BY(mu_);
+  // Rows requests: the ids (read by the service until it answers), a
+  // waiting rows pull, and an answer given inside PullRows().
+  std::vector<int64_t> ids_;
+  std::shared_ptr<PsService::PendingRows> pending_rows_ ABSL_GUARDED_BY(mu_);
+  std::optional<absl::StatusOr<PsService::RowsAnswer>> early_rows_answer_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+class GrpcParameterServer::BulkService final
+    : public grpc::CallbackGenericService {
+ public:
+  BulkService(PsService* service, SharedMemorySessions* shared_memory,
+              GrpcParameterServer* server)
+      : service_(service), shared_memory_(shared_memory), server_(server) {}
+
+  grpc::ServerGenericBidiReactor* CreateReactor(
+      grpc::GenericCallbackServerContext* context) override {
+    return new BulkReactor(context, service_, shared_memory_, server_);
+  }
+
+ private:
+  PsService* const service_;
+  SharedMemorySessions* const shared_memory_;
+  GrpcParameterServer* const server_;
+};
+
+std::unique_ptr<grpc::CallbackGenericService>
+GrpcParameterServer::NewBulkService(PsService* service,
+                                    SharedMemorySessions* shared_memory,
+                                    GrpcParameterServer* server) {
+  return std::make_unique<BulkService>(service, shared_memory, server);
+}
+
+}  // namespace psflow

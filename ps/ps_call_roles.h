@@ -1,0 +1,24 @@
+// Who may call what on a parameter server (docs/operations.md,
+// "Security"): the role sets its control and bulk services check every
+// call against.
+#ifndef PSFLOW_PS_PS_CALL_ROLES_H_
+#define PSFLOW_PS_PS_CALL_ROLES_H_
+
+#include "common/rpc/rpc_role.h"
+
+namespace psflow {
+
+// The chief (which may also train: worker 0 without a chief job).
+inline const RoleSet kChiefOnly{RpcRole::kChief};
+// Pushers: whoever trains.
+inline const RoleSet kTrainers{RpcRole::kChief, RpcRole::kWorker};
+// Pullers: trainers and the evaluator.
+inline const RoleSet kReaders{RpcRole::kChief, RpcRole::kWorker,
+                              RpcRole::kEvaluator};
+// Read-only questions: every role of the job.
+inline const RoleSet kAnyCaller{RpcRole::kChief, RpcRole::kWorker,
+                                RpcRole::kEvaluator, RpcRole::kAdmin};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_PS_PS_CALL_ROLES_H_
