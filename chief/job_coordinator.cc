@@ -231,6 +231,15 @@ StatusResponse JobCoordinator::Status(const StatusRequest& request) {
   return StatusLocked();
 }
 
+bool JobCoordinator::EvaluatorAwaitsOutcomeLocked() const {
+  // An evaluator not heard from yet is still starting (training never
+  // waits for it): it hears the end as a late worker does.
+  const bool evaluator_runs =
+      evaluator_registered_ || !options_.evaluator_address.empty();
+  return evaluator_runs && !final_evaluation_received_ &&
+         !evaluator_heard_outcome_;
+}
+
 std::vector<std::string> JobCoordinator::UninformedLocked() const {
   std::vector<std::string> names;
   for (size_t i = 0; i < workers_.size(); ++i) {
@@ -239,14 +248,7 @@ std::vector<std::string> JobCoordinator::UninformedLocked() const {
       names.push_back(WorkerNameLocked(static_cast<int>(i)));
     }
   }
-  // An evaluator not heard from yet is still starting (training never
-  // waits for it): it hears the end as a late worker does.
-  const bool evaluator_runs =
-      evaluator_registered_ || !options_.evaluator_address.empty();
-  if (evaluator_runs && !final_evaluation_received_ &&
-      !evaluator_heard_outcome_) {
-    names.push_back("evaluator");
-  }
+  if (EvaluatorAwaitsOutcomeLocked()) names.push_back("evaluator");
   for (const std::string& task : waiting_to_join_) {
     if (std::find(names.begin(), names.end(), task) == names.end()) {
       names.push_back(task);
@@ -255,11 +257,21 @@ std::vector<std::string> JobCoordinator::UninformedLocked() const {
   return names;
 }
 
+bool JobCoordinator::AllInformedLocked() const {
+  for (const Worker& w : workers_) {
+    if (AwaitsOutcome(w)) return false;
+  }
+  return !EvaluatorAwaitsOutcomeLocked() && waiting_to_join_.empty();
+}
+
 std::vector<std::string> JobCoordinator::WaitForOutcomeHeard(
     absl::Time deadline) {
   MutexLock lock(&mu_);
+  // Evaluated on every release of mu_ (each heartbeat and status call)
+  // while the chief waits: it names no one, so that a call costs no
+  // allocation per worker (issue 33).
   auto all_heard = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return EndedLocked() && UninformedLocked().empty();
+    return EndedLocked() && AllInformedLocked();
   };
   mu_.AwaitWithDeadline(Condition(&all_heard), deadline);
   return UninformedLocked();

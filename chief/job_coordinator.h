@@ -174,6 +174,11 @@ class JobCoordinator {
   // Tasks that must still hear the outcome.
   std::vector<std::string> UninformedLocked() const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // UninformedLocked().empty(), without building the names.
+  bool AllInformedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Whether the evaluator runs (or is still starting) and has neither
+  // sent its final evaluation nor heard the outcome.
+  bool EvaluatorAwaitsOutcomeLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Whether a worker still runs and has not heard the outcome. Workers
   // that trained their last step wait for it too (worker/trainer.h). While
   // the job starts, so does a worker not heard from yet: a job that fails
