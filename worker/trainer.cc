@@ -521,35 +521,11 @@ absl::Status Trainer::Train() {
         continue;
       }
     }
-    failing_since_ = absl::InfiniteFuture();
-    ++local_steps_;
-    ++clock_;
-    if (live != nullptr) {
-      live->steps->Increment();
-      live->examples->Add(batch->size);
-    }
-    examples_ += batch->size;
-    window_.loss += stats.loss_sum;
-    window_.correct += stats.correct;
-    window_.examples += stats.examples;
-    if (local_steps_ % log_every == 0) {
-      LOG(INFO) << absl::StrFormat(
-          "step %d (global %d/%d), epoch %d, batch loss %.4f, accuracy %.3f",
-          local_steps_, version_, spec.total_steps(), batch->epoch,
-          stats.loss_sum / stats.examples,
-          static_cast<double>(stats.correct) / stats.examples);
-    }
+    RecordStep(*batch, stats, log_every);
     if (absl::Now() >= next_heartbeat) {
       next_heartbeat = absl::Now() + options_.heartbeat_interval;
-      absl::StatusOr<StatusResponse> status = Heartbeat(false);
-      if (status.ok() && status->state() == FAILED) {
-        return absl::AbortedError(
-            absl::StrCat("the chief ended the job: ", status->message()));
-      }
-      if (!status.ok()) LOG(WARNING) << status.status().message();
-      if (status.ok() &&
-          (status->state() == PAUSED || status->state() == INITIALIZING ||
-           status->generation() != generation_)) {
+      ASSIGN_OR_RETURN(const bool chief_wants_more, CheckInWithTheChief());
+      if (chief_wants_more) {
         RETURN_IF_ERROR(Recover(absl::OkStatus()));
         if (job_over_) break;
         Restart();
@@ -565,7 +541,50 @@ absl::Status Trainer::Train() {
   for (auto& push : pushes_) {
     if (push != nullptr) RETURN_IF_ERROR(push->Wait());
   }
-  const double seconds = absl::ToDoubleSeconds(absl::Now() - training_start);
+  LogFinished(absl::Now() - training_start);
+  return absl::OkStatus();
+}
+
+void Trainer::RecordStep(const Batch& batch, const BatchStats& stats,
+                         int log_every) {
+  failing_since_ = absl::InfiniteFuture();
+  ++local_steps_;
+  ++clock_;
+  if (const WorkerMetrics* live = parts_.live_metrics; live != nullptr) {
+    live->steps->Increment();
+    live->examples->Add(batch.size);
+  }
+  examples_ += batch.size;
+  window_.loss += stats.loss_sum;
+  window_.correct += stats.correct;
+  window_.examples += stats.examples;
+  if (local_steps_ % log_every == 0) {
+    LOG(INFO) << absl::StrFormat(
+        "step %d (global %d/%d), epoch %d, batch loss %.4f, accuracy %.3f",
+        local_steps_, version_, options_.spec.total_steps(), batch.epoch,
+        stats.loss_sum / stats.examples,
+        static_cast<double>(stats.correct) / stats.examples);
+  }
+}
+
+absl::StatusOr<bool> Trainer::CheckInWithTheChief() {
+  absl::StatusOr<StatusResponse> status = Heartbeat(false);
+  if (!status.ok()) {
+    // A missed heartbeat is the keep-alive's and the recovery policy's
+    // business; training goes on.
+    LOG(WARNING) << status.status().message();
+    return false;
+  }
+  if (status->state() == FAILED) {
+    return absl::AbortedError(
+        absl::StrCat("the chief ended the job: ", status->message()));
+  }
+  return status->state() == PAUSED || status->state() == INITIALIZING ||
+         status->generation() != generation_;
+}
+
+void Trainer::LogFinished(absl::Duration elapsed) const {
+  const double seconds = absl::ToDoubleSeconds(elapsed);
   auto share = [seconds](absl::Duration d) {
     return 100 * absl::ToDoubleSeconds(d) / std::max(seconds, 1e-9);
   };
@@ -579,7 +598,6 @@ absl::Status Trainer::Train() {
       share(phases_.pull_wait), share(phases_.push_wait),
       std::max(0.0, 100 - share(phases_.compute) - share(phases_.pull_wait) -
                         share(phases_.push_wait)));
-  return absl::OkStatus();
 }
 
 }  // namespace psflow

@@ -180,6 +180,14 @@ class Trainer {
   absl::Status OnRejected(const absl::Status& cause);
   // Drops the step in progress and pulls the model afresh.
   void Restart();
+  // A step done: counters, metrics, the progress line every `log_every`.
+  void RecordStep(const Batch& batch, const BatchStats& stats, int log_every);
+  // The heartbeat from inside the loop: true when the chief paused the job
+  // or restored the model (Recover, then pull again); Aborted when it
+  // failed the job. A heartbeat that fails is logged and training goes on.
+  absl::StatusOr<bool> CheckInWithTheChief();
+  // The "finished:" line: steps, examples, and where the time went.
+  void LogFinished(absl::Duration elapsed) const;
   // Records a report just sent (the keep-alive resends it when the loop
   // sends nothing for an interval).
   void Remember(const ProgressReport& report);
