@@ -772,14 +772,8 @@ absl::Status RunChief(const ChiefOptions& chief_options) {
   std::unique_ptr<EventFileWriter> metrics = OpenChiefMetrics(options);
   std::unique_ptr<SystemMetricsLogger> system_metrics;
   if (options.system_metrics && metrics != nullptr) {
-    absl::StatusOr<std::unique_ptr<SystemMetricsLogger>> started =
-        SystemMetricsLogger::Start(DirName(metrics->path()),
-                                   SystemMetricsLogger::Options());
-    if (started.ok()) {
-      system_metrics = *std::move(started);
-    } else {
-      LOG(WARNING) << "no system metrics: " << started.status().message();
-    }
+    system_metrics = SystemMetricsLogger::StartOrWarn(
+        DirName(metrics->path()), SystemMetricsLogger::Options());
   }
   while (true) {
     if (absl::Status trained =

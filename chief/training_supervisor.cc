@@ -43,20 +43,9 @@ absl::Status TrainingSupervisor::Supervise() {
   return absl::OkStatus();
 }
 
-absl::Status TrainingSupervisor::SaveAndStop(const std::string& signal) {
+absl::StatusOr<SavedCheckpoint> TrainingSupervisor::PauseAndSave(
+    const std::string& why) {
   JobCoordinator& coordinator = *parts_.coordinator;
-  const std::string why = absl::StrCat("received ", signal);
-  if (parts_.checkpoints == nullptr) {
-    return absl::CancelledError(absl::StrCat(
-        "stopped (", why,
-        "); the job saves no checkpoints (checkpoint.directory), so a "
-        "restart trains from the start"));
-  }
-  // Paused workers push nothing more: every step applied so far, and no
-  // other, is in the checkpoint.
-  LOG(WARNING) << why << ": pausing the workers and saving a checkpoint of "
-               << "the current step before the job stops";
-  coordinator.SetActivity("saving a checkpoint before stopping");
   if (coordinator.Pause(why)) {
     // The coordinator waits on the real clock.
     std::vector<std::string> unpaused = coordinator.WaitForWorkersPaused(
@@ -72,6 +61,24 @@ absl::Status TrainingSupervisor::SaveAndStop(const std::string& signal) {
   if (parts_.checkpoint_metrics != nullptr) {
     parts_.checkpoint_metrics->Record(saved);
   }
+  return saved;
+}
+
+absl::Status TrainingSupervisor::SaveAndStop(const std::string& signal) {
+  JobCoordinator& coordinator = *parts_.coordinator;
+  const std::string why = absl::StrCat("received ", signal);
+  if (parts_.checkpoints == nullptr) {
+    return absl::CancelledError(absl::StrCat(
+        "stopped (", why,
+        "); the job saves no checkpoints (checkpoint.directory), so a "
+        "restart trains from the start"));
+  }
+  // Paused workers push nothing more: every step applied so far, and no
+  // other, is in the checkpoint.
+  LOG(WARNING) << why << ": pausing the workers and saving a checkpoint of "
+               << "the current step before the job stops";
+  coordinator.SetActivity("saving a checkpoint before stopping");
+  absl::StatusOr<SavedCheckpoint> saved = PauseAndSave(why);
   if (!saved.ok()) {
     return absl::CancelledError(absl::StrCat(
         "stopped (", why, "); the checkpoint of the current step failed (",
@@ -228,20 +235,7 @@ absl::Status TrainingSupervisor::SaveBeforeServerLeaves(
                << "before it goes";
   coordinator.SetActivity(
       absl::StrCat("saving a checkpoint before ps-", ps, " shuts down"));
-  if (coordinator.Pause(why)) {
-    // The coordinator waits on the real clock.
-    std::vector<std::string> unpaused = coordinator.WaitForWorkersPaused(
-        absl::Now() + policy_.stop_pause_timeout);
-    if (!unpaused.empty()) {
-      LOG(WARNING) << "not paused after "
-                   << absl::FormatDuration(policy_.stop_pause_timeout) << ": "
-                   << absl::StrJoin(unpaused, ", ") << "; saving anyway";
-    }
-  }
-  absl::StatusOr<SavedCheckpoint> saved = parts_.checkpoints->Save();
-  if (parts_.checkpoint_metrics != nullptr) {
-    parts_.checkpoint_metrics->Record(saved);
-  }
+  absl::StatusOr<SavedCheckpoint> saved = PauseAndSave(why);
   if (!saved.ok()) {
     LOG(WARNING) << "the checkpoint before ps-" << ps
                  << " goes failed (training goes on; it is recovered from "

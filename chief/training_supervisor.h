@@ -120,6 +120,9 @@ class TrainingSupervisor {
   // The stop request's duty: pause, save the current step, and return
   // Cancelled saying what was saved (the job then ends with it).
   absl::Status SaveAndStop(const std::string& signal);
+  // Pauses the workers (waiting at most stop_pause_timeout for them to
+  // say so) and saves a checkpoint; the job stays paused.
+  absl::StatusOr<SavedCheckpoint> PauseAndSave(const std::string& why);
 
   SupervisorParts parts_;
   SupervisorPolicy policy_;

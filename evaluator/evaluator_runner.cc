@@ -72,14 +72,8 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
   }
   std::unique_ptr<SystemMetricsLogger> system_metrics;
   if (metrics != nullptr) {
-    absl::StatusOr<std::unique_ptr<SystemMetricsLogger>> started =
-        SystemMetricsLogger::Start(DirName(metrics->path()),
-                                   SystemMetricsLogger::Options());
-    if (started.ok()) {
-      system_metrics = *std::move(started);
-    } else {
-      LOG(WARNING) << "no system metrics: " << started.status().message();
-    }
+    system_metrics = SystemMetricsLogger::StartOrWarn(
+        DirName(metrics->path()), SystemMetricsLogger::Options());
   }
   Evaluator::Parts::LiveMetrics live;
   if (options.metrics_registry != nullptr) {

@@ -44,14 +44,9 @@ void PsSystemMetrics::Run() {
   const std::string& group = configuration->run_group();
   const std::string dir = absl::StrCat(
       root, "/", group.empty() ? "" : group + "/", job, "/ps-", task_index_);
-  absl::StatusOr<std::unique_ptr<SystemMetricsLogger>> started =
-      SystemMetricsLogger::Start(dir, SystemMetricsLogger::Options());
-  if (!started.ok()) {
-    LOG(WARNING) << "no system metrics: " << started.status().message();
-    return;
-  }
-  LOG(INFO) << "system metrics: " << dir << "/system";
-  logger_ = *std::move(started);
+  logger_ =
+      SystemMetricsLogger::StartOrWarn(dir, SystemMetricsLogger::Options());
+  if (logger_ != nullptr) LOG(INFO) << "system metrics: " << dir << "/system";
 }
 
 }  // namespace psflow

@@ -196,13 +196,8 @@ Telemetry StartTelemetry(const JobSpec& spec, const TfConfig& tf,
   if (t.events != nullptr) {
     SystemMetricsLogger::Options system_options;
     system_options.gpus = t.gpus.get();
-    absl::StatusOr<std::unique_ptr<SystemMetricsLogger>> started =
-        SystemMetricsLogger::Start(DirName(t.events->path()), system_options);
-    if (started.ok()) {
-      t.system = *std::move(started);
-    } else {
-      LOG(WARNING) << "no system metrics: " << started.status().message();
-    }
+    t.system = SystemMetricsLogger::StartOrWarn(DirName(t.events->path()),
+                                                system_options);
   }
   return t;
 }

@@ -36,6 +36,17 @@ absl::StatusOr<std::unique_ptr<SystemMetricsLogger>> SystemMetricsLogger::Start(
   return logger;
 }
 
+std::unique_ptr<SystemMetricsLogger> SystemMetricsLogger::StartOrWarn(
+    const std::string& task_dir, Options options) {
+  absl::StatusOr<std::unique_ptr<SystemMetricsLogger>> started =
+      Start(task_dir, options);
+  if (!started.ok()) {
+    LOG(WARNING) << "no system metrics: " << started.status().message();
+    return nullptr;
+  }
+  return *std::move(started);
+}
+
 SystemMetricsLogger::SystemMetricsLogger(EventFileWriter* writer,
                                          Options options)
     : writer_(writer), options_(options) {

@@ -51,6 +51,11 @@ class SystemMetricsLogger {
   static absl::StatusOr<std::unique_ptr<SystemMetricsLogger>> Start(
       const std::string& task_dir, Options options);
 
+  // Start(), or, when the folder cannot be written, null after a warning:
+  // a task without system metrics goes on.
+  static std::unique_ptr<SystemMetricsLogger> StartOrWarn(
+      const std::string& task_dir, Options options);
+
   // Logs into `writer`, which must outlive the logger (tests).
   SystemMetricsLogger(EventFileWriter* writer, Options options);
   ~SystemMetricsLogger();
