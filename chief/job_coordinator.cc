@@ -97,11 +97,11 @@ absl::StatusOr<JobSpec> JobCoordinator::Register(
     worker.registered = true;
     worker.lost = false;
     worker.incarnation = request.incarnation();
-    worker.last_contact = absl::Now();
+    worker.last_contact = options_.clock->Now();
     LOG(INFO) << WorkerNameLocked(index) << " joined";
   } else if (request.task_type() == "evaluator") {
     evaluator_registered_ = true;
-    evaluator_last_contact_ = absl::Now();
+    evaluator_last_contact_ = options_.clock->Now();
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("task type \"", request.task_type(),
@@ -117,7 +117,7 @@ StatusResponse JobCoordinator::Progress(const ProgressReport& report) {
     Worker& worker = workers_[index];
     worker.registered = true;
     worker.lost = false;
-    worker.last_contact = absl::Now();
+    worker.last_contact = options_.clock->Now();
     worker.last = report;
     // A worker that reports an error ends its part itself: the chief does
     // not wait for it to hear the outcome.
@@ -150,7 +150,7 @@ bool JobCoordinator::Pause(const std::string& why) {
   if (state_ != TRAINING) return false;
   state_ = PAUSED;
   message_ = why;
-  paused_at_ = absl::Now();
+  paused_at_ = options_.clock->Now();
   return true;
 }
 
@@ -175,7 +175,7 @@ std::vector<std::string> JobCoordinator::WaitForWorkersPaused(
   auto all_paused = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return state_ != PAUSED || unpaused().empty();
   };
-  mu_.AwaitWithDeadline(Condition(&all_paused), deadline);
+  options_.clock->AwaitWithDeadline(mu_, Condition(&all_paused), deadline);
   return unpaused();
 }
 
@@ -219,7 +219,8 @@ StatusResponse JobCoordinator::Status() const {
 
 StatusResponse JobCoordinator::Status(const StatusRequest& request) {
   MutexLock lock(&mu_);
-  if (request.task_type() == "evaluator") evaluator_last_contact_ = absl::Now();
+  if (request.task_type() == "evaluator")
+    evaluator_last_contact_ = options_.clock->Now();
   if (EndedLocked()) {
     if (request.task_type() == "evaluator") {
       evaluator_heard_outcome_ = true;
@@ -273,13 +274,13 @@ std::vector<std::string> JobCoordinator::WaitForOutcomeHeard(
   auto all_heard = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return EndedLocked() && AllInformedLocked();
   };
-  mu_.AwaitWithDeadline(Condition(&all_heard), deadline);
+  options_.clock->AwaitWithDeadline(mu_, Condition(&all_heard), deadline);
   return UninformedLocked();
 }
 
 void JobCoordinator::Evaluation(const EvaluationReport& report) {
   MutexLock lock(&mu_);
-  evaluator_last_contact_ = absl::Now();
+  evaluator_last_contact_ = options_.clock->Now();
   if (final_evaluation_received_) return;  // the chief's own came first
   evaluation_ = report;
   evaluation_->set_evaluated_by("evaluator-0");
@@ -306,7 +307,7 @@ std::vector<std::string> JobCoordinator::WaitForWorkers(absl::Time deadline) {
     // The others already trained the job to its end: stop waiting.
     return all || any_finished;
   };
-  mu_.AwaitWithDeadline(Condition(&all_joined), deadline);
+  options_.clock->AwaitWithDeadline(mu_, Condition(&all_joined), deadline);
   std::vector<std::string> missing;
   for (size_t i = 0; i < workers_.size(); ++i) {
     if (!workers_[i].registered) missing.push_back(WorkerNameLocked(i));
@@ -372,7 +373,7 @@ void JobCoordinator::ForgiveOwnStallLocked(absl::Time now) {
 bool JobCoordinator::WaitForTrainingEnd(absl::Time deadline) {
   MutexLock lock(&mu_);
   while (true) {
-    const absl::Time now = absl::Now();
+    const absl::Time now = options_.clock->Now();
     ForgiveOwnStallLocked(now);
     if (state_ == TRAINING) {
       for (size_t i = 0; i < workers_.size(); ++i) {
@@ -439,8 +440,9 @@ bool JobCoordinator::WaitForTrainingEnd(absl::Time deadline) {
     }
     if (TrainingOverLocked()) return true;
     if (now >= deadline) return false;
-    mu_.AwaitWithTimeout(Condition(this, &JobCoordinator::TrainingOverLocked),
-                         std::min(absl::Seconds(1), deadline - now));
+    options_.clock->AwaitWithDeadline(
+        mu_, Condition(this, &JobCoordinator::TrainingOverLocked),
+        std::min(now + absl::Seconds(1), deadline));
   }
 }
 
@@ -455,9 +457,9 @@ std::optional<EvaluationReport> JobCoordinator::RunFinalEvaluation(
   // silent past the heartbeat timeout (it asks for the status every second,
   // also while it evaluates), or has not joined within that long, is not
   // waited for.
-  const absl::Time start = absl::Now();
+  const absl::Time start = options_.clock->Now();
   while (!done()) {
-    const absl::Time now = absl::Now();
+    const absl::Time now = options_.clock->Now();
     if (now >= deadline) break;
     // Silent since its last contact; or, not joined yet, since this wait
     // began.
@@ -473,8 +475,8 @@ std::optional<EvaluationReport> JobCoordinator::RunFinalEvaluation(
                           absl::Trunc(now - since, absl::Seconds(1)));
       break;
     }
-    mu_.AwaitWithTimeout(Condition(&done),
-                         std::min(absl::Seconds(1), deadline - now));
+    options_.clock->AwaitWithDeadline(
+        mu_, Condition(&done), std::min(now + absl::Seconds(1), deadline));
   }
   if (!final_evaluation_received_) return std::nullopt;
   return evaluation_;
@@ -543,7 +545,7 @@ double SecondsSince(const std::optional<absl::Time>& when, absl::Time now) {
 }  // namespace
 
 JobDescription JobCoordinator::Describe() const {
-  const absl::Time now = absl::Now();
+  const absl::Time now = options_.clock->Now();
   JobDescription d;
   d.set_job_name(options_.job_name);
   d.set_mode(options_.mode);

@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "chief/server_board.h"
+#include "common/clock.h"
 #include "common/mutex.h"
 #include "common/oom_kills.h"
 #include "proto/coordinator.pb.h"
@@ -51,9 +52,14 @@ class JobCoordinator {
     std::string evaluator_address;  // empty: the job has no evaluator
     std::string job_name;
     UpdateMode mode = UPDATE_MODE_UNSPECIFIED;
+    // Heartbeat timeouts, waits and deadlines are measured on it.
+    Clock* clock = &RealClock();
   };
 
   explicit JobCoordinator(const Options& options);
+
+  // The clock the job's time is measured on (Options::clock).
+  Clock& clock() const { return *options_.clock; }
 
   // INITIALIZING -> TRAINING; from now on tasks can register.
   void SetSpec(const JobSpec& spec);
@@ -204,7 +210,7 @@ class JobCoordinator {
   std::string WorkerNameLocked(int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   const Options options_;
-  const absl::Time started_ = absl::Now();
+  const absl::Time started_ = options_.clock->Now();
   // The host's out-of-memory kills when the job started: a worker lost
   // while it rose (on the chief's host) was most likely killed for memory.
   const int64_t oom_kills_at_start_ = OomKillsSoFar();

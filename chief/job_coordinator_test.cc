@@ -3,6 +3,7 @@
 #include <atomic>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -23,9 +24,10 @@ JobSpec Spec(UpdateMode mode, int64_t total_steps = 100) {
   return spec;
 }
 
-JobCoordinator::Options TwoWorkers(
-    absl::Duration heartbeat = absl::Seconds(60)) {
+JobCoordinator::Options TwoWorkers(absl::Duration heartbeat = absl::Seconds(60),
+                                   Clock* clock = nullptr) {
   JobCoordinator::Options options;
+  if (clock != nullptr) options.clock = clock;
   options.num_workers = 2;
   options.worker_addresses = {{0, "h0:1"}, {1, "h1:1"}};
   options.heartbeat_timeout = heartbeat;
@@ -95,26 +97,39 @@ TEST(JobCoordinatorTest, StrangersAndOtherVersionsAreRefused) {
   EXPECT_THAT(c.Register(old), StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
+// Waits run on a simulated clock: minutes of timeouts take no real time.
+FakeClock& SimulatedClock() {
+  static FakeClock* const clock = [] {
+    auto* clock = new FakeClock();
+    clock->SetAutoAdvance(true);
+    return clock;
+  }();
+  return *clock;
+}
+
 TEST(JobCoordinatorTest, WaitForWorkersNamesTheMissingOnes) {
-  JobCoordinator c(TwoWorkers());
+  FakeClock& clock = SimulatedClock();
+  JobCoordinator c(TwoWorkers(absl::Seconds(60), &clock));
   c.SetSpec(Spec(ASYNC));
   ASSERT_OK(c.Register(Worker(0)));
-  EXPECT_THAT(c.WaitForWorkers(absl::Now() + absl::Milliseconds(50)),
+  EXPECT_THAT(c.WaitForWorkers(clock.Now() + absl::Minutes(2)),
               ElementsAre("worker-1 at h1:1"));
   ASSERT_OK(c.Register(Worker(1)));
-  EXPECT_THAT(c.WaitForWorkers(absl::Now()), IsEmpty());
+  EXPECT_THAT(c.WaitForWorkers(clock.Now()), IsEmpty());
 }
 
 TEST(JobCoordinatorTest, TrainingEndsWhenEveryWorkerFinished) {
-  JobCoordinator c(TwoWorkers());
+  FakeClock& clock = SimulatedClock();
+  JobCoordinator c(TwoWorkers(absl::Seconds(60), &clock));
   c.SetSpec(Spec(ASYNC));
   ASSERT_OK(c.Register(Worker(0)));
   ASSERT_OK(c.Register(Worker(1)));
   Progress(c, Report(0, 100, /*finished=*/true));
-  EXPECT_FALSE(c.WaitForTrainingEnd(absl::Now() + absl::Milliseconds(50)));
+  // Worker 1, silent for 50 of its 60 s, is still training.
+  EXPECT_FALSE(c.WaitForTrainingEnd(clock.Now() + absl::Seconds(50)));
   EXPECT_EQ(c.state(), TRAINING);
   Progress(c, Report(1, 101, /*finished=*/true));
-  EXPECT_TRUE(c.WaitForTrainingEnd(absl::Now() + absl::Seconds(5)));
+  EXPECT_TRUE(c.WaitForTrainingEnd(clock.Now() + absl::Seconds(5)));
   EXPECT_EQ(c.state(), TRAINING);
   EXPECT_EQ(c.Status().global_step(), 101);
 }
@@ -130,98 +145,101 @@ TEST(JobCoordinatorTest, AWorkerErrorFailsTheJob) {
   EXPECT_TRUE(c.WaitForTrainingEnd(absl::Now()));
 }
 
+// A check of the tasks every `step` of the clock, worker 0 reporting before
+// each, until worker 1 (silent) is declared lost; how many checks it took.
+int ChecksUntilWorkerOneIsLost(JobCoordinator& c, FakeClock& clock,
+                               absl::Duration step) {
+  int checks = 0;
+  for (int64_t i = 0; c.CountWorkers().lost == 0 && checks < 1000; ++i) {
+    Progress(c, Report(0, i));
+    clock.Advance(step);
+    EXPECT_FALSE(c.WaitForTrainingEnd(clock.Now()));
+    ++checks;
+  }
+  return checks;
+}
+
 TEST(JobCoordinatorTest, AsyncContinuesWithoutALostWorker) {
-  // Worker 0 reports every 30 ms, far within the 1 s heartbeat timeout
-  // even on a loaded machine, until worker 1 has been declared lost.
-  JobCoordinator c(TwoWorkers(absl::Seconds(1)));
+  FakeClock clock;
+  JobCoordinator c(TwoWorkers(absl::Seconds(60), &clock));
   c.SetSpec(Spec(ASYNC));
   ASSERT_OK(c.Register(Worker(0)));
   ASSERT_OK(c.Register(Worker(1)));
-  std::thread reporter([&] {
-    const absl::Time give_up = absl::Now() + absl::Seconds(60);
-    for (int64_t i = 0; c.CountWorkers().lost == 0 && absl::Now() < give_up;
-         ++i) {
-      Progress(c, Report(0, i));
-      absl::SleepFor(absl::Milliseconds(30));
-    }
-    Progress(c, Report(0, 100, true));
-  });
-  EXPECT_TRUE(c.WaitForTrainingEnd(absl::Now() + absl::Seconds(10)));
-  reporter.join();
+  // Lost at the first check 60 s after it was last heard.
+  EXPECT_EQ(ChecksUntilWorkerOneIsLost(c, clock, absl::Milliseconds(500)), 120);
+  EXPECT_EQ(c.CountWorkers().lost, 1);
+  Progress(c, Report(0, 100, true));
+  EXPECT_TRUE(c.WaitForTrainingEnd(clock.Now()));
   EXPECT_EQ(c.state(), TRAINING) << c.Status().message();
 }
 
 TEST(JobCoordinatorTest, SyncFailsWhenALostWorkerDoesNotComeBack) {
-  JobCoordinator::Options options = TwoWorkers(absl::Milliseconds(100));
-  options.worker_replacement_timeout = absl::Milliseconds(300);
+  FakeClock& clock = SimulatedClock();
+  JobCoordinator::Options options = TwoWorkers(absl::Seconds(60), &clock);
+  options.worker_replacement_timeout = absl::Minutes(4);
   JobCoordinator c(options);
   c.SetSpec(Spec(SYNC));
   ASSERT_OK(c.Register(Worker(0)));
   ASSERT_OK(c.Register(Worker(1)));
-  EXPECT_TRUE(c.WaitForTrainingEnd(absl::Now() + absl::Seconds(30)));
+  const absl::Time start = clock.Now();
+  EXPECT_TRUE(c.WaitForTrainingEnd(start + absl::Hours(1)));
   EXPECT_EQ(c.state(), FAILED);
+  // Lost after 60 s of silence, then 4 minutes waited for.
+  EXPECT_GT(clock.Now() - start, absl::Minutes(5));
+  EXPECT_LT(clock.Now() - start, absl::Minutes(5) + absl::Seconds(3));
   EXPECT_THAT(c.Status().message(),
-              HasSubstr("stopped reporting (no heartbeat for 100ms); a sync "
+              HasSubstr("stopped reporting (no heartbeat for 1m); a sync "
                         "job cannot continue: each step needs 2 workers"));
   EXPECT_THAT(c.Status().message(),
-              HasSubstr("did not come back within 300ms "
+              HasSubstr("did not come back within 4m "
                         "(chief --worker_replacement_timeout_s)"));
 }
 
 // Every worker is needed: a lost one is waited for (Kubernetes restarts
 // it), and the job goes on once it registers again.
 TEST(JobCoordinatorTest, SyncWaitsForALostWorkersReplacement) {
-  JobCoordinator::Options options = TwoWorkers(absl::Seconds(1));
+  FakeClock clock;
+  JobCoordinator::Options options = TwoWorkers(absl::Seconds(60), &clock);
   options.worker_replacement_timeout = absl::Minutes(10);
   JobCoordinator c(options);
   c.SetSpec(Spec(SYNC));
   ASSERT_OK(c.Register(Worker(0)));
   ASSERT_OK(c.Register(Worker(1)));
   // Worker 0 keeps reporting; worker 1 goes silent until it is lost.
-  const absl::Time give_up = absl::Now() + absl::Seconds(60);
-  int64_t step = 0;
-  while (c.CountWorkers().lost == 0 && absl::Now() < give_up) {
-    Progress(c, Report(0, step++));
-    EXPECT_FALSE(c.WaitForTrainingEnd(absl::Now() + absl::Milliseconds(50)));
-  }
+  EXPECT_EQ(ChecksUntilWorkerOneIsLost(c, clock, absl::Seconds(1)), 60);
   ASSERT_EQ(c.CountWorkers().lost, 1);
-  // Waiting, well past the heartbeat timeout, not failed.
-  for (int i = 0; i < 30; ++i) {
-    Progress(c, Report(0, step));
-    EXPECT_FALSE(c.WaitForTrainingEnd(absl::Now() + absl::Milliseconds(50)));
+  // Waiting, 9 minutes past the heartbeat timeout, not failed.
+  for (int i = 0; i < 9 * 60; ++i) {
+    Progress(c, Report(0, 100));
+    clock.Advance(absl::Seconds(1));
+    EXPECT_FALSE(c.WaitForTrainingEnd(clock.Now()));
   }
   EXPECT_EQ(c.state(), TRAINING) << c.Status().message();
   // Its replacement registers and the job finishes.
   ASSERT_OK(c.Register(Worker(1)));
   Progress(c, Report(0, 100, true));
   Progress(c, Report(1, 100, true));
-  EXPECT_TRUE(c.WaitForTrainingEnd(absl::Now() + absl::Seconds(10)));
+  EXPECT_TRUE(c.WaitForTrainingEnd(clock.Now()));
   EXPECT_EQ(c.state(), TRAINING);  // over, not failed
 }
 
 TEST(JobCoordinatorTest, SyncWithBackupsContinuesWithoutALostWorker) {
-  // Worker 0 reports every 50 ms, 20 times within the heartbeat timeout,
-  // so a loaded machine cannot make it look lost too.
-  JobCoordinator c(TwoWorkers(absl::Seconds(1)));
+  FakeClock clock;
+  JobCoordinator c(TwoWorkers(absl::Seconds(60), &clock));
   JobSpec spec = Spec(SYNC);
   spec.mutable_ps_config()->set_replicas_to_aggregate(1);
   c.SetSpec(spec);
   ASSERT_OK(c.Register(Worker(0)));
   ASSERT_OK(c.Register(Worker(1)));
   // Worker 0 keeps reporting; worker 1 goes silent until it is lost.
-  const absl::Time give_up = absl::Now() + absl::Seconds(60);
-  int64_t step = 0;
-  while (c.CountWorkers().lost == 0 && absl::Now() < give_up) {
-    Progress(c, Report(0, step++));
-    EXPECT_FALSE(c.WaitForTrainingEnd(absl::Now() + absl::Milliseconds(50)));
-  }
+  EXPECT_EQ(ChecksUntilWorkerOneIsLost(c, clock, absl::Seconds(1)), 60);
   EXPECT_EQ(c.CountWorkers().lost, 1);
   EXPECT_EQ(c.state(), TRAINING) << c.Status().message();
   // It comes back (a restart registers again) and the job finishes.
   ASSERT_OK(c.Register(Worker(1)));
   Progress(c, Report(0, 100, true));
   Progress(c, Report(1, 100, true));
-  EXPECT_TRUE(c.WaitForTrainingEnd(absl::Now() + absl::Seconds(10)));
+  EXPECT_TRUE(c.WaitForTrainingEnd(clock.Now()));
   EXPECT_EQ(c.state(), TRAINING);  // over, not failed
 }
 
@@ -229,18 +247,19 @@ TEST(JobCoordinatorTest, SyncWithBackupsContinuesWithoutALostWorker) {
 // the heartbeat timeout: the workers' silence while it did not run is not
 // theirs, and nobody is declared lost for it.
 TEST(JobCoordinatorTest, TheChiefsOwnStallIsNotTheWorkersSilence) {
-  JobCoordinator c(TwoWorkers(absl::Seconds(2)));
+  FakeClock& clock = SimulatedClock();
+  JobCoordinator c(TwoWorkers(absl::Seconds(60), &clock));
   c.SetSpec(Spec(ASYNC));
   ASSERT_OK(c.Register(Worker(0)));
   ASSERT_OK(c.Register(Worker(1)));
-  EXPECT_FALSE(c.WaitForTrainingEnd(absl::Now()));  // a check
-  // Nothing runs for 4 s: no report, no check (as while stopped).
-  absl::SleepFor(absl::Seconds(4));
-  EXPECT_FALSE(c.WaitForTrainingEnd(absl::Now()));
+  EXPECT_FALSE(c.WaitForTrainingEnd(clock.Now()));  // a check
+  // Nothing runs for 2 minutes: no report, no check (as while stopped).
+  clock.Advance(absl::Minutes(2));
+  EXPECT_FALSE(c.WaitForTrainingEnd(clock.Now()));
   EXPECT_EQ(c.CountWorkers().lost, 0);
   EXPECT_EQ(c.state(), TRAINING);
   // Silence while the chief runs still counts.
-  EXPECT_TRUE(c.WaitForTrainingEnd(absl::Now() + absl::Seconds(60)));
+  EXPECT_TRUE(c.WaitForTrainingEnd(clock.Now() + absl::Minutes(2)));
   EXPECT_EQ(c.CountWorkers().lost, 2);
   EXPECT_EQ(c.state(), FAILED);
 }
@@ -249,14 +268,15 @@ TEST(JobCoordinatorTest, TheChiefsOwnStallIsNotTheWorkersSilence) {
 // before the chief's next check does not make the others, whose reports
 // are still queued, lost.
 TEST(JobCoordinatorTest, AStallForgivesTasksNotHeardYetWhenOthersWere) {
-  JobCoordinator c(TwoWorkers(absl::Seconds(2)));
+  FakeClock clock;
+  JobCoordinator c(TwoWorkers(absl::Seconds(60), &clock));
   c.SetSpec(Spec(ASYNC));
   ASSERT_OK(c.Register(Worker(0)));
   ASSERT_OK(c.Register(Worker(1)));
-  EXPECT_FALSE(c.WaitForTrainingEnd(absl::Now()));  // a check
-  absl::SleepFor(absl::Seconds(4));                 // stopped: no check
+  EXPECT_FALSE(c.WaitForTrainingEnd(clock.Now()));  // a check
+  clock.Advance(absl::Minutes(2));                  // stopped: no check
   Progress(c, Report(0, 10));  // worker 0's queued report comes first
-  EXPECT_FALSE(c.WaitForTrainingEnd(absl::Now()));
+  EXPECT_FALSE(c.WaitForTrainingEnd(clock.Now()));
   EXPECT_EQ(c.CountWorkers().lost, 0);
   EXPECT_EQ(c.state(), TRAINING);
 }
@@ -340,35 +360,43 @@ TEST(JobCoordinatorTest, FinalEvaluationIsAwaitedWithADeadline) {
 TEST(JobCoordinatorTest, ALostOrAbsentEvaluatorIsNotWaitedFor) {
   {
     // Never joined: waited for one heartbeat timeout, not the deadline.
-    JobCoordinator c(TwoWorkers(/*heartbeat=*/absl::Milliseconds(200)));
+    FakeClock& clock = SimulatedClock();
+    JobCoordinator c(TwoWorkers(/*heartbeat=*/absl::Seconds(60), &clock));
     c.SetSpec(Spec(ASYNC));
-    const absl::Time start = absl::Now();
+    const absl::Time start = clock.Now();
     EXPECT_FALSE(c.RunFinalEvaluation(absl::InfiniteFuture()).has_value());
-    EXPECT_GE(absl::Now() - start, absl::Milliseconds(200));
+    EXPECT_GE(clock.Now() - start, absl::Seconds(60));
+    EXPECT_LT(clock.Now() - start, absl::Seconds(62));
   }
-  JobCoordinator c(TwoWorkers(/*heartbeat=*/absl::Seconds(2)));
+  FakeClock clock;
+  JobCoordinator c(TwoWorkers(/*heartbeat=*/absl::Seconds(60), &clock));
   c.SetSpec(Spec(ASYNC));
   RegisterTaskRequest evaluator;
   evaluator.set_protocol_version(kProtocolVersion);
   evaluator.set_task_type("evaluator");
   ASSERT_OK(c.Register(evaluator));
-  // While it keeps asking, it is waited for (up to the deadline).
-  std::atomic<bool> asking{true};
-  std::thread alive([&] {
-    StatusRequest request;
-    request.set_task_type("evaluator");
-    while (asking) {
-      c.Status(request);
-      absl::SleepFor(absl::Milliseconds(20));
-    }
+  // While it keeps asking (each second), it is waited for up to the
+  // deadline: 5 minutes, five heartbeat timeouts.
+  const absl::Time start = clock.Now();
+  std::atomic<bool> done{false};
+  std::thread chief([&] {
+    EXPECT_FALSE(c.RunFinalEvaluation(start + absl::Minutes(5)).has_value());
+    done = true;
   });
-  const absl::Time start = absl::Now();
-  EXPECT_FALSE(c.RunFinalEvaluation(start + absl::Seconds(1)).has_value());
-  EXPECT_GE(absl::Now() - start, absl::Seconds(1));
-  asking = false;
-  alive.join();
-  // Silent now: given up on well before an hour's deadline.
-  EXPECT_FALSE(c.RunFinalEvaluation(absl::Now() + absl::Hours(1)).has_value());
+  StatusRequest request;
+  request.set_task_type("evaluator");
+  while (!done) {
+    clock.AwaitWaiters(1);
+    c.Status(request);
+    clock.Advance(absl::Seconds(1));
+  }
+  chief.join();
+  EXPECT_GE(clock.Now() - start, absl::Minutes(5));
+  // Silent now: given up on after a heartbeat timeout, not an hour.
+  clock.SetAutoAdvance(true);
+  const absl::Time silent_since = clock.Now();
+  EXPECT_FALSE(c.RunFinalEvaluation(clock.Now() + absl::Hours(1)).has_value());
+  EXPECT_LT(clock.Now() - silent_since, absl::Seconds(62));
 }
 
 // Workers that trained their last step stay for the job's end (a fault
@@ -674,13 +702,15 @@ TEST(JobCoordinatorDescribeTest, AnEvaluatorReplacedByTheChiefShowsLost) {
 }
 
 TEST(JobCoordinatorDescribeTest, SilentWorkersAreLost) {
+  FakeClock clock;
   JobCoordinator::Options options = DescribedJob();
-  options.heartbeat_timeout = absl::Milliseconds(1);
+  options.heartbeat_timeout = absl::Seconds(1);
+  options.clock = &clock;
   JobCoordinator c(options);
   c.SetSpec(Spec(ASYNC));
   ASSERT_OK(c.Register(Worker(0)));
-  absl::SleepFor(absl::Milliseconds(5));
-  c.WaitForTrainingEnd(absl::Now() + absl::Seconds(10));
+  clock.Advance(absl::Seconds(2));
+  c.WaitForTrainingEnd(clock.Now());
   const JobDescription d = c.Describe();
   const TaskView& lost = Row(d, "worker-0");
   EXPECT_EQ(lost.state(), TaskView::LOST);

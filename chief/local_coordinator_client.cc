@@ -14,10 +14,11 @@ absl::StatusOr<JobSpec> LocalCoordinatorClient::Register(const TaskId& task,
   while (true) {
     absl::StatusOr<JobSpec> spec = coordinator_->Register(request);
     // FailedPrecondition: still initializing, as the gRPC client retries.
-    if (!absl::IsFailedPrecondition(spec.status()) || absl::Now() >= deadline) {
+    Clock& clock = coordinator_->clock();
+    if (!absl::IsFailedPrecondition(spec.status()) || clock.Now() >= deadline) {
       return spec;
     }
-    absl::SleepFor(absl::Milliseconds(5));
+    clock.SleepFor(absl::Milliseconds(5));
   }
 }
 

@@ -19,14 +19,14 @@ TrainingSupervisor::TrainingSupervisor(SupervisorParts parts,
                                        int64_t restored_step)
     : parts_(std::move(parts)),
       policy_(std::move(policy)),
-      schedule_(policy_.checkpoint, restored_step, parts_.now()),
-      start_(parts_.now()),
+      schedule_(policy_.checkpoint, restored_step, parts_.clock->Now()),
+      start_(parts_.clock->Now()),
       next_log_(start_ + policy_.log_interval),
       next_server_check_(start_ + policy_.server_check_interval) {}
 
 absl::Time TrainingSupervisor::NextTick() const {
   return std::min(
-      {next_log_, next_server_check_, parts_.now() + policy_.max_tick});
+      {next_log_, next_server_check_, parts_.clock->Now() + policy_.max_tick});
 }
 
 absl::Status TrainingSupervisor::Supervise() {
@@ -49,7 +49,7 @@ absl::StatusOr<SavedCheckpoint> TrainingSupervisor::PauseAndSave(
   if (coordinator.Pause(why)) {
     // The coordinator waits on the real clock.
     std::vector<std::string> unpaused = coordinator.WaitForWorkersPaused(
-        absl::Now() + policy_.stop_pause_timeout);
+        parts_.clock->Now() + policy_.stop_pause_timeout);
     if (!unpaused.empty()) {
       LOG(WARNING) << "not paused after "
                    << absl::FormatDuration(policy_.stop_pause_timeout) << ": "
@@ -94,9 +94,9 @@ absl::Status TrainingSupervisor::SaveAndStop(const std::string& signal) {
 }
 
 absl::Status TrainingSupervisor::Tick() {
-  if (parts_.now() >= next_log_) {
+  if (parts_.clock->Now() >= next_log_) {
     LogProgress();
-    next_log_ = parts_.now() + policy_.log_interval;
+    next_log_ = parts_.clock->Now() + policy_.log_interval;
   }
   ServeRestoreRequests();
   UpdateWorkerBound();
@@ -105,7 +105,7 @@ absl::Status TrainingSupervisor::Tick() {
     // A save fails most often because a server was lost in it: look now,
     // not a check interval later, so training stops before it piles up
     // more steps that the restore will throw away.
-    next_server_check_ = parts_.now();
+    next_server_check_ = parts_.clock->Now();
     RETURN_IF_ERROR(WatchServers());
   }
   return absl::OkStatus();
@@ -126,7 +126,7 @@ void TrainingSupervisor::LogProgress() {
     loss /= reporting;
     accuracy /= reporting;
   }
-  const double elapsed = absl::ToDoubleSeconds(parts_.now() - start_);
+  const double elapsed = absl::ToDoubleSeconds(parts_.clock->Now() - start_);
   const double fraction =
       status.total_steps() > 0
           ? static_cast<double>(status.global_step()) / status.total_steps()
@@ -162,7 +162,8 @@ void TrainingSupervisor::ServeRestoreRequests() {
                        request->path);
     excluded_sent_.reset();  // A pause lifts the bound: send it again.
     if (step.ok()) {
-      schedule_ = CheckpointSchedule(policy_.checkpoint, *step, parts_.now());
+      schedule_ =
+          CheckpointSchedule(policy_.checkpoint, *step, parts_.clock->Now());
     } else {
       LOG(WARNING) << "restore of " << request->path
                    << " failed: " << step.status().message();
@@ -173,12 +174,12 @@ void TrainingSupervisor::ServeRestoreRequests() {
 }
 
 absl::Status TrainingSupervisor::WatchServers() {
-  if (parts_.now() < next_server_check_ ||
+  if (parts_.clock->Now() < next_server_check_ ||
       parts_.coordinator->state() != TRAINING) {
     return absl::OkStatus();
   }
   absl::Status servers = parts_.check_servers();
-  next_server_check_ = parts_.now() + policy_.server_check_interval;
+  next_server_check_ = parts_.clock->Now() + policy_.server_check_interval;
   if (servers.ok()) {
     leaving_unsaved_.clear();
     return absl::OkStatus();
@@ -200,10 +201,11 @@ absl::Status TrainingSupervisor::WatchServers() {
 void TrainingSupervisor::UpdateWorkerBound() {
   if (!parts_.exclude_workers) return;
   const std::vector<int> outside = parts_.coordinator->WorkersOutsideBound();
-  if (outside == excluded_sent_ && parts_.now() < next_bound_refresh_) return;
+  if (outside == excluded_sent_ && parts_.clock->Now() < next_bound_refresh_)
+    return;
   const bool changed = outside != excluded_sent_;
   absl::Status sent = parts_.exclude_workers(outside);
-  next_bound_refresh_ = parts_.now() + policy_.server_check_interval;
+  next_bound_refresh_ = parts_.clock->Now() + policy_.server_check_interval;
   if (!sent.ok()) {
     // A lost server is WatchServers' business; retried next tick.
     if (changed) {
@@ -246,7 +248,7 @@ absl::Status TrainingSupervisor::SaveBeforeServerLeaves(
     return absl::OkStatus();
   }
   LogSavedCheckpoint(*saved);
-  schedule_.Saved(saved->step, parts_.now());
+  schedule_.Saved(saved->step, parts_.clock->Now());
   absl::Status released = parts_.shutdown_server(
       ps, absl::StrCat("the chief saved ", saved->path, " before it goes"));
   if (!released.ok()) {
@@ -255,11 +257,11 @@ absl::Status TrainingSupervisor::SaveBeforeServerLeaves(
                  << released.message();
   }
   // Gone first, so the restore below never writes into the leaving one.
-  const absl::Time gone_by = absl::Now() + policy_.server_gone_timeout;
-  while (absl::Now() < gone_by) {
+  const absl::Time gone_by = parts_.clock->Now() + policy_.server_gone_timeout;
+  while (parts_.clock->Now() < gone_by) {
     absl::Status servers = parts_.check_servers();
     if (!servers.ok() && !ServerLeaving(servers).has_value()) break;
-    absl::SleepFor(absl::Milliseconds(200));
+    parts_.clock->SleepFor(absl::Milliseconds(200));
   }
   absl::StatusOr<int64_t> step =
       parts_.restore(absl::StrCat("restoring ", saved->path,
@@ -267,7 +269,8 @@ absl::Status TrainingSupervisor::SaveBeforeServerLeaves(
                      saved->path);
   excluded_sent_.reset();
   RETURN_IF_ERROR(step.status());
-  schedule_ = CheckpointSchedule(policy_.checkpoint, *step, parts_.now());
+  schedule_ =
+      CheckpointSchedule(policy_.checkpoint, *step, parts_.clock->Now());
   return absl::OkStatus();
 }
 
@@ -288,7 +291,8 @@ absl::Status TrainingSupervisor::RecoverLostServer(const absl::Status& lost) {
       parts_.restore);
   excluded_sent_.reset();
   RETURN_IF_ERROR(step.status());
-  schedule_ = CheckpointSchedule(policy_.checkpoint, *step, parts_.now());
+  schedule_ =
+      CheckpointSchedule(policy_.checkpoint, *step, parts_.clock->Now());
   return absl::OkStatus();
 }
 
@@ -297,12 +301,12 @@ absl::Status TrainingSupervisor::RecoverLostServer(const absl::Status& lost) {
 bool TrainingSupervisor::SaveIfDue() {
   if (parts_.checkpoints == nullptr) return true;
   const int64_t step = parts_.coordinator->Status().global_step();
-  if (!schedule_.Due(step, parts_.now())) return true;
+  if (!schedule_.Due(step, parts_.clock->Now())) return true;
   absl::StatusOr<SavedCheckpoint> saved = parts_.checkpoints->Save();
   if (parts_.checkpoint_metrics != nullptr) {
     parts_.checkpoint_metrics->Record(saved);
   }
-  schedule_.Saved(saved.ok() ? saved->step : step, parts_.now());
+  schedule_.Saved(saved.ok() ? saved->step : step, parts_.clock->Now());
   if (saved.ok()) {
     LogSavedCheckpoint(*saved);
   } else {

@@ -25,12 +25,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "checkpoint/checkpoint_manager.h"
 #include "chief/checkpoint_schedule.h"
 #include "chief/chief_metrics.h"
 #include "chief/job_coordinator.h"
+#include "common/clock.h"
 #include "common/metrics/event_file_writer.h"
 #include "proto/job_config.pb.h"
 
@@ -57,7 +57,9 @@ struct SupervisorParts {
   // BOUNDED mode only (null otherwise): tells every parameter server the
   // workers outside the bound (ParameterClient::ExcludeWorkers).
   std::function<absl::Status(const std::vector<int>&)> exclude_workers;
-  std::function<absl::Time()> now = [] { return absl::Now(); };
+  // The clock the schedule, the ticks and every wait are measured on
+  // (the coordinator's).
+  Clock* clock = &RealClock();
   // Optional: tells parameter server `ps` to stop (it said it is shutting
   // down, and the chief saved what it holds). Without it, a server that
   // says so is recovered only once it is gone.

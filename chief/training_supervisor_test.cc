@@ -30,7 +30,8 @@ class TrainingSupervisorTest : public ::testing::Test {
   void SetUp() override {
     const JobSpec spec = testing::SoftmaxRegressionSpec(ASYNC, 1000, 0.1);
     ASSERT_OK_AND_ASSIGN(
-        job_, InProcessJob::Start(spec, TaskId{TaskType::kWorker, 0}));
+        job_, InProcessJob::Start(spec, TaskId{TaskType::kWorker, 0},
+                                  /*configure_servers=*/true, &clock_));
 
     parts_.coordinator = job_->coordinator.get();
     parts_.check_servers = [this] {
@@ -44,7 +45,10 @@ class TrainingSupervisorTest : public ::testing::Test {
       reasons_.push_back(why);
       return restore_result_;
     };
-    parts_.now = [this] { return now_; };
+    // Waits (for the workers to pause, for a server to go) run through
+    // their timeouts at once.
+    clock_.SetAutoAdvance(true);
+    parts_.clock = &clock_;
     policy_.log_interval = absl::Seconds(10);
     policy_.server_check_interval = absl::Seconds(1);
   }
@@ -99,7 +103,7 @@ class TrainingSupervisorTest : public ::testing::Test {
   std::unique_ptr<CheckpointManager> checkpoints_;
   SupervisorParts parts_;
   SupervisorPolicy policy_;
-  absl::Time now_ = absl::FromUnixSeconds(1'800'000'000);
+  FakeClock clock_;
   absl::Status server_status_;
   int server_checks_ = 0;
   int64_t pushed_ = 0;
@@ -116,7 +120,7 @@ TEST_F(TrainingSupervisorTest, AFailedSaveChecksTheServersAtOnce) {
   policy_.checkpoint.set_save_every_steps(10);
   TrainingSupervisor supervisor(parts_, policy_, /*restored_step=*/-1);
   ReachStep(5);
-  now_ += policy_.server_check_interval;
+  clock_.Advance(policy_.server_check_interval);
   ASSERT_OK(supervisor.Tick());
   ASSERT_EQ(server_checks_, 1);
   ASSERT_OK(supervisor.Tick());
@@ -152,14 +156,14 @@ TEST_F(TrainingSupervisorTest, SavesOnTheClockAfterTheRestoredStep) {
   TrainingSupervisor supervisor(parts_, policy_, /*restored_step=*/5);
 
   ReachStep(7);
-  now_ += absl::Seconds(59);
+  clock_.Advance(absl::Seconds(59));
   ASSERT_OK(supervisor.Tick());
   EXPECT_THAT(Saved(), IsEmpty());
-  now_ += absl::Seconds(1);
+  clock_.Advance(absl::Seconds(1));
   ASSERT_OK(supervisor.Tick());
   EXPECT_THAT(Saved(), ElementsAre("ckpt-7"));
   // Sixty more seconds without a new step: nothing new to save.
-  now_ += absl::Seconds(60);
+  clock_.Advance(absl::Seconds(60));
   ASSERT_OK(supervisor.Tick());
   EXPECT_THAT(Saved(), ElementsAre("ckpt-7"));
 }
@@ -168,14 +172,14 @@ TEST_F(TrainingSupervisorTest, ChecksServersOncePerInterval) {
   TrainingSupervisor supervisor(parts_, policy_, -1);
   ASSERT_OK(supervisor.Tick());
   EXPECT_EQ(server_checks_, 0);
-  now_ += absl::Seconds(1);
+  clock_.Advance(absl::Seconds(1));
   ASSERT_OK(supervisor.Tick());
   ASSERT_OK(supervisor.Tick());
   EXPECT_EQ(server_checks_, 1);
-  now_ += absl::Milliseconds(999);
+  clock_.Advance(absl::Milliseconds(999));
   ASSERT_OK(supervisor.Tick());
   EXPECT_EQ(server_checks_, 1);
-  now_ += absl::Milliseconds(1);
+  clock_.Advance(absl::Milliseconds(1));
   ASSERT_OK(supervisor.Tick());
   EXPECT_EQ(server_checks_, 2);
 }
@@ -183,16 +187,17 @@ TEST_F(TrainingSupervisorTest, ChecksServersOncePerInterval) {
 TEST_F(TrainingSupervisorTest, NextTickIsTheEarliestDuty) {
   policy_.max_tick = absl::Milliseconds(250);
   TrainingSupervisor supervisor(parts_, policy_, -1);
-  EXPECT_EQ(supervisor.NextTick(), now_ + absl::Milliseconds(250));
+  EXPECT_EQ(supervisor.NextTick(), clock_.Now() + absl::Milliseconds(250));
   policy_.max_tick = absl::Minutes(1);
   TrainingSupervisor slow(parts_, policy_, -1);
-  EXPECT_EQ(slow.NextTick(), now_ + absl::Seconds(1));  // the server check
+  EXPECT_EQ(slow.NextTick(),
+            clock_.Now() + absl::Seconds(1));  // the server check
 }
 
 TEST_F(TrainingSupervisorTest, LostServerWithoutCheckpointsEndsTheJob) {
   server_status_ = absl::UnavailableError("ps-1 at 10.0.0.2:2222 is gone");
   TrainingSupervisor supervisor(parts_, policy_, -1);
-  now_ += absl::Seconds(1);
+  clock_.Advance(absl::Seconds(1));
   absl::Status ended = supervisor.Tick();
   EXPECT_EQ(ended.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(ended.message(), HasSubstr("ps-1 at 10.0.0.2:2222 is gone"));
@@ -204,7 +209,7 @@ TEST_F(TrainingSupervisorTest, LostServerBeforeTheFirstCheckpointEndsTheJob) {
   UseCheckpoints();
   server_status_ = absl::UnavailableError("ps-0 is gone");
   TrainingSupervisor supervisor(parts_, policy_, -1);
-  now_ += absl::Seconds(1);
+  clock_.Advance(absl::Seconds(1));
   absl::Status ended = supervisor.Tick();
   EXPECT_EQ(ended.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(ended.message(), HasSubstr("no checkpoint was saved yet"));
@@ -217,7 +222,7 @@ TEST_F(TrainingSupervisorTest, ASupersededChiefStopsWithoutRecovering) {
   server_status_ = absl::AbortedError(
       "Stats refused: this parameter server follows chief incarnation b2");
   TrainingSupervisor supervisor(parts_, policy_, -1);
-  now_ += absl::Seconds(1);
+  clock_.Advance(absl::Seconds(1));
   absl::Status ended = supervisor.Tick();
   EXPECT_EQ(ended.code(), absl::StatusCode::kAborted);
   EXPECT_THAT(ended.message(),
@@ -238,7 +243,7 @@ TEST_F(TrainingSupervisorTest, LostServerRestoresTheNewestCheckpoint) {
 
   server_status_ = absl::UnavailableError("ps-0 is gone");
   restore_result_ = 20;
-  now_ += absl::Seconds(1);
+  clock_.Advance(absl::Seconds(1));
   ASSERT_OK(supervisor.Tick());
   ASSERT_EQ(restores_.size(), 1);
   EXPECT_THAT(restores_[0], HasSubstr("ckpt-20"));
@@ -246,7 +251,7 @@ TEST_F(TrainingSupervisorTest, LostServerRestoresTheNewestCheckpoint) {
 
   // A recovery that fails ends the job, saying why.
   restore_result_ = absl::DeadlineExceededError("ps-0 never came back");
-  now_ += absl::Seconds(1);
+  clock_.Advance(absl::Seconds(1));
   absl::Status ended = supervisor.Tick();
   EXPECT_EQ(ended.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(ended.message(), HasSubstr("recovery failed"));
@@ -304,7 +309,7 @@ TEST_F(TrainingSupervisorTest, TellsServersWhichWorkersNoLongerBound) {
   // Unchanged: sent again only once the refresh interval passed.
   ASSERT_OK(supervisor.Tick());
   EXPECT_EQ(sent.size(), 2u);
-  now_ += policy_.server_check_interval;
+  clock_.Advance(policy_.server_check_interval);
   ASSERT_OK(supervisor.Tick());
   EXPECT_EQ(sent.size(), 3u);
   // A finished worker no longer bounds the others; a failed delivery is
@@ -397,7 +402,7 @@ TEST_F(TrainingSupervisorTest, AServerShuttingDownIsSavedFromBeforeItGoes) {
   restore_result_ = 9;
   policy_.stop_pause_timeout = absl::Milliseconds(10);
   TrainingSupervisor supervisor(parts_, policy_, -1);
-  now_ += policy_.server_check_interval;
+  clock_.Advance(policy_.server_check_interval);
   ASSERT_OK(supervisor.Tick());
   EXPECT_THAT(Saved(), ElementsAre("ckpt-9"));
   EXPECT_THAT(shut_down, ElementsAre(1));
@@ -411,7 +416,7 @@ TEST_F(TrainingSupervisorTest, AServerShuttingDownWithoutCheckpointsIsLeft) {
   leaving.set_terminating(true);
   server_status_ = CheckParameterServers({leaving}, {});
   TrainingSupervisor supervisor(parts_, policy_, -1);
-  now_ += policy_.server_check_interval;
+  clock_.Advance(policy_.server_check_interval);
   ASSERT_OK(supervisor.Tick());
   EXPECT_EQ(server_checks_, 1);
   EXPECT_THAT(restores_, IsEmpty());

@@ -128,7 +128,8 @@ JobSpec SoftmaxRegressionSpec(UpdateMode mode, int64_t total_steps,
 }
 
 absl::StatusOr<std::unique_ptr<InProcessJob>> InProcessJob::Start(
-    const JobSpec& spec, const TaskId& self, bool configure_servers) {
+    const JobSpec& spec, const TaskId& self, bool configure_servers,
+    Clock* clock) {
   auto job = std::make_unique<InProcessJob>();
   ASSIGN_OR_RETURN(job->definition, DefineJobModel(spec));
   job->variables = LogicalVariables(job->definition->variables());
@@ -148,6 +149,7 @@ absl::StatusOr<std::unique_ptr<InProcessJob>> InProcessJob::Start(
   if (configure_servers) RETURN_IF_ERROR(job->ConfigureServers(spec));
   JobCoordinator::Options options;
   options.num_workers = spec.num_workers();
+  options.clock = clock;
   job->coordinator = std::make_unique<JobCoordinator>(options);
   job->coordinator->SetSpec(spec);
   job->chief =

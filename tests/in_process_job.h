@@ -14,6 +14,7 @@
 #include "chief/job_coordinator.h"
 #include "chief/local_coordinator_client.h"
 #include "client/ps_client.h"
+#include "common/clock.h"
 #include "common/task.h"
 #include "model/model.h"
 #include "proto/coordinator.pb.h"
@@ -29,9 +30,11 @@ JobSpec SoftmaxRegressionSpec(UpdateMode mode, int64_t total_steps,
 class InProcessJob {
  public:
   // `configure_servers` false leaves the server unconfigured, so every
-  // call to it fails (FailedPrecondition).
+  // call to it fails (FailedPrecondition). The coordinator measures time
+  // on `clock`.
   static absl::StatusOr<std::unique_ptr<InProcessJob>> Start(
-      const JobSpec& spec, const TaskId& self, bool configure_servers = true);
+      const JobSpec& spec, const TaskId& self, bool configure_servers = true,
+      Clock* clock = &RealClock());
 
   // Configures the server, creates the model's variables and tables and
   // assigns their initial values (what Start does unless told not to, and
