@@ -40,8 +40,8 @@ absl::Status ObtainFinalEvaluation(const FinalEvaluationOptions& options,
     coordinator.SetActivity(
         absl::StrCat("waiting for the evaluator's final evaluation (at most ",
                      absl::FormatDuration(options.evaluator_timeout), ")"));
-    std::optional<EvaluationReport> report =
-        coordinator.RunFinalEvaluation(absl::Now() + options.evaluator_timeout);
+    std::optional<EvaluationReport> report = coordinator.RunFinalEvaluation(
+        coordinator.clock().Now() + options.evaluator_timeout);
     if (report.has_value()) {
       LogFinal(*report);
       return absl::OkStatus();

@@ -9,7 +9,6 @@
 #include "absl/strings/string_view.h"
 #include "checkpoint/checkpoint_manager.h"
 #include "checkpoint/state_file.h"
-#include "client/health_check.h"
 #include "common/fault_point.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -91,8 +90,9 @@ absl::StatusOr<int64_t> PauseAndRestore(const RecoveryOptions& options,
                    << lifted.message();
     }
   }
+  Clock& clock = coordinator.clock();
   std::vector<std::string> unpaused =
-      coordinator.WaitForWorkersPaused(absl::Now() + options.pause_timeout);
+      coordinator.WaitForWorkersPaused(clock.Now() + options.pause_timeout);
   if (!unpaused.empty()) {
     LOG(WARNING) << "not paused after "
                  << absl::FormatDuration(options.pause_timeout) << ": "
@@ -100,18 +100,12 @@ absl::StatusOr<int64_t> PauseAndRestore(const RecoveryOptions& options,
                  << "; restoring anyway (their next gradients are dropped "
                     "as stale or applied to the restored model)";
   }
-  const absl::Time deadline = absl::Now() + options.ps_return_timeout;
-  for (const auto& [index, address] :
-       options.tf_config->cluster.job(TaskType::kPs)) {
-    const std::string name = absl::StrCat("ps-", index, " at ", address);
-    absl::Status healthy =
-        WaitUntilHealthy(address, name, deadline, options.security);
-    if (!healthy.ok()) {
-      return absl::UnavailableError(
-          absl::StrCat(name, " did not come back within ",
-                       absl::FormatDuration(options.ps_return_timeout), ": ",
-                       healthy.message()));
-    }
+  if (absl::Status back =
+          options.await_servers(clock.Now() + options.ps_return_timeout);
+      !back.ok()) {
+    return absl::UnavailableError(absl::StrCat(
+        "parameter servers did not come back within ",
+        absl::FormatDuration(options.ps_return_timeout), ": ", back.message()));
   }
   // Tests hold the restarted server unconfigured here.
   FaultPoint("chief.restore_server");
@@ -121,14 +115,14 @@ absl::StatusOr<int64_t> PauseAndRestore(const RecoveryOptions& options,
   RETURN_IF_ERROR(options.client->CreateVariables());
   RETURN_IF_ERROR(options.client->CreateTables(
       {options.spec->tables().begin(), options.spec->tables().end()}));
-  const absl::Time start = absl::Now();
+  const absl::Time start = clock.Now();
   ASSIGN_OR_RETURN(
       int64_t step,
       RestoreCheckpoint(checkpoint, options.spec->config().optimizer(),
                         *options.client, options.ps_return_timeout));
   LOG(INFO) << "restored " << checkpoint << " in "
             << absl::FormatDuration(
-                   absl::Trunc(absl::Now() - start, absl::Milliseconds(1)))
+                   absl::Trunc(clock.Now() - start, absl::Milliseconds(1)))
             << "; resuming at global step " << step
             << TrainAgainNote(reached, step, options.spec->total_steps());
   coordinator.Resume(step);

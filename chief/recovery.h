@@ -21,8 +21,6 @@
 #include "absl/time/time.h"
 #include "chief/job_coordinator.h"
 #include "client/ps_client.h"
-#include "common/rpc/transport_security.h"
-#include "common/tf_config.h"
 #include "proto/coordinator.pb.h"
 
 namespace psflow {
@@ -43,9 +41,12 @@ absl::Status CheckParameterServers(
 // reported, if that is what `status` says.
 std::optional<int> ServerLeaving(const absl::Status& status);
 
+// OK once every parameter server answers its health check; otherwise
+// Unavailable naming each one missing at `deadline`.
+using AwaitServersFunction = std::function<absl::Status(absl::Time deadline)>;
+
 struct RecoveryOptions {
-  const TfConfig* tf_config = nullptr;
-  TransportSecurity security;
+  AwaitServersFunction await_servers;
   const JobSpec* spec = nullptr;
   JobCoordinator* coordinator = nullptr;
   ParameterClient* client = nullptr;

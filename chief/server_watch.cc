@@ -3,10 +3,11 @@
 namespace psflow {
 
 ServerWatch::ServerWatch(ParameterClient* client, ServerBoard* board,
-                         absl::Duration interval)
+                         absl::Duration interval, Clock* clock)
     : client_(client),
       board_(board),
       interval_(interval),
+      clock_(clock),
       thread_([this] { Run(); }) {}
 
 ServerWatch::~ServerWatch() {
@@ -20,11 +21,11 @@ ServerWatch::~ServerWatch() {
 std::vector<absl::StatusOr<StatsResponse>> ServerWatch::Poll() {
   {
     MutexLock lock(&mu_);
-    last_poll_ = absl::Now();
+    last_poll_ = clock_->Now();
   }
   std::vector<absl::StatusOr<StatsResponse>> stats =
       client_->StatsOfEach(absl::Seconds(2));
-  board_->RecordStats(stats, absl::Now());
+  board_->RecordStats(stats, clock_->Now());
   return stats;
 }
 
@@ -34,10 +35,11 @@ void ServerWatch::Run() {
       MutexLock lock(&mu_);
       // Wakes at once when stopped; otherwise when the next round is due
       // (a Poll() in between moves it later).
-      if (mu_.AwaitWithDeadline(Condition(&stop_), last_poll_ + interval_)) {
+      if (clock_->AwaitWithDeadline(mu_, Condition(&stop_),
+                                    last_poll_ + interval_)) {
         return;
       }
-      if (absl::Now() < last_poll_ + interval_) continue;
+      if (clock_->Now() < last_poll_ + interval_) continue;
     }
     (void)Poll();
   }

@@ -20,6 +20,7 @@
 #include "absl/time/time.h"
 #include "chief/server_board.h"
 #include "client/ps_client.h"
+#include "common/clock.h"
 #include "common/mutex.h"
 #include "proto/ps.pb.h"
 
@@ -29,7 +30,8 @@ class ServerWatch {
  public:
   // `client` and `board` must outlive the watch. Starts the thread.
   ServerWatch(ParameterClient* client, ServerBoard* board,
-              absl::Duration interval = absl::Seconds(1));
+              absl::Duration interval = absl::Seconds(1),
+              Clock* clock = &RealClock());
   // Stops the thread (waits for a round in progress, at most 2 s).
   ~ServerWatch();
 
@@ -43,6 +45,7 @@ class ServerWatch {
   ParameterClient* const client_;
   ServerBoard* const board_;
   const absl::Duration interval_;
+  Clock* const clock_;
   Mutex mu_;
   absl::Time last_poll_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

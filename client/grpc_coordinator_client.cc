@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
 #include "common/rpc/channel.h"
 #include "common/rpc/grpc_status.h"
 
@@ -42,7 +43,7 @@ absl::StatusOr<JobSpec> GrpcCoordinatorClient::Register(const TaskId& task,
         last.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
         last.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
     if (!retry || absl::Now() + absl::Milliseconds(200) >= deadline) break;
-    absl::SleepFor(absl::Milliseconds(200));
+    RealClock().SleepFor(absl::Milliseconds(200));
   }
   absl::Status status =
       FromGrpcStatus(last, absl::StrCat("joining the job at ", chief_));

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
 #include "common/rpc/channel.h"
 #include "common/rpc/grpc_status.h"
 #include "proto/health.grpc.pb.h"
@@ -43,7 +44,7 @@ absl::Status WaitUntilHealthy(const std::string& address,
         security);
     if (last.ok()) return last;
     if (absl::Now() + interval >= deadline) break;
-    absl::SleepFor(interval);
+    RealClock().SleepFor(interval);
   }
   return absl::Status(last.code(),
                       absl::StrCat(what, " is not healthy: ", last.message()));

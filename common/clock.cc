@@ -1,7 +1,6 @@
 #include "common/clock.h"
 
 #include <algorithm>
-#include <thread>
 
 #include "absl/time/clock.h"
 
@@ -33,6 +32,22 @@ Clock& RealClock() {
   return *clock;
 }
 
+class FakeClock::Waiting {
+ public:
+  Waiting(FakeClock& clock, int64_t deadline) : clock_(clock) {
+    MutexLock lock(&clock_.mu_);
+    at_ = clock_.deadlines_.insert(deadline);
+  }
+  ~Waiting() {
+    MutexLock lock(&clock_.mu_);
+    clock_.deadlines_.erase(at_);
+  }
+
+ private:
+  FakeClock& clock_;
+  std::multiset<int64_t>::iterator at_;
+};
+
 FakeClock::FakeClock()
     : FakeClock(absl::FromUnixSeconds(1'800'000'000)) {}  // in 2027
 
@@ -43,32 +58,26 @@ absl::Time FakeClock::Now() const {
 }
 
 void FakeClock::SleepUntil(absl::Time deadline) {
-  ++waiters_;
   const int64_t until = absl::ToUnixNanos(deadline);
+  Waiting waiting(*this, until);
   const auto reached = [this, until] { return now_ns_.load() >= until; };
-  {
-    MutexLock lock(&mu_);
-    if (auto_advance_ && !reached()) {
-      now_ns_ = std::max(now_ns_.load(), until);
-    }
-    // Advance and SetTime take mu_: their unlock wakes this wait.
-    mu_.Await(Condition(&reached));
-  }
-  --waiters_;
+  MutexLock lock(&mu_);
+  if (auto_advance_ && !reached()) now_ns_ = until;
+  mu_.Await(Condition(&reached));
 }
 
 bool FakeClock::AwaitWithDeadline(Mutex& mu, const Condition& condition,
                                   absl::Time deadline) {
-  ++waiters_;
+  const int64_t until = absl::ToUnixNanos(deadline);
+  Waiting waiting(*this, until);
   bool holds = condition.Eval();
-  while (!holds && Now() < deadline) {
+  while (!holds && now_ns_.load() < until) {
     holds = mu.AwaitWithTimeout(condition, kFakePoll);
     if (!holds && auto_advance_) {
       MutexLock lock(&mu_);
-      now_ns_ = std::max(now_ns_.load(), absl::ToUnixNanos(deadline));
+      now_ns_ = std::max(now_ns_.load(), until);
     }
   }
-  --waiters_;
   return holds;
 }
 
@@ -82,10 +91,32 @@ void FakeClock::SetTime(absl::Time time) {
   now_ns_ = absl::ToUnixNanos(time);
 }
 
+int FakeClock::CountLocked(bool only_ahead) const {
+  if (!only_ahead) return static_cast<int>(deadlines_.size());
+  const int64_t now = now_ns_.load();
+  return static_cast<int>(
+      std::distance(deadlines_.upper_bound(now), deadlines_.end()));
+}
+
+int FakeClock::waiters() const {
+  MutexLock lock(&mu_);
+  return CountLocked(false);
+}
+
 void FakeClock::AwaitWaiters(int count) const {
-  while (waiters_.load() < count) {
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
+  MutexLock lock(&mu_);
+  const auto enough = [this, count]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return CountLocked(false) >= count;
+  };
+  mu_.Await(Condition(&enough));
+}
+
+void FakeClock::AwaitSettled(int count) const {
+  MutexLock lock(&mu_);
+  const auto settled = [this, count]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return CountLocked(true) >= count;
+  };
+  mu_.Await(Condition(&settled));
 }
 
 }  // namespace psflow

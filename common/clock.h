@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <set>
 
 #include "absl/time/time.h"
 #include "common/mutex.h"
@@ -66,15 +67,25 @@ class FakeClock final : public Clock {
 
   // How many threads are in SleepUntil or AwaitWithDeadline now: tests
   // advance the clock once the code under test waits on it.
-  int waiters() const { return waiters_.load(); }
+  int waiters() const;
   // Blocks (real time) until at least `count` threads wait on this clock.
   void AwaitWaiters(int count) const;
+  // Blocks (real time) until at least `count` threads wait on this clock
+  // for a time still ahead: the ones an Advance woke have done what was
+  // due and wait again.
+  void AwaitSettled(int count) const;
 
  private:
+  // Registers a waiter until the end of the scope.
+  class Waiting;
+  int CountLocked(bool only_ahead) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
   std::atomic<int64_t> now_ns_;
-  std::atomic<int> waiters_{0};
   std::atomic<bool> auto_advance_{false};
-  mutable Mutex mu_;  // guards nothing; wakes SleepUntil on Advance
+  // Its unlock in Advance and SetTime wakes SleepUntil.
+  mutable Mutex mu_;
+  // The deadlines (Unix ns) of the threads waiting now.
+  std::multiset<int64_t> deadlines_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace psflow

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/clock.h"
 #include "common/logging.h"
 #include "common/mutex.h"
 
@@ -80,7 +81,7 @@ void FaultPoint(absl::string_view name) {
   }
   LOG(INFO) << "fault point " << name << ": pausing "
             << absl::FormatDuration(it->second.pause);
-  absl::SleepFor(it->second.pause);
+  RealClock().SleepFor(it->second.pause);
 }
 
 }  // namespace psflow

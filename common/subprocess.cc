@@ -14,6 +14,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
 
 extern char** environ;
 
@@ -103,7 +104,7 @@ absl::StatusOr<int> Subprocess::Wait(absl::Duration timeout) {
           absl::StrCat(argv_[0], " still running after ",
                        absl::FormatDuration(timeout), "; output:\n", Output()));
     }
-    absl::SleepFor(absl::Milliseconds(10));
+    RealClock().SleepFor(absl::Milliseconds(10));
   }
 }
 
@@ -143,7 +144,7 @@ absl::StatusOr<int> WaitForPortFile(const std::string& path,
         return port;
       }
     }
-    absl::SleepFor(absl::Milliseconds(10));
+    RealClock().SleepFor(absl::Milliseconds(10));
   }
   return absl::DeadlineExceededError(absl::StrCat(
       "no port in ", path, " after ", absl::FormatDuration(timeout)));

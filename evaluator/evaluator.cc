@@ -38,8 +38,8 @@ absl::Status Evaluator::Run() {
   const Dataset& test = parts_.test != nullptr ? *parts_.test : *kNoImages;
   const absl::Duration interval =
       absl::Seconds(std::max(0.1, job.evaluation().every_secs()));
-  absl::Time next = absl::Now() + interval;
-  absl::Time last_contact = absl::Now();
+  absl::Time next = parts_.clock->Now() + interval;
+  absl::Time last_contact = parts_.clock->Now();
   // With checkpoints, each new one is evaluated once (from its files, so
   // the numbers belong to exactly what was saved; at most one per
   // interval, the newest) and the best is copied;
@@ -54,7 +54,7 @@ absl::Status Evaluator::Run() {
   if (parts_.job_end_watch == nullptr) {
     own_watch.emplace(parts_.coordinator, parts_.client,
                       std::max(policy_.poll_interval, absl::Milliseconds(500)),
-                      policy_.cancel_after_silence);
+                      policy_.cancel_after_silence, parts_.clock);
   }
   JobEndWatch& watch =
       parts_.job_end_watch != nullptr ? *parts_.job_end_watch : *own_watch;
@@ -87,7 +87,7 @@ absl::Status Evaluator::Run() {
     if (!IsServerOutage(report.status())) return report.status();
     // A server lost or restarting: the chief recovers the job (workers
     // wait the same way); this round is skipped and tried again.
-    const absl::Time now = absl::Now();
+    const absl::Time now = parts_.clock->Now();
     if (failing_since == absl::InfiniteFuture()) failing_since = now;
     if (now - failing_since > policy_.recovery_timeout) {
       return absl::Status(
@@ -157,14 +157,14 @@ absl::Status Evaluator::Run() {
       }
     }
     if (!status.ok()) {
-      if (absl::Now() - last_contact > policy_.chief_timeout) {
+      if (parts_.clock->Now() - last_contact > policy_.chief_timeout) {
         return absl::UnavailableError(
             absl::StrCat("lost the chief: ", status.status().message()));
       }
-      absl::SleepFor(policy_.retry_interval);
+      parts_.clock->SleepFor(policy_.retry_interval);
       continue;
     }
-    last_contact = absl::Now();
+    last_contact = parts_.clock->Now();
     if (status->state() == FAILED) {
       return absl::AbortedError(
           absl::StrCat("the job failed: ", status->message()));
@@ -173,37 +173,38 @@ absl::Status Evaluator::Run() {
     // While the chief restores a lost server, a pull could read the
     // values the server was created with: wait for training to resume.
     if (status->state() == PAUSED || status->state() == INITIALIZING) {
-      absl::SleepFor(policy_.poll_interval);
+      parts_.clock->SleepFor(policy_.poll_interval);
       continue;
     }
     if (generation.has_value() && *generation != status->generation()) {
       LOG(INFO) << "the chief restored the model (generation "
                 << status->generation() << ")";
-      if (failing_since != absl::InfiniteFuture()) retry_at = absl::Now();
+      if (failing_since != absl::InfiniteFuture())
+        retry_at = parts_.clock->Now();
     }
     generation = status->generation();
     const bool final = status->state() == FINAL_EVALUATION;
     // After a skipped evaluation, the next try waits for retry_at.
-    const absl::Time now = absl::Now();
+    const absl::Time now = parts_.clock->Now();
     const bool live_due =
         now >= retry_at &&
         (final || now >= next || failing_since != absl::InfiniteFuture());
     std::optional<EvaluationReport> evaluated;
     if (!checkpoint_dir.empty()) {
-      if (final || absl::Now() >= next) {
+      if (final || parts_.clock->Now() >= next) {
         absl::StatusOr<std::optional<std::string>> latest =
             LatestCheckpoint(checkpoint_dir);
         if (!latest.ok()) LOG(WARNING) << latest.status().message();
         if (latest.ok() && latest->has_value() && **latest != last_evaluated) {
           // At most one evaluation per interval: checkpoints saved faster
           // than that are skipped (the newest is what matters).
-          next = absl::Now() + interval;
+          next = parts_.clock->Now() + interval;
           last_evaluated = **latest;
           ASSIGN_OR_RETURN(evaluated, evaluate_checkpoint(**latest));
           if (evaluated.has_value()) last_report = evaluated;
         } else {
           // Nothing new: look again within a second, not every tick.
-          next = absl::Now() + std::min(interval, absl::Seconds(1));
+          next = parts_.clock->Now() + std::min(interval, absl::Seconds(1));
         }
       }
       if (final && !evaluated.has_value()) {
@@ -266,7 +267,7 @@ absl::Status Evaluator::Run() {
       if (!reported.ok()) LOG(WARNING) << reported.message();
       if (final) return absl::OkStatus();
     }
-    absl::SleepFor(policy_.poll_interval);
+    parts_.clock->SleepFor(policy_.poll_interval);
   }
 }
 

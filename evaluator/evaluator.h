@@ -20,6 +20,7 @@
 #include "absl/time/time.h"
 #include "client/coordinator_client.h"
 #include "client/ps_client.h"
+#include "common/clock.h"
 #include "common/metrics/event_file_writer.h"
 #include "common/metrics/metrics_registry.h"
 #include "data/ctr_examples.h"
@@ -59,6 +60,8 @@ class Evaluator {
     // (evaluator_runner.cc), which also keeps the chief hearing from this
     // evaluator. Without one, Run() keeps its own while it runs.
     JobEndWatch* job_end_watch = nullptr;
+    // What its intervals and timeouts are measured on.
+    Clock* clock = &RealClock();
   };
   struct Policy {
     // Gives up when the chief cannot be reached for this long.

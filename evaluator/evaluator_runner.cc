@@ -22,9 +22,10 @@ namespace psflow {
 
 absl::Status RunEvaluator(const EvaluatorOptions& options) {
   std::mt19937_64 random(std::random_device{}());
-  ASSIGN_OR_RETURN(JobSpec spec, options.coordinator->Register(
-                                     options.tf_config.task, random(),
-                                     absl::Now() + options.startup_timeout));
+  ASSIGN_OR_RETURN(JobSpec spec,
+                   options.coordinator->Register(
+                       options.tf_config.task, random(),
+                       options.clock->Now() + options.startup_timeout));
   const JobConfig& job = spec.config();
   if (!HasTestData(job)) {
     LOG(WARNING) << "the job config names no test data; nothing to evaluate";
@@ -45,7 +46,7 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
   policy.recovery_timeout = options.recovery_timeout;
   JobEndWatch watch(options.coordinator, client.get(),
                     std::max(policy.poll_interval, absl::Milliseconds(500)),
-                    policy.cancel_after_silence);
+                    policy.cancel_after_silence, options.clock);
   if (absl::Status configured = client->Configure(spec.ps_config());
       !configured.ok()) {
     if (std::optional<StatusResponse> ended = watch.JobEnded()) {
@@ -112,6 +113,7 @@ absl::Status RunEvaluator(const EvaluatorOptions& options) {
   parts.metrics = metrics.get();
   if (options.metrics_registry != nullptr) parts.live = &live;
   parts.job_end_watch = &watch;
+  parts.clock = options.clock;
   return Evaluator(parts, policy).Run();
 }
 

@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "client/coordinator_client.h"
 #include "client/ps_client.h"
+#include "common/clock.h"
 #include "common/metrics/metrics_registry.h"
 #include "common/metrics/task_metrics_endpoint.h"
 #include "common/rpc/transport_security.h"
@@ -39,6 +40,8 @@ struct EvaluatorOptions {
   // (psflow_evaluator_*), and where the job's name goes once known.
   MetricsRegistry* metrics_registry = nullptr;
   JobNameLabel* job_name = nullptr;
+  // What its intervals and timeouts are measured on.
+  Clock* clock = &RealClock();
 };
 
 // OK when the job succeeded (after the final evaluation); the job's error

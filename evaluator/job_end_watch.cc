@@ -6,15 +6,19 @@ namespace psflow {
 
 JobEndWatch::JobEndWatch(CoordinatorClient* coordinator,
                          ParameterClient* client, absl::Duration interval,
-                         absl::Duration silence)
+                         absl::Duration silence, Clock* clock)
     : coordinator_(coordinator),
       client_(client),
       interval_(interval),
       silence_(silence),
+      clock_(clock),
       thread_([this] { Watch(); }) {}
 
 JobEndWatch::~JobEndWatch() {
-  stop_.Notify();
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;
+  }
   thread_.join();
 }
 
@@ -24,19 +28,26 @@ std::optional<StatusResponse> JobEndWatch::JobEnded() const {
 }
 
 void JobEndWatch::Watch() {
-  absl::Time last_contact = absl::Now();
-  while (!stop_.WaitForNotificationWithTimeout(interval_)) {
+  absl::Time last_contact = clock_->Now();
+  while (true) {
+    {
+      MutexLock lock(&mu_);
+      if (clock_->AwaitWithDeadline(mu_, Condition(&stopping_),
+                                    clock_->Now() + interval_)) {
+        return;
+      }
+    }
     absl::StatusOr<StatusResponse> status = coordinator_->GetStatus(interval_);
     bool cancel = false;
     if (status.ok()) {
-      last_contact = absl::Now();
+      last_contact = clock_->Now();
       cancel = status->state() == SUCCEEDED || status->state() == FAILED;
       if (cancel) {
         MutexLock lock(&mu_);
         ended_ = *status;
       }
     } else {
-      cancel = absl::Now() - last_contact >= silence_;
+      cancel = clock_->Now() - last_contact >= silence_;
     }
     if (cancel) {
       // Every interval while it lasts: calls started since are cancelled

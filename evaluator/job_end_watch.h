@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "client/coordinator_client.h"
 #include "client/ps_client.h"
+#include "common/clock.h"
 #include "common/mutex.h"
 #include "proto/coordinator.pb.h"
 
@@ -27,7 +28,8 @@ namespace psflow {
 class JobEndWatch {
  public:
   JobEndWatch(CoordinatorClient* coordinator, ParameterClient* client,
-              absl::Duration interval, absl::Duration silence);
+              absl::Duration interval, absl::Duration silence,
+              Clock* clock = &RealClock());
   JobEndWatch(const JobEndWatch&) = delete;
   JobEndWatch& operator=(const JobEndWatch&) = delete;
   // Stops the thread (within an interval).
@@ -49,10 +51,11 @@ class JobEndWatch {
   ParameterClient* const client_;
   const absl::Duration interval_;
   const absl::Duration silence_;
+  Clock* const clock_;
   std::atomic<int64_t> cancellations_{0};
   mutable Mutex mu_;
   std::optional<StatusResponse> ended_ ABSL_GUARDED_BY(mu_);
-  Notification stop_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -48,7 +48,7 @@ absl::Status GrpcParameterServer::FenceChiefCalls(
           ? absl::string_view()
           : absl::string_view(incarnation->second.data(),
                               incarnation->second.size()),
-      method, absl::Now());
+      method, clock_->Now());
 }
 
 // ---- Lifecycle -------------------------------------------------------------
@@ -60,6 +60,7 @@ absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
   server->checkpoint_root_ = options.checkpoint_root;
   server->during_drain_for_testing_ = options.during_drain_for_testing;
   server->core_ = std::make_unique<ParameterServerCore>(options.core);
+  server->clock_ = options.clock;
   server->chief_fence_ =
       std::make_unique<ChiefFence>(options.chief_takeover_after);
   // Idle chunk buffers kept for reuse: enough for many in-flight chunks.
@@ -138,7 +139,7 @@ void GrpcParameterServer::WatchTheChief(absl::Duration limit) {
       // None before the first chief (servers start first), nor while a
       // long save or restore of its runs.
       const std::optional<absl::Duration> silent =
-          chief_fence_->OwnerSilence(absl::Now());
+          chief_fence_->OwnerSilence(clock_->Now());
       if (!silent.has_value()) continue;
       ReleaseLapsedHold(*silent);
       if (*silent > limit) {

@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/buffer_pool.h"
+#include "common/clock.h"
 #include "common/confined_path.h"
 #include "common/mutex.h"
 #include "common/rpc/call_authorizer.h"
@@ -71,6 +72,8 @@ class GrpcParameterServer {
     // (ps_server --rpc_memory_quota_bytes): incoming messages still being
     // received count, so clients that stall mid-message cannot pin more.
     int64_t rpc_memory_quota_bytes = int64_t{1} << 30;
+    // What the chief's silence and takeovers are measured on.
+    Clock* clock = &RealClock();
     // Tests only: runs on the draining thread between Shutdown() and the
     // end of the drain, where handlers may still run.
     std::function<void()> during_drain_for_testing;
@@ -111,7 +114,7 @@ class GrpcParameterServer {
   // Brackets a chief's call that runs long (a save or restore): while one
   // runs, the chief counts as alive however long it takes.
   void ChiefCallStarted() { chief_fence_->CallStarted(); }
-  void ChiefCallEnded() { chief_fence_->CallEnded(absl::Now()); }
+  void ChiefCallEnded() { chief_fence_->CallEnded(clock_->Now()); }
 
   // Starts draining; `reason` is logged. Safe to call more than once and
   // from any thread (not from a signal handler).
@@ -175,6 +178,7 @@ class GrpcParameterServer {
   std::atomic<bool> terminating_{false};
   // Which chief the server follows, and when it last called.
   std::unique_ptr<ChiefFence> chief_fence_;
+  Clock* clock_ = &RealClock();
   std::atomic<bool> chief_lost_{false};
   // The lease of the checkpoint hold in place; none without a hold.
   Mutex hold_mu_;

@@ -29,9 +29,9 @@ void TerminationGrace::OnSignal(const std::string& signal, absl::Duration grace,
       on_grace_();
       timer_running_ = true;
       std::thread([this, signal, grace] {
-        const absl::Time until = absl::Now() + grace;
+        const absl::Time until = clock_->Now() + grace;
         MutexLock lock(&mu_);
-        mu_.AwaitWithDeadline(Condition(&stopped_), until);
+        clock_->AwaitWithDeadline(mu_, Condition(&stopped_), until);
         const bool stop_now = !stopped_;
         timer_running_ = false;
         if (stop_now) {

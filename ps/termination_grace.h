@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "common/mutex.h"
 
 namespace psflow {
@@ -23,9 +24,10 @@ class TerminationGrace {
   // so: MarkTerminating). Neither is called after Stopped().
   explicit TerminationGrace(
       std::function<void(const std::string& reason)> request_shutdown,
-      std::function<void()> on_grace = [] {})
+      std::function<void()> on_grace = [] {}, Clock* clock = &RealClock())
       : request_shutdown_(std::move(request_shutdown)),
-        on_grace_(std::move(on_grace)) {}
+        on_grace_(std::move(on_grace)),
+        clock_(clock) {}
   TerminationGrace(const TerminationGrace&) = delete;
   TerminationGrace& operator=(const TerminationGrace&) = delete;
   // Waits for a grace timer still running.
@@ -43,6 +45,7 @@ class TerminationGrace {
 
   const std::function<void(const std::string&)> request_shutdown_;
   const std::function<void()> on_grace_;
+  Clock* const clock_;
   Mutex mu_;
   int signals_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -62,11 +63,18 @@ TEST(TerminationGraceTest, AServerInUseWaitsForTheChief) {
 
 TEST(TerminationGraceTest, TheGraceRunningOutStopsTheServer) {
   Shutdowns server;
-  TerminationGrace grace([&](const std::string& r) { server.Request(r); });
-  grace.OnSignal("SIGINT", absl::Milliseconds(5), /*in_use=*/true);
+  FakeClock clock;
+  TerminationGrace grace([&](const std::string& r) { server.Request(r); },
+                         [] {}, &clock);
+  grace.OnSignal("SIGINT", absl::Seconds(70), /*in_use=*/true);
+  clock.AwaitWaiters(1);
+  clock.Advance(absl::Seconds(69));
+  clock.AwaitSettled(1);
+  EXPECT_THAT(server.reasons(), IsEmpty()) << "a second of grace is left";
+  clock.Advance(absl::Seconds(1));
   std::vector<std::string> reasons = server.AwaitOne();
   ASSERT_EQ(reasons.size(), 1u);
-  EXPECT_THAT(reasons[0], HasSubstr("received SIGINT 5ms ago and the chief "
+  EXPECT_THAT(reasons[0], HasSubstr("received SIGINT 1m10s ago and the chief "
                                     "did not stop this server"));
 }
 

@@ -8,22 +8,26 @@
 namespace psflow {
 
 KeepAlive::KeepAlive(CoordinatorClient* coordinator, ProgressReport first,
-                     absl::Duration interval)
+                     absl::Duration interval, Clock* clock)
     : coordinator_(coordinator),
       interval_(std::max(interval, absl::Milliseconds(100))),
+      clock_(clock),
       latest_(std::move(first)) {
   thread_ = std::thread([this] { Loop(); });
 }
 
 KeepAlive::~KeepAlive() {
-  stop_.Notify();
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;
+  }
   thread_.join();
 }
 
 void KeepAlive::Remember(const ProgressReport& report) {
   MutexLock lock(&mu_);
   latest_ = report;
-  sent_ = absl::Now();
+  sent_ = clock_->Now();
 }
 
 ProgressReport KeepAlive::latest() const {
@@ -44,20 +48,21 @@ std::optional<StatusResponse> KeepAlive::JobEnded() const {
 void KeepAlive::Loop() {
   // The first report goes out at once: registration already counts as
   // contact, but a report also tells the chief what the worker is doing.
-  absl::Duration wait = absl::ZeroDuration();
-  while (!stop_.WaitForNotificationWithTimeout(wait)) {
+  absl::Time next = clock_->Now();
+  while (true) {
     ProgressReport report;
     {
       MutexLock lock(&mu_);
-      const absl::Duration since = absl::Now() - sent_;
-      if (since < interval_) {
-        wait = interval_ - since;
+      if (clock_->AwaitWithDeadline(mu_, Condition(&stopping_), next)) return;
+      const absl::Time now = clock_->Now();
+      if (now - sent_ < interval_) {  // someone else reported meanwhile
+        next = sent_ + interval_;
         continue;
       }
       report = latest_;
-      sent_ = absl::Now();
+      sent_ = now;
+      next = now + interval_;
     }
-    wait = interval_;
     // Whoever acts on the chief's answers sends its own reports; the only
     // answer acted on here is the job's end.
     absl::StatusOr<StatusResponse> answer =

@@ -25,6 +25,7 @@
 
 #include "absl/time/time.h"
 #include "client/coordinator_client.h"
+#include "common/clock.h"
 #include "common/mutex.h"
 #include "proto/coordinator.pb.h"
 
@@ -32,10 +33,11 @@ namespace psflow {
 
 class KeepAlive {
  public:
-  // Starts the thread; `coordinator` must outlive this object. The
-  // interval is at least 100ms (tests use tiny heartbeat intervals).
+  // Starts the thread; `coordinator` and `clock` must outlive this
+  // object. The interval is at least 100ms (tests use tiny heartbeat
+  // intervals).
   KeepAlive(CoordinatorClient* coordinator, ProgressReport first,
-            absl::Duration interval);
+            absl::Duration interval, Clock* clock = &RealClock());
   // Stops the thread (within one interval plus one report's deadline).
   ~KeepAlive();
 
@@ -63,14 +65,15 @@ class KeepAlive {
 
   CoordinatorClient* const coordinator_;
   const absl::Duration interval_;
+  Clock* const clock_;
   mutable Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   ProgressReport latest_ ABSL_GUARDED_BY(mu_);
   absl::Time sent_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::optional<StatusResponse> ended_ ABSL_GUARDED_BY(mu_);
   // Held while the action runs, so OnJobEnd(nullptr) waits for it.
   Mutex action_mu_;
   std::function<void()> on_job_end_ ABSL_GUARDED_BY(action_mu_);
-  Notification stop_;
   std::thread thread_;
 };
 

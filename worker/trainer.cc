@@ -27,6 +27,7 @@ Trainer::Trainer(TrainerOptions options, TrainerParts parts)
       parts_(std::move(parts)),
       sync_(options_.spec.config().training().mode() == SYNC),
       bounded_(options_.spec.config().training().mode() == BOUNDED) {
+  window_.start = parts_.clock->Now();
   if (!parts_.tables.empty()) {
     rows_ = std::make_unique<BatchRows>(parts_.tables);
   }
@@ -78,8 +79,8 @@ ProgressReport Trainer::BaseReport() const {
 
 absl::StatusOr<StatusResponse> Trainer::Heartbeat(bool finished) {
   ProgressReport report = BaseReport();
-  const double seconds =
-      std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - window_.start));
+  const double seconds = std::max(
+      1e-9, absl::ToDoubleSeconds(parts_.clock->Now() - window_.start));
   if (window_.examples > 0) {
     last_loss_ = window_.loss / window_.examples;
     last_accuracy_ = static_cast<double>(window_.correct) / window_.examples;
@@ -111,6 +112,7 @@ absl::StatusOr<StatusResponse> Trainer::Heartbeat(bool finished) {
     }
   }
   window_ = Window();
+  window_.start = parts_.clock->Now();
   Remember(report);
   return parts_.coordinator->ReportProgress(report, absl::Seconds(10));
 }
@@ -156,7 +158,7 @@ absl::Status Trainer::Recover(const absl::Status& cause) {
     LOG(WARNING) << "parameter server call failed (" << cause.message()
                  << "); waiting for the chief to recover the job";
   }
-  const absl::Time start = absl::Now();
+  const absl::Time start = parts_.clock->Now();
   const absl::Time give_up = start + policy.recovery_timeout;
   bool announced = false;
   while (true) {
@@ -173,7 +175,7 @@ absl::Status Trainer::Recover(const absl::Status& cause) {
       }
     }
     if (!status.ok() && !cause.ok() &&
-        absl::Now() - start > policy.chief_silence_with_servers_down) {
+        parts_.clock->Now() - start > policy.chief_silence_with_servers_down) {
       // Neither the servers nor the chief answer: the job ended or the
       // cluster is gone.
       return absl::UnavailableError(
@@ -215,18 +217,19 @@ absl::Status Trainer::Recover(const absl::Status& cause) {
           }
           // Training as before: retry, unless the chief has not yet
           // noticed a server it will restore (give it a few seconds).
-          if (cause.ok() || absl::Now() - start > policy.chief_notice_time) {
+          if (cause.ok() ||
+              parts_.clock->Now() - start > policy.chief_notice_time) {
             return absl::OkStatus();
           }
       }
     }
-    if (absl::Now() > give_up) {
+    if (parts_.clock->Now() > give_up) {
       return cause.ok() ? absl::DeadlineExceededError(absl::StrCat(
                               "the job stayed paused for ",
                               absl::FormatDuration(policy.recovery_timeout)))
                         : cause;
     }
-    absl::SleepFor(policy.poll_interval);
+    parts_.clock->SleepFor(policy.poll_interval);
   }
 }
 
@@ -259,8 +262,10 @@ absl::Status Trainer::OnRejected(const absl::Status& cause) {
 }
 
 absl::Status Trainer::OnFailure(const absl::Status& cause) {
-  if (failing_since_ == absl::InfiniteFuture()) failing_since_ = absl::Now();
-  if (absl::Now() - failing_since_ > options_.recovery.recovery_timeout) {
+  if (failing_since_ == absl::InfiniteFuture())
+    failing_since_ = parts_.clock->Now();
+  if (parts_.clock->Now() - failing_since_ >
+      options_.recovery.recovery_timeout) {
     return cause;
   }
   return Recover(cause);
@@ -305,7 +310,7 @@ absl::Status Trainer::RunUntilDone() {
     own_keep_alive.emplace(
         parts_.coordinator,
         PreparingReport(options_.worker_index, options_.incarnation),
-        options_.heartbeat_interval);
+        options_.heartbeat_interval, parts_.clock);
     keep_alive_ = &*own_keep_alive;
   }
   RETURN_IF_ERROR(AllocateBuffers());
@@ -327,7 +332,7 @@ absl::Status Trainer::RunUntilDone() {
 absl::StatusOr<bool> Trainer::AwaitJobEnd() {
   const absl::Duration interval =
       std::max(options_.heartbeat_interval, absl::Milliseconds(10));
-  absl::Time last_answer = absl::Now();
+  absl::Time last_answer = parts_.clock->Now();
   bool announced = false;
   while (true) {
     absl::StatusOr<StatusResponse> status = Heartbeat(/*finished=*/true);
@@ -338,7 +343,7 @@ absl::StatusOr<bool> Trainer::AwaitJobEnd() {
       }
     }
     if (status.ok()) {
-      last_answer = absl::Now();
+      last_answer = parts_.clock->Now();
       switch (status->state()) {
         case SUCCEEDED:
           return false;
@@ -365,7 +370,8 @@ absl::StatusOr<bool> Trainer::AwaitJobEnd() {
                      "(final checkpoint and evaluation)";
         announced = true;
       }
-    } else if (absl::Now() - last_answer > options_.recovery.recovery_timeout) {
+    } else if (parts_.clock->Now() - last_answer >
+               options_.recovery.recovery_timeout) {
       return absl::UnavailableError(absl::StrCat(
           "this worker trained its last step, but the chief has not answered "
           "for ",
@@ -373,28 +379,29 @@ absl::StatusOr<bool> Trainer::AwaitJobEnd() {
           status.status().message(),
           "), so the job's outcome is unknown (worker --recovery_timeout_s)"));
     }
-    absl::SleepFor(interval);
+    parts_.clock->SleepFor(interval);
   }
 }
 
 absl::Status Trainer::Train() {
   const JobSpec& spec = options_.spec;
   const int log_every = std::max(1, spec.config().logging().log_every_steps());
-  absl::Time next_heartbeat = absl::Now() + options_.heartbeat_interval;
-  const absl::Time training_start = absl::Now();
+  absl::Time next_heartbeat = parts_.clock->Now() + options_.heartbeat_interval;
+  const absl::Time training_start = parts_.clock->Now();
   pull_ = PullFor(params_[current_], sync_ ? version_ : 0, clock_,
                   /*join=*/true);
   const WorkerMetrics* live = parts_.live_metrics;
   // Adds the time since `start` to `total`, and observes it into `cell`
   // when metrics are on.
-  auto observe = [live](absl::Duration& total,
-                        HistogramCell* WorkerMetrics::*cell, absl::Time start) {
-    const absl::Duration spent = absl::Now() - start;
+  auto observe = [live, clock = parts_.clock](
+                     absl::Duration& total, HistogramCell* WorkerMetrics::*cell,
+                     absl::Time start) {
+    const absl::Duration spent = clock->Now() - start;
     total += spent;
     if (live != nullptr) (live->*cell)->Observe(absl::ToDoubleSeconds(spent));
   };
   while (true) {
-    const absl::Time pull_wait_start = absl::Now();
+    const absl::Time pull_wait_start = parts_.clock->Now();
     absl::Status pulled = pull_->Wait();
     observe(phases_.pull_wait, &WorkerMetrics::pull_wait_seconds,
             pull_wait_start);
@@ -423,7 +430,7 @@ absl::Status Trainer::Train() {
       pull_ = PullFor(params_[1 - current_], 0, clock_ + 1, /*join=*/false);
     }
     if (pushes_[grad_slot_] != nullptr) {
-      const absl::Time push_wait_start = absl::Now();
+      const absl::Time push_wait_start = parts_.clock->Now();
       absl::Status pushed = pushes_[grad_slot_]->Wait();
       observe(phases_.push_wait, &WorkerMetrics::push_wait_seconds,
               push_wait_start);
@@ -445,7 +452,7 @@ absl::Status Trainer::Train() {
     if (rows_ != nullptr) {
       // The batch's rows, at this step's version in SYNC.
       RETURN_IF_ERROR(rows_->Prepare(*batch));
-      const absl::Time rows_wait_start = absl::Now();
+      const absl::Time rows_wait_start = parts_.clock->Now();
       absl::Status pulled_rows =
           rows_->Pull(*parts_.client, /*train=*/true, sync_ ? version_ : 0);
       observe(phases_.pull_wait, &WorkerMetrics::pull_wait_seconds,
@@ -458,23 +465,23 @@ absl::Status Trainer::Train() {
       }
       sparse = &rows_->sparse();
     }
-    const absl::Time compute_start = absl::Now();
+    const absl::Time compute_start = parts_.clock->Now();
     ASSIGN_OR_RETURN(BatchStats stats,
                      parts_.model->TrainStep(
                          {batch->size, batch->features, batch->labels,
                           StepSeed(spec.config().training().seed()), sparse},
                          grads_[grad_slot_].values));
     last_batch_loss_ = stats.loss_sum / std::max<int64_t>(1, stats.examples);
-    const absl::Time computed = absl::Now();
+    const absl::Time computed = parts_.clock->Now();
     observe(phases_.compute, &WorkerMetrics::compute_seconds, compute_start);
-    absl::SleepFor(options_.slowdown.Delay(computed, computed - compute_start,
-                                           options_.worker_index,
-                                           spec.num_workers()));
+    parts_.clock->SleepFor(
+        options_.slowdown.Delay(computed, computed - compute_start,
+                                options_.worker_index, spec.num_workers()));
     std::shared_ptr<PsHandle> push = parts_.client->Push(
         Sources(grads_[grad_slot_]), version_, options_.worker_index,
         bounded_ ? std::optional<int64_t>(clock_) : std::nullopt);
     if (sync_) {
-      const absl::Time push_wait_start = absl::Now();
+      const absl::Time push_wait_start = parts_.clock->Now();
       absl::Status pushed = push->Wait();
       observe(phases_.push_wait, &WorkerMetrics::push_wait_seconds,
               push_wait_start);
@@ -497,7 +504,7 @@ absl::Status Trainer::Train() {
       grad_slot_ = 1 - grad_slot_;
     }
     if (rows_ != nullptr) {
-      const absl::Time rows_push_start = absl::Now();
+      const absl::Time rows_push_start = parts_.clock->Now();
       absl::Status pushed_rows =
           rows_->Push(*parts_.client, version_, options_.worker_index);
       observe(phases_.push_wait, &WorkerMetrics::push_wait_seconds,
@@ -522,8 +529,8 @@ absl::Status Trainer::Train() {
       }
     }
     RecordStep(*batch, stats, log_every);
-    if (absl::Now() >= next_heartbeat) {
-      next_heartbeat = absl::Now() + options_.heartbeat_interval;
+    if (parts_.clock->Now() >= next_heartbeat) {
+      next_heartbeat = parts_.clock->Now() + options_.heartbeat_interval;
       ASSIGN_OR_RETURN(const bool chief_wants_more, CheckInWithTheChief());
       if (chief_wants_more) {
         RETURN_IF_ERROR(Recover(absl::OkStatus()));
@@ -541,7 +548,7 @@ absl::Status Trainer::Train() {
   for (auto& push : pushes_) {
     if (push != nullptr) RETURN_IF_ERROR(push->Wait());
   }
-  LogFinished(absl::Now() - training_start);
+  LogFinished(parts_.clock->Now() - training_start);
   return absl::OkStatus();
 }
 

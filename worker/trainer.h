@@ -55,6 +55,7 @@
 #include "client/batch_rows.h"
 #include "client/coordinator_client.h"
 #include "client/ps_client.h"
+#include "common/clock.h"
 #include "common/metrics/event_file_writer.h"
 #include "common/mutex.h"
 #include "data/batch_stream.h"
@@ -113,6 +114,8 @@ struct TrainerParts {
   // Optional: one already running since the worker registered; without
   // it, Run() keeps one of its own while it trains.
   KeepAlive* keep_alive = nullptr;
+  // Recovery windows, heartbeats and the step timings are measured on it.
+  Clock* clock = &RealClock();
 };
 
 class Trainer {
@@ -151,7 +154,7 @@ class Trainer {
   struct Window {
     double loss = 0;
     int64_t correct = 0, examples = 0;
-    absl::Time start = absl::Now();
+    absl::Time start;
   };
 
   // The training loop (Run adds the keep-alive and the final report).

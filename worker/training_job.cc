@@ -47,7 +47,7 @@ absl::Status RunTrainingJob(const TrainingJobOptions& options) {
   // however long loading the data takes.
   KeepAlive keep_alive(options.coordinator,
                        PreparingReport(index, options.incarnation),
-                       options.heartbeat_interval);
+                       options.heartbeat_interval, options.clock);
 
   ASSIGN_OR_RETURN(std::unique_ptr<ModelDefinition> definition,
                    DefineJobModel(spec));
@@ -137,6 +137,7 @@ absl::Status RunTrainingJob(const TrainingJobOptions& options) {
   parts.metrics = options.metrics;
   parts.live_metrics = options.live_metrics;
   parts.keep_alive = &keep_alive;
+  parts.clock = options.clock;
   return Trainer(std::move(trainer_options), std::move(parts)).Run();
 }
 

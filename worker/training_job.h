@@ -33,6 +33,8 @@ struct TrainingJobOptions {
   Slowdown slowdown;
   // Optional Prometheus metrics the trainer updates.
   const WorkerMetrics* live_metrics = nullptr;
+  // What the worker's timeouts and heartbeats are measured on.
+  Clock* clock = &RealClock();
 };
 
 // OK when this worker's part ended well (the job trained to its end);

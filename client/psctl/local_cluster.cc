@@ -23,6 +23,7 @@
 #include "client/psctl/job_certificates.h"
 #include "client/psctl/synth_ctr_job.h"
 #include "client/psctl/tfconfig_gen.h"
+#include "common/clock.h"
 #include "common/file_util.h"
 #include "common/free_port.h"
 #include "common/job/job_config.h"
@@ -493,7 +494,7 @@ Stragglers StopTheRest(LocalJob& job, const Ending& ending,
   // by now, so the second stops it at once.
   for (int round = 0; round < 2 && !ending.reason.empty(); ++round) {
     for (Task& task : job.tasks) task.process->Signal(SIGTERM);
-    if (round == 0) absl::SleepFor(absl::Milliseconds(100));
+    if (round == 0) RealClock().SleepFor(absl::Milliseconds(100));
   }
   Stragglers left;
   for (Task& task : job.tasks) {

@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "client/psctl/job_status.h"
 #include "client/psctl/tls_flags.h"
+#include "common/clock.h"
 #include "common/tf_config_loader.h"
 
 namespace psflow {
@@ -121,7 +122,7 @@ class StatusCommand : public Subcommand {
       out.flush();
       if (!watch_ || JobOver(look))
         return health.healthy ? kExitOk : kExitFailed;
-      absl::SleepFor(absl::Seconds(interval_s_));
+      RealClock().SleepFor(absl::Seconds(interval_s_));
     }
   }
 

@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/clock.h"
 #include "common/metrics/prometheus_text.h"
 
 // mg_start2 (its error text) is declared among CivetWeb's experimental
@@ -190,7 +191,7 @@ MetricsHttpServer::~MetricsHttpServer() {
   std::thread waker([this, &stopped] {
     while (!stopped.load()) {
       Poke(address_, port_);
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      RealClock().SleepFor(absl::Milliseconds(20));
     }
   });
   mg_stop(context_);

@@ -1,0 +1,146 @@
+// The chief's decisions, as a class over parts it is given. The chief
+// binary (chief_runner.cc) wires the real parts: gRPC clients of the
+// parameter servers, the checkpoint directory, the system clock. Tests
+// give in-process twins and a fake clock, so each decision is checked
+// without processes or waiting:
+//
+//   Prepare   configure the servers as this job's chief (waiting out a
+//             crashed predecessor's claim), create the variables, then
+//             resume the model the servers hold (a restarted chief),
+//             restore the newest checkpoint, or initialize a fresh model
+//             and save it as the initial checkpoint;
+//   Train     wait for every worker, supervise training to its end
+//             (TrainingSupervisor: progress, saves, restores, lost
+//             servers), save the final checkpoint; a server lost at that
+//             save sends the workers back to the restored step;
+//   Evaluate  the final evaluation: the evaluator's, or the chief's own;
+//   Finish    record the outcome, stop the servers, let the tasks hear it.
+//
+// Run() does all four in order. One thread calls a Chief; everything in
+// ChiefParts must outlive it.
+#ifndef PSFLOW_CHIEF_CHIEF_H_
+#define PSFLOW_CHIEF_CHIEF_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "checkpoint/checkpoint_manager.h"
+#include "chief/chief_metrics.h"
+#include "chief/job_coordinator.h"
+#include "chief/recovery.h"
+#include "chief/server_watch.h"
+#include "chief/termination.h"
+#include "client/ps_client.h"
+#include "common/clock.h"
+#include "common/metrics/event_file_writer.h"
+#include "model/model.h"
+#include "proto/coordinator.pb.h"
+
+namespace psflow {
+
+// What the chief works with; nothing is owned.
+struct ChiefParts {
+  JobCoordinator* coordinator = nullptr;
+  // Placed for the job's variables (Finish alone needs only its shards).
+  ParameterClient* client = nullptr;
+  // Null: the job keeps no checkpoints (a lost server then ends it).
+  CheckpointManager* checkpoints = nullptr;
+  // Every wait and deadline is measured on it (the coordinator's too).
+  Clock* clock = &RealClock();
+  // Returns once every parameter server answers its health check;
+  // Unavailable naming the missing ones at the deadline.
+  AwaitServersFunction await_servers;
+  // Optional.
+  EventFileWriter* metrics = nullptr;
+  const CheckpointMetrics* checkpoint_metrics = nullptr;
+  ChiefTermination* termination = nullptr;
+};
+
+struct ChiefPolicy {
+  // From the Chief's construction: how long the parameter servers get to
+  // answer and accept this chief, and the workers to join.
+  absl::Duration startup_timeout = absl::Seconds(120);
+  // How long lost parameter servers are waited for to come back.
+  absl::Duration ps_return_timeout = absl::Minutes(5);
+  // How long the evaluator's final evaluation is waited for at most.
+  absl::Duration final_evaluation_timeout = absl::Seconds(120);
+  absl::Duration log_interval = absl::Seconds(2);
+  // The cluster has an evaluator task.
+  bool has_evaluator = false;
+  // Threads for the chief's own final evaluation.
+  int evaluation_threads = 1;
+  // If set, the job's outcome is written here as JSON (chief_runner.h).
+  std::string result_file;
+  // How long the other tasks get to hear the outcome before Finish returns.
+  absl::Duration outcome_wait = absl::Seconds(5);
+};
+
+class Chief {
+ public:
+  // `spec` is the one every task receives (its ps_config configures the
+  // servers); `model` defines the variables' initial values. A Chief
+  // built without a model can only Finish (a job that failed before it
+  // was planned still stops its servers).
+  Chief(ChiefParts parts, ChiefPolicy policy, JobSpec spec,
+        const ModelDefinition* model);
+  ~Chief();
+
+  Chief(const Chief&) = delete;
+  Chief& operator=(const Chief&) = delete;
+
+  // Prepare, Train, Evaluate (each only if the previous succeeded), then
+  // Finish with the first error: OK when the job succeeded.
+  absl::Status Run();
+
+  // Sets the job's model up on the servers (see above) and opens the job
+  // to the workers (the coordinator's spec).
+  absl::Status Prepare();
+  // OK once training ended and its final checkpoint is saved. Workers
+  // that have not joined by the startup deadline fail the job, unless
+  // training already reached its end without them (a restored, finished
+  // job).
+  absl::Status Train();
+  absl::Status Evaluate();
+  // Ends the job with `result` (see above); returns it.
+  absl::Status Finish(absl::Status result);
+
+  // The step of the newest checkpoint of this job the model started from
+  // (restored, or the initial one); -1 when none.
+  int64_t restored_step() const { return restored_step_; }
+
+ private:
+  enum class FinalSave { kSaved, kTrainAgain };
+
+  // What the servers hold when this chief starts (Prepare).
+  struct ServerStates;
+  absl::StatusOr<ServerStates> ReadServerStates();
+  absl::Status ConfigureServers(absl::Time deadline);
+  absl::StatusOr<bool> ResumeExistingModel();
+  absl::Status InitializeModel();
+  absl::Status AwaitWorkers(absl::Time deadline);
+  absl::Status SuperviseTraining();
+  absl::StatusOr<FinalSave> SaveFinalCheckpoint();
+  // OK when every server answers holding its variables (recovery.h).
+  absl::Status CheckServers();
+  RecoveryOptions Recovery() const;
+  absl::Status WriteResult() const;
+
+  const ChiefParts parts_;
+  const ChiefPolicy policy_;
+  JobSpec spec_;
+  const ModelDefinition* const model_;
+  JobCoordinator& coordinator_;
+  const absl::Time startup_deadline_;
+  int64_t restored_step_ = -1;
+  absl::Time training_start_;
+  // Polls the servers' Stats from Prepare's end to Finish.
+  std::unique_ptr<ServerWatch> watch_;
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_CHIEF_CHIEF_H_

@@ -1,0 +1,251 @@
+#include "chief/chief.h"
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "checkpoint/checkpoint_manager.h"
+#include "common/clock.h"
+#include "common/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "model/initializer.h"
+#include "proto/protocol.h"
+#include "tests/in_process_job.h"
+
+namespace psflow {
+namespace {
+
+using ::psflow::testing::InProcessJob;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+// A chief over in-process twins: one parameter server that starts
+// unconfigured (as a fresh ps_server does), the job's coordinator, and a
+// fake clock.
+class ChiefTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    spec_ = testing::SoftmaxRegressionSpec(ASYNC, /*total_steps=*/5, 0.1);
+    spec_.mutable_config()->mutable_training()->set_seed(7);
+    ASSERT_OK_AND_ASSIGN(
+        job_, InProcessJob::Start(spec_, TaskId{TaskType::kWorker, 0},
+                                  /*configure_servers=*/false, &clock_));
+    JobCoordinator::Options options;
+    options.num_workers = 1;
+    options.worker_addresses = {{0, "w0:1"}};
+    options.clock = &clock_;
+    coordinator_ = std::make_unique<JobCoordinator>(options);
+    policy_.startup_timeout = absl::Minutes(2);
+    policy_.outcome_wait = absl::Seconds(5);
+  }
+
+  ChiefParts Parts() {
+    ChiefParts parts;
+    parts.coordinator = coordinator_.get();
+    parts.client = job_->client.get();
+    parts.checkpoints = checkpoints_.get();
+    parts.clock = &clock_;
+    parts.await_servers = [this](absl::Time) {
+      ++server_waits_;
+      return servers_answer_;
+    };
+    return parts;
+  }
+
+  std::unique_ptr<Chief> NewChief() {
+    return std::make_unique<Chief>(Parts(), policy_, spec_,
+                                   job_->definition.get());
+  }
+
+  void UseCheckpoints() {
+    CheckpointManagerOptions options;
+    options.directory =
+        ::testing::TempDir() + "/chief_" +
+        ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(options.directory);
+    options.job_name = "test";
+    ASSERT_OK_AND_ASSIGN(
+        checkpoints_, CheckpointManager::Create(options, job_->client.get()));
+  }
+
+  std::vector<std::string> Saved() const {
+    std::vector<std::string> names;
+    for (const auto& entry :
+         std::filesystem::directory_iterator(checkpoints_->directory())) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("ckpt-", 0) == 0) names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  // Every variable's values on the server, in model order.
+  std::vector<std::vector<float>> Values() {
+    std::vector<std::vector<float>> values;
+    for (const auto& v : job_->variables) values.emplace_back(v.num_elements());
+    std::vector<ParameterClient::Mutable> targets;
+    for (size_t i = 0; i < values.size(); ++i) {
+      targets.emplace_back(job_->variables[i].name, absl::MakeSpan(values[i]));
+    }
+    EXPECT_OK(job_->client->Pull(targets)->Wait());
+    return values;
+  }
+
+  // Applies `steps` updates (gradients of ones: the values move).
+  void Train(int steps) {
+    std::vector<std::vector<float>> ones;
+    for (const auto& v : job_->variables)
+      ones.emplace_back(v.num_elements(), 1);
+    std::vector<ParameterClient::Const> gradients;
+    for (size_t i = 0; i < ones.size(); ++i) {
+      gradients.emplace_back(job_->variables[i].name, ones[i]);
+    }
+    for (int s = 0; s < steps; ++s) {
+      ASSERT_OK(job_->client->Push(gradients)->Wait());
+    }
+  }
+
+  FakeClock clock_;
+  JobSpec spec_;
+  std::unique_ptr<InProcessJob> job_;
+  std::unique_ptr<JobCoordinator> coordinator_;
+  std::unique_ptr<CheckpointManager> checkpoints_;
+  ChiefPolicy policy_;
+  absl::Status servers_answer_;
+  int server_waits_ = 0;
+};
+
+TEST_F(ChiefTest, AFreshJobIsInitializedAndSavedAsTheInitialCheckpoint) {
+  UseCheckpoints();
+  auto chief = NewChief();
+  ASSERT_OK(chief->Prepare());
+  EXPECT_EQ(server_waits_, 1);
+  EXPECT_EQ(coordinator_->state(), TRAINING);  // open to the workers
+  EXPECT_EQ(Values(), InitialValues(job_->definition->variables(), 7));
+  EXPECT_THAT(Saved(), ElementsAre("ckpt-0"));
+  EXPECT_EQ(chief->restored_step(), 0);
+}
+
+TEST_F(ChiefTest, WithoutCheckpointsAFreshJobIsOnlyInitialized) {
+  auto chief = NewChief();
+  ASSERT_OK(chief->Prepare());
+  EXPECT_EQ(Values(), InitialValues(job_->definition->variables(), 7));
+  EXPECT_EQ(chief->restored_step(), -1);
+}
+
+// A chief restarted while the servers went on: their model is newer than
+// any checkpoint, so it is kept, not initialized or restored over.
+TEST_F(ChiefTest, ARestartedChiefResumesFromTheServersOwnModel) {
+  UseCheckpoints();
+  ASSERT_OK(job_->ConfigureServers(spec_));
+  ASSERT_OK(checkpoints_->Save().status());  // ckpt-0, older
+  Train(3);
+  const std::vector<std::vector<float>> trained = Values();
+  auto chief = NewChief();
+  ASSERT_OK(chief->Prepare());
+  EXPECT_EQ(Values(), trained);
+  EXPECT_THAT(Saved(), ElementsAre("ckpt-0"));
+  EXPECT_EQ(chief->restored_step(), -1);
+}
+
+// The servers lost their state (restarted with the chief): the newest
+// checkpoint is restored, not a fresh model initialized.
+TEST_F(ChiefTest, ServersThatLostTheirStateGetTheNewestCheckpoint) {
+  UseCheckpoints();
+  ASSERT_OK(job_->ConfigureServers(spec_));
+  Train(3);
+  ASSERT_OK(checkpoints_->Save().status());  // ckpt-3
+  const std::vector<std::vector<float>> at_step_3 = Values();
+  Train(2);
+  job_->RestartServer();
+  auto chief = NewChief();
+  ASSERT_OK(chief->Prepare());
+  EXPECT_EQ(chief->restored_step(), 3);
+  EXPECT_EQ(Values(), at_step_3);
+  EXPECT_EQ(coordinator_->Status().global_step(), 0)
+      << "the workers' reports set the step";
+}
+
+TEST_F(ChiefTest, ServersThatNeverAnswerFailTheJobAndAreStillStopped) {
+  servers_answer_ = absl::UnavailableError("ps-0 at h:1 is not healthy");
+  clock_.SetAutoAdvance(true);  // Finish waits for the tasks to hear it
+  auto chief = NewChief();
+  absl::Status prepared = chief->Prepare();
+  EXPECT_THAT(prepared, StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(chief->Finish(prepared),
+              StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_EQ(coordinator_->state(), FAILED);
+  EXPECT_THAT(coordinator_->Status().message(), HasSubstr("ps-0 at h:1"));
+}
+
+// Workers that never join fail the job at the startup deadline, measured
+// on the chief's clock (simulated: two minutes pass in milliseconds).
+TEST_F(ChiefTest, WorkersThatNeverJoinFailTheJobAtTheStartupDeadline) {
+  clock_.SetAutoAdvance(true);
+  const absl::Time start = clock_.Now();
+  auto chief = NewChief();
+  ASSERT_OK(chief->Prepare());
+  absl::Status trained = chief->Train();
+  EXPECT_THAT(trained, StatusIs(absl::StatusCode::kDeadlineExceeded));
+  EXPECT_THAT(trained.message(),
+              HasSubstr("workers that never joined by the startup deadline "
+                        "(2m): worker-0 at w0:1"));
+  EXPECT_GE(clock_.Now() - start, absl::Minutes(2));
+}
+
+// The whole job: the chief prepares, the worker joins and trains to the
+// last step, the chief saves the final checkpoint, ends the job and tells
+// the worker, and writes the result.
+TEST_F(ChiefTest, AJobTrainedToItsEndSucceedsWithItsFinalCheckpoint) {
+  UseCheckpoints();
+  policy_.result_file = ::testing::TempDir() + "/chief_result.json";
+  auto chief = NewChief();
+  absl::Status result = absl::UnknownError("not run");
+  std::atomic<bool> done{false};
+  std::thread runner([&] {
+    result = chief->Run();
+    done = true;
+  });
+  // The worker joins once the chief opened the job.
+  RegisterTaskRequest join;
+  join.set_protocol_version(kProtocolVersion);
+  join.set_task_type("worker");
+  join.set_task_index(0);
+  while (!coordinator_->Register(join).ok()) {
+    ASSERT_FALSE(done) << result;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  Train(5);
+  ProgressReport finished;
+  finished.set_worker_index(0);
+  finished.set_global_step(5);
+  finished.set_local_steps(5);
+  finished.set_finished(true);
+  finished.set_generation(coordinator_->Status().generation());
+  coordinator_->Progress(finished);
+  // It keeps asking until it hears the job's end (the chief waits for it).
+  StatusRequest ask;
+  ask.set_task_type("worker");
+  ask.set_task_index(0);
+  while (!done) {
+    coordinator_->Status(ask);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  runner.join();
+  ASSERT_OK(result);
+  EXPECT_EQ(coordinator_->state(), SUCCEEDED);
+  EXPECT_THAT(Saved(), ElementsAre("ckpt-0", "ckpt-5"));
+  std::ifstream file(policy_.result_file);
+  std::stringstream json;
+  json << file.rdbuf();
+  EXPECT_THAT(json.str(), HasSubstr("\"state\": \"SUCCEEDED\""));
+  EXPECT_THAT(json.str(), HasSubstr("\"global_step\": 5"));
+}
+
+}  // namespace
+}  // namespace psflow

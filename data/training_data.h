@@ -1,0 +1,43 @@
+// The training data's size and shape, as the chief plans a job from it
+// (model/job_plan.h) and `psctl config check` reports it: read from the
+// files job.data() names without holding them.
+//
+// Stateless; thread-safe.
+#ifndef PSFLOW_DATA_TRAINING_DATA_H_
+#define PSFLOW_DATA_TRAINING_DATA_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/job_config.pb.h"
+
+namespace psflow {
+
+// What a job's training data tells the chief.
+struct TrainingData {
+  int64_t num_examples = 0;
+  // One example's shape: an image's (e.g. {28, 28}); CRITEO: {num_dense}.
+  std::vector<int64_t> example_shape;
+  // data.num_classes, or else the largest training label + 1; CRITEO: 2.
+  int num_classes = 0;
+  // CRITEO: categorical columns per example; IDX: 0.
+  int num_fields = 0;
+};
+
+// Reads what the chief needs from the training files job.data() names,
+// without holding them. CRITEO: every line is read and checked (the
+// reader's errors name file, line and fix). IDX: the images file's header
+// and every label; the two files must describe one split, and with
+// data.num_classes set every label must lie inside it. NotFound for a
+// missing file; the readers' InvalidArgument and DataLoss otherwise.
+absl::StatusOr<TrainingData> DescribeTrainingData(const JobConfig& job);
+
+// The TrainingData of a CRITEO job whose training file holds
+// `num_examples` examples: its shape follows from data.num_dense and
+// data.num_fields alone.
+TrainingData CtrTrainingData(const JobConfig& job, int64_t num_examples);
+
+}  // namespace psflow
+
+#endif  // PSFLOW_DATA_TRAINING_DATA_H_
