@@ -1,16 +1,20 @@
-// Recovery with real processes: a parameter server killed (SIGKILL) and
-// restarted mid-job is recovered from the newest checkpoint, and
-// `psctl ckpt restore` rolls a running job back to a checkpoint. Roles are
-// started by hand (tests/manual_cluster.h), on free ports.
+// Recovery with real processes: tasks killed (SIGKILL) and restarted
+// mid-job, as rows of one table (the job, when the fault strikes, the
+// fault, what the job prints on its way to success); a stray second chief,
+// and `psctl ckpt restore` rolling a running job back to a checkpoint, as
+// tests of their own. Roles are started by hand (tests/manual_cluster.h),
+// on free ports.
 #include <signal.h>
 
 #include <map>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "checkpoint/state_file.h"
 #include "common/file_util.h"
 #include "common/free_port.h"
@@ -94,67 +98,253 @@ void WaitForOutput(Subprocess* process, const std::string& text) {
   FAIL() << "no \"" << text << "\" in:\n" << process->Output();
 }
 
-TEST(RecoveryTest, KilledParameterServerIsRecoveredFromTheNewestCheckpoint) {
-  const std::string dir = TempPath("ps_kill_ckpts");
-  const std::string job = WriteTestFile(
-      "ps_kill.json",
-      TestJob("ASYNC", 4000,
-              R"("checkpoint": {"save_every_steps": 300, "max_to_keep": 2})"));
-  ManualCluster cluster(job, dir);
-  cluster.StartAll();
-  WaitForCheckpoints(dir, 1);
-  // Down for 2 s: the chief notices, the workers wait.
-  cluster.KillAndRestart("ps", 1, absl::Seconds(2));
+// A task of the job: "chief", "ps" or "worker", and its index.
+struct Task {
+  std::string type;
+  int index = 0;
+};
 
-  EXPECT_THAT(ExpectJobSucceeds(cluster),
-              AllOf(HasSubstr("parameter server lost"),
-                    HasSubstr("pausing the workers"),
-                    HasSubstr("resuming at global step")));
-  EXPECT_THAT(cluster.Latest("worker0")->Output(),
-              HasSubstr("the chief restored the model"));
+// A task SIGKILLed and started again after `downtime`, as an operator or
+// Kubernetes would.
+struct Restart {
+  Task task;
+  absl::Duration downtime;
+};
+
+// A line `task` ("chief0", "worker0") prints.
+struct Line {
+  std::string task;
+  std::string text;
+};
+
+// The scenarios' job: TestJob's MLP on Fashion-MNIST.
+struct ScenarioJob {
+  std::string mode;  // ASYNC, SYNC or BOUNDED
+  int steps = 0;
+  // Periodic checkpoints (2 kept); 0: no checkpoint directory at all.
+  int save_every_steps = 0;
+  std::string training_extra = {};  // more fields of "training"
+  std::vector<std::string> chief_flags = {};
+};
+
+// When the fault strikes: once the state file names `checkpoints`
+// periodic checkpoints, then once each line is printed, in order.
+struct Moment {
+  int checkpoints = 0;
+  std::vector<Line> lines = {};
+  // Asserted then: the only checkpoint is the chief's initial ckpt-0.
+  bool only_initial_checkpoint = false;
+};
+
+// `killed` are SIGKILLed first and stay down until the chief has printed
+// each of `chief_while_down`; `restarted` go down and up in between.
+struct Fault {
+  std::vector<Task> killed = {};
+  std::vector<Restart> restarted = {};
+  std::vector<std::string> chief_while_down = {};
+};
+
+// What the job prints on its way to success (ExpectJobSucceeds).
+// "{checkpoint_dir}" stands for the job's checkpoint directory.
+struct Outcome {
+  std::vector<std::string> chief_says = {};
+  std::vector<std::string> chief_never_says = {};
+  std::vector<std::string> worker0_says = {};
+};
+
+// Start a job, let it reach a moment, inflict a fault, and expect it to
+// succeed saying how it recovered. A row may leave off the fields at the
+// end of each part that have defaults.
+struct RecoveryScenario {
+  std::string name;  // the test's name
+  std::string id;    // names its files: <id>.json, <id>_ckpts
+  ScenarioJob job;
+  Moment when;
+  Fault fault;
+  Outcome expect;
+};
+
+void PrintTo(const RecoveryScenario& scenario, std::ostream* os) {
+  *os << scenario.name;
 }
 
-// A parameter server lost before the first scheduled checkpoint: the
-// initial checkpoint the chief saved at step 0 is there to recover from,
-// so the job goes on instead of failing.
-TEST(RecoveryTest, ParameterServerLostBeforeTheFirstCheckpointIsRecovered) {
-  const std::string dir = TempPath("ps_early_kill_ckpts");
-  const std::string job = WriteTestFile(
-      "ps_early_kill.json",
-      TestJob(
-          "ASYNC", 3000,
-          R"("checkpoint": {"save_every_steps": 100000, "max_to_keep": 2})"));
-  ManualCluster cluster(job, dir);
-  cluster.StartAll();
-  WaitForOutput(cluster.Latest("chief0"), "joined; training");
-  ASSERT_THAT(ReadCheckpointState(dir),
-              IsOkAndHolds(::testing::Property(
-                  &CheckpointState::model_checkpoint_path, "ckpt-0")));
-  cluster.KillAndRestart("ps", 0, absl::Seconds(1));
-
-  EXPECT_THAT(ExpectJobSucceeds(cluster),
-              AllOf(HasSubstr("parameter server lost"),
-                    HasSubstr("restored " + dir + "/ckpt-0"),
-                    HasSubstr("resuming at global step 0")));
+std::vector<RecoveryScenario> RecoveryScenarios() {
+  const std::vector<std::string> short_heartbeats = {"--heartbeat_timeout_s=2"};
+  return {
+      // Down for 2 s: the chief notices, the workers wait.
+      {"KilledParameterServerIsRecoveredFromTheNewestCheckpoint",
+       "ps_kill",
+       {"ASYNC", 4000, /*save_every_steps=*/300},
+       {/*checkpoints=*/1},
+       {/*killed=*/{}, /*restarted=*/{{{"ps", 1}, absl::Seconds(2)}}},
+       {/*chief_says=*/{"parameter server lost", "pausing the workers",
+                        "resuming at global step"},
+        /*chief_never_says=*/{},
+        /*worker0_says=*/{"the chief restored the model"}}},
+      // A parameter server lost before the first scheduled checkpoint: the
+      // initial checkpoint the chief saved at step 0 is there to recover
+      // from, so the job goes on instead of failing.
+      {"ParameterServerLostBeforeTheFirstCheckpointIsRecovered",
+       "ps_early_kill",
+       {"ASYNC", 3000, /*save_every_steps=*/100000},
+       {/*checkpoints=*/0,
+        {{"chief0", "joined; training"}},
+        /*only_initial_checkpoint=*/true},
+       {/*killed=*/{}, /*restarted=*/{{{"ps", 0}, absl::Seconds(1)}}},
+       {/*chief_says=*/{"parameter server lost",
+                        "restored {checkpoint_dir}/ckpt-0",
+                        "resuming at global step 0"}}},
+      // A chief that restarts in a job without checkpoints finds the
+      // servers holding the trained variables and resumes from them: it
+      // never overwrites them with initial values.
+      {"RestartedChiefWithoutCheckpointsResumesFromTheServers",
+       "chief_kill_no_ckpt",
+       {"ASYNC", 4000, /*save_every_steps=*/0},
+       {/*checkpoints=*/0,
+        {{"chief0", "joined; training"}, {"worker0", "step 1000 "}}},
+       {/*killed=*/{}, /*restarted=*/{{{"chief", 0}, absl::Seconds(1)}}},
+       {/*chief_says=*/{"resuming from them, which is newer than any "
+                        "checkpoint"},
+        /*chief_never_says=*/{"initialized "}}},
+      // Down for 1 s: worker 0 trains on alone meanwhile.
+      {"KilledWorkerRestartsAndRejoinsAsyncTraining",
+       "worker_kill",
+       {"ASYNC", 4000, /*save_every_steps=*/1000},
+       {/*checkpoints=*/1},
+       {/*killed=*/{}, /*restarted=*/{{{"worker", 1}, absl::Seconds(1)}}},
+       {/*chief_says=*/{"worker-1 at 127.0.0.1:",
+                        "restarted (new incarnation)"}}},
+      // A sync job whose every step needs both workers: a killed worker is
+      // declared lost and waited for, not the end of the job; restarted,
+      // it registers again and the job finishes.
+      {"SyncJobWaitsForAKilledWorkersReplacement",
+       "sync_worker_kill",
+       {"SYNC", 2000, /*save_every_steps=*/500, "", short_heartbeats},
+       {/*checkpoints=*/1},
+       {/*killed=*/{{"worker", 1}},
+        /*restarted=*/{},
+        /*chief_while_down=*/
+        {"training waits up to 4m for it to be restarted"}},
+       {/*chief_says=*/{"restarted (new incarnation)",
+                        "has the 2 workers each step needs again"}}},
+      // Worker 0 soon waits for the dead worker 1, until the chief declares
+      // it lost and the servers drop it from the bound. Back again, worker
+      // 1 joins at the slowest live worker's clock.
+      {"KilledBoundedWorkerReleasesTheBoundAndRejoins",
+       "bounded_kill",
+       {"BOUNDED", 3000, /*save_every_steps=*/500, R"("max_staleness": 2)",
+        short_heartbeats},
+       {/*checkpoints=*/1},
+       {/*killed=*/{{"worker", 1}},
+        /*restarted=*/{},
+        /*chief_while_down=*/
+        {"bounded-staleness training continues without it",
+         "workers outside the staleness bound: 1"}},
+       {/*chief_says=*/{"worker-1 at 127.0.0.1:"}}},
+      // A chief killed while the servers and workers train on: the servers'
+      // model is consistent and newer than any checkpoint, so the restarted
+      // chief resumes from it and throws no work away. Down for 1 s:
+      // workers and servers run on meanwhile.
+      {"KilledChiefRestartsAndResumesFromTheServersModel",
+       "chief_kill",
+       {"ASYNC", 5000, /*save_every_steps=*/400},
+       {/*checkpoints=*/1},
+       {/*killed=*/{}, /*restarted=*/{{{"chief", 0}, absl::Seconds(1)}}},
+       {/*chief_says=*/{"resuming from them, which is newer than any "
+                        "checkpoint"},
+        /*chief_never_says=*/{"restored "},
+        /*worker0_says=*/{"the chief restored the model"}}},
+      // The chief and a parameter server lost together: the server's state
+      // is gone, so the restarted chief restores the newest checkpoint
+      // everywhere.
+      {"KilledChiefAndServerRestoreTheNewestCheckpoint",
+       "chief_ps_kill",
+       {"ASYNC", 5000, /*save_every_steps=*/400},
+       {/*checkpoints=*/1},
+       {/*killed=*/{{"chief", 0}},
+        /*restarted=*/{{{"ps", 1}, absl::Seconds(1)}}},
+       {/*chief_says=*/{"ps-1 restarted and lost theirs",
+                        "restoring the newest checkpoint",
+                        "resuming at global step"}}},
+  };
 }
 
-// A chief that restarts in a job without checkpoints finds the servers
-// holding the trained variables and resumes from them: it never
-// overwrites them with initial values.
-TEST(RecoveryTest, RestartedChiefWithoutCheckpointsResumesFromTheServers) {
-  const std::string job =
-      WriteTestFile("chief_kill_no_ckpt.json", TestJob("ASYNC", 4000, ""));
-  ManualCluster cluster(job, "");
+// The job's config file: TestJob's model and training images, with the
+// scenario's mode, length, checkpoints and training fields.
+std::string WriteScenarioJob(const std::string& id, const ScenarioJob& spec) {
+  const std::string checkpoint =
+      spec.save_every_steps > 0
+          ? absl::StrCat(R"("checkpoint": {"save_every_steps": )",
+                         spec.save_every_steps, R"(, "max_to_keep": 2})")
+          : "";
+  return WriteTestFile(id + ".json",
+                       TestJob(spec.mode, spec.steps, checkpoint, /*hidden=*/64,
+                               std::string(::psflow::testing::kFashionMnist) +
+                                   "train-images-idx3-ubyte.gz",
+                               spec.training_extra));
+}
+
+class RecoveryScenarioTest : public ::testing::TestWithParam<RecoveryScenario> {
+};
+
+TEST_P(RecoveryScenarioTest, JobRecoversAndSucceeds) {
+  const RecoveryScenario& scenario = GetParam();
+  const ScenarioJob& spec = scenario.job;
+  const std::string dir =
+      spec.save_every_steps > 0 ? TempPath(scenario.id + "_ckpts") : "";
+  const std::string job = WriteScenarioJob(scenario.id, spec);
+  ManualCluster cluster(job, dir, spec.chief_flags);
   cluster.StartAll();
-  WaitForOutput(cluster.Latest("chief0"), "joined; training");
-  WaitForOutput(cluster.Latest("worker0"), "step 1000 ");
-  cluster.KillAndRestart("chief", 0, absl::Seconds(1));
+
+  if (scenario.when.checkpoints > 0) {
+    WaitForCheckpoints(dir, scenario.when.checkpoints);
+  }
+  for (const Line& line : scenario.when.lines) {
+    WaitForOutput(cluster.Latest(line.task), line.text);
+  }
+  if (scenario.when.only_initial_checkpoint) {
+    ASSERT_THAT(ReadCheckpointState(dir),
+                IsOkAndHolds(::testing::Property(
+                    &CheckpointState::model_checkpoint_path, "ckpt-0")));
+  }
+
+  for (const Task& task : scenario.fault.killed) {
+    Subprocess* process = cluster.Latest(absl::StrCat(task.type, task.index));
+    process->Signal(SIGKILL);
+    ASSERT_OK(process->Wait(absl::Seconds(10)));
+  }
+  for (const Restart& restart : scenario.fault.restarted) {
+    cluster.KillAndRestart(restart.task.type, restart.task.index,
+                           restart.downtime);
+  }
+  for (const std::string& text : scenario.fault.chief_while_down) {
+    WaitForOutput(cluster.Latest("chief0"), text);
+  }
+  for (const Task& task : scenario.fault.killed) {
+    cluster.Start(task.type, task.index);
+  }
 
   const std::string chief = ExpectJobSucceeds(cluster);
-  EXPECT_THAT(chief, HasSubstr("resuming from them, which is newer than any "
-                               "checkpoint"));
-  EXPECT_THAT(chief, ::testing::Not(HasSubstr("initialized ")));
+  for (const std::string& text : scenario.expect.chief_says) {
+    EXPECT_THAT(chief, HasSubstr(absl::StrReplaceAll(
+                           text, {{"{checkpoint_dir}", dir}})));
+  }
+  for (const std::string& text : scenario.expect.chief_never_says) {
+    EXPECT_THAT(chief, Not(HasSubstr(text)));
+  }
+  for (const std::string& text : scenario.expect.worker0_says) {
+    EXPECT_THAT(cluster.Latest("worker0")->Output(), HasSubstr(text));
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Faults, RecoveryScenarioTest, ::testing::ValuesIn(RecoveryScenarios()),
+    [](const ::testing::TestParamInfo<RecoveryScenario>& info) {
+      return info.param.name;
+    });
+
+// Not in the table: these act through a second chief or psctl rather than
+// a killed task, and check that process's own exit and output.
 
 // One job, one chief: a stray second chief of the job (its own address,
 // its own checkpoint directory, the same parameter servers) can neither
@@ -190,74 +380,6 @@ TEST(RecoveryTest, AStraySecondChiefChangesNothing) {
   EXPECT_THAT(chief, Not(HasSubstr("parameter server lost")));
 }
 
-TEST(RecoveryTest, KilledWorkerRestartsAndRejoinsAsyncTraining) {
-  const std::string dir = TempPath("worker_kill_ckpts");
-  const std::string job = WriteTestFile(
-      "worker_kill.json",
-      TestJob("ASYNC", 4000,
-              R"("checkpoint": {"save_every_steps": 1000, "max_to_keep": 2})"));
-  ManualCluster cluster(job, dir);
-  cluster.StartAll();
-  WaitForCheckpoints(dir, 1);
-  // Down for 1 s: worker 0 trains on alone meanwhile.
-  cluster.KillAndRestart("worker", 1, absl::Seconds(1));
-
-  const std::string chief = ExpectJobSucceeds(cluster);
-  EXPECT_THAT(chief, HasSubstr("worker-1 at 127.0.0.1:"));
-  EXPECT_THAT(chief, HasSubstr("restarted (new incarnation)"));
-}
-
-// A sync job whose every step needs both workers: a killed worker is
-// declared lost and waited for, not the end of the job; restarted, it
-// registers again and the job finishes.
-TEST(RecoveryTest, SyncJobWaitsForAKilledWorkersReplacement) {
-  const std::string dir = TempPath("sync_worker_kill_ckpts");
-  const std::string job = WriteTestFile(
-      "sync_worker_kill.json",
-      TestJob("SYNC", 2000,
-              R"("checkpoint": {"save_every_steps": 500, "max_to_keep": 2})"));
-  ManualCluster cluster(job, dir, {"--heartbeat_timeout_s=2"});
-  cluster.StartAll();
-  WaitForCheckpoints(dir, 1);
-  Subprocess* worker1 = cluster.Latest("worker1");
-  worker1->Signal(SIGKILL);
-  ASSERT_OK(worker1->Wait(absl::Seconds(10)));
-  WaitForOutput(cluster.Latest("chief0"),
-                "training waits up to 4m for it to be restarted");
-  cluster.Start("worker", 1);
-
-  const std::string chief = ExpectJobSucceeds(cluster);
-  EXPECT_THAT(chief, HasSubstr("restarted (new incarnation)"));
-  EXPECT_THAT(chief, HasSubstr("has the 2 workers each step needs again"));
-}
-
-TEST(RecoveryTest, KilledBoundedWorkerReleasesTheBoundAndRejoins) {
-  const std::string dir = TempPath("bounded_kill_ckpts");
-  const std::string job = WriteTestFile(
-      "bounded_kill.json",
-      TestJob("BOUNDED", 3000,
-              R"("checkpoint": {"save_every_steps": 500, "max_to_keep": 2})",
-              64,
-              std::string(::psflow::testing::kFashionMnist) +
-                  "train-images-idx3-ubyte.gz",
-              R"("max_staleness": 2)"));
-  ManualCluster cluster(job, dir, {"--heartbeat_timeout_s=2"});
-  cluster.StartAll();
-  WaitForCheckpoints(dir, 1);
-  // Worker 0 soon waits for the dead worker 1, until the chief declares it
-  // lost and the servers drop it from the bound.
-  Subprocess* worker1 = cluster.Latest("worker1");
-  worker1->Signal(SIGKILL);
-  ASSERT_OK(worker1->Wait(absl::Seconds(10)));
-  Subprocess* chief = cluster.Latest("chief0");
-  WaitForOutput(chief, "bounded-staleness training continues without it");
-  WaitForOutput(chief, "workers outside the staleness bound: 1");
-  // Back again: it joins at the slowest live worker's clock.
-  cluster.Start("worker", 1);
-
-  EXPECT_THAT(ExpectJobSucceeds(cluster), HasSubstr("worker-1 at 127.0.0.1:"));
-}
-
 TEST(RecoveryTest, PsctlRestoresACheckpointIntoARunningBoundedJob) {
   // The pause lifts the bound (a worker waiting for a slower one sees it
   // at once); after the restore every worker rejoins at the slowest clock.
@@ -286,52 +408,6 @@ TEST(RecoveryTest, PsctlRestoresACheckpointIntoARunningBoundedJob) {
     EXPECT_THAT(cluster.Latest(worker)->Output(),
                 HasSubstr("the chief restored the model"));
   }
-}
-
-// A chief killed while the servers and workers train on: the servers'
-// model is consistent and newer than any checkpoint, so the restarted chief
-// resumes from it and throws no work away.
-TEST(RecoveryTest, KilledChiefRestartsAndResumesFromTheServersModel) {
-  const std::string dir = TempPath("chief_kill_ckpts");
-  const std::string job = WriteTestFile(
-      "chief_kill.json",
-      TestJob("ASYNC", 5000,
-              R"("checkpoint": {"save_every_steps": 400, "max_to_keep": 2})"));
-  ManualCluster cluster(job, dir);
-  cluster.StartAll();
-  WaitForCheckpoints(dir, 1);
-  // Down for 1 s: workers and servers run on meanwhile.
-  cluster.KillAndRestart("chief", 0, absl::Seconds(1));
-
-  const std::string chief = ExpectJobSucceeds(cluster);
-  EXPECT_THAT(chief, HasSubstr("resuming from them, which is newer than any "
-                               "checkpoint"));
-  EXPECT_THAT(chief, ::testing::Not(HasSubstr("restored ")));
-  EXPECT_THAT(cluster.Latest("worker0")->Output(),
-              HasSubstr("the chief restored the model"));
-}
-
-// The chief and a parameter server lost together: the server's state is
-// gone, so the restarted chief restores the newest checkpoint everywhere.
-TEST(RecoveryTest, KilledChiefAndServerRestoreTheNewestCheckpoint) {
-  const std::string dir = TempPath("chief_ps_kill_ckpts");
-  const std::string job = WriteTestFile(
-      "chief_ps_kill.json",
-      TestJob("ASYNC", 5000,
-              R"("checkpoint": {"save_every_steps": 400, "max_to_keep": 2})"));
-  ManualCluster cluster(job, dir);
-  cluster.StartAll();
-  WaitForCheckpoints(dir, 1);
-  Subprocess* chief = cluster.Latest("chief0");
-  chief->Signal(SIGKILL);
-  ASSERT_OK(chief->Wait(absl::Seconds(10)));
-  cluster.KillAndRestart("ps", 1, absl::Seconds(1));
-  cluster.Start("chief", 0);
-
-  const std::string output = ExpectJobSucceeds(cluster);
-  EXPECT_THAT(output, AllOf(HasSubstr("ps-1 restarted and lost theirs"),
-                            HasSubstr("restoring the newest checkpoint"),
-                            HasSubstr("resuming at global step")));
 }
 
 TEST(RecoveryTest, PsctlRestoresACheckpointIntoARunningJob) {
