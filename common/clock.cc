@@ -15,8 +15,8 @@ class SystemClock final : public Clock {
     if (left > absl::ZeroDuration()) absl::SleepFor(left);
   }
   bool AwaitWithDeadline(Mutex& mu, const Condition& condition,
-                         absl::Time deadline) override
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+                         absl::Time deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) override {
     return mu.AwaitWithDeadline(condition, deadline);
   }
 };

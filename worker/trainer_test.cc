@@ -9,6 +9,7 @@
 
 #include "checkpoint/checkpoint_manager.h"
 #include "checkpoint/paths.h"
+#include "common/clock.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -80,7 +81,7 @@ class TrainerTest : public ::testing::Test {
   }
 
   void SetUpJob(UpdateMode mode, int64_t total_steps,
-                bool configure_servers = true) {
+                bool configure_servers = true, Clock* clock = &RealClock()) {
     StopChief();
     JobSpec& spec = options_.spec;
     spec = testing::SoftmaxRegressionSpec(mode, total_steps, 0.5);
@@ -97,7 +98,7 @@ class TrainerTest : public ::testing::Test {
 
     ASSERT_OK_AND_ASSIGN(job_,
                          InProcessJob::Start(spec, TaskId{TaskType::kWorker, 0},
-                                             configure_servers));
+                                             configure_servers, clock));
     device_ = CreateCpuDevice(1);
     ASSERT_OK_AND_ASSIGN(model_,
                          job_->definition->Instantiate(device_.get(), 16));
@@ -107,6 +108,7 @@ class TrainerTest : public ::testing::Test {
     batches_ = std::make_unique<BatchStream>(Separable(), stream);
 
     options_.heartbeat_interval = absl::Milliseconds(1);
+    parts_.clock = clock;
     parts_.device = device_.get();
     parts_.model = model_.get();
     parts_.variables = job_->variables;
@@ -530,13 +532,18 @@ TEST_F(TrainerTest, ADivergedModelEndsTheRunWithTheCause) {
   }
 }
 
+// On a simulated clock, with the production recovery policy: the worker
+// rides the failures out for the whole five-minute window, in
+// milliseconds of real time.
 TEST_F(TrainerTest, FailingServersOutlastingTheRecoveryTimeoutEndTheRun) {
-  SetUpJob(ASYNC, 60, /*configure_servers=*/false);
-  options_.recovery.recovery_timeout = absl::Milliseconds(300);
-  options_.recovery.chief_notice_time = absl::Milliseconds(20);
-  options_.recovery.poll_interval = absl::Milliseconds(5);
+  FakeClock clock;
+  clock.SetAutoAdvance(true);
+  SetUpJob(ASYNC, 60, /*configure_servers=*/false, &clock);
+  options_.recovery = RecoveryPolicy();
+  const absl::Time start = clock.Now();
   Trainer trainer(options_, parts_);
   EXPECT_THAT(trainer.Run(), StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_GE(clock.Now() - start, absl::Minutes(5));
   EXPECT_EQ(trainer.local_steps(), 0);
   EXPECT_TRUE(job_->coordinator->LastReports()[0].paused());
 }
