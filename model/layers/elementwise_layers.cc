@@ -174,6 +174,14 @@ absl::StatusOr<std::unique_ptr<Layer>> MakeFlatten(std::string name,
       Activation::kNone, "Flatten");
 }
 
+absl::StatusOr<std::unique_ptr<Layer>> MakeReshape(std::string name,
+                                                   const Shape& input,
+                                                   const Shape& output) {
+  return std::make_unique<ElementwiseLayer>(
+      std::move(name), input, output, Kind::kFlatten, 1, 0, Activation::kNone,
+      absl::StrCat("Reshape ", ShapeString(output)));
+}
+
 absl::StatusOr<std::unique_ptr<Layer>> MakeDropout(std::string name,
                                                    const Shape& input,
                                                    float rate) {

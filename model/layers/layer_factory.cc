@@ -48,6 +48,20 @@ ClassInfo InfoOf(LayerConfig::KindCase kind) {
       return {"Flatten", "flatten"};
     case LayerConfig::kDropout:
       return {"Dropout", "dropout"};
+    case LayerConfig::kReshape:
+      return {"Reshape", "reshape"};
+    case LayerConfig::kConcatenate:
+      return {"Concatenate", "concatenate"};
+    case LayerConfig::kAdd:
+      return {"Add", "add"};
+    case LayerConfig::kMultiply:
+      return {"Multiply", "multiply"};
+    case LayerConfig::kDotInteraction:
+      return {"DotInteraction", "dot_interaction"};
+    case LayerConfig::kCross:
+      return {"Cross", "cross"};
+    case LayerConfig::kFactorizationMachine:
+      return {"FactorizationMachine", "factorization_machine"};
     case LayerConfig::KIND_NOT_SET:
       break;
   }
@@ -143,6 +157,50 @@ absl::Status PositiveWidth(const char* field, int64_t value) {
         absl::StrCat(field, " is ", value, "; it must be 1 to ", kMaxWidth));
   }
   return absl::OkStatus();
+}
+
+// Keras' Reshape: `target` with at most one -1, inferred from the
+// input's size.
+absl::StatusOr<Shape> ReshapeTarget(
+    const google::protobuf::RepeatedField<int64_t>& target,
+    const Shape* input) {
+  if (target.empty()) {
+    return absl::InvalidArgumentError(
+        "target_shape is missing; e.g. [26, 16] (per example; one entry may "
+        "be -1)");
+  }
+  int unknown = -1;
+  int64_t known = 1;
+  Shape shape(target.begin(), target.end());
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1 && unknown < 0) {
+      unknown = static_cast<int>(i);
+    } else if (shape[i] < 1 || shape[i] > kMaxValuesPerExample) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("target_shape ", ShapeString(shape),
+                       " must hold positive sizes and at most one -1"));
+    } else {
+      known *= shape[i];
+      if (known > kMaxValuesPerExample) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("target_shape ", ShapeString(shape), " is too big"));
+      }
+    }
+  }
+  if (input == nullptr) return shape;
+  const int64_t size = NumElements(*input);
+  if (unknown >= 0) {
+    if (size % known != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot reshape ", size, " values into ", ShapeString(shape)));
+    }
+    shape[unknown] = size / known;
+  } else if (known != size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot reshape ", ShapeString(*input), " (", size, " values) into ",
+        ShapeString(shape), " (", known, " values)"));
+  }
+  return shape;
 }
 
 // Checks one layer's arguments; with `input`, also builds it.
@@ -247,6 +305,22 @@ absl::StatusOr<std::unique_ptr<Layer>> Build(const LayerConfig& c,
       if (input == nullptr) return nullptr;
       return MakeDropout(name, in, rate);
     }
+    case LayerConfig::kReshape: {
+      ASSIGN_OR_RETURN(Shape target,
+                       ReshapeTarget(c.reshape().target_shape(), input));
+      if (input == nullptr) return nullptr;
+      return MakeReshape(name, in, target);
+    }
+    case LayerConfig::kConcatenate:
+    case LayerConfig::kAdd:
+    case LayerConfig::kMultiply:
+    case LayerConfig::kDotInteraction:
+    case LayerConfig::kCross:
+    case LayerConfig::kFactorizationMachine:
+      return absl::InvalidArgumentError(absl::StrCat(
+          InfoOf(c.kind_case()).keras_class,
+          " reads several inputs: it belongs in a model.graph, whose nodes "
+          "name their inputs (docs/models.md), not in model.layers"));
     case LayerConfig::KIND_NOT_SET:
       break;
   }
@@ -296,7 +370,59 @@ absl::StatusOr<std::vector<std::string>> Names(const LayerConfigs& layers) {
   return names;
 }
 
+// A built layer's output and variables within the limits.
+absl::Status CheckBuiltLayer(const Layer& layer) {
+  const Shape& out = layer.output_shape();
+  for (int64_t d : out) {
+    if (d < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("its output ", ShapeString(out), " is empty"));
+    }
+  }
+  if (NumElements(out) > kMaxValuesPerExample) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("its output ", ShapeString(out), " has over ",
+                     kMaxValuesPerExample, " values per example"));
+  }
+  for (const ModelVariable& v : layer.variables()) {
+    if (v.num_elements() > kMaxVariableElements) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("variable ", v.name(), " (", ShapeString(v.shape()),
+                       ") has over ", kMaxVariableElements, " values"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+std::string LayerClassName(const LayerConfig& config) {
+  return InfoOf(config.kind_case()).keras_class;
+}
+
+bool ReadsSeveralInputs(const LayerConfig& config) {
+  switch (config.kind_case()) {
+    case LayerConfig::kConcatenate:
+    case LayerConfig::kAdd:
+    case LayerConfig::kMultiply:
+    case LayerConfig::kDotInteraction:
+    case LayerConfig::kCross:
+    case LayerConfig::kFactorizationMachine:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool ValidLayerName(const std::string& name) { return ValidName(name); }
+
+absl::StatusOr<std::unique_ptr<Layer>> BuildLayer(const LayerConfig& config,
+                                                  const std::string& name,
+                                                  const Shape& input) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Layer> layer, Build(config, name, &input));
+  RETURN_IF_ERROR(CheckBuiltLayer(*layer));
+  return layer;
+}
 
 absl::Status ValidateLayerConfigs(const LayerConfigs& layers) {
   for (int i = 0; i < layers.size(); ++i) {
@@ -330,28 +456,10 @@ absl::StatusOr<std::vector<std::unique_ptr<Layer>>> BuildLayers(
                    absl::StrCat(layer.status().message(),
                                 " (its input: ", ShapeString(shape), ")"));
     }
-    const Shape& out = (*layer)->output_shape();
-    for (int64_t d : out) {
-      if (d < 1) {
-        return Error(
-            i, layers[i],
-            absl::StrCat("its output ", ShapeString(out), " is empty"));
-      }
+    if (absl::Status checked = CheckBuiltLayer(**layer); !checked.ok()) {
+      return Error(i, layers[i], std::string(checked.message()));
     }
-    if (NumElements(out) > kMaxValuesPerExample) {
-      return Error(i, layers[i],
-                   absl::StrCat("its output ", ShapeString(out), " has over ",
-                                kMaxValuesPerExample, " values per example"));
-    }
-    for (const ModelVariable& v : (*layer)->variables()) {
-      if (v.num_elements() > kMaxVariableElements) {
-        return Error(
-            i, layers[i],
-            absl::StrCat("variable ", v.name(), " (", ShapeString(v.shape()),
-                         ") has over ", kMaxVariableElements, " values"));
-      }
-    }
-    shape = out;
+    shape = (*layer)->output_shape();
     built.push_back(*std::move(layer));
   }
   if (shape != Shape{num_classes}) {

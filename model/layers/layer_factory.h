@@ -18,6 +18,24 @@ namespace psflow {
 
 using LayerConfigs = google::protobuf::RepeatedPtrField<LayerConfig>;
 
+// Keras' class name of the layer, as in the JSON ("Conv2D").
+std::string LayerClassName(const LayerConfig& config);
+
+// Whether the layer reads several inputs (Concatenate, Add, Multiply,
+// DotInteraction, Cross, FactorizationMachine): those exist only in graph
+// models (model/graph/graph_spec.h), which build them themselves.
+bool ReadsSeveralInputs(const LayerConfig& config);
+
+// 1 to 64 letters, digits, '_', '-' or '.'.
+bool ValidLayerName(const std::string& name);
+
+// One single-input layer named `name` on inputs of shape `input`;
+// InvalidArgument saying what is wrong (without a location: the caller
+// names the layer).
+absl::StatusOr<std::unique_ptr<Layer>> BuildLayer(const LayerConfig& config,
+                                                  const std::string& name,
+                                                  const Shape& input);
+
 // The checks that need no shapes: every layer's arguments and names.
 absl::Status ValidateLayerConfigs(const LayerConfigs& layers);
 

@@ -73,6 +73,25 @@ TEST(LayerFactoryTest, InfersTheKerasConvnetsShapesLayerByLayer) {
                           "6x6x32", "6x6x32", "32", "256", "256", "10"));
 }
 
+TEST(LayerFactoryTest, ReshapeInfersItsMissingDimension) {
+  ASSERT_OK_AND_ASSIGN(auto layers, Build(R"([
+    {"Reshape": {"target_shape": [-1, 4]}},
+    {"Flatten": {}},
+    {"Dense": {"units": 10}}
+  ])"));
+  EXPECT_EQ(layers[0]->output_shape(), (Shape{196, 4}));
+  EXPECT_EQ(layers[0]->name(), "reshape");
+  EXPECT_THAT(Build(R"([{"Reshape": {"target_shape": [5, -1]}},
+                        {"Dense": {"units": 10}}])")
+                  .status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("model.layers[0] (Reshape): cannot reshape "
+                                 "784 values into 5x-1")));
+  EXPECT_THAT(Build(R"([{"Reshape": {"target_shape": [-1, -1]}}])").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("at most one -1")));
+}
+
 TEST(LayerFactoryTest, VariablesCarryKerasNamesShapesAndUpdateRules) {
   ASSERT_OK_AND_ASSIGN(auto layers,
                        BuildLayers(Parse(kConvnet).layers(), {28, 28}, 10));

@@ -56,6 +56,10 @@ absl::StatusOr<std::unique_ptr<Layer>> MakeActivation(std::string name,
 absl::StatusOr<std::unique_ptr<Layer>> MakeFlatten(std::string name,
                                                    const Shape& input);
 
+// Reshape: the same values (a copy) in `output`'s shape.
+absl::StatusOr<std::unique_ptr<Layer>> MakeReshape(std::string name,
+                                                   const Shape& input,
+                                                   const Shape& output);
 absl::StatusOr<std::unique_ptr<Layer>> MakeDropout(std::string name,
                                                    const Shape& input,
                                                    float rate);
