@@ -384,172 +384,199 @@ absl::StatusOr<bool> Trainer::AwaitJobEnd() {
 }
 
 absl::Status Trainer::Train() {
-  const JobSpec& spec = options_.spec;
-  const int log_every = std::max(1, spec.config().logging().log_every_steps());
-  absl::Time next_heartbeat = parts_.clock->Now() + options_.heartbeat_interval;
+  TrainLoop loop;
+  loop.log_every =
+      std::max(1, options_.spec.config().logging().log_every_steps());
+  loop.next_heartbeat = parts_.clock->Now() + options_.heartbeat_interval;
   const absl::Time training_start = parts_.clock->Now();
   pull_ = PullFor(params_[current_], sync_ ? version_ : 0, clock_,
                   /*join=*/true);
-  const WorkerMetrics* live = parts_.live_metrics;
-  // Adds the time since `start` to `total`, and observes it into `cell`
-  // when metrics are on.
-  auto observe = [live, clock = parts_.clock](
-                     absl::Duration& total, HistogramCell* WorkerMetrics::*cell,
-                     absl::Time start) {
-    const absl::Duration spent = clock->Now() - start;
-    total += spent;
-    if (live != nullptr) (live->*cell)->Observe(absl::ToDoubleSeconds(spent));
-  };
   while (true) {
-    const absl::Time pull_wait_start = parts_.clock->Now();
-    absl::Status pulled = pull_->Wait();
-    observe(phases_.pull_wait, &WorkerMetrics::pull_wait_seconds,
-            pull_wait_start);
-    if (!pulled.ok()) {
-      RETURN_IF_ERROR(OnFailure(pulled));
-      if (job_over_) break;
-      Restart();
-      continue;
-    }
-    version_ = pull_->min_version();
-    if (joining_) {
-      // The servers place a (re)joining worker no further behind than the
-      // slowest live one.
-      clock_ = std::max(clock_, pull_->worker_clock());
-      joining_ = false;
-    }
-    if (version_ >= spec.total_steps()) break;
-    std::optional<Batch> batch = parts_.batches->Next();
-    if (!batch.has_value()) break;  // Streams are endless; defensive.
-    const std::vector<absl::Span<float>>& values = params_[current_].values;
-    RETURN_IF_ERROR(parts_.model->LoadParameters(
-        std::vector<absl::Span<const float>>(values.begin(), values.end())));
-    if (!sync_) {
-      // Fetch the next step's parameters while this one computes (bounded:
-      // the server answers once the slowest worker is close enough).
-      pull_ = PullFor(params_[1 - current_], 0, clock_ + 1, /*join=*/false);
-    }
-    if (pushes_[grad_slot_] != nullptr) {
-      const absl::Time push_wait_start = parts_.clock->Now();
-      absl::Status pushed = pushes_[grad_slot_]->Wait();
-      observe(phases_.push_wait, &WorkerMetrics::push_wait_seconds,
-              push_wait_start);
-      pushes_[grad_slot_] = nullptr;
-      if (absl::IsInvalidArgument(pushed)) {
-        RETURN_IF_ERROR(OnRejected(pushed));
-        Restart();
-        continue;
-      }
-      if (!pushed.ok()) {
-        RETURN_IF_ERROR(OnFailure(pushed));
-        if (job_over_) break;
-        Restart();
-        continue;
-      }
-      rejected_in_a_row_ = 0;
-    }
-    const SparseBatch* sparse = nullptr;
-    if (rows_ != nullptr) {
-      // The batch's rows, at this step's version in SYNC.
-      RETURN_IF_ERROR(rows_->Prepare(*batch));
-      const absl::Time rows_wait_start = parts_.clock->Now();
-      absl::Status pulled_rows =
-          rows_->Pull(*parts_.client, /*train=*/true, sync_ ? version_ : 0);
-      observe(phases_.pull_wait, &WorkerMetrics::pull_wait_seconds,
-              rows_wait_start);
-      if (!pulled_rows.ok()) {
-        RETURN_IF_ERROR(OnFailure(pulled_rows));
-        if (job_over_) break;
-        Restart();
-        continue;
-      }
-      sparse = &rows_->sparse();
-    }
-    const absl::Time compute_start = parts_.clock->Now();
-    ASSIGN_OR_RETURN(BatchStats stats,
-                     parts_.model->TrainStep(
-                         {batch->size, batch->features, batch->labels,
-                          StepSeed(spec.config().training().seed()), sparse},
-                         grads_[grad_slot_].values));
-    last_batch_loss_ = stats.loss_sum / std::max<int64_t>(1, stats.examples);
-    const absl::Time computed = parts_.clock->Now();
-    observe(phases_.compute, &WorkerMetrics::compute_seconds, compute_start);
-    parts_.clock->SleepFor(
-        options_.slowdown.Delay(computed, computed - compute_start,
-                                options_.worker_index, spec.num_workers()));
-    std::shared_ptr<PsHandle> push = parts_.client->Push(
-        Sources(grads_[grad_slot_]), version_, options_.worker_index,
-        bounded_ ? std::optional<int64_t>(clock_) : std::nullopt);
-    if (sync_) {
-      const absl::Time push_wait_start = parts_.clock->Now();
-      absl::Status pushed = push->Wait();
-      observe(phases_.push_wait, &WorkerMetrics::push_wait_seconds,
-              push_wait_start);
-      if (absl::IsAborted(pushed)) {
-        ++stale_;  // The step closed before this gradient arrived.
-      } else if (absl::IsInvalidArgument(pushed)) {
-        RETURN_IF_ERROR(OnRejected(pushed));
-        Restart();
-        continue;
-      } else if (!pushed.ok()) {
-        RETURN_IF_ERROR(OnFailure(pushed));
-        if (job_over_) break;
-        Restart();
-        continue;
-      } else {
-        rejected_in_a_row_ = 0;
-      }
-    } else {
-      pushes_[grad_slot_] = std::move(push);
-      grad_slot_ = 1 - grad_slot_;
-    }
-    if (rows_ != nullptr) {
-      const absl::Time rows_push_start = parts_.clock->Now();
-      absl::Status pushed_rows =
-          rows_->Push(*parts_.client, version_, options_.worker_index);
-      observe(phases_.push_wait, &WorkerMetrics::push_wait_seconds,
-              rows_push_start);
-      if (absl::IsAborted(pushed_rows)) {
-        if (!sync_) {
-          RETURN_IF_ERROR(OnFailure(pushed_rows));
-          if (job_over_) break;
-          Restart();
-          continue;
-        }
-        ++stale_;  // SYNC: the tables' step closed before these rows came.
-      } else if (absl::IsInvalidArgument(pushed_rows)) {
-        RETURN_IF_ERROR(OnRejected(pushed_rows));
-        Restart();
-        continue;
-      } else if (!pushed_rows.ok()) {
-        RETURN_IF_ERROR(OnFailure(pushed_rows));
-        if (job_over_) break;
-        Restart();
-        continue;
-      }
-    }
-    RecordStep(*batch, stats, log_every);
-    if (parts_.clock->Now() >= next_heartbeat) {
-      next_heartbeat = parts_.clock->Now() + options_.heartbeat_interval;
-      ASSIGN_OR_RETURN(const bool chief_wants_more, CheckInWithTheChief());
-      if (chief_wants_more) {
-        RETURN_IF_ERROR(Recover(absl::OkStatus()));
-        if (job_over_) break;
-        Restart();
-        continue;
-      }
-    }
-    if (sync_) {
-      pull_ = parts_.client->Pull(Targets(params_[current_]), version_ + 1);
-    } else {
-      current_ = 1 - current_;
-    }
+    ASSIGN_OR_RETURN(const Next next, TrainOneStep(loop));
+    if (next == Next::kStop) break;
+    if (next == Next::kRestart) Restart();
   }
   for (auto& push : pushes_) {
     if (push != nullptr) RETURN_IF_ERROR(push->Wait());
   }
   LogFinished(parts_.clock->Now() - training_start);
   return absl::OkStatus();
+}
+
+absl::StatusOr<Trainer::Next> Trainer::TrainOneStep(TrainLoop& loop) {
+  ASSIGN_OR_RETURN(Next next, AwaitParameters());
+  if (next != Next::kGoOn) return next;
+  std::optional<Batch> batch = parts_.batches->Next();
+  // Streams are endless; defensive.
+  if (!batch.has_value()) return Next::kStop;
+  RETURN_IF_ERROR(LoadParametersAndPrefetch());
+  ASSIGN_OR_RETURN(next, AwaitEarlierPush());
+  if (next != Next::kGoOn) return next;
+  ASSIGN_OR_RETURN(next, PullRows(*batch));
+  if (next != Next::kGoOn) return next;
+  ASSIGN_OR_RETURN(const BatchStats stats, ComputeGradients(*batch));
+  ASSIGN_OR_RETURN(next, PushGradients());
+  if (next != Next::kGoOn) return next;
+  ASSIGN_OR_RETURN(next, PushRows());
+  if (next != Next::kGoOn) return next;
+  RecordStep(*batch, stats, loop.log_every);
+  ASSIGN_OR_RETURN(next, HeartbeatIfDue(loop));
+  if (next != Next::kGoOn) return next;
+  PullNextStep();
+  return Next::kGoOn;
+}
+
+absl::StatusOr<Trainer::Next> Trainer::AwaitParameters() {
+  const absl::Time pull_wait_start = parts_.clock->Now();
+  absl::Status pulled = pull_->Wait();
+  Observe(&PhaseTotals::pull_wait, &WorkerMetrics::pull_wait_seconds,
+          pull_wait_start);
+  if (!pulled.ok()) return AfterFailure(pulled);
+  version_ = pull_->min_version();
+  if (joining_) {
+    // The servers place a (re)joining worker no further behind than the
+    // slowest live one.
+    clock_ = std::max(clock_, pull_->worker_clock());
+    joining_ = false;
+  }
+  if (version_ >= options_.spec.total_steps()) return Next::kStop;
+  return Next::kGoOn;
+}
+
+absl::Status Trainer::LoadParametersAndPrefetch() {
+  const std::vector<absl::Span<float>>& values = params_[current_].values;
+  RETURN_IF_ERROR(parts_.model->LoadParameters(
+      std::vector<absl::Span<const float>>(values.begin(), values.end())));
+  if (!sync_) {
+    // Fetch the next step's parameters while this one computes (bounded:
+    // the server answers once the slowest worker is close enough).
+    pull_ = PullFor(params_[1 - current_], 0, clock_ + 1, /*join=*/false);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Trainer::Next> Trainer::AwaitEarlierPush() {
+  if (pushes_[grad_slot_] == nullptr) return Next::kGoOn;
+  const absl::Time push_wait_start = parts_.clock->Now();
+  absl::Status pushed = pushes_[grad_slot_]->Wait();
+  Observe(&PhaseTotals::push_wait, &WorkerMetrics::push_wait_seconds,
+          push_wait_start);
+  pushes_[grad_slot_] = nullptr;
+  if (!pushed.ok()) return AfterPushError(pushed);
+  rejected_in_a_row_ = 0;
+  return Next::kGoOn;
+}
+
+absl::StatusOr<Trainer::Next> Trainer::PullRows(const Batch& batch) {
+  if (rows_ == nullptr) return Next::kGoOn;
+  // The batch's rows, at this step's version in SYNC.
+  RETURN_IF_ERROR(rows_->Prepare(batch));
+  const absl::Time rows_wait_start = parts_.clock->Now();
+  absl::Status pulled_rows =
+      rows_->Pull(*parts_.client, /*train=*/true, sync_ ? version_ : 0);
+  Observe(&PhaseTotals::pull_wait, &WorkerMetrics::pull_wait_seconds,
+          rows_wait_start);
+  if (!pulled_rows.ok()) return AfterFailure(pulled_rows);
+  return Next::kGoOn;
+}
+
+absl::StatusOr<BatchStats> Trainer::ComputeGradients(const Batch& batch) {
+  // PullRows succeeded when there are rows: the batch's sparse features.
+  const SparseBatch* sparse = rows_ != nullptr ? &rows_->sparse() : nullptr;
+  const absl::Time compute_start = parts_.clock->Now();
+  ASSIGN_OR_RETURN(
+      BatchStats stats,
+      parts_.model->TrainStep(
+          {batch.size, batch.features, batch.labels,
+           StepSeed(options_.spec.config().training().seed()), sparse},
+          grads_[grad_slot_].values));
+  last_batch_loss_ = stats.loss_sum / std::max<int64_t>(1, stats.examples);
+  const absl::Time computed = parts_.clock->Now();
+  Observe(&PhaseTotals::compute, &WorkerMetrics::compute_seconds,
+          compute_start);
+  parts_.clock->SleepFor(options_.slowdown.Delay(
+      computed, computed - compute_start, options_.worker_index,
+      options_.spec.num_workers()));
+  return stats;
+}
+
+absl::StatusOr<Trainer::Next> Trainer::PushGradients() {
+  std::shared_ptr<PsHandle> push = parts_.client->Push(
+      Sources(grads_[grad_slot_]), version_, options_.worker_index,
+      bounded_ ? std::optional<int64_t>(clock_) : std::nullopt);
+  if (!sync_) {
+    // It travels while the next step computes into the other buffer.
+    pushes_[grad_slot_] = std::move(push);
+    grad_slot_ = 1 - grad_slot_;
+    return Next::kGoOn;
+  }
+  const absl::Time push_wait_start = parts_.clock->Now();
+  absl::Status pushed = push->Wait();
+  Observe(&PhaseTotals::push_wait, &WorkerMetrics::push_wait_seconds,
+          push_wait_start);
+  if (absl::IsAborted(pushed)) {
+    ++stale_;  // The step closed before this gradient arrived.
+    return Next::kGoOn;
+  }
+  if (!pushed.ok()) return AfterPushError(pushed);
+  rejected_in_a_row_ = 0;
+  return Next::kGoOn;
+}
+
+absl::StatusOr<Trainer::Next> Trainer::PushRows() {
+  if (rows_ == nullptr) return Next::kGoOn;
+  const absl::Time rows_push_start = parts_.clock->Now();
+  absl::Status pushed_rows =
+      rows_->Push(*parts_.client, version_, options_.worker_index);
+  Observe(&PhaseTotals::push_wait, &WorkerMetrics::push_wait_seconds,
+          rows_push_start);
+  if (absl::IsAborted(pushed_rows) && sync_) {
+    ++stale_;  // SYNC: the tables' step closed before these rows came.
+    return Next::kGoOn;
+  }
+  // Not SYNC, Aborted is a failure like any other.
+  if (!pushed_rows.ok()) return AfterPushError(pushed_rows);
+  return Next::kGoOn;
+}
+
+absl::StatusOr<Trainer::Next> Trainer::HeartbeatIfDue(TrainLoop& loop) {
+  if (parts_.clock->Now() < loop.next_heartbeat) return Next::kGoOn;
+  loop.next_heartbeat = parts_.clock->Now() + options_.heartbeat_interval;
+  ASSIGN_OR_RETURN(const bool chief_wants_more, CheckInWithTheChief());
+  if (!chief_wants_more) return Next::kGoOn;
+  RETURN_IF_ERROR(Recover(absl::OkStatus()));
+  return job_over_ ? Next::kStop : Next::kRestart;
+}
+
+void Trainer::PullNextStep() {
+  if (sync_) {
+    pull_ = parts_.client->Pull(Targets(params_[current_]), version_ + 1);
+  } else {
+    current_ = 1 - current_;  // Prefetched by LoadParametersAndPrefetch.
+  }
+}
+
+absl::StatusOr<Trainer::Next> Trainer::AfterFailure(const absl::Status& cause) {
+  RETURN_IF_ERROR(OnFailure(cause));
+  return job_over_ ? Next::kStop : Next::kRestart;
+}
+
+absl::StatusOr<Trainer::Next> Trainer::AfterPushError(
+    const absl::Status& pushed) {
+  if (absl::IsInvalidArgument(pushed)) {
+    RETURN_IF_ERROR(OnRejected(pushed));
+    return Next::kRestart;
+  }
+  return AfterFailure(pushed);
+}
+
+void Trainer::Observe(absl::Duration PhaseTotals::*phase,
+                      HistogramCell* WorkerMetrics::*cell, absl::Time start) {
+  const absl::Duration spent = parts_.clock->Now() - start;
+  phases_.*phase += spent;
+  if (const WorkerMetrics* live = parts_.live_metrics; live != nullptr) {
+    (live->*cell)->Observe(absl::ToDoubleSeconds(spent));
+  }
 }
 
 void Trainer::RecordStep(const Batch& batch, const BatchStats& stats,

@@ -157,8 +157,54 @@ class Trainer {
     absl::Time start;
   };
 
+  // What the rest of a step does after one of its parts.
+  enum class Next {
+    kGoOn,     // the step goes on (after its last part: the next step)
+    kRestart,  // drop the step and pull the model afresh (Restart)
+    kStop,     // training ends: the job's total step, or the job is over
+  };
+  // Train()'s state from one step to the next.
+  struct TrainLoop {
+    int log_every = 1;
+    absl::Time next_heartbeat;
+  };
+
   // The training loop (Run adds the keep-alive and the final report).
   absl::Status Train();
+  // One step, its parts in order; any of them may cut it short.
+  absl::StatusOr<Next> TrainOneStep(TrainLoop& loop);
+  // Waits for pull_ (this step's parameters): sets version_ and, after a
+  // join, clock_; kStop once the job's total step is reached.
+  absl::StatusOr<Next> AwaitParameters();
+  // Loads the pulled parameters into the model; not SYNC, starts the pull
+  // of the next step's into the other buffer.
+  absl::Status LoadParametersAndPrefetch();
+  // Not SYNC: waits for the push that last used this step's gradient
+  // buffer.
+  absl::StatusOr<Next> AwaitEarlierPush();
+  // Models with tables: pulls the rows of the batch's ids.
+  absl::StatusOr<Next> PullRows(const Batch& batch);
+  // The batch's gradients into grads_[grad_slot_], then the slowdown.
+  absl::StatusOr<BatchStats> ComputeGradients(const Batch& batch);
+  // SYNC: pushes and waits (a stale push is counted); otherwise the push
+  // travels while the next step computes.
+  absl::StatusOr<Next> PushGradients();
+  // Models with tables: pushes the rows' gradients.
+  absl::StatusOr<Next> PushRows();
+  // The heartbeat, once an interval: a pause or a restore by the chief is
+  // waited out (Recover), then the step restarts.
+  absl::StatusOr<Next> HeartbeatIfDue(TrainLoop& loop);
+  // SYNC: pulls the next step's parameters; otherwise takes the prefetch.
+  void PullNextStep();
+  // A failed server call, after OnFailure: kRestart, or kStop when the
+  // job ended meanwhile.
+  absl::StatusOr<Next> AfterFailure(const absl::Status& cause);
+  // A push that failed: refused gradients (OnRejected) or AfterFailure.
+  absl::StatusOr<Next> AfterPushError(const absl::Status& pushed);
+  // Adds the time since `start` to the `phase` total, and observes it into
+  // the live metrics' `cell` when they are on.
+  void Observe(absl::Duration PhaseTotals::*phase,
+               HistogramCell* WorkerMetrics::*cell, absl::Time start);
   // Run() until it returns, with its calls possibly still in flight.
   absl::Status RunUntilDone();
   absl::Status AllocateBuffers();
