@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,48 @@ class Evaluator {
   int64_t skipped_evaluations() const { return skipped_.load(); }
 
  private:
+  // What Run() keeps from one round to the next (evaluator.cc).
+  struct Loop;
+
+  // Reads the best checkpoint's record so far (a restarted evaluator
+  // keeps comparing against it).
+  void LoadBest(Loop& loop);
+  // The job's state from the chief (or the watch, when the chief ended
+  // the job and exited); nullopt when it did not answer, Unavailable once
+  // it has been silent for chief_timeout.
+  absl::StatusOr<std::optional<StatusResponse>> AskTheChief(Loop& loop);
+  // Notes the model's generation; after a restore by the chief, a skipped
+  // live evaluation is tried again at once.
+  void NoteGeneration(Loop& loop, const StatusResponse& status);
+  // This round's evaluation, if one is due (`final`: the chief is waiting
+  // for the final one); nullopt when none is due or it was skipped.
+  absl::StatusOr<std::optional<EvaluationReport>> EvaluateIfDue(Loop& loop,
+                                                                bool final);
+  // With checkpoints: the newest one when due; for the final evaluation,
+  // the last one evaluated, else the live model when `live_due`.
+  absl::StatusOr<std::optional<EvaluationReport>> EvaluateCheckpointsIfDue(
+      Loop& loop, bool final, bool live_due);
+  // The newest checkpoint, unless it was evaluated already.
+  absl::StatusOr<std::optional<EvaluationReport>> EvaluateNewCheckpoint(
+      Loop& loop);
+  // Evaluates the checkpoint at `path` and keeps it if it is the best so
+  // far; nullopt when it vanished (retention) or is damaged: skipped.
+  absl::StatusOr<std::optional<EvaluationReport>> EvaluateCheckpointAt(
+      Loop& loop, const std::string& path);
+  // Evaluates the live model; nullopt when the watch cancelled it (the
+  // loop's next status check says what became of the job) or a server's
+  // outage skipped it.
+  absl::StatusOr<std::optional<EvaluationReport>> EvaluateLive(Loop& loop);
+  // A live evaluation that failed for a server's outage (`cause`): OK when
+  // it is skipped and retried later, the error once the outage outlasts
+  // recovery_timeout.
+  absl::Status SkipForOutage(Loop& loop, const absl::Status& cause);
+  // Marks `report` final or not, logs it, sets the metrics and reports it
+  // to the chief.
+  void Publish(EvaluationReport& report, bool final);
+  // The report's scalars into parts_.metrics (not null).
+  void WriteMetrics(const EvaluationReport& report);
+
   const Parts parts_;
   const Policy policy_;
   std::atomic<int64_t> skipped_{0};
