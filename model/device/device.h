@@ -222,6 +222,33 @@ class Device {
       const DeviceArray* gamma, const DeviceArray& dy, DeviceArray& dx,
       DeviceArray* dgamma, DeviceArray* dbeta) = 0;
 
+  // --- Graph ops (model graphs, model/graph/): joining, splitting and
+  // combining the values of several nodes.
+
+  // y[n] += alpha * x[n]. x and y must not overlap.
+  virtual absl::Status Axpy(int64_t n, float alpha, const DeviceArray& x,
+                            DeviceArray& y) = 0;
+
+  // A block of `rows` x `cols` values: for each row r,
+  // dst[dst_offset + r * dst_stride + j] (+)= src[src_offset +
+  // r * src_stride + j], j < cols; added to what dst holds when
+  // `accumulate`. Source and destination blocks must not overlap.
+  virtual absl::Status CopyBlock(int64_t rows, int64_t cols,
+                                 const DeviceArray& src, int64_t src_offset,
+                                 int64_t src_stride, DeviceArray& dst,
+                                 int64_t dst_offset, int64_t dst_stride,
+                                 bool accumulate) = 0;
+
+  // `batch` independent Gemms (the Gemm conventions): C_i = alpha *
+  // op(A_i) * op(B_i) + beta * C_i, where X_i starts at X + i * stride_x.
+  // A stride of 0 uses one matrix for every product (A and B only).
+  virtual absl::Status BatchedGemm(bool trans_a, bool trans_b, int64_t m,
+                                   int64_t n, int64_t k, float alpha,
+                                   const DeviceArray& a, int64_t stride_a,
+                                   const DeviceArray& b, int64_t stride_b,
+                                   float beta, DeviceArray& c, int64_t stride_c,
+                                   int64_t batch) = 0;
+
   // Waits for queued work; reports asynchronous errors.
   virtual absl::Status Synchronize() = 0;
 };

@@ -1,5 +1,7 @@
 #include "model/device/device_checks.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -108,6 +110,70 @@ absl::Status CheckElementwise(
   if (n < 0) return Negative(op, "n", n);
   for (const DeviceArray* a : arrays) {
     if (a->size() < n) return TooSmall(op, "operand", n, a->size());
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// The last value a block touches, +1: `offset + (rows - 1) * stride + cols`.
+absl::Status CheckBlockSide(const char* side, int64_t rows, int64_t cols,
+                            const DeviceArray& array, int64_t offset,
+                            int64_t stride) {
+  constexpr char kOp[] = "copy block";
+  if (offset < 0) return Negative(kOp, side, offset);
+  if (rows > 0 && cols > 0 && stride < cols) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("copy block: the ", side, " stride ", stride,
+                     " is below the block's ", cols, " columns"));
+  }
+  const int64_t end =
+      rows == 0 || cols == 0 ? 0 : offset + (rows - 1) * stride + cols;
+  if (array.size() < end) return TooSmall(kOp, side, end, array.size());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckCopyBlock(int64_t rows, int64_t cols, const DeviceArray& src,
+                            int64_t src_offset, int64_t src_stride,
+                            const DeviceArray& dst, int64_t dst_offset,
+                            int64_t dst_stride) {
+  if (rows < 0) return Negative("copy block", "rows", rows);
+  if (cols < 0) return Negative("copy block", "cols", cols);
+  RETURN_IF_ERROR(
+      CheckBlockSide("source", rows, cols, src, src_offset, src_stride));
+  return CheckBlockSide("destination", rows, cols, dst, dst_offset, dst_stride);
+}
+
+absl::Status CheckBatchedGemm(int64_t m, int64_t n, int64_t k,
+                              const DeviceArray& a, int64_t stride_a,
+                              const DeviceArray& b, int64_t stride_b,
+                              const DeviceArray& c, int64_t stride_c,
+                              int64_t batch) {
+  constexpr char kOp[] = "batched gemm";
+  if (m < 0) return Negative(kOp, "m", m);
+  if (n < 0) return Negative(kOp, "n", n);
+  if (k < 0) return Negative(kOp, "k", k);
+  if (batch < 0) return Negative(kOp, "batch", batch);
+  if (stride_a < 0 || stride_b < 0) {
+    return Negative(kOp, "stride", std::min(stride_a, stride_b));
+  }
+  if (batch > 1 && stride_c < m * n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batched gemm: C's stride ", stride_c, " is below its ", m * n,
+        " values: the products would overwrite each other"));
+  }
+  if (batch == 0) return absl::OkStatus();
+  const int64_t last = batch - 1;
+  if (a.size() < last * stride_a + m * k) {
+    return TooSmall(kOp, "A", last * stride_a + m * k, a.size());
+  }
+  if (b.size() < last * stride_b + k * n) {
+    return TooSmall(kOp, "B", last * stride_b + k * n, b.size());
+  }
+  if (c.size() < last * stride_c + m * n) {
+    return TooSmall(kOp, "C", last * stride_c + m * n, c.size());
   }
   return absl::OkStatus();
 }

@@ -42,6 +42,15 @@ absl::Status CheckSoftmaxCrossEntropy(int64_t rows, int64_t classes,
 absl::Status CheckElementwise(const char* op, int64_t n,
                               std::initializer_list<const DeviceArray*> arrays);
 
+absl::Status CheckCopyBlock(int64_t rows, int64_t cols, const DeviceArray& src,
+                            int64_t src_offset, int64_t src_stride,
+                            const DeviceArray& dst, int64_t dst_offset,
+                            int64_t dst_stride);
+absl::Status CheckBatchedGemm(int64_t m, int64_t n, int64_t k,
+                              const DeviceArray& a, int64_t stride_a,
+                              const DeviceArray& b, int64_t stride_b,
+                              const DeviceArray& c, int64_t stride_c,
+                              int64_t batch);
 absl::Status CheckDropoutMask(int64_t n, float rate, const DeviceArray& mask);
 
 // A window geometry that is consistent (positive sizes, output positions

@@ -287,6 +287,76 @@ class CpuDevice final : public Device {
     return absl::OkStatus();
   }
 
+  absl::Status Axpy(int64_t n, float alpha, const DeviceArray& x,
+                    DeviceArray& y) override {
+    RETURN_IF_ERROR(CheckElementwise("axpy", n, {&x, &y}));
+    const float* in = x.data();
+    float* out = y.data();
+    pool_.ParallelFor(n, kMinChunkElements,
+                      [&](int, int64_t begin, int64_t end) {
+                        for (int64_t i = begin; i < end; ++i) {
+                          out[i] += alpha * in[i];
+                        }
+                      });
+    return absl::OkStatus();
+  }
+
+  absl::Status CopyBlock(int64_t rows, int64_t cols, const DeviceArray& src,
+                         int64_t src_offset, int64_t src_stride,
+                         DeviceArray& dst, int64_t dst_offset,
+                         int64_t dst_stride, bool accumulate) override {
+    RETURN_IF_ERROR(CheckCopyBlock(rows, cols, src, src_offset, src_stride, dst,
+                                   dst_offset, dst_stride));
+    if (cols == 0) return absl::OkStatus();
+    const float* from = src.data() + src_offset;
+    float* to = dst.data() + dst_offset;
+    const int64_t grain =
+        std::max<int64_t>(1, kMinChunkElements / std::max<int64_t>(cols, 1));
+    pool_.ParallelFor(rows, grain, [&](int, int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const float* in = from + r * src_stride;
+        float* out = to + r * dst_stride;
+        if (accumulate) {
+          for (int64_t j = 0; j < cols; ++j) out[j] += in[j];
+        } else {
+          std::memcpy(out, in, cols * sizeof(float));
+        }
+      }
+    });
+    return absl::OkStatus();
+  }
+
+  absl::Status BatchedGemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
+                           int64_t k, float alpha, const DeviceArray& a,
+                           int64_t stride_a, const DeviceArray& b,
+                           int64_t stride_b, float beta, DeviceArray& c,
+                           int64_t stride_c, int64_t batch) override {
+    RETURN_IF_ERROR(CheckBatchedGemm(m, n, k, a, stride_a, b, stride_b, c,
+                                     stride_c, batch));
+    if (m == 0 || n == 0 || batch == 0) return absl::OkStatus();
+    const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n;
+    const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
+    const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+    const int64_t grain =
+        std::max<int64_t>(1, kMinGemmMacs / std::max<int64_t>(m * n * k, 1));
+    pool_.ParallelFor(batch, grain, [&](int, int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        float* out = c.data() + i * stride_c;
+        if (k == 0) {  // BLAS leading dimensions must be >= 1
+          for (int64_t e = 0; e < m * n; ++e) {
+            out[e] = beta == 0.0f ? 0.0f : beta * out[e];
+          }
+          continue;
+        }
+        cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha,
+                    a.data() + i * stride_a, std::max<int64_t>(lda, 1),
+                    b.data() + i * stride_b, std::max<int64_t>(ldb, 1), beta,
+                    out, n);
+      }
+    });
+    return absl::OkStatus();
+  }
+
   absl::Status DropoutMask(int64_t n, float rate, uint64_t seed,
                            DeviceArray& mask) override {
     RETURN_IF_ERROR(CheckDropoutMask(n, rate, mask));

@@ -44,6 +44,7 @@ absl::StatusOr<CublasApi> Load() {
   bind(api.get_stream, "cublasGetStream_v2");
   bind(api.set_math_mode, "cublasSetMathMode");
   bind(api.sgemm, "cublasSgemm_v2");
+  bind(api.sgemm_strided_batched, "cublasSgemmStridedBatched");
   bind(api.sscal, "cublasSscal_v2");
   bind(api.get_status_string, "cublasGetStatusString");
   if (!missing.empty()) {

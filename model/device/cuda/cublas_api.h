@@ -21,6 +21,7 @@ struct CublasApi {
   decltype(&cublasGetStream_v2) get_stream;
   decltype(&cublasSetMathMode) set_math_mode;
   decltype(&cublasSgemm_v2) sgemm;
+  decltype(&cublasSgemmStridedBatched) sgemm_strided_batched;
   decltype(&cublasSscal_v2) sscal;
   decltype(&cublasGetStatusString) get_status_string;
 };

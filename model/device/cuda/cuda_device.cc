@@ -288,6 +288,44 @@ class CudaDevice final : public Device {
                     "scale+shift kernel launch");
   }
 
+  absl::Status Axpy(int64_t n, float alpha, const DeviceArray& x,
+                    DeviceArray& y) override {
+    RETURN_IF_ERROR(CheckElementwise("axpy", n, {&x, &y}));
+    ASSIGN_OR_RETURN(auto arrays, BeginCompute(&x, &y));
+    auto [dx, dy] = arrays;
+    return FromCuda(
+        LaunchAxpy(n, alpha, dx->data(), dy->data(), compute_.get()),
+        "axpy kernel launch");
+  }
+
+  absl::Status CopyBlock(int64_t rows, int64_t cols, const DeviceArray& src,
+                         int64_t src_offset, int64_t src_stride,
+                         DeviceArray& dst, int64_t dst_offset,
+                         int64_t dst_stride, bool accumulate) override {
+    RETURN_IF_ERROR(CheckCopyBlock(rows, cols, src, src_offset, src_stride, dst,
+                                   dst_offset, dst_stride));
+    ASSIGN_OR_RETURN(auto arrays, BeginCompute(&src, &dst));
+    auto [dsrc, ddst] = arrays;
+    return FromCuda(LaunchCopyBlock(rows, cols, dsrc->data() + src_offset,
+                                    src_stride, ddst->data() + dst_offset,
+                                    dst_stride, accumulate, compute_.get()),
+                    "copy block kernel launch");
+  }
+
+  absl::Status BatchedGemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
+                           int64_t k, float alpha, const DeviceArray& a,
+                           int64_t stride_a, const DeviceArray& b,
+                           int64_t stride_b, float beta, DeviceArray& c,
+                           int64_t stride_c, int64_t batch) override {
+    RETURN_IF_ERROR(CheckBatchedGemm(m, n, k, a, stride_a, b, stride_b, c,
+                                     stride_c, batch));
+    ASSIGN_OR_RETURN(auto arrays, BeginCompute(&a, &b, &c));
+    auto [da, db, dc] = arrays;
+    return RowMajorSgemmStridedBatched(
+        cublas_.get(), trans_a, trans_b, m, n, k, alpha, da->data(), stride_a,
+        db->data(), stride_b, beta, dc->data(), stride_c, batch);
+  }
+
   absl::Status Multiply(int64_t n, const DeviceArray& a, const DeviceArray& b,
                         DeviceArray& out) override {
     RETURN_IF_ERROR(CheckElementwise("multiply", n, {&a, &b, &out}));

@@ -15,6 +15,15 @@ cudaError_t LaunchScaleShift(int64_t n, float scale, float offset,
                              const float* x, float* y, cudaStream_t stream);
 
 // out[n] = a[n] * b[n]; out may be a or b.
+// y[n] += alpha * x[n].
+cudaError_t LaunchAxpy(int64_t n, float alpha, const float* x, float* y,
+                       cudaStream_t stream);
+
+// Device::CopyBlock on device pointers already offset to the blocks.
+cudaError_t LaunchCopyBlock(int64_t rows, int64_t cols, const float* src,
+                            int64_t src_stride, float* dst, int64_t dst_stride,
+                            bool accumulate, cudaStream_t stream);
+
 cudaError_t LaunchMultiply(int64_t n, const float* a, const float* b,
                            float* out, cudaStream_t stream);
 

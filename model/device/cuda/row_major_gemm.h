@@ -31,6 +31,16 @@ absl::Status RowMajorSgemm(cublasHandle_t handle, bool trans_a, bool trans_b,
                            const float* a, const float* b, float beta,
                            float* c);
 
+// `batch` row-major products as RowMajorSgemm's, the i-th on A + i *
+// stride_a, B + i * stride_b and C + i * stride_c (cuBLAS's strided
+// batched GEMM, with the same operand swap).
+absl::Status RowMajorSgemmStridedBatched(cublasHandle_t handle, bool trans_a,
+                                         bool trans_b, int64_t m, int64_t n,
+                                         int64_t k, float alpha, const float* a,
+                                         int64_t stride_a, const float* b,
+                                         int64_t stride_b, float beta, float* c,
+                                         int64_t stride_c, int64_t batch);
+
 }  // namespace psflow::cuda
 
 #endif  // PSFLOW_MODEL_DEVICE_CUDA_ROW_MAJOR_GEMM_H_
