@@ -1,0 +1,470 @@
+#include "model/graph/graph_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/splitmix64.h"
+#include "common/status_macros.h"
+#include "model/graph/node_kernels.h"
+
+namespace psflow {
+namespace {
+
+double Sigmoid(double x) {
+  return x >= 0 ? 1 / (1 + std::exp(-x)) : std::exp(x) / (1 + std::exp(x));
+}
+
+// -log p(y) for p = sigmoid(x), without overflow.
+double LogLoss(double x, int y) {
+  return std::max(x, 0.0) - x * y + std::log1p(std::exp(-std::fabs(x)));
+}
+
+using Array = std::shared_ptr<DeviceArray>;
+
+class GraphModel final : public Model {
+ public:
+  GraphModel(const GraphDefinition& definition, Device* device,
+             int64_t max_batch)
+      : spec_(definition.spec()),
+        input_(definition.input()),
+        device_(device),
+        max_batch_(max_batch),
+        sigmoid_(definition.binary()) {}
+
+  absl::Status Allocate(const GraphDefinition& definition) {
+    for (const ModelVariable& v : definition.variables()) {
+      ASSIGN_OR_RETURN(Array value, device_->Allocate(v.num_elements()));
+      ASSIGN_OR_RETURN(Array gradient, device_->Allocate(v.num_elements()));
+      values_.push_back(std::move(value));
+      gradients_.push_back(std::move(gradient));
+    }
+    for (int v = 0; v < spec_.num_values(); ++v) {
+      const int64_t size = max_batch_ * NumElements(spec_.shape(v));
+      ASSIGN_OR_RETURN(Array value, device_->Allocate(size));
+      activations_.push_back(std::move(value));
+      Array gradient;
+      if (NeedsGradient(v)) {
+        ASSIGN_OR_RETURN(gradient, device_->Allocate(size));
+      }
+      activation_grads_.push_back(std::move(gradient));
+    }
+    size_t first = 0;
+    for (const GraphNode& node : spec_.nodes) {
+      LayerArrays arrays;
+      for (size_t v = first; v < first + node.variables.size(); ++v) {
+        arrays.values.push_back(values_[v].get());
+        arrays.gradients.push_back(gradients_[v].get());
+      }
+      first_variable_.push_back(first);
+      first += node.variables.size();
+      ASSIGN_OR_RETURN(auto kernel,
+                       InstantiateNode(node, device_, max_batch_, arrays));
+      kernels_.push_back(std::move(kernel));
+    }
+    ASSIGN_OR_RETURN(labels_, device_->Allocate(max_batch_));
+    ASSIGN_OR_RETURN(predictions_, device_->Allocate(max_batch_));
+    ASSIGN_OR_RETURN(stats_, device_->Allocate(2));
+    ASSIGN_OR_RETURN(stats_staging_, device_->AllocateHost(2));
+    staging_.resize(max_batch_ * MaxValueSize());
+    logits_.resize(max_batch_);
+    return absl::OkStatus();
+  }
+
+  absl::Status LoadParameters(
+      const std::vector<absl::Span<const float>>& parameters) override {
+    if (parameters.size() != values_.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model takes ", values_.size(),
+                       " parameter arrays, got ", parameters.size()));
+    }
+    for (size_t v = 0; v < values_.size(); ++v) {
+      if (static_cast<int64_t>(parameters[v].size()) != values_[v]->size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("parameter ", v, " has ", parameters[v].size(),
+                         " values, the model needs ", values_[v]->size()));
+      }
+      RETURN_IF_ERROR(device_->Upload(parameters[v], *values_[v]));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<BatchStats> TrainStep(
+      const ExampleBatch& batch,
+      const std::vector<absl::Span<float>>& gradients) override {
+    if (gradients.size() != gradients_.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model produces ", gradients_.size(),
+                       " gradient arrays, got ", gradients.size(), " buffers"));
+    }
+    for (size_t v = 0; v < gradients_.size(); ++v) {
+      if (static_cast<int64_t>(gradients[v].size()) != gradients_[v]->size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("gradient buffer ", v, " has ", gradients[v].size(),
+                         " values, the variable ", gradients_[v]->size()));
+      }
+    }
+    ASSIGN_OR_RETURN(BatchStats stats, Forward(batch, /*training=*/true));
+    RETURN_IF_ERROR(Backward(batch, gradients));
+    return stats;
+  }
+
+  absl::StatusOr<BatchStats> Evaluate(
+      const ExampleBatch& batch, absl::Span<int32_t> predictions) override {
+    if (!predictions.empty() &&
+        static_cast<int64_t>(predictions.size()) < batch.size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("room for ", predictions.size(),
+                       " predictions for a batch of ", batch.size));
+    }
+    ASSIGN_OR_RETURN(BatchStats stats, Forward(batch, /*training=*/false));
+    if (predictions.empty()) return stats;
+    if (sigmoid_) {
+      for (int64_t i = 0; i < batch.size; ++i) {
+        predictions[i] = logits_[i] >= 0 ? 1 : 0;
+      }
+      return stats;
+    }
+    std::vector<float> staged(batch.size);
+    RETURN_IF_ERROR(device_->Download(*predictions_, absl::MakeSpan(staged)));
+    for (int64_t i = 0; i < batch.size; ++i) {
+      predictions[i] = static_cast<int32_t>(staged[i]);
+    }
+    return stats;
+  }
+
+  absl::StatusOr<BatchStats> Score(const ExampleBatch& batch,
+                                   absl::Span<float> probabilities) override {
+    if (!sigmoid_) return Model::Score(batch, probabilities);
+    if (static_cast<int64_t>(probabilities.size()) < batch.size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("room for ", probabilities.size(),
+                       " probabilities for a batch of ", batch.size));
+    }
+    ASSIGN_OR_RETURN(BatchStats stats, Forward(batch, /*training=*/false));
+    for (int64_t i = 0; i < batch.size; ++i) {
+      probabilities[i] = static_cast<float>(Sigmoid(logits_[i]));
+    }
+    return stats;
+  }
+
+ private:
+  // Node outputs and categorical inputs carry gradients; the features
+  // input does not.
+  bool NeedsGradient(int value) const {
+    return value >= static_cast<int>(spec_.inputs.size()) ||
+           spec_.inputs[value].kind == GraphInput::Kind::kCategorical;
+  }
+
+  int64_t MaxValueSize() const {
+    int64_t size = 1;
+    for (int v = 0; v < spec_.num_values(); ++v) {
+      size = std::max(size, NumElements(spec_.shape(v)));
+    }
+    return size;
+  }
+
+  // Node k's settings for this batch; its randomness mixes the batch's
+  // seed with its position, so two dropout nodes differ.
+  StepContext Step(const ExampleBatch& batch, bool training, size_t k) const {
+    uint64_t state = batch.seed ^ (0xd1b54a32d192ed03ull * (k + 1));
+    return StepContext{batch.size, training, SplitMix64(state)};
+  }
+
+  std::vector<const DeviceArray*> Inputs(const GraphNode& node) const {
+    std::vector<const DeviceArray*> x;
+    for (int v : node.inputs) x.push_back(activations_[v].get());
+    return x;
+  }
+
+  absl::Status CheckBatch(const ExampleBatch& batch) const {
+    const int64_t size = batch.size;
+    if (size <= 0 || size > max_batch_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "batch of ", size, " examples; this model takes 1 to ", max_batch_));
+    }
+    if (static_cast<int64_t>(batch.features.size()) !=
+            size * input_.num_features() ||
+        static_cast<int64_t>(batch.labels.size()) != size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "batch of ", size, " examples has ", batch.features.size(),
+          " feature values and ", batch.labels.size(),
+          " labels; the graph "
+          "takes ",
+          input_.num_features(), " features per example"));
+    }
+    for (int64_t i = 0; i < size; ++i) {
+      const int32_t y = batch.labels[i];
+      if (y < 0 || y >= input_.num_classes || (sigmoid_ && y > 1)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "example ", i, " has label ", y, "; the model takes ",
+            sigmoid_ ? "0 or 1"
+                     : absl::StrCat("0 to ", input_.num_classes - 1)));
+      }
+    }
+    return spec_.tables.empty() ? absl::OkStatus() : CheckSparse(batch);
+  }
+
+  absl::Status CheckSparse(const ExampleBatch& batch) const {
+    const SparseBatch* sparse = batch.sparse;
+    const int fields = input_.num_fields;
+    bool ok =
+        sparse != nullptr && sparse->num_fields == fields &&
+        static_cast<int64_t>(sparse->offsets.size()) ==
+            batch.size * fields + 1 &&
+        sparse->slots.size() == sparse->ids.size() &&
+        sparse->rows.size() == spec_.tables.size() && sparse->offsets[0] == 0 &&
+        sparse->offsets.back() == static_cast<int64_t>(sparse->ids.size());
+    for (size_t t = 0; ok && t < spec_.tables.size(); ++t) {
+      ok = sparse->rows[t].size() ==
+           static_cast<size_t>(sparse->num_unique) * spec_.tables[t].dim();
+    }
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the graph needs every batch's sparse features: ", fields,
+          " fields per example and the rows of its ", spec_.tables.size(),
+          " tables"));
+    }
+    for (size_t k = 1; k < sparse->offsets.size(); ++k) {
+      if (sparse->offsets[k] < sparse->offsets[k - 1]) {
+        return absl::InvalidArgumentError("sparse offsets go backwards");
+      }
+    }
+    for (int32_t slot : sparse->slots) {
+      if (slot < 0 || slot >= sparse->num_unique) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("an id's slot ", slot, " is outside the ",
+                         sparse->num_unique, " pulled rows"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Example i's ids of `field`: [begin, end) in the batch's ids.
+  static std::pair<int64_t, int64_t> Bag(const SparseBatch& sparse,
+                                         int64_t example, int field) {
+    const int64_t at = example * sparse.num_fields + field;
+    return {sparse.offsets[at], sparse.offsets[at + 1]};
+  }
+
+  // A categorical input's value: its field's rows pooled per example.
+  absl::Status PoolRows(const ExampleBatch& batch, int value) {
+    const GraphInput& input = spec_.inputs[value];
+    const SparseBatch& sparse = *batch.sparse;
+    const int dim = spec_.tables[input.table].dim();
+    const absl::Span<const float> rows = sparse.rows[input.table];
+    std::fill(staging_.begin(), staging_.begin() + batch.size * dim, 0.0f);
+    for (int64_t i = 0; i < batch.size; ++i) {
+      const auto [begin, end] = Bag(sparse, i, input.field);
+      float* out = staging_.data() + i * dim;
+      for (int64_t k = begin; k < end; ++k) {
+        const float* row = rows.data() + int64_t{sparse.slots[k]} * dim;
+        for (int j = 0; j < dim; ++j) out[j] += row[j];
+      }
+      if (input.pooling == Pooling::kMean && end > begin) {
+        const float scale = 1.0f / static_cast<float>(end - begin);
+        for (int j = 0; j < dim; ++j) out[j] *= scale;
+      }
+    }
+    return device_->Upload(
+        absl::MakeConstSpan(staging_.data(), batch.size * dim),
+        *activations_[value]);
+  }
+
+  // The pooled value's gradient back onto the rows it came from.
+  absl::Status ScatterRows(const ExampleBatch& batch, int value) {
+    const GraphInput& input = spec_.inputs[value];
+    const SparseBatch& sparse = *batch.sparse;
+    const int dim = spec_.tables[input.table].dim();
+    RETURN_IF_ERROR(
+        device_->Download(*activation_grads_[value],
+                          absl::MakeSpan(staging_.data(), batch.size * dim)));
+    const absl::Span<float> rows = sparse.row_gradients[input.table];
+    for (int64_t i = 0; i < batch.size; ++i) {
+      const auto [begin, end] = Bag(sparse, i, input.field);
+      if (end == begin) continue;
+      const float scale = input.pooling == Pooling::kMean
+                              ? 1.0f / static_cast<float>(end - begin)
+                              : 1.0f;
+      const float* g = staging_.data() + i * dim;
+      for (int64_t k = begin; k < end; ++k) {
+        float* row = rows.data() + int64_t{sparse.slots[k]} * dim;
+        for (int j = 0; j < dim; ++j) row[j] += scale * g[j];
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<BatchStats> Forward(const ExampleBatch& batch, bool training) {
+    RETURN_IF_ERROR(CheckBatch(batch));
+    const int64_t size = batch.size;
+    for (int v = 0; v < static_cast<int>(spec_.inputs.size()); ++v) {
+      if (spec_.inputs[v].kind == GraphInput::Kind::kFeatures) {
+        RETURN_IF_ERROR(device_->Upload(batch.features, *activations_[v]));
+      } else {
+        RETURN_IF_ERROR(PoolRows(batch, v));
+      }
+    }
+    for (size_t k = 0; k < spec_.nodes.size(); ++k) {
+      const int value = static_cast<int>(spec_.inputs.size() + k);
+      RETURN_IF_ERROR(kernels_[k]->Forward(Step(batch, training, k),
+                                           Inputs(spec_.nodes[k]),
+                                           *activations_[value]));
+    }
+    DeviceArray& logits = *activations_[spec_.output];
+    DeviceArray* dlogits =
+        training ? activation_grads_[spec_.output].get() : nullptr;
+    if (sigmoid_) return SigmoidLoss(batch, logits, dlogits);
+    std::vector<float> labels(batch.labels.begin(), batch.labels.end());
+    RETURN_IF_ERROR(device_->Upload(labels, *labels_));
+    RETURN_IF_ERROR(device_->SoftmaxCrossEntropy(size, input_.num_classes,
+                                                 logits, *labels_, dlogits,
+                                                 *predictions_, *stats_));
+    absl::Span<float> stats = stats_staging_->span();
+    RETURN_IF_ERROR(device_->DownloadAsync(*stats_, stats));
+    RETURN_IF_ERROR(device_->Synchronize());
+    return BatchStats{stats[0], static_cast<int64_t>(stats[1]), size};
+  }
+
+  // One logit per example: the log loss, and its gradient (mean over the
+  // batch) into `dlogits` when training.
+  absl::StatusOr<BatchStats> SigmoidLoss(const ExampleBatch& batch,
+                                         const DeviceArray& logits,
+                                         DeviceArray* dlogits) {
+    const int64_t size = batch.size;
+    std::vector<float> z(size);
+    RETURN_IF_ERROR(device_->Download(logits, absl::MakeSpan(z)));
+    BatchStats stats{0, 0, size};
+    std::vector<float> grad(size);
+    for (int64_t i = 0; i < size; ++i) {
+      logits_[i] = z[i];
+      const int y = batch.labels[i];
+      stats.loss_sum += LogLoss(z[i], y);
+      stats.correct += (z[i] >= 0 ? 1 : 0) == y;
+      grad[i] = static_cast<float>((Sigmoid(z[i]) - y) / size);
+    }
+    if (dlogits != nullptr) RETURN_IF_ERROR(device_->Upload(grad, *dlogits));
+    return stats;
+  }
+
+  // Nodes in reverse: every reader of a value runs before its producer, so
+  // its gradient is whole when its producer needs it.
+  absl::Status Backward(const ExampleBatch& batch,
+                        const std::vector<absl::Span<float>>& gradients) {
+    std::vector<bool> written(spec_.num_values(), false);
+    written[spec_.output] = true;
+    for (size_t k = spec_.nodes.size(); k-- > 0;) {
+      const GraphNode& node = spec_.nodes[k];
+      const int value = static_cast<int>(spec_.inputs.size() + k);
+      std::vector<DeviceArray*> dx;
+      std::vector<bool> accumulate;
+      for (int v : node.inputs) {
+        dx.push_back(activation_grads_[v].get());
+        accumulate.push_back(written[v]);
+        if (NeedsGradient(v)) written[v] = true;
+      }
+      RETURN_IF_ERROR(kernels_[k]->Backward(
+          Step(batch, true, k), Inputs(node), *activations_[value],
+          *activation_grads_[value], dx, accumulate));
+      // This node's gradients are final: their copy to the host overlaps
+      // the nodes before it on devices that copy asynchronously.
+      for (size_t v = first_variable_[k];
+           v < first_variable_[k] + node.variables.size(); ++v) {
+        RETURN_IF_ERROR(device_->DownloadAsync(*gradients_[v], gradients[v]));
+      }
+    }
+    if (!spec_.tables.empty()) {
+      for (size_t t = 0; t < spec_.tables.size(); ++t) {
+        absl::Span<float> rows = batch.sparse->row_gradients[t];
+        std::fill(rows.begin(), rows.end(), 0.0f);
+      }
+      for (int v = 0; v < static_cast<int>(spec_.inputs.size()); ++v) {
+        if (spec_.inputs[v].kind == GraphInput::Kind::kCategorical) {
+          RETURN_IF_ERROR(ScatterRows(batch, v));
+        }
+      }
+    }
+    return device_->Synchronize();
+  }
+
+  // Copies: a model may outlive its definition.
+  const GraphSpec spec_;
+  const InputSpec input_;
+  Device* const device_;
+  const int64_t max_batch_;
+  const bool sigmoid_;
+  std::vector<std::unique_ptr<NodeKernel>> kernels_;
+  std::vector<size_t> first_variable_;  // per node
+  // Per variable, in the definition's order.
+  std::vector<Array> values_, gradients_;
+  // Per value (inputs, then nodes); no gradient for the features.
+  std::vector<Array> activations_, activation_grads_;
+  Array labels_, predictions_, stats_;
+  std::shared_ptr<HostBuffer> stats_staging_;
+  std::vector<float> staging_;  // a pooled input or its gradient
+  std::vector<float> logits_;   // sigmoid: the last forward's
+};
+
+}  // namespace
+
+GraphDefinition::GraphDefinition(const InputSpec& input, GraphSpec spec)
+    : ModelDefinition(input), spec_(std::move(spec)) {
+  variables_ = spec_.Variables();
+  for (const EmbeddingTableSpec& table : spec_.tables) {
+    tables_.push_back(ModelTable{table});
+  }
+}
+
+absl::StatusOr<std::unique_ptr<GraphDefinition>> GraphDefinition::Create(
+    const GraphConfig& graph, const InputSpec& input) {
+  ASSIGN_OR_RETURN(GraphSpec spec, BuildGraphSpec(graph, input));
+  return std::unique_ptr<GraphDefinition>(
+      new GraphDefinition(input, std::move(spec)));
+}
+
+std::string GraphDefinition::Describe() const {
+  return absl::StrCat("graph of ", spec_.nodes.size(), " nodes, ",
+                      spec_.inputs.size(), " inputs, ", spec_.tables.size(),
+                      " tables");
+}
+
+bool GraphDefinition::binary() const {
+  return spec_.loss == GraphConfig::Output::SIGMOID_CROSS_ENTROPY;
+}
+
+std::vector<ModelPart> GraphDefinition::MemoryParts() const {
+  // As GraphModel::Allocate: every input's values (and a categorical
+  // one's gradient); per node its output, that output's gradient and what
+  // its kernel allocates.
+  std::vector<ModelPart> parts;
+  for (const GraphInput& in : spec_.inputs) {
+    const int64_t size = NumElements(in.shape);
+    parts.push_back(
+        {in.name, 0,
+         in.kind == GraphInput::Kind::kCategorical ? 2 * size : size});
+  }
+  for (const GraphNode& node : spec_.nodes) {
+    ModelPart part{
+        node.name, 0,
+        2 * NumElements(node.output) + NodeScratchFloatsPerExample(node)};
+    for (const ModelVariable& v : node.variables) {
+      part.parameters += v.num_elements();
+    }
+    parts.push_back(std::move(part));
+  }
+  return parts;
+}
+
+absl::StatusOr<std::unique_ptr<Model>> GraphDefinition::Instantiate(
+    Device* device, int64_t max_batch) const {
+  if (max_batch <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch size is ", max_batch, "; it must be positive"));
+  }
+  auto model = std::make_unique<GraphModel>(*this, device, max_batch);
+  RETURN_IF_ERROR(model->Allocate(*this));
+  return std::unique_ptr<Model>(std::move(model));
+}
+
+}  // namespace psflow
