@@ -1,6 +1,8 @@
 #include "model/registry.h"
 
 #include "absl/strings/str_cat.h"
+#include "model/graph/graph_model.h"
+#include "model/graph/graph_spec.h"
 #include "model/layers/layer_factory.h"
 #include "model/mlp.h"
 #include "model/sequential.h"
@@ -105,10 +107,23 @@ absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineWideDeep(
   return std::unique_ptr<ModelDefinition>(*std::move(definition));
 }
 
+absl::Status ValidateGraph(const ModelConfig& config) {
+  return ValidateGraphConfig(config.graph());
+}
+
+absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineGraph(
+    const ModelConfig& config, const InputSpec& input) {
+  absl::StatusOr<std::unique_ptr<GraphDefinition>> definition =
+      GraphDefinition::Create(config.graph(), input);
+  if (!definition.ok()) return definition.status();
+  return std::unique_ptr<ModelDefinition>(*std::move(definition));
+}
+
 constexpr ModelKind kKinds[] = {
     {ModelConfig::kMlp, ValidateMlp, DefineMlp},
     {ModelConfig::kSoftmaxRegression, ValidateNothing, DefineMlp},
     {ModelConfig::kWideDeep, ValidateWideDeep, DefineWideDeep},
+    {ModelConfig::kGraph, ValidateGraph, DefineGraph},
 };
 
 absl::Status ValidateLayers(const ModelConfig& config) {
@@ -139,8 +154,8 @@ absl::StatusOr<const ModelKind*> KindOf(const ModelConfig& config) {
   if (config.kind_case() == ModelConfig::KIND_NOT_SET) {
     return absl::InvalidArgumentError(
         "model is missing; set \"layers\": [...], \"mlp\": "
-        "{\"hidden_sizes\": [256]}, \"softmax_regression\": {} or "
-        "\"wide_deep\": {}");
+        "{\"hidden_sizes\": [256]}, \"softmax_regression\": {}, "
+        "\"wide_deep\": {} or \"graph\": {...} (docs/models.md)");
   }
   for (const ModelKind& kind : kKinds) {
     if (kind.kind == config.kind_case()) return &kind;

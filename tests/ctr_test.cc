@@ -1,7 +1,8 @@
-// A click-through-rate job end to end through `psctl local`: the data
+// Click-through-rate jobs end to end through `psctl local`: the data
 // generated on first use from a planted model, a wide-and-deep model whose
 // embedding tables live on two parameter servers, the evaluator's AUC and
-// log loss, and a checkpoint that holds and verifies the tables.
+// log loss, and a checkpoint that holds and verifies the tables; and a
+// DLRM-shaped `model.graph` learning through its shared table.
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -78,6 +79,73 @@ TEST(CtrTest, AWideAndDeepJobLearnsThroughItsTables) {
   // The first run generated the data; the second found it.
   EXPECT_TRUE(Psctl({"data", "synth-ctr", "--out_dir=" + data}).exit_code != 0)
       << "an existing data set is not overwritten without --overwrite";
+}
+
+// DLRM's shape on 4 dense and 6 categorical columns: a bottom MLP, the
+// pairwise dot products of its output and the six fields' embeddings (one
+// shared table), a top MLP.
+std::string DlrmJob(const std::string& data_dir) {
+  std::string inputs, fields;
+  for (int f = 0; f < 6; ++f) {
+    absl::StrAppend(&inputs, R"(, {"name": "C)", f, R"(", "categorical": )",
+                    R"({"field": )", f, R"(, "table": "emb", "dim": 8}})");
+    absl::StrAppend(&fields, R"(, "C)", f, R"(")");
+  }
+  return absl::StrCat(R"({
+    "name": "dlrm",
+    "model": {"graph": {
+      "inputs": [{"name": "dense", "features": {}})",
+                      inputs, R"(],
+      "tables": [{"name": "emb", "initializer": {"kind": "UNIFORM",
+                                                 "scale": 0.05}}],
+      "nodes": [
+        {"name": "bottom", "inputs": ["dense"],
+         "layer": {"Dense": {"units": 8, "activation": "relu"}}},
+        {"name": "interaction", "inputs": ["bottom")",
+                      fields, R"(],
+         "layer": {"DotInteraction": {}}},
+        {"name": "top_input", "inputs": ["bottom", "interaction"],
+         "layer": {"Concatenate": {}}},
+        {"name": "top", "inputs": ["top_input"],
+         "layer": {"Dense": {"units": 32, "activation": "relu"}}},
+        {"name": "logit", "inputs": ["top"], "layer": {"Dense": {"units": 1}}}
+      ],
+      "output": {"node": "logit", "loss": "SIGMOID_CROSS_ENTROPY"}}},
+    "optimizer": {"kind": "ADAGRAD"},
+    "learning_rate": {"learning_rate": 0.05},
+    "data": {"format": "CRITEO",
+             "train_path": ")",
+                      data_dir, R"(/train.txt",
+             "test_path": ")",
+                      data_dir, R"(/test.txt",
+             "num_dense": 4, "num_fields": 6,
+             "synthesize": {"train_examples": 20000, "test_examples": 5000,
+                            "vocabulary": 2000, "weight_scale": 0.5}},
+    "training": {"batch_size": 128, "epochs": 2, "mode": "ASYNC", "seed": 2},
+    "logging": {"log_every_steps": 100},
+    "evaluation": {"every_secs": 5, "batch_size": 2048}
+  })");
+}
+
+TEST(CtrTest, ADlrmGraphJobLearnsThroughItsSharedTable) {
+  const std::string checkpoints = TempPath("dlrm_ckpts");
+  LocalRun run =
+      RunLocal(WriteTestFile("dlrm.json", DlrmJob(TempPath("dlrm_data"))),
+               {"--ps=2", "--workers=2", "--evaluator", "--tls=false",
+                "--tokens=false", "--checkpoint_dir=" + checkpoints});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  ASSERT_OK_AND_ASSIGN(JsonValue result, run.Result());
+  const JsonValue* auc = result.Find("test_auc");
+  ASSERT_NE(auc, nullptr) << run.output;
+  EXPECT_GT(auc->number_value(), 0.65) << run.output;
+  absl::StatusOr<std::optional<std::string>> latest =
+      LatestCheckpoint(checkpoints);
+  ASSERT_TRUE(latest.ok() && latest->has_value());
+  Command inspect = Psctl({"ckpt", "inspect", **latest});
+  EXPECT_THAT(inspect.output, HasSubstr("bottom/kernel"));
+  EXPECT_THAT(inspect.output, HasSubstr("top/kernel"));
+  EXPECT_THAT(inspect.output, HasSubstr("emb "));
+  EXPECT_THAT(inspect.output, HasSubstr("table    dim 8"));
 }
 
 }  // namespace

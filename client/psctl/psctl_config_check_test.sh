@@ -11,15 +11,15 @@ shift
 fail() { echo "FAIL: $*" >&2; exit 1; }
 [ "$#" -ge 3 ] || fail "expected every config in configs/, got $# files: $*"
 
-# psctl local generates the CTR config's data under /tmp/psflow-data; here
-# a place of this test's own, so what an earlier run left there counts for
-# nothing.
+# psctl local generates the CTR configs' data under /tmp/psflow-data; here
+# a place of this test's own per config, so what an earlier run or config
+# left there counts for nothing.
 data="$TEST_TMPDIR/psflow-data"
 
 for config in "$@"; do
   name=$(basename "$config" .json)
   copy="$TEST_TMPDIR/$name.json"
-  sed "s#/tmp/psflow-data#$data#g" "$config" >"$copy"
+  sed "s#/tmp/psflow-data#$data/$name#g" "$config" >"$copy"
   out=$("$PSCTL" config check "$copy" 2>&1) ||
     fail "$name: psctl config check exited $?: $out"
   grep -q "^OK: $name: model " <<<"$out" || fail "$name: no OK line: $out"

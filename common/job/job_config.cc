@@ -24,7 +24,7 @@ absl::Status Invalid(absl::string_view field, absl::string_view problem) {
   return absl::InvalidArgumentError(absl::StrCat(field, " ", problem));
 }
 
-// A wide_deep table's own optimizer and learning-rate schedule, checked
+// A table's own optimizer and learning-rate schedule, checked
 // here so that a bad value fails the job before any server starts.
 absl::Status ValidateTableUpdateRule(absl::string_view field,
                                      const EmbeddingTableSpec& table) {
@@ -42,7 +42,7 @@ absl::Status ValidateTableUpdateRule(absl::string_view field,
   }
   if (status.ok()) return status;
   return absl::InvalidArgumentError(
-      absl::StrCat("model.wide_deep.", field, ": ", status.message()));
+      absl::StrCat(field, ": ", status.message()));
 }
 
 }  // namespace
@@ -103,10 +103,14 @@ absl::Status ValidateModelAndOptimizer(const JobConfig& config) {
                    LrScheduleFromProto(config.learning_rate()));
   RETURN_IF_ERROR(ValidateLrScheduleConfig(schedule));
   if (model.has_wide_deep()) {
-    RETURN_IF_ERROR(
-        ValidateTableUpdateRule("embedding", model.wide_deep().embedding()));
-    RETURN_IF_ERROR(
-        ValidateTableUpdateRule("linear", model.wide_deep().linear()));
+    RETURN_IF_ERROR(ValidateTableUpdateRule("model.wide_deep.embedding",
+                                            model.wide_deep().embedding()));
+    RETURN_IF_ERROR(ValidateTableUpdateRule("model.wide_deep.linear",
+                                            model.wide_deep().linear()));
+  }
+  for (const EmbeddingTableSpec& table : model.graph().tables()) {
+    RETURN_IF_ERROR(ValidateTableUpdateRule(
+        absl::StrCat("model.graph.tables \"", table.name(), "\""), table));
   }
   return absl::OkStatus();
 }
@@ -119,11 +123,15 @@ absl::Status ValidateData(const JobConfig& config) {
       data.format() != DataConfig::IDX && !criteo) {
     return Invalid("data.format", "is unknown; use IDX or CRITEO");
   }
-  if (criteo != config.model().has_wide_deep()) {
-    return Invalid(
-        "data.format",
-        criteo ? "is CRITEO, which only model.wide_deep reads"
-               : "must be CRITEO for model.wide_deep (it reads bags of ids)");
+  const ModelConfig& model = config.model();
+  if (criteo && !model.has_wide_deep() && !model.has_graph()) {
+    return Invalid("data.format",
+                   "is CRITEO, which only model.wide_deep and model.graph "
+                   "read");
+  }
+  if (!criteo && model.has_wide_deep()) {
+    return Invalid("data.format",
+                   "must be CRITEO for model.wide_deep (it reads bags of ids)");
   }
   if (criteo) {
     if (data.train_path().empty()) {

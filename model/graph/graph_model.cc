@@ -424,9 +424,12 @@ absl::StatusOr<std::unique_ptr<GraphDefinition>> GraphDefinition::Create(
 }
 
 std::string GraphDefinition::Describe() const {
-  return absl::StrCat("graph of ", spec_.nodes.size(), " nodes, ",
-                      spec_.inputs.size(), " inputs, ", spec_.tables.size(),
-                      " tables");
+  const auto count = [](size_t n, const char* what) {
+    return absl::StrCat(n, " ", what, n == 1 ? "" : "s");
+  };
+  return absl::StrCat("graph of ", count(spec_.nodes.size(), "node"), ", ",
+                      count(spec_.inputs.size(), "input"), ", ",
+                      count(spec_.tables.size(), "table"));
 }
 
 bool GraphDefinition::binary() const {

@@ -60,8 +60,11 @@ absl::StatusOr<NodeKind> KindOf(const LayerConfig& layer) {
 
 class GraphBuilder {
  public:
-  GraphBuilder(const GraphConfig& graph, const InputSpec& data)
-      : graph_(graph), data_(data) {}
+  // Without `data`, only the checks that need none (ValidateGraphConfig).
+  GraphBuilder(const GraphConfig& graph, const InputSpec* data)
+      : graph_(graph),
+        data_(data != nullptr ? *data : kNoData),
+        have_data_(data != nullptr) {}
 
   absl::StatusOr<GraphSpec> Build() {
     if (graph_.inputs().empty() || graph_.nodes().empty()) {
@@ -79,6 +82,14 @@ class GraphBuilder {
     ASSIGN_OR_RETURN(const int output, OutputNode());
     ASSIGN_OR_RETURN(std::vector<int> order, Order());
     RETURN_IF_ERROR(CheckEverythingUsed(output));
+    if (!have_data_) {
+      if (graph_.output().loss() == GraphConfig::Output::LOSS_UNSPECIFIED) {
+        return absl::InvalidArgumentError(
+            "model.graph.output.loss is missing; \"SOFTMAX_CROSS_ENTROPY\" "
+            "(classes) or \"SIGMOID_CROSS_ENTROPY\" (click-through rate)");
+      }
+      return GraphSpec();
+    }
     std::vector<int> value_of_node(graph_.nodes_size());
     for (size_t k = 0; k < order.size(); ++k) {
       value_of_node[order[k]] = static_cast<int>(spec_.inputs.size() + k);
@@ -160,12 +171,12 @@ class GraphBuilder {
   absl::Status ResolveCategorical(const std::string& where,
                                   const GraphConfig::Input::Categorical& c,
                                   GraphInput& input) {
-    if (data_.num_fields == 0) {
+    if (have_data_ && data_.num_fields == 0) {
       return Bad(where,
                  "the data has no categorical fields (data.format CRITEO "
                  "has them); remove the input or use CRITEO data");
     }
-    if (c.field() < 0 || c.field() >= data_.num_fields) {
+    if (c.field() < 0 || (have_data_ && c.field() >= data_.num_fields)) {
       return Bad(where,
                  absl::StrCat("field ", c.field(), " is not among the data's ",
                               data_.num_fields, " categorical fields (0 to ",
@@ -599,8 +610,10 @@ class GraphBuilder {
     }
   }
 
+  static inline const InputSpec kNoData{};
   const GraphConfig& graph_;
   const InputSpec& data_;
+  const bool have_data_;
   GraphSpec spec_;
   std::map<std::string, std::string> names_;  // name -> where it is defined
   std::map<std::string, int> value_of_name_;  // inputs
@@ -654,9 +667,13 @@ std::string GraphSpec::Describe() const {
   return absl::StrJoin(lines, "\n");
 }
 
+absl::Status ValidateGraphConfig(const GraphConfig& graph) {
+  return GraphBuilder(graph, nullptr).Build().status();
+}
+
 absl::StatusOr<GraphSpec> BuildGraphSpec(const GraphConfig& graph,
                                          const InputSpec& data) {
-  return GraphBuilder(graph, data).Build();
+  return GraphBuilder(graph, &data).Build();
 }
 
 }  // namespace psflow

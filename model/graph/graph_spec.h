@@ -97,6 +97,11 @@ struct GraphSpec {
   std::string Describe() const;
 };
 
+// The checks that need no data: names, inputs' settings, tables,
+// references, cycles, nodes and inputs the output never uses, the loss
+// named. BuildGraphSpec makes them too.
+absl::Status ValidateGraphConfig(const GraphConfig& graph);
+
 // `graph` for examples of `data` (its example shape, classes and
 // categorical fields).
 absl::StatusOr<GraphSpec> BuildGraphSpec(const GraphConfig& graph,
