@@ -159,23 +159,12 @@ absl::Status Trainer::Recover(const absl::Status& cause) {
                  << "); waiting for the chief to recover the job";
   }
   const absl::Time start = parts_.clock->Now();
-  const absl::Time give_up = start + policy.recovery_timeout;
   bool announced = false;
   while (true) {
-    ProgressReport report = BaseReport();
-    report.set_paused(true);
-    Remember(report);
-    absl::StatusOr<StatusResponse> status =
-        parts_.coordinator->ReportProgress(report, absl::Seconds(5));
-    if (!status.ok()) {
-      // The keep-alive may have heard the job's end before the chief
-      // exited (it cancels the calls that brought us here).
-      if (std::optional<StatusResponse> ended = keep_alive_->JobEnded()) {
-        status = *std::move(ended);
-      }
-    }
+    absl::StatusOr<StatusResponse> status = ReportPaused();
+    const absl::Duration waited = parts_.clock->Now() - start;
     if (!status.ok() && !cause.ok() &&
-        parts_.clock->Now() - start > policy.chief_silence_with_servers_down) {
+        waited > policy.chief_silence_with_servers_down) {
       // Neither the servers nor the chief answer: the job ended or the
       // cluster is gone.
       return absl::UnavailableError(
@@ -183,53 +172,79 @@ absl::Status Trainer::Recover(const absl::Status& cause) {
                        status.status().message(), ")"));
     }
     if (status.ok()) {
-      switch (status->state()) {
-        case FAILED:
-          return absl::AbortedError(
-              absl::StrCat("the chief ended the job: ", status->message()));
-        case SUCCEEDED:
-        case FINAL_EVALUATION:
-          job_over_ = true;
-          return absl::OkStatus();
-        case PAUSED:
-          if (!announced) {
-            LOG(INFO) << "paused: " << status->message();
-            announced = true;
-          }
-          break;
-        case INITIALIZING:
-          // A restarted chief, still restoring the model: what this worker
-          // would train now is thrown away by that restore, and its new
-          // generation means nothing until the chief trains again.
-          if (!announced) {
-            LOG(INFO) << "the chief restarted and is restoring the model; "
-                         "waiting for it to train again";
-            announced = true;
-          }
-          break;
-        default:
-          if (status->generation() != generation_) {
-            LOG(INFO) << "the chief restored the model (generation "
-                      << status->generation() << ", global step "
-                      << status->global_step() << "); resuming";
-            generation_ = status->generation();
-            return absl::OkStatus();
-          }
-          // Training as before: retry, unless the chief has not yet
-          // noticed a server it will restore (give it a few seconds).
-          if (cause.ok() ||
-              parts_.clock->Now() - start > policy.chief_notice_time) {
-            return absl::OkStatus();
-          }
+      if (std::optional<absl::Status> done =
+              ResumeOrWait(*status, cause, waited, announced)) {
+        return *done;
       }
     }
-    if (parts_.clock->Now() > give_up) {
+    if (waited > policy.recovery_timeout) {
       return cause.ok() ? absl::DeadlineExceededError(absl::StrCat(
                               "the job stayed paused for ",
                               absl::FormatDuration(policy.recovery_timeout)))
                         : cause;
     }
     parts_.clock->SleepFor(policy.poll_interval);
+  }
+}
+
+absl::StatusOr<StatusResponse> Trainer::ReportPaused() {
+  ProgressReport report = BaseReport();
+  report.set_paused(true);
+  Remember(report);
+  absl::StatusOr<StatusResponse> status =
+      parts_.coordinator->ReportProgress(report, absl::Seconds(5));
+  if (!status.ok()) {
+    // The keep-alive may have heard the job's end before the chief
+    // exited (it cancels the calls that brought us here).
+    if (std::optional<StatusResponse> ended = keep_alive_->JobEnded()) {
+      return *std::move(ended);
+    }
+  }
+  return status;
+}
+
+std::optional<absl::Status> Trainer::ResumeOrWait(const StatusResponse& status,
+                                                  const absl::Status& cause,
+                                                  absl::Duration waited,
+                                                  bool& announced) {
+  switch (status.state()) {
+    case FAILED:
+      return absl::AbortedError(
+          absl::StrCat("the chief ended the job: ", status.message()));
+    case SUCCEEDED:
+    case FINAL_EVALUATION:
+      job_over_ = true;
+      return absl::OkStatus();
+    case PAUSED:
+      if (!announced) {
+        LOG(INFO) << "paused: " << status.message();
+        announced = true;
+      }
+      return std::nullopt;
+    case INITIALIZING:
+      // A restarted chief, still restoring the model: what this worker
+      // would train now is thrown away by that restore, and its new
+      // generation means nothing until the chief trains again.
+      if (!announced) {
+        LOG(INFO) << "the chief restarted and is restoring the model; "
+                     "waiting for it to train again";
+        announced = true;
+      }
+      return std::nullopt;
+    default:
+      if (status.generation() != generation_) {
+        LOG(INFO) << "the chief restored the model (generation "
+                  << status.generation() << ", global step "
+                  << status.global_step() << "); resuming";
+        generation_ = status.generation();
+        return absl::OkStatus();
+      }
+      // Training as before: retry, unless the chief has not yet noticed a
+      // server it will restore (give it a few seconds).
+      if (cause.ok() || waited > options_.recovery.chief_notice_time) {
+        return absl::OkStatus();
+      }
+      return std::nullopt;
   }
 }
 

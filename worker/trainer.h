@@ -222,6 +222,16 @@ class Trainer {
   // Waits out a pause, or failing server calls (`cause`), until the chief
   // trains again: OK means "pull again and go on" (or job_over_).
   absl::Status Recover(const absl::Status& cause);
+  // Recover's round: tells the chief this worker waits paused; the
+  // chief's answer, or the job's end the keep-alive heard before the chief
+  // exited.
+  absl::StatusOr<StatusResponse> ReportPaused();
+  // What the chief's answer means to a waiting worker, `waited` into the
+  // wait: the result Recover returns, or nullopt to ask again.
+  std::optional<absl::Status> ResumeOrWait(const StatusResponse& status,
+                                           const absl::Status& cause,
+                                           absl::Duration waited,
+                                           bool& announced);
   // A failed server call: OK to restart the step, else the error.
   absl::Status OnFailure(const absl::Status& cause);
   // A gradient the servers refused: OK to go on with the next batch, else
