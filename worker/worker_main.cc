@@ -244,133 +244,163 @@ absl::Status Train(const TfConfig& tf, const TransportSecurity& security,
   return RunTrainingJob(options);
 }
 
-int Run() {
-  absl::StatusOr<TfConfig> role_config = LoadRoleConfig(
-      absl::GetFlag(FLAGS_tf_config), TaskType::kWorker, "worker");
-  if (!role_config.ok()) {
-    LOG(ERROR) << role_config.status().message();
-    return 1;
-  }
-  const TfConfig& tf = *role_config;
-  absl::StatusOr<Slowdown> slowdown = SlowdownFromFlags();
-  if (!slowdown.ok()) {
-    LOG(ERROR) << slowdown.status().message();
-    return 1;
-  }
-  absl::StatusOr<TransportSecurity> security = TransportSecurityFromFlags(tf);
-  if (!security.ok()) {
-    LOG(ERROR) << security.status().message();
-    return 1;
-  }
-  const std::string bind_host = BindHostFromFlags(*security);
-  const absl::Duration startup =
-      absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
-  absl::StatusOr<HostPort> own = ParseHostPort(*tf.TaskAddress());
-  if (!own.ok()) {
-    LOG(ERROR) << own.status().message();
-    return 1;
-  }
-  const std::string listen = HostPort{bind_host, own->port}.ToString();
+// What the worker's flags and TF_CONFIG say, checked.
+struct WorkerSetup {
+  TfConfig tf;
+  Slowdown slowdown;
+  TransportSecurity security;
+  std::string bind_host;
+  absl::Duration startup;
+  std::string listen;  // this task's address, on bind_host
+};
 
-  // One registry per process: worker 0 running the chief's duties serves
-  // both sets of metrics.
+absl::StatusOr<WorkerSetup> LoadWorkerSetup() {
+  WorkerSetup setup;
+  ASSIGN_OR_RETURN(setup.tf, LoadRoleConfig(absl::GetFlag(FLAGS_tf_config),
+                                            TaskType::kWorker, "worker"));
+  ASSIGN_OR_RETURN(setup.slowdown, SlowdownFromFlags());
+  ASSIGN_OR_RETURN(setup.security, TransportSecurityFromFlags(setup.tf));
+  setup.bind_host = BindHostFromFlags(setup.security);
+  setup.startup = absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
+  ASSIGN_OR_RETURN(HostPort own, ParseHostPort(*setup.tf.TaskAddress()));
+  setup.listen = HostPort{setup.bind_host, own.port}.ToString();
+  return setup;
+}
+
+// The worker's Prometheus metrics: one registry per process (worker 0
+// running the chief's duties serves both sets), served on --metrics_port.
+struct ServedMetrics {
   MetricsRegistry registry;
-  absl::StatusOr<std::unique_ptr<WorkerMetrics>> worker_metrics =
-      WorkerMetrics::Create(&registry);
-  if (!worker_metrics.ok()) {
-    LOG(ERROR) << worker_metrics.status().message();
-    return 1;
-  }
-  JobNameLabel job_name;  // known once the job spec is
+  std::unique_ptr<WorkerMetrics> worker;
+  JobNameLabel job_name;                          // known once the job spec is
+  std::unique_ptr<TaskMetricsEndpoint> endpoint;  // null: not served
+};
+
+absl::Status ServeMetrics(const WorkerSetup& setup, ServedMetrics& metrics) {
+  ASSIGN_OR_RETURN(metrics.worker, WorkerMetrics::Create(&metrics.registry));
   TaskMetricsEndpointOptions endpoint;
-  endpoint.host = bind_host;
+  endpoint.host = setup.bind_host;
   endpoint.port = absl::GetFlag(FLAGS_metrics_port);
   endpoint.task_type = "worker";
-  endpoint.task_index = tf.task.index;
-  endpoint.job_name = [&job_name] { return job_name.Get(); };
-  absl::StatusOr<std::unique_ptr<TaskMetricsEndpoint>> metrics_endpoint =
-      ServeTaskMetrics(&registry, endpoint);
-  if (!metrics_endpoint.ok()) {
-    LOG(ERROR) << metrics_endpoint.status().message();
-    return 1;
-  }
-  const bool metrics_served = *metrics_endpoint != nullptr;
+  endpoint.task_index = setup.tf.task.index;
+  endpoint.job_name = [&metrics] { return metrics.job_name.Get(); };
+  ASSIGN_OR_RETURN(metrics.endpoint,
+                   ServeTaskMetrics(&metrics.registry, endpoint));
+  return absl::OkStatus();
+}
 
-  // Worker 0 without a chief job runs the chief's duties on its own port.
-  std::thread chief;
-  absl::Status chief_result;
-  Notification chief_done;  // the in-process chief has returned
-  std::unique_ptr<ServerRunner> health;
-  if (tf.IsChief()) {
-    absl::StatusOr<ChiefOptions> options =
-        ChiefDutiesOptions(tf, *security, bind_host, startup, &registry);
-    if (!options.ok()) {
-      LOG(ERROR) << options.status().message();
-      return 1;
+// Worker 0 without a chief job runs the chief's duties on a thread (on its
+// own port); other workers serve health checks.
+class ChiefDutiesOrHealth {
+ public:
+  absl::Status Start(const WorkerSetup& setup, MetricsRegistry* registry) {
+    if (!setup.tf.IsChief()) {
+      ASSIGN_OR_RETURN(health_,
+                       StartHealthServer(setup.listen, setup.security));
+      return absl::OkStatus();
     }
+    ASSIGN_OR_RETURN(
+        ChiefOptions options,
+        ChiefDutiesOptions(setup.tf, setup.security, setup.bind_host,
+                           setup.startup, registry));
     LOG(INFO) << "no \"chief\" job in TF_CONFIG: this worker also runs the "
                  "chief's duties";
-    chief = std::thread(
-        [options = *std::move(options), &chief_result, &chief_done] {
-          chief_result = RunChief(options);
-          chief_done.Notify();
-        });
-  } else {
-    absl::StatusOr<std::unique_ptr<ServerRunner>> server =
-        StartHealthServer(listen, *security);
-    if (!server.ok()) {
-      LOG(ERROR) << server.status().message();
-      return 1;
-    }
-    health = *std::move(server);
+    chief_ = std::thread([this, options = std::move(options)] {
+      result_ = RunChief(options);
+      done_.Notify();
+    });
+    return absl::OkStatus();
   }
+
+  bool runs_chief() const { return chief_.joinable(); }
+  const Notification& chief_done() const { return done_; }
+
+  // Waits for the chief's duties (if any) to end; the process's exit code
+  // given the worker's own `result`.
+  int Finish(const absl::Status& result) {
+    if (chief_.joinable()) {
+      chief_.join();
+      if (!result_.ok()) {
+        if (ChiefTermination* t = termination.load();
+            t != nullptr && t->requested().has_value()) {
+          LOG(WARNING) << "job " << result_.message();
+          return t->ExitCode(1);
+        }
+        LOG(ERROR) << "job failed: " << result_.message();
+        return 1;
+      }
+      LOG(INFO) << "job succeeded";
+    }
+    if (health_ != nullptr) health_->Drain(absl::ZeroDuration());
+    return result.ok() ? 0 : 1;
+  }
+
+ private:
+  std::thread chief_;
+  absl::Status result_;
+  Notification done_;  // the in-process chief has returned
+  std::unique_ptr<ServerRunner> health_;
+};
+
+// Tells the chief why this worker stops (best effort: it may be gone).
+void ReportFailure(GrpcCoordinatorClient& coordinator, int worker,
+                   uint64_t incarnation, const absl::Status& result) {
+  LOG(ERROR) << result.message();
+  ProgressReport report;
+  report.set_worker_index(worker);
+  report.set_incarnation(incarnation);
+  report.set_error(std::string(result.message()));
+  (void)coordinator.ReportProgress(report, absl::Seconds(5));
+}
+
+int Run() {
+  absl::StatusOr<WorkerSetup> setup = LoadWorkerSetup();
+  if (!setup.ok()) {
+    LOG(ERROR) << setup.status().message();
+    return 1;
+  }
+  const TfConfig& tf = setup->tf;
+  ServedMetrics metrics;
+  ChiefDutiesOrHealth duties;
+  if (absl::Status served = ServeMetrics(*setup, metrics); !served.ok()) {
+    LOG(ERROR) << served.message();
+    return 1;
+  }
+  if (absl::Status started = duties.Start(*setup, &metrics.registry);
+      !started.ok()) {
+    LOG(ERROR) << started.message();
+    return 1;
+  }
+  const bool served = metrics.endpoint != nullptr;
 
   const TaskId chief_task = tf.ChiefTask();
   const std::string chief_address = *tf.cluster.Address(chief_task);
   GrpcCoordinatorClient coordinator(
       chief_address, absl::StrCat(chief_task.ToString(), " at ", chief_address),
-      *security, tf.task);
+      setup->security, tf.task);
   std::mt19937_64 random(std::random_device{}());
   const uint64_t incarnation = random();
   absl::Status result;
   absl::StatusOr<std::unique_ptr<Device>> device =
       SelectDevice(absl::GetFlag(FLAGS_device), /*cpu_threads=*/1);
   absl::StatusOr<std::optional<JobSpec>> spec =
-      device.ok() ? JoinTheJob(coordinator, tf.task, incarnation, startup,
-                               chief.joinable(), chief_done)
-                  : absl::StatusOr<std::optional<JobSpec>>(device.status());
+      device.ok()
+          ? JoinTheJob(coordinator, tf.task, incarnation, setup->startup,
+                       duties.runs_chief(), duties.chief_done())
+          : absl::StatusOr<std::optional<JobSpec>>(device.status());
   if (!spec.ok()) {
     result = spec.status();
   } else if (spec->has_value()) {
-    job_name.Set((*spec)->config().name());
-    result = Train(tf, *security, **spec, std::move(*device), coordinator,
-                   incarnation, *slowdown,
-                   metrics_served ? worker_metrics->get() : nullptr,
-                   metrics_served ? &registry : nullptr);
+    metrics.job_name.Set((*spec)->config().name());
+    result = Train(tf, setup->security, **spec, std::move(*device), coordinator,
+                   incarnation, setup->slowdown,
+                   served ? metrics.worker.get() : nullptr,
+                   served ? &metrics.registry : nullptr);
   }
   if (!result.ok()) {
-    LOG(ERROR) << result.message();
-    ProgressReport report;
-    report.set_worker_index(tf.task.index);
-    report.set_incarnation(incarnation);
-    report.set_error(std::string(result.message()));
-    (void)coordinator.ReportProgress(report, absl::Seconds(5));
+    ReportFailure(coordinator, tf.task.index, incarnation, result);
   }
-  if (chief.joinable()) {
-    chief.join();
-    if (!chief_result.ok()) {
-      if (ChiefTermination* t = termination.load();
-          t != nullptr && t->requested().has_value()) {
-        LOG(WARNING) << "job " << chief_result.message();
-        return t->ExitCode(1);
-      }
-      LOG(ERROR) << "job failed: " << chief_result.message();
-      return 1;
-    }
-    LOG(INFO) << "job succeeded";
-  }
-  if (health != nullptr) health->Drain(absl::ZeroDuration());
-  return result.ok() ? 0 : 1;
+  return duties.Finish(result);
 }
 
 }  // namespace
