@@ -1,7 +1,8 @@
 // The sparse side of one batch for a model with embedding tables
 // (model/model.h ModelTable): the batch's distinct ids, each id's slot
-// among them, every table's rows of those ids pulled from the parameter
-// servers, and the row gradients the model writes, pushed back. Workers
+// among them, each table's rows of the distinct ids of its fields pulled
+// from the parameter servers, and the row gradients the model writes,
+// pushed back. Workers
 // (training pulls and pushes) and the evaluator (pulls that create no
 // rows) share it.
 //
@@ -44,9 +45,22 @@ class BatchRows {
   int64_t num_unique() const { return static_cast<int64_t>(unique_.size()); }
 
  private:
+  // A table's ids among the batch's: the distinct ids of its fields and
+  // each id occurrence's row (-1: another field's).
+  struct TableIds {
+    std::vector<int64_t> unique;
+    std::vector<int32_t> slots;
+  };
+  // Fills ids_[t] for a table of some fields only.
+  void CollectTableIds(const Batch& batch, size_t t);
+  const std::vector<int64_t>& UniqueOf(size_t t) const {
+    return tables_[t].fields.empty() ? unique_ : ids_[t].unique;
+  }
+
   const std::vector<ModelTable> tables_;
   std::vector<int64_t> unique_;
   std::vector<int32_t> slots_;
+  std::vector<TableIds> ids_;  // per table; unused for every-field tables
   std::vector<std::vector<float>> rows_, gradients_;
   SparseBatch sparse_;
 };

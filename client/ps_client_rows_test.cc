@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/batch_rows.h"
 #include "client/local_ps_shard.h"
 #include "client/ps_client.h"
 #include "common/job/row_placement.h"
@@ -185,6 +186,42 @@ TEST_F(RowsClientTest, ErrorsNameTheTable) {
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("exists with another spec")));
   EXPECT_OK(client_->CreateTables({Table("emb", 4)}));
+}
+
+// A table of some fields holds rows of those fields' ids only: the batch
+// pulls and pushes no row of another field's ids from it.
+TEST_F(RowsClientTest, BatchRowsTouchOnlyTheFieldsATableServes) {
+  ASSERT_NO_FATAL_FAILURE(Start(ASYNC));
+  BatchRows rows(
+      {ModelTable{Table("emb", 4), {}}, ModelTable{Table("wide", 1), {1}}});
+  Batch batch;
+  batch.size = 2;
+  batch.num_fields = 2;
+  // Example 0: field 0 {10, 11}, field 1 {20}; example 1: {10}, {21, 20}.
+  batch.ids = {10, 11, 20, 10, 21, 20};
+  batch.offsets = {0, 2, 3, 4, 6};
+  ASSERT_OK(rows.Prepare(batch));
+  const SparseBatch& sparse = rows.sparse();
+  EXPECT_EQ(sparse.num_unique, 4);
+  ASSERT_EQ(sparse.table_rows.size(), 2u);
+  EXPECT_EQ(sparse.table_rows[0], 4);
+  EXPECT_EQ(sparse.table_rows[1], 2);
+  EXPECT_EQ(std::vector<int32_t>(sparse.table_slots[0].begin(),
+                                 sparse.table_slots[0].end()),
+            std::vector<int32_t>(sparse.slots.begin(), sparse.slots.end()));
+  EXPECT_EQ(std::vector<int32_t>(sparse.table_slots[1].begin(),
+                                 sparse.table_slots[1].end()),
+            (std::vector<int32_t>{-1, -1, 0, -1, 1, 0}));
+  EXPECT_EQ(sparse.rows[1].size(), 2u);
+  ASSERT_OK(rows.Pull(*client_, /*train=*/true, 0));
+  ASSERT_OK(rows.Push(*client_, 0, 0));
+  int64_t emb = 0, wide = 0;
+  for (auto& core : cores_) {
+    emb += core->Stats().tables(0).rows();
+    wide += core->Stats().tables(1).rows();
+  }
+  EXPECT_EQ(emb, 4);
+  EXPECT_EQ(wide, 2) << "only field 1's ids 20 and 21";
 }
 
 }  // namespace

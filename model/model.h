@@ -60,6 +60,9 @@ std::vector<LogicalVariable> LogicalVariables(
 // initializer, optimizer, admission and eviction).
 struct ModelTable {
   EmbeddingTableSpec spec;
+  // The categorical fields whose ids the model looks up in this table;
+  // empty: every field. A batch pulls and pushes only those ids' rows.
+  std::vector<int> fields;
 
   const std::string& name() const { return spec.name(); }
   int dim() const { return spec.dim(); }
@@ -68,17 +71,21 @@ struct ModelTable {
 // A batch's sparse features, for models with tables. Example i's field f
 // holds the ids ids[offsets[i * num_fields + f] .. offsets[... + 1]) (a
 // bag: none, one or several). The trainer pulls every distinct id's row
-// once: slots[k] is id k's index among the distinct ids, and rows[t] is
-// table t's rows of the distinct ids (num_unique x dim), in the
-// definition's tables() order. TrainStep writes d(mean loss)/d(row) into
-// row_gradients[t] (num_unique x dim, every row written) when it is not
-// empty.
+// once: slots[k] is id k's index among the distinct ids of the batch.
+// Table t (the definition's tables() order) holds rows of the distinct ids
+// of its fields (ModelTable::fields) only: table_slots[t][k] is id k's row
+// in rows[t] (table_rows[t] x dim), -1 for an id of another field; a table
+// of every field has table_slots[t] == slots. TrainStep writes
+// d(mean loss)/d(row) into row_gradients[t] (the size of rows[t], every
+// row written) when it is not empty.
 struct SparseBatch {
   int num_fields = 0;
   absl::Span<const int64_t> offsets;
   absl::Span<const int64_t> ids;
   absl::Span<const int32_t> slots;
   int64_t num_unique = 0;
+  std::vector<absl::Span<const int32_t>> table_slots;
+  std::vector<int64_t> table_rows;
   std::vector<absl::Span<const float>> rows;
   std::vector<absl::Span<float>> row_gradients;
 };

@@ -82,13 +82,20 @@ TEST(CtrTest, AWideAndDeepJobLearnsThroughItsTables) {
 }
 
 // DLRM's shape on 4 dense and 6 categorical columns: a bottom MLP, the
-// pairwise dot products of its output and the six fields' embeddings (one
-// shared table), a top MLP.
+// pairwise dot products of its output and the six fields' embeddings, a
+// top MLP.
 std::string DlrmJob(const std::string& data_dir) {
-  std::string inputs, fields;
+  std::string inputs, fields, tables;
+  for (const char* table : {"emb", "C3", "C4", "C5"}) {
+    absl::StrAppend(&tables, tables.empty() ? "" : ", ", R"({"name": ")", table,
+                    R"(", "initializer": {"kind": "UNIFORM", "scale": 0.05}})");
+  }
   for (int f = 0; f < 6; ++f) {
+    // Fields 0 to 2 share table "emb"; 3 to 5 have a table each (named
+    // after the input), which holds rows of its own field's ids only.
     absl::StrAppend(&inputs, R"(, {"name": "C)", f, R"(", "categorical": )",
-                    R"({"field": )", f, R"(, "table": "emb", "dim": 8}})");
+                    R"({"field": )", f, f < 3 ? R"(, "table": "emb")" : "",
+                    R"(, "dim": 8}})");
     absl::StrAppend(&fields, R"(, "C)", f, R"(")");
   }
   return absl::StrCat(R"({
@@ -96,8 +103,8 @@ std::string DlrmJob(const std::string& data_dir) {
     "model": {"graph": {
       "inputs": [{"name": "dense", "features": {}})",
                       inputs, R"(],
-      "tables": [{"name": "emb", "initializer": {"kind": "UNIFORM",
-                                                 "scale": 0.05}}],
+      "tables": [)",
+                      tables, R"(],
       "nodes": [
         {"name": "bottom", "inputs": ["dense"],
          "layer": {"Dense": {"units": 8, "activation": "relu"}}},
@@ -127,7 +134,7 @@ std::string DlrmJob(const std::string& data_dir) {
   })");
 }
 
-TEST(CtrTest, ADlrmGraphJobLearnsThroughItsSharedTable) {
+TEST(CtrTest, ADlrmGraphJobLearnsThroughSharedAndOwnTables) {
   const std::string checkpoints = TempPath("dlrm_ckpts");
   LocalRun run =
       RunLocal(WriteTestFile("dlrm.json", DlrmJob(TempPath("dlrm_data"))),
@@ -145,6 +152,7 @@ TEST(CtrTest, ADlrmGraphJobLearnsThroughItsSharedTable) {
   EXPECT_THAT(inspect.output, HasSubstr("bottom/kernel"));
   EXPECT_THAT(inspect.output, HasSubstr("top/kernel"));
   EXPECT_THAT(inspect.output, HasSubstr("emb "));
+  EXPECT_THAT(inspect.output, HasSubstr("C5 "));
   EXPECT_THAT(inspect.output, HasSubstr("table    dim 8"));
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -216,9 +217,19 @@ class GraphModel final : public Model {
         sparse->slots.size() == sparse->ids.size() &&
         sparse->rows.size() == spec_.tables.size() && sparse->offsets[0] == 0 &&
         sparse->offsets.back() == static_cast<int64_t>(sparse->ids.size());
+    const bool per_table = !sparse->table_slots.empty();
+    ok = ok &&
+         (!per_table || (sparse->table_slots.size() == spec_.tables.size() &&
+                         sparse->table_rows.size() == spec_.tables.size()));
     for (size_t t = 0; ok && t < spec_.tables.size(); ++t) {
+      const int64_t rows =
+          per_table ? sparse->table_rows[t] : sparse->num_unique;
       ok = sparse->rows[t].size() ==
-           static_cast<size_t>(sparse->num_unique) * spec_.tables[t].dim();
+               static_cast<size_t>(rows) * spec_.tables[t].dim() &&
+           (!per_table || sparse->table_slots[t].size() == sparse->ids.size());
+      for (size_t k = 0; ok && per_table && k < sparse->ids.size(); ++k) {
+        ok = sparse->table_slots[t][k] < rows;
+      }
     }
     if (!ok) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -241,6 +252,14 @@ class GraphModel final : public Model {
     return absl::OkStatus();
   }
 
+  // The rows of table t's ids: table_slots[t], or (a batch that gives
+  // every table every id) slots.
+  static absl::Span<const int32_t> SlotsOf(const SparseBatch& sparse,
+                                           int table) {
+    return sparse.table_slots.empty() ? sparse.slots
+                                      : sparse.table_slots[table];
+  }
+
   // Example i's ids of `field`: [begin, end) in the batch's ids.
   static std::pair<int64_t, int64_t> Bag(const SparseBatch& sparse,
                                          int64_t example, int field) {
@@ -254,12 +273,18 @@ class GraphModel final : public Model {
     const SparseBatch& sparse = *batch.sparse;
     const int dim = spec_.tables[input.table].dim();
     const absl::Span<const float> rows = sparse.rows[input.table];
+    const absl::Span<const int32_t> slots = SlotsOf(sparse, input.table);
     std::fill(staging_.begin(), staging_.begin() + batch.size * dim, 0.0f);
     for (int64_t i = 0; i < batch.size; ++i) {
       const auto [begin, end] = Bag(sparse, i, input.field);
       float* out = staging_.data() + i * dim;
       for (int64_t k = begin; k < end; ++k) {
-        const float* row = rows.data() + int64_t{sparse.slots[k]} * dim;
+        if (slots[k] < 0) {
+          return absl::InternalError(
+              absl::StrCat("table ", spec_.tables[input.table].name(),
+                           " has no row for an id of field ", input.field));
+        }
+        const float* row = rows.data() + int64_t{slots[k]} * dim;
         for (int j = 0; j < dim; ++j) out[j] += row[j];
       }
       if (input.pooling == Pooling::kMean && end > begin) {
@@ -281,6 +306,7 @@ class GraphModel final : public Model {
         device_->Download(*activation_grads_[value],
                           absl::MakeSpan(staging_.data(), batch.size * dim)));
     const absl::Span<float> rows = sparse.row_gradients[input.table];
+    const absl::Span<const int32_t> slots = SlotsOf(sparse, input.table);
     for (int64_t i = 0; i < batch.size; ++i) {
       const auto [begin, end] = Bag(sparse, i, input.field);
       if (end == begin) continue;
@@ -289,7 +315,7 @@ class GraphModel final : public Model {
                               : 1.0f;
       const float* g = staging_.data() + i * dim;
       for (int64_t k = begin; k < end; ++k) {
-        float* row = rows.data() + int64_t{sparse.slots[k]} * dim;
+        float* row = rows.data() + int64_t{slots[k]} * dim;
         for (int j = 0; j < dim; ++j) row[j] += scale * g[j];
       }
     }
@@ -412,7 +438,20 @@ GraphDefinition::GraphDefinition(const InputSpec& input, GraphSpec spec)
     : ModelDefinition(input), spec_(std::move(spec)) {
   variables_ = spec_.Variables();
   for (const EmbeddingTableSpec& table : spec_.tables) {
-    tables_.push_back(ModelTable{table});
+    tables_.push_back(ModelTable{table, {}});
+  }
+  // Each table holds rows of its inputs' fields only; a table of every
+  // field lists none (ModelTable::fields).
+  std::vector<std::set<int>> fields(tables_.size());
+  for (const GraphInput& in : spec_.inputs) {
+    if (in.kind == GraphInput::Kind::kCategorical) {
+      fields[in.table].insert(in.field);
+    }
+  }
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    if (static_cast<int>(fields[t].size()) < input.num_fields) {
+      tables_[t].fields.assign(fields[t].begin(), fields[t].end());
+    }
   }
 }
 
