@@ -118,6 +118,7 @@ absl::StatusOr<SavedCheckpoint> CheckpointManager::SaveInto(
   index.set_created_unix_micros(absl::ToUnixMicros(absl::Now()));
   index.set_job_name(options_.job_name);
   *index.mutable_optimizer() = options_.optimizer;
+  if (options_.model.has_config()) *index.mutable_model() = options_.model;
   RETURN_IF_ERROR(ValidateIndex(index));
   RETURN_IF_ERROR(WriteIndexFile(JoinPath(temp, kIndexFileName), index));
   RETURN_IF_ERROR(SyncDirectory(temp));

@@ -37,6 +37,9 @@ struct CheckpointManagerOptions {
   // Recorded in the index.
   std::string job_name;
   OptimizerConfig optimizer;
+  // The model, recorded so exports can give its architecture (empty: none
+  // recorded).
+  CheckpointModel model;
   UpdateMode mode = ASYNC;
   // Bounds each save (incl. the sync wait for a step boundary) and restore.
   absl::Duration timeout = absl::Minutes(10);

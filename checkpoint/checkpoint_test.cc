@@ -445,6 +445,36 @@ TEST_F(CheckpointTest, ExportsSafetensorsAndNpz) {
                        HasSubstr("safetensors or npz")));
 }
 
+// The caller's metadata (the model config, the layouts) reaches both
+// formats: safetensors' __metadata__ and the npz's JSON member, beside the
+// global step.
+TEST_F(CheckpointTest, ExportsCarryTheGivenMetadataInBothFormats) {
+  Cluster cluster(1);
+  cluster.Step(1.0f);
+  ASSERT_OK_AND_ASSIGN(SavedCheckpoint saved, Manager(cluster)->Save());
+  ASSERT_OK_AND_ASSIGN(auto reader, CheckpointReader::Open(saved.path));
+  ExportOptions options;
+  options.metadata["layout"] = "kernels [in, out]";
+  options.metadata["model"] = R"({"mlp":{"hiddenSizes":["4"]}})";
+  ASSERT_OK(ExportCheckpoint(*reader, dir_ + "/m.safetensors", options));
+  ASSERT_OK_AND_ASSIGN(std::string st,
+                       ReadFileToString(dir_ + "/m.safetensors"));
+  const std::string expected = absl::StrCat(
+      R"({"format":"pt","global_step":")", reader->index().global_step(),
+      R"(","layout":"kernels [in, out]",)",
+      R"("model":"{\"mlp\":{\"hiddenSizes\":[\"4\"]}}","producer":"psflow"})");
+  EXPECT_THAT(st, HasSubstr("{\"__metadata__\":" + expected));
+  options.format = ExportFormat::kNpz;
+  ASSERT_OK_AND_ASSIGN(int n,
+                       ExportCheckpoint(*reader, dir_ + "/m.npz", options));
+  EXPECT_EQ(n, 3);  // tensors; the metadata member is not one
+  ASSERT_OK_AND_ASSIGN(std::string npz, ReadFileToString(dir_ + "/m.npz"));
+  // The member's name, then its bytes: the same object less "format".
+  EXPECT_THAT(npz, HasSubstr(absl::StrCat(
+                       kNpzMetadataMember, R"({"global_step":")",
+                       reader->index().global_step(), R"(","layout")")));
+}
+
 // A tensor larger than the reader's piece streams through export in
 // bounded pieces (never held whole) and comes out byte for byte, in both
 // formats; a damaged checkpoint leaves no output file behind.

@@ -110,11 +110,28 @@ absl::Status StreamValues(const CheckpointReader& reader, const Exported& t,
   });
 }
 
+// The metadata as a JSON object of strings, `extra` entries first.
+std::string MetadataJson(const std::map<std::string, std::string>& extra,
+                         const CheckpointIndex& index,
+                         const std::map<std::string, std::string>& metadata) {
+  std::map<std::string, std::string> all = metadata;
+  all["global_step"] = absl::StrCat(index.global_step());
+  all["producer"] = "psflow";
+  std::string json = "{";
+  for (const auto& entries : {extra, all}) {
+    for (const auto& [key, value] : entries) {
+      if (json.size() > 1) json += ",";
+      absl::StrAppend(&json, JsonQuote(key), ":", JsonQuote(value));
+    }
+  }
+  return json + "}";
+}
+
 std::string SafetensorsHeader(const std::vector<Exported>& tensors,
-                              const CheckpointIndex& index) {
-  std::string header = "{\"__metadata__\":{\"format\":\"pt\",\"global_step\":";
-  absl::StrAppend(&header, JsonQuote(absl::StrCat(index.global_step())),
-                  ",\"producer\":\"psflow\"}");
+                              const CheckpointIndex& index,
+                              const std::map<std::string, std::string>& meta) {
+  std::string header = absl::StrCat(
+      "{\"__metadata__\":", MetadataJson({{"format", "pt"}}, index, meta));
   uint64_t offset = 0;
   for (const Exported& t : tensors) {
     absl::StrAppend(&header, ",", JsonQuote(t.name), ":{\"dtype\":\"",
@@ -134,8 +151,10 @@ std::string SafetensorsHeader(const std::vector<Exported>& tensors,
 
 absl::Status WriteSafetensors(const CheckpointReader& reader,
                               const std::vector<Exported>& tensors,
+                              const std::map<std::string, std::string>& meta,
                               WritableFile& file) {
-  RETURN_IF_ERROR(file.Append(SafetensorsHeader(tensors, reader.index())));
+  RETURN_IF_ERROR(
+      file.Append(SafetensorsHeader(tensors, reader.index(), meta)));
   for (const Exported& t : tensors) {
     RETURN_IF_ERROR(StreamValues(reader, t, file));
   }
@@ -159,76 +178,93 @@ std::string NpyHeader(const Exported& t) {
   return out;
 }
 
-// An uncompressed zip of one .npy per tensor, streamed: each entry's
-// CRC-32 follows its data in a data descriptor (flag bit 3), since it is
-// known only once the values went by; the central directory repeats it.
+constexpr uint32_t kDosDate = (0 << 9) | (1 << 5) | 1;  // 1980-01-01
+constexpr uint16_t kDataDescriptorFlag = 0x0008;
+
+// Appends one stored zip member named `name`: `head`, then `t`'s values
+// when `t` is not null; adds its central directory entry to `central`.
+// The CRC-32 follows the data in a data descriptor (flag bit 3), since it
+// is known only once the values went by.
+absl::Status AppendZipMember(const CheckpointReader& reader,
+                             const std::string& name, const std::string& head,
+                             const Exported* t, WritableFile& file,
+                             std::string& central) {
+  const uint64_t size = head.size() + (t != nullptr ? t->bytes : 0);
+  const uint64_t local_offset = file.size();
+  if (size >= 0xffffffffu || local_offset + size + 128 >= 0xffffffffu) {
+    return absl::OutOfRangeError(absl::StrCat(
+        name,
+        " makes the .npz larger than 4 GiB, which needs zip64; export "
+        "with --format=safetensors instead"));
+  }
+  std::string local;
+  PutLe(local, 0x04034b50, 4);
+  PutLe(local, 20, 2);  // version needed: 2.0
+  PutLe(local, kDataDescriptorFlag, 2);
+  PutLe(local, 0, 2);  // stored, no compression
+  PutLe(local, 0, 2);  // time
+  PutLe(local, kDosDate, 2);
+  PutLe(local, 0, 4);  // CRC-32, sizes: in the data descriptor
+  PutLe(local, 0, 4);
+  PutLe(local, 0, 4);
+  PutLe(local, name.size(), 2);
+  PutLe(local, 0, 2);  // extra field length
+  local += name;
+  local += head;
+  RETURN_IF_ERROR(file.Append(local));
+  uint32_t crc = static_cast<uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(head.data()),
+            static_cast<uInt>(head.size())));
+  if (t != nullptr) RETURN_IF_ERROR(StreamValues(reader, *t, file, &crc));
+  std::string descriptor;
+  PutLe(descriptor, 0x08074b50, 4);
+  PutLe(descriptor, crc, 4);
+  PutLe(descriptor, size, 4);
+  PutLe(descriptor, size, 4);
+  RETURN_IF_ERROR(file.Append(descriptor));
+
+  PutLe(central, 0x02014b50, 4);
+  PutLe(central, 20, 2);  // version made by
+  PutLe(central, 20, 2);  // version needed
+  PutLe(central, kDataDescriptorFlag, 2);
+  PutLe(central, 0, 2);  // stored
+  PutLe(central, 0, 2);  // time
+  PutLe(central, kDosDate, 2);
+  PutLe(central, crc, 4);
+  PutLe(central, size, 4);
+  PutLe(central, size, 4);
+  PutLe(central, name.size(), 2);
+  PutLe(central, 0, 2);  // extra field length
+  PutLe(central, 0, 2);  // comment length
+  PutLe(central, 0, 2);  // disk number
+  PutLe(central, 0, 2);  // internal attributes
+  PutLe(central, 0, 4);  // external attributes
+  PutLe(central, local_offset, 4);
+  central += name;
+  return absl::OkStatus();
+}
+
+// An uncompressed zip of one .npy per tensor, streamed, then the metadata
+// as one JSON member (numpy.load lists it among the files and returns its
+// bytes); the central directory repeats every member's CRC.
 absl::Status WriteNpz(const CheckpointReader& reader,
                       const std::vector<Exported>& tensors,
+                      const std::map<std::string, std::string>& meta,
                       WritableFile& file) {
-  if (tensors.size() >= 0xffff) {
+  const size_t members = tensors.size() + 1;
+  if (members >= 0xffff) {
     return absl::OutOfRangeError(
         "the .npz would need zip64 (over 65535 tensors); export with "
         "--format=safetensors instead");
   }
-  constexpr uint32_t kDosDate = (0 << 9) | (1 << 5) | 1;  // 1980-01-01
-  constexpr uint16_t kDataDescriptorFlag = 0x0008;
   std::string central;
   for (const Exported& t : tensors) {
-    const std::string name = t.name + ".npy";
-    const std::string npy_header = NpyHeader(t);
-    const uint64_t size = npy_header.size() + t.bytes;
-    const uint64_t local_offset = file.size();
-    if (size >= 0xffffffffu || local_offset + size + 128 >= 0xffffffffu) {
-      return absl::OutOfRangeError(absl::StrCat(
-          "tensor ", t.name,
-          " makes the .npz larger than 4 GiB, which needs zip64; export "
-          "with --format=safetensors instead"));
-    }
-    std::string local;
-    PutLe(local, 0x04034b50, 4);
-    PutLe(local, 20, 2);  // version needed: 2.0
-    PutLe(local, kDataDescriptorFlag, 2);
-    PutLe(local, 0, 2);  // stored, no compression
-    PutLe(local, 0, 2);  // time
-    PutLe(local, kDosDate, 2);
-    PutLe(local, 0, 4);  // CRC-32, sizes: in the data descriptor
-    PutLe(local, 0, 4);
-    PutLe(local, 0, 4);
-    PutLe(local, name.size(), 2);
-    PutLe(local, 0, 2);  // extra field length
-    local += name;
-    local += npy_header;
-    RETURN_IF_ERROR(file.Append(local));
-    uint32_t crc = static_cast<uint32_t>(
-        crc32(0, reinterpret_cast<const Bytef*>(npy_header.data()),
-              static_cast<uInt>(npy_header.size())));
-    RETURN_IF_ERROR(StreamValues(reader, t, file, &crc));
-    std::string descriptor;
-    PutLe(descriptor, 0x08074b50, 4);
-    PutLe(descriptor, crc, 4);
-    PutLe(descriptor, size, 4);
-    PutLe(descriptor, size, 4);
-    RETURN_IF_ERROR(file.Append(descriptor));
-
-    PutLe(central, 0x02014b50, 4);
-    PutLe(central, 20, 2);  // version made by
-    PutLe(central, 20, 2);  // version needed
-    PutLe(central, kDataDescriptorFlag, 2);
-    PutLe(central, 0, 2);  // stored
-    PutLe(central, 0, 2);  // time
-    PutLe(central, kDosDate, 2);
-    PutLe(central, crc, 4);
-    PutLe(central, size, 4);
-    PutLe(central, size, 4);
-    PutLe(central, name.size(), 2);
-    PutLe(central, 0, 2);  // extra field length
-    PutLe(central, 0, 2);  // comment length
-    PutLe(central, 0, 2);  // disk number
-    PutLe(central, 0, 2);  // internal attributes
-    PutLe(central, 0, 4);  // external attributes
-    PutLe(central, local_offset, 4);
-    central += name;
+    RETURN_IF_ERROR(AppendZipMember(reader, t.name + ".npy", NpyHeader(t), &t,
+                                    file, central));
   }
+  RETURN_IF_ERROR(AppendZipMember(reader, kNpzMetadataMember,
+                                  MetadataJson({}, reader.index(), meta),
+                                  nullptr, file, central));
   const uint64_t central_offset = file.size();
   if (central_offset + central.size() + 22 >= 0xffffffffu) {
     return absl::OutOfRangeError(
@@ -239,8 +275,8 @@ absl::Status WriteNpz(const CheckpointReader& reader,
   PutLe(end, 0x06054b50, 4);
   PutLe(end, 0, 2);
   PutLe(end, 0, 2);
-  PutLe(end, tensors.size(), 2);
-  PutLe(end, tensors.size(), 2);
+  PutLe(end, members, 2);
+  PutLe(end, members, 2);
   PutLe(end, central.size(), 4);
   PutLe(end, central_offset, 4);
   PutLe(end, 0, 2);  // comment length
@@ -267,9 +303,10 @@ absl::StatusOr<int> ExportCheckpoint(const CheckpointReader& reader,
   const std::string temp = absl::StrCat(out_path, ".tmp-", getpid());
   (void)RemoveRecursively(temp);
   ASSIGN_OR_RETURN(WritableFile file, WritableFile::CreateNew(temp));
-  absl::Status written = options.format == ExportFormat::kSafetensors
-                             ? WriteSafetensors(reader, tensors, file)
-                             : WriteNpz(reader, tensors, file);
+  absl::Status written =
+      options.format == ExportFormat::kSafetensors
+          ? WriteSafetensors(reader, tensors, options.metadata, file)
+          : WriteNpz(reader, tensors, options.metadata, file);
   if (written.ok()) written = file.Sync();
   if (written.ok()) written = file.Close();
   if (written.ok()) written = RenamePath(temp, out_path);

@@ -7,11 +7,15 @@
 //    what numpy.savez writes and numpy.load reads.
 //
 // Tensors keep their model names ("dense_0/kernel"); optimizer slots, when
-// included, are "<name>@<slot>". The global step goes into safetensors'
-// __metadata__ (npz has no place for it).
+// included, are "<name>@<slot>". Metadata (the global step, and what the
+// caller adds: the model's config, the kernels' layout, the input's
+// preprocessing) goes into safetensors' __metadata__ and, as one JSON
+// object, into the npz's "__metadata__.json" member, so that nobody has to
+// guess the architecture or the layouts.
 #ifndef PSFLOW_CHECKPOINT_EXPORT_H_
 #define PSFLOW_CHECKPOINT_EXPORT_H_
 
+#include <map>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -27,7 +31,13 @@ absl::StatusOr<ExportFormat> ParseExportFormat(const std::string& name);
 struct ExportOptions {
   ExportFormat format = ExportFormat::kSafetensors;
   bool include_slots = false;
+  // Written beside "producer" and "global_step" (which this fills in); the
+  // values are strings, as safetensors requires.
+  std::map<std::string, std::string> metadata;
 };
+
+// The npz member holding the metadata.
+inline constexpr char kNpzMetadataMember[] = "__metadata__.json";
 
 // Streams every exported tensor (CRC-checked) into `out_path`, in pieces
 // of bounded size whatever the checkpoint's size, and replaces the file

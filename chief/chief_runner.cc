@@ -86,9 +86,24 @@ JobCoordinator::Options CoordinatorOptions(const ChiefOptions& options) {
   return coordinator;
 }
 
+// What a checkpoint records of the model: the job's model config and the
+// input the chief read from the data, so that `psctl ckpt export
+// --format=onnx` can define the model again without the job's config.
+CheckpointModel CheckpointModelOf(const JobSpec& spec) {
+  CheckpointModel model;
+  *model.mutable_config() = spec.config().model();
+  model.set_data_format(spec.config().data().format());
+  for (int64_t d : spec.example_shape()) model.add_example_shape(d);
+  model.set_num_classes(spec.num_classes());
+  model.set_num_fields(spec.num_fields());
+  return model;
+}
+
 // The job's checkpoint settings, with the directory made absolute (the
-// parameter servers write into it too) and the flag override applied.
-CheckpointManagerOptions CheckpointOptions(const ChiefOptions& options) {
+// parameter servers write into it too) and the flag override applied;
+// with `spec`, the model it records.
+CheckpointManagerOptions CheckpointOptions(const ChiefOptions& options,
+                                           const JobSpec* spec = nullptr) {
   const CheckpointConfig& c = options.job.checkpoint();
   CheckpointManagerOptions m;
   m.directory = AbsolutePath(
@@ -98,6 +113,7 @@ CheckpointManagerOptions CheckpointOptions(const ChiefOptions& options) {
   m.job_name = options.job.name();
   m.optimizer = options.job.optimizer();
   m.mode = options.job.training().mode();
+  if (spec != nullptr) m.model = CheckpointModelOf(*spec);
   return m;
 }
 
@@ -280,7 +296,8 @@ absl::Status RunChief(const ChiefOptions& chief_options) {
   std::unique_ptr<CheckpointManager> checkpoints;
   if (planned->checkpoint_lock != nullptr) {
     absl::StatusOr<std::unique_ptr<CheckpointManager>> created =
-        CheckpointManager::Create(CheckpointOptions(options), client.get());
+        CheckpointManager::Create(CheckpointOptions(options, &planned->spec),
+                                  client.get());
     if (!created.ok()) {
       absl::Status failed =
           FailBeforePlanned(created.status(), options, coordinator);

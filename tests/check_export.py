@@ -6,8 +6,10 @@ zipfile + the .npy header).
 Usage: check_export.py <file.safetensors> <file.npz> name=d0xd1 ...
 
 Checks that both files hold exactly the named tensors with those shapes,
-the same values in both, all finite; prints one line and exits 0, or
-prints the problem and exits 1.
+the same values in both, all finite, and the same metadata (safetensors'
+__metadata__, the npz's __metadata__.json member), which names the model
+(its config as JSON), its input and the layouts; prints one line and exits
+0, or prints the problem and exits 1.
 """
 import ast
 import json
@@ -60,12 +62,16 @@ def read_safetensors(path):
 
 def read_npz(path):
     tensors = {}
+    metadata = None
     with zipfile.ZipFile(path) as archive:
         bad = archive.testzip()
         if bad is not None:
             fail("npz member %s fails its CRC" % bad)
         for member in archive.namelist():
             raw = archive.read(member)
+            if member == "__metadata__.json":
+                metadata = json.loads(raw.decode("utf-8"))
+                continue
             if raw[:8] != b"\x93NUMPY\x01\x00":
                 fail("%s is not a .npy 1.0 file" % member)
             (length,) = struct.unpack("<H", raw[8:10])
@@ -80,14 +86,24 @@ def read_npz(path):
                 fail("%s: %d bytes for shape %s" % (member, len(data), shape))
             tensors[member[:-len(".npy")]] = (
                 shape, struct.unpack("<%df" % count(shape), data))
-    return tensors
+    if metadata is None:
+        fail("the npz has no __metadata__.json member")
+    return metadata, tensors
 
 
 def main(argv):
     if len(argv) < 4:
         fail(__doc__)
     metadata, safetensors = read_safetensors(argv[1])
-    npz = read_npz(argv[2])
+    npz_metadata, npz = read_npz(argv[2])
+    if dict(npz_metadata, format="pt") != metadata:
+        fail("the metadata differ: safetensors %s, npz %s" % (metadata, npz_metadata))
+    for key in ("model", "input", "layout"):
+        if key not in metadata:
+            fail("the metadata do not name the %s: %s" % (key, metadata))
+    json.loads(metadata["model"])  # the model config, as JSON
+    if "[in, out]" not in metadata["layout"]:
+        fail("the layout does not give the kernels' [in, out]: %s" % metadata["layout"])
     expected = {}
     for spec in argv[3:]:
         name, dims = spec.split("=")
@@ -105,8 +121,8 @@ def main(argv):
             fail("%s has non-finite values" % name)
         if all(x == 0 for x in a) and "kernel" in name:
             fail("%s is all zeros: not a trained model" % name)
-    print("check_export: OK, %d tensors, global_step %s" %
-          (len(expected), metadata.get("global_step")))
+    print("check_export: OK, %d tensors, global_step %s, model %s" %
+          (len(expected), metadata.get("global_step"), metadata["model"]))
 
 
 if __name__ == "__main__":

@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
 # Installs every Debian package psflow needs to build, test and run its
-# default job on a fresh Debian 12 machine, then the npm package the
-# Kubernetes manifests are validated with (kubernetes-models, pinned by
-# deploy/k8s_check/package-lock.json) into ~/.cache/psflow/k8s-schemas,
-# where //deploy:k8s_kustomization_test finds it. Idempotent: what is
-# already present is skipped, so a second run finishes in seconds.
-# Works as root or through sudo (apt only; the npm package is installed as
-# the user who runs this, for that user's tests).
+# default job on a fresh Debian 12 machine, then two npm packages the tests
+# run under Node.js, each exactly as its package-lock.json pins it:
+#   - kubernetes-models (deploy/k8s_check/) into ~/.cache/psflow/k8s-schemas,
+#     where //deploy:k8s_kustomization_test validates the manifests with it;
+#   - onnxruntime-node (tests/onnx_check/) into ~/.cache/psflow/onnxruntime,
+#     the independent runtime //tests:onnx_export_test runs psflow's ONNX
+#     exports with (its CPU build: --ignore-scripts skips the install
+#     script, which only fetches optional GPU parts from outside npm).
+# Idempotent: what is already present is skipped, so a second run finishes
+# in seconds. Works as root or through sudo (apt only; the npm packages are
+# installed as the user who runs this, for that user's tests).
 #
 #   tools/setup.sh            what the build, the tests and the default job need
 #   tools/setup.sh --bench    also the peers benchmarks compare with (PyTorch,
 #                             for bench/convnet_bench.py and convnet_torch.py)
 #   tools/setup.sh --no-k8s-schemas
-#                             neither Node.js nor the schemas (the image build,
-#                             deploy/docker/Dockerfile, needs no npm registry)
+#                             neither Node.js nor its packages (the image
+#                             build, deploy/docker/Dockerfile, needs no npm
+#                             registry)
 set -euo pipefail
 
 bench=false
@@ -39,6 +44,9 @@ PACKAGES=(
   libcivetweb-dev
   # CPU backend GEMMs (measured faster than our own; see bench/RESULTS.md).
   libopenblas-dev
+  # ONNX's messages for `psctl ckpt export --format=onnx` (//third_party:
+  # onnx_proto), and ONNX's own checker for the export test.
+  libonnx-dev python3-onnx
   # Real data for the default job and the training tests.
   dataset-fashion-mnist
   # Test and benchmark helpers (independent readers, loopback baseline).
@@ -94,25 +102,32 @@ else
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-# kubernetes-models, exactly as locked, under the home directory of the
+# The npm packages, exactly as locked, under the home directory of the
 # user running this (the passwd entry's: Bazel gives tests another $HOME).
 # `npm ci` runs again only when the lock file changed or an install did not
 # finish; the stamp is the lock it last installed.
 if ! $k8s_schemas; then
-  echo "setup: done (without Node.js and the Kubernetes schemas)"
+  echo "setup: done (without Node.js and its packages)"
   exit 0
 fi
-lock_dir="$(cd "$(dirname "$0")/../deploy/k8s_check" && pwd)"
-schemas="$(getent passwd "$(id -u)" | cut -d: -f6)/.cache/psflow/k8s-schemas"
-stamp="$schemas/installed-package-lock.json"
-if cmp -s "$lock_dir/package-lock.json" "$stamp"; then
-  echo "setup: kubernetes-models already installed in $schemas"
-else
-  echo "setup: installing kubernetes-models (npm ci) into $schemas"
+cache="$(getent passwd "$(id -u)" | cut -d: -f6)/.cache/psflow"
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+install_locked() {  # install_locked <what> <lock dir> <into> [npm ci flags...]
+  local what="$1" lock_dir="$2" into="$3"
+  shift 3
+  local stamp="$into/installed-package-lock.json"
+  if cmp -s "$lock_dir/package-lock.json" "$stamp"; then
+    echo "setup: $what already installed in $into"
+    return
+  fi
+  echo "setup: installing $what (npm ci) into $into"
   rm -f "$stamp"
-  mkdir -p "$schemas"
-  cp "$lock_dir/package.json" "$lock_dir/package-lock.json" "$schemas/"
-  (cd "$schemas" && npm ci --no-audit --no-fund --loglevel=error)
+  mkdir -p "$into"
+  cp "$lock_dir/package.json" "$lock_dir/package-lock.json" "$into/"
+  (cd "$into" && npm ci --no-audit --no-fund --loglevel=error "$@")
   cp "$lock_dir/package-lock.json" "$stamp"
-fi
+}
+install_locked kubernetes-models "$repo/deploy/k8s_check" "$cache/k8s-schemas"
+install_locked onnxruntime-node "$repo/tests/onnx_check" "$cache/onnxruntime" \
+  --ignore-scripts
 echo "setup: done"

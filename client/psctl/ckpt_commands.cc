@@ -11,6 +11,8 @@
 #include "checkpoint/reader.h"
 #include "checkpoint/state_file.h"
 #include "client/grpc_coordinator_client.h"
+#include "client/psctl/checkpoint_model.h"
+#include "client/psctl/onnx_checkpoint_export.h"
 #include "client/psctl/tls_flags.h"
 #include "common/file_util.h"
 #include "common/tf_config_loader.h"
@@ -198,10 +200,22 @@ int CkptVerify(const std::string& path, std::ostream& out, std::ostream& err) {
 
 int CkptExport(const std::string& path, const std::string& format,
                const std::string& out_path, bool include_slots,
-               std::ostream& out, std::ostream& err) {
-  absl::StatusOr<ExportFormat> parsed = ParseExportFormat(format);
-  if (!parsed.ok()) {
-    err << "psctl ckpt export: " << parsed.status().message() << "\n";
+               const std::string& job_path, std::ostream& out,
+               std::ostream& err) {
+  const bool onnx = format == "onnx";
+  ExportOptions options;
+  if (!onnx) {
+    absl::StatusOr<ExportFormat> parsed = ParseExportFormat(format);
+    if (!parsed.ok()) {
+      err << "psctl ckpt export: --format=" << format
+          << " is not an export format; use safetensors, npz or onnx\n";
+      return 1;
+    }
+    options.format = *parsed;
+  } else if (include_slots) {
+    err << "psctl ckpt export: --include_slots does not apply to "
+           "--format=onnx (an ONNX model holds no optimizer state); export "
+           "the slots with --format=safetensors\n";
     return 1;
   }
   if (out_path.empty()) {
@@ -214,8 +228,31 @@ int CkptExport(const std::string& path, const std::string& format,
     err << "psctl ckpt export: " << reader.status().message() << "\n";
     return 1;
   }
-  ExportOptions options;
-  options.format = *parsed;
+  // The architecture: recorded in the checkpoint, or from --job.
+  absl::StatusOr<CheckpointModelInfo> model =
+      ResolveCheckpointModel((*reader)->index(), job_path);
+  if (!model.ok() && (onnx || !job_path.empty())) {
+    err << "psctl ckpt export: " << model.status().message() << "\n";
+    return 1;
+  }
+  if (model.ok()) {
+    options.metadata = ExportMetadata(*model);
+  } else {
+    err << "psctl ckpt export: note: " << model.status().message()
+        << " to name the architecture in the export's metadata\n";
+  }
+  options.metadata["job_name"] = (*reader)->index().job_name();
+  if (onnx) {
+    absl::StatusOr<std::string> written =
+        ExportOnnx(**reader, *model, options.metadata, out_path);
+    if (!written.ok()) {
+      err << "psctl ckpt export: " << written.status().message() << "\n";
+      return 1;
+    }
+    out << "wrote the ONNX model of " << path << " (model from "
+        << model->source << ") to " << out_path << ": " << *written << "\n";
+    return 0;
+  }
   options.include_slots = include_slots;
   absl::StatusOr<int> written = ExportCheckpoint(**reader, out_path, options);
   if (!written.ok()) {
@@ -332,25 +369,37 @@ class CkptExportCommand : public Subcommand {
   CkptExportCommand()
       : Subcommand("ckpt export", {"<dir>/ckpt-<step>"},
                    "psctl ckpt export <dir>/ckpt-<step> "
-                   "--format=safetensors|npz --out=<file>\n"
-                   "            [--include_slots]",
-                   "Write the model for other tools.") {
-    mutable_flags().AddString("format", &format_, "safetensors or npz");
+                   "--format=safetensors|npz|onnx --out=<file>\n"
+                   "            [--include_slots] [--job=<config.json>]",
+                   "Write the model for other tools: its values "
+                   "(safetensors, npz;\n"
+                   "the metadata name the architecture and layouts), or the "
+                   "model itself\n"
+                   "(onnx: the graph, values, tables and input "
+                   "preprocessing).") {
+    mutable_flags().AddString("format", &format_, "safetensors, npz or onnx");
     mutable_flags().AddString("out", &out_path_, "the file to write");
     mutable_flags().AddBool("include_slots", &include_slots_,
-                            "also the optimizer slots, as name@slot");
+                            "also the optimizer slots, as name@slot "
+                            "(safetensors and npz)");
+    mutable_flags().AddString(
+        "job", &job_path_,
+        "the job config whose model the checkpoint holds; needed for "
+        "checkpoints that do not record their model (written before they "
+        "did), and used instead of the record when given");
   }
 
   int Run(const std::vector<std::string>& arguments, std::ostream& out,
           std::ostream& err) override {
-    return CkptExport(arguments[0], format_, out_path_, include_slots_, out,
-                      err);
+    return CkptExport(arguments[0], format_, out_path_, include_slots_,
+                      job_path_, out, err);
   }
 
  private:
   std::string format_ = "safetensors";
   std::string out_path_;
   bool include_slots_ = false;
+  std::string job_path_;
 };
 
 class CkptRestoreCommand : public Subcommand {

@@ -28,10 +28,14 @@ int CkptInspect(const std::string& path, const std::string& tensor, bool values,
 // tensor and file.
 int CkptVerify(const std::string& path, std::ostream& out, std::ostream& err);
 
-// Writes the checkpoint as safetensors or npz.
+// Writes the checkpoint as safetensors or npz (metadata naming the model,
+// its input and the layouts, when the model is known), or its model as
+// ONNX. The model is the one the checkpoint records, or `job_path`'s when
+// given (client/psctl/checkpoint_model.h).
 int CkptExport(const std::string& path, const std::string& format,
                const std::string& out_path, bool include_slots,
-               std::ostream& out, std::ostream& err);
+               const std::string& job_path, std::ostream& out,
+               std::ostream& err);
 
 // Asks the chief of the running job described by `tf_config` to pause
 // training, restore `path` onto the parameter servers and resume; `tls`
@@ -42,7 +46,8 @@ int CkptRestore(const std::string& path, const std::string& tf_config_flag,
 
 // The subcommands: `psctl ckpt list <dir>`, `psctl ckpt inspect <ckpt>
 // [--tensor=] [--values]`, `psctl ckpt verify <ckpt>`, `psctl ckpt export
-// <ckpt> --format= --out= [--include_slots]` and `psctl ckpt restore <ckpt>
+// <ckpt> --format= --out= [--include_slots] [--job=]` and `psctl ckpt restore
+// <ckpt>
 // [--tf_config=]`, running the functions above.
 std::unique_ptr<Subcommand> NewCkptListCommand();
 std::unique_ptr<Subcommand> NewCkptInspectCommand();

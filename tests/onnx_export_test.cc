@@ -1,0 +1,294 @@
+// `psctl ckpt export --format=onnx` end to end: small jobs trained with
+// `psctl local`, their final checkpoints exported as ONNX, each export
+// passed by ONNX's own checker (Debian's python3-onnx) and run by an
+// independent runtime (ONNX Runtime for Node.js, which tools/setup.sh
+// installs under ~/.cache/psflow/onnxruntime) on inputs in the exported
+// model's format, with probabilities within 1e-4 of psflow's own model on
+// the same inputs (tests/onnx_reference.h) and the same predicted classes.
+//
+// Where python3-onnx, node or the pinned onnxruntime-node are missing, the
+// jobs, the exports and psflow's side still run; the checks print SKIPPED
+// naming what is missing.
+#include <pwd.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "checkpoint/state_file.h"
+#include "common/file_util.h"
+#include "common/status_matchers.h"
+#include "data/dataset.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/local_run.h"
+#include "tests/onnx_reference.h"
+#include "tests/test_paths.h"
+
+namespace psflow {
+namespace {
+
+using ::psflow::testing::Command;
+using ::psflow::testing::CtrReference;
+using ::psflow::testing::ImageReference;
+using ::psflow::testing::kFashionMnist;
+using ::psflow::testing::LocalRun;
+using ::psflow::testing::Psctl;
+using ::psflow::testing::RunCommand;
+using ::psflow::testing::RunfilePath;
+using ::psflow::testing::RunLocal;
+using ::psflow::testing::TempPath;
+using ::psflow::testing::WriteTestFile;
+using ::testing::HasSubstr;
+
+// The tolerance the issue sets for the exported model's predictions.
+constexpr char kTolerance[] = "1e-4";
+
+// The checkers' installs: node_modules of the pinned onnxruntime-node, or
+// why they cannot run.
+struct Checkers {
+  std::string node_modules;
+  std::string missing;  // empty: both checks run
+};
+
+Checkers FindCheckers() {
+  Checkers c;
+  if (RunCommand({"/usr/bin/python3", "-c", "import onnx"}).exit_code != 0) {
+    c.missing = "python3-onnx is not installed";
+    return c;
+  }
+  if (RunCommand({"/usr/bin/env", "node", "--version"}).exit_code != 0) {
+    c.missing = "node is not installed";
+    return c;
+  }
+  // The passwd entry's home, as tools/setup.sh uses: Bazel gives tests
+  // another $HOME.
+  const passwd* user = getpwuid(getuid());
+  const std::string dir =
+      absl::StrCat(user != nullptr ? user->pw_dir : "/nonexistent",
+                   "/.cache/psflow/onnxruntime");
+  absl::StatusOr<std::string> installed =
+      ReadFileToString(dir + "/installed-package-lock.json");
+  absl::StatusOr<std::string> pinned =
+      ReadFileToString(RunfilePath("tests/onnx_check/package-lock.json"));
+  if (!installed.ok() || !pinned.ok() || *installed != *pinned) {
+    c.missing = absl::StrCat("onnxruntime-node is not installed in ", dir,
+                             " as tests/onnx_check/package-lock.json pins it");
+    return c;
+  }
+  c.node_modules = dir + "/node_modules";
+  return c;
+}
+
+// The newest checkpoint the state file of `dir` names.
+std::string Newest(const std::string& dir) {
+  absl::StatusOr<std::optional<std::string>> latest = LatestCheckpoint(dir);
+  EXPECT_TRUE(latest.ok() && latest->has_value()) << dir;
+  return latest.ok() && latest->has_value() ? **latest : "";
+}
+
+// Exports `checkpoint` as <name>.onnx; returns its path.
+std::string ExportOnnx(const std::string& checkpoint, const std::string& name) {
+  const std::string onnx = TempPath(name + ".onnx");
+  Command exported =
+      Psctl({"ckpt", "export", checkpoint, "--format=onnx", "--out=" + onnx});
+  EXPECT_EQ(exported.exit_code, 0) << exported.output;
+  EXPECT_THAT(exported.output, HasSubstr("model from the checkpoint"));
+  return onnx;
+}
+
+// ONNX's checker and ONNX Runtime against psflow's `reference` (JSON).
+void ExpectRunsAsInPsflow(const Checkers& checkers, const std::string& onnx,
+                          const std::string& reference,
+                          const std::string& expected_inputs) {
+  Command checked =
+      RunCommand({"/usr/bin/python3",
+                  RunfilePath("tests/onnx_check/check_onnx.py"), onnx});
+  EXPECT_EQ(checked.exit_code, 0) << checked.output;
+  EXPECT_THAT(checked.output, HasSubstr("check_onnx: OK"));
+  EXPECT_THAT(checked.output, HasSubstr(expected_inputs));
+  const std::string reference_path = WriteTestFile(
+      absl::StrCat(onnx.substr(onnx.rfind('/') + 1), ".reference.json"),
+      reference);
+  Command ran = RunCommand(
+      {"/usr/bin/env", "node", RunfilePath("tests/onnx_check/run_onnx.js"),
+       checkers.node_modules, onnx, reference_path, kTolerance});
+  EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_THAT(ran.output, HasSubstr("max_abs_diff="));
+  std::cout << onnx << ": ONNX Runtime against psflow: " << ran.output;
+}
+
+std::string ImageJob(const std::string& name, const std::string& model,
+                     int steps) {
+  const std::string data = kFashionMnist;
+  return absl::StrCat(R"({"name": ")", name, R"(", "model": )", model, R"(,
+    "optimizer": {"kind": "ADAM"},
+    "learning_rate": {"kind": "CONSTANT", "learning_rate": 0.002},
+    "data": {"train_images": ")",
+                      data, R"(train-images-idx3-ubyte.gz",
+             "train_labels": ")",
+                      data, R"(train-labels-idx1-ubyte.gz",
+             "test_images": ")",
+                      data, R"(t10k-images-idx3-ubyte.gz",
+             "test_labels": ")",
+                      data, R"(t10k-labels-idx1-ubyte.gz"},
+    "training": {"batch_size": 32, "steps": )",
+                      steps, R"(, "mode": "ASYNC", "seed": 5},
+    "logging": {"log_every_steps": 1000},
+    "evaluation": {"every_secs": 60, "batch_size": 2000}})");
+}
+
+// Trains `job` on one server and one worker; returns the final checkpoint.
+std::string Train(const std::string& name, const std::string& job) {
+  const std::string checkpoints = TempPath(name + "_ckpts");
+  LocalRun run = RunLocal(WriteTestFile(name + ".json", job),
+                          {"--ps=1", "--workers=1", "--evaluator=false",
+                           "--checkpoint_dir=" + checkpoints});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  return Newest(checkpoints);
+}
+
+absl::StatusOr<Dataset> TestImages() {
+  return LoadIdxDataset(
+      absl::StrCat(kFashionMnist, "t10k-images-idx3-ubyte.gz"),
+      absl::StrCat(kFashionMnist, "t10k-labels-idx1-ubyte.gz"));
+}
+
+TEST(OnnxExportTest, TheDefaultMlpJobRunsInOnnxRuntimeAsInPsflow) {
+  const std::string checkpoint =
+      Train("mlp", ImageJob("mlp", R"({"mlp": {"hidden_sizes": [64]}})", 300));
+  ASSERT_FALSE(checkpoint.empty());
+  const std::string onnx = ExportOnnx(checkpoint, "mlp");
+  ASSERT_OK_AND_ASSIGN(Dataset images, TestImages());
+  ASSERT_OK_AND_ASSIGN(std::string reference,
+                       ImageReference(checkpoint, images, 500));
+  const Checkers checkers = FindCheckers();
+  if (!checkers.missing.empty()) {
+    GTEST_SKIP() << "SKIPPED: the ONNX checks: " << checkers.missing
+                 << " (tools/setup.sh installs it)";
+  }
+  // Raw pixel values in; the 1/255 the reader applied is inside.
+  ExpectRunsAsInPsflow(checkers, onnx, reference,
+                       "input pixels float [batch, 28, 28]");
+}
+
+TEST(OnnxExportTest, AConvolutionalLayersModelRunsAsInPsflow) {
+  const std::string model = R"({"layers": [
+      {"Rescaling": {"scale": 0.00392156862745098}},
+      {"Conv2D": {"filters": 4, "kernel_size": [3], "padding": "same",
+                  "activation": "relu"}},
+      {"BatchNormalization": {}},
+      {"MaxPooling2D": {}},
+      {"Conv2D": {"filters": 6, "kernel_size": [3, 2], "strides": [2],
+                  "activation": "tanh", "use_bias": false}},
+      {"AveragePooling2D": {"pool_size": [3], "strides": [2],
+                            "padding": "same"}},
+      {"Dropout": {"rate": 0.2}},
+      {"Flatten": {}},
+      {"Dense": {"units": 16, "activation": "sigmoid"}},
+      {"ReLU": {}},
+      {"Dense": {"units": 10}}]})";
+  const std::string checkpoint =
+      Train("convnet", ImageJob("convnet", model, 150));
+  ASSERT_FALSE(checkpoint.empty());
+  const std::string onnx = ExportOnnx(checkpoint, "convnet");
+  ASSERT_OK_AND_ASSIGN(Dataset images, TestImages());
+  ASSERT_OK_AND_ASSIGN(std::string reference,
+                       ImageReference(checkpoint, images, 200));
+  const Checkers checkers = FindCheckers();
+  if (!checkers.missing.empty()) {
+    GTEST_SKIP() << "SKIPPED: the ONNX checks: " << checkers.missing
+                 << " (tools/setup.sh installs it)";
+  }
+  ExpectRunsAsInPsflow(checkers, onnx, reference,
+                       "input pixels float [batch, 28, 28]");
+}
+
+// A click-through-rate graph with every multi-input layer, two tables (one
+// shared by five fields, sum and mean pooling), batch normalization's
+// moving statistics and the dense transform; the ids of unseen values and
+// empty bags included.
+std::string CtrJob(const std::string& data_dir) {
+  std::string inputs, fields, wide;
+  for (int f = 0; f < 5; ++f) {
+    absl::StrAppend(&inputs, R"(, {"name": "C)", f,
+                    R"(", "categorical": {"field": )", f,
+                    R"(, "table": "emb", "dim": 4)",
+                    f == 4 ? R"(, "pooling": "mean")" : "", "}}");
+    absl::StrAppend(&inputs, R"(, {"name": "W)", f,
+                    R"(", "categorical": {"field": )", f,
+                    R"(, "table": "linear", "dim": 1}})");
+    absl::StrAppend(&fields, f == 0 ? "" : ", ", R"("C)", f, R"(")");
+    absl::StrAppend(&wide, f == 0 ? "" : ", ", R"("W)", f, R"(")");
+  }
+  return absl::StrCat(R"({
+    "name": "ctr_onnx",
+    "model": {"graph": {
+      "inputs": [{"name": "dense", "features": {}})",
+                      inputs, R"(],
+      "tables": [{"name": "emb", "initializer": {"kind": "UNIFORM",
+                                                 "scale": 0.05}}],
+      "nodes": [
+        {"name": "normalized", "inputs": ["dense"],
+         "layer": {"BatchNormalization": {"momentum": 0.9}}},
+        {"name": "bottom", "inputs": ["normalized"],
+         "layer": {"Dense": {"units": 4, "activation": "relu"}}},
+        {"name": "interaction", "inputs": ["bottom", )",
+                      fields, R"(],
+         "layer": {"DotInteraction": {"self_interaction": true}}},
+        {"name": "pair", "inputs": ["C0", "C1"], "layer": {"Multiply": {}}},
+        {"name": "stacked", "inputs": [)",
+                      fields, R"(], "layer": {"Concatenate": {}}},
+        {"name": "fields", "inputs": ["stacked"],
+         "layer": {"Reshape": {"target_shape": [5, -1]}}},
+        {"name": "fm", "inputs": ["fields"],
+         "layer": {"FactorizationMachine": {}}},
+        {"name": "x0", "inputs": ["bottom", "interaction", "pair"],
+         "layer": {"Concatenate": {}}},
+        {"name": "cross_0", "inputs": ["x0"],
+         "layer": {"Cross": {"projection_dim": 3}}},
+        {"name": "cross_1", "inputs": ["x0", "cross_0"], "layer": {"Cross": {}}},
+        {"name": "top", "inputs": ["cross_1"],
+         "layer": {"Dense": {"units": 8, "activation": "relu"}}},
+        {"name": "dropped", "inputs": ["top"], "layer": {"Dropout": {"rate": 0.1}}},
+        {"name": "deep", "inputs": ["dropped"], "layer": {"Dense": {"units": 1}}},
+        {"name": "logit", "inputs": ["deep", "fm", )",
+                      wide, R"(], "layer": {"Add": {}}}
+      ],
+      "output": {"node": "logit", "loss": "SIGMOID_CROSS_ENTROPY"}}},
+    "optimizer": {"kind": "ADAGRAD"},
+    "learning_rate": {"learning_rate": 0.05},
+    "data": {"format": "CRITEO",
+             "train_path": ")",
+                      data_dir, R"(/train.txt",
+             "test_path": ")",
+                      data_dir, R"(/test.txt",
+             "num_dense": 3, "num_fields": 6,
+             "synthesize": {"train_examples": 6000, "test_examples": 1000,
+                            "vocabulary": 500, "weight_scale": 0.5}},
+    "training": {"batch_size": 64, "epochs": 1, "mode": "ASYNC", "seed": 2},
+    "logging": {"log_every_steps": 1000},
+    "evaluation": {"every_secs": 60, "batch_size": 1000}
+  })");
+}
+
+TEST(OnnxExportTest, AClickThroughRateGraphWithTablesRunsAsInPsflow) {
+  const std::string checkpoint = Train("ctr", CtrJob(TempPath("ctr_data")));
+  ASSERT_FALSE(checkpoint.empty());
+  const std::string onnx = ExportOnnx(checkpoint, "ctr");
+  ASSERT_OK_AND_ASSIGN(std::string reference,
+                       CtrReference(checkpoint, 300, /*seed=*/7));
+  const Checkers checkers = FindCheckers();
+  if (!checkers.missing.empty()) {
+    GTEST_SKIP() << "SKIPPED: the ONNX checks: " << checkers.missing
+                 << " (tools/setup.sh installs it)";
+  }
+  // Raw integer columns and -1-padded bags of ids per field.
+  ExpectRunsAsInPsflow(checkers, onnx, reference,
+                       "input ids int64 [batch, 6, bag]");
+}
+
+}  // namespace
+}  // namespace psflow
