@@ -15,6 +15,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "checkpoint/state_file.h"
@@ -32,6 +33,7 @@ namespace {
 
 using ::psflow::testing::Command;
 using ::psflow::testing::CtrReference;
+using ::psflow::testing::CtrTextReference;
 using ::psflow::testing::ImageReference;
 using ::psflow::testing::kFashionMnist;
 using ::psflow::testing::LocalRun;
@@ -99,10 +101,12 @@ std::string ExportOnnx(const std::string& checkpoint, const std::string& name) {
   return onnx;
 }
 
-// ONNX's checker and ONNX Runtime against psflow's `reference` (JSON).
+// ONNX's checker and ONNX Runtime against psflow's `reference` (JSON),
+// fed the reference's inputs or, when given, those of `inputs_json`.
 void ExpectRunsAsInPsflow(const Checkers& checkers, const std::string& onnx,
                           const std::string& reference,
-                          const std::string& expected_inputs) {
+                          const std::string& expected_inputs,
+                          const std::string& inputs_json = "") {
   Command checked =
       RunCommand({"/usr/bin/python3",
                   RunfilePath("tests/onnx_check/check_onnx.py"), onnx});
@@ -112,9 +116,19 @@ void ExpectRunsAsInPsflow(const Checkers& checkers, const std::string& onnx,
   const std::string reference_path = WriteTestFile(
       absl::StrCat(onnx.substr(onnx.rfind('/') + 1), ".reference.json"),
       reference);
-  Command ran = RunCommand(
-      {"/usr/bin/env", "node", RunfilePath("tests/onnx_check/run_onnx.js"),
-       checkers.node_modules, onnx, reference_path, kTolerance});
+  std::vector<std::string> argv = {"/usr/bin/env",
+                                   "node",
+                                   RunfilePath("tests/onnx_check/run_onnx.js"),
+                                   checkers.node_modules,
+                                   onnx,
+                                   reference_path,
+                                   kTolerance};
+  if (!inputs_json.empty()) {
+    argv.push_back(WriteTestFile(
+        absl::StrCat(onnx.substr(onnx.rfind('/') + 1), ".inputs.json"),
+        inputs_json));
+  }
+  Command ran = RunCommand(argv);
   EXPECT_EQ(ran.exit_code, 0) << ran.output;
   EXPECT_THAT(ran.output, HasSubstr("max_abs_diff="));
   std::cout << onnx << ": ONNX Runtime against psflow: " << ran.output;
@@ -275,7 +289,8 @@ std::string CtrJob(const std::string& data_dir) {
 }
 
 TEST(OnnxExportTest, AClickThroughRateGraphWithTablesRunsAsInPsflow) {
-  const std::string checkpoint = Train("ctr", CtrJob(TempPath("ctr_data")));
+  const std::string data = TempPath("ctr_data");
+  const std::string checkpoint = Train("ctr", CtrJob(data));
   ASSERT_FALSE(checkpoint.empty());
   const std::string onnx = ExportOnnx(checkpoint, "ctr");
   ASSERT_OK_AND_ASSIGN(std::string reference,
@@ -288,6 +303,22 @@ TEST(OnnxExportTest, AClickThroughRateGraphWithTablesRunsAsInPsflow) {
   // Raw integer columns and -1-padded bags of ids per field.
   ExpectRunsAsInPsflow(checkers, onnx, reference,
                        "input ids int64 [batch, 6, bag]");
+
+  // Held-out Criteo lines as stored: psflow's reader on one side, the
+  // shipped hashing (tools/ctr_feature_id.py) and the model on the other.
+  ASSERT_OK_AND_ASSIGN(std::string test_lines,
+                       ReadFileToString(data + "/test.txt", 64 << 20));
+  test_lines = test_lines.substr(0, test_lines.find('\n', 20000) + 1);
+  ASSERT_OK_AND_ASSIGN(std::string text_reference,
+                       CtrTextReference(checkpoint, test_lines));
+  const std::string lines_path = WriteTestFile("ctr_lines.txt", test_lines);
+  Command hashed = RunCommand(
+      {"/bin/sh", "-c",
+       absl::StrCat("/usr/bin/python3 ", RunfilePath("tools/ctr_feature_id.py"),
+                    " --num_dense=3 --num_fields=6 < ", lines_path)});
+  ASSERT_EQ(hashed.exit_code, 0) << hashed.output;
+  ExpectRunsAsInPsflow(checkers, onnx, text_reference,
+                       "input dense int64 [batch, 3]", hashed.output);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "client/psctl/checkpoint_model.h"
 #include "common/json.h"
 #include "common/status_macros.h"
+#include "data/criteo.h"
 #include "data/ctr_examples.h"
 #include "model/device/cpu/cpu_device.h"
 #include "model/registry.h"
@@ -33,6 +34,23 @@ struct LoadedModel {
   std::unique_ptr<Model> model;
 };
 
+// The checkpoint's values into m.model.
+absl::Status LoadValues(LoadedModel& m) {
+  std::vector<std::vector<float>> values;
+  for (const ModelVariable& v : m.definition->variables()) {
+    const CheckpointTensor* tensor = m.reader->Find(v.name());
+    if (tensor == nullptr) {
+      return absl::NotFoundError(
+          absl::StrCat(m.reader->path(), " lacks ", v.name()));
+    }
+    ASSIGN_OR_RETURN(std::vector<float> read, m.reader->Read(*tensor));
+    values.push_back(std::move(read));
+  }
+  return m.model->LoadParameters(
+      std::vector<absl::Span<const float>>(values.begin(), values.end()));
+}
+
+// The checkpoint's model for batches of up to `max_batch`.
 absl::StatusOr<LoadedModel> Load(const std::string& checkpoint,
                                  int64_t max_batch) {
   LoadedModel m;
@@ -42,17 +60,7 @@ absl::StatusOr<LoadedModel> Load(const std::string& checkpoint,
   m.device = CreateCpuDevice(1);
   ASSIGN_OR_RETURN(m.model,
                    m.definition->Instantiate(m.device.get(), max_batch));
-  std::vector<std::vector<float>> values;
-  for (const ModelVariable& v : m.definition->variables()) {
-    const CheckpointTensor* tensor = m.reader->Find(v.name());
-    if (tensor == nullptr) {
-      return absl::NotFoundError(absl::StrCat(checkpoint, " lacks ", v.name()));
-    }
-    ASSIGN_OR_RETURN(std::vector<float> read, m.reader->Read(*tensor));
-    values.push_back(std::move(read));
-  }
-  RETURN_IF_ERROR(m.model->LoadParameters(
-      std::vector<absl::Span<const float>>(values.begin(), values.end())));
+  RETURN_IF_ERROR(LoadValues(m));
   return m;
 }
 
@@ -142,79 +150,52 @@ absl::StatusOr<std::string> ImageReference(const std::string& checkpoint,
                 {n, classes}, probabilities, predicted);
 }
 
-absl::StatusOr<std::string> CtrReference(const std::string& checkpoint,
-                                         int64_t count, uint64_t seed) {
-  ASSIGN_OR_RETURN(LoadedModel m, Load(checkpoint, count));
-  const int num_fields = m.info.input.num_fields;
-  const int64_t num_dense = m.info.input.num_features();
+namespace {
+
+// Every table's rows by id, read from the checkpoint.
+using TableRows = std::vector<std::unordered_map<int64_t, std::vector<float>>>;
+
+absl::StatusOr<TableRows> ReadTables(const LoadedModel& m) {
   const std::vector<ModelTable>& tables = m.definition->tables();
-  // Every table's rows by id, and the ids seen per field.
-  std::vector<std::unordered_map<int64_t, std::vector<float>>> rows(
-      tables.size());
-  std::vector<std::vector<int64_t>> seen(num_fields);
+  TableRows rows(tables.size());
   for (size_t t = 0; t < tables.size(); ++t) {
     const CheckpointTable* table = m.reader->FindTable(tables[t].name());
     if (table == nullptr) {
       return absl::NotFoundError(
-          absl::StrCat(checkpoint, " lacks table ", tables[t].name()));
+          absl::StrCat(m.reader->path(), " lacks table ", tables[t].name()));
     }
     RETURN_IF_ERROR(
         m.reader->ReadTable(*table, [&](const CheckpointReader::RowSegment& s) {
           for (int64_t r = 0; r < s.num_rows; ++r) {
             const float* row = s.values.data() + r * table->dim();
             rows[t][s.ids[r]].assign(row, row + table->dim());
-            const int field = CtrFieldOf(s.ids[r]);
-            if (field < num_fields) seen[field].push_back(s.ids[r]);
           }
           return absl::OkStatus();
         }));
   }
-  std::mt19937_64 random(seed);
-  const int64_t raw_values[] = {-3, 0,  0,    1,      2,
-                                7,  42, 1000, 123456, 4000000000};
-  const int bag_sizes[] = {0, 1, 1, 1, 2, 3};
-  std::vector<int64_t> dense_raw(count * num_dense);
-  std::vector<float> dense(count * num_dense);
-  for (size_t k = 0; k < dense_raw.size(); ++k) {
-    dense_raw[k] = raw_values[random() % std::size(raw_values)];
-    dense[k] = CtrDenseFeature(dense_raw[k]);
-  }
-  std::vector<std::vector<int64_t>> bags(count * num_fields);
-  size_t longest = 1;
-  for (int64_t i = 0; i < count; ++i) {
-    for (int f = 0; f < num_fields; ++f) {
-      std::vector<int64_t>& bag = bags[i * num_fields + f];
-      const int size = bag_sizes[random() % std::size(bag_sizes)];
-      for (int k = 0; k < size; ++k) {
-        if (!seen[f].empty() && random() % 4 != 0) {
-          bag.push_back(seen[f][random() % seen[f].size()]);
-        } else {
-          bag.push_back(CtrFeatureId(f, random()));  // almost surely unseen
-        }
-      }
-      longest = std::max(longest, bag.size());
-    }
-  }
-  // psflow's side: the SparseBatch the trainer would build, rows from the
-  // checkpoint and zeros (the ONNX model's default row) for unseen ids.
-  std::vector<int64_t> offsets = {0}, ids, unique;
+  return rows;
+}
+
+// psflow's probabilities for `examples` (dense features already
+// transformed, as the reader gives them): the SparseBatch the trainer
+// would build, rows from the checkpoint and zeros (the ONNX model's
+// default row) for ids the tables do not hold.
+absl::StatusOr<std::vector<float>> Score(LoadedModel& m, const TableRows& rows,
+                                         const CtrExamples& examples) {
+  const std::vector<ModelTable>& tables = m.definition->tables();
+  std::vector<int64_t> unique;
   std::vector<int32_t> slots;
   std::map<int64_t, int32_t> slot_of;
-  for (const std::vector<int64_t>& bag : bags) {
-    for (int64_t id : bag) {
-      auto [it, added] =
-          slot_of.emplace(id, static_cast<int32_t>(unique.size()));
-      if (added) unique.push_back(id);
-      ids.push_back(id);
-      slots.push_back(it->second);
-    }
-    offsets.push_back(static_cast<int64_t>(ids.size()));
+  for (int64_t id : examples.ids) {
+    auto [it, added] = slot_of.emplace(id, static_cast<int32_t>(unique.size()));
+    if (added) unique.push_back(id);
+    slots.push_back(it->second);
   }
   std::vector<std::vector<float>> table_rows(tables.size());
   SparseBatch sparse;
-  sparse.num_fields = num_fields;
-  sparse.offsets = offsets;
-  sparse.ids = ids;
+  sparse.num_fields = examples.num_fields;
+  sparse.offsets = examples.offsets;
+  sparse.ids = examples.ids;
   sparse.slots = slots;
   sparse.num_unique = static_cast<int64_t>(unique.size());
   for (size_t t = 0; t < tables.size(); ++t) {
@@ -229,13 +210,71 @@ absl::StatusOr<std::string> CtrReference(const std::string& checkpoint,
     }
     sparse.rows.push_back(table_rows[t]);
   }
-  std::vector<int32_t> labels(count, 0);
-  std::vector<float> probabilities(count);
-  ExampleBatch batch{count, dense, labels, 0, &sparse};
+  const int64_t n = examples.num_examples;
+  std::vector<int32_t> labels(n, 0);
+  std::vector<float> probabilities(n);
+  ExampleBatch batch{n, examples.dense, labels, 0, &sparse};
   RETURN_IF_ERROR(
       m.model->Score(batch, absl::MakeSpan(probabilities)).status());
-  std::vector<int> predicted(count);
-  for (int64_t i = 0; i < count; ++i) predicted[i] = probabilities[i] >= 0.5f;
+  return probabilities;
+}
+
+std::vector<int> BinaryClasses(const std::vector<float>& probabilities) {
+  std::vector<int> classes;
+  for (float p : probabilities) classes.push_back(p >= 0.5f ? 1 : 0);
+  return classes;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> CtrReference(const std::string& checkpoint,
+                                         int64_t count, uint64_t seed) {
+  ASSIGN_OR_RETURN(LoadedModel m, Load(checkpoint, count));
+  ASSIGN_OR_RETURN(TableRows rows, ReadTables(m));
+  CtrExamples examples;
+  examples.num_fields = m.info.input.num_fields;
+  examples.num_dense = static_cast<int>(m.info.input.num_features());
+  examples.num_examples = count;
+  const int num_fields = examples.num_fields;
+  const int64_t num_dense = examples.num_dense;
+  // The ids the tables hold, per field, in a fixed order.
+  std::vector<std::vector<int64_t>> seen(num_fields);
+  for (const auto& table : rows) {
+    for (const auto& [id, row] : table) {
+      const int field = CtrFieldOf(id);
+      if (field < num_fields) seen[field].push_back(id);
+    }
+  }
+  for (std::vector<int64_t>& ids : seen) std::sort(ids.begin(), ids.end());
+  std::mt19937_64 random(seed);
+  const int64_t raw_values[] = {-3, 0,  0,    1,      2,
+                                7,  42, 1000, 123456, 4000000000};
+  const int bag_sizes[] = {0, 1, 1, 1, 2, 3};
+  std::vector<int64_t> dense_raw(count * num_dense);
+  for (int64_t& x : dense_raw) {
+    x = raw_values[random() % std::size(raw_values)];
+    examples.dense.push_back(CtrDenseFeature(x));
+  }
+  std::vector<std::vector<int64_t>> bags(count * num_fields);
+  size_t longest = 1;
+  examples.offsets = {0};
+  for (int64_t i = 0; i < count; ++i) {
+    for (int f = 0; f < num_fields; ++f) {
+      std::vector<int64_t>& bag = bags[i * num_fields + f];
+      const int size = bag_sizes[random() % std::size(bag_sizes)];
+      for (int k = 0; k < size; ++k) {
+        if (!seen[f].empty() && random() % 4 != 0) {
+          bag.push_back(seen[f][random() % seen[f].size()]);
+        } else {
+          bag.push_back(CtrFeatureId(f, random()));  // almost surely unseen
+        }
+      }
+      longest = std::max(longest, bag.size());
+      examples.ids.insert(examples.ids.end(), bag.begin(), bag.end());
+      examples.offsets.push_back(static_cast<int64_t>(examples.ids.size()));
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<float> probabilities, Score(m, rows, examples));
 
   std::vector<int64_t> padded(count * num_fields * longest, -1);
   for (size_t b = 0; b < bags.size(); ++b) {
@@ -250,7 +289,28 @@ absl::StatusOr<std::string> CtrReference(const std::string& checkpoint,
   inputs.push_back(Tensor("ids", "int64",
                           {count, num_fields, static_cast<int64_t>(longest)},
                           Int64s(padded)));
-  return Result(inputs, {count, 1}, probabilities, predicted);
+  return Result(inputs, {count, 1}, probabilities,
+                BinaryClasses(probabilities));
+}
+
+absl::StatusOr<std::string> CtrTextReference(const std::string& checkpoint,
+                                             const std::string& text) {
+  absl::StatusOr<CtrExamples> examples;
+  {
+    // The format, then the model for that many examples.
+    ASSIGN_OR_RETURN(LoadedModel probe, Load(checkpoint, 1));
+    examples = ParseCriteoText(
+        text,
+        CriteoFormatOf(static_cast<int>(probe.info.input.num_features()),
+                       probe.info.input.num_fields),
+        "the reference lines");
+  }
+  RETURN_IF_ERROR(examples.status());
+  ASSIGN_OR_RETURN(LoadedModel m, Load(checkpoint, examples->num_examples));
+  ASSIGN_OR_RETURN(TableRows rows, ReadTables(m));
+  ASSIGN_OR_RETURN(std::vector<float> probabilities, Score(m, rows, *examples));
+  return Result({}, {examples->num_examples, 1}, probabilities,
+                BinaryClasses(probabilities));
 }
 
 }  // namespace testing

@@ -41,6 +41,13 @@ absl::StatusOr<std::string> ImageReference(const std::string& checkpoint,
 absl::StatusOr<std::string> CtrReference(const std::string& checkpoint,
                                          int64_t count, uint64_t seed);
 
+// psflow's probabilities for Criteo text `text` (lines as the data files
+// hold them) read by psflow's own reader; "inputs" is empty: the test
+// makes them from the same lines with tools/ctr_feature_id.py. Ids the
+// tables do not hold read zeros, as in the ONNX model.
+absl::StatusOr<std::string> CtrTextReference(const std::string& checkpoint,
+                                             const std::string& text);
+
 }  // namespace testing
 }  // namespace psflow
 

@@ -4,6 +4,10 @@
 // psflow's own.
 //
 //   node run_onnx.js <node_modules> <model.onnx> <reference.json> <tolerance>
+//       [<inputs.json>]
+//
+// With <inputs.json> ({"inputs": [...]}, what tools/ctr_feature_id.py
+// prints), the model's inputs come from it instead of the reference.
 //
 // Prints "max_abs_diff=<d> examples=<n> classes_agree=<k>
 // probabilities_in=[<low>, <high>]" and exits 0 when d <= tolerance, the
@@ -57,13 +61,17 @@ function margin(data, r, columns) {
 }
 
 async function main() {
-  const [modules, model, referencePath, toleranceText] = process.argv.slice(2);
+  const [modules, model, referencePath, toleranceText, inputsPath] =
+      process.argv.slice(2);
   if (toleranceText === undefined) {
     fail("usage: run_onnx.js <node_modules> <model.onnx> <reference.json> " +
          "<tolerance>");
   }
   const ort = require(path.join(modules, "onnxruntime-node"));
   const reference = JSON.parse(fs.readFileSync(referencePath, "utf8"));
+  if (inputsPath !== undefined) {
+    reference.inputs = JSON.parse(fs.readFileSync(inputsPath, "utf8")).inputs;
+  }
   const tolerance = Number(toleranceText);
   const session = await ort.InferenceSession.create(model);
   const feeds = {};
