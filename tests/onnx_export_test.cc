@@ -23,7 +23,9 @@
 #include "common/status_matchers.h"
 #include "data/dataset.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "proto/job_config.pb.h"
 #include "tests/local_run.h"
 #include "tests/onnx_reference.h"
 #include "tests/test_paths.h"
@@ -170,9 +172,39 @@ absl::StatusOr<Dataset> TestImages() {
       absl::StrCat(kFashionMnist, "t10k-labels-idx1-ubyte.gz"));
 }
 
+// A shipped job config (configs/<name>.json), shortened for a test:
+// `steps` steps instead of its epochs, no checkpoint schedule of its own
+// (the test names the directory), and for CRITEO jobs a small generated
+// data set in `ctr_data`.
+std::string ShippedJob(const std::string& name, int steps,
+                       const std::string& ctr_data = "") {
+  absl::StatusOr<std::string> text =
+      ReadFileToString(RunfilePath("configs/" + name + ".json"));
+  EXPECT_OK(text);
+  JobConfig job;
+  EXPECT_TRUE(
+      google::protobuf::util::JsonStringToMessage(text.value_or("{}"), &job)
+          .ok())
+      << name;
+  job.mutable_training()->set_steps(steps);
+  job.clear_checkpoint();
+  job.mutable_evaluation()->set_every_secs(60);
+  if (job.data().format() == DataConfig::CRITEO) {
+    DataConfig& data = *job.mutable_data();
+    data.set_train_path(ctr_data + "/train.txt");
+    data.set_test_path(ctr_data + "/test.txt");
+    data.mutable_synthesize()->set_train_examples(4000);
+    data.mutable_synthesize()->set_test_examples(500);
+    data.mutable_synthesize()->set_vocabulary(20000);
+  }
+  std::string json;
+  EXPECT_TRUE(google::protobuf::util::MessageToJsonString(job, &json).ok());
+  return json;
+}
+
 TEST(OnnxExportTest, TheDefaultMlpJobRunsInOnnxRuntimeAsInPsflow) {
   const std::string checkpoint =
-      Train("mlp", ImageJob("mlp", R"({"mlp": {"hidden_sizes": [64]}})", 300));
+      Train("mlp", ShippedJob("fashion_mnist_mlp", 300));
   ASSERT_FALSE(checkpoint.empty());
   const std::string onnx = ExportOnnx(checkpoint, "mlp");
   ASSERT_OK_AND_ASSIGN(Dataset images, TestImages());
@@ -320,6 +352,50 @@ TEST(OnnxExportTest, AClickThroughRateGraphWithTablesRunsAsInPsflow) {
   ExpectRunsAsInPsflow(checkers, onnx, text_reference,
                        "input dense int64 [batch, 3]", hashed.output);
 }
+
+// The recommendation zoo (docs/models.md), each shortened to 60 steps on a
+// small generated data set they share: generated examples with seen and
+// unseen ids, and held-out Criteo lines hashed by tools/ctr_feature_id.py.
+class ZooExportTest : public ::testing::TestWithParam<const char*> {};
+
+std::string ZooData() {
+  static const std::string* const dir = new std::string(TempPath("zoo_data"));
+  return *dir;
+}
+
+TEST_P(ZooExportTest, RunsInOnnxRuntimeAsInPsflow) {
+  const std::string name = GetParam();
+  const std::string checkpoint = Train(name, ShippedJob(name, 60, ZooData()));
+  ASSERT_FALSE(checkpoint.empty());
+  const std::string onnx = ExportOnnx(checkpoint, name);
+  ASSERT_OK_AND_ASSIGN(std::string reference,
+                       CtrReference(checkpoint, 200, /*seed=*/11));
+  ASSERT_OK_AND_ASSIGN(std::string test_lines,
+                       ReadFileToString(ZooData() + "/test.txt", 64 << 20));
+  test_lines = test_lines.substr(0, test_lines.find('\n', 30000) + 1);
+  ASSERT_OK_AND_ASSIGN(std::string text_reference,
+                       CtrTextReference(checkpoint, test_lines));
+  const Checkers checkers = FindCheckers();
+  if (!checkers.missing.empty()) {
+    GTEST_SKIP() << "SKIPPED: the ONNX checks: " << checkers.missing
+                 << " (tools/setup.sh installs it)";
+  }
+  ExpectRunsAsInPsflow(checkers, onnx, reference,
+                       "input ids int64 [batch, 26, bag]");
+  const std::string lines_path = WriteTestFile(name + "_lines.txt", test_lines);
+  Command hashed = RunCommand(
+      {"/bin/sh", "-c",
+       absl::StrCat("/usr/bin/python3 ", RunfilePath("tools/ctr_feature_id.py"),
+                    " < ", lines_path)});
+  ASSERT_EQ(hashed.exit_code, 0) << hashed.output;
+  ExpectRunsAsInPsflow(checkers, onnx, text_reference,
+                       "input dense int64 [batch, 13]", hashed.output);
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooExportTest,
+                         ::testing::Values("ctr_dlrm", "ctr_dcn_v2",
+                                           "ctr_deepfm",
+                                           "ctr_wide_deep_graph"));
 
 }  // namespace
 }  // namespace psflow
