@@ -353,7 +353,8 @@ TEST(OnnxExportTest, AClickThroughRateGraphWithTablesRunsAsInPsflow) {
                        "input dense int64 [batch, 3]", hashed.output);
 }
 
-// The recommendation zoo (docs/models.md), each shortened to 60 steps on a
+// The recommendation zoo (docs/models.md) and the model.wide_deep kind's
+// config, each shortened to 60 steps on a
 // small generated data set they share: generated examples with seen and
 // unseen ids, and held-out Criteo lines hashed by tools/ctr_feature_id.py.
 class ZooExportTest : public ::testing::TestWithParam<const char*> {};
@@ -394,8 +395,8 @@ TEST_P(ZooExportTest, RunsInOnnxRuntimeAsInPsflow) {
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ZooExportTest,
                          ::testing::Values("ctr_dlrm", "ctr_dcn_v2",
-                                           "ctr_deepfm",
-                                           "ctr_wide_deep_graph"));
+                                           "ctr_deepfm", "ctr_wide_deep_graph",
+                                           "ctr_wide_deep"));
 
 }  // namespace
 }  // namespace psflow

@@ -281,7 +281,10 @@ absl::StatusOr<std::string> CtrReference(const std::string& checkpoint,
     std::copy(bags[b].begin(), bags[b].end(), padded.begin() + b * longest);
   }
   std::vector<std::string> inputs;
-  const std::string dense_name = FeaturesName(m.info.config, "");
+  // wide_deep's dense features are "dense"; a graph's are its features
+  // input's name.
+  const std::string dense_name =
+      m.info.config.has_wide_deep() ? "dense" : FeaturesName(m.info.config, "");
   if (!dense_name.empty()) {
     inputs.push_back(
         Tensor(dense_name, "int64", {count, num_dense}, Int64s(dense_raw)));

@@ -12,6 +12,7 @@
 #include "model/onnx/onnx_inputs.h"
 #include "model/onnx/onnx_layers.h"
 #include "model/onnx/onnx_nodes.h"
+#include "model/onnx/onnx_wide_deep.h"
 #include "model/registry.h"
 
 namespace psflow {
@@ -145,10 +146,13 @@ absl::StatusOr<std::string> EmitBody(OnnxBuilder& b, const OnnxExportSpec& spec,
     case ModelConfig::kGraph:
       return EmitGraph(b, spec);
     case ModelConfig::kWideDeep:
-      return absl::UnimplementedError(
-          "psctl ckpt export --format=onnx: model.wide_deep is not "
-          "exportable yet; configs/ctr_wide_deep_graph.json is the same "
-          "model as a model.graph, which is");
+      if (spec.data_format != DataConfig::CRITEO) {
+        return absl::InvalidArgumentError(
+            "model.wide_deep reads CRITEO rows, but the checkpoint's data "
+            "are images; the model config does not belong to this "
+            "checkpoint");
+      }
+      return EmitWideDeep(b, spec.config, spec.input, definition);
     default:
       break;
   }

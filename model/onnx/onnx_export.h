@@ -47,8 +47,7 @@ inline constexpr char kOnnxPixelsInput[] = "pixels";
 
 // The model, its values read through `weights`. InvalidArgument for a
 // config the registry refuses or that does not suit the data; Unimplemented
-// naming the layer or model kind that cannot be exported yet (the
-// `wide_deep` kind: export its graph form, configs/ctr_wide_deep_graph.json);
+// naming the layer or model kind that cannot be exported yet;
 // OutOfRange when the model would pass protobuf's 2 GiB; the weight
 // source's errors as they are.
 absl::StatusOr<onnx::ModelProto> BuildOnnxModel(const OnnxExportSpec& spec,

@@ -16,7 +16,6 @@
 namespace psflow {
 namespace {
 
-using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -99,17 +98,28 @@ TEST(OnnxExportTest, AnMlpTakesRawPixelsAndKeepsTheCheckpointsNames) {
   EXPECT_EQ(model.metadata_props(0).key(), "job_name");
 }
 
-TEST(OnnxExportTest, TheWideDeepKindIsRefusedNamingItsGraphForm) {
+TEST(OnnxExportTest, TheWideDeepKindTakesDenseColumnsAndIds) {
   OnnxExportSpec spec;
-  spec.config = ModelFromJson(R"({"wide_deep": {}})");
+  spec.config = ModelFromJson(R"({"wide_deep": {"embedding_dim": 2,
+                                                 "hidden_sizes": [4]}})");
   spec.input.example_shape = {3};
   spec.input.num_classes = 2;
   spec.input.num_fields = 2;
   spec.data_format = DataConfig::CRITEO;
+  ASSERT_OK_AND_ASSIGN(onnx::ModelProto model,
+                       BuildOnnxModel(spec, FakeWeights()));
+  EXPECT_THAT(Names(model.graph().input()), ElementsAre("dense", "ids"));
+  EXPECT_NE(Initializer(model, "embedding/values"), nullptr);
+  EXPECT_NE(Initializer(model, "linear/values"), nullptr);
+  EXPECT_NE(Initializer(model, "deep/dense_0/kernel"), nullptr);
+  EXPECT_NE(Initializer(model, "deep/logit/kernel"), nullptr);
+  EXPECT_NE(Initializer(model, "wide/kernel"), nullptr);
+  EXPECT_NE(Initializer(model, "wide/bias"), nullptr);
+  // The same model on images is not this checkpoint's.
+  spec.data_format = DataConfig::IDX;
   EXPECT_THAT(BuildOnnxModel(spec, FakeWeights()),
-              StatusIs(absl::StatusCode::kUnimplemented,
-                       AllOf(HasSubstr("model.wide_deep is not exportable"),
-                             HasSubstr("configs/ctr_wide_deep_graph.json"))));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("model.wide_deep reads CRITEO rows")));
 }
 
 TEST(OnnxExportTest, TheWeightSourcesErrorsArePassedOn) {

@@ -18,81 +18,27 @@ struct TableUser {
   Pooling pooling = Pooling::kSum;
 };
 
-// Every field `users` read, pooled per example: [batch, users, dim] sums,
-// and (when one of them pools by mean) the means.
+// Every categorical input of one table as its value: one lookup for all
+// the fields they read, then each input's field of the pooled tensor.
 absl::Status EmitTable(OnnxBuilder& b, const ModelTable& table,
                        const std::vector<TableUser>& users,
                        std::map<int, std::string>& values) {
-  const std::string& t = table.name();
-  ASSIGN_OR_RETURN(OnnxWeights::Table rows, b.weights().table(table));
-  const int64_t num_rows = static_cast<int64_t>(rows.ids.size());
-  if (static_cast<int64_t>(rows.rows.size()) != num_rows * table.dim()) {
-    return absl::InternalError(absl::StrCat("table ", t, ": ", rows.ids.size(),
-                                            " ids but ", rows.rows.size(),
-                                            " values of dim ", table.dim()));
-  }
-  // The matrix: the rows in id order, then the default row (zeros) that
-  // every id the table never saw, and the -1 padding, read.
-  std::vector<float> matrix = std::move(rows.rows);
-  matrix.resize(matrix.size() + table.dim(), 0.0f);
-  const std::string values_name =
-      b.Floats(t + "/values", {num_rows + 1, table.dim()}, std::move(matrix));
-
-  std::vector<int64_t> fields;
-  for (const TableUser& u : users) fields.push_back(u.field);
-  const std::string field_list =
-      b.Int64s(t + ":fields", {static_cast<int64_t>(fields.size())}, fields);
-  const std::string bags =
-      b.Op("Gather", {kOnnxIdsInput, field_list}, t + ":bags");
-  b.SetInt("axis", 1);  // [batch, users, bag]
-
-  // id -> row. The keys are the table's ids in ascending order (and -1,
-  // the padding, so that the list is never empty); anything else is the
-  // default row.
-  std::vector<int64_t> keys = {-1};
-  keys.insert(keys.end(), rows.ids.begin(), rows.ids.end());
-  std::vector<int64_t> row_of_key = {num_rows};
-  for (int64_t r = 0; r < num_rows; ++r) row_of_key.push_back(r);
-  const std::string row_index =
-      b.Op("LabelEncoder", {bags}, t + ":rows", "ai.onnx.ml");
-  b.SetInts("keys_int64s", keys);
-  b.SetInts("values_int64s", row_of_key);
-  b.SetInt("default_int64", num_rows);
-  const std::string looked_up =
-      b.Op("Gather", {values_name, row_index}, t + ":looked_up");
-  b.SetInt("axis", 0);  // [batch, users, bag, dim]
-  const std::string bag_axis = b.Int64s(t + ":axis2", {1}, {2});
-  const std::string sums =
-      b.Op("ReduceSum", {looked_up, bag_axis}, t + ":sums");
-  b.SetInt("keepdims", 0);  // [batch, users, dim]
-
-  std::string means;
+  std::vector<int> fields;
+  bool with_means = false;
   for (const TableUser& u : users) {
-    if (u.pooling != Pooling::kMean || !means.empty()) continue;
-    // psflow multiplies a bag's sum by 1 / (its ids); an empty bag stays
-    // zeros (its count is taken as 1).
-    const std::string padding = b.Int64s(t + ":padding", {}, {-1});
-    const std::string is_padding =
-        b.Op("Equal", {bags, padding}, t + ":is_padding");
-    const std::string present = b.Op("Not", {is_padding}, t + ":present");
-    const std::string ones = b.Op("Cast", {present}, t + ":present_float");
-    b.SetInt("to", onnx::TensorProto::FLOAT);
-    const std::string counts =
-        b.Op("ReduceSum", {ones, bag_axis}, t + ":counts");
-    b.SetInt("keepdims", 1);  // [batch, users, 1]
-    const std::string at_least_one =
-        b.Op("Max", {counts, b.Scalar(t + ":one", 1.0f)}, t + ":divisor");
-    const std::string scale =
-        b.Op("Reciprocal", {at_least_one}, t + ":mean_scale");
-    means = b.Op("Mul", {sums, scale}, t + ":means");
+    fields.push_back(u.field);
+    with_means = with_means || u.pooling == Pooling::kMean;
   }
+  ASSIGN_OR_RETURN(PooledFields pooled,
+                   EmitPooledFields(b, table, fields, with_means));
   for (size_t j = 0; j < users.size(); ++j) {
-    const std::string which =
-        b.Int64s(absl::StrCat(t, ":user"), {}, {static_cast<int64_t>(j)});
-    const std::string& pooled =
-        users[j].pooling == Pooling::kMean ? means : sums;
+    const std::string which = b.Int64s(absl::StrCat(table.name(), ":user"), {},
+                                       {static_cast<int64_t>(j)});
     values[users[j].input] =
-        b.Op("Gather", {pooled, which}, absl::StrCat(t, ":pooled"));
+        b.Op("Gather",
+             {users[j].pooling == Pooling::kMean ? pooled.means : pooled.sums,
+              which},
+             absl::StrCat(table.name(), ":pooled"));
     b.SetInt("axis", 1);  // [batch, dim]
   }
   return absl::OkStatus();
@@ -134,6 +80,76 @@ std::string EmitCtrDenseInput(OnnxBuilder& b, const std::string& name,
   return y;
 }
 
+void DeclareIdsInput(OnnxBuilder& b, int num_fields) {
+  b.Input(kOnnxIdsInput, onnx::TensorProto::INT64, {-1, num_fields, -1},
+          {"batch", "", "bag"});
+}
+
+absl::StatusOr<PooledFields> EmitPooledFields(OnnxBuilder& b,
+                                              const ModelTable& table,
+                                              const std::vector<int>& fields,
+                                              bool with_means) {
+  const std::string& t = table.name();
+  ASSIGN_OR_RETURN(OnnxWeights::Table rows, b.weights().table(table));
+  const int64_t num_rows = static_cast<int64_t>(rows.ids.size());
+  if (static_cast<int64_t>(rows.rows.size()) != num_rows * table.dim()) {
+    return absl::InternalError(absl::StrCat("table ", t, ": ", rows.ids.size(),
+                                            " ids but ", rows.rows.size(),
+                                            " values of dim ", table.dim()));
+  }
+  // The matrix: the rows in id order, then the default row (zeros) that
+  // every id the table never saw, and the -1 padding, read.
+  std::vector<float> matrix = std::move(rows.rows);
+  matrix.resize(matrix.size() + table.dim(), 0.0f);
+  const std::string values_name =
+      b.Floats(t + "/values", {num_rows + 1, table.dim()}, std::move(matrix));
+
+  const std::vector<int64_t> field_numbers(fields.begin(), fields.end());
+  const std::string field_list = b.Int64s(
+      t + ":fields", {static_cast<int64_t>(fields.size())}, field_numbers);
+  const std::string bags =
+      b.Op("Gather", {kOnnxIdsInput, field_list}, t + ":bags");
+  b.SetInt("axis", 1);  // [batch, fields, bag]
+
+  // id -> row. The keys are the table's ids in ascending order (and -1,
+  // the padding, so that the list is never empty); anything else is the
+  // default row.
+  std::vector<int64_t> keys = {-1};
+  keys.insert(keys.end(), rows.ids.begin(), rows.ids.end());
+  std::vector<int64_t> row_of_key = {num_rows};
+  for (int64_t r = 0; r < num_rows; ++r) row_of_key.push_back(r);
+  const std::string row_index =
+      b.Op("LabelEncoder", {bags}, t + ":rows", "ai.onnx.ml");
+  b.SetInts("keys_int64s", keys);
+  b.SetInts("values_int64s", row_of_key);
+  b.SetInt("default_int64", num_rows);
+  const std::string looked_up =
+      b.Op("Gather", {values_name, row_index}, t + ":looked_up");
+  b.SetInt("axis", 0);  // [batch, fields, bag, dim]
+  const std::string bag_axis = b.Int64s(t + ":axis2", {1}, {2});
+  PooledFields pooled;
+  pooled.sums = b.Op("ReduceSum", {looked_up, bag_axis}, t + ":sums");
+  b.SetInt("keepdims", 0);  // [batch, fields, dim]
+  if (!with_means) return pooled;
+
+  // psflow multiplies a bag's sum by 1 / (its ids); an empty bag stays
+  // zeros (its count is taken as 1).
+  const std::string padding = b.Int64s(t + ":padding", {}, {-1});
+  const std::string is_padding =
+      b.Op("Equal", {bags, padding}, t + ":is_padding");
+  const std::string present = b.Op("Not", {is_padding}, t + ":present");
+  const std::string ones = b.Op("Cast", {present}, t + ":present_float");
+  b.SetInt("to", onnx::TensorProto::FLOAT);
+  const std::string counts = b.Op("ReduceSum", {ones, bag_axis}, t + ":counts");
+  b.SetInt("keepdims", 1);  // [batch, fields, 1]
+  const std::string at_least_one =
+      b.Op("Max", {counts, b.Scalar(t + ":one", 1.0f)}, t + ":divisor");
+  const std::string scale =
+      b.Op("Reciprocal", {at_least_one}, t + ":mean_scale");
+  pooled.means = b.Op("Mul", {pooled.sums, scale}, t + ":means");
+  return pooled;
+}
+
 absl::StatusOr<std::map<int, std::string>> EmitCategoricalInputs(
     OnnxBuilder& b, const GraphSpec& spec, int num_fields) {
   std::map<int, std::string> values;
@@ -148,8 +164,7 @@ absl::StatusOr<std::map<int, std::string>> EmitCategoricalInputs(
                   [](const auto& u) { return u.empty(); })) {
     return values;
   }
-  b.Input(kOnnxIdsInput, onnx::TensorProto::INT64, {-1, num_fields, -1},
-          {"batch", "", "bag"});
+  DeclareIdsInput(b, num_fields);
   for (size_t t = 0; t < spec.tables.size(); ++t) {
     if (users[t].empty()) continue;
     ModelTable table;

@@ -25,6 +25,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "model/graph/graph_spec.h"
@@ -47,6 +48,21 @@ std::string EmitImageInput(OnnxBuilder& b, const std::string& name,
 // returns the transformed float32 value's name.
 std::string EmitCtrDenseInput(OnnxBuilder& b, const std::string& name,
                               int64_t num_dense);
+
+// Declares the "ids" input: int64 [batch, num_fields, bag].
+void DeclareIdsInput(OnnxBuilder& b, int num_fields);
+
+// `fields`' bags of "ids" looked up in `table` (its rows from the weight
+// source) and pooled per example: [batch, fields.size(), dim] sums, and
+// with `with_means` also the means (over the ids present).
+struct PooledFields {
+  std::string sums;
+  std::string means;  // empty without with_means
+};
+absl::StatusOr<PooledFields> EmitPooledFields(OnnxBuilder& b,
+                                              const ModelTable& table,
+                                              const std::vector<int>& fields,
+                                              bool with_means);
 
 // Declares the "ids" input ([batch, num_fields, bag]) and emits every
 // categorical input of `spec` (one lookup per table for all the fields it
