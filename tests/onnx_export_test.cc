@@ -252,6 +252,43 @@ TEST(OnnxExportTest, AConvolutionalLayersModelRunsAsInPsflow) {
                        "input pixels float [batch, 28, 28]");
 }
 
+// A graph on images: its features input keeps its name, raw pixel values
+// in; two branches (global average pooling, flattening) added.
+TEST(OnnxExportTest, AGraphOnImagesRunsAsInPsflow) {
+  const std::string model = R"({"graph": {
+      "inputs": [{"name": "image", "features": {}}],
+      "nodes": [
+        {"name": "scaled", "inputs": ["image"],
+         "layer": {"Rescaling": {"scale": 0.00392156862745098, "offset": -0.5}}},
+        {"name": "conv", "inputs": ["scaled"],
+         "layer": {"Conv2D": {"filters": 8, "kernel_size": [5], "strides": [2],
+                              "padding": "same", "activation": "relu"}}},
+        {"name": "pooled", "inputs": ["conv"],
+         "layer": {"GlobalAveragePooling2D": {}}},
+        {"name": "from_pooled", "inputs": ["pooled"],
+         "layer": {"Dense": {"units": 10}}},
+        {"name": "flat", "inputs": ["conv"], "layer": {"Flatten": {}}},
+        {"name": "from_flat", "inputs": ["flat"],
+         "layer": {"Dense": {"units": 10, "use_bias": false}}},
+        {"name": "logits", "inputs": ["from_pooled", "from_flat"],
+         "layer": {"Add": {}}}],
+      "output": {"node": "logits", "loss": "SOFTMAX_CROSS_ENTROPY"}}})";
+  const std::string checkpoint =
+      Train("image_graph", ImageJob("image_graph", model, 150));
+  ASSERT_FALSE(checkpoint.empty());
+  const std::string onnx = ExportOnnx(checkpoint, "image_graph");
+  ASSERT_OK_AND_ASSIGN(Dataset images, TestImages());
+  ASSERT_OK_AND_ASSIGN(std::string reference,
+                       ImageReference(checkpoint, images, 200));
+  const Checkers checkers = FindCheckers();
+  if (!checkers.missing.empty()) {
+    GTEST_SKIP() << "SKIPPED: the ONNX checks: " << checkers.missing
+                 << " (tools/setup.sh installs it)";
+  }
+  ExpectRunsAsInPsflow(checkers, onnx, reference,
+                       "input image float [batch, 28, 28]");
+}
+
 // A click-through-rate graph with every multi-input layer, two tables (one
 // shared by five fields, sum and mean pooling), batch normalization's
 // moving statistics and the dense transform; the ids of unseen values and
