@@ -13,8 +13,10 @@
 # installed as the user who runs this, for that user's tests).
 #
 #   tools/setup.sh            what the build, the tests and the default job need
-#   tools/setup.sh --bench    also the peers benchmarks compare with (PyTorch,
-#                             for bench/convnet_bench.py and convnet_torch.py)
+#   tools/setup.sh --bench    the same (kept so that older commands work:
+#                             PyTorch, which it used to add for the bench/
+#                             *_torch.py peers, is now installed always, for
+#                             //model/graph/parity:torch_parity_test)
 #   tools/setup.sh --no-k8s-schemas
 #                             neither Node.js nor its packages (the image
 #                             build, deploy/docker/Dockerfile, needs no npm
@@ -64,10 +66,12 @@ PACKAGES=(
   # A real Prometheus server and the reference exposition parser for the
   # metrics tests.
   prometheus python3-prometheus-client
+  # The model zoo's PyTorch twins (//model/graph/parity:torch_parity_test,
+  # which skips without it) and the bench/ peers compared with psflow.
+  python3-torch
 )
-if $bench; then
-  PACKAGES+=(python3-torch)
-fi
+# --bench adds nothing any more (PyTorch is above); still accepted.
+: "$bench"
 # Node.js and npm run the Kubernetes schema check. Debian's, unless a node
 # and npm are already on PATH (another distribution's nodejs, e.g.
 # NodeSource's, bundles npm and conflicts with Debian's npm package).
