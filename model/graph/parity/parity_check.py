@@ -85,25 +85,6 @@ class Dump:
         return a.reshape(shape) if shape is not None else a
 
 
-def bags_of(step, num_fields, dtype=torch.int64):
-    """Per field, (ids, offsets) for F.embedding_bag, from the dump's
-    example-major offsets (example i's field f is entry i * F + f)."""
-    offsets = np.asarray(step["offsets"], dtype=np.int64)
-    ids = np.asarray(step["ids"], dtype=np.int64)
-    size = step["size"]
-    bags = []
-    for f in range(num_fields):
-        starts = offsets[np.arange(size) * num_fields + f]
-        ends = offsets[np.arange(size) * num_fields + f + 1]
-        field_ids = np.concatenate(
-            [ids[s:e] for s, e in zip(starts, ends)] or [np.zeros(0, np.int64)])
-        lengths = ends - starts
-        field_offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        bags.append((torch.as_tensor(field_ids, dtype=dtype),
-                     torch.as_tensor(field_offsets, dtype=dtype)))
-    return bags
-
-
 def relative_error(psflow, twin):
     psflow = np.asarray(psflow, dtype=np.float64)
     twin = np.asarray(twin, dtype=np.float64)
@@ -161,15 +142,16 @@ def check(path, dtype):
         features = torch.as_tensor(
             dump.array(step["features"], (size, m["input"]["num_dense"])))
         labels = torch.as_tensor(step["labels"])
-        bags = bags_of(step, num_fields)
+        bags = (torch.as_tensor(step["ids"], dtype=torch.int64),
+                torch.as_tensor(step["offsets"], dtype=torch.int64))
         twin.zero_grad(set_to_none=True)
-        logits = twin(features, bags, training=True)
+        logits = twin(features, *bags, training=True)
         batch_stats = dict(twin.batch_stats)
         loss = twin.loss_of(logits, labels)
         loss.backward()
         with torch.no_grad():
             probabilities = twin.probabilities(
-                twin(features, bags, training=False))
+                twin(features, *bags, training=False))
         err = abs(step["loss"] - loss.item()) / abs(loss.item())
         note("loss", "step %d" % k, err, LOSS_RTOL)
         err = float(np.max(np.abs(

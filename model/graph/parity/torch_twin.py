@@ -120,14 +120,16 @@ def numel(shape):
 class GraphTwin(torch.nn.Module):
     """`graph` (GraphConfig as a dict) for examples of `example_shape`
     with `num_fields` categorical fields; each table holds `table_rows`
-    rows (an int for all, or a dict by table name). Parameters start at
-    zero: load_values() sets them."""
+    rows (an int for all, or a dict by table name); `sparse` gives the
+    tables sparse gradients (for optimizers over large tables). Parameters
+    start at zero: load_values() sets them."""
 
     def __init__(self, graph, example_shape, num_fields=0, num_classes=2,
-                 table_rows=0, dtype=torch.float32):
+                 table_rows=0, dtype=torch.float32, sparse=False):
         super().__init__()
         graph = normalized(graph)
         self.dtype = dtype
+        self.sparse = sparse  # tables' gradients as sparse tensors
         self.num_fields = num_fields
         self.num_classes = num_classes
         self.loss = graph["output"].get("loss", "LOSS_UNSPECIFIED")
@@ -263,20 +265,32 @@ class GraphTwin(torch.nn.Module):
 
     # --------------------------------------------------------- forward
 
-    def forward(self, features, bags, training):
+    def forward(self, features, ids, offsets, training):
         """Logits [batch, out] for `features` [batch, *example_shape] and
-        `bags`: per field, (ids, offsets) as F.embedding_bag takes them
-        (ids index the table's rows; offsets[i] is example i's first).
-        Training records BatchNormalization's statistics in batch_stats."""
+        the batch's bags as psflow's SparseBatch lays them out: example i's
+        field f holds the table rows ids[offsets[i * F + f] .. offsets[i * F
+        + f + 1]) (offsets has batch * F + 1 entries). Training records
+        BatchNormalization's statistics in batch_stats."""
         self.batch_stats = {}
         x = {}
+        pooled = {}  # (table, pooling) -> F values [batch, dim]
+        batch = features.shape[0]
         for name, field, table, pooling in self.inputs:
             if field is None:
                 x[name] = features.to(self.dtype)
                 continue
-            ids, offsets = bags[field]
-            x[name] = F.embedding_bag(ids, self.tables[table], offsets,
-                                      mode=pooling)
+            # One lookup per table and pooling for every field's bags (the
+            # zoo's inputs read all fields of a table alike), not one per
+            # field: what an efficient PyTorch model does.
+            # unbind: one backward (a stack) for all fields, where
+            # indexing each field would fill a zero gradient per field.
+            key = (table, pooling)
+            if key not in pooled:
+                pooled[key] = F.embedding_bag(
+                    ids, self.tables[table], offsets, mode=pooling,
+                    sparse=self.sparse, include_last_offset=True).view(
+                        batch, self.num_fields, -1).unbind(1)
+            x[name] = pooled[key][field]
         for name, cls, s, reads in self.nodes:
             x[name] = self._apply(name, cls, s, [x[r] for r in reads],
                                   training)
@@ -286,9 +300,10 @@ class GraphTwin(torch.nn.Module):
         v = lambda suffix: self.value("%s/%s" % (name, suffix))  # noqa: E731
         first = xs[0]
         if cls == "Dense":
-            y = first @ v("kernel")
             if s.get("use_bias", True):
-                y = y + v("bias")
+                y = torch.addmm(v("bias"), first, v("kernel"))
+            else:
+                y = first @ v("kernel")
             return activate(y, s.get("activation"))
         if cls == "Activation":
             return activate(first, s.get("activation"))
