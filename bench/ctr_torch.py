@@ -669,6 +669,14 @@ def main():
     opt = torch.optim.Adagrad(groups, lr=1.0,
                               initial_accumulator_value=accumulator,
                               eps=epsilon)
+    # torch 1.13's Adagrad starts every accumulator at the constructor's
+    # value, not its group's: a table's own initial_accumulator_value
+    # needs setting here.
+    with torch.no_grad():
+        for group in opt.param_groups:
+            for p in group["params"]:
+                opt.state[p]["sum"].fill_(group.get(
+                    "initial_accumulator_value", accumulator))
     rates = torch.optim.lr_scheduler.LambdaLR(
         opt, [lambda step, c=c: psflow_rate(c, step) for c in schedules])
     order = training_batches(len(train[0]), batch_size, epochs,
