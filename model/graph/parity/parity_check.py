@@ -15,7 +15,8 @@ what is compared after step k is two independent trajectories.
 
 The dump (step_dump.h): DUMP.json names the config and the graph (as psflow
 parsed it), the input (num_dense, num_fields), num_ids rows per table, the
-variables (name, shape, trainable, momentum) and tables (name, dim) with
+variables (name, shape, trainable, momentum) and tables (name, dim, the
+fields whose ids they hold: none listed for every field) with
 their initial values, and per step the batch (features, labels, bag
 offsets and ids, as random_batches.h lays them out), the loss, the
 probabilities and the gradients. Arrays are [offset, count] in float32s of

@@ -19,43 +19,88 @@
 namespace psflow {
 namespace {
 
-// The batch as the model takes it: its distinct ids (sorted), each id's
-// slot among them, and every table's rows of those ids.
+// The batch as the trainer hands it to the model: its distinct ids
+// (sorted) and each id's slot among them; per table, the distinct ids of
+// the table's fields (ModelTable::fields; all for a table of every field),
+// each id's row among them (-1 for another field's id) and the table's
+// rows of those ids.
 struct PulledBatch {
   std::vector<int64_t> unique;
   std::vector<int32_t> slots;
+  std::vector<std::vector<int64_t>> table_ids;  // per table, sorted
+  std::vector<std::vector<int32_t>> table_slots;
   std::vector<std::vector<float>> rows, row_gradients;  // per table
   SparseBatch sparse;
 };
 
+// `sorted`'s index of each of `ids` (-1 for one not in it).
+std::vector<int32_t> SlotsIn(const std::vector<int64_t>& sorted,
+                             const std::vector<int64_t>& ids) {
+  std::vector<int32_t> slots;
+  for (int64_t id : ids) {
+    const auto at = std::lower_bound(sorted.begin(), sorted.end(), id);
+    slots.push_back(at != sorted.end() && *at == id
+                        ? static_cast<int32_t>(at - sorted.begin())
+                        : -1);
+  }
+  return slots;
+}
+
+std::vector<int64_t> SortedUnique(std::vector<int64_t> ids) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
 void Pull(const RandomBatch& batch, const StepDump& dump,
           const std::vector<std::vector<float>>& tables, PulledBatch& pulled) {
-  pulled.unique = batch.ids;
-  std::sort(pulled.unique.begin(), pulled.unique.end());
-  pulled.unique.erase(std::unique(pulled.unique.begin(), pulled.unique.end()),
-                      pulled.unique.end());
-  for (int64_t id : batch.ids) {
-    pulled.slots.push_back(static_cast<int32_t>(
-        std::lower_bound(pulled.unique.begin(), pulled.unique.end(), id) -
-        pulled.unique.begin()));
+  const int num_fields = dump.input.num_fields;
+  pulled.unique = SortedUnique(batch.ids);
+  pulled.slots = SlotsIn(pulled.unique, batch.ids);
+  // The field of each of the batch's ids, from the bag it is in.
+  std::vector<int> field_of(batch.ids.size());
+  for (size_t bag = 0; bag + 1 < batch.offsets.size(); ++bag) {
+    for (int64_t k = batch.offsets[bag]; k < batch.offsets[bag + 1]; ++k) {
+      field_of[k] = static_cast<int>(bag % num_fields);
+    }
+  }
+  for (size_t t = 0; t < dump.tables.size(); ++t) {
+    const std::vector<int>& fields = dump.tables[t].fields;
+    std::vector<int64_t> mine;
+    for (size_t k = 0; k < batch.ids.size(); ++k) {
+      if (fields.empty() || std::find(fields.begin(), fields.end(),
+                                      field_of[k]) != fields.end()) {
+        mine.push_back(batch.ids[k]);
+      }
+    }
+    pulled.table_ids.push_back(SortedUnique(std::move(mine)));
+    std::vector<int32_t> slots = SlotsIn(pulled.table_ids[t], batch.ids);
+    for (size_t k = 0; k < slots.size(); ++k) {
+      if (!fields.empty() && std::find(fields.begin(), fields.end(),
+                                       field_of[k]) == fields.end()) {
+        slots[k] = -1;  // another field's id, even if the value recurs
+      }
+    }
+    pulled.table_slots.push_back(std::move(slots));
+    const int dim = dump.tables[t].dim();
+    std::vector<float> rows;
+    for (int64_t id : pulled.table_ids[t]) {
+      rows.insert(rows.end(), tables[t].begin() + id * dim,
+                  tables[t].begin() + (id + 1) * dim);
+    }
+    pulled.rows.push_back(std::move(rows));
+    pulled.row_gradients.emplace_back(pulled.table_ids[t].size() * dim);
   }
   SparseBatch& sparse = pulled.sparse;
-  sparse.num_fields = dump.input.num_fields;
+  sparse.num_fields = num_fields;
   sparse.offsets = batch.offsets;
   sparse.ids = batch.ids;
   sparse.slots = pulled.slots;
   sparse.num_unique = static_cast<int64_t>(pulled.unique.size());
   for (size_t t = 0; t < dump.tables.size(); ++t) {
-    const int dim = dump.tables[t].dim();
-    std::vector<float> rows;
-    for (int64_t id : pulled.unique) {
-      rows.insert(rows.end(), tables[t].begin() + id * dim,
-                  tables[t].begin() + (id + 1) * dim);
-    }
-    pulled.rows.push_back(std::move(rows));
-    pulled.row_gradients.emplace_back(pulled.unique.size() * dim);
-  }
-  for (size_t t = 0; t < dump.tables.size(); ++t) {
+    sparse.table_slots.push_back(pulled.table_slots[t]);
+    sparse.table_rows.push_back(
+        static_cast<int64_t>(pulled.table_ids[t].size()));
     sparse.rows.push_back(pulled.rows[t]);
     sparse.row_gradients.push_back(absl::MakeSpan(pulled.row_gradients[t]));
   }
@@ -86,9 +131,9 @@ absl::Status RunStep(Model& model, const StepDump& dump,
   for (size_t t = 0; t < dump.tables.size(); ++t) {
     const int dim = dump.tables[t].dim();
     std::vector<float> full(dump.num_ids * dim, 0.0f);
-    for (size_t k = 0; k < pulled.unique.size(); ++k) {
+    for (size_t k = 0; k < pulled.table_ids[t].size(); ++k) {
       std::copy_n(pulled.row_gradients[t].begin() + k * dim, dim,
-                  full.begin() + pulled.unique[k] * dim);
+                  full.begin() + pulled.table_ids[t][k] * dim);
     }
     record.row_gradients.push_back(std::move(full));
   }
@@ -262,6 +307,7 @@ absl::Status WriteStepDump(const StepDump& dump, const std::string& config_path,
     absl::StrAppend(&json, t == 0 ? "\n" : ",\n",
                     "{\"name\": ", JsonQuote(dump.tables[t].name()),
                     ", \"dim\": ", dump.tables[t].dim(),
+                    ", \"fields\": ", JsonInts(dump.tables[t].fields),
                     ", \"initial\": ", blob.Add(dump.initial_rows[t]), "}");
   }
   absl::StrAppend(&json, "],\n\"steps\": [");

@@ -52,7 +52,8 @@ struct StepRecord {
   std::vector<float> probabilities;
   std::vector<std::vector<float>> gradients;  // per variable
   // Per table, [num_ids x dim]: each row's gradient, zero for ids the
-  // batch does not hold.
+  // batch does not hold (the model gets, as from the trainer, each
+  // table's rows of its own fields' ids only: SparseBatch::table_slots).
   std::vector<std::vector<float>> row_gradients;
 };
 
