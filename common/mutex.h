@@ -116,8 +116,12 @@ class ABSL_LOCKABLE Mutex {
   void AssertReaderHeld() const ABSL_ASSERT_SHARED_LOCK() {}
 
   // With the lock held exclusively: releases it until `condition` holds.
+  // Releasing it lets waiters re-check their conditions, as an unlock
+  // does (and as absl::Mutex::Await does): what this thread changed under
+  // the lock may be what another waits for.
   void Await(const Condition& condition) ABSL_EXCLUSIVE_LOCKS_REQUIRED(this) {
     Exclusive held{mu_};
+    if (!condition.Eval()) changed_.notify_all();
     while (!condition.Eval()) changed_.wait(held);
   }
   // Like Await, giving up at `deadline`; returns whether `condition` holds.
@@ -125,6 +129,7 @@ class ABSL_LOCKABLE Mutex {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(this) {
     Exclusive held{mu_};
     const auto until = absl::ToChronoTime(deadline);
+    if (!condition.Eval()) changed_.notify_all();
     while (!condition.Eval()) {
       if (changed_.wait_until(held, until) == std::cv_status::timeout) {
         return condition.Eval();
