@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
+#include <fstream>
 #include <thread>
 #include <vector>
 
@@ -196,6 +198,19 @@ double TriadGBps(size_t elements, int repeats) {
   // Keep the result observable so the loop is not optimized away.
   if (a[elements / 2] != 2.0f) best = -1;
   return best;
+}
+
+std::string LoadAverages() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  if (!(in >> one >> five >> fifteen)) return "unknown";
+  return absl::StrCat(one, " ", five, " ", fifteen);
+}
+
+double ProcessCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 }  // namespace psflow::bench

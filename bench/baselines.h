@@ -41,6 +41,14 @@ absl::Status DropFromPageCache(const std::string& path);
 // The fraction of the file's pages in the page cache now (mincore), 0..1.
 absl::StatusOr<double> PageCacheResidentFraction(const std::string& path);
 
+// The machine's load averages over 1, 5 and 15 minutes as /proc/loadavg
+// shows them ("0.42 0.80 1.10"), for the conditions of a run: other
+// processes on a shared machine take cores from a benchmark.
+std::string LoadAverages();
+
+// CPU time (user + system) this process has used so far, all its threads.
+double ProcessCpuSeconds();
+
 }  // namespace psflow::bench
 
 #endif  // PSFLOW_BENCH_BASELINES_H_

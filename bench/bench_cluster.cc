@@ -5,13 +5,16 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "client/cluster_client.h"
 #include "client/grpc_ps_shard.h"
@@ -99,6 +102,8 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(
         binary, "--bind_host=127.0.0.1", "--port_file=" + port_file,
         absl::StrCat("--chunk_bytes=", options.chunk_bytes)};
     argv.insert(argv.end(), tls_flag.begin(), tls_flag.end());
+    argv.insert(argv.end(), options.server_flags.begin(),
+                options.server_flags.end());
     auto process = std::make_unique<Subprocess>(
         argv, std::map<std::string, std::string>{{"TF_CONFIG", tf_config}},
         absl::StrCat(dir, "/ps-", i, "-", generation, ".log"));
@@ -128,6 +133,32 @@ std::unique_ptr<ParameterClient> Cluster::NewClient(
   }
   return std::make_unique<ParameterClient>(std::move(shards), placement,
                                            ParameterClient::Options());
+}
+
+absl::StatusOr<double> Cluster::ServersCpuSeconds() const {
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  double seconds = 0;
+  for (const auto& process : processes_) {
+    const std::string path = absl::StrCat("/proc/", process->pid(), "/stat");
+    std::ifstream in(path);
+    std::string stat((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+    // After the command name (in parentheses, which may hold spaces):
+    // state is field 3, utime and stime are fields 14 and 15.
+    const size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) {
+      return absl::InternalError(absl::StrCat("cannot read ", path));
+    }
+    std::vector<std::string> fields =
+        absl::StrSplit(stat.substr(paren + 2), ' ', absl::SkipEmpty());
+    int64_t utime = 0, stime = 0;
+    if (fields.size() < 13 || !absl::SimpleAtoi(fields[11], &utime) ||
+        !absl::SimpleAtoi(fields[12], &stime)) {
+      return absl::InternalError(absl::StrCat("cannot parse ", path));
+    }
+    seconds += static_cast<double>(utime + stime) / tick;
+  }
+  return seconds;
 }
 
 Cluster::~Cluster() {

@@ -41,6 +41,8 @@ class Cluster {
     bool tls = false;
     // ps_server --checkpoint_root (default: the bench's working directory).
     std::string checkpoint_root;
+    // More ps_server flags (e.g. "--apply_threads=1").
+    std::vector<std::string> server_flags;
   };
 
   // Starts `num_ps` servers of `binary`; their port files and logs go to
@@ -53,6 +55,11 @@ class Cluster {
   std::unique_ptr<ParameterClient> NewClient(const Placement& placement) const;
 
   int num_ps() const { return static_cast<int>(ports_.size()); }
+
+  // CPU time (user + system) the servers have used so far, all of them
+  // together, from /proc/<pid>/stat: exact to a clock tick (10 ms), so
+  // measure spans of seconds.
+  absl::StatusOr<double> ServersCpuSeconds() const;
 
   ~Cluster();
 

@@ -21,6 +21,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "bench/baselines.h"
@@ -46,10 +47,32 @@ ABSL_FLAG(int64_t, tls_mb, 40,
 ABSL_FLAG(int, tls_rounds, 3,
           "Alternating plaintext/TLS rounds in that comparison");
 ABSL_FLAG(int64_t, optimizer_elements, 16 << 20,
-          "Elements per optimizer apply measurement (64 MiB of floats)");
+          "Elements per optimizer apply measurement (64 MiB of floats; 0: "
+          "skip it)");
+ABSL_FLAG(std::string, layouts, "1x1,2x2",
+          "workers x ps layouts of the transfer table");
+ABSL_FLAG(std::string, optimizer, "sgd",
+          "The optimizer pushes apply on the server: sgd or adam");
+ABSL_FLAG(int, cpu_pushes, 50,
+          "Pushes of the first size (1 worker x 1 ps) timed for the "
+          "server's CPU time per pushed float (0: skip)");
+ABSL_FLAG(std::string, server_flags, "",
+          "More ps_server flags, comma-separated (e.g. --apply_threads=1)");
 
 namespace psflow::bench {
 namespace {
+
+// Async, --optimizer at a learning rate that leaves the values as they are.
+ConfigureRequest BenchConfig() {
+  ConfigureRequest config;
+  config.set_protocol_version(kProtocolVersion);
+  config.mutable_optimizer()->set_kind(absl::GetFlag(FLAGS_optimizer) == "adam"
+                                           ? OptimizerConfig::ADAM
+                                           : OptimizerConfig::SGD);
+  config.mutable_learning_rate()->set_learning_rate(1e-9);
+  config.set_mode(ASYNC);
+  return config;
+}
 
 struct TransferResult {
   double push = 0, pull = 0, push_pull = 0;
@@ -62,11 +85,7 @@ absl::StatusOr<TransferResult> MeasureTransfers(const Cluster& cluster,
   absl::StatusOr<Placement> placement =
       PlaceVariables({{"v", {n}}}, num_ps, /*split_threshold_bytes=*/1);
   if (!placement.ok()) return placement.status();
-  ConfigureRequest config;
-  config.set_protocol_version(kProtocolVersion);
-  config.mutable_optimizer()->set_kind(OptimizerConfig::SGD);
-  config.mutable_learning_rate()->set_learning_rate(1e-9);
-  config.set_mode(ASYNC);
+  const ConfigureRequest config = BenchConfig();
   std::vector<std::unique_ptr<ParameterClient>> clients;
   std::vector<std::vector<float>> grads, values;
   for (int w = 0; w < workers; ++w) {
@@ -113,6 +132,46 @@ absl::StatusOr<TransferResult> MeasureTransfers(const Cluster& cluster,
      : kind == kPull ? result.pull
                      : result.push_pull) = Median(samples);
   }
+  return result;
+}
+
+struct ServerCpuResult {
+  double push_gbps = 0;     // over all the timed pushes
+  double server_cpu_s = 0;  // the server's CPU time over them
+  double client_cpu_s = 0;  // this process's
+  double wall_s = 0;
+};
+
+// `pushes` pushes of one variable of `bytes`, one after the other, from one
+// worker to one server: the server's CPU time per pushed float.
+absl::StatusOr<ServerCpuResult> MeasureServerCpu(const Cluster& cluster,
+                                                 int64_t bytes, int pushes) {
+  const int64_t n = bytes / static_cast<int64_t>(sizeof(float));
+  absl::StatusOr<Placement> placement =
+      PlaceVariables({{"v", {n}}}, 1, /*split_threshold_bytes=*/1);
+  if (!placement.ok()) return placement.status();
+  const ConfigureRequest config = BenchConfig();
+  std::unique_ptr<ParameterClient> client = cluster.NewClient(*placement);
+  if (absl::Status s = client->Configure(config); !s.ok()) return s;
+  if (absl::Status s = client->CreateVariables(); !s.ok()) return s;
+  std::vector<float> grad(n, 1e-3f);
+  for (int warm = 0; warm < 2; ++warm) {
+    if (absl::Status s = client->Push({{"v", grad}})->Wait(); !s.ok()) return s;
+  }
+  ServerCpuResult result;
+  absl::StatusOr<double> server_start = cluster.ServersCpuSeconds();
+  if (!server_start.ok()) return server_start.status();
+  const double client_start = ProcessCpuSeconds();
+  const absl::Time start = absl::Now();
+  for (int i = 0; i < pushes; ++i) {
+    if (absl::Status s = client->Push({{"v", grad}})->Wait(); !s.ok()) return s;
+  }
+  result.wall_s = absl::ToDoubleSeconds(absl::Now() - start);
+  result.client_cpu_s = ProcessCpuSeconds() - client_start;
+  absl::StatusOr<double> server_end = cluster.ServersCpuSeconds();
+  if (!server_end.ok()) return server_end.status();
+  result.server_cpu_s = *server_end - *server_start;
+  result.push_gbps = static_cast<double>(bytes) * pushes / result.wall_s / 1e9;
   return result;
 }
 
@@ -173,6 +232,23 @@ int Main(int argc, char** argv) {
       PsServerPath(absl::GetFlag(FLAGS_ps_server), argv[0]);
 
   Cluster::Options cluster_options;
+  for (absl::string_view flag : absl::StrSplit(
+           absl::GetFlag(FLAGS_server_flags), ',', absl::SkipEmpty())) {
+    cluster_options.server_flags.emplace_back(flag);
+  }
+  std::vector<std::pair<int, int>> layouts;
+  for (absl::string_view layout :
+       absl::StrSplit(absl::GetFlag(FLAGS_layouts), ',', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> parts = absl::StrSplit(layout, 'x');
+    int workers = 0, num_ps = 0;
+    if (!absl::SimpleAtoi(parts.first, &workers) ||
+        !absl::SimpleAtoi(parts.second, &num_ps) || workers < 1 || num_ps < 1) {
+      std::fprintf(stderr, "--layouts: \"%s\" is not WORKERSxPS (e.g. 1x1)\n",
+                   std::string(layout).c_str());
+      return 2;
+    }
+    layouts.emplace_back(workers, num_ps);
+  }
   cluster_options.chunk_bytes = absl::GetFlag(FLAGS_chunk_bytes);
   cluster_options.connections = absl::GetFlag(FLAGS_connections);
   cluster_options.shared_memory_bytes = absl::GetFlag(FLAGS_shared_memory_mb)
@@ -181,6 +257,12 @@ int Main(int argc, char** argv) {
   std::printf("## ps_bench\n\n");
   std::printf("- machine: %s, %ld cores\n", CpuModel().c_str(),
               sysconf(_SC_NPROCESSORS_ONLN));
+  std::printf("- load average (1, 5, 15 min) at start: %s\n",
+              LoadAverages().c_str());
+  std::printf("- ps_server %s, pushes apply %s%s%s\n", binary.c_str(),
+              absl::GetFlag(FLAGS_optimizer).c_str(),
+              cluster_options.server_flags.empty() ? "" : ", server flags ",
+              absl::StrJoin(cluster_options.server_flags, " ").c_str());
   std::printf(
       "- chunk %lld bytes, %d connection(s) per client per server, "
       "shared memory %s, median of %d\n\n",
@@ -203,7 +285,7 @@ int Main(int argc, char** argv) {
       "push+pull GB/s | push / base | pull / base |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
   std::fflush(stdout);
-  for (auto [workers, num_ps] : {std::pair<int, int>{1, 1}, {2, 2}}) {
+  for (auto [workers, num_ps] : layouts) {
     for (int64_t bytes : sizes) {
       absl::StatusOr<double> base =
           LoopbackTcpGBps(probe_bytes / workers, workers, 3);
@@ -232,6 +314,40 @@ int Main(int argc, char** argv) {
     }
   }
   std::printf("\n");
+
+  if (const int pushes = absl::GetFlag(FLAGS_cpu_pushes);
+      pushes > 0 && !sizes.empty()) {
+    absl::StatusOr<std::unique_ptr<Cluster>> cluster =
+        Cluster::Start(binary, 1, dir, cluster_options);
+    if (!cluster.ok()) {
+      std::fprintf(stderr, "%s\n", cluster.status().ToString().c_str());
+      return 1;
+    }
+    absl::StatusOr<ServerCpuResult> r =
+        MeasureServerCpu(**cluster, sizes[0], pushes);
+    if (!r.ok()) {
+      std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
+      return 1;
+    }
+    const double floats = static_cast<double>(sizes[0]) / sizeof(float) *
+                          static_cast<double>(pushes);
+    std::printf(
+        "### The server's CPU time per pushed float (1 worker x 1 ps, %lld "
+        "MB, %d pushes one after the other, %s)\n\n",
+        static_cast<long long>(sizes[0] / 1000000), pushes,
+        absl::GetFlag(FLAGS_optimizer).c_str());
+    std::printf(
+        "| push GB/s | server CPU s | server CPU ns/float | server cores "
+        "busy | client CPU ns/float |\n");
+    std::printf("|---:|---:|---:|---:|---:|\n");
+    std::printf("| %.2f | %.2f | %.2f | %.2f | %.2f |\n\n", r->push_gbps,
+                r->server_cpu_s, r->server_cpu_s * 1e9 / floats,
+                r->server_cpu_s / r->wall_s, r->client_cpu_s * 1e9 / floats);
+    std::printf(
+        "Server CPU from /proc/<pid>/stat (10 ms ticks) over the whole "
+        "server process: receiving, checking and applying.\n\n");
+    std::fflush(stdout);
+  }
 
   if (const int64_t tls_bytes = absl::GetFlag(FLAGS_tls_mb) * 1000000;
       tls_bytes > 0) {
@@ -278,18 +394,23 @@ int Main(int argc, char** argv) {
         Median(ratios_push), Median(ratios_pull));
   }
 
-  const double triad = TriadGBps(absl::GetFlag(FLAGS_optimizer_elements), 5);
-  std::printf("Memory triad (1 thread, just before the table): %.2f GB/s\n\n",
-              triad);
-  std::printf("### Optimizer apply (one thread, %lld elements)\n\n",
-              static_cast<long long>(absl::GetFlag(FLAGS_optimizer_elements)));
-  std::printf("| optimizer | GB/s moved | M elements/s | / triad |\n");
-  std::printf("|---|---:|---:|---:|\n");
-  for (const OptimizerResult& r :
-       MeasureOptimizers(absl::GetFlag(FLAGS_optimizer_elements), repeats)) {
-    std::printf("| %s | %.2f | %.0f | %.2fx |\n", r.name.c_str(), r.gbps,
-                r.melems_per_s, r.gbps / triad);
+  if (absl::GetFlag(FLAGS_optimizer_elements) > 0) {
+    const double triad = TriadGBps(absl::GetFlag(FLAGS_optimizer_elements), 5);
+    std::printf("Memory triad (1 thread, just before the table): %.2f GB/s\n\n",
+                triad);
+    std::printf(
+        "### Optimizer apply (one thread, %lld elements)\n\n",
+        static_cast<long long>(absl::GetFlag(FLAGS_optimizer_elements)));
+    std::printf("| optimizer | GB/s moved | M elements/s | / triad |\n");
+    std::printf("|---|---:|---:|---:|\n");
+    for (const OptimizerResult& r :
+         MeasureOptimizers(absl::GetFlag(FLAGS_optimizer_elements), repeats)) {
+      std::printf("| %s | %.2f | %.0f | %.2fx |\n", r.name.c_str(), r.gbps,
+                  r.melems_per_s, r.gbps / triad);
+    }
   }
+  std::printf("\nLoad average (1, 5, 15 min) at end: %s\n",
+              LoadAverages().c_str());
   return 0;
 }
 
