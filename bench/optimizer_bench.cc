@@ -8,7 +8,15 @@
 // subnormal range), slots refilled before every timed apply, median of
 // `--repeats`. The memory-bound triad of the same arrays is the baseline.
 //
+// Then the apply spread over the server's apply threads (ps/apply_pool.h):
+// wall and CPU time per float on one thread against `--threads` threads,
+// at sizes around the pool's inline threshold ("threads"), and through the
+// server's push path (ParameterServerCore: NaN/Inf check, chunk lock,
+// apply) with its apply threads off and on ("server"): the server's CPU
+// time per applied float.
+//
 //   bazel run --config=opt //bench:optimizer_bench
+//   bazel run --config=opt //bench:optimizer_bench -- --sections=threads
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,14 +26,29 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "absl/types/span.h"
+#include "bench/apply_threads_bench.h"
 #include "bench/baselines.h"
 #include "common/float_mode.h"
 #include "common/job/update_rule.h"
+#include "ps/apply_pool.h"
 #include "ps/optimizer.h"
 
 ABSL_FLAG(int64_t, elements, 1 << 20, "floats per apply");
 ABSL_FLAG(int, repeats, 15, "timed applies per case (the median is shown)");
+ABSL_FLAG(std::string, sections, "subnormal,threads,server",
+          "what to measure: subnormal (the flush-to-zero cliff), threads "
+          "(the apply split over threads, by size), server (the server's "
+          "push path with its apply threads off and on)");
+ABSL_FLAG(int, threads, 0,
+          "apply threads for the threads and server sections; 0: this "
+          "host's cores (ps_server's default)");
+ABSL_FLAG(std::string, thread_sizes,
+          "8192,16384,32768,65536,131072,262144,1048576",
+          "floats per apply in the threads section");
 
 namespace psflow {
 namespace {
@@ -59,7 +82,7 @@ double TimeApply(const Optimizer& optimizer, int64_t n, float slot_value,
   return times[times.size() / 2];
 }
 
-int Main() {
+int SubnormalSection() {
   const int64_t n = absl::GetFlag(FLAGS_elements);
   const int repeats = absl::GetFlag(FLAGS_repeats);
   // Subnormal: below FLT_MIN (1.2e-38), as Adam's m of an input that is
@@ -109,7 +132,44 @@ int Main() {
       "cliff: time on subnormal slots over time on normal ones, flush-to-zero "
       "off; ftz ratio: speed on subnormal slots as a fraction of the speed on "
       "normal ones with flush-to-zero on (the servers' mode; target >= "
-      "0.8)\n");
+      "0.8)\n\n");
+  return 0;
+}
+
+int Main() {
+  const std::string sections = absl::GetFlag(FLAGS_sections);
+  std::printf("load average (1, 5, 15 min) at start: %s\n\n",
+              bench::LoadAverages().c_str());
+  if (absl::StrContains(sections, "subnormal")) {
+    if (int rc = SubnormalSection(); rc != 0) return rc;
+  }
+  const int threads = absl::GetFlag(FLAGS_threads) > 0
+                          ? absl::GetFlag(FLAGS_threads)
+                          : ApplyPool::HostCores();
+  if (absl::StrContains(sections, "threads")) {
+    std::vector<int64_t> sizes;
+    for (absl::string_view s :
+         absl::StrSplit(absl::GetFlag(FLAGS_thread_sizes), ',')) {
+      int64_t size = 0;
+      if (!absl::SimpleAtoi(s, &size) || size <= 0) {
+        std::fprintf(stderr, "--thread_sizes: \"%s\" is not a positive count\n",
+                     std::string(s).c_str());
+        return 2;
+      }
+      sizes.push_back(size);
+    }
+    bench::PrintApplyThreads(threads, sizes, absl::GetFlag(FLAGS_repeats));
+  }
+  if (absl::StrContains(sections, "server")) {
+    if (absl::Status s =
+            bench::PrintServerApply(threads, absl::GetFlag(FLAGS_repeats));
+        !s.ok()) {
+      std::fprintf(stderr, "%s\n", s.ToString().c_str());
+      return 1;
+    }
+  }
+  std::printf("load average (1, 5, 15 min) at end: %s\n",
+              bench::LoadAverages().c_str());
   return 0;
 }
 

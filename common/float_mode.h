@@ -16,8 +16,9 @@
 // that new threads inherit from the thread that creates them (POSIX):
 // every role sets it first thing in main(), before any thread starts, and
 // the parameter server's apply paths set it again on whatever thread runs
-// them (gRPC may have created its threads from another one). On other CPUs
-// these calls do nothing.
+// them (gRPC may have created its threads from another one); thread pools
+// (the CPU device's, the server's apply threads) set it on each of their
+// threads when it starts. On other CPUs these calls do nothing.
 //
 // Thread-safe: each call affects the calling thread only.
 #ifndef PSFLOW_COMMON_FLOAT_MODE_H_

@@ -17,6 +17,7 @@ class Sgd final : public Optimizer {
     static const auto* names = new std::vector<std::string>{};
     return *names;
   }
+  double relative_cost() const override { return 0.5; }
   void Apply(double lr, int64_t, absl::Span<float> param,
              absl::Span<const float> grad,
              absl::Span<const absl::Span<float>>) const override {
@@ -36,6 +37,7 @@ class Momentum final : public Optimizer {
     static const auto* names = new std::vector<std::string>{"momentum"};
     return *names;
   }
+  double relative_cost() const override { return 0.7; }
   void Apply(double lr, int64_t, absl::Span<float> param,
              absl::Span<const float> grad,
              absl::Span<const absl::Span<float>> slots) const override {
@@ -73,6 +75,7 @@ class Adagrad final : public Optimizer {
     return *names;
   }
   float slot_initial_value(int) const override { return initial_; }
+  double relative_cost() const override { return 0.75; }
   void Apply(double lr, int64_t, absl::Span<float> param,
              absl::Span<const float> grad,
              absl::Span<const absl::Span<float>> slots) const override {
@@ -164,6 +167,9 @@ class Ftrl final : public Optimizer {
   float slot_initial_value(int slot) const override {
     return slot == 0 ? initial_ : 0.0f;
   }
+  // The square root's form; other powers call std::pow, which does not
+  // vectorize.
+  double relative_cost() const override { return power_ == -0.5f ? 5.0 : 20.0; }
   void Apply(double lr, int64_t, absl::Span<float> param,
              absl::Span<const float> grad,
              absl::Span<const absl::Span<float>> slots) const override {
@@ -210,6 +216,7 @@ class MovingAverage final : public Optimizer {
     static const auto* names = new std::vector<std::string>{};
     return *names;
   }
+  double relative_cost() const override { return 0.5; }
   void Apply(double, int64_t, absl::Span<float> param,
              absl::Span<const float> value,
              absl::Span<const absl::Span<float>>) const override {

@@ -56,6 +56,13 @@ class Optimizer {
   // The value every element of slot `slot` starts at.
   virtual float slot_initial_value(int slot) const { return 0.0f; }
 
+  // The apply's time per float relative to Adam's, as measured on one
+  // thread at 1M floats with flush-to-zero (bench/optimizer_bench,
+  // "threads"): what decides whether an apply is worth spreading over the
+  // server's apply threads (ps/apply_pool.h). A scheduling hint only; no
+  // result depends on it.
+  virtual double relative_cost() const { return 1.0; }
+
   // One update of `param` by `grad` at learning rate `lr`, the `step`-th
   // update of this variable (from 1; an embedding row's own update count,
   // which makes Adam lazy). `slots` holds one span per slot name,

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/float_mode.h"
@@ -59,6 +60,16 @@ std::string DescribeUpdate(VariableUpdate update, float momentum) {
              : absl::StrCat("a moving average with momentum ", momentum);
 }
 
+// Whether no two parts of a batch name the same chunk.
+bool DistinctChunks(absl::Span<const ChunkRef> refs) {
+  absl::flat_hash_set<std::pair<const Variable*, int>> chunks;
+  chunks.reserve(refs.size());
+  for (const ChunkRef& ref : refs) {
+    if (!chunks.emplace(ref.variable, ref.chunk).second) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 // The fast path is one vectorizable pass: NaN and Inf are exactly the floats
@@ -94,7 +105,11 @@ ParameterServerCore::ParameterServerCore(Options options)
     : chunk_elements_(std::max<int64_t>(
           1, options.chunk_bytes / static_cast<int64_t>(sizeof(float)))),
       apply_seconds_(options.apply_seconds),
-      max_variable_bytes_(options.max_variable_bytes) {}
+      max_variable_bytes_(options.max_variable_bytes),
+      apply_pool_(options.apply_threads > 1
+                      ? std::make_unique<ApplyPool>(
+                            ApplyPool::Options{options.apply_threads})
+                      : nullptr) {}
 
 absl::StatusOr<ConfigureResponse> ParameterServerCore::Configure(
     const ConfigureRequest& request) {
@@ -185,6 +200,7 @@ absl::StatusOr<ConfigureResponse> ParameterServerCore::Configure(
   schedule_ = std::make_unique<LrSchedule>(schedule);
   rule.optimizer = optimizer_.get();
   rule.schedule = schedule_.get();
+  rule.pool = apply_pool_.get();
   rule_ = rule;
   configuration_ = request;
   // Unknown fields would be kept, and copied with every configuration().
@@ -470,10 +486,27 @@ absl::StatusOr<PushBatchResponse> ParameterServerCore::PushBatch(
   for (size_t i = 0; i < refs.size(); ++i) {
     RETURN_IF_ERROR(CheckGradient(refs[i], worker, gradients[i]));
   }
+  std::vector<absl::StatusOr<PushResponse>> results(refs.size());
+  auto apply = [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      results[i] = ApplyChecked(refs[i], version, worker, gradients[i]);
+    }
+  };
+  if (apply_pool_ != nullptr && refs.size() > 1 && DistinctChunks(refs)) {
+    // Each chunk is applied whole by one thread, the chunks in parallel:
+    // the outcome of each is what it would be in order.
+    std::vector<int64_t> work;
+    work.reserve(refs.size());
+    for (const ChunkRef& ref : refs) {
+      work.push_back(static_cast<int64_t>(
+          static_cast<double>(ref.num_elements) * ref.variable->apply_cost()));
+    }
+    apply_pool_->ForEachGroup(work, apply);
+  } else {
+    apply(0, refs.size());
+  }
   PushBatchResponse response;
-  for (size_t i = 0; i < refs.size(); ++i) {
-    absl::StatusOr<PushResponse> result =
-        ApplyChecked(refs[i], version, worker, gradients[i]);
+  for (const absl::StatusOr<PushResponse>& result : results) {
     PushPartResult* part = response.add_results();
     if (result.ok()) {
       part->set_version(result->version());

@@ -27,6 +27,7 @@
 #include "common/mutex.h"
 #include "proto/protocol.h"
 #include "proto/ps.pb.h"
+#include "ps/apply_pool.h"
 #include "ps/embedding_table.h"
 #include "ps/lr_schedule.h"
 #include "ps/optimizer.h"
@@ -67,6 +68,11 @@ class ParameterServerCore {
     // CreateVariables beyond it is RESOURCE_EXHAUSTED before anything is
     // allocated. 0: no limit (ps_server defaults it to half the memory).
     int64_t max_variable_bytes = 0;
+    // Threads a push's optimizer apply is spread over (ps/apply_pool.h):
+    // the pushing thread and apply_threads - 1 pool threads. 1 applies on
+    // the pushing thread alone (ps_server defaults it to the host's cores).
+    // The result is the same for any value.
+    int apply_threads = 1;
   };
 
   explicit ParameterServerCore(Options options);
@@ -126,7 +132,9 @@ class ParameterServerCore {
   // Applies or aggregates several chunks' gradients (a PushBatch RPC): all
   // of them are checked first (sizes, NaN/Inf), and any failure rejects the
   // batch with nothing applied. Then each part's outcome, in order; in sync
-  // mode a part may be Aborted (stale) while others are applied.
+  // mode a part may be Aborted (stale) while others are applied. Parts for
+  // distinct chunks may apply in parallel on the apply threads; a batch
+  // that names one chunk twice applies in order.
   absl::StatusOr<PushBatchResponse> PushBatch(
       absl::Span<const ChunkRef> refs, int64_t version, int worker,
       absl::Span<const absl::Span<const float>> gradients);
@@ -218,6 +226,8 @@ class ParameterServerCore {
   const int64_t chunk_elements_;
   HistogramCell* const apply_seconds_;
   const int64_t max_variable_bytes_;
+  // Null when apply_threads is 1.
+  const std::unique_ptr<ApplyPool> apply_pool_;
 
   mutable Mutex mu_;
   bool configured_ ABSL_GUARDED_BY(mu_) = false;

@@ -31,6 +31,7 @@
 #include "common/rpc/security_flags.h"
 #include "common/rpc/transport_security.h"
 #include "common/signals.h"
+#include "ps/apply_pool.h"
 #include "ps/grpc_ps_server.h"
 #include "ps/ps_metrics.h"
 #include "ps/ps_system_metrics.h"
@@ -64,6 +65,13 @@ ABSL_FLAG(std::string, checkpoint_root, "",
           "\"..\" or through symlinks that leave it are refused. Default: "
           "the directory the server was started in (never /, which would "
           "confine nothing)");
+ABSL_FLAG(int32_t, apply_threads, 0,
+          "Threads a large push's optimizer apply is spread over (the "
+          "serving thread and apply_threads - 1 pool threads): a chunk's "
+          "floats split into ranges, a batch's chunks into groups; small "
+          "pushes apply inline on the serving thread. Results are the same "
+          "for any value. 0: this host's cores (the process's CPU "
+          "affinity); 1: no apply threads. At most 256");
 ABSL_FLAG(int64_t, max_variable_bytes, 0,
           "At most this many bytes of variables, values and optimizer slots "
           "(a create beyond it is refused with RESOURCE_EXHAUSTED before "
@@ -167,6 +175,15 @@ int Run() {
   options.listen_address = HostPort{bind_host, address->port}.ToString();
   options.core.chunk_bytes = chunk_bytes;
   options.core.max_variable_bytes = absl::GetFlag(FLAGS_max_variable_bytes);
+  if (const int apply_threads = absl::GetFlag(FLAGS_apply_threads);
+      apply_threads >= 0 && apply_threads <= 256) {
+    options.core.apply_threads =
+        apply_threads > 0 ? apply_threads : ApplyPool::HostCores();
+  } else {
+    LOG(ERROR) << "--apply_threads=" << apply_threads
+               << " is out of range; use 0 (this host's cores) to 256";
+    return 1;
+  }
   if (const int chief_timeout = absl::GetFlag(FLAGS_chief_timeout_s);
       chief_timeout > 0) {
     options.chief_silence_limit = absl::Seconds(chief_timeout);
@@ -230,6 +247,9 @@ int Run() {
             << " (TF_CONFIG address " << *config.TaskAddress() << ", "
             << config.cluster.NumTasks(TaskType::kPs) << " ps, "
             << config.cluster.NumTasks(TaskType::kWorker) << " workers)";
+  LOG(INFO) << "large pushes apply over " << options.core.apply_threads
+            << (options.core.apply_threads == 1 ? " thread" : " threads")
+            << " (--apply_threads)";
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
   if (!port_file.empty()) {
     absl::Status written = WritePortFile(port_file, (*server)->port());

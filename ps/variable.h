@@ -17,8 +17,13 @@
 // push, in sync mode one per aggregated step. It is the global step used by
 // the learning-rate schedule and Adam's bias correction.
 //
+// A chunk's apply may be split into ranges that run on the server's apply
+// threads (UpdateRule::pool) while the pushing thread holds the chunk's
+// lock and waits for them: the chunk is still updated as one unit.
+//
 // Thread-safe. Callbacks registered with WhenVersionReached() run on the thread
-// that advanced the version, after its lock is released.
+// that advanced the version (a pool thread when a batch's chunks apply in
+// parallel), after its lock is released.
 #ifndef PSFLOW_PS_VARIABLE_H_
 #define PSFLOW_PS_VARIABLE_H_
 
@@ -36,6 +41,7 @@
 #include "absl/types/span.h"
 #include "common/job/logical_variable.h"
 #include "common/mutex.h"
+#include "ps/apply_pool.h"
 #include "ps/lr_schedule.h"
 #include "ps/optimizer.h"
 
@@ -50,6 +56,10 @@ struct UpdateRule {
   int replicas_to_aggregate = 1;  // sync only
   // Async: each update's learning rate divided by (staleness + 1).
   bool staleness_aware = false;
+  // Spreads a chunk's apply (and a sync push's accumulation) over the
+  // server's cores; null: on the pushing thread alone. The result is the
+  // same either way (ps/apply_pool.h).
+  ApplyPool* pool = nullptr;
 };
 
 // What a push did, for the server's counters.
@@ -105,6 +115,10 @@ class Variable {
 
   // The chunk's current version.
   int64_t Version(int chunk) const;
+
+  // The cost of one update per float relative to Adam's
+  // (Optimizer::relative_cost), for spreading pushes over threads.
+  double apply_cost() const { return optimizer_->relative_cost(); }
 
   // The optimizer's slot names (e.g. Adam's "m", "v"), in slot order; none
   // for a moving average.
@@ -173,6 +187,23 @@ class Variable {
   void ApplyLocked(Chunk& c, absl::Span<const float> gradient,
                    double lr_scale = 1.0) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu);
 
+  // The learning rate of chunk `c`'s next update, times `lr_scale`.
+  double LearningRateLocked(const Chunk& c, double lr_scale) const
+      ABSL_SHARED_LOCKS_REQUIRED(c.mu);
+
+  // One update of floats [begin, end) of the chunk that starts at element
+  // `chunk_begin`, by the same floats of `gradient` (the chunk's). The
+  // caller holds the chunk's lock, on this thread or one waiting for it.
+  void ApplyRange(int64_t chunk_begin, double lr, int64_t step,
+                  absl::Span<const float> gradient, int64_t begin,
+                  int64_t end) const;
+
+  // Calls fn(begin, end) over ranges covering [0, n) of work
+  // `relative_cost` per float (ApplyPool): split over the pool when the
+  // rule has one, else once on this thread.
+  void ForEachRange(int64_t n, double relative_cost,
+                    absl::FunctionRef<void(int64_t, int64_t)> fn) const;
+
   // Applies the complete sync aggregate of chunk `c` unless a hold keeps
   // it; returns the waiters to run.
   std::vector<std::function<void()>> ApplyAggregateLocked(Chunk& c)
@@ -195,7 +226,9 @@ class Variable {
   const std::unique_ptr<const Optimizer> moving_average_;
   // The update ApplyLocked() uses: rule_.optimizer or moving_average_.
   const Optimizer* const optimizer_;
-  std::unique_ptr<float[]> values_;  // elements guarded by their chunk's mu
+  // Elements guarded by their chunk's mu (written by the threads of one
+  // apply, each its own range, while the pushing thread holds it).
+  std::unique_ptr<float[]> values_;
   std::vector<std::unique_ptr<float[]>> slots_;  // likewise
   std::vector<std::unique_ptr<Chunk>> chunks_;
 };
