@@ -120,6 +120,19 @@ void ApplyPool::Run(int tasks, absl::FunctionRef<void(int)> task) {
     return job.finished == job.tasks;
   };
   mu_.Lock();
+  if (running_calls_ + 1 >= threads_) {
+    // The other calls' threads keep the cores busy already: sharing this
+    // job would only add switching between them. The same tasks, here,
+    // in order.
+    ++running_calls_;
+    mu_.Unlock();
+    for (int i = 0; i < tasks; ++i) task(i);
+    mu_.Lock();
+    --running_calls_;
+    mu_.Unlock();
+    return;
+  }
+  ++running_calls_;
   queue_.push_back(&job);
   // This thread works on its own job until every task is claimed, by it or
   // by a pool thread, then waits for the ones others started.
@@ -131,6 +144,7 @@ void ApplyPool::Run(int tasks, absl::FunctionRef<void(int)> task) {
     ++job.finished;
   }
   mu_.Await(Condition(&finished));
+  --running_calls_;
   mu_.Unlock();
 }
 

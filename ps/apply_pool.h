@@ -23,7 +23,11 @@
 // shared-memory thread that serves a push does). Their jobs queue first
 // come, first served, and a caller works on its own job's ranges as well,
 // so a call finishes even when every pool thread is busy elsewhere; it only
-// waits for ranges that another thread has already started. So a range or
+// waits for ranges that another thread has already started. While as many
+// calls as the pool has threads are running (their calling threads keep
+// the cores busy), a new call runs its ranges on its own thread, in order:
+// concurrent pushes then spread over the cores by themselves, as they did
+// before the pool, and a lone large push gets every core. So a range or
 // group may take locks and make nested calls, but never wait for a lock
 // its own caller holds (a batch's chunks are locked inside the groups, not
 // around the call).
@@ -132,6 +136,8 @@ class ApplyPool {
   Mutex mu_;
   // Jobs with unclaimed tasks, oldest first.
   std::deque<Job*> queue_ ABSL_GUARDED_BY(mu_);
+  // Calls in Run (each keeps its calling thread busy).
+  int running_calls_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -125,6 +125,34 @@ TEST(ApplyPoolTest, PoolThreadsFlushSubnormalsToZero) {
   EXPECT_TRUE(FlushToZeroEnabled());
 }
 
+// With two threads, one running call already keeps a core busy with its
+// calling thread: a second call at the same time runs all its ranges on
+// its own thread.
+TEST(ApplyPoolTest, ACallWhileTheCoresAreBusyRunsInline) {
+  ApplyPool pool(Threads(2));
+  const std::thread::id first_caller = std::this_thread::get_id();
+  Notification second_done;
+  std::atomic<bool> second_inline{true};
+  std::atomic<int> second_ranges{0};
+  std::thread second;
+  pool.ForEachRange(1 << 16, 1.0, [&](int64_t begin, int64_t) {
+    if (std::this_thread::get_id() != first_caller || begin != 0) return;
+    second = std::thread([&] {
+      const std::thread::id me = std::this_thread::get_id();
+      pool.ForEachRange(1 << 16, 1.0, [&](int64_t, int64_t) {
+        if (std::this_thread::get_id() != me) second_inline = false;
+        ++second_ranges;
+      });
+      second_done.Notify();
+    });
+    second_done.WaitForNotificationWithTimeout(absl::Seconds(30));
+  });
+  second.join();
+  EXPECT_TRUE(second_done.HasBeenNotified());
+  EXPECT_EQ(second_ranges.load(), pool.Ranges(1 << 16));
+  EXPECT_TRUE(second_inline.load());
+}
+
 TEST(ApplyPoolTest, GroupsKeepItemsInOrderAndBalanceTheirSizes) {
   ApplyPool pool(Threads(2, /*min_parallel_work=*/100));
   const std::vector<int64_t> sizes = {10, 10, 10, 10, 500, 10, 300, 200};
