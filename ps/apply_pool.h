@@ -16,7 +16,7 @@
 //
 // Small work stays on the calling thread: below min_parallel_work waking a
 // pool thread (50-70 us on a VM) costs more than it saves (measured in
-// bench/RESULTS.md, "Optimizer apply over the server's cores").
+// bench/RESULTS.md, "A server that keeps up").
 //
 // Thread safety: any number of threads may call ForEachRange/ForEachGroup at
 // once, including from inside a range or group (every gRPC and
