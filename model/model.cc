@@ -1,5 +1,7 @@
 #include "model/model.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace psflow {
 
 std::vector<LogicalVariable> LogicalVariables(
@@ -8,6 +10,44 @@ std::vector<LogicalVariable> LogicalVariables(
   out.reserve(variables.size());
   for (const ModelVariable& v : variables) out.push_back(v.variable);
   return out;
+}
+
+absl::Status UploadParameters(
+    Device& device, const std::vector<absl::Span<const float>>& parameters,
+    const std::vector<std::shared_ptr<DeviceArray>>& values) {
+  if (parameters.size() != values.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model takes ", values.size(), " parameter arrays, got ",
+                     parameters.size()));
+  }
+  for (size_t v = 0; v < values.size(); ++v) {
+    if (static_cast<int64_t>(parameters[v].size()) != values[v]->size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("parameter ", v, " has ", parameters[v].size(),
+                       " values, the model needs ", values[v]->size()));
+    }
+    absl::Status uploaded = device.Upload(parameters[v], *values[v]);
+    if (!uploaded.ok()) return uploaded;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckGradientBuffers(
+    const std::vector<absl::Span<float>>& buffers,
+    const std::vector<std::shared_ptr<DeviceArray>>& gradients) {
+  if (buffers.size() != gradients.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model produces ", gradients.size(),
+                     " gradient arrays, got ", buffers.size(), " buffers"));
+  }
+  for (size_t v = 0; v < gradients.size(); ++v) {
+    if (static_cast<int64_t>(buffers[v].size()) != gradients[v]->size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("gradient buffer ", v, " has ", buffers[v].size(),
+                       " values, the variable ", gradients[v]->size()));
+    }
+  }
+  return absl::OkStatus();
 }
 
 const std::vector<ModelTable>& ModelDefinition::tables() const {

@@ -156,6 +156,18 @@ class Model {
                                            absl::Span<float> probabilities);
 };
 
+// For models that keep one device array per variable: uploads
+// `parameters` (one span per variable, each exactly its array's size;
+// InvalidArgument otherwise) into `values`.
+absl::Status UploadParameters(
+    Device& device, const std::vector<absl::Span<const float>>& parameters,
+    const std::vector<std::shared_ptr<DeviceArray>>& values);
+// InvalidArgument unless `buffers` has one span per gradient array, each
+// exactly its size.
+absl::Status CheckGradientBuffers(
+    const std::vector<absl::Span<float>>& buffers,
+    const std::vector<std::shared_ptr<DeviceArray>>& gradients);
+
 // One part of a model as a worker's memory sees it (model/memory_estimate.h):
 // a layer, or the input.
 struct ModelPart {

@@ -56,37 +56,13 @@ class Sequential final : public Model {
 
   absl::Status LoadParameters(
       const std::vector<absl::Span<const float>>& parameters) override {
-    if (parameters.size() != values_.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("model takes ", values_.size(),
-                       " parameter arrays, got ", parameters.size()));
-    }
-    for (size_t v = 0; v < values_.size(); ++v) {
-      if (static_cast<int64_t>(parameters[v].size()) != values_[v]->size()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("parameter ", v, " has ", parameters[v].size(),
-                         " values, the model needs ", values_[v]->size()));
-      }
-      RETURN_IF_ERROR(device_->Upload(parameters[v], *values_[v]));
-    }
-    return absl::OkStatus();
+    return UploadParameters(*device_, parameters, values_);
   }
 
   absl::StatusOr<BatchStats> TrainStep(
       const ExampleBatch& batch,
       const std::vector<absl::Span<float>>& gradients) override {
-    if (gradients.size() != gradients_.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("model produces ", gradients_.size(),
-                       " gradient arrays, got ", gradients.size(), " buffers"));
-    }
-    for (size_t v = 0; v < gradients_.size(); ++v) {
-      if (static_cast<int64_t>(gradients[v].size()) != gradients_[v]->size()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("gradient buffer ", v, " has ", gradients[v].size(),
-                         " values, the variable ", gradients_[v]->size()));
-      }
-    }
+    RETURN_IF_ERROR(CheckGradientBuffers(gradients, gradients_));
     RETURN_IF_ERROR(Forward(batch, /*training=*/true));
     size_t first = gradients_.size();
     for (size_t l = kernels_.size(); l-- > 0;) {
