@@ -17,6 +17,7 @@ namespace {
 constexpr int kMaxTableDim = 4096;
 constexpr int64_t kMaxValuesPerExample = int64_t{1} << 28;
 constexpr int64_t kMaxInteractionFields = 1024;
+constexpr int64_t kMaxVariableElements = int64_t{1} << 31;
 
 std::string Quoted(const std::string& s) { return absl::StrCat("\"", s, "\""); }
 
@@ -553,6 +554,15 @@ class GraphBuilder {
           absl::StrCat("projection_dim ", node.projection_dim,
                        " must be 0 (full rank) or 1 to ", d - 1,
                        " (low rank, below the width ", d, ")"));
+    }
+    const int64_t kernel_values =
+        node.projection_dim == 0 ? d * d : 2 * d * node.projection_dim;
+    if (kernel_values > kMaxVariableElements) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("its kernel would hold ", kernel_values,
+                       " values (at most ", kMaxVariableElements,
+                       "); narrow the input or set a small "
+                       "projection_dim"));
     }
     if (node.projection_dim == 0) {
       node.variables.push_back(

@@ -276,6 +276,23 @@ INSTANTIATE_TEST_SUITE_P(
       return info.param.what;
     });
 
+TEST(GraphSpecTest, AFullRankCrossOnAHugeInputIsRefused) {
+  absl::StatusOr<GraphSpec> spec = BuildGraphSpec(Parse(R"({
+    "inputs": [{"name": "x", "features": {}}],
+    "nodes": [
+      {"name": "wide", "inputs": ["x"], "layer": {"Dense": {"units": 100000}}},
+      {"name": "cross", "inputs": ["wide"], "layer": {"Cross": {}}},
+      {"name": "logit", "inputs": ["cross"], "layer": {"Dense": {"units": 1}}}
+    ],
+    "output": {"node": "logit", "loss": "SIGMOID_CROSS_ENTROPY"}
+  })"),
+                                                  Ctr());
+  EXPECT_THAT(spec.status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("\"cross\" (Cross): its kernel would hold "
+                                 "10000000000 values")));
+}
+
 TEST(GraphSpecTest, CategoricalInputsNeedCategoricalData) {
   absl::StatusOr<GraphSpec> spec = BuildGraphSpec(Parse(kDlrm), Images());
   EXPECT_THAT(spec.status(),
