@@ -13,7 +13,9 @@
       order (each worker's shard shuffled as data/batch_stream.cc does) and
       prints the final test accuracy. --mode=async (the default) takes the
       workers' batches in turn, one update each, as an async job without
-      staleness would; --mode=sync averages one batch of every worker per
+      staleness would (--staleness=k computes each gradient on the
+      parameters k updates old, as an async job with that staleness
+      does); --mode=sync averages one batch of every worker per
       update, as a SYNC job does (each batch normalized by its own
       statistics, the moving statistics updated once with their mean).
 
@@ -194,18 +196,39 @@ def train(args):
     step = 0
     start = time.perf_counter()
 
+    params = list(model.parameters())
+    # Parameters after each of the last `staleness` updates (oldest first):
+    # with --staleness=k a gradient is computed on the parameters k updates
+    # old, as an async parameter server applies it.
+    history = []
+
     def update(batch_indexes):
         """One update from the mean gradient of these batches."""
         progress = min(step, total_steps) / total_steps
         lr = args.lr * (args.alpha + (1 - args.alpha) * 0.5 * (1 + math.cos(math.pi * progress)))
+        if step < args.warmup_steps:  # ps/lr_schedule.cc's linear warm-up
+            lr *= (step + 1) / args.warmup_steps
         for group in optimizer.param_groups:
             group["lr"] = lr
         optimizer.zero_grad(set_to_none=True)
+        current = [p.detach().clone() for p in params]
+        stale = current
+        if args.staleness > 0:
+            history.append(current)
+            stale = history[0]
+            with torch.no_grad():
+                for p, old in zip(params, stale):
+                    p.copy_(old)
         for indexes in batch_indexes:
             index = torch.tensor(indexes)
             loss = F.cross_entropy(model(images[index]), labels[index])
             (loss / len(batch_indexes)).backward()
+        if args.staleness > 0:
+            with torch.no_grad():
+                for p, now in zip(params, current):
+                    p.copy_(now)
         optimizer.step()
+        del history[:-args.staleness or len(history)]
         for norm in norms:
             norm.update_moving_statistics()
 
@@ -251,6 +274,10 @@ def main():
     parser.add_argument("--lr", type=float, default=0.001)
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--warmup_steps", type=int, default=0)
+    parser.add_argument("--staleness", type=int, default=0,
+                        help="train: gradients computed on the parameters "
+                        "this many updates old (async mode's staleness)")
     args = parser.parse_args()
     speed(args) if args.mode == "speed" else train(args)
 
