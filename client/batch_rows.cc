@@ -84,6 +84,12 @@ void BatchRows::CollectTableIds(const Batch& batch, size_t t) {
 
 absl::Status BatchRows::Pull(ParameterClient& client, bool train,
                              int64_t min_version) {
+  return StartPull(client, train, min_version)->Wait();
+}
+
+std::shared_ptr<RowsHandle> BatchRows::StartPull(
+    ParameterClient& client, bool train, int64_t min_version,
+    std::optional<WorkerClock> clock) {
   std::vector<ParameterClient::TableRows> parts;
   for (size_t t = 0; t < tables_.size(); ++t) {
     if (UniqueOf(t).empty()) continue;
@@ -93,20 +99,23 @@ absl::Status BatchRows::Pull(ParameterClient& client, bool train,
                      absl::MakeSpan(rows_[t]),
                      {}});
   }
-  if (parts.empty()) return absl::OkStatus();
-  return client.PullRows(parts, train, min_version).status();
+  return client.StartPullRows(parts, train, min_version, std::move(clock));
 }
 
 absl::Status BatchRows::Push(ParameterClient& client, int64_t version,
                              int worker) {
+  return StartPush(client, version, worker)->Wait();
+}
+
+std::shared_ptr<RowsHandle> BatchRows::StartPush(ParameterClient& client,
+                                                 int64_t version, int worker) {
   std::vector<ParameterClient::TableRows> parts;
   for (size_t t = 0; t < tables_.size(); ++t) {
     if (UniqueOf(t).empty()) continue;
     parts.push_back(
         {tables_[t].name(), tables_[t].dim(), UniqueOf(t), {}, gradients_[t]});
   }
-  if (parts.empty()) return absl::OkStatus();
-  return client.PushRows(parts, version, worker);
+  return client.StartPushRows(parts, version, worker);
 }
 
 }  // namespace psflow

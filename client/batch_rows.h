@@ -7,11 +7,14 @@
 // rows) share it.
 //
 // Thread-compatible: one per trainer or evaluator thread; buffers are
-// reused from batch to batch.
+// reused from batch to batch. A trainer that pulls the next batch's rows
+// while the current one computes keeps two (worker/trainer.h).
 #ifndef PSFLOW_CLIENT_BATCH_ROWS_H_
 #define PSFLOW_CLIENT_BATCH_ROWS_H_
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -34,6 +37,14 @@ class BatchRows {
   // server. `train`: a training pull (creates rows, marks them used);
   // SYNC: waits until every table reached `min_version`.
   absl::Status Pull(ParameterClient& client, bool train, int64_t min_version);
+  // The same, started (ParameterClient::StartPullRows; BOUNDED: `clock` is
+  // the worker's step the rows are for). The rows reach sparse() when the
+  // handle's Wait() succeeds; the handle must be waited on or dropped
+  // before the next Prepare. Its version() is the table version the rows
+  // were read at.
+  std::shared_ptr<RowsHandle> StartPull(
+      ParameterClient& client, bool train, int64_t min_version,
+      std::optional<WorkerClock> clock = std::nullopt);
 
   // What the model reads (and where TrainStep writes row gradients).
   const SparseBatch& sparse() const { return sparse_; }
@@ -41,6 +52,10 @@ class BatchRows {
   // Pushes the row gradients the model wrote, one request per server.
   // SYNC: `version` is the step they belong to (a stale push is Aborted).
   absl::Status Push(ParameterClient& client, int64_t version, int worker);
+  // The same, started: the gradients are copied before it returns, so the
+  // next Prepare may follow at once.
+  std::shared_ptr<RowsHandle> StartPush(ParameterClient& client,
+                                        int64_t version, int worker);
 
   int64_t num_unique() const { return static_cast<int64_t>(unique_.size()); }
 

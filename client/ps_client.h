@@ -72,6 +72,42 @@ class PsHandle {
   std::shared_ptr<State> state_;
 };
 
+// A pending PullRows or PushRows (ParameterClient::StartPullRows,
+// StartPushRows), in the shape of PsHandle.
+//
+// A rows pull's servers answer into buffers the handle owns; the rows
+// reach the caller's `TableRows::rows` only inside Wait(), on the waiting
+// thread. So a pull dropped without a Wait() (a restart, an error) never
+// writes the caller's memory, and a caller may reuse its buffers as soon
+// as the handle is gone. A rows push sums its gradients into its own
+// buffers when it starts: the caller's are free once StartPushRows
+// returns. Dropping the last reference waits for the calls (bounded by
+// Options::rpc_timeout, sooner after CancelInFlight).
+class RowsHandle {
+ public:
+  ~RowsHandle();
+  RowsHandle(const RowsHandle&) = delete;
+  RowsHandle& operator=(const RowsHandle&) = delete;
+
+  // Blocks until every server answered; a pull then copies its rows into
+  // the caller's buffers (the first Wait() only: they must still be
+  // valid). Returns the first error, naming the table and the server.
+  absl::Status Wait();
+
+  // After a successful Wait() of a pull: the lowest table version the
+  // rows were read at (0 if no server was asked).
+  int64_t version() const;
+
+  // Opaque; defined in ps_client_rows.cc.
+  struct State;
+
+ private:
+  friend class ParameterClient;
+  explicit RowsHandle(std::shared_ptr<State> state)
+      : state_(std::move(state)) {}
+  std::shared_ptr<State> state_;
+};
+
 class ParameterClient : public ShardSet {
  public:
   struct Options {
@@ -185,6 +221,14 @@ class ParameterClient : public ShardSet {
   // server.
   absl::StatusOr<int64_t> PullRows(absl::Span<const TableRows> tables,
                                    bool train, int64_t min_version = 0);
+  // The same, started: the caller's `rows` buffers must stay valid until
+  // the handle's Wait() returns (or the handle is dropped unwaited, which
+  // never writes them). BOUNDED: with `clock`, each server answers once no
+  // live worker is more than max_staleness steps behind clock.clock(), as
+  // for PullForStep (clock.join() is refused: rows pulls never join).
+  std::shared_ptr<RowsHandle> StartPullRows(
+      absl::Span<const TableRows> tables, bool train, int64_t min_version = 0,
+      std::optional<WorkerClock> clock = std::nullopt);
 
   // Pushes every table's gradients: the gradients of a repeated id are
   // summed first, and each server gets one request with its rows. SYNC:
@@ -192,6 +236,10 @@ class ParameterClient : public ShardSet {
   // is Aborted (the first error is returned, after every server answered).
   absl::Status PushRows(absl::Span<const TableRows> tables, int64_t version,
                         int worker);
+  // The same, started: the gradients are summed (copied) before it
+  // returns, so the caller's buffers may change at once.
+  std::shared_ptr<RowsHandle> StartPushRows(absl::Span<const TableRows> tables,
+                                            int64_t version, int worker);
 
   const Placement& placement() const override { return placement_; }
   int num_shards() const override { return static_cast<int>(shards_.size()); }

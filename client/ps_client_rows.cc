@@ -16,29 +16,6 @@
 namespace psflow {
 namespace {
 
-// Waits for one call per server; keeps the first error.
-class Countdown {
- public:
-  explicit Countdown(int calls) : left_(calls) {}
-  void Done(const absl::Status& status) {
-    MutexLock lock(&mu_);
-    if (!status.ok() && status_.ok()) status_ = status;
-    --left_;
-  }
-  absl::Status Wait() {
-    MutexLock lock(&mu_);
-    auto done = [this]()
-                    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return left_ == 0; };
-    mu_.Await(Condition(&done));
-    return status_;
-  }
-
- private:
-  Mutex mu_;
-  int left_ ABSL_GUARDED_BY(mu_);
-  absl::Status status_ ABSL_GUARDED_BY(mu_);
-};
-
 // One table's distinct ids, split by server: for every position of the
 // caller's ids, which server and which slot of that server's list.
 struct Routed {
@@ -102,129 +79,238 @@ absl::Status ParameterClient::CreateTables(
   return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> ParameterClient::PullRows(
-    absl::Span<const TableRows> tables, bool train, int64_t min_version) {
-  RETURN_IF_ERROR(CheckTables(tables, /*pull=*/true));
-  const int servers = static_cast<int>(shards_.size());
-  std::vector<Routed> routed;
-  for (const auto& t : tables) routed.push_back(Route(t.ids, servers));
-  // Per server: its rows of every table, back to back.
-  std::vector<std::vector<float>> received(servers);
-  std::vector<PullRowsRequest> requests(servers);
-  std::vector<std::vector<absl::Span<const int64_t>>> ids(servers);
-  std::vector<std::vector<absl::Span<float>>> out(servers);
-  std::vector<std::vector<int64_t>> offsets(servers);  // per table
-  for (int s = 0; s < servers; ++s) {
+// Everything a rows call keeps until its last server answered: the
+// callbacks and the handle share it, so nothing the transport writes or
+// reads belongs to the caller.
+struct RowsHandle::State {
+  explicit State(int calls) : left(calls) {}
+
+  void Done(const absl::Status& status) {
+    MutexLock lock(&mu);
+    if (!status.ok() && this->status.ok()) this->status = status;
+    --left;
+  }
+
+  Mutex mu;
+  int left ABSL_GUARDED_BY(mu);
+  absl::Status status ABSL_GUARDED_BY(mu);
+  int64_t lowest ABSL_GUARDED_BY(mu) = INT64_MAX;
+  // Pulls: the first Wait() copied the rows to the caller.
+  bool scattered ABSL_GUARDED_BY(mu) = false;
+
+  // Set before the calls start, constant after.
+  bool pull = false;
+  std::vector<Routed> routed;            // per table
+  std::vector<int> dims;                 // per table
+  std::vector<absl::Span<float>> dest;   // pulls: the caller's, per table
+  std::vector<std::vector<float>> data;  // per server: received rows or sums
+  std::vector<std::vector<int64_t>> offsets;  // per server, per table
+  std::vector<PullRowsRequest> pull_requests;
+  std::vector<PushRowsRequest> push_requests;
+  std::vector<std::vector<absl::Span<const int64_t>>> ids;  // per server
+};
+
+namespace {
+
+bool AllAnswered(RowsHandle::State* s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  return s->left == 0;
+}
+
+}  // namespace
+
+RowsHandle::~RowsHandle() {
+  // Waits for the calls, but copies nothing: the caller's buffers may be
+  // gone by now.
+  MutexLock lock(&state_->mu);
+  state_->mu.Await(Condition(&AllAnswered, state_.get()));
+}
+
+absl::Status RowsHandle::Wait() {
+  State& s = *state_;
+  MutexLock lock(&s.mu);
+  s.mu.Await(Condition(&AllAnswered, &s));
+  if (s.pull && s.status.ok() && !s.scattered) {
+    // Scatter every server's rows to the caller's positions.
+    s.scattered = true;
+    for (size_t t = 0; t < s.routed.size(); ++t) {
+      const int dim = s.dims[t];
+      const Routed& r = s.routed[t];
+      for (size_t i = 0; i < r.server.size(); ++i) {
+        const int server = r.server[i];
+        std::memcpy(
+            s.dest[t].data() + i * dim,
+            s.data[server].data() + s.offsets[server][t] + r.slot[i] * dim,
+            sizeof(float) * dim);
+      }
+    }
+  }
+  return s.status;
+}
+
+int64_t RowsHandle::version() const {
+  MutexLock lock(&state_->mu);
+  return state_->lowest == INT64_MAX ? 0 : state_->lowest;
+}
+
+namespace {
+
+// Routes every table's ids and sizes each server's share of the rows.
+void RouteTables(absl::Span<const ParameterClient::TableRows> tables,
+                 int servers, RowsHandle::State& s) {
+  for (const auto& t : tables) {
+    s.routed.push_back(Route(t.ids, servers));
+    s.dims.push_back(t.dim);
+  }
+  s.data.resize(servers);
+  s.offsets.resize(servers);
+  s.ids.resize(servers);
+  for (int server = 0; server < servers; ++server) {
     int64_t floats = 0;
     for (size_t t = 0; t < tables.size(); ++t) {
-      offsets[s].push_back(floats);
-      floats += static_cast<int64_t>(routed[t].ids[s].size()) * tables[t].dim;
+      s.offsets[server].push_back(floats);
+      floats +=
+          static_cast<int64_t>(s.routed[t].ids[server].size()) * tables[t].dim;
     }
-    received[s].resize(floats);
-    requests[s].set_protocol_version(kProtocolVersion);
-    requests[s].set_train(train);
-    requests[s].set_min_version(min_version);
-    for (size_t t = 0; t < tables.size(); ++t) {
-      if (routed[t].ids[s].empty()) continue;
-      RowsPart* part = requests[s].add_parts();
-      part->set_table(tables[t].table);
-      part->set_num_ids(static_cast<int64_t>(routed[t].ids[s].size()));
-      ids[s].push_back(routed[t].ids[s]);
-      out[s].push_back(
-          absl::MakeSpan(received[s])
-              .subspan(offsets[s][t], routed[t].ids[s].size() * tables[t].dim));
-    }
+    s.data[server].assign(floats, 0.0f);
   }
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> ParameterClient::PullRows(
+    absl::Span<const TableRows> tables, bool train, int64_t min_version) {
+  std::shared_ptr<RowsHandle> pull = StartPullRows(tables, train, min_version);
+  RETURN_IF_ERROR(pull->Wait());
+  return pull->version();
+}
+
+std::shared_ptr<RowsHandle> ParameterClient::StartPullRows(
+    absl::Span<const TableRows> tables, bool train, int64_t min_version,
+    std::optional<WorkerClock> clock) {
+  if (absl::Status checked = CheckTables(tables, /*pull=*/true);
+      !checked.ok()) {
+    auto failed = std::make_shared<RowsHandle::State>(1);
+    failed->Done(checked);
+    return std::shared_ptr<RowsHandle>(new RowsHandle(std::move(failed)));
+  }
+  const int servers = static_cast<int>(shards_.size());
+  // The count of calls is known once the ids are routed; `left` is set
+  // then, before any call starts.
+  auto state = std::make_shared<RowsHandle::State>(0);
+  RowsHandle::State& s = *state;
+  s.pull = true;
+  RouteTables(tables, servers, s);
+  for (const auto& t : tables) s.dest.push_back(t.rows);
+  s.pull_requests.resize(servers);
+  // Per server: its rows of every table, back to back.
+  std::vector<std::vector<absl::Span<float>>> out(servers);
   int calls = 0;
-  for (int s = 0; s < servers; ++s) calls += requests[s].parts_size() > 0;
-  Countdown countdown(calls);
-  Mutex version_mu;
-  int64_t lowest = INT64_MAX;
-  const absl::Time deadline = absl::Now() + options_.rpc_timeout;
-  for (int s = 0; s < servers; ++s) {
-    if (requests[s].parts_size() == 0) continue;
-    shards_[s]->PullRows(requests[s], ids[s], out[s], deadline,
-                         [&countdown, &version_mu,
-                          &lowest](absl::StatusOr<PullRowsResponse> response) {
-                           if (response.ok()) {
-                             MutexLock lock(&version_mu);
-                             for (int64_t v : response->versions()) {
-                               lowest = std::min(lowest, v);
-                             }
-                           }
-                           countdown.Done(response.status());
-                         });
-  }
-  RETURN_IF_ERROR(countdown.Wait());
-  // Scatter every server's rows to the caller's positions.
-  for (size_t t = 0; t < tables.size(); ++t) {
-    const int dim = tables[t].dim;
-    for (size_t i = 0; i < tables[t].ids.size(); ++i) {
-      const int s = routed[t].server[i];
-      std::memcpy(tables[t].rows.data() + i * dim,
-                  received[s].data() + offsets[s][t] + routed[t].slot[i] * dim,
-                  sizeof(float) * dim);
+  for (int server = 0; server < servers; ++server) {
+    PullRowsRequest& request = s.pull_requests[server];
+    request.set_protocol_version(kProtocolVersion);
+    request.set_train(train);
+    request.set_min_version(min_version);
+    if (clock.has_value()) *request.mutable_worker_clock() = *clock;
+    for (size_t t = 0; t < tables.size(); ++t) {
+      const std::vector<int64_t>& ids = s.routed[t].ids[server];
+      if (ids.empty()) continue;
+      RowsPart* part = request.add_parts();
+      part->set_table(tables[t].table);
+      part->set_num_ids(static_cast<int64_t>(ids.size()));
+      s.ids[server].push_back(ids);
+      out[server].push_back(
+          absl::MakeSpan(s.data[server])
+              .subspan(s.offsets[server][t], ids.size() * tables[t].dim));
     }
+    calls += request.parts_size() > 0;
   }
-  MutexLock lock(&version_mu);
-  return lowest == INT64_MAX ? 0 : lowest;
+  {
+    MutexLock lock(&s.mu);
+    s.left = calls;
+  }
+  const absl::Time deadline = absl::Now() + options_.rpc_timeout;
+  for (int server = 0; server < servers; ++server) {
+    if (s.pull_requests[server].parts_size() == 0) continue;
+    shards_[server]->PullRows(
+        s.pull_requests[server], s.ids[server], std::move(out[server]),
+        deadline, [state](absl::StatusOr<PullRowsResponse> response) {
+          if (response.ok()) {
+            MutexLock lock(&state->mu);
+            for (int64_t v : response->versions()) {
+              state->lowest = std::min(state->lowest, v);
+            }
+          }
+          state->Done(response.status());
+        });
+  }
+  return std::shared_ptr<RowsHandle>(new RowsHandle(std::move(state)));
 }
 
 absl::Status ParameterClient::PushRows(absl::Span<const TableRows> tables,
                                        int64_t version, int worker) {
-  RETURN_IF_ERROR(CheckTables(tables, /*pull=*/false));
-  const int servers = static_cast<int>(shards_.size());
-  std::vector<Routed> routed;
-  for (const auto& t : tables) routed.push_back(Route(t.ids, servers));
-  // Per server: the summed gradient rows of every table, back to back.
-  std::vector<std::vector<float>> sums(servers);
-  std::vector<std::vector<int64_t>> offsets(servers);
-  for (int s = 0; s < servers; ++s) {
-    int64_t floats = 0;
-    for (size_t t = 0; t < tables.size(); ++t) {
-      offsets[s].push_back(floats);
-      floats += static_cast<int64_t>(routed[t].ids[s].size()) * tables[t].dim;
-    }
-    sums[s].assign(floats, 0.0f);
+  return StartPushRows(tables, version, worker)->Wait();
+}
+
+std::shared_ptr<RowsHandle> ParameterClient::StartPushRows(
+    absl::Span<const TableRows> tables, int64_t version, int worker) {
+  if (absl::Status checked = CheckTables(tables, /*pull=*/false);
+      !checked.ok()) {
+    auto failed = std::make_shared<RowsHandle::State>(1);
+    failed->Done(checked);
+    return std::shared_ptr<RowsHandle>(new RowsHandle(std::move(failed)));
   }
+  const int servers = static_cast<int>(shards_.size());
+  auto state = std::make_shared<RowsHandle::State>(0);
+  RowsHandle::State& s = *state;
+  RouteTables(tables, servers, s);
+  // Per server: the summed gradient rows of every table, back to back.
   for (size_t t = 0; t < tables.size(); ++t) {
     const int dim = tables[t].dim;
+    const Routed& r = s.routed[t];
     for (size_t i = 0; i < tables[t].ids.size(); ++i) {
-      float* sum = sums[routed[t].server[i]].data() +
-                   offsets[routed[t].server[i]][t] + routed[t].slot[i] * dim;
+      float* sum = s.data[r.server[i]].data() + s.offsets[r.server[i]][t] +
+                   r.slot[i] * dim;
       const float* g = tables[t].gradients.data() + i * dim;
       for (int j = 0; j < dim; ++j) sum[j] += g[j];
     }
   }
-  std::vector<PushRowsRequest> requests(servers);
-  std::vector<std::vector<absl::Span<const int64_t>>> ids(servers);
+  s.push_requests.resize(servers);
   std::vector<std::vector<absl::Span<const float>>> gradients(servers);
   int calls = 0;
-  for (int s = 0; s < servers; ++s) {
-    requests[s].set_protocol_version(kProtocolVersion);
-    requests[s].set_version(version);
-    requests[s].set_worker_index(worker);
+  for (int server = 0; server < servers; ++server) {
+    PushRowsRequest& request = s.push_requests[server];
+    request.set_protocol_version(kProtocolVersion);
+    request.set_version(version);
+    request.set_worker_index(worker);
     for (size_t t = 0; t < tables.size(); ++t) {
-      if (routed[t].ids[s].empty()) continue;
-      RowsPart* part = requests[s].add_parts();
+      const std::vector<int64_t>& ids = s.routed[t].ids[server];
+      if (ids.empty()) continue;
+      RowsPart* part = request.add_parts();
       part->set_table(tables[t].table);
-      part->set_num_ids(static_cast<int64_t>(routed[t].ids[s].size()));
-      ids[s].push_back(routed[t].ids[s]);
-      gradients[s].push_back(absl::MakeConstSpan(sums[s]).subspan(
-          offsets[s][t], routed[t].ids[s].size() * tables[t].dim));
+      part->set_num_ids(static_cast<int64_t>(ids.size()));
+      s.ids[server].push_back(ids);
+      gradients[server].push_back(
+          absl::MakeConstSpan(s.data[server])
+              .subspan(s.offsets[server][t], ids.size() * tables[t].dim));
     }
-    calls += requests[s].parts_size() > 0;
+    calls += request.parts_size() > 0;
   }
-  Countdown countdown(calls);
+  {
+    MutexLock lock(&s.mu);
+    s.left = calls;
+  }
   const absl::Time deadline = absl::Now() + options_.rpc_timeout;
-  for (int s = 0; s < servers; ++s) {
-    if (requests[s].parts_size() == 0) continue;
-    // The buffers outlive the call: this function waits for every answer.
-    shards_[s]->PushRows(
-        requests[s], ids[s], gradients[s], nullptr, deadline,
-        [&countdown, name = &shards_[s]->name(),
-         &request = requests[s]](absl::StatusOr<PushRowsResponse> response) {
+  for (int server = 0; server < servers; ++server) {
+    if (s.push_requests[server].parts_size() == 0) continue;
+    // The state (ids, sums, request) outlives the call: the callback
+    // holds it.
+    shards_[server]->PushRows(
+        s.push_requests[server], s.ids[server], std::move(gradients[server]),
+        state, deadline,
+        [state, name = &shards_[server]->name(),
+         server](absl::StatusOr<PushRowsResponse> response) {
           absl::Status status = response.status();
+          const PushRowsRequest& request = state->push_requests[server];
           if (response.ok()) {
             for (int i = 0; i < response->results_size() && status.ok(); ++i) {
               const PushPartResult& r = response->results(i);
@@ -236,10 +322,10 @@ absl::Status ParameterClient::PushRows(absl::Span<const TableRows> tables,
               }
             }
           }
-          countdown.Done(status);
+          state->Done(status);
         });
   }
-  return countdown.Wait();
+  return std::shared_ptr<RowsHandle>(new RowsHandle(std::move(state)));
 }
 
 }  // namespace psflow

@@ -1,6 +1,7 @@
 // ParameterClient's embedding-table calls against three in-process servers:
 // routing by id hash, deduplication, gradient sums, one request per server
 // for every table, SYNC steps, and errors that name the table.
+#include <algorithm>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -161,6 +162,57 @@ TEST_F(RowsClientTest, SyncPullsWaitForEveryWorkersPush) {
   EXPECT_THAT(client_->PushRows({w0}, 0, 0),
               StatusIs(absl::StatusCode::kAborted,
                        HasSubstr("push of rows of 'wide' to ps-")));
+}
+
+// A rows pull writes the caller's buffer only inside Wait(): one dropped
+// unwaited (a trainer's restart, an error) leaves it untouched, even when
+// its servers answered.
+TEST_F(RowsClientTest, ADroppedRowsPullNeverWritesTheCallersBuffer) {
+  ASSERT_NO_FATAL_FAILURE(Start(SYNC, /*workers=*/1));
+  const std::vector<int64_t> ids = {1, 2, 3};
+  Pull("emb", 4, ids);  // creates the rows
+  std::vector<float> rows(ids.size() * 4, -99.0f);
+  ParameterClient::TableRows t{"emb", 4, ids, absl::MakeSpan(rows), {}};
+  std::shared_ptr<RowsHandle> pull = client_->StartPullRows({t}, true, 1);
+  // Step 1 completes: the servers answer the waiting pull.
+  const std::vector<float> zeros(ids.size() * 4, 0.0f);
+  ASSERT_OK(client_->PushRows({{"emb", 4, ids, {}, zeros}}, 0, 0));
+  pull = nullptr;
+  EXPECT_THAT(rows, ::testing::Each(-99.0f));
+  // Waited, it delivers.
+  pull = client_->StartPullRows({t}, true, 1);
+  ASSERT_OK(pull->Wait());
+  EXPECT_EQ(pull->version(), 1);
+  EXPECT_NE(rows[0], -99.0f);
+}
+
+// A rows pull waiting for a step that never comes ends at CancelInFlight
+// (a trainer whose run failed), and still leaves the buffer untouched.
+TEST_F(RowsClientTest, CancelInFlightEndsAWaitingRowsPull) {
+  ASSERT_NO_FATAL_FAILURE(Start(SYNC, /*workers=*/2));
+  const std::vector<int64_t> ids = {1, 2, 3};
+  std::vector<float> rows(ids.size() * 4, -99.0f);
+  ParameterClient::TableRows t{"emb", 4, ids, absl::MakeSpan(rows), {}};
+  std::shared_ptr<RowsHandle> pull = client_->StartPullRows({t}, true, 5);
+  client_->CancelInFlight();
+  EXPECT_FALSE(pull->Wait().ok());
+  EXPECT_THAT(rows, ::testing::Each(-99.0f));
+}
+
+// A rows push sums (copies) its gradients when it starts: the caller may
+// reuse its buffers before the push ends.
+TEST_F(RowsClientTest, ARowsPushCopiesItsGradientsWhenItStarts) {
+  ASSERT_NO_FATAL_FAILURE(Start(ASYNC));
+  const std::vector<float> before = Pull("wide", 1, {5, 6});
+  const std::vector<int64_t> ids = {5, 6, 5};
+  std::vector<float> gradients = {1.0f, 2.0f, 3.0f};
+  std::shared_ptr<RowsHandle> push = client_->StartPushRows(
+      {{"wide", 1, ids, {}, gradients}}, /*version=*/0, /*worker=*/0);
+  std::fill(gradients.begin(), gradients.end(), 1000.0f);
+  ASSERT_OK(push->Wait());
+  const std::vector<float> after = Pull("wide", 1, {5, 6});
+  EXPECT_FLOAT_EQ(after[0], before[0] - 4.0f);  // 1 + 3, SGD at rate 1
+  EXPECT_FLOAT_EQ(after[1], before[1] - 2.0f);
 }
 
 TEST_F(RowsClientTest, ErrorsNameTheTable) {

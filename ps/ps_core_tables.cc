@@ -1,5 +1,6 @@
 // ParameterServerCore's embedding tables: creating them from their specs,
 // resolving sparse requests, pulls and checked pushes of rows.
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
@@ -248,6 +249,15 @@ absl::StatusOr<PushRowsResponse> ParameterServerCore::PushRows(
     }
     if (pushed->first == PushOutcome::kApplied) {
       updates_applied_.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (pushed->first != PushOutcome::kDuplicate) {
+      // As for a dense chunk (ApplyChecked): the table's updates since the
+      // version the rows were pulled at, before this one. A worker that
+      // prefetches its next batch's rows pushes them one update staler.
+      const int64_t before = pushed->first == PushOutcome::kApplied
+                                 ? pushed->second - 1
+                                 : pushed->second;
+      staleness_.Record(before - std::clamp<int64_t>(version, 0, before));
     }
     result->set_version(pushed->second);
   }

@@ -123,8 +123,10 @@ class PsService {
   // Starts a PullRows whose parts' ids are `ids` (the caller keeps them
   // until `done`). With `out` empty the answer carries the rows; else one
   // buffer per part, exactly its size. SYNC: answers once every part's
-  // table reached min_version. `done` runs exactly once, as for Pull; the
-  // handle cancels a waiting pull (null when `done` already ran).
+  // table reached min_version; BOUNDED, with a worker clock: once the
+  // bound allows the worker's step, as a dense pull. `done` runs exactly
+  // once, as for Pull; the handle cancels a waiting pull (null when `done`
+  // already ran).
   std::shared_ptr<PendingRows> PullRows(
       const PullRowsRequest& request,
       std::vector<absl::Span<const int64_t>> ids,
@@ -215,18 +217,21 @@ class PsService::PendingRows
   PendingRows(PsService* service, std::vector<EmbeddingTable*> tables,
               std::vector<absl::Span<const int64_t>> ids,
               std::vector<absl::Span<float>> out, bool train,
-              int64_t min_version, RowsDone done)
+              int64_t min_version, Gate gate, RowsDone done)
       : service_(service),
         tables_(std::move(tables)),
         ids_(std::move(ids)),
         out_(std::move(out)),
         train_(train),
         min_version_(min_version),
+        gate_(gate),
         done_(std::move(done)) {}
 
-  // Registers a wait on every table below min_version; answers now when
-  // none waits. Returns whether the pull is still waiting.
+  // Registers a wait on every table below min_version, and (BOUNDED) on
+  // the worker clocks; answers now when none waits. Returns whether the
+  // pull is still waiting.
   bool Start();
+  // A table reached min_version; nullptr: the bound allows the pull.
   void OnReached(EmbeddingTable* table);
   void Answer();
 
@@ -236,9 +241,12 @@ class PsService::PendingRows
   const std::vector<absl::Span<float>> out_;
   const bool train_;
   const int64_t min_version_;
+  const Gate gate_;  // BOUNDED: the worker clock the pull waits for
+  const absl::Time created_ = absl::Now();
   RowsDone done_;  // run once, by whoever claims the answer
 
   Mutex mu_;
+  // Per table below min_version, and the clock wait (table nullptr).
   std::vector<std::pair<EmbeddingTable*, uint64_t>> waits_ ABSL_GUARDED_BY(mu_);
   bool answer_claimed_ ABSL_GUARDED_BY(mu_) = false;
 };

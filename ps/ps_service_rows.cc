@@ -38,7 +38,30 @@ std::shared_ptr<PsService::PendingRows> PsService::PullRows(
       return nullptr;
     }
   }
-  if (request.min_version() > 0) {
+  // BOUNDED: a worker's rows pull for its step waits for the slowest live
+  // worker, as its dense pull does.
+  Gate gate;
+  if (request.has_worker_clock()) {
+    gate.clocks = core_->worker_clocks();  // null in other modes: no gate
+    if (gate.clocks != nullptr) {
+      const WorkerClock& wc = request.worker_clock();
+      if (wc.join()) {
+        done(absl::InvalidArgumentError(absl::StrCat(
+            "rows pull of worker ", wc.worker_index(),
+            " asks to join the bound; a worker joins with its dense pull, "
+            "then pulls rows for the step it goes on from")));
+        return nullptr;
+      }
+      if (absl::Status ok = gate.clocks->Check(wc.worker_index(), wc.clock());
+          !ok.ok()) {
+        done(ok);
+        return nullptr;
+      }
+      gate.worker = wc.worker_index();
+      gate.clock = wc.clock();
+    }
+  }
+  if (request.min_version() > 0 || gate.clocks != nullptr) {
     // A pull that may wait holds its ids (up to 32 MiB) until it answers:
     // all of them together are bounded.
     int64_t held = 0;
@@ -59,9 +82,9 @@ std::shared_ptr<PsService::PendingRows> PsService::PullRows(
       done(std::move(answer));
     };
   }
-  std::shared_ptr<PendingRows> pull(
-      new PendingRows(this, *std::move(tables), std::move(ids), std::move(out),
-                      request.train(), request.min_version(), std::move(done)));
+  std::shared_ptr<PendingRows> pull(new PendingRows(
+      this, *std::move(tables), std::move(ids), std::move(out), request.train(),
+      request.min_version(), gate, std::move(done)));
   return pull->Start() ? pull : nullptr;
 }
 
@@ -80,6 +103,15 @@ bool PsService::PendingRows::Start() {
             min_version_, [self, table] { self->OnReached(table); });
         if (id.has_value()) waits_.emplace_back(table, *id);
       }
+    }
+    if (gate_.clocks != nullptr) {
+      std::shared_ptr<PendingRows> self = shared_from_this();
+      std::optional<uint64_t> id =
+          gate_.clocks->WhenAllowed(gate_.clock, [self] {
+            self->gate_.clocks->CountWait(absl::Now() - self->created_);
+            self->OnReached(nullptr);
+          });
+      if (id.has_value()) waits_.emplace_back(nullptr, *id);
     }
     if (!waits_.empty()) return true;
     answer_claimed_ = true;
@@ -109,6 +141,16 @@ void PsService::PendingRows::Cancel() {
     if (answer_claimed_) return;
     answer_claimed_ = true;
     for (const auto& [table, id] : waits_) {
+      if (table == nullptr) {
+        if (gate_.clocks->Cancel(id)) {
+          gate_.clocks->CountWait(absl::Now() - created_);
+        }
+        waiting_for =
+            absl::StrCat("waiting for a slower worker: ",
+                         gate_.clocks->DescribeWait(gate_.worker, gate_.clock),
+                         " (bounded staleness)");
+        continue;
+      }
       table->CancelWait(id);
       if (waiting_for.empty()) {
         waiting_for = absl::StrCat("waiting for step ", min_version_,

@@ -29,7 +29,10 @@ Trainer::Trainer(TrainerOptions options, TrainerParts parts)
       bounded_(options_.spec.config().training().mode() == BOUNDED) {
   window_.start = parts_.clock->Now();
   if (!parts_.tables.empty()) {
-    rows_ = std::make_unique<BatchRows>(parts_.tables);
+    has_tables_ = true;
+    for (StagedBatch& staged : staged_) {
+      staged.rows = std::make_unique<BatchRows>(parts_.tables);
+    }
   }
 }
 
@@ -300,6 +303,10 @@ std::shared_ptr<PsHandle> Trainer::PullFor(const HostTensors& t,
 
 void Trainer::Restart() {
   (void)pull_->Wait();
+  // Rows pulled before a failure or a restore are pulled again; SYNC drops
+  // the step's batch, as it always did.
+  DropRowPulls();
+  if (sync_ && has_tables_) ReleaseBatch();
   pull_ = PullFor(params_[current_], 0, clock_, /*join=*/true);
 }
 
@@ -315,6 +322,8 @@ absl::Status Trainer::Run() {
   }
   pull_ = nullptr;
   for (auto& push : pushes_) push = nullptr;
+  for (auto& push : row_pushes_) push = nullptr;
+  DropRowPulls();
   return result;
 }
 
@@ -341,6 +350,8 @@ absl::Status Trainer::RunUntilDone() {
     version_ = 0;
     failing_since_ = absl::InfiniteFuture();
     for (auto& push : pushes_) push = nullptr;
+    for (auto& push : row_pushes_) push = nullptr;
+    DropRowPulls();
   }
 }
 
@@ -414,6 +425,11 @@ absl::Status Trainer::Train() {
   for (auto& push : pushes_) {
     if (push != nullptr) RETURN_IF_ERROR(push->Wait());
   }
+  for (auto& push : row_pushes_) {
+    if (push != nullptr) RETURN_IF_ERROR(push->Wait());
+  }
+  // A prefetch for a step past the job's total is not needed.
+  DropRowPulls();
   LogFinished(parts_.clock->Now() - training_start);
   return absl::OkStatus();
 }
@@ -421,20 +437,31 @@ absl::Status Trainer::Train() {
 absl::StatusOr<Trainer::Next> Trainer::TrainOneStep(TrainLoop& loop) {
   ASSIGN_OR_RETURN(Next next, AwaitParameters());
   if (next != Next::kGoOn) return next;
-  std::optional<Batch> batch = parts_.batches->Next();
+  std::optional<Batch> own;  // models without tables
+  const Batch* batch = nullptr;
+  if (has_tables_) {
+    ASSIGN_OR_RETURN(batch, StageBatch());
+  } else if ((own = parts_.batches->Next()).has_value()) {
+    batch = &*own;
+  }
   // Streams are endless; defensive.
-  if (!batch.has_value()) return Next::kStop;
+  if (batch == nullptr) return Next::kStop;
   RETURN_IF_ERROR(LoadParametersAndPrefetch());
   ASSIGN_OR_RETURN(next, AwaitEarlierPush());
   if (next != Next::kGoOn) return next;
-  ASSIGN_OR_RETURN(next, PullRows(*batch));
+  ASSIGN_OR_RETURN(next, PullRows());
   if (next != Next::kGoOn) return next;
   ASSIGN_OR_RETURN(const BatchStats stats, ComputeGradients(*batch));
   ASSIGN_OR_RETURN(next, PushGradients());
+  if (next == Next::kGoOn) {
+    ASSIGN_OR_RETURN(next, PushRows());
+  }
+  // Not SYNC: both pushes travel while the next step computes into the
+  // other gradient buffer.
+  if (!sync_) grad_slot_ = 1 - grad_slot_;
+  if (next == Next::kGoOn) RecordStep(*batch, stats, loop.log_every);
+  ReleaseBatch();  // computed: a failed push does not train it again
   if (next != Next::kGoOn) return next;
-  ASSIGN_OR_RETURN(next, PushRows());
-  if (next != Next::kGoOn) return next;
-  RecordStep(*batch, stats, loop.log_every);
   ASSIGN_OR_RETURN(next, HeartbeatIfDue(loop));
   if (next != Next::kGoOn) return next;
   PullNextStep();
@@ -471,33 +498,32 @@ absl::Status Trainer::LoadParametersAndPrefetch() {
 }
 
 absl::StatusOr<Trainer::Next> Trainer::AwaitEarlierPush() {
-  if (pushes_[grad_slot_] == nullptr) return Next::kGoOn;
-  const absl::Time push_wait_start = parts_.clock->Now();
-  absl::Status pushed = pushes_[grad_slot_]->Wait();
-  Observe(&PhaseTotals::push_wait, &WorkerMetrics::push_wait_seconds,
-          push_wait_start);
-  pushes_[grad_slot_] = nullptr;
-  if (!pushed.ok()) return AfterPushError(pushed);
-  rejected_in_a_row_ = 0;
-  return Next::kGoOn;
+  return AwaitPushes(grad_slot_);
 }
 
-absl::StatusOr<Trainer::Next> Trainer::PullRows(const Batch& batch) {
-  if (rows_ == nullptr) return Next::kGoOn;
-  // The batch's rows, at this step's version in SYNC.
-  RETURN_IF_ERROR(rows_->Prepare(batch));
-  const absl::Time rows_wait_start = parts_.clock->Now();
-  absl::Status pulled_rows =
-      rows_->Pull(*parts_.client, /*train=*/true, sync_ ? version_ : 0);
-  Observe(&PhaseTotals::pull_wait, &WorkerMetrics::pull_wait_seconds,
-          rows_wait_start);
-  if (!pulled_rows.ok()) return AfterFailure(pulled_rows);
+absl::StatusOr<Trainer::Next> Trainer::AwaitPushes(int slot) {
+  if (pushes_[slot] == nullptr && row_pushes_[slot] == nullptr) {
+    return Next::kGoOn;
+  }
+  const absl::Time push_wait_start = parts_.clock->Now();
+  absl::Status pushed, pushed_rows;
+  if (pushes_[slot] != nullptr) pushed = pushes_[slot]->Wait();
+  if (row_pushes_[slot] != nullptr) pushed_rows = row_pushes_[slot]->Wait();
+  Observe(&PhaseTotals::push_wait, &WorkerMetrics::push_wait_seconds,
+          push_wait_start);
+  pushes_[slot] = nullptr;
+  row_pushes_[slot] = nullptr;
+  if (!pushed.ok()) return AfterPushError(pushed);
+  // Not SYNC, Aborted is a failure like any other.
+  if (!pushed_rows.ok()) return AfterPushError(pushed_rows);
+  rejected_in_a_row_ = 0;
   return Next::kGoOn;
 }
 
 absl::StatusOr<BatchStats> Trainer::ComputeGradients(const Batch& batch) {
   // PullRows succeeded when there are rows: the batch's sparse features.
-  const SparseBatch* sparse = rows_ != nullptr ? &rows_->sparse() : nullptr;
+  const SparseBatch* sparse =
+      has_tables_ ? &staged_[staged_current_].rows->sparse() : nullptr;
   const absl::Time compute_start = parts_.clock->Now();
   ASSIGN_OR_RETURN(
       BatchStats stats,
@@ -522,7 +548,6 @@ absl::StatusOr<Trainer::Next> Trainer::PushGradients() {
   if (!sync_) {
     // It travels while the next step computes into the other buffer.
     pushes_[grad_slot_] = std::move(push);
-    grad_slot_ = 1 - grad_slot_;
     return Next::kGoOn;
   }
   const absl::Time push_wait_start = parts_.clock->Now();
@@ -535,22 +560,6 @@ absl::StatusOr<Trainer::Next> Trainer::PushGradients() {
   }
   if (!pushed.ok()) return AfterPushError(pushed);
   rejected_in_a_row_ = 0;
-  return Next::kGoOn;
-}
-
-absl::StatusOr<Trainer::Next> Trainer::PushRows() {
-  if (rows_ == nullptr) return Next::kGoOn;
-  const absl::Time rows_push_start = parts_.clock->Now();
-  absl::Status pushed_rows =
-      rows_->Push(*parts_.client, version_, options_.worker_index);
-  Observe(&PhaseTotals::push_wait, &WorkerMetrics::push_wait_seconds,
-          rows_push_start);
-  if (absl::IsAborted(pushed_rows) && sync_) {
-    ++stale_;  // SYNC: the tables' step closed before these rows came.
-    return Next::kGoOn;
-  }
-  // Not SYNC, Aborted is a failure like any other.
-  if (!pushed_rows.ok()) return AfterPushError(pushed_rows);
   return Next::kGoOn;
 }
 

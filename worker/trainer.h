@@ -16,7 +16,15 @@
 // A model with embedding tables (model/model.h ModelTable) also pulls, each
 // step, the rows of its batch's distinct ids (a training pull; SYNC: at the
 // step's version) and pushes their gradients after the dense push
-// (client/batch_rows.h).
+// (client/batch_rows.h). SYNC waits for both. Otherwise, as for the dense
+// parameters, the next batch is taken from the stream while the current
+// one computes and its rows pull travels meanwhile (two batch buffers;
+// BOUNDED: for the worker's next clock, so the servers' bound holds for
+// rows as for dense pulls), and the rows push travels while the next step
+// computes, awaited with the dense push that used the same gradient slot.
+// Rows the two batches share are thus read one step staler: before the
+// current batch's gradient for them is applied (the servers' staleness
+// histogram counts it).
 //
 // While the loop blocks (a pull waiting for a sync step or for a slower
 // worker), a keep-alive (worker/keep_alive.h) resends the latest heartbeat
@@ -182,15 +190,29 @@ class Trainer {
   // Not SYNC: waits for the push that last used this step's gradient
   // buffer.
   absl::StatusOr<Next> AwaitEarlierPush();
-  // Models with tables: pulls the rows of the batch's ids.
-  absl::StatusOr<Next> PullRows(const Batch& batch);
+  // Models with tables: the staged batch, taken from the stream (its ids
+  // prepared) unless prefetched; null at the stream's end.
+  absl::StatusOr<const Batch*> StageBatch();
+  // Models with tables: waits for the staged batch's rows (pulling them
+  // now unless prefetched); not SYNC, then takes the next batch and starts
+  // its rows pull.
+  absl::StatusOr<Next> PullRows();
+  // Not SYNC: the next batch and its rows pull, for clock_ + 1.
+  absl::Status PrefetchRows();
+  // The staged batch is done with (computed, or dropped by a failure).
+  void ReleaseBatch();
+  // Drops every rows pull in flight (their rows are pulled again).
+  void DropRowPulls();
   // The batch's gradients into grads_[grad_slot_], then the slowdown.
   absl::StatusOr<BatchStats> ComputeGradients(const Batch& batch);
   // SYNC: pushes and waits (a stale push is counted); otherwise the push
   // travels while the next step computes.
   absl::StatusOr<Next> PushGradients();
-  // Models with tables: pushes the rows' gradients.
+  // Models with tables: pushes the rows' gradients (SYNC: and waits).
   absl::StatusOr<Next> PushRows();
+  // Not SYNC: waits for the push that last used grad slot `slot` (dense,
+  // then rows), counting push wait; kGoOn, or what its error means.
+  absl::StatusOr<Next> AwaitPushes(int slot);
   // The heartbeat, once an interval: a pause or a restore by the chief is
   // waited out (Recover), then the step restarts.
   absl::StatusOr<Next> HeartbeatIfDue(TrainLoop& loop);
@@ -254,6 +276,8 @@ class Trainer {
   // worker clock, joining when `join`), waiting for min_version (sync).
   std::shared_ptr<PsHandle> PullFor(const HostTensors& t, int64_t min_version,
                                     int64_t clock, bool join);
+  // BOUNDED: the WorkerClock of a rows pull for step `clock`; else none.
+  std::optional<WorkerClock> RowsClock(int64_t clock) const;
 
   const TrainerOptions options_;
   const TrainerParts parts_;
@@ -261,11 +285,24 @@ class Trainer {
   const bool bounded_;
 
   HostTensors params_[2], grads_[2];
-  // Models with tables: the batch's rows.
-  std::unique_ptr<BatchRows> rows_;
+  // Models with tables: a batch and its rows, double-buffered like
+  // params_ (SYNC uses staged_[0] only).
+  struct StagedBatch {
+    std::optional<Batch> batch;  // its ids prepared in `rows`
+    std::unique_ptr<BatchRows> rows;
+    std::shared_ptr<RowsHandle> pull;  // in flight, or not waited yet
+    bool pulled = false;               // rows hold the batch's rows
+    int64_t version = 0;  // the table version the rows were read at
+  };
+  bool has_tables_ = false;
+  StagedBatch staged_[2];
+  int staged_current_ = 0;
   // Async keeps two gradient buffers so that a step's push travels while
   // the next step computes; a buffer is reused only after its push ended.
+  // A step's rows push (its gradients copied when it starts) shares the
+  // dense push's slot, so at most two of each are in flight.
   std::shared_ptr<PsHandle> pushes_[2];
+  std::shared_ptr<RowsHandle> row_pushes_[2];
   std::shared_ptr<PsHandle> pull_;
   int grad_slot_ = 0;
   int current_ = 0;

@@ -80,6 +80,9 @@ class TrainerTest : public ::testing::Test {
     if (chief_.joinable()) chief_.join();
   }
 
+  // SetUpJob with a model of embedding tables on click-through data.
+  void SetUpTablesJob(UpdateMode mode, int64_t total_steps);
+
   void SetUpJob(UpdateMode mode, int64_t total_steps,
                 bool configure_servers = true, Clock* clock = &RealClock()) {
     StopChief();
@@ -149,39 +152,48 @@ std::shared_ptr<CtrExamples> PlantedClicks() {
   return data;
 }
 
+// SetUpJob, then a wide-and-deep model on PlantedClicks instead.
+void TrainerTest::SetUpTablesJob(UpdateMode mode, int64_t total_steps) {
+  SetUpJob(mode, total_steps);
+  JobSpec& spec = options_.spec;
+  ModelConfig& model = *spec.mutable_config()->mutable_model();
+  model.Clear();
+  model.mutable_wide_deep()->set_embedding_dim(4);
+  model.mutable_wide_deep()->add_hidden_sizes(8);
+  spec.clear_example_shape();
+  spec.add_example_shape(1);
+  spec.set_num_fields(2);
+  spec.mutable_ps_config()->mutable_optimizer()->set_kind(
+      OptimizerConfig::ADAGRAD);
+  spec.mutable_ps_config()->mutable_learning_rate()->set_learning_rate(0.1);
+  StopChief();
+  ASSERT_OK_AND_ASSIGN(
+      job_, InProcessJob::Start(spec, TaskId{TaskType::kWorker, 0}, true));
+  RunChief();
+  ASSERT_OK_AND_ASSIGN(model_,
+                       job_->definition->Instantiate(device_.get(), 16));
+  BatchStream::Options stream;
+  stream.batch_size = 16;
+  stream.seed = 3;
+  batches_ = std::make_unique<BatchStream>(PlantedClicks(), stream);
+  parts_.model = model_.get();
+  parts_.variables = job_->variables;
+  parts_.tables = job_->definition->tables();
+  parts_.client = job_->client.get();
+  parts_.coordinator = job_->chief.get();
+  parts_.batches = batches_.get();
+}
+
 // A wide-and-deep model learns through its embedding tables: every step
-// pulls its batch's rows and pushes their gradients.
+// pulls its batch's rows and pushes their gradients (not SYNC: the next
+// batch's rows travel while this one computes, and the push while the
+// next one does).
 TEST_F(TrainerTest, AModelWithTablesLearnsThroughItsRows) {
-  for (UpdateMode mode : {ASYNC, SYNC}) {
+  for (UpdateMode mode : {ASYNC, SYNC, BOUNDED}) {
     SCOPED_TRACE(UpdateMode_Name(mode));
-    SetUpJob(mode, 120);
-    JobSpec& spec = options_.spec;
-    ModelConfig& model = *spec.mutable_config()->mutable_model();
-    model.Clear();
-    model.mutable_wide_deep()->set_embedding_dim(4);
-    model.mutable_wide_deep()->add_hidden_sizes(8);
-    spec.clear_example_shape();
-    spec.add_example_shape(1);
-    spec.set_num_fields(2);
-    spec.mutable_ps_config()->mutable_optimizer()->set_kind(
-        OptimizerConfig::ADAGRAD);
-    spec.mutable_ps_config()->mutable_learning_rate()->set_learning_rate(0.1);
-    StopChief();
-    ASSERT_OK_AND_ASSIGN(
-        job_, InProcessJob::Start(spec, TaskId{TaskType::kWorker, 0}, true));
-    RunChief();
-    ASSERT_OK_AND_ASSIGN(model_,
-                         job_->definition->Instantiate(device_.get(), 16));
-    BatchStream::Options stream;
-    stream.batch_size = 16;
-    stream.seed = 3;
-    batches_ = std::make_unique<BatchStream>(PlantedClicks(), stream);
-    parts_.model = model_.get();
-    parts_.variables = job_->variables;
-    parts_.tables = job_->definition->tables();
-    parts_.client = job_->client.get();
-    parts_.coordinator = job_->chief.get();
-    parts_.batches = batches_.get();
+    ASSERT_NO_FATAL_FAILURE(SetUpTablesJob(mode, 120));
+    // BOUNDED: worker 1 never comes; worker 0 trains alone.
+    if (mode == BOUNDED) ASSERT_OK(job_->client->ExcludeWorkers({1}));
     Trainer trainer(options_, parts_);
     ASSERT_OK(trainer.Run());
     const StatsResponse stats = job_->core->Stats();
@@ -193,6 +205,42 @@ TEST_F(TrainerTest, AModelWithTablesLearnsThroughItsRows) {
     const ProgressReport last = job_->coordinator->LastReports()[0];
     EXPECT_GT(last.accuracy(), 0.9) << "the last window's batches";
   }
+}
+
+// Rows gradients count in the servers' staleness histogram as dense ones
+// do: every applied update once. With the next batch's rows prefetched,
+// a lone async worker's rows are pushed one table update stale.
+TEST_F(TrainerTest, RowsPushesCountInTheStalenessHistogram) {
+  ASSERT_NO_FATAL_FAILURE(SetUpTablesJob(ASYNC, 60));
+  Trainer trainer(options_, parts_);
+  ASSERT_OK(trainer.Run());
+  const StatsResponse stats = job_->core->Stats();
+  int64_t counted = 0;
+  for (int64_t count : stats.staleness_counts()) counted += count;
+  EXPECT_EQ(counted, stats.updates_applied());
+  ASSERT_GE(stats.staleness_counts_size(), 2);
+  EXPECT_GT(stats.staleness_counts(1), 0) << "one update stale";
+}
+
+// BOUNDED: the rows prefetch is for the worker's next step, so the servers
+// hold it back exactly as the dense prefetch. Worker 1 stands still:
+// worker 0's step-2 pulls (dense and rows, both sent during its step 1)
+// wait until the chief drops worker 1. A rows prefetch sent for any other
+// step, or without a clock, would not wait: one wait, not two.
+TEST_F(TrainerTest, ABoundedWorkersRowsPrefetchWaitsForTheSlowestWorker) {
+  ASSERT_NO_FATAL_FAILURE(SetUpTablesJob(BOUNDED, 30));
+  absl::Status result;
+  Trainer trainer(options_, parts_);
+  std::thread run([&] { result = trainer.Run(); });
+  while (job_->core->Stats().worker_clocks(0) < 2) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(job_->core->Stats().bounded_waits(), 0) << "still waiting";
+  ASSERT_OK(job_->client->ExcludeWorkers({1}));
+  run.join();
+  ASSERT_OK(result);
+  EXPECT_EQ(job_->core->Stats().bounded_waits(), 2);
+  EXPECT_GE(job_->core->Stats().worker_clocks(0), 29);
 }
 
 TEST_F(TrainerTest, AsyncTrainsToTheJobsTotalAndLearns) {
@@ -370,6 +418,34 @@ TEST_F(TrainerTest, AWorkerWaitsWhileARestartedChiefRestoresTheModel) {
   run.join();
   EXPECT_OK(result);
   EXPECT_GE(job_->core->Stats().updates_applied(), 400);
+}
+
+// The same with embedding tables: the pause reaches the rows prefetch and
+// the rows pushes in flight (pulled again afterwards, not used stale).
+TEST_F(TrainerTest, AWorkerWithTablesWaitsWhileARestartedChiefRestores) {
+  ASSERT_NO_FATAL_FAILURE(SetUpTablesJob(ASYNC, 300));
+  RestartingChief chief(parts_.coordinator);
+  parts_.coordinator = &chief;
+  options_.heartbeat_interval = absl::Milliseconds(5);
+  Trainer trainer(options_, parts_);
+  absl::Status result;
+  std::thread run([&] { result = trainer.Run(); });
+  auto table_version = [this] {
+    return job_->core->Stats().tables(0).version();
+  };
+  while (table_version() < 20) absl::SleepFor(absl::Milliseconds(1));
+  chief.initializing = true;
+  while (chief.answered_initializing < 3) absl::SleepFor(absl::Milliseconds(1));
+  const int64_t waiting_at = job_->core->Stats().updates_applied();
+  while (chief.answered_initializing < 10) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(job_->core->Stats().updates_applied(), waiting_at)
+      << "trained while the chief was restoring";
+  chief.initializing = false;
+  run.join();
+  EXPECT_OK(result);
+  EXPECT_GE(table_version(), 300);
 }
 
 TEST_F(TrainerTest, ARestartedBoundedWorkerJoinsAtTheSlowestClock) {

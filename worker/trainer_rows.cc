@@ -1,0 +1,115 @@
+// Trainer's embedding-table steps (worker/trainer.h): staging a batch and
+// its rows, the rows pull (not SYNC: the next batch's, prefetched while
+// this one computes) and the rows push (not SYNC: in flight while the next
+// step computes).
+#include <optional>
+
+#include "common/status_macros.h"
+#include "worker/trainer.h"
+
+namespace psflow {
+
+std::optional<WorkerClock> Trainer::RowsClock(int64_t clock) const {
+  if (!bounded_) return std::nullopt;
+  WorkerClock worker_clock;
+  worker_clock.set_worker_index(options_.worker_index);
+  worker_clock.set_clock(clock);
+  return worker_clock;
+}
+
+absl::StatusOr<const Batch*> Trainer::StageBatch() {
+  StagedBatch& staged = staged_[staged_current_];
+  if (!staged.batch.has_value()) {
+    staged.batch = parts_.batches->Next();
+    if (!staged.batch.has_value()) return nullptr;
+    RETURN_IF_ERROR(staged.rows->Prepare(*staged.batch));
+  }
+  return &*staged.batch;
+}
+
+absl::StatusOr<Trainer::Next> Trainer::PullRows() {
+  if (!has_tables_) return Next::kGoOn;
+  StagedBatch& staged = staged_[staged_current_];
+  if (!staged.pulled) {
+    // Not prefetched (the first step, after a restart, SYNC): now, at this
+    // step's version in SYNC, for this step's clock in BOUNDED.
+    if (staged.pull == nullptr) {
+      staged.pull =
+          staged.rows->StartPull(*parts_.client, /*train=*/true,
+                                 sync_ ? version_ : 0, RowsClock(clock_));
+    }
+    const absl::Time rows_wait_start = parts_.clock->Now();
+    absl::Status pulled_rows = staged.pull->Wait();
+    staged.version = staged.pull->version();
+    staged.pull = nullptr;
+    Observe(&PhaseTotals::pull_wait, &WorkerMetrics::pull_wait_seconds,
+            rows_wait_start);
+    if (!pulled_rows.ok()) return AfterFailure(pulled_rows);
+    staged.pulled = true;
+  }
+  if (!sync_) RETURN_IF_ERROR(PrefetchRows());
+  return Next::kGoOn;
+}
+
+absl::Status Trainer::PrefetchRows() {
+  StagedBatch& next = staged_[1 - staged_current_];
+  if (!next.batch.has_value()) {
+    next.batch = parts_.batches->Next();
+    if (!next.batch.has_value()) return absl::OkStatus();
+    RETURN_IF_ERROR(next.rows->Prepare(*next.batch));
+  }
+  if (next.pull == nullptr && !next.pulled) {
+    // BOUNDED: for the next step's clock, as the dense prefetch
+    // (LoadParametersAndPrefetch): the servers answer once the slowest
+    // live worker is close enough, so max_staleness holds for rows too.
+    next.pull = next.rows->StartPull(*parts_.client, /*train=*/true,
+                                     /*min_version=*/0, RowsClock(clock_ + 1));
+  }
+  return absl::OkStatus();
+}
+
+void Trainer::ReleaseBatch() {
+  if (!has_tables_) return;
+  StagedBatch& staged = staged_[staged_current_];
+  staged.pull = nullptr;
+  staged.pulled = false;
+  staged.batch.reset();
+  // Not SYNC: the next step's batch is the prefetched one.
+  if (!sync_) staged_current_ = 1 - staged_current_;
+}
+
+void Trainer::DropRowPulls() {
+  // Dropping a handle waits for its calls and leaves the rows buffers
+  // untouched (client/ps_client.h RowsHandle).
+  for (StagedBatch& staged : staged_) {
+    staged.pull = nullptr;
+    staged.pulled = false;
+  }
+}
+
+absl::StatusOr<Trainer::Next> Trainer::PushRows() {
+  if (!has_tables_) return Next::kGoOn;
+  BatchRows& rows = *staged_[staged_current_].rows;
+  if (!sync_) {
+    // It travels while the next step computes (its gradients are copied
+    // now), awaited with this slot's dense push. Its version is the one
+    // the rows were read at, from which the servers count its staleness.
+    row_pushes_[grad_slot_] =
+        rows.StartPush(*parts_.client, staged_[staged_current_].version,
+                       options_.worker_index);
+    return Next::kGoOn;
+  }
+  const absl::Time rows_push_start = parts_.clock->Now();
+  absl::Status pushed_rows =
+      rows.Push(*parts_.client, version_, options_.worker_index);
+  Observe(&PhaseTotals::push_wait, &WorkerMetrics::push_wait_seconds,
+          rows_push_start);
+  if (absl::IsAborted(pushed_rows) && sync_) {
+    ++stale_;  // SYNC: the tables' step closed before these rows came.
+    return Next::kGoOn;
+  }
+  if (!pushed_rows.ok()) return AfterPushError(pushed_rows);
+  return Next::kGoOn;
+}
+
+}  // namespace psflow
