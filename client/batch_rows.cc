@@ -97,7 +97,8 @@ std::shared_ptr<RowsHandle> BatchRows::StartPull(
                      tables_[t].dim(),
                      UniqueOf(t),
                      absl::MakeSpan(rows_[t]),
-                     {}});
+                     {},
+                     /*distinct=*/true});
   }
   return client.StartPullRows(parts, train, min_version, std::move(clock));
 }
@@ -112,8 +113,12 @@ std::shared_ptr<RowsHandle> BatchRows::StartPush(ParameterClient& client,
   std::vector<ParameterClient::TableRows> parts;
   for (size_t t = 0; t < tables_.size(); ++t) {
     if (UniqueOf(t).empty()) continue;
-    parts.push_back(
-        {tables_[t].name(), tables_[t].dim(), UniqueOf(t), {}, gradients_[t]});
+    parts.push_back({tables_[t].name(),
+                     tables_[t].dim(),
+                     UniqueOf(t),
+                     {},
+                     gradients_[t],
+                     /*distinct=*/true});
   }
   return client.StartPushRows(parts, version, worker);
 }

@@ -211,6 +211,9 @@ class ParameterClient : public ShardSet {
     absl::Span<float> rows;
     // Push: ids.size() x dim gradient floats.
     absl::Span<const float> gradients;
+    // The caller promises `ids` has no repeats (BatchRows' have none):
+    // routing then skips its deduplication.
+    bool distinct = false;
   };
 
   // Pulls the rows of every table's ids: each distinct id is asked once,

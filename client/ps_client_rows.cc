@@ -24,11 +24,20 @@ struct Routed {
   std::vector<int64_t> slot;              // per caller position
 };
 
-Routed Route(absl::Span<const int64_t> ids, int servers) {
+Routed Route(absl::Span<const int64_t> ids, int servers, bool distinct) {
   Routed routed;
   routed.ids.resize(servers);
   routed.server.resize(ids.size());
   routed.slot.resize(ids.size());
+  if (distinct) {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const int server = RowServer(ids[i], servers);
+      routed.server[i] = server;
+      routed.slot[i] = static_cast<int64_t>(routed.ids[server].size());
+      routed.ids[server].push_back(ids[i]);
+    }
+    return routed;
+  }
   absl::flat_hash_map<int64_t, std::pair<int, int64_t>> seen;
   seen.reserve(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -158,7 +167,7 @@ namespace {
 void RouteTables(absl::Span<const ParameterClient::TableRows> tables,
                  int servers, RowsHandle::State& s) {
   for (const auto& t : tables) {
-    s.routed.push_back(Route(t.ids, servers));
+    s.routed.push_back(Route(t.ids, servers, t.distinct));
     s.dims.push_back(t.dim);
   }
   s.data.resize(servers);

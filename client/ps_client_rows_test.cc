@@ -215,6 +215,19 @@ TEST_F(RowsClientTest, ARowsPushCopiesItsGradientsWhenItStarts) {
   EXPECT_FLOAT_EQ(after[1], before[1] - 2.0f);
 }
 
+// Ids the caller promises distinct (BatchRows') skip the client's
+// deduplication and land on the same rows.
+TEST_F(RowsClientTest, DistinctIdsGetTheSameRowsWithoutDeduplication) {
+  ASSERT_NO_FATAL_FAILURE(Start(ASYNC));
+  std::vector<int64_t> ids;
+  for (int64_t id = 0; id < 50; ++id) ids.push_back(id * 7919);
+  const std::vector<float> deduplicated = Pull("emb", 4, ids);
+  std::vector<float> rows(ids.size() * 4);
+  ParameterClient::TableRows t{"emb", 4, ids, absl::MakeSpan(rows), {}, true};
+  ASSERT_OK(client_->PullRows({t}, true));
+  EXPECT_EQ(rows, deduplicated);
+}
+
 TEST_F(RowsClientTest, ErrorsNameTheTable) {
   ASSERT_NO_FATAL_FAILURE(Start(ASYNC));
   std::vector<float> rows(3);

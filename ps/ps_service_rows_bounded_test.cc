@@ -98,12 +98,12 @@ TEST_F(BoundedRowsTest, ARowsPullAheadOfTheBoundWaitsAndSeesTheSlowestsStep) {
   std::vector<float> row(2, -99.0f);
   Notification answered;
   // Step 2 needs every worker at step 1 or later.
-  auto pending = service_.PullRows(
-      RowsForStep(0, 2), {ids_}, {absl::MakeSpan(row)},
-      [&](absl::StatusOr<PsService::RowsAnswer> answer) {
-        ASSERT_OK(answer);
-        answered.Notify();
-      });
+  auto pending =
+      service_.PullRows(RowsForStep(0, 2), {ids_}, {absl::MakeSpan(row)},
+                        [&](absl::StatusOr<PsService::RowsAnswer> answer) {
+                          ASSERT_OK(answer);
+                          answered.Notify();
+                        });
   ASSERT_NE(pending, nullptr);
   EXPECT_FALSE(answered.HasBeenNotified());
   // Worker 1's step 0: its rows, then its dense push, which releases the
@@ -120,12 +120,12 @@ TEST_F(BoundedRowsTest, ARowsPullWithinTheBoundAnswersAtOnce) {
   ASSERT_OK(EndStep(0, 0));
   std::vector<float> row(2, -99.0f);
   bool answered = false;
-  auto pending = service_.PullRows(
-      RowsForStep(0, 1), {ids_}, {absl::MakeSpan(row)},
-      [&](absl::StatusOr<PsService::RowsAnswer> answer) {
-        ASSERT_OK(answer);
-        answered = true;
-      });
+  auto pending =
+      service_.PullRows(RowsForStep(0, 1), {ids_}, {absl::MakeSpan(row)},
+                        [&](absl::StatusOr<PsService::RowsAnswer> answer) {
+                          ASSERT_OK(answer);
+                          answered = true;
+                        });
   EXPECT_EQ(pending, nullptr);
   EXPECT_TRUE(answered);
   EXPECT_THAT(row, ::testing::Each(0.0f));
@@ -137,11 +137,11 @@ TEST_F(BoundedRowsTest, ACancelledRowsWaitNamesTheSlowWorker) {
   ASSERT_OK(EndStep(0, 1));
   std::vector<float> row(2);
   absl::Status result;
-  auto pending = service_.PullRows(
-      RowsForStep(0, 2), {ids_}, {absl::MakeSpan(row)},
-      [&](absl::StatusOr<PsService::RowsAnswer> answer) {
-        result = answer.status();
-      });
+  auto pending =
+      service_.PullRows(RowsForStep(0, 2), {ids_}, {absl::MakeSpan(row)},
+                        [&](absl::StatusOr<PsService::RowsAnswer> answer) {
+                          result = answer.status();
+                        });
   ASSERT_NE(pending, nullptr);
   pending->Cancel();
   EXPECT_THAT(result,
@@ -157,11 +157,11 @@ TEST_F(BoundedRowsTest, ARowsPullNeverJoinsAndBadClocksAreRefused) {
        {RowsForStep(0, 0, /*join=*/true), RowsForStep(5, 0),
         RowsForStep(0, -1)}) {
     absl::Status result;
-    auto pending = service_.PullRows(
-        request, {ids_}, {absl::MakeSpan(row)},
-        [&](absl::StatusOr<PsService::RowsAnswer> answer) {
-          result = answer.status();
-        });
+    auto pending =
+        service_.PullRows(request, {ids_}, {absl::MakeSpan(row)},
+                          [&](absl::StatusOr<PsService::RowsAnswer> answer) {
+                            result = answer.status();
+                          });
     EXPECT_EQ(pending, nullptr);
     EXPECT_THAT(result, StatusIs(absl::StatusCode::kInvalidArgument))
         << request.ShortDebugString();

@@ -649,13 +649,17 @@ void Trainer::LogFinished(absl::Duration elapsed) const {
   LOG(INFO) << absl::StrFormat(
       "finished: %d steps, %d examples%s in %.3fs (%.0f examples/s); global "
       "step %d; time: compute %.1f%%, pull wait %.1f%%, push wait %.1f%%, "
-      "other %.1f%%",
+      "other %.1f%%%s",
       local_steps_, examples_,
       sync_ ? absl::StrCat(", ", stale_, " stale") : "", seconds,
       examples_ / std::max(seconds, 1e-9), version_, share(phases_.compute),
       share(phases_.pull_wait), share(phases_.push_wait),
       std::max(0.0, 100 - share(phases_.compute) - share(phases_.pull_wait) -
-                        share(phases_.push_wait)));
+                        share(phases_.push_wait)),
+      // Part of "other": the rows' ids found, their pulls and pushes sent.
+      has_tables_
+          ? absl::StrFormat(" (rows setup %.1f%%)", share(phases_.rows_setup))
+          : "");
 }
 
 }  // namespace psflow

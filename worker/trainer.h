@@ -146,9 +146,11 @@ class Trainer {
 
   // Where this worker's training time went, summed over its steps:
   // computing gradients, waiting for parameters, waiting for the previous
-  // push (the rest is reading batches, heartbeats and recovery).
+  // push (the rest is reading batches, heartbeats and recovery). Models
+  // with tables, part of the rest: finding a batch's distinct ids and
+  // starting its rows pull and push (routing ids, summing gradients).
   struct PhaseTotals {
-    absl::Duration compute, pull_wait, push_wait;
+    absl::Duration compute, pull_wait, push_wait, rows_setup;
   };
   const PhaseTotals& phase_totals() const { return phases_; }
 
@@ -203,6 +205,8 @@ class Trainer {
   void ReleaseBatch();
   // Drops every rows pull in flight (their rows are pulled again).
   void DropRowPulls();
+  // Adds the time since `start` to phases_.rows_setup.
+  void AddRowsSetup(absl::Time start);
   // The batch's gradients into grads_[grad_slot_], then the slowdown.
   absl::StatusOr<BatchStats> ComputeGradients(const Batch& batch);
   // SYNC: pushes and waits (a stale push is counted); otherwise the push

@@ -22,7 +22,10 @@ absl::StatusOr<const Batch*> Trainer::StageBatch() {
   if (!staged.batch.has_value()) {
     staged.batch = parts_.batches->Next();
     if (!staged.batch.has_value()) return nullptr;
-    RETURN_IF_ERROR(staged.rows->Prepare(*staged.batch));
+    const absl::Time start = parts_.clock->Now();
+    absl::Status prepared = staged.rows->Prepare(*staged.batch);
+    AddRowsSetup(start);
+    RETURN_IF_ERROR(prepared);
   }
   return &*staged.batch;
 }
@@ -34,9 +37,11 @@ absl::StatusOr<Trainer::Next> Trainer::PullRows() {
     // Not prefetched (the first step, after a restart, SYNC): now, at this
     // step's version in SYNC, for this step's clock in BOUNDED.
     if (staged.pull == nullptr) {
+      const absl::Time start = parts_.clock->Now();
       staged.pull =
           staged.rows->StartPull(*parts_.client, /*train=*/true,
                                  sync_ ? version_ : 0, RowsClock(clock_));
+      AddRowsSetup(start);
     }
     const absl::Time rows_wait_start = parts_.clock->Now();
     absl::Status pulled_rows = staged.pull->Wait();
@@ -53,10 +58,15 @@ absl::StatusOr<Trainer::Next> Trainer::PullRows() {
 
 absl::Status Trainer::PrefetchRows() {
   StagedBatch& next = staged_[1 - staged_current_];
+  const absl::Time start = parts_.clock->Now();
   if (!next.batch.has_value()) {
     next.batch = parts_.batches->Next();
     if (!next.batch.has_value()) return absl::OkStatus();
-    RETURN_IF_ERROR(next.rows->Prepare(*next.batch));
+    absl::Status prepared = next.rows->Prepare(*next.batch);
+    if (!prepared.ok()) {
+      AddRowsSetup(start);
+      return prepared;
+    }
   }
   if (next.pull == nullptr && !next.pulled) {
     // BOUNDED: for the next step's clock, as the dense prefetch
@@ -65,6 +75,7 @@ absl::Status Trainer::PrefetchRows() {
     next.pull = next.rows->StartPull(*parts_.client, /*train=*/true,
                                      /*min_version=*/0, RowsClock(clock_ + 1));
   }
+  AddRowsSetup(start);
   return absl::OkStatus();
 }
 
@@ -76,6 +87,10 @@ void Trainer::ReleaseBatch() {
   staged.batch.reset();
   // Not SYNC: the next step's batch is the prefetched one.
   if (!sync_) staged_current_ = 1 - staged_current_;
+}
+
+void Trainer::AddRowsSetup(absl::Time start) {
+  phases_.rows_setup += parts_.clock->Now() - start;
 }
 
 void Trainer::DropRowPulls() {
@@ -94,9 +109,11 @@ absl::StatusOr<Trainer::Next> Trainer::PushRows() {
     // It travels while the next step computes (its gradients are copied
     // now), awaited with this slot's dense push. Its version is the one
     // the rows were read at, from which the servers count its staleness.
+    const absl::Time start = parts_.clock->Now();
     row_pushes_[grad_slot_] =
         rows.StartPush(*parts_.client, staged_[staged_current_].version,
                        options_.worker_index);
+    AddRowsSetup(start);
     return Next::kGoOn;
   }
   const absl::Time rows_push_start = parts_.clock->Now();
