@@ -240,6 +240,15 @@ class CountingShard final : public PsShard {
       std::vector<absl::Span<float>> out, absl::Time d,
       std::function<void(absl::StatusOr<PullRowsResponse>)> done) override {
     rows_parts.push_back(h.parts_size());
+    if (defer_pulls) {
+      MutexLock lock(&mu_);
+      deferred_.push_back([this, h, ids = std::move(ids), out = std::move(out),
+                           d, done = std::move(done)]() mutable {
+        inner_.PullRows(h, std::move(ids), std::move(out), d, std::move(done));
+      });
+      pull_deferred.Notify();
+      return;
+    }
     inner_.PullRows(h, std::move(ids), std::move(out), d, std::move(done));
   }
   void PushRows(
@@ -359,6 +368,37 @@ TEST_F(ParameterClientBatchingTest, DroppingAHandleWaitsForItsCalls) {
   server.join();
   EXPECT_TRUE(completed_before_drop_returned);
   EXPECT_THAT(*buffer, ElementsAre(-1, -2, -3, -4));
+}
+
+// The same for a rows pull; and since its rows reach the caller only in
+// Wait(), a dropped one leaves the caller's buffer as it was.
+TEST_F(ParameterClientBatchingTest, DroppingARowsHandleWaitsAndWritesNothing) {
+  ASSERT_NO_FATAL_FAILURE(Start(4, {{"w", {4}}}));
+  EmbeddingTableSpec table;
+  table.set_name("emb");
+  table.set_dim(2);
+  table.mutable_initializer()->set_kind(RowInitializerConfig::ZEROS);
+  ASSERT_OK(client_->CreateTables({table}));
+  shard_->defer_pulls = true;
+  const std::vector<int64_t> ids = {3, 4};
+  auto buffer = std::make_unique<std::vector<float>>(4, -99.0f);
+  std::shared_ptr<RowsHandle> pull = client_->StartPullRows(
+      {{"emb", 2, ids, absl::MakeSpan(*buffer), {}}}, /*train=*/true);
+
+  Notification dropped;
+  std::atomic<bool> completed{false};
+  std::thread server([&] {
+    shard_->pull_deferred.WaitForNotification();
+    dropped.WaitForNotificationWithTimeout(absl::Milliseconds(100));
+    completed = true;
+    shard_->CompleteDeferredPulls();
+  });
+  pull.reset();
+  const bool completed_before_drop_returned = completed;
+  dropped.Notify();
+  server.join();
+  EXPECT_TRUE(completed_before_drop_returned);
+  EXPECT_THAT(*buffer, ElementsAre(-99, -99, -99, -99));
 }
 
 TEST_F(ParameterClientBatchingTest, LongNamesSplitBatchesToBoundTheHeader) {
