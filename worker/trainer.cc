@@ -13,6 +13,21 @@
 #include "common/status_macros.h"
 
 namespace psflow {
+namespace {
+
+PrefetchPolicy::Choice PrefetchChoice(
+    TrainingConfig::ParameterPrefetch prefetch) {
+  switch (prefetch) {
+    case TrainingConfig::ALWAYS:
+      return PrefetchPolicy::Choice::kAlways;
+    case TrainingConfig::NEVER:
+      return PrefetchPolicy::Choice::kNever;
+    default:
+      return PrefetchPolicy::Choice::kAuto;
+  }
+}
+
+}  // namespace
 
 uint64_t Trainer::StepSeed(uint64_t job_seed) const {
   uint64_t state = job_seed ^
@@ -26,7 +41,9 @@ Trainer::Trainer(TrainerOptions options, TrainerParts parts)
     : options_(std::move(options)),
       parts_(std::move(parts)),
       sync_(options_.spec.config().training().mode() == SYNC),
-      bounded_(options_.spec.config().training().mode() == BOUNDED) {
+      bounded_(options_.spec.config().training().mode() == BOUNDED),
+      prefetch_policy_(
+          PrefetchChoice(options_.spec.config().training().parameter_prefetch())) {
   window_.start = parts_.clock->Now();
   if (!parts_.tables.empty()) {
     has_tables_ = true;
@@ -464,8 +481,7 @@ absl::StatusOr<Trainer::Next> Trainer::TrainOneStep(TrainLoop& loop) {
   if (next != Next::kGoOn) return next;
   ASSIGN_OR_RETURN(next, HeartbeatIfDue(loop));
   if (next != Next::kGoOn) return next;
-  PullNextStep();
-  return Next::kGoOn;
+  return PullNextStep();
 }
 
 absl::StatusOr<Trainer::Next> Trainer::AwaitParameters() {
@@ -474,6 +490,13 @@ absl::StatusOr<Trainer::Next> Trainer::AwaitParameters() {
   Observe(&PhaseTotals::pull_wait, &WorkerMetrics::pull_wait_seconds,
           pull_wait_start);
   if (!pulled.ok()) return AfterFailure(pulled);
+  if (fresh_push_wait_.has_value()) {
+    // The last step pulled after its push: what that cost it.
+    prefetch_policy_.ObserveFreshStep(
+        last_compute_,
+        *fresh_push_wait_ + (parts_.clock->Now() - pull_wait_start));
+    fresh_push_wait_.reset();
+  }
   version_ = pull_->min_version();
   if (joining_) {
     // The servers place a (re)joining worker no further behind than the
@@ -489,10 +512,12 @@ absl::Status Trainer::LoadParametersAndPrefetch() {
   const std::vector<absl::Span<float>>& values = params_[current_].values;
   RETURN_IF_ERROR(parts_.model->LoadParameters(
       std::vector<absl::Span<const float>>(values.begin(), values.end())));
-  if (!sync_) {
+  prefetching_ = !sync_ && prefetch_policy_.PrefetchThisStep();
+  if (prefetching_) {
     // Fetch the next step's parameters while this one computes (bounded:
     // the server answers once the slowest worker is close enough).
     pull_ = PullFor(params_[1 - current_], 0, clock_ + 1, /*join=*/false);
+    ++prefetched_steps_;
   }
   return absl::OkStatus();
 }
@@ -533,6 +558,7 @@ absl::StatusOr<BatchStats> Trainer::ComputeGradients(const Batch& batch) {
           grads_[grad_slot_].values));
   last_batch_loss_ = stats.loss_sum / std::max<int64_t>(1, stats.examples);
   const absl::Time computed = parts_.clock->Now();
+  last_compute_ = computed - compute_start;
   Observe(&PhaseTotals::compute, &WorkerMetrics::compute_seconds,
           compute_start);
   parts_.clock->SleepFor(options_.slowdown.Delay(
@@ -546,7 +572,8 @@ absl::StatusOr<Trainer::Next> Trainer::PushGradients() {
       Sources(grads_[grad_slot_]), version_, options_.worker_index,
       bounded_ ? std::optional<int64_t>(clock_) : std::nullopt);
   if (!sync_) {
-    // It travels while the next step computes into the other buffer.
+    // It travels while the next step computes into the other buffer (or,
+    // not prefetching, until PullNextStep waits for it).
     pushes_[grad_slot_] = std::move(push);
     return Next::kGoOn;
   }
@@ -572,12 +599,25 @@ absl::StatusOr<Trainer::Next> Trainer::HeartbeatIfDue(TrainLoop& loop) {
   return job_over_ ? Next::kStop : Next::kRestart;
 }
 
-void Trainer::PullNextStep() {
+absl::StatusOr<Trainer::Next> Trainer::PullNextStep() {
   if (sync_) {
     pull_ = parts_.client->Pull(Targets(params_[current_]), version_ + 1);
-  } else {
-    current_ = 1 - current_;  // Prefetched by LoadParametersAndPrefetch.
+    return Next::kGoOn;
   }
+  if (prefetching_) {
+    current_ = 1 - current_;  // Prefetched by LoadParametersAndPrefetch.
+    return Next::kGoOn;
+  }
+  // Fresh: the parameters after every gradient this worker sent.
+  const absl::Time wait_start = parts_.clock->Now();
+  for (int slot : {0, 1}) {
+    ASSIGN_OR_RETURN(const Next next, AwaitPushes(slot));
+    if (next != Next::kGoOn) return next;
+  }
+  fresh_push_wait_ = parts_.clock->Now() - wait_start;
+  // clock_ already counts this step: the pull is for the next one.
+  pull_ = PullFor(params_[current_], 0, clock_, /*join=*/false);
+  return Next::kGoOn;
 }
 
 absl::StatusOr<Trainer::Next> Trainer::AfterFailure(const absl::Status& cause) {
@@ -649,7 +689,7 @@ void Trainer::LogFinished(absl::Duration elapsed) const {
   LOG(INFO) << absl::StrFormat(
       "finished: %d steps, %d examples%s in %.3fs (%.0f examples/s); global "
       "step %d; time: compute %.1f%%, pull wait %.1f%%, push wait %.1f%%, "
-      "other %.1f%%%s",
+      "other %.1f%%%s%s",
       local_steps_, examples_,
       sync_ ? absl::StrCat(", ", stale_, " stale") : "", seconds,
       examples_ / std::max(seconds, 1e-9), version_, share(phases_.compute),
@@ -659,7 +699,20 @@ void Trainer::LogFinished(absl::Duration elapsed) const {
       // Part of "other": the rows' ids found, their pulls and pushes sent.
       has_tables_
           ? absl::StrFormat(" (rows setup %.1f%%)", share(phases_.rows_setup))
-          : "");
+          : "",
+      sync_ ? "" : PrefetchSummary());
+}
+
+std::string Trainer::PrefetchSummary() const {
+  std::string summary = absl::StrFormat(
+      "; next parameters prefetched in %.0f%% of steps",
+      100.0 * prefetched_steps_ / std::max<int64_t>(1, local_steps_));
+  if (const double share = prefetch_policy_.wait_share(); share >= 0) {
+    absl::StrAppendFormat(&summary,
+                          " (a fresh pull's wait: %.1f%% of the compute)",
+                          100 * share);
+  }
+  return summary;
 }
 
 }  // namespace psflow

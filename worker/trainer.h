@@ -1,8 +1,11 @@
 // A worker's training loop: pull, compute, push, report.
 //
-//   async: the pull of the next parameters runs while this step computes
-//          (one step more staleness, no idle wait); each push is applied
-//          on arrival.
+//   async: each push is applied on arrival. The next parameters are
+//          pulled either while this step computes (prefetched: the wait
+//          hidden, the parameters missing this worker's last update or
+//          two) or after this step's push is applied (fresh), as
+//          TrainingConfig.parameter_prefetch and, for AUTO, the wait that
+//          a fresh pull exposes decide (worker/prefetch_policy.h).
 //   sync:  pull the current step's parameters (the server answers once the
 //          step is applied), compute, push with that step's version; a
 //          push that arrives after the step closed (a backup's) is dropped
@@ -56,6 +59,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -70,6 +74,7 @@
 #include "model/model.h"
 #include "proto/coordinator.pb.h"
 #include "worker/keep_alive.h"
+#include "worker/prefetch_policy.h"
 #include "worker/slowdown.h"
 #include "worker/worker_metrics.h"
 
@@ -220,8 +225,10 @@ class Trainer {
   // The heartbeat, once an interval: a pause or a restore by the chief is
   // waited out (Recover), then the step restarts.
   absl::StatusOr<Next> HeartbeatIfDue(TrainLoop& loop);
-  // SYNC: pulls the next step's parameters; otherwise takes the prefetch.
-  void PullNextStep();
+  // SYNC: pulls the next step's parameters. Otherwise takes the prefetch,
+  // or, after a step that did not prefetch, waits for every push in
+  // flight and pulls the parameters they made.
+  absl::StatusOr<Next> PullNextStep();
   // A failed server call, after OnFailure: kRestart, or kStop when the
   // job ended meanwhile.
   absl::StatusOr<Next> AfterFailure(const absl::Status& cause);
@@ -231,6 +238,9 @@ class Trainer {
   // the live metrics' `cell` when they are on.
   void Observe(absl::Duration PhaseTotals::*phase,
                HistogramCell* WorkerMetrics::*cell, absl::Time start);
+  // Not SYNC: how often the next parameters were prefetched, and why, for
+  // the finished line.
+  std::string PrefetchSummary() const;
   // Run() until it returns, with its calls possibly still in flight.
   absl::Status RunUntilDone();
   absl::Status AllocateBuffers();
@@ -308,6 +318,14 @@ class Trainer {
   std::shared_ptr<PsHandle> pushes_[2];
   std::shared_ptr<RowsHandle> row_pushes_[2];
   std::shared_ptr<PsHandle> pull_;
+  // Not SYNC: whether this step prefetched the next one's parameters, and
+  // what a step that did not spent, for the policy (reported once the
+  // next step's pull arrived).
+  PrefetchPolicy prefetch_policy_;
+  bool prefetching_ = false;
+  std::optional<absl::Duration> fresh_push_wait_;
+  absl::Duration last_compute_;
+  int64_t prefetched_steps_ = 0;
   int grad_slot_ = 0;
   int current_ = 0;
   int64_t local_steps_ = 0, examples_ = 0, stale_ = 0, version_ = 0;

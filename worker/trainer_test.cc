@@ -82,6 +82,8 @@ class TrainerTest : public ::testing::Test {
 
   // SetUpJob with a model of embedding tables on click-through data.
   void SetUpTablesJob(UpdateMode mode, int64_t total_steps);
+  // BoundedWorkerWaitsForTheSlowestAndGoesOnWhenItIsLost, for prefetch_.
+  void ExpectBoundedWorkerWaitsForTheSlowest();
 
   void SetUpJob(UpdateMode mode, int64_t total_steps,
                 bool configure_servers = true, Clock* clock = &RealClock()) {
@@ -97,6 +99,7 @@ class TrainerTest : public ::testing::Test {
     }
     JobConfig& job = *spec.mutable_config();
     job.mutable_training()->set_batch_size(16);
+    job.mutable_training()->set_parameter_prefetch(prefetch_);
     job.mutable_logging()->set_log_every_steps(1000);
 
     ASSERT_OK_AND_ASSIGN(job_,
@@ -121,6 +124,8 @@ class TrainerTest : public ::testing::Test {
     RunChief();
   }
 
+  // When SetUpJob's worker pulls its next parameters (not SYNC).
+  TrainingConfig::ParameterPrefetch prefetch_ = TrainingConfig::AUTO;
   TrainerOptions options_;
   TrainerParts parts_;
   std::unique_ptr<InProcessJob> job_;
@@ -254,6 +259,32 @@ TEST_F(TrainerTest, AsyncTrainsToTheJobsTotalAndLearns) {
   EXPECT_GT(last.accuracy(), 0.9) << "the last window's batches";
 }
 
+// A lone async worker that pulls after its push is applied computes every
+// gradient on the parameters its previous one made: staleness 0, always.
+// Prefetching, it pulls the next parameters before pushing this step's
+// gradient: every push but the first is at least one update stale.
+TEST_F(TrainerTest, AFreshPullHoldsTheWorkersOwnLastGradient) {
+  for (const auto prefetch : {TrainingConfig::NEVER, TrainingConfig::ALWAYS}) {
+    SCOPED_TRACE(TrainingConfig::ParameterPrefetch_Name(prefetch));
+    prefetch_ = prefetch;
+    SetUpJob(ASYNC, 40);
+    Trainer trainer(options_, parts_);
+    ASSERT_OK(trainer.Run());
+    const StatsResponse stats = job_->core->Stats();
+    ASSERT_GE(stats.updates_applied(), 40);
+    ASSERT_GE(stats.staleness_counts_size(), 1);
+    int64_t counted = 0;
+    for (int64_t count : stats.staleness_counts()) counted += count;
+    EXPECT_EQ(counted, stats.updates_applied());
+    if (prefetch == TrainingConfig::NEVER) {
+      EXPECT_EQ(stats.staleness_counts(0), stats.updates_applied());
+    } else {
+      // Only the first push's chunks (of 40 pushes).
+      EXPECT_LT(stats.staleness_counts(0) * 10, stats.updates_applied());
+    }
+  }
+}
+
 // With a heartbeat after every step, the final report's window is empty:
 // it repeats the latest measured accuracy instead of reporting zero.
 TEST_F(TrainerTest, HeartbeatsWithoutNewStepsKeepTheLatestAccuracy) {
@@ -312,7 +343,16 @@ TEST_F(TrainerTest, MeasuresTheRowsSetupApartFromTheWaits) {
 // Worker 0 trains while worker 1 (pushed by hand here) stands still: with
 // max_staleness 1 worker 0 stops after its step 1, goes on one step per
 // step of worker 1, and runs free once the chief excludes worker 1.
+// Prefetched or fresh, the next parameters wait for the same bound.
 TEST_F(TrainerTest, BoundedWorkerWaitsForTheSlowestAndGoesOnWhenItIsLost) {
+  for (const auto prefetch : {TrainingConfig::ALWAYS, TrainingConfig::NEVER}) {
+    SCOPED_TRACE(TrainingConfig::ParameterPrefetch_Name(prefetch));
+    prefetch_ = prefetch;
+    ExpectBoundedWorkerWaitsForTheSlowest();
+  }
+}
+
+void TrainerTest::ExpectBoundedWorkerWaitsForTheSlowest() {
   SetUpJob(BOUNDED, 30);
   auto clock_of = [this](int worker) {
     return job_->core->Stats().worker_clocks(worker);

@@ -203,6 +203,12 @@ absl::Status ValidateTraining(const JobConfig& config) {
                    "gradients are never stale); remove it or use \"mode\": "
                    "\"ASYNC\"");
   }
+  if (t.parameter_prefetch() != TrainingConfig::AUTO && t.mode() == SYNC) {
+    return Invalid("training.parameter_prefetch",
+                   "applies to ASYNC and BOUNDED training only (a SYNC "
+                   "worker pulls once its step closes); remove it or use "
+                   "\"mode\": \"ASYNC\"");
+  }
   if (t.mode() == BOUNDED) {
     if (!t.has_max_staleness()) {
       return Invalid("training.max_staleness",

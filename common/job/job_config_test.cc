@@ -213,6 +213,26 @@ TEST(JobConfigTest, StalenessAwareLearningRateIsForAsyncAndBoundedOnly) {
                          "ASYNC and BOUNDED training only")));
 }
 
+TEST(JobConfigTest, ParameterPrefetchIsForAsyncAndBoundedModes) {
+  ASSERT_OK_AND_ASSIGN(
+      JobConfig never,
+      WithTraining(R"({"batch_size": 8, "steps": 5, "mode": "ASYNC",
+                       "parameter_prefetch": "NEVER"})"));
+  EXPECT_EQ(never.training().parameter_prefetch(), TrainingConfig::NEVER);
+  EXPECT_OK(WithTraining(
+      R"({"batch_size": 8, "steps": 5, "mode": "BOUNDED", "max_staleness": 2,
+          "parameter_prefetch": "ALWAYS"})"));
+  EXPECT_OK(WithTraining(
+      R"({"batch_size": 8, "steps": 5, "mode": "SYNC",
+          "parameter_prefetch": "AUTO"})"));
+  EXPECT_THAT(
+      WithTraining(R"({"batch_size": 8, "steps": 5, "mode": "SYNC",
+                       "parameter_prefetch": "ALWAYS"})"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("training.parameter_prefetch applies to ASYNC and "
+                         "BOUNDED training only")));
+}
+
 TEST(JobConfigTest, BoundedModeNeedsMaxStalenessAndNothingElseTakesIt) {
   ASSERT_OK_AND_ASSIGN(
       JobConfig zero,
