@@ -51,7 +51,7 @@ def job_config(args):
 
 
 def run_psflow(args):
-    """(accuracy, training seconds, wall seconds, notes)."""
+    """(accuracy, training seconds, wall seconds, notes, psctl's output)."""
     job = job_config(args)
     with tempfile.TemporaryDirectory(prefix="convnet_accuracy_") as tmp:
         job_path = os.path.join(tmp, "job.json")
@@ -88,12 +88,13 @@ def run_psflow(args):
     if staleness:
         notes.append("staleness mean %s" % staleness.group(1))
     return (result["test_accuracy"], result["training_seconds"], wall,
-            "; ".join(notes))
+            "; ".join(notes), proc.stdout)
 
 
 def run_torch(args):
-    """(accuracy, wall seconds)."""
-    cmd = ["/usr/bin/python3", os.path.join(REPO, "bench", "convnet_torch.py"),
+    """(accuracy, wall seconds, updates, seconds from the first update to
+    the end of the test evaluation)."""
+    cmd = [args.python, os.path.join(REPO, "bench", "convnet_torch.py"),
            "train", "--mode=" + args.mode, "--epochs=%g" % args.epochs,
            "--workers=%d" % WORKERS, "--threads=%d" % args.torch_threads]
     start = time.monotonic()
@@ -103,8 +104,10 @@ def run_torch(args):
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr[-4000:])
         sys.exit("convnet_torch.py failed (exit %d)" % proc.returncode)
-    accuracy = re.search(r"final test accuracy ([\d.]+)", proc.stdout)
-    return float(accuracy.group(1)), wall
+    final = re.search(r"final test accuracy ([\d.]+) after (\d+) steps "
+                      r"\(([\d.]+) s\)", proc.stdout)
+    return (float(final.group(1)), wall, int(final.group(2)),
+            float(final.group(3)))
 
 
 def main():
@@ -113,6 +116,8 @@ def main():
     parser.add_argument("--mode", choices=["async", "sync"], default="async")
     parser.add_argument("--epochs", type=float, default=20)
     parser.add_argument("--torch_threads", type=int, default=2)
+    parser.add_argument("--python", default="/usr/bin/python3",
+                        help="the Python that has Debian's python3-torch")
     parser.add_argument("--only", choices=["psflow", "torch"], default=None)
     parser.add_argument("--timeout_s", type=int, default=3600)
     args = parser.parse_args()
