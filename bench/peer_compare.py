@@ -65,6 +65,7 @@ import contextlib
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -85,10 +86,16 @@ FINISHED = re.compile(r"(worker-\d+).*finished: .*\(([\d.]+) examples/s\).*"
                       r"push wait ([\d.]+)%, other ([\d.]+)%")
 
 
+def own_cpu_s():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 class Meter:
     """Meters what runs inside `with`: wall seconds, the CPU seconds of
     every child process waited for (rusage), the cores other processes
-    kept busy meanwhile, and, sampled every `every` seconds, each
+    kept busy meanwhile (the machine's busy time less the children's and
+    this script's own), and, sampled every `every` seconds, each
     descendant's CPU seconds by process name (bench/proc_cpu.py's
     reading; a process's last sample counts)."""
 
@@ -100,6 +107,7 @@ class Meter:
         self.load = os.getloadavg()[0]
         self._busy = zoo_compare.busy_cpu_s()
         self._own = zoo_compare.children_cpu_s()
+        self._self = own_cpu_s()
         self._last = {}  # pid -> (name, CPU seconds)
         self._stop = threading.Event()
         self._sampler = threading.Thread(target=self._sample, daemon=True)
@@ -128,7 +136,7 @@ class Meter:
         self._sampler.join()
         self.cpu = zoo_compare.children_cpu_s() - self._own
         self.others = max(0.0, zoo_compare.busy_cpu_s() - self._busy -
-                          self.cpu) / self.wall
+                          self.cpu - (own_cpu_s() - self._self)) / self.wall
         by_name = collections.defaultdict(float)
         for name, cpu in self._last.values():
             by_name[name] += cpu
