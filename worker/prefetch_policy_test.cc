@@ -51,8 +51,7 @@ TEST(PrefetchPolicyTest, AutoPrefetchesOnceTheWaitCostsAndProbesNowAndThen) {
   // From then on one fresh probe per kProbeEvery prefetched steps.
   const int cycles = 5;
   const int steps = cycles * (PrefetchPolicy::kProbeEvery + 1);
-  EXPECT_EQ(RunSteps(policy, steps, absl::Milliseconds(6)),
-            steps - cycles);
+  EXPECT_EQ(RunSteps(policy, steps, absl::Milliseconds(6)), steps - cycles);
   EXPECT_TRUE(policy.prefetching());
 }
 

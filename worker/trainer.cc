@@ -42,8 +42,8 @@ Trainer::Trainer(TrainerOptions options, TrainerParts parts)
       parts_(std::move(parts)),
       sync_(options_.spec.config().training().mode() == SYNC),
       bounded_(options_.spec.config().training().mode() == BOUNDED),
-      prefetch_policy_(
-          PrefetchChoice(options_.spec.config().training().parameter_prefetch())) {
+      prefetch_policy_(PrefetchChoice(
+          options_.spec.config().training().parameter_prefetch())) {
   window_.start = parts_.clock->Now();
   if (!parts_.tables.empty()) {
     has_tables_ = true;
@@ -708,9 +708,8 @@ std::string Trainer::PrefetchSummary() const {
       "; next parameters prefetched in %.0f%% of steps",
       100.0 * prefetched_steps_ / std::max<int64_t>(1, local_steps_));
   if (const double share = prefetch_policy_.wait_share(); share >= 0) {
-    absl::StrAppendFormat(&summary,
-                          " (a fresh pull's wait: %.1f%% of the compute)",
-                          100 * share);
+    absl::StrAppendFormat(
+        &summary, " (a fresh pull's wait: %.1f%% of the compute)", 100 * share);
   }
   return summary;
 }
