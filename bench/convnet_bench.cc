@@ -32,7 +32,8 @@
 #include "model/device/cpu/blas_kernels.h"
 #include "model/device/select_device.h"
 #include "model/initializer.h"
-#include "model/sequential.h"
+#include "model/layers/layer_factory.h"
+#include "model/registry.h"
 
 ABSL_FLAG(std::string, job, "configs/fashion_mnist_convnet.json",
           "Job config whose model.layers to measure");
@@ -83,8 +84,9 @@ Batch RandomBatch(int64_t size, int64_t features, int64_t classes) {
   return b;
 }
 
-void TimeLayers(const SequentialDefinition& definition, Device& device,
-                int64_t batch, double peak) {
+void TimeLayers(const ModelDefinition& definition,
+                const std::vector<std::unique_ptr<Layer>>& layers,
+                Device& device, int64_t batch, double peak) {
   std::printf("%-26s %9s %9s %12s %10s %10s\n", "layer", "fwd ms", "bwd ms",
               "MFLOP/ex", "fwd GF/s", "bwd GF/s");
   std::vector<std::vector<float>> values =
@@ -93,7 +95,7 @@ void TimeLayers(const SequentialDefinition& definition, Device& device,
   double total_fwd = 0, total_bwd = 0;
   std::mt19937 rng(2);
   std::uniform_real_distribution<float> value(-1, 1);
-  for (const auto& layer : definition.layers()) {
+  for (const auto& layer : layers) {
     const size_t count = layer->variables().size();
     std::vector<std::shared_ptr<DeviceArray>> owned;
     LayerArrays arrays;
@@ -153,7 +155,7 @@ int Main() {
     return 1;
   }
   const InputSpec input{{28, 28}, 10};
-  auto definition = SequentialDefinition::Create(job->model().layers(), input);
+  auto definition = DefineModel(job->model(), input);
   if (!definition.ok()) {
     std::fprintf(stderr, "%s\n",
                  std::string(definition.status().message()).c_str());
@@ -206,7 +208,15 @@ int Main() {
   std::printf("train step: %.1f us/example (%.0f examples/s), median of %zu\n",
               median, 1e6 / median, rounds.size());
   if (absl::GetFlag(FLAGS_layers)) {
-    TimeLayers(**definition, *device, batch, SgemmPeak(*device));
+    // The same layers alone, as the model's graph builds them.
+    auto layers = BuildLayers(job->model().layers(), input.example_shape,
+                              input.num_classes);
+    if (!layers.ok()) {
+      std::fprintf(stderr, "%s\n",
+                   std::string(layers.status().message()).c_str());
+      return 1;
+    }
+    TimeLayers(**definition, *layers, *device, batch, SgemmPeak(*device));
   }
   return 0;
 }

@@ -17,8 +17,8 @@
 #include "model/device/cuda_backend.h"
 #include "model/device/device_test_util.h"
 #include "model/initializer.h"
-#include "model/mlp.h"
 #include "model/mlp_test_util.h"
+#include "model/registry.h"
 
 namespace psflow {
 namespace {

@@ -1,5 +1,3 @@
-#include "model/mlp.h"
-
 #include <cmath>
 #include <random>
 
@@ -9,6 +7,7 @@
 #include "model/device/cpu/cpu_device.h"
 #include "model/initializer.h"
 #include "model/mlp_test_util.h"
+#include "model/registry.h"
 
 namespace psflow {
 namespace {

@@ -1,4 +1,6 @@
-// Test helpers: MLPs described the short way the tests write them.
+// Test helpers: MLPs (the `mlp` and `softmax_regression` kinds, which run
+// as graphs: model/graph/legacy_graphs.h) described the short way the
+// tests write them, defined through the registry as a job's are.
 #ifndef PSFLOW_MODEL_MLP_TEST_UTIL_H_
 #define PSFLOW_MODEL_MLP_TEST_UTIL_H_
 
@@ -8,7 +10,7 @@
 
 #include "common/status_matchers.h"
 #include "gtest/gtest.h"
-#include "model/mlp.h"
+#include "model/registry.h"
 
 namespace psflow {
 
@@ -20,14 +22,28 @@ struct TestSpec {
   Activation activation = Activation::kRelu;
 };
 
-inline absl::StatusOr<std::unique_ptr<MlpDefinition>> TryDefine(
+inline ModelConfig MlpConfig(const TestSpec& t) {
+  ModelConfig config;
+  if (t.hidden.empty()) {
+    config.mutable_softmax_regression();
+    return config;
+  }
+  ModelConfig::Mlp* mlp = config.mutable_mlp();
+  for (int64_t h : t.hidden) mlp->add_hidden_sizes(h);
+  mlp->set_activation(t.activation == Activation::kTanh ? ModelConfig::Mlp::TANH
+                      : t.activation == Activation::kSigmoid
+                          ? ModelConfig::Mlp::SIGMOID
+                          : ModelConfig::Mlp::RELU);
+  return config;
+}
+
+inline absl::StatusOr<std::unique_ptr<ModelDefinition>> TryDefine(
     const TestSpec& t) {
-  return MlpDefinition::Create(MlpSpec{t.hidden, t.activation},
-                               InputSpec{{t.input}, t.classes});
+  return DefineModel(MlpConfig(t), InputSpec{{t.input}, t.classes});
 }
 
 // Fails the test (and returns null) when `t` is not a valid MLP.
-inline std::unique_ptr<MlpDefinition> Define(const TestSpec& t) {
+inline std::unique_ptr<ModelDefinition> Define(const TestSpec& t) {
   auto definition = TryDefine(t);
   EXPECT_OK(definition.status());
   return definition.ok() ? *std::move(definition) : nullptr;

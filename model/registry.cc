@@ -3,10 +3,8 @@
 #include "absl/strings/str_cat.h"
 #include "model/graph/graph_model.h"
 #include "model/graph/graph_spec.h"
+#include "model/graph/legacy_graphs.h"
 #include "model/layers/layer_factory.h"
-#include "model/mlp.h"
-#include "model/sequential.h"
-#include "model/wide_deep.h"
 
 namespace psflow {
 namespace {
@@ -19,92 +17,25 @@ struct ModelKind {
       const ModelConfig& config, const InputSpec& input);
 };
 
-MlpSpec MlpSpecOf(const ModelConfig& config) {
-  MlpSpec spec;
-  if (!config.has_mlp()) return spec;  // softmax regression
-  spec.hidden_sizes.assign(config.mlp().hidden_sizes().begin(),
-                           config.mlp().hidden_sizes().end());
-  switch (config.mlp().activation()) {
-    case ModelConfig::Mlp::TANH:
-      spec.activation = Activation::kTanh;
-      break;
-    case ModelConfig::Mlp::SIGMOID:
-      spec.activation = Activation::kSigmoid;
-      break;
-    default:  // RELU, and unset
-      spec.activation = Activation::kRelu;
-  }
-  return spec;
-}
-
-absl::Status ValidateMlp(const ModelConfig& config) {
-  const ModelConfig::Mlp& mlp = config.mlp();
-  for (int i = 0; i < mlp.hidden_sizes_size(); ++i) {
-    if (mlp.hidden_sizes(i) <= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("model.mlp.hidden_sizes[", i, "] is ",
-                       mlp.hidden_sizes(i), "; layer widths must be positive"));
-    }
-  }
-  if (!ModelConfig::Mlp::Activation_IsValid(mlp.activation())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model.mlp.activation ", mlp.activation(),
-                     " is unknown; use RELU, TANH or SIGMOID"));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status ValidateNothing(const ModelConfig&) { return absl::OkStatus(); }
 
-absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineMlp(
-    const ModelConfig& config, const InputSpec& input) {
-  absl::StatusOr<std::unique_ptr<MlpDefinition>> definition =
-      MlpDefinition::Create(MlpSpecOf(config), input);
+absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineGraphOf(
+    absl::StatusOr<LegacyGraph> graph) {
+  if (!graph.ok()) return graph.status();
+  absl::StatusOr<std::unique_ptr<GraphDefinition>> definition =
+      GraphDefinition::Create(graph->graph, graph->input, graph->options);
   if (!definition.ok()) return definition.status();
   return std::unique_ptr<ModelDefinition>(*std::move(definition));
 }
 
-absl::StatusOr<WideDeepSpec> WideDeepSpecOf(const ModelConfig& config,
-                                            const InputSpec& input) {
-  const ModelConfig::WideDeep& w = config.wide_deep();
-  WideDeepSpec spec;
-  spec.num_fields = input.num_fields;
-  spec.num_dense =
-      input.example_shape.empty() ? 0 : static_cast<int>(input.num_features());
-  if (w.embedding_dim() != 0) spec.embedding_dim = w.embedding_dim();
-  if (w.hidden_sizes_size() > 0) {
-    spec.hidden_sizes.assign(w.hidden_sizes().begin(), w.hidden_sizes().end());
-  }
-  if (w.pooling().empty() || w.pooling() == "sum") {
-    spec.pooling = WideDeepSpec::Pooling::kSum;
-  } else if (w.pooling() == "mean") {
-    spec.pooling = WideDeepSpec::Pooling::kMean;
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model.wide_deep.pooling is \"", w.pooling(),
-                     "\"; use \"sum\" or \"mean\""));
-  }
-  spec.embedding = w.embedding();
-  spec.linear = w.linear();
-  return spec;
-}
-
-absl::Status ValidateWideDeep(const ModelConfig& config) {
-  InputSpec any;  // sizes come from the data; check the rest
-  any.num_fields = 1;
-  absl::StatusOr<WideDeepSpec> spec = WideDeepSpecOf(config, any);
-  if (!spec.ok()) return spec.status();
-  return WideDeepDefinition::Create(*spec).status();
+absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineMlp(
+    const ModelConfig& config, const InputSpec& input) {
+  return DefineGraphOf(MlpGraph(config, input));
 }
 
 absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineWideDeep(
     const ModelConfig& config, const InputSpec& input) {
-  absl::StatusOr<WideDeepSpec> spec = WideDeepSpecOf(config, input);
-  if (!spec.ok()) return spec.status();
-  absl::StatusOr<std::unique_ptr<WideDeepDefinition>> definition =
-      WideDeepDefinition::Create(*spec);
-  if (!definition.ok()) return definition.status();
-  return std::unique_ptr<ModelDefinition>(*std::move(definition));
+  return DefineGraphOf(WideDeepGraph(config, input));
 }
 
 absl::Status ValidateGraph(const ModelConfig& config) {
@@ -119,10 +50,11 @@ absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineGraph(
   return std::unique_ptr<ModelDefinition>(*std::move(definition));
 }
 
+// Every kind runs as a graph: the older ones translated (legacy_graphs.h).
 constexpr ModelKind kKinds[] = {
-    {ModelConfig::kMlp, ValidateMlp, DefineMlp},
+    {ModelConfig::kMlp, ValidateMlpConfig, DefineMlp},
     {ModelConfig::kSoftmaxRegression, ValidateNothing, DefineMlp},
-    {ModelConfig::kWideDeep, ValidateWideDeep, DefineWideDeep},
+    {ModelConfig::kWideDeep, ValidateWideDeepConfig, DefineWideDeep},
     {ModelConfig::kGraph, ValidateGraph, DefineGraph},
 };
 
@@ -132,10 +64,7 @@ absl::Status ValidateLayers(const ModelConfig& config) {
 
 absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineLayers(
     const ModelConfig& config, const InputSpec& input) {
-  absl::StatusOr<std::unique_ptr<SequentialDefinition>> definition =
-      SequentialDefinition::Create(config.layers(), input);
-  if (!definition.ok()) return definition.status();
-  return std::unique_ptr<ModelDefinition>(*std::move(definition));
+  return DefineGraphOf(LayersGraph(config, input));
 }
 
 // `layers` is a repeated field, so it sits outside the oneof.

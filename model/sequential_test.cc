@@ -1,5 +1,6 @@
-#include "model/sequential.h"
-
+// `model.layers` networks (run as graphs: model/graph/layers_graph.cc) on
+// the CPU device: gradients against finite differences, threads, batch
+// normalization's statistics, dropout's seeds, names and errors.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -12,21 +13,22 @@
 #include "gtest/gtest.h"
 #include "model/device/cpu/cpu_device.h"
 #include "model/initializer.h"
+#include "model/layers/layer.h"
+#include "model/registry.h"
 
 namespace psflow {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::unique_ptr<SequentialDefinition> Define(const std::string& layers_json,
-                                             Shape example, int64_t classes) {
+std::unique_ptr<ModelDefinition> Define(const std::string& layers_json,
+                                        Shape example, int64_t classes) {
   ModelConfig config;
   google::protobuf::util::JsonParseOptions options;
   const auto parsed = google::protobuf::util::JsonStringToMessage(
       absl::StrCat(R"({"layers": )", layers_json, "}"), &config, options);
   EXPECT_TRUE(parsed.ok()) << parsed.ToString();
-  auto definition = SequentialDefinition::Create(
-      config.layers(), InputSpec{std::move(example), classes});
+  auto definition = DefineModel(config, InputSpec{std::move(example), classes});
   EXPECT_OK(definition.status());
   return definition.ok() ? *std::move(definition) : nullptr;
 }
@@ -62,7 +64,7 @@ class Harness {
     }
   }
 
-  const SequentialDefinition& definition() const { return *definition_; }
+  const ModelDefinition& definition() const { return *definition_; }
   std::vector<std::vector<float>>& params() { return params_; }
   std::vector<std::vector<float>>& gradients() { return gradients_; }
   std::vector<float>& features() { return features_; }
@@ -124,7 +126,7 @@ class Harness {
     ASSERT_OK(model_->LoadParameters(spans));
   }
 
-  std::unique_ptr<SequentialDefinition> definition_;
+  std::unique_ptr<ModelDefinition> definition_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<Model> model_;
   const int64_t batch_;

@@ -3,7 +3,8 @@
 // backend, from the same parameters and rows on the same batches: loss,
 // predictions, dense gradients and row gradients agree within float32
 // tolerance, for sum and mean pooling, several SGD steps in a row so that
-// any drift compounds. Skips without a GPU (tag "gpu").
+// any drift compounds. The `wide_deep` kind runs as a graph
+// (model/graph/wide_deep_graph.cc). Skips without a GPU (tag "gpu").
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -15,7 +16,7 @@
 #include "model/device/cpu/cpu_device.h"
 #include "model/device/cuda_backend.h"
 #include "model/device/device_test_util.h"
-#include "model/wide_deep.h"
+#include "model/registry.h"
 
 namespace psflow {
 namespace {
@@ -23,10 +24,15 @@ namespace {
 constexpr int kBatch = 512;
 constexpr int kUnique = 3000;  // distinct ids in a batch
 
-WideDeepSpec Spec(WideDeepSpec::Pooling pooling) {
-  WideDeepSpec spec;  // the job's defaults: 26 x 16 + 13 -> 256 -> 128 -> 1
-  spec.pooling = pooling;
-  return spec;
+// The job's defaults: 26 x 16 + 13 -> 256 -> 128 -> 1.
+constexpr int kFields = 26;
+constexpr int kDense = 13;
+constexpr int kDim = 16;
+
+ModelConfig Config(const char* pooling) {
+  ModelConfig config;
+  config.mutable_wide_deep()->set_pooling(pooling);
+  return config;
 }
 
 // One side's state: parameters, rows, and their gradients.
@@ -53,8 +59,7 @@ void ExpectClose(const std::vector<float>& got, const std::vector<float>& want,
   ExpectNear(g, w, relative);
 }
 
-class WideDeepCudaTest
-    : public ::testing::TestWithParam<WideDeepSpec::Pooling> {};
+class WideDeepCudaTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(WideDeepCudaTest, TrainingStepsAgreeWithTheCpu) {
   absl::StatusOr<std::unique_ptr<Device>> gpu =
@@ -62,13 +67,13 @@ TEST_P(WideDeepCudaTest, TrainingStepsAgreeWithTheCpu) {
   PSFLOW_SKIP_IF_ABSENT(gpu.status());
   ASSERT_OK(gpu.status());
   std::unique_ptr<Device> cpu = CreateCpuDevice(4);
-  ASSERT_OK_AND_ASSIGN(auto definition,
-                       WideDeepDefinition::Create(Spec(GetParam())));
+  ASSERT_OK_AND_ASSIGN(
+      auto definition,
+      DefineModel(Config(GetParam()), InputSpec{{kDense}, 2, kFields}));
   ASSERT_OK_AND_ASSIGN(auto gpu_model,
                        definition->Instantiate(gpu->get(), kBatch));
   ASSERT_OK_AND_ASSIGN(auto cpu_model,
                        definition->Instantiate(cpu.get(), kBatch));
-  const WideDeepSpec& spec = definition->spec();
 
   std::mt19937 random(7);
   std::uniform_real_distribution<float> uniform(-0.1f, 0.1f);
@@ -81,7 +86,7 @@ TEST_P(WideDeepCudaTest, TrainingStepsAgreeWithTheCpu) {
     gpu_side.grads.emplace_back(p.size());
     cpu_side.grads.emplace_back(p.size());
   }
-  std::vector<float> embedding(kUnique * spec.embedding_dim), linear(kUnique);
+  std::vector<float> embedding(kUnique * kDim), linear(kUnique);
   for (float& x : embedding) x = uniform(random);
   for (float& x : linear) x = uniform(random);
   for (Side* side : {&gpu_side, &cpu_side}) {
@@ -99,14 +104,14 @@ TEST_P(WideDeepCudaTest, TrainingStepsAgreeWithTheCpu) {
     SCOPED_TRACE(testing::Message() << "step " << step);
     std::vector<int64_t> offsets = {0}, ids;
     std::vector<int32_t> slots, labels(kBatch);
-    for (int b = 0; b < kBatch * spec.num_fields; ++b) {
+    for (int b = 0; b < kBatch * kFields; ++b) {
       for (int n = bag_size(random); n > 0; --n) {
         slots.push_back(slot(random));
         ids.push_back(1'000'000 + slots.back());
       }
       offsets.push_back(static_cast<int64_t>(slots.size()));
     }
-    std::vector<float> dense(kBatch * spec.num_dense);
+    std::vector<float> dense(kBatch * kDense);
     for (float& x : dense) x = normal(random);
     for (int32_t& y : labels) y = coin(random);
 
@@ -119,7 +124,7 @@ TEST_P(WideDeepCudaTest, TrainingStepsAgreeWithTheCpu) {
       std::fill(side.embedding_grad.begin(), side.embedding_grad.end(), 0.0f);
       std::fill(side.linear_grad.begin(), side.linear_grad.end(), 0.0f);
       SparseBatch sparse;
-      sparse.num_fields = spec.num_fields;
+      sparse.num_fields = kFields;
       sparse.offsets = offsets;
       sparse.ids = ids;
       sparse.slots = slots;
@@ -168,8 +173,7 @@ TEST_P(WideDeepCudaTest, TrainingStepsAgreeWithTheCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Pooling, WideDeepCudaTest,
-                         ::testing::Values(WideDeepSpec::Pooling::kSum,
-                                           WideDeepSpec::Pooling::kMean));
+                         ::testing::Values("sum", "mean"));
 
 }  // namespace
 }  // namespace psflow

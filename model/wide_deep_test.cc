@@ -1,18 +1,22 @@
-// The wide-and-deep model on the CPU device: every gradient (dense
+// The wide-and-deep model (the `wide_deep` kind, run as a graph:
+// model/graph/wide_deep_graph.cc) on the CPU device: every gradient (dense
 // variables and both tables' rows) against central finite differences of
 // the mean log loss, sum and mean pooling, bags of zero, one and several
-// ids, and bad batches refused with the reason.
-#include "model/wide_deep.h"
+// ids, the kind's variables and tables, and bad batches refused with the
+// reason.
 
 #include <cmath>
 #include <memory>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/device/cpu/cpu_device.h"
+#include "model/registry.h"
 
 namespace psflow {
 namespace {
@@ -24,20 +28,26 @@ constexpr int kDense = 2;
 constexpr int kDim = 4;
 constexpr int kBatch = 4;
 
-WideDeepSpec Spec(WideDeepSpec::Pooling pooling) {
-  WideDeepSpec spec;
-  spec.num_fields = kFields;
-  spec.num_dense = kDense;
-  spec.embedding_dim = kDim;
-  spec.hidden_sizes = {5};
-  spec.pooling = pooling;
-  return spec;
+enum class Pooling { kSum, kMean };
+
+ModelConfig Config(Pooling pooling) {
+  ModelConfig config;
+  ModelConfig::WideDeep* w = config.mutable_wide_deep();
+  w->set_embedding_dim(kDim);
+  w->add_hidden_sizes(5);
+  w->set_pooling(pooling == Pooling::kMean ? "mean" : "sum");
+  return config;
+}
+
+absl::StatusOr<std::unique_ptr<ModelDefinition>> Define(
+    const ModelConfig& config, int fields = kFields, int dense = kDense) {
+  return DefineModel(config, InputSpec{{dense}, 2, fields});
 }
 
 // A batch with bags of 0 to 2 ids over 6 distinct ids, its rows, and the
 // model's parameters, all random.
 struct Fixture {
-  explicit Fixture(const WideDeepDefinition& definition, uint32_t seed = 1) {
+  explicit Fixture(const ModelDefinition& definition, uint32_t seed = 1) {
     std::mt19937 random(seed);
     std::uniform_real_distribution<float> uniform(-0.5f, 0.5f);
     for (const ModelVariable& v : definition.variables()) {
@@ -100,7 +110,7 @@ struct Fixture {
   SparseBatch sparse;
 };
 
-class WideDeepTest : public ::testing::TestWithParam<WideDeepSpec::Pooling> {};
+class WideDeepTest : public ::testing::TestWithParam<Pooling> {};
 
 // Mean loss of the batch with the fixture's current values.
 double MeanLoss(Model& model, Fixture& f) {
@@ -112,8 +122,7 @@ double MeanLoss(Model& model, Fixture& f) {
 }
 
 TEST_P(WideDeepTest, GradientsMatchFiniteDifferences) {
-  ASSERT_OK_AND_ASSIGN(auto definition,
-                       WideDeepDefinition::Create(Spec(GetParam())));
+  ASSERT_OK_AND_ASSIGN(auto definition, Define(Config(GetParam())));
   std::unique_ptr<Device> device = CreateCpuDevice(1);
   ASSERT_OK_AND_ASSIGN(auto model, definition->Instantiate(device.get(), 8));
   Fixture f(*definition);
@@ -157,32 +166,71 @@ TEST_P(WideDeepTest, GradientsMatchFiniteDifferences) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Pooling, WideDeepTest,
-                         ::testing::Values(WideDeepSpec::Pooling::kSum,
-                                           WideDeepSpec::Pooling::kMean));
+                         ::testing::Values(Pooling::kSum, Pooling::kMean));
 
 TEST(WideDeepDefinitionTest, DeclaresItsVariablesAndTables) {
-  ASSERT_OK_AND_ASSIGN(auto definition,
-                       WideDeepDefinition::Create(WideDeepSpec()));
+  ModelConfig defaults;
+  defaults.mutable_wide_deep();
+  ASSERT_OK_AND_ASSIGN(auto definition, Define(defaults, 26, 13));
   EXPECT_TRUE(definition->binary());
+  EXPECT_EQ(definition->feature_scale(), 1.0f);
   ASSERT_EQ(definition->tables().size(), 2u);
   EXPECT_EQ(definition->tables()[0].name(), "embedding");
   EXPECT_EQ(definition->tables()[0].dim(), 16);
   EXPECT_EQ(definition->tables()[1].name(), "linear");
   EXPECT_EQ(definition->tables()[1].dim(), 1);
-  // 26 x 16 + 13 inputs -> 256 -> 128 -> 1.
-  EXPECT_EQ(definition->widths(), (std::vector<int64_t>{429, 256, 128, 1}));
-  EXPECT_EQ(definition->variables().front().name(), "deep/dense_0/kernel");
-  EXPECT_EQ(definition->variables().back().name(), "wide/bias");
-  WideDeepSpec bad;
-  bad.embedding_dim = 0;
-  EXPECT_THAT(WideDeepDefinition::Create(bad),
+  EXPECT_TRUE(definition->tables()[0].fields.empty());  // every field
+  EXPECT_TRUE(definition->tables()[1].fields.empty());
+  // 26 x 16 + 13 inputs -> 256 -> 128 -> 1, then the wide part: the names,
+  // shapes, order and initializers checkpoints of the kind hold.
+  const std::vector<std::tuple<std::string, std::vector<int64_t>, Initializer>>
+      expected = {
+          {"deep/dense_0/kernel", {429, 256}, Initializer::kGlorotUniform},
+          {"deep/dense_0/bias", {256}, Initializer::kZeros},
+          {"deep/dense_1/kernel", {256, 128}, Initializer::kGlorotUniform},
+          {"deep/dense_1/bias", {128}, Initializer::kZeros},
+          {"deep/logit/kernel", {128, 1}, Initializer::kGlorotUniform},
+          {"deep/logit/bias", {1}, Initializer::kZeros},
+          {"wide/kernel", {13, 1}, Initializer::kZeros},
+          {"wide/bias", {1}, Initializer::kZeros}};
+  ASSERT_EQ(definition->variables().size(), expected.size());
+  for (size_t v = 0; v < expected.size(); ++v) {
+    const ModelVariable& variable = definition->variables()[v];
+    EXPECT_EQ(variable.name(), std::get<0>(expected[v]));
+    EXPECT_EQ(variable.shape(), std::get<1>(expected[v])) << variable.name();
+    EXPECT_EQ(variable.initializer, std::get<2>(expected[v]))
+        << variable.name();
+    EXPECT_TRUE(variable.trainable()) << variable.name();
+  }
+  EXPECT_EQ(definition->Describe(),
+            "wide_deep: 26 fields x 16 (sum pooling) + 13 dense -> mlp "
+            "429-256-128-1 relu; wide linear");
+  ModelConfig bad;
+  bad.mutable_wide_deep()->set_embedding_dim(5000);
+  EXPECT_THAT(DefineModel(bad, InputSpec{{13}, 2, 26}),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("model.wide_deep.embedding_dim is 0")));
+                       HasSubstr("model.wide_deep.embedding_dim is 5000")));
+  bad.mutable_wide_deep()->set_embedding_dim(0);
+  bad.mutable_wide_deep()->set_pooling("max");
+  EXPECT_THAT(ValidateModelConfig(bad),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("model.wide_deep.pooling is \"max\"")));
+}
+
+TEST(WideDeepDefinitionTest, TheTablesKeepTheirSettings) {
+  ModelConfig config = Config(Pooling::kSum);
+  config.mutable_wide_deep()->mutable_linear()->mutable_optimizer()->set_kind(
+      OptimizerConfig::FTRL);
+  config.mutable_wide_deep()->mutable_embedding()->set_name("ignored");
+  ASSERT_OK_AND_ASSIGN(auto definition, Define(config));
+  EXPECT_EQ(definition->tables()[0].name(), "embedding");
+  EXPECT_EQ(definition->tables()[0].dim(), kDim);
+  EXPECT_EQ(definition->tables()[1].spec.optimizer().kind(),
+            OptimizerConfig::FTRL);
 }
 
 TEST(WideDeepDefinitionTest, BadBatchesAreRefusedWithTheReason) {
-  ASSERT_OK_AND_ASSIGN(auto definition, WideDeepDefinition::Create(
-                                            Spec(WideDeepSpec::Pooling::kSum)));
+  ASSERT_OK_AND_ASSIGN(auto definition, Define(Config(Pooling::kSum)));
   std::unique_ptr<Device> device = CreateCpuDevice(1);
   ASSERT_OK_AND_ASSIGN(auto model, definition->Instantiate(device.get(), 8));
   Fixture f(*definition);
@@ -200,9 +248,9 @@ TEST(WideDeepDefinitionTest, BadBatchesAreRefusedWithTheReason) {
                        HasSubstr("outside the 6 pulled rows")));
   f.slots[0] = 0;
   f.labels[0] = 2;
-  EXPECT_THAT(
-      model->Evaluate(f.Batch(), absl::MakeSpan(predictions)),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("needs 0 or 1")));
+  EXPECT_THAT(model->Evaluate(f.Batch(), absl::MakeSpan(predictions)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("has label 2; the model takes 0 or 1")));
 }
 
 }  // namespace

@@ -193,7 +193,7 @@ class GraphModel final : public Model {
         sparse->slots.size() == sparse->ids.size() &&
         sparse->rows.size() == spec_.tables.size() && sparse->offsets[0] == 0 &&
         sparse->offsets.back() == static_cast<int64_t>(sparse->ids.size());
-    const bool per_table = !sparse->table_slots.empty();
+    const bool per_table = sparse != nullptr && !sparse->table_slots.empty();
     ok = ok &&
          (!per_table || (sparse->table_slots.size() == spec_.tables.size() &&
                          sparse->table_rows.size() == spec_.tables.size()));
@@ -410,8 +410,12 @@ class GraphModel final : public Model {
 
 }  // namespace
 
-GraphDefinition::GraphDefinition(const InputSpec& input, GraphSpec spec)
-    : ModelDefinition(input), spec_(std::move(spec)) {
+GraphDefinition::GraphDefinition(const InputSpec& input, GraphSpec spec,
+                                 const GraphOptions& options)
+    : ModelDefinition(input),
+      spec_(std::move(spec)),
+      feature_scale_(options.feature_scale),
+      description_(options.description) {
   variables_ = spec_.Variables();
   for (const EmbeddingTableSpec& table : spec_.tables) {
     tables_.push_back(ModelTable{table, {}});
@@ -431,14 +435,57 @@ GraphDefinition::GraphDefinition(const InputSpec& input, GraphSpec spec)
   }
 }
 
+namespace {
+
+// The options' names and initializers on the spec's variables (the
+// layers' kernels take their arrays by position, not by name).
+absl::Status ApplyVariableOptions(const GraphOptions& options,
+                                  GraphSpec& spec) {
+  size_t renamed = 0, initialized = 0;
+  for (GraphNode& node : spec.nodes) {
+    for (ModelVariable& v : node.variables) {
+      if (auto it = options.initializers.find(v.name());
+          it != options.initializers.end()) {
+        v.initializer = it->second;
+        ++initialized;
+      }
+      if (auto it = options.variable_names.find(v.name());
+          it != options.variable_names.end()) {
+        v.variable.name = it->second;
+        ++renamed;
+      }
+    }
+  }
+  if (renamed != options.variable_names.size() ||
+      initialized != options.initializers.size()) {
+    return absl::InternalError(
+        "graph options name a variable the graph does not have");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<GraphDefinition>> GraphDefinition::Create(
-    const GraphConfig& graph, const InputSpec& input) {
-  ASSIGN_OR_RETURN(GraphSpec spec, BuildGraphSpec(graph, input));
+    const GraphConfig& graph, const InputSpec& input,
+    const GraphOptions& options) {
+  InputSpec graph_input = input;
+  if (!options.features_shape.empty()) {
+    if (NumElements(options.features_shape) != input.num_features()) {
+      return absl::InternalError(absl::StrCat(
+          "features reshaped to ", ShapeString(options.features_shape),
+          " from ", ShapeString(input.example_shape)));
+    }
+    graph_input.example_shape = options.features_shape;
+  }
+  ASSIGN_OR_RETURN(GraphSpec spec, BuildGraphSpec(graph, graph_input));
+  RETURN_IF_ERROR(ApplyVariableOptions(options, spec));
   return std::unique_ptr<GraphDefinition>(
-      new GraphDefinition(input, std::move(spec)));
+      new GraphDefinition(input, std::move(spec), options));
 }
 
 std::string GraphDefinition::Describe() const {
+  if (!description_.empty()) return description_;
   const auto count = [](size_t n, const char* what) {
     return absl::StrCat(n, " ", what, n == 1 ? "" : "s");
   };

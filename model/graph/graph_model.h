@@ -14,10 +14,16 @@
 // scales nothing itself: like a `model.layers` network, it gets the data's
 // values as they are (use a Rescaling node for raw pixels).
 //
+// The other model kinds (mlp, softmax_regression, layers, wide_deep) are
+// graphs too (legacy_graphs.h): GraphOptions keeps what such a kind
+// promised beyond its graph (its variables' names and initializers, the
+// reader's pixel scaling, its description).
+//
 // GraphDefinition is immutable; a model is used by one thread at a time.
 #ifndef PSFLOW_MODEL_GRAPH_GRAPH_MODEL_H_
 #define PSFLOW_MODEL_GRAPH_GRAPH_MODEL_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,15 +35,32 @@
 
 namespace psflow {
 
+// What a graph standing for another model kind keeps of that kind.
+struct GraphOptions {
+  // The features input's shape when not the data's, with as many values
+  // (the MLP reads an image as one vector). Empty: the data's.
+  Shape features_shape;
+  // ModelDefinition::feature_scale (the MLP's 1/255).
+  float feature_scale = 1.0f;
+  // Describe()'s line; empty: the graph's own.
+  std::string description;
+  // Variables under another name than "<node>/<variable>": the graph's
+  // name -> the kind's ("deep_0/kernel" -> "deep/dense_0/kernel").
+  std::map<std::string, std::string> variable_names;
+  // Initializers other than the layers' own, by the graph's name.
+  std::map<std::string, Initializer> initializers;
+};
+
 class GraphDefinition final : public ModelDefinition {
  public:
   // InvalidArgument naming the input or node for any mistake
-  // (graph_spec.h).
+  // (graph_spec.h), or an option naming no variable of the graph.
   static absl::StatusOr<std::unique_ptr<GraphDefinition>> Create(
-      const GraphConfig& graph, const InputSpec& input);
+      const GraphConfig& graph, const InputSpec& input,
+      const GraphOptions& options = {});
 
   std::string Describe() const override;
-  float feature_scale() const override { return 1.0f; }
+  float feature_scale() const override { return feature_scale_; }
   const std::vector<ModelVariable>& variables() const override {
     return variables_;
   }
@@ -50,9 +73,12 @@ class GraphDefinition final : public ModelDefinition {
   const GraphSpec& spec() const { return spec_; }
 
  private:
-  GraphDefinition(const InputSpec& input, GraphSpec spec);
+  GraphDefinition(const InputSpec& input, GraphSpec spec,
+                  const GraphOptions& options);
 
   const GraphSpec spec_;
+  const float feature_scale_;
+  const std::string description_;
   std::vector<ModelVariable> variables_;
   std::vector<ModelTable> tables_;
 };

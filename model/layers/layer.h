@@ -1,4 +1,5 @@
-// One layer of a `model.layers` network (model/sequential.h), in two parts:
+// One layer of a `model.layers` network or of a graph node (model/graph/),
+// in two parts:
 //
 //   Layer        the definition: its name, input and output shapes (per
 //                example) and variables, fixed by shape inference when the

@@ -1,8 +1,8 @@
-// The `wide_deep` model kind (model/wide_deep.h) as ONNX nodes: the deep
-// part's input (every field's pooled "embedding" rows, field by field, then
-// the transformed dense features) through its ReLU MLP to one logit, plus
-// the wide part (every id's "linear" row summed, and the dense features
-// times wide/kernel plus wide/bias). The inputs are a CRITEO graph's:
+// The `wide_deep` model kind (model/graph/wide_deep_graph.cc) as ONNX
+// nodes: the deep part's input (every field's pooled "embedding" rows,
+// field by field, then the transformed dense features) through its ReLU MLP to
+// one logit, plus the wide part (every id's "linear" row summed, and the dense
+// features times wide/kernel plus wide/bias). The inputs are a CRITEO graph's:
 // "dense" and "ids" (onnx_inputs.h).
 //
 // Stateless.
