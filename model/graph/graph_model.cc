@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/splitmix64.h"
 #include "common/status_macros.h"
+#include "model/graph/host_nodes.h"
 #include "model/graph/node_kernels.h"
 
 namespace psflow {
@@ -32,7 +33,8 @@ class GraphModel final : public Model {
         input_(definition.input()),
         device_(device),
         max_batch_(max_batch),
-        sigmoid_(definition.binary()) {}
+        sigmoid_(definition.binary()),
+        host_(spec_) {}
 
   absl::Status Allocate(const GraphDefinition& definition) {
     for (const ModelVariable& v : definition.variables()) {
@@ -70,6 +72,7 @@ class GraphModel final : public Model {
     ASSIGN_OR_RETURN(stats_staging_, device_->AllocateHost(2));
     staging_.resize(max_batch_ * MaxValueSize());
     logits_.resize(max_batch_);
+    label_staging_.resize(max_batch_);
     return absl::OkStatus();
   }
 
@@ -82,9 +85,9 @@ class GraphModel final : public Model {
       const ExampleBatch& batch,
       const std::vector<absl::Span<float>>& gradients) override {
     RETURN_IF_ERROR(CheckGradientBuffers(gradients, gradients_));
-    ASSIGN_OR_RETURN(BatchStats stats, Forward(batch, /*training=*/true));
-    RETURN_IF_ERROR(Backward(batch, gradients));
-    return stats;
+    RETURN_IF_ERROR(Forward(batch, /*training=*/true));
+    RETURN_IF_ERROR(Backward(batch, gradients));  // synchronizes
+    return Stats(batch.size);
   }
 
   absl::StatusOr<BatchStats> Evaluate(
@@ -95,20 +98,19 @@ class GraphModel final : public Model {
           absl::StrCat("room for ", predictions.size(),
                        " predictions for a batch of ", batch.size));
     }
-    ASSIGN_OR_RETURN(BatchStats stats, Forward(batch, /*training=*/false));
-    if (predictions.empty()) return stats;
-    if (sigmoid_) {
-      for (int64_t i = 0; i < batch.size; ++i) {
-        predictions[i] = logits_[i] >= 0 ? 1 : 0;
-      }
-      return stats;
+    RETURN_IF_ERROR(Forward(batch, /*training=*/false));
+    std::vector<float> staged;
+    if (!sigmoid_ && !predictions.empty()) {
+      staged.resize(batch.size);
+      RETURN_IF_ERROR(
+          device_->DownloadAsync(*predictions_, absl::MakeSpan(staged)));
     }
-    std::vector<float> staged(batch.size);
-    RETURN_IF_ERROR(device_->Download(*predictions_, absl::MakeSpan(staged)));
-    for (int64_t i = 0; i < batch.size; ++i) {
-      predictions[i] = static_cast<int32_t>(staged[i]);
+    RETURN_IF_ERROR(device_->Synchronize());
+    for (int64_t i = 0; i < batch.size && !predictions.empty(); ++i) {
+      predictions[i] = sigmoid_ ? (logits_[i] >= 0 ? 1 : 0)
+                                : static_cast<int32_t>(staged[i]);
     }
-    return stats;
+    return Stats(batch.size);
   }
 
   absl::StatusOr<BatchStats> Score(const ExampleBatch& batch,
@@ -119,7 +121,8 @@ class GraphModel final : public Model {
           absl::StrCat("room for ", probabilities.size(),
                        " probabilities for a batch of ", batch.size));
     }
-    ASSIGN_OR_RETURN(BatchStats stats, Forward(batch, /*training=*/false));
+    RETURN_IF_ERROR(Forward(batch, /*training=*/false));
+    const BatchStats stats = Stats(batch.size);
     for (int64_t i = 0; i < batch.size; ++i) {
       probabilities[i] = static_cast<float>(Sigmoid(logits_[i]));
     }
@@ -228,45 +231,15 @@ class GraphModel final : public Model {
     return absl::OkStatus();
   }
 
-  // The rows of table t's ids: table_slots[t], or (a batch that gives
-  // every table every id) slots.
-  static absl::Span<const int32_t> SlotsOf(const SparseBatch& sparse,
-                                           int table) {
-    return sparse.table_slots.empty() ? sparse.slots
-                                      : sparse.table_slots[table];
-  }
-
-  // Example i's ids of `field`: [begin, end) in the batch's ids.
-  static std::pair<int64_t, int64_t> Bag(const SparseBatch& sparse,
-                                         int64_t example, int field) {
-    const int64_t at = example * sparse.num_fields + field;
-    return {sparse.offsets[at], sparse.offsets[at + 1]};
-  }
-
   // A categorical input's value: its field's rows pooled per example.
   absl::Status PoolRows(const ExampleBatch& batch, int value) {
     const GraphInput& input = spec_.inputs[value];
-    const SparseBatch& sparse = *batch.sparse;
     const int dim = spec_.tables[input.table].dim();
-    const absl::Span<const float> rows = sparse.rows[input.table];
-    const absl::Span<const int32_t> slots = SlotsOf(sparse, input.table);
-    std::fill(staging_.begin(), staging_.begin() + batch.size * dim, 0.0f);
-    for (int64_t i = 0; i < batch.size; ++i) {
-      const auto [begin, end] = Bag(sparse, i, input.field);
-      float* out = staging_.data() + i * dim;
-      for (int64_t k = begin; k < end; ++k) {
-        if (slots[k] < 0) {
-          return absl::InternalError(
-              absl::StrCat("table ", spec_.tables[input.table].name(),
-                           " has no row for an id of field ", input.field));
-        }
-        const float* row = rows.data() + int64_t{slots[k]} * dim;
-        for (int j = 0; j < dim; ++j) out[j] += row[j];
-      }
-      if (input.pooling == Pooling::kMean && end > begin) {
-        const float scale = 1.0f / static_cast<float>(end - begin);
-        for (int j = 0; j < dim; ++j) out[j] *= scale;
-      }
+    if (!PoolInput(spec_, *batch.sparse, batch.size, value, /*add=*/false, dim,
+                   0, staging_.data())) {
+      return absl::InternalError(
+          absl::StrCat("table ", spec_.tables[input.table].name(),
+                       " has no row for an id of field ", input.field));
     }
     return device_->Upload(
         absl::MakeConstSpan(staging_.data(), batch.size * dim),
@@ -275,41 +248,38 @@ class GraphModel final : public Model {
 
   // The pooled value's gradient back onto the rows it came from.
   absl::Status ScatterRows(const ExampleBatch& batch, int value) {
-    const GraphInput& input = spec_.inputs[value];
-    const SparseBatch& sparse = *batch.sparse;
-    const int dim = spec_.tables[input.table].dim();
+    const int dim = spec_.tables[spec_.inputs[value].table].dim();
     RETURN_IF_ERROR(
         device_->Download(*activation_grads_[value],
                           absl::MakeSpan(staging_.data(), batch.size * dim)));
-    const absl::Span<float> rows = sparse.row_gradients[input.table];
-    const absl::Span<const int32_t> slots = SlotsOf(sparse, input.table);
-    for (int64_t i = 0; i < batch.size; ++i) {
-      const auto [begin, end] = Bag(sparse, i, input.field);
-      if (end == begin) continue;
-      const float scale = input.pooling == Pooling::kMean
-                              ? 1.0f / static_cast<float>(end - begin)
-                              : 1.0f;
-      const float* g = staging_.data() + i * dim;
-      for (int64_t k = begin; k < end; ++k) {
-        float* row = rows.data() + int64_t{slots[k]} * dim;
-        for (int j = 0; j < dim; ++j) row[j] += scale * g[j];
-      }
-    }
+    ScatterInput(spec_, *batch.sparse, batch.size, value, dim, 0,
+                 staging_.data());
     return absl::OkStatus();
   }
 
-  absl::StatusOr<BatchStats> Forward(const ExampleBatch& batch, bool training) {
+  // Queues the forward pass and the loss on the device. The batch's stats
+  // are ready for Stats() after the device's next Synchronize (the sigmoid
+  // loss, on the host, synchronizes itself), so a training step waits for
+  // the device once, at its end.
+  absl::Status Forward(const ExampleBatch& batch, bool training) {
     RETURN_IF_ERROR(CheckBatch(batch));
     const int64_t size = batch.size;
     for (int v = 0; v < static_cast<int>(spec_.inputs.size()); ++v) {
       if (spec_.inputs[v].kind == GraphInput::Kind::kFeatures) {
         RETURN_IF_ERROR(device_->Upload(batch.features, *activations_[v]));
-      } else {
+      } else if (!host_.fused(v)) {
         RETURN_IF_ERROR(PoolRows(batch, v));
       }
     }
     for (size_t k = 0; k < spec_.nodes.size(); ++k) {
       const int value = static_cast<int>(spec_.inputs.size() + k);
+      if (host_.on_host(k)) {
+        const int64_t n = size * NumElements(spec_.nodes[k].output);
+        const absl::Span<float> out = absl::MakeSpan(staging_.data(), n);
+        RETURN_IF_ERROR(host_.Forward(spec_, k, batch, out));
+        RETURN_IF_ERROR(device_->Upload(out, *activations_[value]));
+        continue;
+      }
       RETURN_IF_ERROR(kernels_[k]->Forward(Step(batch, training, k),
                                            Inputs(spec_.nodes[k]),
                                            *activations_[value]));
@@ -318,22 +288,26 @@ class GraphModel final : public Model {
     DeviceArray* dlogits =
         training ? activation_grads_[spec_.output].get() : nullptr;
     if (sigmoid_) return SigmoidLoss(batch, logits, dlogits);
-    std::vector<float> labels(batch.labels.begin(), batch.labels.end());
-    RETURN_IF_ERROR(device_->Upload(labels, *labels_));
+    std::copy(batch.labels.begin(), batch.labels.end(), label_staging_.begin());
+    RETURN_IF_ERROR(device_->Upload(
+        absl::MakeConstSpan(label_staging_.data(), size), *labels_));
     RETURN_IF_ERROR(device_->SoftmaxCrossEntropy(size, input_.num_classes,
                                                  logits, *labels_, dlogits,
                                                  *predictions_, *stats_));
-    absl::Span<float> stats = stats_staging_->span();
-    RETURN_IF_ERROR(device_->DownloadAsync(*stats_, stats));
-    RETURN_IF_ERROR(device_->Synchronize());
+    return device_->DownloadAsync(*stats_, stats_staging_->span());
+  }
+
+  // The last Forward's stats, once the device has synchronized since.
+  BatchStats Stats(int64_t size) const {
+    if (sigmoid_) return sigmoid_stats_;
+    const absl::Span<const float> stats = stats_staging_->span();
     return BatchStats{stats[0], static_cast<int64_t>(stats[1]), size};
   }
 
   // One logit per example: the log loss, and its gradient (mean over the
   // batch) into `dlogits` when training.
-  absl::StatusOr<BatchStats> SigmoidLoss(const ExampleBatch& batch,
-                                         const DeviceArray& logits,
-                                         DeviceArray* dlogits) {
+  absl::Status SigmoidLoss(const ExampleBatch& batch, const DeviceArray& logits,
+                           DeviceArray* dlogits) {
     const int64_t size = batch.size;
     std::vector<float> z(size);
     RETURN_IF_ERROR(device_->Download(logits, absl::MakeSpan(z)));
@@ -346,19 +320,31 @@ class GraphModel final : public Model {
       stats.correct += (z[i] >= 0 ? 1 : 0) == y;
       grad[i] = static_cast<float>((Sigmoid(z[i]) - y) / size);
     }
+    sigmoid_stats_ = stats;
     if (dlogits != nullptr) RETURN_IF_ERROR(device_->Upload(grad, *dlogits));
-    return stats;
+    return absl::OkStatus();
   }
 
   // Nodes in reverse: every reader of a value runs before its producer, so
   // its gradient is whole when its producer needs it.
   absl::Status Backward(const ExampleBatch& batch,
                         const std::vector<absl::Span<float>>& gradients) {
+    for (size_t t = 0; t < spec_.tables.size(); ++t) {
+      absl::Span<float> rows = batch.sparse->row_gradients[t];
+      std::fill(rows.begin(), rows.end(), 0.0f);
+    }
     std::vector<bool> written(spec_.num_values(), false);
     written[spec_.output] = true;
     for (size_t k = spec_.nodes.size(); k-- > 0;) {
       const GraphNode& node = spec_.nodes[k];
       const int value = static_cast<int>(spec_.inputs.size() + k);
+      if (host_.on_host(k)) {  // no variables; its inputs are graph inputs
+        const absl::Span<float> dy = absl::MakeSpan(
+            staging_.data(), batch.size * NumElements(node.output));
+        RETURN_IF_ERROR(device_->Download(*activation_grads_[value], dy));
+        host_.Backward(spec_, k, batch, dy);
+        continue;
+      }
       std::vector<DeviceArray*> dx;
       std::vector<bool> accumulate;
       for (int v : node.inputs) {
@@ -376,15 +362,10 @@ class GraphModel final : public Model {
         RETURN_IF_ERROR(device_->DownloadAsync(*gradients_[v], gradients[v]));
       }
     }
-    if (!spec_.tables.empty()) {
-      for (size_t t = 0; t < spec_.tables.size(); ++t) {
-        absl::Span<float> rows = batch.sparse->row_gradients[t];
-        std::fill(rows.begin(), rows.end(), 0.0f);
-      }
-      for (int v = 0; v < static_cast<int>(spec_.inputs.size()); ++v) {
-        if (spec_.inputs[v].kind == GraphInput::Kind::kCategorical) {
-          RETURN_IF_ERROR(ScatterRows(batch, v));
-        }
+    for (int v = 0; v < static_cast<int>(spec_.inputs.size()); ++v) {
+      if (spec_.inputs[v].kind == GraphInput::Kind::kCategorical &&
+          !host_.fused(v)) {
+        RETURN_IF_ERROR(ScatterRows(batch, v));
       }
     }
     return device_->Synchronize();
@@ -396,6 +377,7 @@ class GraphModel final : public Model {
   Device* const device_;
   const int64_t max_batch_;
   const bool sigmoid_;
+  const HostNodes host_;
   std::vector<std::unique_ptr<NodeKernel>> kernels_;
   std::vector<size_t> first_variable_;  // per node
   // Per variable, in the definition's order.
@@ -406,6 +388,8 @@ class GraphModel final : public Model {
   std::shared_ptr<HostBuffer> stats_staging_;
   std::vector<float> staging_;  // a pooled input or its gradient
   std::vector<float> logits_;   // sigmoid: the last forward's
+  std::vector<float> label_staging_;
+  BatchStats sigmoid_stats_;  // sigmoid: the last forward's
 };
 
 }  // namespace
