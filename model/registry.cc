@@ -9,67 +9,40 @@
 namespace psflow {
 namespace {
 
-// One model kind: how to check its config and how to define it.
+// One model kind: how to check its config and what graph it runs as.
 struct ModelKind {
   ModelConfig::KindCase kind;
   absl::Status (*validate)(const ModelConfig& config);
-  absl::StatusOr<std::unique_ptr<ModelDefinition>> (*define)(
-      const ModelConfig& config, const InputSpec& input);
+  absl::StatusOr<LegacyGraph> (*graph)(const ModelConfig& config,
+                                       const InputSpec& input);
 };
 
 absl::Status ValidateNothing(const ModelConfig&) { return absl::OkStatus(); }
-
-absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineGraphOf(
-    absl::StatusOr<LegacyGraph> graph) {
-  if (!graph.ok()) return graph.status();
-  absl::StatusOr<std::unique_ptr<GraphDefinition>> definition =
-      GraphDefinition::Create(graph->graph, graph->input, graph->options);
-  if (!definition.ok()) return definition.status();
-  return std::unique_ptr<ModelDefinition>(*std::move(definition));
-}
-
-absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineMlp(
-    const ModelConfig& config, const InputSpec& input) {
-  return DefineGraphOf(MlpGraph(config, input));
-}
-
-absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineWideDeep(
-    const ModelConfig& config, const InputSpec& input) {
-  return DefineGraphOf(WideDeepGraph(config, input));
-}
 
 absl::Status ValidateGraph(const ModelConfig& config) {
   return ValidateGraphConfig(config.graph());
 }
 
-absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineGraph(
-    const ModelConfig& config, const InputSpec& input) {
-  absl::StatusOr<std::unique_ptr<GraphDefinition>> definition =
-      GraphDefinition::Create(config.graph(), input);
-  if (!definition.ok()) return definition.status();
-  return std::unique_ptr<ModelDefinition>(*std::move(definition));
+absl::StatusOr<LegacyGraph> GraphOf(const ModelConfig& config,
+                                    const InputSpec& input) {
+  return LegacyGraph{config.graph(), GraphOptions(), input};
 }
 
 // Every kind runs as a graph: the older ones translated (legacy_graphs.h).
 constexpr ModelKind kKinds[] = {
-    {ModelConfig::kMlp, ValidateMlpConfig, DefineMlp},
-    {ModelConfig::kSoftmaxRegression, ValidateNothing, DefineMlp},
-    {ModelConfig::kWideDeep, ValidateWideDeepConfig, DefineWideDeep},
-    {ModelConfig::kGraph, ValidateGraph, DefineGraph},
+    {ModelConfig::kMlp, ValidateMlpConfig, MlpGraph},
+    {ModelConfig::kSoftmaxRegression, ValidateNothing, MlpGraph},
+    {ModelConfig::kWideDeep, ValidateWideDeepConfig, WideDeepGraph},
+    {ModelConfig::kGraph, ValidateGraph, GraphOf},
 };
 
 absl::Status ValidateLayers(const ModelConfig& config) {
   return ValidateLayerConfigs(config.layers());
 }
 
-absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineLayers(
-    const ModelConfig& config, const InputSpec& input) {
-  return DefineGraphOf(LayersGraph(config, input));
-}
-
 // `layers` is a repeated field, so it sits outside the oneof.
 constexpr ModelKind kLayersKind = {ModelConfig::KIND_NOT_SET, ValidateLayers,
-                                   DefineLayers};
+                                   LayersGraph};
 
 absl::StatusOr<const ModelKind*> KindOf(const ModelConfig& config) {
   if (!config.layers().empty()) {
@@ -103,13 +76,23 @@ absl::Status ValidateModelConfig(const ModelConfig& config) {
   return (*kind)->validate(config);
 }
 
-absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineModel(
-    const ModelConfig& config, const InputSpec& input) {
+absl::StatusOr<LegacyGraph> ModelGraph(const ModelConfig& config,
+                                       const InputSpec& input) {
   absl::StatusOr<const ModelKind*> kind = KindOf(config);
   if (!kind.ok()) return kind.status();
   absl::Status valid = (*kind)->validate(config);
   if (!valid.ok()) return valid;
-  return (*kind)->define(config, input);
+  return (*kind)->graph(config, input);
+}
+
+absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineModel(
+    const ModelConfig& config, const InputSpec& input) {
+  absl::StatusOr<LegacyGraph> graph = ModelGraph(config, input);
+  if (!graph.ok()) return graph.status();
+  absl::StatusOr<std::unique_ptr<GraphDefinition>> definition =
+      GraphDefinition::Create(graph->graph, graph->input, graph->options);
+  if (!definition.ok()) return definition.status();
+  return std::unique_ptr<ModelDefinition>(*std::move(definition));
 }
 
 absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineJobModel(

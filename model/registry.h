@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "model/graph/legacy_graphs.h"
 #include "model/model.h"
 #include "proto/coordinator.pb.h"
 #include "proto/job_config.pb.h"
@@ -26,6 +27,13 @@ absl::Status ValidateModelConfig(const ModelConfig& config);
 // model cannot take that input.
 absl::StatusOr<std::unique_ptr<ModelDefinition>> DefineModel(
     const ModelConfig& config, const InputSpec& input);
+
+// The graph a config's model runs as: a `graph` config's own, or the
+// translation of an older kind (model/graph/legacy_graphs.h). The same
+// errors as DefineModel, for what the graph's checks leave to Create.
+// DefineModel defines this graph; exports (model/onnx/) write it.
+absl::StatusOr<LegacyGraph> ModelGraph(const ModelConfig& config,
+                                       const InputSpec& input);
 
 // The model of a running job: its config's model for the input the chief
 // read from the training data (JobSpec.example_shape, num_classes).

@@ -7,8 +7,8 @@
 //
 // Categorical inputs pool their field's rows from the batch's
 // SparseBatch (sum or mean) on the host and hand their gradients back per
-// distinct id (SparseBatch::row_gradients), as the wide-and-deep model
-// does.
+// distinct id (SparseBatch::row_gradients); a Concatenate or Add of
+// inputs that no other node reads runs on the host whole (host_nodes.h).
 //
 // Variables are the nodes' in order ("<node>/kernel", ...). The graph
 // scales nothing itself: like a `model.layers` network, it gets the data's

@@ -1,7 +1,7 @@
 // `model.layers` as a graph: the layers in a chain, each node named as
 // the layer is, so the variables keep their names ("conv2d/kernel").
 //
-//   features [h, w, 1] -> layer 0 -> layer 1 -> ... -> softmax cross-entropy
+//   pixels [h, w, 1] -> layer 0 -> layer 1 -> ... -> softmax cross-entropy
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -36,7 +36,8 @@ absl::StatusOr<LegacyGraph> LayersGraph(const ModelConfig& config,
   GraphConfig::Input* features = g.add_inputs();
   std::set<std::string> taken;
   for (const auto& layer : layers) taken.insert(layer->name());
-  std::string input_name = "input";  // unless a layer has that name
+  // The ONNX export's input name, unless a layer has it.
+  std::string input_name = "pixels";
   while (taken.count(input_name) != 0) input_name += "_";
   features->set_name(input_name);
   features->mutable_features();

@@ -1,6 +1,6 @@
 // `mlp` and `softmax_regression` as a graph:
 //
-//   input [in] (the image flattened, pixels scaled by the reader)
+//   pixels [in] (the image flattened, pixels scaled by the reader)
 //     -> Dense h_0 act "dense_0" -> ... -> Dense classes "dense_<L>"
 //     -> softmax cross-entropy
 #include "absl/strings/str_cat.h"
@@ -70,9 +70,9 @@ absl::StatusOr<LegacyGraph> MlpGraph(const ModelConfig& config,
   out.input = input;
   GraphConfig& g = out.graph;
   GraphConfig::Input* features = g.add_inputs();
-  features->set_name("input");
+  features->set_name("pixels");  // the ONNX export's input
   features->mutable_features();
-  std::string previous = "input";
+  std::string previous = "pixels";
   for (size_t l = 0; l + 1 < widths.size(); ++l) {
     GraphConfig::Node* node = g.add_nodes();
     node->set_name(absl::StrCat("dense_", l));

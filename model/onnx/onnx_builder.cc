@@ -54,7 +54,11 @@ onnx::TensorProto* OnnxBuilder::NewInitializer(
 }
 
 absl::StatusOr<std::string> OnnxBuilder::Variable(
-    const ModelVariable& variable) {
+    const ModelVariable& graph_variable) {
+  ModelVariable variable = graph_variable;
+  if (auto it = renames_.find(variable.name()); it != renames_.end()) {
+    variable.variable.name = it->second;
+  }
   if (loaded_variables_.count(variable.name()) > 0) return variable.name();
   ASSIGN_OR_RETURN(std::vector<float> values, weights_.variable(variable));
   if (static_cast<int64_t>(values.size()) != variable.num_elements()) {

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -51,7 +52,12 @@ class OnnxBuilder {
 
   // The model's variable as an initializer named as in the checkpoint
   // ("dense_0/kernel"), with its shape; loaded once, however often asked.
+  // A name in `renames` (a translated kind's graph names, GraphOptions::
+  // variable_names) is looked up and written under its new name.
   absl::StatusOr<std::string> Variable(const ModelVariable& variable);
+  void RenameVariables(std::map<std::string, std::string> renames) {
+    renames_ = std::move(renames);
+  }
 
   // A float32 initializer of `dims` (absolute, not per example), named
   // `base` made unique.
@@ -93,6 +99,7 @@ class OnnxBuilder {
 
   onnx::GraphProto* const graph_;
   const OnnxWeights weights_;
+  std::map<std::string, std::string> renames_;
   std::set<std::string> names_;
   std::set<std::string> loaded_variables_;
   onnx::NodeProto* last_node_ = nullptr;

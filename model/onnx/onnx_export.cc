@@ -8,11 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "model/graph/graph_spec.h"
-#include "model/layers/layer_factory.h"
 #include "model/onnx/onnx_inputs.h"
-#include "model/onnx/onnx_layers.h"
 #include "model/onnx/onnx_nodes.h"
-#include "model/onnx/onnx_wide_deep.h"
 #include "model/registry.h"
 
 namespace psflow {
@@ -34,57 +31,6 @@ absl::Status NeedImages(const OnnxExportSpec& spec, const char* kind) {
   return absl::OkStatus();
 }
 
-// mlp and softmax_regression: dense_<i> layers, the activation between
-// them, the last one linear.
-absl::StatusOr<std::string> EmitMlp(OnnxBuilder& b, const OnnxExportSpec& spec,
-                                    const ModelDefinition& definition) {
-  RETURN_IF_ERROR(NeedImages(spec, "mlp"));
-  Activation activation = Activation::kRelu;
-  if (spec.config.has_mlp()) {
-    switch (spec.config.mlp().activation()) {
-      case ModelConfig::Mlp::TANH:
-        activation = Activation::kTanh;
-        break;
-      case ModelConfig::Mlp::SIGMOID:
-        activation = Activation::kSigmoid;
-        break;
-      default:  // RELU, and unset
-        break;
-    }
-  }
-  std::string x =
-      EmitImageInput(b, kOnnxPixelsInput, spec.input.example_shape,
-                     definition.feature_scale(), {spec.input.num_features()});
-  const std::vector<ModelVariable>& variables = definition.variables();
-  const size_t layers = variables.size() / 2;  // kernel, bias per layer
-  for (size_t l = 0; l < layers; ++l) {
-    ASSIGN_OR_RETURN(std::string kernel, b.Variable(variables[2 * l]));
-    ASSIGN_OR_RETURN(std::string bias, b.Variable(variables[2 * l + 1]));
-    const bool last = l + 1 == layers;
-    x = EmitDense(b, x, kernel, bias, last ? Activation::kNone : activation,
-                  absl::StrCat("dense_", l));
-  }
-  return x;
-}
-
-// model.layers: each layer on the previous one's output.
-absl::StatusOr<std::string> EmitSequential(OnnxBuilder& b,
-                                           const OnnxExportSpec& spec,
-                                           const ModelDefinition& definition) {
-  RETURN_IF_ERROR(NeedImages(spec, "layers"));
-  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Layer>> layers,
-                   BuildLayers(spec.config.layers(), spec.input.example_shape,
-                               spec.input.num_classes));
-  std::string x =
-      EmitImageInput(b, kOnnxPixelsInput, spec.input.example_shape,
-                     definition.feature_scale(), layers[0]->input_shape());
-  for (size_t i = 0; i < layers.size(); ++i) {
-    ASSIGN_OR_RETURN(x, EmitLayer(b, spec.config.layers(static_cast<int>(i)),
-                                  *layers[i], x, layers[i]->name()));
-  }
-  return x;
-}
-
 const LayerConfig* NodeConfig(const GraphConfig& graph,
                               const std::string& name) {
   for (const GraphConfig::Node& node : graph.nodes()) {
@@ -93,12 +39,19 @@ const LayerConfig* NodeConfig(const GraphConfig& graph,
   return nullptr;
 }
 
-// model.graph: the inputs (with the reader's preprocessing), then the
-// nodes in the spec's order.
+// The graph the model runs as (every kind: model/registry.h ModelGraph):
+// the inputs (with the reader's preprocessing), then the nodes in the
+// spec's order, the variables under the kind's names.
 absl::StatusOr<std::string> EmitGraph(OnnxBuilder& b,
-                                      const OnnxExportSpec& spec) {
-  ASSIGN_OR_RETURN(GraphSpec graph,
-                   BuildGraphSpec(spec.config.graph(), spec.input));
+                                      const OnnxExportSpec& spec,
+                                      const ModelDefinition& definition) {
+  ASSIGN_OR_RETURN(LegacyGraph model, ModelGraph(spec.config, spec.input));
+  InputSpec graph_input = model.input;
+  if (!model.options.features_shape.empty()) {
+    graph_input.example_shape = model.options.features_shape;
+  }
+  ASSIGN_OR_RETURN(GraphSpec graph, BuildGraphSpec(model.graph, graph_input));
+  b.RenameVariables(model.options.variable_names);
   std::vector<std::string> values(graph.num_values());
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
     const GraphInput& input = graph.inputs[i];
@@ -114,14 +67,14 @@ absl::StatusOr<std::string> EmitGraph(OnnxBuilder& b,
     values[i] = spec.data_format == DataConfig::CRITEO
                     ? EmitCtrDenseInput(b, input.name, input.shape[0])
                     : EmitImageInput(b, input.name, spec.input.example_shape,
-                                     1.0f, input.shape);
+                                     definition.feature_scale(), input.shape);
   }
   ASSIGN_OR_RETURN(auto categorical,
                    EmitCategoricalInputs(b, graph, spec.input.num_fields));
   for (const auto& [index, name] : categorical) values[index] = name;
   for (size_t k = 0; k < graph.nodes.size(); ++k) {
     const GraphNode& node = graph.nodes[k];
-    const LayerConfig* layer = NodeConfig(spec.config.graph(), node.name);
+    const LayerConfig* layer = NodeConfig(model.graph, node.name);
     if (layer == nullptr) {
       return absl::InternalError(
           absl::StrCat("graph node ", node.name, " has no config"));
@@ -137,14 +90,16 @@ absl::StatusOr<std::string> EmitGraph(OnnxBuilder& b,
 absl::StatusOr<std::string> EmitBody(OnnxBuilder& b, const OnnxExportSpec& spec,
                                      const ModelDefinition& definition) {
   if (!spec.config.layers().empty()) {
-    return EmitSequential(b, spec, definition);
+    RETURN_IF_ERROR(NeedImages(spec, "layers"));
+    return EmitGraph(b, spec, definition);
   }
   switch (spec.config.kind_case()) {
     case ModelConfig::kMlp:
     case ModelConfig::kSoftmaxRegression:
-      return EmitMlp(b, spec, definition);
+      RETURN_IF_ERROR(NeedImages(spec, "mlp"));
+      return EmitGraph(b, spec, definition);
     case ModelConfig::kGraph:
-      return EmitGraph(b, spec);
+      return EmitGraph(b, spec, definition);
     case ModelConfig::kWideDeep:
       if (spec.data_format != DataConfig::CRITEO) {
         return absl::InvalidArgumentError(
@@ -152,7 +107,7 @@ absl::StatusOr<std::string> EmitBody(OnnxBuilder& b, const OnnxExportSpec& spec,
             "are images; the model config does not belong to this "
             "checkpoint");
       }
-      return EmitWideDeep(b, spec.config, spec.input, definition);
+      return EmitGraph(b, spec, definition);
     default:
       break;
   }
