@@ -46,14 +46,18 @@ inline bool Pool(const Bags& b, int64_t i, bool add, float* y) {
   const int64_t at = i * b.num_fields + b.field;
   const int64_t begin = b.offsets[at], end = b.offsets[at + 1];
   const int dim = b.dim;
-  if (!add) std::fill(y, y + dim, 0.0f);
-  if (end == begin) return true;  // an empty bag pools to zeros
-  if (end == begin + 1) {         // one id (every Criteo field): its row
+  if (end == begin + 1) {  // one id (every Criteo field): its row
     if (b.slots[begin] < 0) return false;
     const float* row = b.rows + int64_t{b.slots[begin]} * dim;
-    for (int j = 0; j < dim; ++j) y[j] += row[j];
+    if (add) {
+      for (int j = 0; j < dim; ++j) y[j] += row[j];
+    } else {  // a loop, not memcpy: rows are a few floats
+      for (int j = 0; j < dim; ++j) y[j] = row[j];
+    }
     return true;
   }
+  if (!add) std::fill(y, y + dim, 0.0f);
+  if (end == begin) return true;  // an empty bag pools to zeros
   // The bag's sum apart from y (mean pooling scales this bag alone).
   const float scale = b.mean ? 1.0f / static_cast<float>(end - begin) : 1.0f;
   float sum[64];
@@ -75,6 +79,11 @@ inline void Scatter(const Bags& b, int64_t i, const float* g) {
   const int64_t at = i * b.num_fields + b.field;
   const int64_t begin = b.offsets[at], end = b.offsets[at + 1];
   if (end == begin) return;
+  if (end == begin + 1) {  // one id: scale 1 for sum and mean alike
+    float* row = b.row_gradients + int64_t{b.slots[begin]} * b.dim;
+    for (int j = 0; j < b.dim; ++j) row[j] += g[j];
+    return;
+  }
   const float scale = b.mean ? 1.0f / static_cast<float>(end - begin) : 1.0f;
   for (int64_t k = begin; k < end; ++k) {
     float* row = b.row_gradients + int64_t{b.slots[k]} * b.dim;
