@@ -64,6 +64,20 @@ TEST(MlpTest, DescribesItsLayers) {
   EXPECT_EQ(Define({784, {}, 10})->Describe(), "softmax regression 784-10");
 }
 
+TEST(MlpTest, ExpectsPixelsScaledByTheReaderAndReadsThemFlattened) {
+  const auto definition = Define({784, {256}, 10, Activation::kRelu});
+  EXPECT_EQ(definition->feature_scale(), 1.0f / 255);
+  EXPECT_FALSE(definition->binary());
+  EXPECT_TRUE(definition->tables().empty());
+  // Images keep their shape as the model's input; the graph reads them as
+  // one vector.
+  ASSERT_OK_AND_ASSIGN(auto images, DefineModel(MlpConfig({0, {256}, 10}),
+                                                InputSpec{{28, 28}, 10}));
+  EXPECT_EQ(images->Describe(), "mlp 784-256-10 relu");
+  EXPECT_EQ(images->input().example_shape, (std::vector<int64_t>{28, 28}));
+  EXPECT_EQ(images->variables()[0].shape(), (std::vector<int64_t>{784, 256}));
+}
+
 TEST(MlpTest, BadSpecsNameTheField) {
   EXPECT_THAT(TryDefine({784, {128, 0}, 10, Activation::kRelu}),
               StatusIs(absl::StatusCode::kInvalidArgument,

@@ -247,6 +247,15 @@ TEST(WideDeepDefinitionTest, BadBatchesAreRefusedWithTheReason) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("outside the 6 pulled rows")));
   f.slots[0] = 0;
+  std::vector<absl::Span<float>> grads;
+  std::vector<std::vector<float>> grad_values;
+  for (const auto& p : f.params) grad_values.emplace_back(p.size());
+  for (auto& g : grad_values) grads.push_back(absl::MakeSpan(g));
+  batch = f.Batch();
+  f.sparse.row_gradients[1] = f.sparse.row_gradients[1].subspan(1);
+  EXPECT_THAT(model->TrainStep(batch, grads),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("row gradient buffer per table")));
   f.labels[0] = 2;
   EXPECT_THAT(model->Evaluate(f.Batch(), absl::MakeSpan(predictions)),
               StatusIs(absl::StatusCode::kInvalidArgument,

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/splitmix64.h"
 #include "common/status_macros.h"
+#include "model/graph/graph_batch.h"
 #include "model/graph/host_nodes.h"
 #include "model/graph/node_kernels.h"
 
@@ -158,79 +159,6 @@ class GraphModel final : public Model {
     return x;
   }
 
-  absl::Status CheckBatch(const ExampleBatch& batch) const {
-    const int64_t size = batch.size;
-    if (size <= 0 || size > max_batch_) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "batch of ", size, " examples; this model takes 1 to ", max_batch_));
-    }
-    if (static_cast<int64_t>(batch.features.size()) !=
-            size * input_.num_features() ||
-        static_cast<int64_t>(batch.labels.size()) != size) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "batch of ", size, " examples has ", batch.features.size(),
-          " feature values and ", batch.labels.size(),
-          " labels; the graph "
-          "takes ",
-          input_.num_features(), " features per example"));
-    }
-    for (int64_t i = 0; i < size; ++i) {
-      const int32_t y = batch.labels[i];
-      if (y < 0 || y >= input_.num_classes || (sigmoid_ && y > 1)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "example ", i, " has label ", y, "; the model takes ",
-            sigmoid_ ? "0 or 1"
-                     : absl::StrCat("0 to ", input_.num_classes - 1)));
-      }
-    }
-    return spec_.tables.empty() ? absl::OkStatus() : CheckSparse(batch);
-  }
-
-  absl::Status CheckSparse(const ExampleBatch& batch) const {
-    const SparseBatch* sparse = batch.sparse;
-    const int fields = input_.num_fields;
-    bool ok =
-        sparse != nullptr && sparse->num_fields == fields &&
-        static_cast<int64_t>(sparse->offsets.size()) ==
-            batch.size * fields + 1 &&
-        sparse->slots.size() == sparse->ids.size() &&
-        sparse->rows.size() == spec_.tables.size() && sparse->offsets[0] == 0 &&
-        sparse->offsets.back() == static_cast<int64_t>(sparse->ids.size());
-    const bool per_table = sparse != nullptr && !sparse->table_slots.empty();
-    ok = ok &&
-         (!per_table || (sparse->table_slots.size() == spec_.tables.size() &&
-                         sparse->table_rows.size() == spec_.tables.size()));
-    for (size_t t = 0; ok && t < spec_.tables.size(); ++t) {
-      const int64_t rows =
-          per_table ? sparse->table_rows[t] : sparse->num_unique;
-      ok = sparse->rows[t].size() ==
-               static_cast<size_t>(rows) * spec_.tables[t].dim() &&
-           (!per_table || sparse->table_slots[t].size() == sparse->ids.size());
-      for (size_t k = 0; ok && per_table && k < sparse->ids.size(); ++k) {
-        ok = sparse->table_slots[t][k] < rows;
-      }
-    }
-    if (!ok) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the graph needs every batch's sparse features: ", fields,
-          " fields per example and the rows of its ", spec_.tables.size(),
-          " tables"));
-    }
-    for (size_t k = 1; k < sparse->offsets.size(); ++k) {
-      if (sparse->offsets[k] < sparse->offsets[k - 1]) {
-        return absl::InvalidArgumentError("sparse offsets go backwards");
-      }
-    }
-    for (int32_t slot : sparse->slots) {
-      if (slot < 0 || slot >= sparse->num_unique) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("an id's slot ", slot, " is outside the ",
-                         sparse->num_unique, " pulled rows"));
-      }
-    }
-    return absl::OkStatus();
-  }
-
   // A categorical input's value: its field's rows pooled per example.
   absl::Status PoolRows(const ExampleBatch& batch, int value) {
     const GraphInput& input = spec_.inputs[value];
@@ -262,7 +190,8 @@ class GraphModel final : public Model {
   // loss, on the host, synchronizes itself), so a training step waits for
   // the device once, at its end.
   absl::Status Forward(const ExampleBatch& batch, bool training) {
-    RETURN_IF_ERROR(CheckBatch(batch));
+    RETURN_IF_ERROR(
+        CheckGraphBatch(spec_, input_, max_batch_, batch, training));
     const int64_t size = batch.size;
     for (int v = 0; v < static_cast<int>(spec_.inputs.size()); ++v) {
       if (spec_.inputs[v].kind == GraphInput::Kind::kFeatures) {
@@ -329,9 +258,12 @@ class GraphModel final : public Model {
   // its gradient is whole when its producer needs it.
   absl::Status Backward(const ExampleBatch& batch,
                         const std::vector<absl::Span<float>>& gradients) {
-    for (size_t t = 0; t < spec_.tables.size(); ++t) {
-      absl::Span<float> rows = batch.sparse->row_gradients[t];
-      std::fill(rows.begin(), rows.end(), 0.0f);
+    // Row gradients, unless the batch asks for none (SparseBatch).
+    const bool rows =
+        !spec_.tables.empty() && !batch.sparse->row_gradients.empty();
+    for (size_t t = 0; rows && t < spec_.tables.size(); ++t) {
+      absl::Span<float> grads = batch.sparse->row_gradients[t];
+      std::fill(grads.begin(), grads.end(), 0.0f);
     }
     std::vector<bool> written(spec_.num_values(), false);
     written[spec_.output] = true;
@@ -341,8 +273,10 @@ class GraphModel final : public Model {
       if (host_.on_host(k)) {  // no variables; its inputs are graph inputs
         const absl::Span<float> dy = absl::MakeSpan(
             staging_.data(), batch.size * NumElements(node.output));
-        RETURN_IF_ERROR(device_->Download(*activation_grads_[value], dy));
-        host_.Backward(spec_, k, batch, dy);
+        if (rows) {
+          RETURN_IF_ERROR(device_->Download(*activation_grads_[value], dy));
+          host_.Backward(spec_, k, batch, dy);
+        }
         continue;
       }
       std::vector<DeviceArray*> dx;
@@ -363,7 +297,7 @@ class GraphModel final : public Model {
       }
     }
     for (int v = 0; v < static_cast<int>(spec_.inputs.size()); ++v) {
-      if (spec_.inputs[v].kind == GraphInput::Kind::kCategorical &&
+      if (rows && spec_.inputs[v].kind == GraphInput::Kind::kCategorical &&
           !host_.fused(v)) {
         RETURN_IF_ERROR(ScatterRows(batch, v));
       }
