@@ -217,6 +217,17 @@ TEST(WideDeepDefinitionTest, DeclaresItsVariablesAndTables) {
                        HasSubstr("model.wide_deep.pooling is \"max\"")));
 }
 
+TEST(WideDeepDefinitionTest, OneFieldAndNoDenseColumns) {
+  // One field: its linear row goes straight into the logit's sum.
+  ASSERT_OK_AND_ASSIGN(auto one, Define(Config(Pooling::kSum), 1, 1));
+  EXPECT_EQ(one->variables().front().shape(),
+            (std::vector<int64_t>{kDim + 1, 5}));
+  // The wide part's bias sits in its Dense layer on the dense features.
+  EXPECT_THAT(Define(Config(Pooling::kSum), kFields, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("model.wide_deep.num_dense is 0")));
+}
+
 TEST(WideDeepDefinitionTest, TheTablesKeepTheirSettings) {
   ModelConfig config = Config(Pooling::kSum);
   config.mutable_wide_deep()->mutable_linear()->mutable_optimizer()->set_kind(
