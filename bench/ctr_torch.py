@@ -32,7 +32,7 @@ The psflow side, on the same files (the config's data paths are these):
   #   (its default batch is 512: give this script --batch_size=512 and the
   #   ctr_2m files then)
 
-What is the same as psflow (model/wide_deep.cc, ps/optimizer.cc,
+What is the same as psflow (model/graph/wide_deep_graph.cc, ps/optimizer.cc,
 ps/row_initializer.cc, model/initializer.cc, data/criteo_parser.cc,
 data/batch_stream.cc, common/binary_metrics.cc):
 
