@@ -1,12 +1,8 @@
 #include "worker/prefetch_policy.h"
 
+#include <algorithm>
+
 namespace psflow {
-namespace {
-
-// Weight of the newest fresh step in the moving averages.
-constexpr double kNewest = 0.25;
-
-}  // namespace
 
 bool PrefetchPolicy::PrefetchThisStep() {
   switch (choice_) {
@@ -29,31 +25,31 @@ void PrefetchPolicy::ObserveFreshStep(absl::Duration compute,
                                       absl::Duration wait) {
   const double c = absl::ToDoubleSeconds(compute);
   const double w = absl::ToDoubleSeconds(wait);
-  if (fresh_steps_ == 0) {
-    compute_s_ = c;
-    wait_s_ = w;
-  } else if (prefetching_) {
-    // A probe stands alone: the averages are from before the switch.
-    compute_s_ = c;
-    wait_s_ = w;
-  } else {
-    compute_s_ += kNewest * (c - compute_s_);
-    wait_s_ += kNewest * (w - wait_s_);
+  const double share = c > 0 ? w / c : (w > 0 ? 1e9 : 0);
+  if (choice_ != Choice::kAuto) {
+    wait_share_ = share;
+    return;
   }
-  ++fresh_steps_;
-  if (choice_ != Choice::kAuto || fresh_steps_ < kMeasureSteps) return;
-  const double share = wait_share();
-  if (!prefetching_ && share > kPrefetchAbove) {
+  if (prefetching_) {
+    // A probe decides alone: it waited for the other push in flight too,
+    // so it errs towards prefetching.
+    wait_share_ = share;
+    if (share < kFreshBelow) prefetching_ = false;
+    return;
+  }
+  shares_.push_back(share);
+  if (static_cast<int>(shares_.size()) < kMeasureSteps) {
+    if (wait_share_ < 0) wait_share_ = share;
+    return;
+  }
+  std::nth_element(shares_.begin(), shares_.begin() + shares_.size() / 2,
+                   shares_.end());
+  wait_share_ = shares_[shares_.size() / 2];
+  shares_.clear();
+  if (wait_share_ > kPrefetchAbove) {
     prefetching_ = true;
     since_probe_ = 0;
-  } else if (prefetching_ && share < kFreshBelow) {
-    prefetching_ = false;
   }
-}
-
-double PrefetchPolicy::wait_share() const {
-  if (fresh_steps_ == 0) return -1;
-  return compute_s_ > 0 ? wait_s_ / compute_s_ : (wait_s_ > 0 ? 1e9 : 0);
 }
 
 }  // namespace psflow

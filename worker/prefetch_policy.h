@@ -14,7 +14,7 @@
 #ifndef PSFLOW_WORKER_PREFETCH_POLICY_H_
 #define PSFLOW_WORKER_PREFETCH_POLICY_H_
 
-#include <cstdint>
+#include <vector>
 
 #include "absl/time/time.h"
 
@@ -24,14 +24,16 @@ class PrefetchPolicy {
  public:
   enum class Choice { kAuto, kAlways, kNever };
 
-  // AUTO prefetches when a fresh step's exposed wait is above this share
-  // of its compute, and goes back to fresh pulls below kFreshBelow.
+  // AUTO prefetches when fresh steps' exposed wait (the median of the last
+  // kMeasureSteps) is above this share of their compute, and goes back to
+  // fresh pulls when a probe finds it below kFreshBelow.
   static constexpr double kPrefetchAbove = 0.10;
   static constexpr double kFreshBelow = 0.05;
-  // AUTO: fresh steps measured before the first decision, and prefetched
+  // AUTO: fresh steps measured per decision (a median: one slow step, the
+  // first ones' connection set-up say, does not decide), and prefetched
   // steps between two fresh probes.
   static constexpr int kMeasureSteps = 8;
-  static constexpr int kProbeEvery = 256;
+  static constexpr int kProbeEvery = 64;
 
   explicit PrefetchPolicy(Choice choice) : choice_(choice) {}
 
@@ -44,19 +46,20 @@ class PrefetchPolicy {
   // for the next step).
   void ObserveFreshStep(absl::Duration compute, absl::Duration wait);
 
-  // The exposed wait's share of the compute, as last estimated (-1 before
-  // any fresh step): for the worker's summary line.
-  double wait_share() const;
+  // The exposed wait's share of the compute as last measured (the median
+  // of the latest fresh steps, or the latest probe); -1 before any fresh
+  // step. For the worker's summary line.
+  double wait_share() const { return wait_share_; }
   bool prefetching() const { return prefetching_; }
 
  private:
   const Choice choice_;
   bool prefetching_ = false;
-  // Fresh steps observed; prefetched steps since the last fresh one.
-  int64_t fresh_steps_ = 0;
-  int64_t since_probe_ = 0;
-  // Moving averages over fresh steps, in seconds.
-  double compute_s_ = 0, wait_s_ = 0;
+  // Prefetched steps since the last probe.
+  int since_probe_ = 0;
+  // Fresh steps' wait / compute since the last decision.
+  std::vector<double> shares_;
+  double wait_share_ = -1;
 };
 
 }  // namespace psflow

@@ -67,6 +67,13 @@ TEST(PrefetchPolicyTest, AutoGoesBackToFreshPullsWhenAProbeFindsTheWireCheap) {
   EXPECT_EQ(RunSteps(policy, 100, absl::Microseconds(100)), 0);
 }
 
+TEST(PrefetchPolicyTest, OneSlowFreshStepDoesNotDecide) {
+  PrefetchPolicy policy(PrefetchPolicy::Choice::kAuto);
+  // The first step also sets up the connections: 5x its compute.
+  policy.ObserveFreshStep(kCompute, 5 * kCompute);
+  EXPECT_EQ(RunSteps(policy, 1000, absl::Microseconds(200)), 0);
+}
+
 TEST(PrefetchPolicyTest, AutoKeepsItsChoiceBetweenTheThresholds) {
   // 7.5% of the compute: not enough to start prefetching...
   PrefetchPolicy fresh(PrefetchPolicy::Choice::kAuto);
