@@ -21,6 +21,7 @@
 #include "grpcpp/generic/async_generic_service.h"
 #include "proto/protocol.h"
 #include "proto/ps.grpc.pb.h"
+#include "ps/finite_values.h"
 #include "ps/grpc_ps_server.h"
 #include "ps/ps_call_roles.h"
 #include "ps/ps_service.h"
@@ -205,9 +206,15 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
       gradients.push_back(pieces.back());
       offset += ref.num_elements;
     }
+    // The values are checked for NaN/Inf block by block as they are
+    // copied, while still in the cache, rather than in a second pass over
+    // memory; a batch with a bad value goes to the core unchecked, which
+    // rejects, counts and words it.
+    bool finite = true;
     if (request.has_shared()) {
       // One copy out of the client's memory, which the client could still
-      // change: the NaN/Inf check and the update must see the same values.
+      // change: the NaN/Inf check and the update must see the same values,
+      // so the check reads the copy.
       if (frame->payload_bytes() != 0) {
         return absl::InvalidArgumentError(
             "a batch with shared-memory values also carries a payload");
@@ -215,16 +222,23 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
       ASSIGN_OR_RETURN(SharedMemorySessions::Payload shared,
                        shared_memory_->Resolve(request.shared(),
                                                total * int64_t{sizeof(float)}));
-      std::memcpy(values->span().data(), shared.values.data(),
-                  shared.values.size() * sizeof(float));
-    } else if (absl::Status copied = frame->CopyPayload(pieces); !copied.ok()) {
+      finite = CopyAllFinite(shared.values, values->span().subspan(0, total));
+    } else if (absl::Status copied =
+                   frame->CopyPayload(pieces,
+                                      [&finite](absl::Span<const float> block) {
+                                        finite = AllFinite(block) && finite;
+                                      });
+               !copied.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("push of ", refs.size(), " parts starting with \"",
                        request.parts(0).variable(), "\": ", copied.message()));
     }
     request_.Clear();  // Release gRPC's receive slices early.
-    ASSIGN_OR_RETURN(PushBatchResponse response,
-                     service_->Push(request, refs, gradients));
+    ASSIGN_OR_RETURN(
+        PushBatchResponse response,
+        service_->Push(request, refs, gradients,
+                       finite ? ParameterServerCore::Finite::kChecked
+                              : ParameterServerCore::Finite::kUnchecked));
     response_ = EncodeBulkFrame(response, {}, nullptr);
     return absl::OkStatus();
   }

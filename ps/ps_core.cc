@@ -72,26 +72,6 @@ bool DistinctChunks(absl::Span<const ChunkRef> refs) {
 
 }  // namespace
 
-// The fast path is one vectorizable pass: NaN and Inf are exactly the floats
-// whose exponent bits are all ones, and an integer max reduction (unlike a
-// float sum) may be reordered, so gcc vectorizes it.
-int64_t FirstNonFinite(absl::Span<const float> values) {
-  constexpr uint32_t kExponent = 0x7f800000u;
-  const float* v = values.data();
-  const size_t n = values.size();
-  uint32_t max_exponent = 0;
-  for (size_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, &v[i], sizeof(bits));
-    max_exponent = std::max(max_exponent, bits & kExponent);
-  }
-  if (max_exponent != kExponent) return -1;
-  for (size_t i = 0; i < n; ++i) {
-    if (!std::isfinite(v[i])) return static_cast<int64_t>(i);
-  }
-  return -1;
-}
-
 absl::Status CheckProtocol(uint32_t version) {
   if (version == kProtocolVersion) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(
@@ -409,13 +389,19 @@ PullResponse ParameterServerCore::Pull(const ChunkRef& ref,
   return response;
 }
 
-absl::Status ParameterServerCore::CheckGradient(
-    const ChunkRef& ref, int worker, absl::Span<const float> gradient) {
+absl::Status ParameterServerCore::CheckGradientSize(
+    const ChunkRef& ref, absl::Span<const float> gradient) {
   if (static_cast<int64_t>(gradient.size()) != ref.num_elements) {
     return absl::InvalidArgumentError(absl::StrCat(
         "push to \"", ref.variable->name(), "\": ", gradient.size(),
         " gradient values for a chunk of ", ref.num_elements));
   }
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServerCore::CheckGradient(
+    const ChunkRef& ref, int worker, absl::Span<const float> gradient) {
+  RETURN_IF_ERROR(CheckGradientSize(ref, gradient));
   const int64_t bad = FirstNonFinite(gradient);
   if (bad >= 0) {
     nonfinite_rejected_.fetch_add(1, std::memory_order_relaxed);
@@ -471,7 +457,7 @@ absl::StatusOr<PushResponse> ParameterServerCore::Push(
 
 absl::StatusOr<PushBatchResponse> ParameterServerCore::PushBatch(
     absl::Span<const ChunkRef> refs, int64_t version, int worker,
-    absl::Span<const absl::Span<const float>> gradients) {
+    absl::Span<const absl::Span<const float>> gradients, Finite finite) {
   pushes_.fetch_add(static_cast<int64_t>(refs.size()),
                     std::memory_order_relaxed);
   if (refs.size() != gradients.size()) {
@@ -484,7 +470,9 @@ absl::StatusOr<PushBatchResponse> ParameterServerCore::PushBatch(
   // Every part is checked before any is applied: one bad part rejects the
   // whole batch and leaves every variable untouched.
   for (size_t i = 0; i < refs.size(); ++i) {
-    RETURN_IF_ERROR(CheckGradient(refs[i], worker, gradients[i]));
+    RETURN_IF_ERROR(finite == Finite::kChecked
+                        ? CheckGradientSize(refs[i], gradients[i])
+                        : CheckGradient(refs[i], worker, gradients[i]));
   }
   std::vector<absl::StatusOr<PushResponse>> results(refs.size());
   auto apply = [&](size_t begin, size_t end) {

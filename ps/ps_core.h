@@ -135,9 +135,17 @@ class ParameterServerCore {
   // mode a part may be Aborted (stale) while others are applied. Parts for
   // distinct chunks may apply in parallel on the apply threads; a batch
   // that names one chunk twice applies in order.
+  //
+  // `finite` says whether the caller already found every gradient value
+  // finite (the bulk handler checks them as it copies them out of the
+  // network's buffers); then only the sizes are checked here. A caller that
+  // found a NaN/Inf passes kUnchecked, so that the rejection is counted and
+  // worded here.
+  enum class Finite { kUnchecked, kChecked };
   absl::StatusOr<PushBatchResponse> PushBatch(
       absl::Span<const ChunkRef> refs, int64_t version, int worker,
-      absl::Span<const absl::Span<const float>> gradients);
+      absl::Span<const absl::Span<const float>> gradients,
+      Finite finite = Finite::kUnchecked);
 
   StatsResponse Stats() const;
 
@@ -216,6 +224,9 @@ class ParameterServerCore {
                                   bool create)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A push's size and NaN/Inf check (rejections are counted).
+  // InvalidArgument unless `gradient` holds exactly the chunk's elements.
+  static absl::Status CheckGradientSize(const ChunkRef& ref,
+                                        absl::Span<const float> gradient);
   absl::Status CheckGradient(const ChunkRef& ref, int worker,
                              absl::Span<const float> gradient);
   // Applies (async) or aggregates (sync) a checked gradient.

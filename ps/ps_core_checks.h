@@ -7,11 +7,9 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "ps/finite_values.h"  // FirstNonFinite
 
 namespace psflow {
-
-// The index of the first NaN/Inf in `values`, or -1.
-int64_t FirstNonFinite(absl::Span<const float> values);
 
 // FailedPrecondition naming both versions unless `version` is this
 // build's protocol version.

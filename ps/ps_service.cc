@@ -214,7 +214,8 @@ absl::StatusOr<std::vector<ChunkRef>> PsService::ResolvePush(
 
 absl::StatusOr<PushBatchResponse> PsService::Push(
     const PushBatchRequest& request, absl::Span<const ChunkRef> refs,
-    absl::Span<const absl::Span<const float>> gradients) {
+    absl::Span<const absl::Span<const float>> gradients,
+    ParameterServerCore::Finite finite) {
   // BOUNDED: a worker's push carries its step (batches_in_step > 0); its
   // clock is checked before anything is applied and advanced after.
   RETURN_IF_ERROR(core_->CheckWorkerIndex(request.worker_index()));
@@ -230,7 +231,7 @@ absl::StatusOr<PushBatchResponse> PsService::Push(
     }
   }
   absl::StatusOr<PushBatchResponse> response = core_->PushBatch(
-      refs, request.version(), request.worker_index(), gradients);
+      refs, request.version(), request.worker_index(), gradients, finite);
   // A gradient refused for its values (not finite, a wrong size) still
   // ends the worker's step: the step is taken, its update dropped. Left
   // uncounted, the step would hold back every pull that waits for this

@@ -99,10 +99,12 @@ class PsService {
       const PushBatchRequest& request) const;
 
   // Applies a batch whose parts ResolvePush gave as `refs`, `gradients[i]`
-  // for refs[i] (see ParameterServerCore::PushBatch).
+  // for refs[i] (see ParameterServerCore::PushBatch, also for `finite`).
   absl::StatusOr<PushBatchResponse> Push(
       const PushBatchRequest& request, absl::Span<const ChunkRef> refs,
-      absl::Span<const absl::Span<const float>> gradients);
+      absl::Span<const absl::Span<const float>> gradients,
+      ParameterServerCore::Finite finite =
+          ParameterServerCore::Finite::kUnchecked);
 
   // The chunk an assign names (to size its payload), and the assign.
   absl::StatusOr<ChunkRef> ResolveAssign(const AssignRequest& request) const;

@@ -130,6 +130,12 @@ absl::Status BulkFrame::CopyPayload(absl::Span<float> out) const {
 
 absl::Status BulkFrame::CopyPayload(
     absl::Span<const absl::Span<float>> pieces) const {
+  return CopyPayload(pieces, [](absl::Span<const float>) {});
+}
+
+absl::Status BulkFrame::CopyPayload(
+    absl::Span<const absl::Span<float>> pieces,
+    absl::FunctionRef<void(absl::Span<const float>)> copied) const {
   size_t wanted = 0;
   for (absl::Span<float> piece : pieces) wanted += piece.size();
   if (wanted * sizeof(float) != payload_bytes_) {
@@ -142,18 +148,22 @@ absl::Status BulkFrame::CopyPayload(
   size_t slice = payload_slice_;
   size_t offset = payload_offset_;
   for (absl::Span<float> piece : pieces) {
-    char* dst = reinterpret_cast<char*>(piece.data());
-    size_t left = piece.size() * sizeof(float);
-    while (left > 0) {
-      const size_t n = std::min(left, slices_[slice].size() - offset);
-      std::memcpy(dst, slices_[slice].begin() + offset, n);
-      dst += n;
-      left -= n;
-      offset += n;
-      if (offset == slices_[slice].size()) {
-        ++slice;
-        offset = 0;
+    for (size_t block = 0; block < piece.size(); block += kCopyBlockFloats) {
+      const absl::Span<float> to = piece.subspan(block, kCopyBlockFloats);
+      char* dst = reinterpret_cast<char*>(to.data());
+      size_t left = to.size() * sizeof(float);
+      while (left > 0) {
+        const size_t n = std::min(left, slices_[slice].size() - offset);
+        std::memcpy(dst, slices_[slice].begin() + offset, n);
+        dst += n;
+        left -= n;
+        offset += n;
+        if (offset == slices_[slice].size()) {
+          ++slice;
+          offset = 0;
+        }
       }
+      copied(to);
     }
   }
   return absl::OkStatus();

@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "google/protobuf/message_lite.h"
@@ -60,6 +61,16 @@ class BulkFrame {
   // Copies the payload into consecutive pieces, which together must hold
   // exactly payload_floats() values (InvalidArgument otherwise).
   absl::Status CopyPayload(absl::Span<const absl::Span<float>> pieces) const;
+
+  // Same, calling `copied` on each stretch of a piece (at most
+  // kCopyBlockFloats values) right after it was copied, while it is still
+  // in the cache: a check over the values (NaN/Inf) costs no second pass
+  // over memory. The stretches cover the pieces in order; nothing is
+  // called when the sizes do not match.
+  static constexpr size_t kCopyBlockFloats = 16 * 1024;  // 64 KiB
+  absl::Status CopyPayload(
+      absl::Span<const absl::Span<float>> pieces,
+      absl::FunctionRef<void(absl::Span<const float>)> copied) const;
 
  private:
   BulkFrame() = default;

@@ -122,6 +122,53 @@ TEST(BulkFrameTest, PiecesRoundTripIntoSeparateBuffers) {
   EXPECT_TRUE(weak.expired());
 }
 
+// The visiting copy hands over every copied stretch once, in order, each
+// within one piece and at most kCopyBlockFloats long.
+TEST(BulkFrameTest, CopyVisitsEveryCopiedStretchInOrder) {
+  const size_t block = BulkFrame::kCopyBlockFloats;
+  auto owner = std::make_shared<std::vector<float>>(2 * block + 7 + 3);
+  std::iota(owner->begin(), owner->end(), 0.0f);
+  grpc::ByteBuffer frame = EncodeBulkFrame(Header(), *owner, owner);
+  const size_t header_end = frame.Length() - owner->size() * sizeof(float);
+  PushRequest header;
+  ASSERT_OK_AND_ASSIGN(
+      BulkFrame parsed,
+      BulkFrame::Parse(Resliced(frame, {header_end + 5, header_end + 40001}),
+                       header));
+  std::vector<float> a(2 * block + 7), b(3);
+  const absl::Span<float> out[] = {absl::MakeSpan(a), absl::MakeSpan(b)};
+  std::vector<std::pair<const float*, size_t>> visits;
+  std::vector<float> seen;
+  ASSERT_OK(parsed.CopyPayload(out, [&](absl::Span<const float> copied) {
+    visits.emplace_back(copied.data(), copied.size());
+    seen.insert(seen.end(), copied.begin(), copied.end());
+  }));
+  EXPECT_EQ(seen, *owner);  // the values as copied, each once, in order
+  const std::vector<std::pair<const float*, size_t>> expected = {
+      {a.data(), block},
+      {a.data() + block, block},
+      {a.data() + 2 * block, 7},
+      {b.data(), 3}};
+  EXPECT_EQ(visits, expected);
+  std::vector<float> whole(owner->size());
+  EXPECT_OK(parsed.CopyPayload(absl::MakeSpan(whole)));
+  EXPECT_EQ(whole, *owner);
+}
+
+TEST(BulkFrameTest, CopyVisitsNothingWhenTheSizesDoNotMatch) {
+  std::vector<float> values(5, 1.0f);
+  grpc::ByteBuffer frame = EncodeBulkFrame(Header(), values, nullptr);
+  PushRequest header;
+  ASSERT_OK_AND_ASSIGN(BulkFrame parsed, BulkFrame::Parse(frame, header));
+  std::vector<float> out(4);
+  const absl::Span<float> pieces[] = {absl::MakeSpan(out)};
+  int visits = 0;
+  EXPECT_THAT(
+      parsed.CopyPayload(pieces, [&](absl::Span<const float>) { ++visits; }),
+      StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(visits, 0);
+}
+
 TEST(BulkFrameTest, PiecesMustAddUpToThePayload) {
   std::vector<float> values(5, 1.0f);
   grpc::ByteBuffer frame = EncodeBulkFrame(Header(), values, nullptr);

@@ -1,0 +1,54 @@
+#include "ps/finite_values.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "common/logging.h"
+
+namespace psflow {
+namespace {
+
+constexpr uint32_t kExponent = 0x7f800000u;
+
+// The largest exponent field in `values`: kExponent iff one is NaN/Inf.
+// An integer max (unlike a float sum) may be reordered, so gcc vectorizes
+// it.
+uint32_t MaxExponent(const float* v, size_t n) {
+  uint32_t max_exponent = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &v[i], sizeof(bits));
+    max_exponent = std::max(max_exponent, bits & kExponent);
+  }
+  return max_exponent;
+}
+
+}  // namespace
+
+int64_t FirstNonFinite(absl::Span<const float> values) {
+  if (MaxExponent(values.data(), values.size()) != kExponent) return -1;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+bool AllFinite(absl::Span<const float> values) {
+  return MaxExponent(values.data(), values.size()) != kExponent;
+}
+
+bool CopyAllFinite(absl::Span<const float> from, absl::Span<float> to) {
+  CHECK(from.size() == to.size());
+  // 64 KiB: well inside L2, so the check reads what the copy just wrote.
+  constexpr size_t kBlock = 16 * 1024;
+  uint32_t max_exponent = 0;
+  for (size_t i = 0; i < from.size(); i += kBlock) {
+    const size_t n = std::min(kBlock, from.size() - i);
+    std::memcpy(to.data() + i, from.data() + i, n * sizeof(float));
+    max_exponent = std::max(max_exponent, MaxExponent(to.data() + i, n));
+  }
+  return max_exponent != kExponent;
+}
+
+}  // namespace psflow
