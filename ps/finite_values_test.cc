@@ -23,10 +23,9 @@ TEST(FiniteValuesTest, FirstNonFiniteFindsTheFirstNanOrInf) {
 }
 
 TEST(FiniteValuesTest, LargestAndSubnormalFloatsAreFinite) {
-  const std::vector<float> values = {std::numeric_limits<float>::max(),
-                                     -std::numeric_limits<float>::max(),
-                                     std::numeric_limits<float>::denorm_min(),
-                                     -0.0f};
+  const std::vector<float> values = {
+      std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
+      std::numeric_limits<float>::denorm_min(), -0.0f};
   EXPECT_EQ(FirstNonFinite(values), -1);
   EXPECT_TRUE(AllFinite(values));
 }
