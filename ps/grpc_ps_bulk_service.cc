@@ -22,6 +22,7 @@
 #include "proto/protocol.h"
 #include "proto/ps.grpc.pb.h"
 #include "ps/finite_values.h"
+#include "ps/gradient.h"
 #include "ps/grpc_ps_server.h"
 #include "ps/ps_call_roles.h"
 #include "ps/ps_service.h"
@@ -197,50 +198,82 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
                      service_->ResolvePush(request));
     int64_t total = 0;
     for (const ChunkRef& ref : refs) total += ref.num_elements;
+    PushBatchResponse response;
+    if (request.has_shared()) {
+      ASSIGN_OR_RETURN(response, PushShared(request, *frame, refs, total));
+    } else {
+      ASSIGN_OR_RETURN(response, PushFromSlices(request, *frame, refs, total));
+    }
+    response_ = EncodeBulkFrame(response, {}, nullptr);
+    return absl::OkStatus();
+  }
+
+  // Reads one part's gradient out of a frame's payload, from `offset` on.
+  struct PayloadReader {
+    const BulkFrame* frame;
+    size_t offset;
+    void operator()(int64_t begin, absl::Span<float> out) const {
+      // The parts were sized against the payload before any is read.
+      CHECK(frame->ReadPayload(offset + begin, out).ok());
+    }
+  };
+
+  // A TCP push: the gradients stay in gRPC's receive slices, where the core
+  // reads them block by block into a small per-thread buffer, once for the
+  // NaN/Inf check and once for the update, with the block in the cache
+  // each time; they are never copied out whole (ps/gradient.h).
+  absl::StatusOr<PushBatchResponse> PushFromSlices(
+      const PushBatchRequest& request, const BulkFrame& frame,
+      const std::vector<ChunkRef>& refs, int64_t total) {
+    if (frame.payload_floats() != static_cast<size_t>(total)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("push of ", refs.size(), " parts starting with \"",
+                       request.parts(0).variable(), "\": payload holds ",
+                       frame.payload_floats(), " values but the header says ",
+                       total, " (truncated or oversized payload)"));
+    }
+    std::vector<PayloadReader> readers;
+    readers.reserve(refs.size());  // The gradients point at them.
+    std::vector<Gradient> gradients;
+    gradients.reserve(refs.size());
+    size_t offset = 0;
+    for (const ChunkRef& ref : refs) {
+      readers.push_back(PayloadReader{&frame, offset});
+      gradients.emplace_back(ref.num_elements,
+                             Gradient::Reader(readers.back()));
+      offset += static_cast<size_t>(ref.num_elements);
+    }
+    return service_->Push(request, refs, gradients,
+                          ParameterServerCore::Finite::kUnchecked);
+  }
+
+  // A shared-memory push: one copy out of the client's memory, which the
+  // client could still change, so that the NaN/Inf check and the update see
+  // the same values. The check reads each block of the copy as it lands.
+  absl::StatusOr<PushBatchResponse> PushShared(
+      const PushBatchRequest& request, const BulkFrame& frame,
+      const std::vector<ChunkRef>& refs, int64_t total) {
+    if (frame.payload_bytes() != 0) {
+      return absl::InvalidArgumentError(
+          "a batch with shared-memory values also carries a payload");
+    }
+    ASSIGN_OR_RETURN(SharedMemorySessions::Payload shared,
+                     shared_memory_->Resolve(request.shared(),
+                                             total * int64_t{sizeof(float)}));
     std::shared_ptr<PooledBuffer> values = service_->pool().Acquire(total);
-    std::vector<absl::Span<float>> pieces;
+    const bool finite =
+        CopyAllFinite(shared.values, values->span().subspan(0, total));
     std::vector<absl::Span<const float>> gradients;
     int64_t offset = 0;
     for (const ChunkRef& ref : refs) {
-      pieces.push_back(values->span().subspan(offset, ref.num_elements));
-      gradients.push_back(pieces.back());
+      gradients.push_back(values->span().subspan(offset, ref.num_elements));
       offset += ref.num_elements;
     }
-    // The values are checked for NaN/Inf block by block as they are
-    // copied, while still in the cache, rather than in a second pass over
-    // memory; a batch with a bad value goes to the core unchecked, which
-    // rejects, counts and words it.
-    bool finite = true;
-    if (request.has_shared()) {
-      // One copy out of the client's memory, which the client could still
-      // change: the NaN/Inf check and the update must see the same values,
-      // so the check reads the copy.
-      if (frame->payload_bytes() != 0) {
-        return absl::InvalidArgumentError(
-            "a batch with shared-memory values also carries a payload");
-      }
-      ASSIGN_OR_RETURN(SharedMemorySessions::Payload shared,
-                       shared_memory_->Resolve(request.shared(),
-                                               total * int64_t{sizeof(float)}));
-      finite = CopyAllFinite(shared.values, values->span().subspan(0, total));
-    } else if (absl::Status copied =
-                   frame->CopyPayload(pieces,
-                                      [&finite](absl::Span<const float> block) {
-                                        finite = AllFinite(block) && finite;
-                                      });
-               !copied.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("push of ", refs.size(), " parts starting with \"",
-                       request.parts(0).variable(), "\": ", copied.message()));
-    }
-    request_.Clear();  // Release gRPC's receive slices early.
-    ASSIGN_OR_RETURN(
-        PushBatchResponse response,
-        service_->Push(request, refs, gradients,
-                       finite ? ParameterServerCore::Finite::kChecked
-                              : ParameterServerCore::Finite::kUnchecked));
-    response_ = EncodeBulkFrame(response, {}, nullptr);
-    return absl::OkStatus();
+    // A batch with a bad value goes to the core unchecked, which rejects,
+    // counts and words it.
+    return service_->Push(request, refs, gradients,
+                          finite ? ParameterServerCore::Finite::kChecked
+                                 : ParameterServerCore::Finite::kUnchecked);
   }
 
   // The ids of a rows request's parts, copied out of the payload into

@@ -389,8 +389,8 @@ PullResponse ParameterServerCore::Pull(const ChunkRef& ref,
   return response;
 }
 
-absl::Status ParameterServerCore::CheckGradientSize(
-    const ChunkRef& ref, absl::Span<const float> gradient) {
+absl::Status ParameterServerCore::CheckGradientSize(const ChunkRef& ref,
+                                                    const Gradient& gradient) {
   if (static_cast<int64_t>(gradient.size()) != ref.num_elements) {
     return absl::InvalidArgumentError(absl::StrCat(
         "push to \"", ref.variable->name(), "\": ", gradient.size(),
@@ -399,15 +399,25 @@ absl::Status ParameterServerCore::CheckGradientSize(
   return absl::OkStatus();
 }
 
-absl::Status ParameterServerCore::CheckGradient(
-    const ChunkRef& ref, int worker, absl::Span<const float> gradient) {
+absl::Status ParameterServerCore::CheckGradient(const ChunkRef& ref, int worker,
+                                                const Gradient& gradient) {
   RETURN_IF_ERROR(CheckGradientSize(ref, gradient));
-  const int64_t bad = FirstNonFinite(gradient);
+  int64_t bad = -1;
+  float bad_value = 0;
+  gradient.ForEachBlock(0, gradient.size(),
+                        [&](int64_t at, absl::Span<const float> block) {
+                          if (bad >= 0) return;
+                          const int64_t i = FirstNonFinite(block);
+                          if (i >= 0) {
+                            bad = at + i;
+                            bad_value = block[i];
+                          }
+                        });
   if (bad >= 0) {
     nonfinite_rejected_.fetch_add(1, std::memory_order_relaxed);
     return absl::InvalidArgumentError(absl::StrCat(
         "push to \"", ref.variable->name(), "\" from worker ", worker,
-        ": gradient value ", gradient[bad], " at element ",
+        ": gradient value ", bad_value, " at element ",
         ref.offset_elements + bad,
         " is not finite; the update was rejected and the variable is "
         "untouched (lower the learning rate or check the loss)"));
@@ -417,7 +427,7 @@ absl::Status ParameterServerCore::CheckGradient(
 
 absl::StatusOr<PushResponse> ParameterServerCore::ApplyChecked(
     const ChunkRef& ref, int64_t version, int worker,
-    absl::Span<const float> gradient) {
+    const Gradient& gradient) {
   // The optimizer runs on this (gRPC or shared-memory) thread: subnormal
   // slots must not slow it 14x (common/float_mode.h).
   EnableFlushToZero();
@@ -458,6 +468,13 @@ absl::StatusOr<PushResponse> ParameterServerCore::Push(
 absl::StatusOr<PushBatchResponse> ParameterServerCore::PushBatch(
     absl::Span<const ChunkRef> refs, int64_t version, int worker,
     absl::Span<const absl::Span<const float>> gradients, Finite finite) {
+  const std::vector<Gradient> views(gradients.begin(), gradients.end());
+  return PushBatch(refs, version, worker, views, finite);
+}
+
+absl::StatusOr<PushBatchResponse> ParameterServerCore::PushBatch(
+    absl::Span<const ChunkRef> refs, int64_t version, int worker,
+    absl::Span<const Gradient> gradients, Finite finite) {
   pushes_.fetch_add(static_cast<int64_t>(refs.size()),
                     std::memory_order_relaxed);
   if (refs.size() != gradients.size()) {

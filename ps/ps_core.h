@@ -29,6 +29,7 @@
 #include "proto/ps.pb.h"
 #include "ps/apply_pool.h"
 #include "ps/embedding_table.h"
+#include "ps/gradient.h"
 #include "ps/lr_schedule.h"
 #include "ps/optimizer.h"
 #include "ps/staleness_histogram.h"
@@ -146,6 +147,13 @@ class ParameterServerCore {
       absl::Span<const ChunkRef> refs, int64_t version, int worker,
       absl::Span<const absl::Span<const float>> gradients,
       Finite finite = Finite::kUnchecked);
+  // Same, with gradients that may be read block by block where they lie
+  // (a TCP push's receive buffers, ps/gradient.h): an unchecked one is then
+  // read twice, once for the check and once for the update, and never
+  // copied whole.
+  absl::StatusOr<PushBatchResponse> PushBatch(
+      absl::Span<const ChunkRef> refs, int64_t version, int worker,
+      absl::Span<const Gradient> gradients, Finite finite);
 
   StatsResponse Stats() const;
 
@@ -226,13 +234,13 @@ class ParameterServerCore {
   // A push's size and NaN/Inf check (rejections are counted).
   // InvalidArgument unless `gradient` holds exactly the chunk's elements.
   static absl::Status CheckGradientSize(const ChunkRef& ref,
-                                        absl::Span<const float> gradient);
+                                        const Gradient& gradient);
   absl::Status CheckGradient(const ChunkRef& ref, int worker,
-                             absl::Span<const float> gradient);
+                             const Gradient& gradient);
   // Applies (async) or aggregates (sync) a checked gradient.
   absl::StatusOr<PushResponse> ApplyChecked(const ChunkRef& ref,
                                             int64_t version, int worker,
-                                            absl::Span<const float> gradient);
+                                            const Gradient& gradient);
 
   const int64_t chunk_elements_;
   HistogramCell* const apply_seconds_;

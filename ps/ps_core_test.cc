@@ -1,10 +1,13 @@
 #include "ps/ps_core.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/float_mode.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
@@ -494,6 +497,106 @@ TEST_F(PsCoreTest, AdamSlotsLiveBesideTheVariable) {
   // Two equal gradients: each step moves by lr (bias-corrected m/sqrt(v)=1).
   EXPECT_NEAR(all[8], -0.2f, 1e-6);
   EXPECT_NEAR(all[9], -0.2f, 1e-6);
+}
+
+}  // namespace
+}  // namespace psflow
+
+namespace psflow {
+namespace {
+
+// ---- Gradients read where they lie (ps/gradient.h) -------------------------
+
+// A core with one variable "big" of one 4 MiB chunk, its apply split over 2
+// threads (above the inline threshold), under `config`.
+std::unique_ptr<ParameterServerCore> BigCore(const ConfigureRequest& config) {
+  ParameterServerCore::Options options;
+  options.chunk_bytes = 4 << 20;
+  options.apply_threads = 2;
+  auto core = std::make_unique<ParameterServerCore>(options);
+  EXPECT_OK(core->Configure(config));
+  EXPECT_OK(core->CreateVariables(Vars({{"big", {1 << 20}}})));
+  return core;
+}
+
+ConfigureRequest Adam() {
+  ConfigureRequest config = Sgd(0.01);
+  config.mutable_optimizer()->set_kind(OptimizerConfig::ADAM);
+  return config;
+}
+
+// Pushes `grad` to "big" as a gradient read block by block (as a TCP push
+// is read out of gRPC's slices).
+absl::StatusOr<PushBatchResponse> PushRead(ParameterServerCore& core,
+                                           const std::vector<float>& grad,
+                                           int64_t version, int worker) {
+  const ChunkRef ref = *core.Resolve(kProtocolVersion, "big", 0, 1 << 20);
+  auto read = [&grad](int64_t begin, absl::Span<float> out) {
+    std::copy(grad.begin() + begin, grad.begin() + begin + out.size(),
+              out.begin());
+  };
+  const Gradient gradient(static_cast<int64_t>(grad.size()), read);
+  return core.PushBatch({&ref, 1}, version, worker, {&gradient, 1},
+                        ParameterServerCore::Finite::kUnchecked);
+}
+
+std::vector<float> Values(ParameterServerCore& core) {
+  const ChunkRef ref = *core.Resolve(kProtocolVersion, "big", 0, 1 << 20);
+  const absl::Span<const float> values = core.View(ref).values;
+  return std::vector<float>(values.begin(), values.end());
+}
+
+std::vector<float> SomeGradient(float scale) {
+  std::vector<float> grad(1 << 20);
+  for (size_t i = 0; i < grad.size(); ++i) {
+    grad[i] = scale * static_cast<float>(static_cast<int>(i % 97) - 48);
+  }
+  return grad;
+}
+
+TEST(ReadGradientTest, ReadPushAppliesBitForBitAsASpanPush) {
+  for (const ConfigureRequest& config : {Sgd(0.5), Adam()}) {
+    std::unique_ptr<ParameterServerCore> by_span = BigCore(config);
+    std::unique_ptr<ParameterServerCore> by_read = BigCore(config);
+    const ChunkRef ref = *by_span->Resolve(kProtocolVersion, "big", 0, 1 << 20);
+    for (int step = 0; step < 3; ++step) {
+      const std::vector<float> grad = SomeGradient(0.001f * (step + 1));
+      const absl::Span<const float> span = grad;
+      ASSERT_OK(by_span->PushBatch({&ref, 1}, step, 0, {&span, 1}));
+      ASSERT_OK(PushRead(*by_read, grad, step, 0));
+    }
+    EXPECT_EQ(Values(*by_read), Values(*by_span))
+        << config.optimizer().ShortDebugString();
+  }
+}
+
+TEST(ReadGradientTest, SyncAggregatesReadGradientsAsSpans) {
+  const ConfigureRequest config = Sgd(0.5, SYNC, 2, 2);
+  std::unique_ptr<ParameterServerCore> by_span = BigCore(config);
+  std::unique_ptr<ParameterServerCore> by_read = BigCore(config);
+  const ChunkRef ref = *by_span->Resolve(kProtocolVersion, "big", 0, 1 << 20);
+  for (int worker = 0; worker < 2; ++worker) {
+    const std::vector<float> grad = SomeGradient(0.25f * (worker + 1));
+    const absl::Span<const float> span = grad;
+    ASSERT_OK(by_span->PushBatch({&ref, 1}, 0, worker, {&span, 1}));
+    ASSERT_OK(PushRead(*by_read, grad, 0, worker));
+  }
+  EXPECT_EQ(by_read->Stats().updates_applied(), 1);
+  EXPECT_EQ(Values(*by_read), Values(*by_span));
+}
+
+TEST(ReadGradientTest, ANonFiniteValueInAnyBlockRejectsTheReadPush) {
+  std::unique_ptr<ParameterServerCore> core = BigCore(Sgd(0.5));
+  std::vector<float> grad = SomeGradient(0.001f);
+  grad[3 * Gradient::kBlockFloats + 5] = NAN;
+  EXPECT_THAT(
+      PushRead(*core, grad, 0, 1),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("from worker 1"),
+                     HasSubstr(absl::StrCat("value nan at element ",
+                                            3 * Gradient::kBlockFloats + 5)))));
+  EXPECT_THAT(Values(*core), Each(0.0f));
+  EXPECT_EQ(core->Stats().nonfinite_gradients_rejected(), 1);
 }
 
 }  // namespace

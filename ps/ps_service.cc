@@ -216,6 +216,13 @@ absl::StatusOr<PushBatchResponse> PsService::Push(
     const PushBatchRequest& request, absl::Span<const ChunkRef> refs,
     absl::Span<const absl::Span<const float>> gradients,
     ParameterServerCore::Finite finite) {
+  const std::vector<Gradient> views(gradients.begin(), gradients.end());
+  return Push(request, refs, views, finite);
+}
+
+absl::StatusOr<PushBatchResponse> PsService::Push(
+    const PushBatchRequest& request, absl::Span<const ChunkRef> refs,
+    absl::Span<const Gradient> gradients, ParameterServerCore::Finite finite) {
   // BOUNDED: a worker's push carries its step (batches_in_step > 0); its
   // clock is checked before anything is applied and advanced after.
   RETURN_IF_ERROR(core_->CheckWorkerIndex(request.worker_index()));

@@ -105,6 +105,11 @@ class PsService {
       absl::Span<const absl::Span<const float>> gradients,
       ParameterServerCore::Finite finite =
           ParameterServerCore::Finite::kUnchecked);
+  // Same, with gradients that may be read where they lie (ps/gradient.h).
+  absl::StatusOr<PushBatchResponse> Push(const PushBatchRequest& request,
+                                         absl::Span<const ChunkRef> refs,
+                                         absl::Span<const Gradient> gradients,
+                                         ParameterServerCore::Finite finite);
 
   // The chunk an assign names (to size its payload), and the assign.
   absl::StatusOr<ChunkRef> ResolveAssign(const AssignRequest& request) const;

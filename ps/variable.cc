@@ -101,16 +101,21 @@ double Variable::LearningRateLocked(const Chunk& c, double lr_scale) const {
 }
 
 void Variable::ApplyRange(int64_t chunk_begin, double lr, int64_t step,
-                          absl::Span<const float> gradient, int64_t begin,
+                          const Gradient& gradient, int64_t begin,
                           int64_t end) const {
-  const int64_t at = chunk_begin + begin;
-  const int64_t n = end - begin;
-  absl::InlinedVector<absl::Span<float>, 4> slot_spans;
-  for (const auto& slot : slots_) {
-    slot_spans.push_back(absl::MakeSpan(slot.get() + at, n));
-  }
-  optimizer_->Apply(lr, step, absl::MakeSpan(values_.get() + at, n),
-                    gradient.subspan(begin, n), slot_spans);
+  // Every update is elementwise, so applying a range block by block is
+  // bit for bit applying it at once (as splitting it over threads is).
+  gradient.ForEachBlock(
+      begin, end, [&](int64_t offset, absl::Span<const float> block) {
+        const int64_t at = chunk_begin + offset;
+        const int64_t n = static_cast<int64_t>(block.size());
+        absl::InlinedVector<absl::Span<float>, 4> slot_spans;
+        for (const auto& slot : slots_) {
+          slot_spans.push_back(absl::MakeSpan(slot.get() + at, n));
+        }
+        optimizer_->Apply(lr, step, absl::MakeSpan(values_.get() + at, n),
+                          block, slot_spans);
+      });
 }
 
 void Variable::ForEachRange(
@@ -123,7 +128,7 @@ void Variable::ForEachRange(
   }
 }
 
-void Variable::ApplyLocked(Chunk& c, absl::Span<const float> gradient,
+void Variable::ApplyLocked(Chunk& c, const Gradient& gradient,
                            double lr_scale) {
   const double lr = LearningRateLocked(c, lr_scale);
   const int64_t step = c.version + 1;
@@ -147,7 +152,7 @@ std::vector<std::function<void()>> Variable::AdvanceLocked(Chunk& c) {
 }
 
 absl::StatusOr<std::pair<PushOutcome, int64_t>> Variable::Push(
-    int chunk, absl::Span<const float> gradient, int64_t version, int worker) {
+    int chunk, const Gradient& gradient, int64_t version, int worker) {
   Chunk& c = *chunks_[chunk];
   std::vector<std::function<void()>> ready;
   std::pair<PushOutcome, int64_t> result;
@@ -191,13 +196,16 @@ absl::StatusOr<std::pair<PushOutcome, int64_t>> Variable::Push(
       c.contributors.insert(worker);
       if (c.sum.empty()) c.sum.assign(c.size, 0.0f);
       float* const sum = c.sum.data();
-      ForEachRange(c.size, kSumCost,
-                   [sum, &gradient](int64_t begin, int64_t end) {
-                     float* __restrict__ s = sum + begin;
-                     const float* __restrict__ g = gradient.data() + begin;
-                     const int64_t n = end - begin;
-                     for (int64_t i = 0; i < n; ++i) s[i] += g[i];
-                   });
+      ForEachRange(
+          c.size, kSumCost, [sum, &gradient](int64_t begin, int64_t end) {
+            gradient.ForEachBlock(
+                begin, end, [sum](int64_t at, absl::Span<const float> block) {
+                  float* __restrict__ s = sum + at;
+                  const float* __restrict__ g = block.data();
+                  const int64_t n = static_cast<int64_t>(block.size());
+                  for (int64_t i = 0; i < n; ++i) s[i] += g[i];
+                });
+          });
       if (static_cast<int>(c.contributors.size()) <
           rule_.replicas_to_aggregate) {
         return std::make_pair(PushOutcome::kAccumulated, c.version);
@@ -225,7 +233,8 @@ std::vector<std::function<void()>> Variable::ApplyAggregateLocked(Chunk& c) {
   ForEachRange(c.size, apply_cost() + kSumCost,
                [&](int64_t begin, int64_t end) {
                  for (int64_t i = begin; i < end; ++i) sum[i] *= scale;
-                 ApplyRange(chunk_begin, lr, step, sum, begin, end);
+                 ApplyRange(chunk_begin, lr, step,
+                            Gradient(absl::Span<const float>(sum)), begin, end);
                  std::fill(sum.begin() + begin, sum.begin() + end, 0.0f);
                });
   c.contributors.clear();

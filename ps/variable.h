@@ -42,6 +42,7 @@
 #include "common/job/logical_variable.h"
 #include "common/mutex.h"
 #include "ps/apply_pool.h"
+#include "ps/gradient.h"
 #include "ps/lr_schedule.h"
 #include "ps/optimizer.h"
 
@@ -110,8 +111,11 @@ class Variable {
   // gradient computed from an older version is Aborted (stale), from a
   // newer one InvalidArgument. Returns the outcome and the version after
   // the push.
-  absl::StatusOr<std::pair<PushOutcome, int64_t>> Push(
-      int chunk, absl::Span<const float> gradient, int64_t version, int worker);
+  // The gradient may be read block by block (ps/gradient.h).
+  absl::StatusOr<std::pair<PushOutcome, int64_t>> Push(int chunk,
+                                                       const Gradient& gradient,
+                                                       int64_t version,
+                                                       int worker);
 
   // The chunk's current version.
   int64_t Version(int chunk) const;
@@ -184,8 +188,8 @@ class Variable {
   // Applies `gradient` to chunk `c` as update number c.version + 1, at
   // the schedule's learning rate times `lr_scale` (a moving average has no
   // learning rate).
-  void ApplyLocked(Chunk& c, absl::Span<const float> gradient,
-                   double lr_scale = 1.0) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu);
+  void ApplyLocked(Chunk& c, const Gradient& gradient, double lr_scale = 1.0)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu);
 
   // The learning rate of chunk `c`'s next update, times `lr_scale`.
   double LearningRateLocked(const Chunk& c, double lr_scale) const
@@ -195,8 +199,7 @@ class Variable {
   // `chunk_begin`, by the same floats of `gradient` (the chunk's). The
   // caller holds the chunk's lock, on this thread or one waiting for it.
   void ApplyRange(int64_t chunk_begin, double lr, int64_t step,
-                  absl::Span<const float> gradient, int64_t begin,
-                  int64_t end) const;
+                  const Gradient& gradient, int64_t begin, int64_t end) const;
 
   // Calls fn(begin, end) over ranges covering [0, n) of work
   // `relative_cost` per float (ApplyPool): split over the pool when the

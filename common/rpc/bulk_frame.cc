@@ -120,7 +120,44 @@ absl::StatusOr<BulkFrame> BulkFrame::Parse(
         " bytes, not a whole number of float32 values (truncated?)"));
   }
   frame.payload_bytes_ = bytes;
+  // Where each payload slice starts in the payload, for ReadPayload.
+  size_t start = 0;
+  for (size_t s = slice; s < frame.slices_.size(); ++s) {
+    frame.slice_starts_.push_back(start);
+    start += frame.slices_[s].size() - (s == slice ? offset : 0);
+  }
   return frame;
+}
+
+absl::Status BulkFrame::ReadPayload(size_t begin, absl::Span<float> out) const {
+  if (begin > payload_floats() || out.size() > payload_floats() - begin) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("payload floats [", begin, ", ", begin + out.size(),
+                     ") are not inside the payload's ", payload_floats()));
+  }
+  if (out.empty()) return absl::OkStatus();
+  // The slice holding the first byte, then bytewise across slices (floats
+  // may straddle them).
+  const size_t first = begin * sizeof(float);
+  size_t i = static_cast<size_t>(
+      std::upper_bound(slice_starts_.begin(), slice_starts_.end(), first) -
+      slice_starts_.begin() - 1);
+  size_t slice = payload_slice_ + i;
+  size_t offset = first - slice_starts_[i] + (i == 0 ? payload_offset_ : 0);
+  char* dst = reinterpret_cast<char*>(out.data());
+  size_t left = out.size() * sizeof(float);
+  while (left > 0) {
+    const size_t n = std::min(left, slices_[slice].size() - offset);
+    std::memcpy(dst, slices_[slice].begin() + offset, n);
+    dst += n;
+    left -= n;
+    offset += n;
+    if (offset == slices_[slice].size()) {
+      ++slice;
+      offset = 0;
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status BulkFrame::CopyPayload(absl::Span<float> out) const {

@@ -72,12 +72,21 @@ class BulkFrame {
       absl::Span<const absl::Span<float>> pieces,
       absl::FunctionRef<void(absl::Span<const float>)> copied) const;
 
+  // Copies payload floats [begin, begin + out.size()) into `out`, wherever
+  // they lie in the slices: random access, for reading a push's gradient
+  // block by block as the update consumes it instead of copying it whole
+  // (ps/gradient.h). InvalidArgument for a range outside the payload.
+  // Thread-safe: several threads may read one frame at once.
+  absl::Status ReadPayload(size_t begin, absl::Span<float> out) const;
+
  private:
   BulkFrame() = default;
   std::vector<grpc::Slice> slices_;
   size_t payload_slice_ = 0;   // slice where the payload starts
   size_t payload_offset_ = 0;  // byte offset in that slice
   size_t payload_bytes_ = 0;
+  // Payload byte at which each slice from payload_slice_ on starts.
+  std::vector<size_t> slice_starts_;
 };
 
 }  // namespace psflow

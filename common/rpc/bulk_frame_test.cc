@@ -155,6 +155,38 @@ TEST(BulkFrameTest, CopyVisitsEveryCopiedStretchInOrder) {
   EXPECT_EQ(whole, *owner);
 }
 
+// Random access into the payload, wherever the slices are cut (inside
+// floats, at the header's end), and a range outside it refused.
+TEST(BulkFrameTest, ReadPayloadReadsAnyRangeAcrossSlices) {
+  auto owner = std::make_shared<std::vector<float>>(1000);
+  std::iota(owner->begin(), owner->end(), 0.0f);
+  grpc::ByteBuffer frame = EncodeBulkFrame(Header(), *owner, owner);
+  const size_t header_end = frame.Length() - owner->size() * sizeof(float);
+  for (const std::vector<size_t>& cuts : std::vector<std::vector<size_t>>{
+           {},
+           {header_end},
+           {header_end - 1, header_end + 3, header_end + 1001},
+           {header_end + 2, header_end + 6, header_end + 7,
+            header_end + 3999}}) {
+    PushRequest header;
+    ASSERT_OK_AND_ASSIGN(BulkFrame parsed,
+                         BulkFrame::Parse(Resliced(frame, cuts), header));
+    for (const auto& [begin, n] : std::vector<std::pair<size_t, size_t>>{
+             {0, 1000}, {0, 1}, {1, 2}, {250, 500}, {999, 1}, {1000, 0}}) {
+      std::vector<float> out(n, -1.0f);
+      ASSERT_OK(parsed.ReadPayload(begin, absl::MakeSpan(out)));
+      EXPECT_EQ(out, std::vector<float>(owner->begin() + begin,
+                                        owner->begin() + begin + n))
+          << begin << " +" << n;
+    }
+    std::vector<float> two(2);
+    EXPECT_THAT(parsed.ReadPayload(999, absl::MakeSpan(two)),
+                StatusIs(absl::StatusCode::kInvalidArgument));
+    EXPECT_THAT(parsed.ReadPayload(1001, {}),
+                StatusIs(absl::StatusCode::kInvalidArgument));
+  }
+}
+
 TEST(BulkFrameTest, CopyVisitsNothingWhenTheSizesDoNotMatch) {
   std::vector<float> values(5, 1.0f);
   grpc::ByteBuffer frame = EncodeBulkFrame(Header(), values, nullptr);
