@@ -6,7 +6,8 @@
 // the payload: the frame's last slice points at the caller's memory, kept
 // alive by an owner handle until gRPC has sent it. Decoding leaves the
 // payload in gRPC's receive slices until the caller copies it once into its
-// destination. See docs/wire-protocol.md.
+// destination, or reads it piece by piece where it lies (ReadPayload). See
+// docs/wire-protocol.md.
 #ifndef PSFLOW_COMMON_RPC_BULK_FRAME_H_
 #define PSFLOW_COMMON_RPC_BULK_FRAME_H_
 
