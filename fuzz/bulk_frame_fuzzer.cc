@@ -1,7 +1,9 @@
 // Bulk frames: every pull, push and assign's bytes off the wire, parsed
 // with each header message a server accepts.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "common/rpc/bulk_frame.h"
@@ -25,6 +27,14 @@ void ParseAs(const grpc::ByteBuffer& buffer) {
     std::vector<absl::Span<float>> pieces = {absl::MakeSpan(out).subspan(0, 1),
                                              absl::MakeSpan(out).subspan(1)};
     (void)frame->CopyPayload(pieces);
+  }
+  // Random access, as a server reads a TCP push's gradient in place: the
+  // whole payload, its tail, and ranges past its end (refused).
+  const size_t n = frame->payload_floats();
+  for (const auto& [begin, count] : std::vector<std::pair<size_t, size_t>>{
+           {0, n}, {n / 3, n - n / 3}, {n / 2, n - n / 2 + 1}, {n + 1, 0}}) {
+    std::vector<float> piece(std::min(count, n + 1));
+    (void)frame->ReadPayload(begin, absl::MakeSpan(piece));
   }
 }
 
