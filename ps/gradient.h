@@ -46,7 +46,9 @@ class Gradient {
   // Calls fn(at, values) over consecutive blocks that cover floats
   // [begin, end) (0 <= begin <= end <= size()), `values` being the
   // gradient's floats [at, at + values.size()): once with the whole range
-  // for a span, in blocks of at most kBlockFloats for a reader.
+  // for a span, in blocks of at most kBlockFloats for a reader. A read
+  // block lives in a per-thread buffer: `fn` must not call ForEachBlock of
+  // a read gradient on the same thread.
   void ForEachBlock(
       int64_t begin, int64_t end,
       absl::FunctionRef<void(int64_t, absl::Span<const float>)> fn) const;
