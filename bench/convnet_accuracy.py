@@ -87,6 +87,11 @@ def run_psflow(args):
                           proc.stdout)
     if staleness:
         notes.append("staleness mean %s" % staleness.group(1))
+    # training.parameter_prefetch's choice, per worker (worker/trainer.cc).
+    prefetched = re.findall(r"next parameters prefetched in (\d+)% of steps",
+                            proc.stdout)
+    if prefetched:
+        notes.append("prefetched in %s%% of steps" % "/".join(prefetched))
     return (result["test_accuracy"], result["training_seconds"], wall,
             "; ".join(notes), proc.stdout)
 
