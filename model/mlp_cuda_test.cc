@@ -92,12 +92,29 @@ TEST_P(MlpCudaTest, TrainingStepsAgreeWithTheCpu) {
     for (int32_t& y : labels) y = label(rng);
     ASSERT_OK(gpu_model->LoadParameters(const_spans(gpu_params)));
     ASSERT_OK(cpu_model->LoadParameters(const_spans(cpu_params)));
-    ASSERT_OK_AND_ASSIGN(
-        BatchStats g,
-        gpu_model->TrainStep({batch, features, labels}, spans(gpu_grads)));
-    ASSERT_OK_AND_ASSIGN(
-        BatchStats c,
-        cpu_model->TrainStep({batch, features, labels}, spans(cpu_grads)));
+    // Each gradient reported once, in the CPU's (backward's) order, its
+    // span already final: on CUDA only after the step's Synchronize.
+    std::vector<int> gpu_order, cpu_order;
+    std::vector<std::vector<float>> at_call(gpu_grads.size());
+    ExampleBatch gpu_batch{batch, features, labels};
+    gpu_batch.gradient_ready = [&](int v) {
+      gpu_order.push_back(v);
+      const absl::Span<float> grad = gpu_grads[v]->span();
+      at_call[v].assign(grad.begin(), grad.end());
+    };
+    ExampleBatch cpu_batch{batch, features, labels};
+    cpu_batch.gradient_ready = [&](int v) { cpu_order.push_back(v); };
+    ASSERT_OK_AND_ASSIGN(BatchStats g,
+                         gpu_model->TrainStep(gpu_batch, spans(gpu_grads)));
+    ASSERT_OK_AND_ASSIGN(BatchStats c,
+                         cpu_model->TrainStep(cpu_batch, spans(cpu_grads)));
+    EXPECT_EQ(gpu_order, cpu_order);
+    EXPECT_EQ(gpu_order.size(), gpu_grads.size());
+    for (size_t v = 0; v < gpu_grads.size(); ++v) {
+      const absl::Span<float> grad = gpu_grads[v]->span();
+      EXPECT_EQ(at_call[v], std::vector<float>(grad.begin(), grad.end()))
+          << "variable " << v;
+    }
     // Loss 1e-5 relative; gradients 1e-4 relative to (1 + |cpu|) scaled by
     // the largest gradient (float32 sums over up to 784 inputs).
     EXPECT_NEAR(g.loss_sum, c.loss_sum, 1e-5 * (1 + std::fabs(c.loss_sum)));

@@ -14,6 +14,7 @@
 #define PSFLOW_MODEL_MODEL_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -114,6 +115,16 @@ struct ExampleBatch {
   uint64_t seed = 0;
   // Models with tables only.
   const SparseBatch* sparse = nullptr;
+  // Training only, optional: TrainStep calls it once per variable (its
+  // index in variables() order) as soon as that variable's gradient span
+  // holds its final value, in the order backward finishes them (the last
+  // layer's first), on the calling thread and before TrainStep returns, so
+  // the caller may send each gradient while earlier layers still compute.
+  // A model may report a variable late (at the end of the step), never
+  // before its span is final; a variable it does not report is final when
+  // TrainStep returns. A step that fails may have reported some variables
+  // before it failed.
+  std::function<void(int variable_index)> gradient_ready = nullptr;
 };
 
 // Sums over a batch.

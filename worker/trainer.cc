@@ -42,6 +42,8 @@ Trainer::Trainer(TrainerOptions options, TrainerParts parts)
       parts_(std::move(parts)),
       sync_(options_.spec.config().training().mode() == SYNC),
       bounded_(options_.spec.config().training().mode() == BOUNDED),
+      pull_groups_(ForwardGroups(parts_.variables, options_.sync_group_bytes)),
+      sync_push_(parts_.client, parts_.variables, options_.sync_group_bytes),
       prefetch_policy_(PrefetchChoice(
           options_.spec.config().training().parameter_prefetch())) {
   window_.start = parts_.clock->Now();
@@ -319,12 +321,12 @@ std::shared_ptr<PsHandle> Trainer::PullFor(const HostTensors& t,
 }
 
 void Trainer::Restart() {
-  (void)pull_->Wait();
+  (void)pull_.Wait();
   // Rows pulled before a failure or a restore are pulled again; SYNC drops
   // the step's batch, as it always did.
   DropRowPulls();
   if (sync_ && has_tables_) ReleaseBatch();
-  pull_ = PullFor(params_[current_], 0, clock_, /*join=*/true);
+  pull_ = PsHandles(PullFor(params_[current_], 0, clock_, /*join=*/true));
 }
 
 absl::Status Trainer::Run() {
@@ -337,7 +339,8 @@ absl::Status Trainer::Run() {
     // deadline, so the error reaches the chief at once.
     parts_.client->CancelInFlight();
   }
-  pull_ = nullptr;
+  pull_.Clear();
+  sync_push_.Reset();
   for (auto& push : pushes_) push = nullptr;
   for (auto& push : row_pushes_) push = nullptr;
   DropRowPulls();
@@ -432,8 +435,9 @@ absl::Status Trainer::Train() {
       std::max(1, options_.spec.config().logging().log_every_steps());
   loop.next_heartbeat = parts_.clock->Now() + options_.heartbeat_interval;
   const absl::Time training_start = parts_.clock->Now();
-  pull_ = PullFor(params_[current_], sync_ ? version_ : 0, clock_,
-                  /*join=*/true);
+  pull_ = sync_ ? PullInForwardGroups(params_[current_], version_)
+                : PsHandles(PullFor(params_[current_], 0, clock_,
+                                    /*join=*/true));
   while (true) {
     ASSIGN_OR_RETURN(const Next next, TrainOneStep(loop));
     if (next == Next::kStop) break;
@@ -486,7 +490,7 @@ absl::StatusOr<Trainer::Next> Trainer::TrainOneStep(TrainLoop& loop) {
 
 absl::StatusOr<Trainer::Next> Trainer::AwaitParameters() {
   const absl::Time pull_wait_start = parts_.clock->Now();
-  absl::Status pulled = pull_->Wait();
+  absl::Status pulled = pull_.Wait();
   Observe(&PhaseTotals::pull_wait, &WorkerMetrics::pull_wait_seconds,
           pull_wait_start);
   if (!pulled.ok()) return AfterFailure(pulled);
@@ -497,11 +501,11 @@ absl::StatusOr<Trainer::Next> Trainer::AwaitParameters() {
         *fresh_push_wait_ + (parts_.clock->Now() - pull_wait_start));
     fresh_push_wait_.reset();
   }
-  version_ = pull_->min_version();
+  version_ = pull_.min_version();
   if (joining_) {
     // The servers place a (re)joining worker no further behind than the
     // slowest live one.
-    clock_ = std::max(clock_, pull_->worker_clock());
+    clock_ = std::max(clock_, pull_.worker_clock());
     joining_ = false;
   }
   if (version_ >= options_.spec.total_steps()) return Next::kStop;
@@ -516,7 +520,8 @@ absl::Status Trainer::LoadParametersAndPrefetch() {
   if (prefetching_) {
     // Fetch the next step's parameters while this one computes (bounded:
     // the server answers once the slowest worker is close enough).
-    pull_ = PullFor(params_[1 - current_], 0, clock_ + 1, /*join=*/false);
+    pull_ = PsHandles(
+        PullFor(params_[1 - current_], 0, clock_ + 1, /*join=*/false));
     ++prefetched_steps_;
   }
   return absl::OkStatus();
@@ -549,13 +554,16 @@ absl::StatusOr<BatchStats> Trainer::ComputeGradients(const Batch& batch) {
   // PullRows succeeded when there are rows: the batch's sparse features.
   const SparseBatch* sparse =
       has_tables_ ? &staged_[staged_current_].rows->sparse() : nullptr;
+  ExampleBatch example;
+  example.size = batch.size;
+  example.features = batch.features;
+  example.labels = batch.labels;
+  example.seed = StepSeed(options_.spec.config().training().seed());
+  example.sparse = sparse;
+  if (sync_) StartSyncPush(example);
   const absl::Time compute_start = parts_.clock->Now();
-  ASSIGN_OR_RETURN(
-      BatchStats stats,
-      parts_.model->TrainStep(
-          {batch.size, batch.features, batch.labels,
-           StepSeed(options_.spec.config().training().seed()), sparse},
-          grads_[grad_slot_].values));
+  ASSIGN_OR_RETURN(BatchStats stats,
+                   parts_.model->TrainStep(example, grads_[grad_slot_].values));
   last_batch_loss_ = stats.loss_sum / std::max<int64_t>(1, stats.examples);
   const absl::Time computed = parts_.clock->Now();
   last_compute_ = computed - compute_start;
@@ -568,26 +576,15 @@ absl::StatusOr<BatchStats> Trainer::ComputeGradients(const Batch& batch) {
 }
 
 absl::StatusOr<Trainer::Next> Trainer::PushGradients() {
-  std::shared_ptr<PsHandle> push = parts_.client->Push(
-      Sources(grads_[grad_slot_]), version_, options_.worker_index,
-      bounded_ ? std::optional<int64_t>(clock_) : std::nullopt);
   if (!sync_) {
     // It travels while the next step computes into the other buffer (or,
     // not prefetching, until PullNextStep waits for it).
-    pushes_[grad_slot_] = std::move(push);
+    pushes_[grad_slot_] = parts_.client->Push(
+        Sources(grads_[grad_slot_]), version_, options_.worker_index,
+        bounded_ ? std::optional<int64_t>(clock_) : std::nullopt);
     return Next::kGoOn;
   }
-  const absl::Time push_wait_start = parts_.clock->Now();
-  absl::Status pushed = push->Wait();
-  Observe(&PhaseTotals::push_wait, &WorkerMetrics::push_wait_seconds,
-          push_wait_start);
-  if (absl::IsAborted(pushed)) {
-    ++stale_;  // The step closed before this gradient arrived.
-    return Next::kGoOn;
-  }
-  if (!pushed.ok()) return AfterPushError(pushed);
-  rejected_in_a_row_ = 0;
-  return Next::kGoOn;
+  return FinishSyncPush();
 }
 
 absl::StatusOr<Trainer::Next> Trainer::HeartbeatIfDue(TrainLoop& loop) {
@@ -601,7 +598,7 @@ absl::StatusOr<Trainer::Next> Trainer::HeartbeatIfDue(TrainLoop& loop) {
 
 absl::StatusOr<Trainer::Next> Trainer::PullNextStep() {
   if (sync_) {
-    pull_ = parts_.client->Pull(Targets(params_[current_]), version_ + 1);
+    pull_ = PullInForwardGroups(params_[current_], version_ + 1);
     return Next::kGoOn;
   }
   if (prefetching_) {
@@ -616,7 +613,7 @@ absl::StatusOr<Trainer::Next> Trainer::PullNextStep() {
   }
   fresh_push_wait_ = parts_.clock->Now() - wait_start;
   // clock_ already counts this step: the pull is for the next one.
-  pull_ = PullFor(params_[current_], 0, clock_, /*join=*/false);
+  pull_ = PsHandles(PullFor(params_[current_], 0, clock_, /*join=*/false));
   return Next::kGoOn;
 }
 

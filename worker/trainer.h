@@ -9,7 +9,12 @@
 //   sync:  pull the current step's parameters (the server answers once the
 //          step is applied), compute, push with that step's version; a
 //          push that arrives after the step closed (a backup's) is dropped
-//          by the server and counted here.
+//          by the server and counted here. The push overlaps backward: the
+//          model reports each gradient as it is final
+//          (ExampleBatch::gradient_ready) and groups of about
+//          TrainerOptions::sync_group_bytes go out at once
+//          (worker/sync_groups.h); the next step's pull goes out in groups
+//          in forward order, the first layer's first.
 //   bounded: as async, but every pull and push carries this worker's own
 //          step (its clock), and a server answers the pull for step c once
 //          no live worker is more than max_staleness steps behind it. The
@@ -76,6 +81,7 @@
 #include "worker/keep_alive.h"
 #include "worker/prefetch_policy.h"
 #include "worker/slowdown.h"
+#include "worker/sync_groups.h"
 #include "worker/worker_metrics.h"
 
 namespace psflow {
@@ -111,6 +117,12 @@ struct TrainerOptions {
   // cause: retrying the same computation cannot fix them, and a diverged
   // model would otherwise retry until the recovery timeout.
   int max_rejected_pushes = 20;
+  // SYNC: gradients ready during backward go out once at least this many
+  // bytes are ready (the rest when backward ends), and the next step's
+  // pull is split into groups of about this size, in forward order. Fewer
+  // bytes: more overlap, more RPCs. A slowed worker (`slowdown`) pushes
+  // everything after its delay, as a straggler would.
+  int64_t sync_group_bytes = 256 << 10;
 };
 
 // What a trainer works with; nothing is owned.
@@ -214,8 +226,9 @@ class Trainer {
   void AddRowsSetup(absl::Time start);
   // The batch's gradients into grads_[grad_slot_], then the slowdown.
   absl::StatusOr<BatchStats> ComputeGradients(const Batch& batch);
-  // SYNC: pushes and waits (a stale push is counted); otherwise the push
-  // travels while the next step computes.
+  // SYNC: pushes what backward did not (sync_push_), waits for all of the
+  // step's pushes and counts the step once if any arrived after it closed;
+  // otherwise the push travels while the next step computes.
   absl::StatusOr<Next> PushGradients();
   // Models with tables: pushes the rows' gradients (SYNC: and waits).
   absl::StatusOr<Next> PushRows();
@@ -290,6 +303,15 @@ class Trainer {
   // worker clock, joining when `join`), waiting for min_version (sync).
   std::shared_ptr<PsHandle> PullFor(const HostTensors& t, int64_t min_version,
                                     int64_t clock, bool join);
+  // SYNC (trainer_sync.cc): pulls `t` for min_version in pull_groups_, one
+  // pull per group.
+  PsHandles PullInForwardGroups(const HostTensors& t, int64_t min_version);
+  // SYNC: starts the step's push into sync_push_, `example` telling it each
+  // gradient backward finishes.
+  void StartSyncPush(ExampleBatch& example);
+  // SYNC: pushes the rest, waits for every push of the step, and counts
+  // the step once if any arrived after the step closed.
+  absl::StatusOr<Next> FinishSyncPush();
   // BOUNDED: the WorkerClock of a rows pull for step `clock`; else none.
   std::optional<WorkerClock> RowsClock(int64_t clock) const;
 
@@ -317,7 +339,13 @@ class Trainer {
   // dense push's slot, so at most two of each are in flight.
   std::shared_ptr<PsHandle> pushes_[2];
   std::shared_ptr<RowsHandle> row_pushes_[2];
-  std::shared_ptr<PsHandle> pull_;
+  // This step's parameters (SYNC: in groups, in forward order).
+  PsHandles pull_;
+  // SYNC: forward's groups of variables for the next step's pull, and the
+  // step's pushes as backward finishes the gradients (it reads grads_, so
+  // it is declared after them and dropped first).
+  std::vector<std::vector<int>> pull_groups_;
+  SyncPusher sync_push_;
   // Not SYNC: whether this step prefetched the next one's parameters, and
   // what a step that did not spent, for the policy (reported once the
   // next step's pull arrived).

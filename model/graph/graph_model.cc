@@ -267,6 +267,16 @@ class GraphModel final : public Model {
     }
     std::vector<bool> written(spec_.num_values(), false);
     written[spec_.output] = true;
+    // Variables whose gradients were downloaded, in backward's order, and
+    // how many of them batch.gradient_ready has heard of. The CPU device
+    // downloads at once (DownloadAsync is Download there), so its spans
+    // are final as soon as the call returns and each node's are reported
+    // right away. A device that queues work (CUDA) has written a span only
+    // after a Synchronize: rather than stall the device after every node,
+    // its variables are reported together after the final Synchronize.
+    std::vector<int> finished;
+    size_t reported = 0;
+    const bool report_at_once = device_->kind() == DeviceKind::kCpu;
     for (size_t k = spec_.nodes.size(); k-- > 0;) {
       const GraphNode& node = spec_.nodes[k];
       const int value = static_cast<int>(spec_.inputs.size() + k);
@@ -294,7 +304,9 @@ class GraphModel final : public Model {
       for (size_t v = first_variable_[k];
            v < first_variable_[k] + node.variables.size(); ++v) {
         RETURN_IF_ERROR(device_->DownloadAsync(*gradients_[v], gradients[v]));
+        finished.push_back(static_cast<int>(v));
       }
+      if (report_at_once) ReportReady(batch, finished, reported);
     }
     for (int v = 0; v < static_cast<int>(spec_.inputs.size()); ++v) {
       if (rows && spec_.inputs[v].kind == GraphInput::Kind::kCategorical &&
@@ -302,7 +314,17 @@ class GraphModel final : public Model {
         RETURN_IF_ERROR(ScatterRows(batch, v));
       }
     }
-    return device_->Synchronize();
+    RETURN_IF_ERROR(device_->Synchronize());
+    ReportReady(batch, finished, reported);
+    return absl::OkStatus();
+  }
+
+  // Tells batch.gradient_ready (if set) of finished[reported..], in order.
+  static void ReportReady(const ExampleBatch& batch,
+                          const std::vector<int>& finished, size_t& reported) {
+    for (; reported < finished.size(); ++reported) {
+      if (batch.gradient_ready) batch.gradient_ready(finished[reported]);
+    }
   }
 
   // Copies: a model may outlive its definition.

@@ -10,6 +10,12 @@
 // distinct id (SparseBatch::row_gradients); a Concatenate or Add of
 // inputs that no other node reads runs on the host whole (host_nodes.h).
 //
+// A training batch's gradient_ready (model/model.h) hears of each node's
+// variables as backward finishes that node, the last node's first: on the
+// CPU at once (its downloads are synchronous), on a device that queues
+// work (CUDA) all together after the step's final Synchronize, since a
+// span is written only once the device is done with it.
+//
 // Variables are the nodes' in order ("<node>/kernel", ...). The graph
 // scales nothing itself: like a `model.layers` network, it gets the data's
 // values as they are (use a Rescaling node for raw pixels).

@@ -1,5 +1,6 @@
 #include "model/graph/graph_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -97,6 +98,34 @@ class Harness {
     }
   }
 
+  // One training step whose gradients start as NaN, with
+  // batch.gradient_ready set: each reported variable's index and a copy of
+  // its gradient span as it was at the call.
+  struct Reported {
+    std::vector<int> order;
+    std::vector<std::vector<float>> at_call;
+  };
+  Reported TrainReportingReadiness() {
+    Load();
+    Reported reported;
+    reported.at_call.resize(gradients_.size());
+    std::vector<absl::Span<float>> spans;
+    for (auto& g : gradients_) {
+      std::fill(g.begin(), g.end(), NAN);
+      spans.push_back(absl::MakeSpan(g));
+    }
+    ExampleBatch batch = Batch();
+    batch.gradient_ready = [&](int v) {
+      reported.order.push_back(v);
+      reported.at_call[v] = gradients_[v];
+    };
+    EXPECT_OK(model_->TrainStep(batch, spans).status());
+    return reported;
+  }
+  const std::vector<std::vector<float>>& gradients() const {
+    return gradients_;
+  }
+
   Model& model() { return *model_; }
   ExampleBatch Batch() {
     ExampleBatch batch{batch_, features_, labels_, 5};
@@ -184,6 +213,33 @@ TEST(GraphModelTest, ConcatenateAddAndMultiplyGradients) {
             Dense(6, 3), 5);
   ASSERT_TRUE(h.ok());
   h.ExpectGradientsMatchFiniteDifferences();
+}
+
+// Each variable is reported once, as backward finishes it (the last
+// node's first, a node's variables in their order), its span already
+// holding the value it ends the step with.
+TEST(GraphModelTest, ReportsEachGradientOnceFinalInBackwardOrder) {
+  Harness h(R"({
+    "inputs": [{"name": "x", "features": {}}],
+    "nodes": [
+      {"name": "hidden", "inputs": ["x"],
+       "layer": {"Dense": {"units": 4, "activation": "relu"}}},
+      {"name": "middle", "inputs": ["hidden"],
+       "layer": {"Dense": {"units": 5, "activation": "tanh"}}},
+      {"name": "logits", "inputs": ["middle"], "layer": {"Dense": {"units": 3}}}
+    ],
+    "output": {"node": "logits", "loss": "SOFTMAX_CROSS_ENTROPY"}
+  })",
+            Dense(6, 3), 5);
+  ASSERT_TRUE(h.ok());
+  const Harness::Reported reported = h.TrainReportingReadiness();
+  // Variables: hidden/kernel, hidden/bias, middle/..., logits/...
+  EXPECT_THAT(reported.order, ::testing::ElementsAre(4, 5, 2, 3, 0, 1));
+  for (size_t v = 0; v < h.gradients().size(); ++v) {
+    SCOPED_TRACE(v);
+    for (float x : h.gradients()[v]) ASSERT_FALSE(std::isnan(x));
+    EXPECT_EQ(reported.at_call[v], h.gradients()[v]);
+  }
 }
 
 TEST(GraphModelTest, ConcatenateAlongAnInnerAxis) {
