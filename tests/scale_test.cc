@@ -76,11 +76,14 @@ TEST(ScaleTest, JobWithManyTasksTrainsToItsEndAndEveryProcessExitsCleanly) {
   EXPECT_EQ(result.Find("state")->string_value(), "SUCCEEDED");
   ASSERT_NE(result.Find("global_step"), nullptr) << run.output;
   EXPECT_EQ(result.Find("total_steps")->number_value(), steps);
-  // Async: a worker checks the global step before each step it takes, so
-  // every worker may finish the one step it began before another reached
-  // the total (bench/RESULTS.md, "Chief at scale").
+  // Async: a worker checks the global step its parameters came with
+  // before each step it takes. Prefetched, those parameters were pulled
+  // while its previous step computed, so a worker may push two steps
+  // after another reached the total: the one it was computing and the
+  // next, begun on the prefetched parameters (bench/RESULTS.md, "Chief at
+  // scale"; worker/prefetch_policy.h).
   EXPECT_GE(result.Find("global_step")->number_value(), steps);
-  EXPECT_LE(result.Find("global_step")->number_value(), steps + workers);
+  EXPECT_LE(result.Find("global_step")->number_value(), steps + 2 * workers);
 }
 
 }  // namespace
