@@ -115,9 +115,8 @@ class Chief {
 TEST(TrainerSyncTest, TwoWorkersAggregateOneGradientPerVariablePerStep) {
   const int64_t kSteps = 15;
   const JobSpec spec = MlpSyncSpec(2, kSteps);
-  ASSERT_OK_AND_ASSIGN(
-      std::unique_ptr<InProcessJob> job,
-      InProcessJob::Start(spec, TaskId{TaskType::kWorker, 0}));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<InProcessJob> job,
+                       InProcessJob::Start(spec, TaskId{TaskType::kWorker, 0}));
   ASSERT_EQ(job->variables.size(), 4u);
   Worker w0(*job, spec, 0, job->client.get());
   Worker w1(*job, spec, 1, job->client.get());
@@ -263,16 +262,16 @@ class RecordedJobTest : public ::testing::Test {
  protected:
   void SetUp() override {
     spec_ = MlpSyncSpec(1, kSteps);
-    ASSERT_OK_AND_ASSIGN(job_, InProcessJob::Start(
-                                   spec_, TaskId{TaskType::kWorker, 0}));
+    ASSERT_OK_AND_ASSIGN(
+        job_, InProcessJob::Start(spec_, TaskId{TaskType::kWorker, 0}));
     auto recording = std::make_unique<RecordingShard>(job_->core.get());
     shard_ = recording.get();
     std::vector<std::unique_ptr<PsShard>> shards;
     shards.push_back(std::move(recording));
     ASSERT_OK_AND_ASSIGN(Placement placement,
                          PlaceVariables(job_->variables, 1, 1 << 20));
-    client_ = std::make_unique<ParameterClient>(
-        std::move(shards), placement, ParameterClient::Options());
+    client_ = std::make_unique<ParameterClient>(std::move(shards), placement,
+                                                ParameterClient::Options());
     ASSERT_OK(client_->Configure(spec_.ps_config()));
   }
 
