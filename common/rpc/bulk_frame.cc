@@ -144,6 +144,12 @@ absl::Status BulkFrame::ReadPayload(size_t begin, absl::Span<float> out) const {
       slice_starts_.begin() - 1);
   size_t slice = payload_slice_ + i;
   size_t offset = first - slice_starts_[i] + (i == 0 ? payload_offset_ : 0);
+  CopyFromSlices(out, slice, offset);
+  return absl::OkStatus();
+}
+
+void BulkFrame::CopyFromSlices(absl::Span<float> out, size_t& slice,
+                               size_t& offset) const {
   char* dst = reinterpret_cast<char*>(out.data());
   size_t left = out.size() * sizeof(float);
   while (left > 0) {
@@ -157,7 +163,6 @@ absl::Status BulkFrame::ReadPayload(size_t begin, absl::Span<float> out) const {
       offset = 0;
     }
   }
-  return absl::OkStatus();
 }
 
 absl::Status BulkFrame::CopyPayload(absl::Span<float> out) const {
@@ -187,19 +192,7 @@ absl::Status BulkFrame::CopyPayload(
   for (absl::Span<float> piece : pieces) {
     for (size_t block = 0; block < piece.size(); block += kCopyBlockFloats) {
       const absl::Span<float> to = piece.subspan(block, kCopyBlockFloats);
-      char* dst = reinterpret_cast<char*>(to.data());
-      size_t left = to.size() * sizeof(float);
-      while (left > 0) {
-        const size_t n = std::min(left, slices_[slice].size() - offset);
-        std::memcpy(dst, slices_[slice].begin() + offset, n);
-        dst += n;
-        left -= n;
-        offset += n;
-        if (offset == slices_[slice].size()) {
-          ++slice;
-          offset = 0;
-        }
-      }
+      CopyFromSlices(to, slice, offset);
       copied(to);
     }
   }

@@ -81,6 +81,12 @@ class BulkFrame {
   absl::Status ReadPayload(size_t begin, absl::Span<float> out) const;
 
  private:
+  // Copies out.size() floats from the payload position (slice, offset)
+  // on, bytewise across slices (a float may straddle two), and advances
+  // the position past them. The caller checked they are in the payload.
+  void CopyFromSlices(absl::Span<float> out, size_t& slice,
+                      size_t& offset) const;
+
   BulkFrame() = default;
   std::vector<grpc::Slice> slices_;
   size_t payload_slice_ = 0;   // slice where the payload starts
