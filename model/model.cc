@@ -12,8 +12,8 @@ std::vector<LogicalVariable> LogicalVariables(
   return out;
 }
 
-absl::Status UploadParameters(
-    Device& device, const std::vector<absl::Span<const float>>& parameters,
+absl::Status CheckParameterSpans(
+    const std::vector<absl::Span<const float>>& parameters,
     const std::vector<std::shared_ptr<DeviceArray>>& values) {
   if (parameters.size() != values.size()) {
     return absl::InvalidArgumentError(
@@ -26,6 +26,16 @@ absl::Status UploadParameters(
           absl::StrCat("parameter ", v, " has ", parameters[v].size(),
                        " values, the model needs ", values[v]->size()));
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status UploadParameters(
+    Device& device, const std::vector<absl::Span<const float>>& parameters,
+    const std::vector<std::shared_ptr<DeviceArray>>& values) {
+  absl::Status checked = CheckParameterSpans(parameters, values);
+  if (!checked.ok()) return checked;
+  for (size_t v = 0; v < values.size(); ++v) {
     absl::Status uploaded = device.Upload(parameters[v], *values[v]);
     if (!uploaded.ok()) return uploaded;
   }

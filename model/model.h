@@ -146,6 +146,18 @@ class Model {
   virtual absl::Status LoadParameters(
       const std::vector<absl::Span<const float>>& parameters) = 0;
 
+  // Like LoadParameters, but the model may read `parameters` in place
+  // rather than copy them: the caller keeps them valid until the next
+  // UseParameters or LoadParameters call (or the model's end), and
+  // unchanged while TrainStep, Evaluate or Score runs. A trainer that pulls
+  // into buffers of its own saves a copy of the model per step on a device
+  // that computes on host memory (Device::computes_on_host_memory); the
+  // default copies.
+  virtual absl::Status UseParameters(
+      const std::vector<absl::Span<const float>>& parameters) {
+    return LoadParameters(parameters);
+  }
+
   // Training mode: forward and backward over `batch` (1 to max_batch
   // examples). Writes d(mean loss)/d(variable) into `gradients`, one span
   // per variable in variables() order, and returns the batch's loss and
@@ -167,6 +179,11 @@ class Model {
                                            absl::Span<float> probabilities);
 };
 
+// InvalidArgument unless `parameters` has one span per array of `values`,
+// each exactly its size.
+absl::Status CheckParameterSpans(
+    const std::vector<absl::Span<const float>>& parameters,
+    const std::vector<std::shared_ptr<DeviceArray>>& values);
 // For models that keep one device array per variable: uploads
 // `parameters` (one span per variable, each exactly its array's size;
 // InvalidArgument otherwise) into `values`.

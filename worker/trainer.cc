@@ -513,8 +513,11 @@ absl::StatusOr<Trainer::Next> Trainer::AwaitParameters() {
 }
 
 absl::Status Trainer::LoadParametersAndPrefetch() {
+  // Read in place where the device allows (no copy): the buffer is not
+  // written again until the model has been given the other one, or the
+  // step is over (a fresh pull, a restart).
   const std::vector<absl::Span<float>>& values = params_[current_].values;
-  RETURN_IF_ERROR(parts_.model->LoadParameters(
+  RETURN_IF_ERROR(parts_.model->UseParameters(
       std::vector<absl::Span<const float>>(values.begin(), values.end())));
   prefetching_ = !sync_ && prefetch_policy_.PrefetchThisStep();
   if (prefetching_) {

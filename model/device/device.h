@@ -83,6 +83,11 @@ class Device {
 
   virtual DeviceKind kind() const = 0;
 
+  // Whether the device computes on ordinary host memory, so that an array
+  // may stand for the caller's host memory without a copy
+  // (model/device/bindable_array.h). The CPU backend does; CUDA does not.
+  virtual bool computes_on_host_memory() const { return false; }
+
   // `size` floats, zero-filled. ResourceExhausted when memory runs out.
   virtual absl::StatusOr<std::shared_ptr<DeviceArray>> Allocate(
       int64_t size) = 0;

@@ -5,9 +5,11 @@
 #include <set>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/splitmix64.h"
 #include "common/status_macros.h"
+#include "model/device/bindable_array.h"
 #include "model/graph/graph_batch.h"
 #include "model/graph/host_nodes.h"
 #include "model/graph/node_kernels.h"
@@ -38,9 +40,20 @@ class GraphModel final : public Model {
         host_(spec_) {}
 
   absl::Status Allocate(const GraphDefinition& definition) {
+    const bool in_place = device_->computes_on_host_memory();
     for (const ModelVariable& v : definition.variables()) {
       ASSIGN_OR_RETURN(Array value, device_->Allocate(v.num_elements()));
       ASSIGN_OR_RETURN(Array gradient, device_->Allocate(v.num_elements()));
+      if (in_place) {
+        // The kernels hold these arrays; UseParameters and TrainStep
+        // point them at the caller's buffers.
+        auto bindable_value = std::make_shared<BindableArray>(value);
+        auto bindable_gradient = std::make_shared<BindableArray>(gradient);
+        bound_values_.push_back(bindable_value.get());
+        bound_gradients_.push_back(bindable_gradient.get());
+        value = std::move(bindable_value);
+        gradient = std::move(bindable_gradient);
+      }
       values_.push_back(std::move(value));
       gradients_.push_back(std::move(gradient));
     }
@@ -79,13 +92,34 @@ class GraphModel final : public Model {
 
   absl::Status LoadParameters(
       const std::vector<absl::Span<const float>>& parameters) override {
+    for (BindableArray* value : bound_values_) value->Unbind();
     return UploadParameters(*device_, parameters, values_);
+  }
+
+  absl::Status UseParameters(
+      const std::vector<absl::Span<const float>>& parameters) override {
+    if (bound_values_.empty()) return LoadParameters(parameters);
+    RETURN_IF_ERROR(CheckParameterSpans(parameters, values_));
+    for (size_t v = 0; v < parameters.size(); ++v) {
+      // Kernels only read a variable's values (const DeviceArray&), so the
+      // caller's const memory is never written.
+      bound_values_[v]->Bind(const_cast<float*>(parameters[v].data()));
+    }
+    return absl::OkStatus();
   }
 
   absl::StatusOr<BatchStats> TrainStep(
       const ExampleBatch& batch,
       const std::vector<absl::Span<float>>& gradients) override {
     RETURN_IF_ERROR(CheckGradientBuffers(gradients, gradients_));
+    // On a device that computes on host memory the kernels write the
+    // gradients straight into the caller's buffers, for this step only.
+    for (size_t v = 0; v < bound_gradients_.size(); ++v) {
+      bound_gradients_[v]->Bind(gradients[v].data());
+    }
+    absl::Cleanup unbind = [this] {
+      for (BindableArray* gradient : bound_gradients_) gradient->Unbind();
+    };
     RETURN_IF_ERROR(Forward(batch, /*training=*/true));
     RETURN_IF_ERROR(Backward(batch, gradients));  // synchronizes
     return Stats(batch.size);
@@ -303,7 +337,10 @@ class GraphModel final : public Model {
       // the nodes before it on devices that copy asynchronously.
       for (size_t v = first_variable_[k];
            v < first_variable_[k] + node.variables.size(); ++v) {
-        RETURN_IF_ERROR(device_->DownloadAsync(*gradients_[v], gradients[v]));
+        if (bound_gradients_.empty()) {  // otherwise written in place
+          RETURN_IF_ERROR(
+              device_->DownloadAsync(*gradients_[v], gradients[v]));
+        }
         finished.push_back(static_cast<int>(v));
       }
       if (report_at_once) ReportReady(batch, finished, reported);
@@ -338,6 +375,9 @@ class GraphModel final : public Model {
   std::vector<size_t> first_variable_;  // per node
   // Per variable, in the definition's order.
   std::vector<Array> values_, gradients_;
+  // The same arrays where the device computes on host memory; empty
+  // otherwise.
+  std::vector<BindableArray*> bound_values_, bound_gradients_;
   // Per value (inputs, then nodes); no gradient for the features.
   std::vector<Array> activations_, activation_grads_;
   Array labels_, predictions_, stats_;

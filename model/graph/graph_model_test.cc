@@ -381,6 +381,75 @@ TEST(GraphModelTest, ScoresAreSigmoidProbabilities) {
   }
 }
 
+// On the CPU, UseParameters reads the caller's buffers in place and
+// TrainStep writes the gradients straight into the caller's spans: the
+// same gradients as copying, a change to the bound buffer seen by the
+// next step, and LoadParameters back to the model's own copy.
+TEST(GraphModelTest, CpuModelReadsParametersInPlaceUntilLoadParameters) {
+  constexpr char kGraph[] = R"({
+    "inputs": [{"name": "x", "features": {}}],
+    "nodes": [
+      {"name": "hidden", "inputs": ["x"],
+       "layer": {"Dense": {"units": 4, "activation": "relu"}}},
+      {"name": "normalized", "inputs": ["hidden"],
+       "layer": {"BatchNormalization": {}}},
+      {"name": "logits", "inputs": ["normalized"],
+       "layer": {"Dense": {"units": 3}}}
+    ],
+    "output": {"node": "logits", "loss": "SOFTMAX_CROSS_ENTROPY"}
+  })";
+  Harness h(kGraph, Dense(6, 3), 5);
+  ASSERT_TRUE(h.ok());
+  Model& model = h.model();
+  auto definition = GraphDefinition::Create(Parse(kGraph), Dense(6, 3));
+  ASSERT_OK(definition.status());
+  std::vector<std::vector<float>> params =
+      InitialValues((*definition)->variables(), 3);
+  auto consts = [](const std::vector<std::vector<float>>& p) {
+    std::vector<absl::Span<const float>> spans;
+    for (const auto& v : p) spans.push_back(v);
+    return spans;
+  };
+  // Gradients of one step, into buffers that start as NaN.
+  auto step = [&] {
+    std::vector<std::vector<float>> grads;
+    std::vector<absl::Span<float>> spans;
+    for (const auto& v : params) grads.emplace_back(v.size(), NAN);
+    for (auto& g : grads) spans.push_back(absl::MakeSpan(g));
+    EXPECT_OK(model.TrainStep(h.Batch(), spans).status());
+    return grads;
+  };
+  ASSERT_OK(model.LoadParameters(consts(params)));
+  const auto copied = step();
+  ASSERT_OK(model.UseParameters(consts(params)));
+  EXPECT_EQ(step(), copied);
+
+  // Bound: the model reads the buffers as they are now.
+  std::vector<std::vector<float>> doubled = params;
+  for (auto& v : doubled) {
+    for (float& x : v) x *= 2;
+  }
+  ASSERT_OK(model.LoadParameters(consts(doubled)));
+  const auto at_doubled = step();
+  ASSERT_NE(at_doubled, copied);
+  ASSERT_OK(model.UseParameters(consts(params)));
+  for (size_t v = 0; v < params.size(); ++v) {  // the bound memory itself
+    std::copy(doubled[v].begin(), doubled[v].end(), params[v].begin());
+  }
+  EXPECT_EQ(step(), at_doubled);
+
+  // LoadParameters copies, and the model no longer reads the old buffers.
+  ASSERT_OK(model.LoadParameters(consts(params)));
+  for (auto& v : params) std::fill(v.begin(), v.end(), 0.0f);
+  EXPECT_EQ(step(), at_doubled);
+
+  std::vector<absl::Span<const float>> short_spans = consts(params);
+  short_spans.pop_back();
+  EXPECT_THAT(model.UseParameters(short_spans),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("parameter arrays")));
+}
+
 TEST(GraphModelTest, RejectsLabelsTheLossCannotTake) {
   Harness h(R"({
     "inputs": [{"name": "x", "features": {}}],

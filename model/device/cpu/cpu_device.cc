@@ -115,6 +115,8 @@ class CpuDevice final : public Device {
 
   DeviceKind kind() const override { return DeviceKind::kCpu; }
 
+  bool computes_on_host_memory() const override { return true; }
+
   absl::StatusOr<std::shared_ptr<DeviceArray>> Allocate(int64_t size) override {
     RETURN_IF_ERROR(CheckAllocation(size));
     auto array = std::make_shared<CpuArray>(size);
