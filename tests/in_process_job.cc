@@ -1,5 +1,8 @@
 #include "tests/in_process_job.h"
 
+#include <deque>
+#include <functional>
+#include <thread>
 #include <utility>
 
 #include "client/local_ps_shard.h"
@@ -19,6 +22,23 @@ namespace {
 class RestartableShard final : public PsShard {
  public:
   explicit RestartableShard(ParameterServerCore* core) { Restart(core); }
+
+  ~RestartableShard() override {
+    {
+      MutexLock lock(&mu_);
+      closing_ = true;
+    }
+    if (pusher_.joinable()) pusher_.join();
+  }
+
+  // From now on each push reaches the server `delay` after it was sent,
+  // in order, while pulls are answered at once: a pull sent before the
+  // push it should follow was answered sees the values without it.
+  void DeferPushes(absl::Duration delay) {
+    MutexLock lock(&mu_);
+    push_delay_ = delay;
+    if (!pusher_.joinable()) pusher_ = std::thread([this] { ApplyDeferred(); });
+  }
 
   void Restart(ParameterServerCore* core) {
     auto next = std::make_shared<LocalPsShard>(core, name_);
@@ -68,6 +88,19 @@ class RestartableShard final : public PsShard {
       const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
       std::shared_ptr<const void> owner, absl::Time deadline,
       std::function<void(absl::StatusOr<PushBatchResponse>)> done) override {
+    {
+      MutexLock lock(&mu_);
+      if (push_delay_ > absl::ZeroDuration()) {
+        deferred_.push_back(Deferred{
+            absl::Now() + push_delay_,
+            [this, header, data = std::move(data), owner = std::move(owner),
+             deadline, done = std::move(done)]() mutable {
+              Current()->PushBatch(header, std::move(data), std::move(owner),
+                                   deadline, std::move(done));
+            }});
+        return;
+      }
+    }
     Current()->PushBatch(header, std::move(data), std::move(owner), deadline,
                          std::move(done));
   }
@@ -101,9 +134,41 @@ class RestartableShard final : public PsShard {
     return current_;
   }
 
+  // DeferPushes' thread: sends each push once its time has come (all at
+  // once when the shard closes).
+  void ApplyDeferred() {
+    while (true) {
+      std::function<void()> send;
+      absl::Time due;
+      {
+        MutexLock lock(&mu_);
+        mu_.Await(Condition(
+            +[](RestartableShard* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
+              return s->closing_ || !s->deferred_.empty();
+            },
+            this));
+        if (deferred_.empty()) return;  // closing
+        send = std::move(deferred_.front().send);
+        due = closing_ ? absl::Now() : deferred_.front().due;
+        deferred_.pop_front();
+      }
+      absl::SleepFor(due - absl::Now());
+      send();
+    }
+  }
+
+  struct Deferred {
+    absl::Time due;
+    std::function<void()> send;
+  };
+
   const std::string name_ = "ps-0";
   Mutex mu_;
   std::shared_ptr<LocalPsShard> current_ ABSL_GUARDED_BY(mu_);
+  absl::Duration push_delay_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
+  std::deque<Deferred> deferred_ ABSL_GUARDED_BY(mu_);
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread pusher_;
 };
 
 }  // namespace
@@ -155,6 +220,10 @@ absl::StatusOr<std::unique_ptr<InProcessJob>> InProcessJob::Start(
   job->chief =
       std::make_unique<LocalCoordinatorClient>(job->coordinator.get(), self);
   return job;
+}
+
+void InProcessJob::DeferPushes(absl::Duration delay) {
+  static_cast<RestartableShard*>(shard_)->DeferPushes(delay);
 }
 
 void InProcessJob::RestartServer() {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "chief/job_coordinator.h"
 #include "chief/local_coordinator_client.h"
 #include "client/ps_client.h"
@@ -46,6 +47,11 @@ class InProcessJob {
   // configured yet") until ConfigureServers. Not while another thread
   // reads `core`.
   void RestartServer();
+
+  // Makes every later push reach the server `delay` after it was sent
+  // (pulls stay immediate), as a push still on the wire would: a worker
+  // that pulls before its push was applied sees the values without it.
+  void DeferPushes(absl::Duration delay);
 
   std::unique_ptr<ModelDefinition> definition;
   std::vector<LogicalVariable> variables;  // the model's, in order

@@ -262,12 +262,15 @@ TEST_F(TrainerTest, AsyncTrainsToTheJobsTotalAndLearns) {
 // A lone async worker that pulls after its push is applied computes every
 // gradient on the parameters its previous one made: staleness 0, always.
 // Prefetching, it pulls the next parameters before pushing this step's
-// gradient: every push but the first is at least one update stale.
+// gradient: every push but the first is at least one update stale. Pushes
+// reach the server late (DeferPushes), so a fresh pull that did not wait
+// for its push to be applied would read the values without it.
 TEST_F(TrainerTest, AFreshPullHoldsTheWorkersOwnLastGradient) {
   for (const auto prefetch : {TrainingConfig::NEVER, TrainingConfig::ALWAYS}) {
     SCOPED_TRACE(TrainingConfig::ParameterPrefetch_Name(prefetch));
     prefetch_ = prefetch;
     SetUpJob(ASYNC, 40);
+    job_->DeferPushes(absl::Milliseconds(2));
     Trainer trainer(options_, parts_);
     ASSERT_OK(trainer.Run());
     const StatsResponse stats = job_->core->Stats();
