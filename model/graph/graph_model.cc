@@ -338,8 +338,7 @@ class GraphModel final : public Model {
       for (size_t v = first_variable_[k];
            v < first_variable_[k] + node.variables.size(); ++v) {
         if (bound_gradients_.empty()) {  // otherwise written in place
-          RETURN_IF_ERROR(
-              device_->DownloadAsync(*gradients_[v], gradients[v]));
+          RETURN_IF_ERROR(device_->DownloadAsync(*gradients_[v], gradients[v]));
         }
         finished.push_back(static_cast<int>(v));
       }
