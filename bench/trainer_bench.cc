@@ -87,7 +87,8 @@ double InProcess(const Dataset& train, int steps, int batch, int hidden) {
   for (int step = 0; step < steps; ++step) {
     std::optional<Batch> b = stream.Next();
     std::vector<absl::Span<const float>> in(params.begin(), params.end());
-    (void)model->LoadParameters(in);
+    // In place, as the worker's trainer reads them (Model::UseParameters).
+    (void)model->UseParameters(in);
     std::vector<absl::Span<float>> out;
     for (auto& g : grads) out.push_back(absl::MakeSpan(g));
     (void)model->TrainStep({b->size, b->features, b->labels}, out);
