@@ -121,7 +121,8 @@ struct TrainerOptions {
   // bytes are ready (the rest when backward ends), and the next step's
   // pull is split into groups of about this size, in forward order. Fewer
   // bytes: more overlap, more RPCs. A slowed worker (`slowdown`) pushes
-  // everything after its delay, as a straggler would.
+  // everything after its delay, as a straggler would. The job config's
+  // training.sync_group_bytes sets it (0 there: the int64 maximum).
   int64_t sync_group_bytes = 256 << 10;
 };
 

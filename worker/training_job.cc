@@ -1,5 +1,6 @@
 #include "worker/training_job.h"
 
+#include <limits>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -126,6 +127,13 @@ absl::Status RunTrainingJob(const TrainingJobOptions& options) {
   trainer_options.heartbeat_interval = options.heartbeat_interval;
   trainer_options.recovery = options.recovery;
   trainer_options.slowdown = options.slowdown;
+  if (const TrainingConfig& training = spec.config().training();
+      training.has_sync_group_bytes()) {
+    // 0: one group, after backward.
+    trainer_options.sync_group_bytes =
+        training.sync_group_bytes() > 0 ? training.sync_group_bytes()
+                                        : std::numeric_limits<int64_t>::max();
+  }
   TrainerParts parts;
   parts.device = options.device;
   parts.model = model.get();

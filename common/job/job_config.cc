@@ -209,6 +209,21 @@ absl::Status ValidateTraining(const JobConfig& config) {
                    "worker pulls once its step closes); remove it or use "
                    "\"mode\": \"ASYNC\"");
   }
+  if (t.has_sync_group_bytes()) {
+    if (t.mode() != SYNC) {
+      return Invalid("training.sync_group_bytes",
+                     "applies to SYNC training only (ASYNC and BOUNDED "
+                     "workers push each step's gradients at once); remove it "
+                     "or use \"mode\": \"SYNC\"");
+    }
+    if (t.sync_group_bytes() < 0) {
+      return Invalid("training.sync_group_bytes",
+                     absl::StrCat("is ", t.sync_group_bytes(),
+                                  "; use a number of bytes (262144 by "
+                                  "default), or 0 to push once backward "
+                                  "ends"));
+    }
+  }
   if (t.mode() == BOUNDED) {
     if (!t.has_max_staleness()) {
       return Invalid("training.max_staleness",

@@ -233,6 +233,31 @@ TEST(JobConfigTest, ParameterPrefetchIsForAsyncAndBoundedModes) {
                          "BOUNDED training only")));
 }
 
+TEST(JobConfigTest, SyncGroupBytesIsForSyncModeAndNotNegative) {
+  ASSERT_OK_AND_ASSIGN(
+      JobConfig grouped,
+      WithTraining(R"({"batch_size": 8, "steps": 5, "mode": "SYNC",
+                       "sync_group_bytes": 65536})"));
+  EXPECT_EQ(grouped.training().sync_group_bytes(), 65536);
+  ASSERT_OK_AND_ASSIGN(
+      JobConfig unset,
+      WithTraining(R"({"batch_size": 8, "steps": 5, "mode": "SYNC"})"));
+  EXPECT_FALSE(unset.training().has_sync_group_bytes());
+  EXPECT_OK(WithTraining(R"({"batch_size": 8, "steps": 5, "mode": "SYNC",
+                             "sync_group_bytes": 0})"));
+  EXPECT_THAT(
+      WithTraining(R"({"batch_size": 8, "steps": 5, "mode": "SYNC",
+                       "sync_group_bytes": -1})"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("training.sync_group_bytes is -1")));
+  EXPECT_THAT(
+      WithTraining(R"({"batch_size": 8, "steps": 5, "mode": "ASYNC",
+                       "sync_group_bytes": 65536})"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("training.sync_group_bytes applies to SYNC training "
+                         "only")));
+}
+
 TEST(JobConfigTest, BoundedModeNeedsMaxStalenessAndNothingElseTakesIt) {
   ASSERT_OK_AND_ASSIGN(
       JobConfig zero,
