@@ -46,6 +46,10 @@ def job_config(args):
     updates = args.epochs * EXAMPLES / training["batch_size"]
     if args.mode == "sync":
         updates /= WORKERS
+        # Refused in SYNC (a SYNC worker pulls once its step closes).
+        training.pop("parameter_prefetch", None)
+        if args.sync_group_bytes is not None:
+            training["sync_group_bytes"] = args.sync_group_bytes
     job["learning_rate"]["decay_steps"] = int(math.ceil(updates))
     return job
 
@@ -124,6 +128,9 @@ def main():
     parser.add_argument("--python", default="/usr/bin/python3",
                         help="the Python that has Debian's python3-torch")
     parser.add_argument("--only", choices=["psflow", "torch"], default=None)
+    parser.add_argument("--sync_group_bytes", type=int, default=None,
+                        help="--mode=sync: training.sync_group_bytes for "
+                        "psflow (0: no overlap; unset: the default)")
     parser.add_argument("--timeout_s", type=int, default=3600)
     args = parser.parse_args()
     ours = run_psflow(args) if args.only != "torch" else None
