@@ -142,11 +142,7 @@ class RestartableShard final : public PsShard {
       absl::Time due;
       {
         MutexLock lock(&mu_);
-        mu_.Await(Condition(
-            +[](RestartableShard* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
-              return s->closing_ || !s->deferred_.empty();
-            },
-            this));
+        mu_.Await(Condition(this, &RestartableShard::PusherHasWork));
         if (deferred_.empty()) return;  // closing
         send = std::move(deferred_.front().send);
         due = closing_ ? absl::Now() : deferred_.front().due;
@@ -155,6 +151,10 @@ class RestartableShard final : public PsShard {
       absl::SleepFor(due - absl::Now());
       send();
     }
+  }
+
+  bool PusherHasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return closing_ || !deferred_.empty();
   }
 
   struct Deferred {
