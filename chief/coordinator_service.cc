@@ -50,8 +50,16 @@ class CoordinatorServer::Service final : public Coordinator::CallbackService {
         !allowed.ok()) {
       return Done(context, allowed);
     }
-    *response = coordinator_->Progress(*report);
-    return Done(context, absl::OkStatus());
+    // A finished worker's report may be held until the job has news for
+    // it (a long poll, job_coordinator.h): then the coordinator's holder
+    // answers it, as the chief's main loop answers RestoreCheckpoint.
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    coordinator_->ProgressOrHold(
+        *report, [reactor, response](const StatusResponse& status) {
+          *response = status;
+          reactor->Finish(grpc::Status::OK);
+        });
+    return reactor;
   }
 
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context,
@@ -61,8 +69,14 @@ class CoordinatorServer::Service final : public Coordinator::CallbackService {
         !allowed.ok()) {
       return Done(context, allowed);
     }
-    *response = coordinator_->Status(*request);
-    return Done(context, absl::OkStatus());
+    // The evaluator's may be held until the job's state changes.
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    coordinator_->StatusOrHold(
+        *request, [reactor, response](const StatusResponse& status) {
+          *response = status;
+          reactor->Finish(grpc::Status::OK);
+        });
+    return reactor;
   }
 
   grpc::ServerUnaryReactor* DescribeJob(grpc::CallbackServerContext* context,
@@ -135,6 +149,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     const std::string& listen_address, const TransportSecurity& security,
     JobCoordinator* coordinator) {
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer);
+  server->coordinator_ = coordinator;
   server->service_ = std::make_unique<Service>(coordinator, security);
   ServerOptions options;
   options.listen_address = listen_address;
@@ -142,11 +157,23 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   options.security = security;
   options.services = {server->service_.get()};
   ASSIGN_OR_RETURN(server->server_, ServerRunner::Start(options));
+  coordinator->StartHolding();
   return server;
+}
+
+void CoordinatorServer::Stop(absl::Duration grace) {
+  // A held call would hold the drain (it waits for every call to finish)
+  // for as long as it is held: answer them first. Calls that come after
+  // are answered at once.
+  coordinator_->StopHolding();
+  server_->Drain(grace);
 }
 
 // The runner drains (one second of grace) when it goes; the service it
 // serves goes after it.
-CoordinatorServer::~CoordinatorServer() { server_.reset(); }
+CoordinatorServer::~CoordinatorServer() {
+  coordinator_->StopHolding();
+  server_.reset();
+}
 
 }  // namespace psflow

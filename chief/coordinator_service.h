@@ -1,5 +1,7 @@
 // Serves a JobCoordinator over gRPC (psflow.Coordinator) together with
-// grpc.health.v1, on the chief's TF_CONFIG address.
+// grpc.health.v1, on the chief's TF_CONFIG address. While it serves, the
+// coordinator holds long polls (job_coordinator.h); the server answers
+// them before it stops. The coordinator must outlive the server.
 #ifndef PSFLOW_CHIEF_COORDINATOR_SERVICE_H_
 #define PSFLOW_CHIEF_COORDINATOR_SERVICE_H_
 
@@ -25,13 +27,15 @@ class CoordinatorServer {
 
   int port() const { return server_->port(); }
 
-  // Stops serving, letting in-flight calls finish for up to `grace`.
-  // Idempotent; not from a handler.
-  void Stop(absl::Duration grace) { server_->Drain(grace); }
+  // Stops serving: answers the calls the coordinator holds (long polls),
+  // then lets in-flight calls finish for up to `grace`. Idempotent; not
+  // from a handler.
+  void Stop(absl::Duration grace);
 
  private:
   class Service;
   CoordinatorServer() = default;
+  JobCoordinator* coordinator_ = nullptr;
   std::unique_ptr<Service> service_;
   std::unique_ptr<ServerRunner> server_;
 };

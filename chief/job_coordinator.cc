@@ -110,8 +110,18 @@ absl::StatusOr<JobSpec> JobCoordinator::Register(
   return spec_;
 }
 
+JobCoordinator::~JobCoordinator() { StopHolding(); }
+
 StatusResponse JobCoordinator::Progress(const ProgressReport& report) {
   MutexLock lock(&mu_);
+  ProgressLocked(report);
+  if (std::optional<Known> known = ProgressKnownLocked(report)) {
+    WaitForNewsLocked(*known, HoldUntil(report.wait_for_news_ms()));
+  }
+  return StatusLocked();
+}
+
+void JobCoordinator::ProgressLocked(const ProgressReport& report) {
   const int index = report.worker_index();
   if (index >= 0 && index < static_cast<int>(workers_.size())) {
     Worker& worker = workers_[index];
@@ -132,7 +142,6 @@ StatusResponse JobCoordinator::Progress(const ProgressReport& report) {
           absl::StrCat(WorkerNameLocked(index), " failed: ", report.error());
     }
   }
-  return StatusLocked();
 }
 
 StatusResponse JobCoordinator::StatusLocked() const {
@@ -219,6 +228,14 @@ StatusResponse JobCoordinator::Status() const {
 
 StatusResponse JobCoordinator::Status(const StatusRequest& request) {
   MutexLock lock(&mu_);
+  StatusRequestLocked(request);
+  if (std::optional<Known> known = StatusKnownLocked(request)) {
+    WaitForNewsLocked(*known, HoldUntil(request.wait_for_change_ms()));
+  }
+  return StatusLocked();
+}
+
+void JobCoordinator::StatusRequestLocked(const StatusRequest& request) {
   if (request.task_type() == "evaluator")
     evaluator_last_contact_ = options_.clock->Now();
   if (EndedLocked()) {
@@ -229,7 +246,6 @@ StatusResponse JobCoordinator::Status(const StatusRequest& request) {
       workers_[request.task_index()].heard_outcome = true;
     }
   }
-  return StatusLocked();
 }
 
 bool JobCoordinator::EvaluatorAwaitsOutcomeLocked() const {

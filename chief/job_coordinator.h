@@ -7,6 +7,15 @@
 //        |                       |                                 |
 //        +-------Fail------------+--------> FAILED        SUCCEEDED <+
 //
+// Long polls: a finished worker's report that asks to wait for news, and
+// the evaluator's status request that asks to wait for a change, are
+// answered when the job's state or generation changes (the job ended, was
+// paused, restored) or when their wait, at most kMaxHold, is over; so
+// every task hears the job's end the moment the chief decides it instead
+// of at its next poll. In process the caller's thread waits (Progress,
+// Status); the gRPC service hands over a callback (ProgressOrHold,
+// StatusOrHold) that a holder thread runs (StartHolding).
+//
 // Thread-safe.
 #ifndef PSFLOW_CHIEF_JOB_COORDINATOR_H_
 #define PSFLOW_CHIEF_JOB_COORDINATOR_H_
@@ -18,6 +27,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -57,6 +67,8 @@ class JobCoordinator {
   };
 
   explicit JobCoordinator(const Options& options);
+  // Answers the calls still held (StopHolding).
+  ~JobCoordinator();
 
   // The clock the job's time is measured on (Options::clock).
   Clock& clock() const { return *options_.clock; }
@@ -72,11 +84,45 @@ class JobCoordinator {
   void Succeed();
 
   // RPC handlers. A task that asks for the status or reports progress
-  // after the job ended (SUCCEEDED or FAILED) has heard the outcome.
+  // after the job ended (SUCCEEDED or FAILED), or is answered so after a
+  // long poll, has heard the outcome.
   absl::StatusOr<JobSpec> Register(const RegisterTaskRequest& request);
+  // A report that asks to wait for news (wait_for_news_ms, from a finished
+  // worker, in the current generation, while TRAINING or FINAL_EVALUATION)
+  // blocks the calling thread, waiting on the clock, until the state or
+  // generation changes or that wait (at most kMaxHold) is over.
   StatusResponse Progress(const ProgressReport& report);
+  // A request that asks to wait for a change (wait_for_change_ms, from
+  // the evaluator, knowing the current state and generation of a job not
+  // ended) blocks likewise.
   StatusResponse Status(const StatusRequest& request);
   void Evaluation(const EvaluationReport& report);
+
+  // The longest a long poll is held: well within the callers' deadlines
+  // (the worker's 10 s; the evaluator's 5 s beyond its wait), and short
+  // enough that a held call costs nothing worth bounding further.
+  static constexpr absl::Duration kMaxHold = absl::Seconds(5);
+
+  // Long polls for a server that must not block its threads: as Progress
+  // and Status, but `answer` is called exactly once with the status. A
+  // call that may wait is held, while a holder runs, until the job has
+  // news for it or its wait is over, then answered from the holder's
+  // thread (or from StopHolding); any other is answered at once on this
+  // thread. One call is held per worker and one for the evaluator, however
+  // many the network sends: a second one answers the first at once.
+  using Answer = std::function<void(const StatusResponse&)>;
+  void ProgressOrHold(const ProgressReport& report, Answer answer);
+  void StatusOrHold(const StatusRequest& request, Answer answer);
+  // Starts the holder: a thread that answers held calls when they are due
+  // (woken by every change of the state, as the waits below are, and by
+  // the clock at the end of a wait). Until it starts, nothing is held.
+  void StartHolding();
+  // Answers every held call now, stops the holder, and answers calls at
+  // once from then on. Idempotent; a server stops holding before it
+  // drains, since a held call would otherwise hold its shutdown.
+  void StopHolding();
+  // How many calls are held now (for tests).
+  int HeldCalls() const;
 
   // The status, for the chief itself.
   StatusResponse Status() const;
@@ -200,6 +246,53 @@ class JobCoordinator {
     return w.last.finished() && w.last.generation() == generation_;
   }
 
+  // A long poll: what its caller knows of the job (anything else is news
+  // to it), and where it is held.
+  struct Known {
+    // The worker's index, or kEvaluatorSlot.
+    int slot = 0;
+    JobState state = JOB_STATE_UNSPECIFIED;
+    int64_t generation = 0;
+  };
+  static constexpr int kEvaluatorSlot = -1;
+  struct HeldCall {
+    Known known;
+    absl::Time until;
+    Answer answer;
+  };
+  // Records the report or request (the handlers' part without a wait).
+  void ProgressLocked(const ProgressReport& report)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StatusRequestLocked(const StatusRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What a call that may wait knows; nullopt when it is to be answered at
+  // once (it did not ask to wait, or there is news for it already).
+  std::optional<Known> ProgressKnownLocked(const ProgressReport& report) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  std::optional<Known> StatusKnownLocked(const StatusRequest& request) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The end of a wait of `wait_ms` (as asked) starting now.
+  absl::Time HoldUntil(int64_t wait_ms) const;
+  // Whether the job's state or generation is news to `known`. To a
+  // finished worker, FINAL_EVALUATION is no news after TRAINING.
+  bool NewsLocked(const Known& known) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // A call answered now with an ended job has told its task the outcome.
+  void AnsweredLocked(const Known& known) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Blocks until news for `known` or `until`, then as AnsweredLocked.
+  void WaitForNewsLocked(const Known& known, absl::Time until)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Holds a call (one per slot) while holding_; returns the answer to run
+  // now instead: the call's own when it is not held, or the one it
+  // replaced, or none.
+  Answer HoldLocked(const Known& known, absl::Time until, Answer answer)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes the held calls that are due (news, or their wait is over; all
+  // of them with `all`) and returns their answers.
+  std::vector<Answer> TakeDueLocked(bool all)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The holder thread's loop.
+  void AnswerHeldCalls();
+
   StatusResponse StatusLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   bool TrainingOverLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Moves every task's last contact forward by the part of a gap since the
@@ -244,6 +337,15 @@ class JobCoordinator {
   // have not been answered since ("worker-1 at host:port", "evaluator"):
   // if the job fails before they join, they must hear it.
   std::set<std::string> waiting_to_join_ ABSL_GUARDED_BY(mu_);
+  // Long polls held for the holder to answer, by slot; while holding_.
+  std::map<int, HeldCall> held_ ABSL_GUARDED_BY(mu_);
+  bool holding_ ABSL_GUARDED_BY(mu_) = false;
+  // Counts calls held: a new one may end its wait before those the holder
+  // waits for.
+  uint64_t holds_made_ ABSL_GUARDED_BY(mu_) = 0;
+  // Orders StartHolding and StopHolding; never taken with mu_ held.
+  Mutex holder_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::thread holder_ ABSL_GUARDED_BY(holder_mu_);
 };
 
 }  // namespace psflow

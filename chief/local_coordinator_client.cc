@@ -23,7 +23,15 @@ absl::StatusOr<JobSpec> LocalCoordinatorClient::Register(const TaskId& task,
 }
 
 absl::StatusOr<StatusResponse> LocalCoordinatorClient::ReportProgress(
-    const ProgressReport& report, absl::Duration) {
+    const ProgressReport& report, absl::Duration timeout) {
+  // A long poll waits on the coordinator's clock, within the call's
+  // timeout as over gRPC.
+  const int64_t timeout_ms = absl::ToInt64Milliseconds(timeout);
+  if (report.wait_for_news_ms() > timeout_ms) {
+    ProgressReport bounded = report;
+    bounded.set_wait_for_news_ms(timeout_ms);
+    return coordinator_->Progress(bounded);
+  }
   return coordinator_->Progress(report);
 }
 
@@ -31,6 +39,11 @@ absl::StatusOr<StatusResponse> LocalCoordinatorClient::GetStatus(
     absl::Duration) {
   const StatusRequest request = StatusRequestFrom(self_);
   return coordinator_->Status(request);
+}
+
+absl::StatusOr<StatusResponse> LocalCoordinatorClient::AwaitStatusChange(
+    const StatusResponse& known, absl::Duration wait, absl::Duration) {
+  return coordinator_->Status(StatusChangeRequest(self_, known, wait));
 }
 
 absl::StatusOr<JobDescription> LocalCoordinatorClient::DescribeJob(

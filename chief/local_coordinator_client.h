@@ -2,6 +2,8 @@
 // calls a JobCoordinator directly. Part of the chief's public API, so
 // workers' and the evaluator's logic can be tested (and whole jobs run)
 // inside one process, as LocalPsShard does for the parameter servers.
+// Long polls (a finished worker's report, AwaitStatusChange) block the
+// calling thread, waiting on the coordinator's clock.
 //
 // Thread-safe. The JobCoordinator must outlive the client.
 #ifndef PSFLOW_CHIEF_LOCAL_COORDINATOR_CLIENT_H_
@@ -27,6 +29,9 @@ class LocalCoordinatorClient final : public CoordinatorClient {
   absl::StatusOr<StatusResponse> ReportProgress(
       const ProgressReport& report, absl::Duration timeout) override;
   absl::StatusOr<StatusResponse> GetStatus(absl::Duration timeout) override;
+  absl::StatusOr<StatusResponse> AwaitStatusChange(
+      const StatusResponse& known, absl::Duration wait,
+      absl::Duration timeout) override;
   absl::Status ReportEvaluation(const EvaluationReport& report,
                                 absl::Duration timeout) override;
   absl::StatusOr<int64_t> RestoreCheckpoint(const std::string& path,

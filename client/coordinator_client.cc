@@ -1,5 +1,7 @@
 #include "client/coordinator_client.h"
 
+#include <algorithm>
+
 #include "proto/protocol.h"
 
 namespace psflow {
@@ -19,6 +21,17 @@ StatusRequest StatusRequestFrom(const std::optional<TaskId>& self) {
     request.set_task_type(std::string(TaskTypeName(self->type)));
     request.set_task_index(self->index);
   }
+  return request;
+}
+
+StatusRequest StatusChangeRequest(const std::optional<TaskId>& self,
+                                  const StatusResponse& known,
+                                  absl::Duration wait) {
+  StatusRequest request = StatusRequestFrom(self);
+  request.set_wait_for_change_ms(
+      std::max<int64_t>(0, absl::ToInt64Milliseconds(wait)));
+  request.set_known_state(known.state());
+  request.set_known_generation(known.generation());
   return request;
 }
 

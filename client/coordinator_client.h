@@ -35,6 +35,16 @@ class CoordinatorClient {
   virtual absl::StatusOr<StatusResponse> ReportProgress(
       const ProgressReport& report, absl::Duration timeout) = 0;
   virtual absl::StatusOr<StatusResponse> GetStatus(absl::Duration timeout) = 0;
+  // A long poll (the evaluator's): the status once the job's state or
+  // generation differs from `known`'s, or once `wait` is over (the chief
+  // holds a call a few seconds at most); the call is bounded by `wait`
+  // plus `timeout`. By default, and from a chief that holds no calls,
+  // answered at once as GetStatus.
+  virtual absl::StatusOr<StatusResponse> AwaitStatusChange(
+      const StatusResponse& known, absl::Duration wait,
+      absl::Duration timeout) {
+    return GetStatus(timeout);
+  }
   virtual absl::Status ReportEvaluation(const EvaluationReport& report,
                                         absl::Duration timeout) = 0;
   // Asks the chief to restore a checkpoint into the running job; returns
@@ -51,6 +61,10 @@ class CoordinatorClient {
 // (none: an operator's tool).
 RegisterTaskRequest RegisterRequest(const TaskId& task, uint64_t incarnation);
 StatusRequest StatusRequestFrom(const std::optional<TaskId>& self);
+// The same asking to wait up to `wait` for a change from `known`.
+StatusRequest StatusChangeRequest(const std::optional<TaskId>& self,
+                                  const StatusResponse& known,
+                                  absl::Duration wait);
 
 }  // namespace psflow
 

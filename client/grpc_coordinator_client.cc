@@ -68,9 +68,19 @@ absl::StatusOr<StatusResponse> GrpcCoordinatorClient::ReportProgress(
 
 absl::StatusOr<StatusResponse> GrpcCoordinatorClient::GetStatus(
     absl::Duration timeout) {
+  return Status(StatusRequestFrom(self_), timeout);
+}
+
+absl::StatusOr<StatusResponse> GrpcCoordinatorClient::AwaitStatusChange(
+    const StatusResponse& known, absl::Duration wait, absl::Duration timeout) {
+  wait = std::max(wait, absl::ZeroDuration());
+  return Status(StatusChangeRequest(self_, known, wait), wait + timeout);
+}
+
+absl::StatusOr<StatusResponse> GrpcCoordinatorClient::Status(
+    const StatusRequest& request, absl::Duration timeout) {
   StatusResponse response;
   auto context = Context(absl::Now() + timeout);
-  const StatusRequest request = StatusRequestFrom(self_);
   grpc::Status status = stub_->GetStatus(context.get(), request, &response);
   if (!status.ok()) return FromGrpcStatus(status, "status from " + chief_);
   return response;

@@ -29,6 +29,9 @@ class GrpcCoordinatorClient final : public CoordinatorClient {
   absl::StatusOr<StatusResponse> ReportProgress(
       const ProgressReport& report, absl::Duration timeout) override;
   absl::StatusOr<StatusResponse> GetStatus(absl::Duration timeout) override;
+  absl::StatusOr<StatusResponse> AwaitStatusChange(
+      const StatusResponse& known, absl::Duration wait,
+      absl::Duration timeout) override;
   absl::Status ReportEvaluation(const EvaluationReport& report,
                                 absl::Duration timeout) override;
   absl::StatusOr<int64_t> RestoreCheckpoint(const std::string& path,
@@ -36,6 +39,9 @@ class GrpcCoordinatorClient final : public CoordinatorClient {
   absl::StatusOr<JobDescription> DescribeJob(absl::Duration timeout) override;
 
  private:
+  absl::StatusOr<StatusResponse> Status(const StatusRequest& request,
+                                        absl::Duration timeout);
+
   const std::string chief_;
   const std::optional<TaskId> self_;
   std::unique_ptr<Coordinator::Stub> stub_;

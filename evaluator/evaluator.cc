@@ -1,5 +1,6 @@
 #include "evaluator/evaluator.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -29,6 +30,12 @@ bool IsServerOutage(const absl::Status& status) {
          absl::IsCancelled(status) || absl::IsAborted(status);
 }
 
+// The longest a status request asks the chief to hold its answer while
+// nothing changes (the chief holds a few seconds at most); its deadline is
+// that wait plus kStatusDeadline.
+constexpr absl::Duration kLongestWait = absl::Seconds(5);
+constexpr absl::Duration kStatusDeadline = absl::Seconds(5);
+
 }  // namespace
 
 // What Run() keeps from one round to the next.
@@ -45,6 +52,8 @@ struct Evaluator::Loop {
   absl::Time failing_since = absl::InfiniteFuture();
   absl::Time retry_at = absl::InfinitePast();
   std::optional<int64_t> generation;
+  // The chief's last answer: the next request waits for a change from it.
+  std::optional<StatusResponse> known;
   // With checkpoints: the latest one evaluated, its report, the best.
   std::string last_evaluated;
   std::optional<EvaluationReport> last_report;
@@ -79,6 +88,12 @@ absl::Status Evaluator::Run() {
       parts_.job_end_watch != nullptr ? parts_.job_end_watch : &*own_watch;
   if (!loop.checkpoint_dir.empty()) LoadBest(loop);
   while (true) {
+    // The chief holds each request until the job's state changes or the
+    // next evaluation is due (a long poll): the final evaluation starts
+    // the moment training ends. After an answer that came sooner (a
+    // change, or a chief that answers at once) the loop waits out the
+    // rest of poll_interval, so it asks at most once per poll_interval.
+    const absl::Time asked = parts_.clock->Now();
     ASSIGN_OR_RETURN(std::optional<StatusResponse> status, AskTheChief(loop));
     if (!status.has_value()) {  // No answer yet: ask again soon.
       parts_.clock->SleepFor(policy_.retry_interval);
@@ -92,7 +107,7 @@ absl::Status Evaluator::Run() {
     // While the chief restores a lost server, a pull could read the
     // values the server was created with: wait for training to resume.
     if (status->state() == PAUSED || status->state() == INITIALIZING) {
-      parts_.clock->SleepFor(policy_.poll_interval);
+      parts_.clock->SleepUntil(asked + policy_.poll_interval);
       continue;
     }
     NoteGeneration(loop, *status);
@@ -103,8 +118,22 @@ absl::Status Evaluator::Run() {
       Publish(*evaluated, final);
       if (final) return absl::OkStatus();
     }
-    parts_.clock->SleepFor(policy_.poll_interval);
+    parts_.clock->SleepUntil(asked + policy_.poll_interval);
   }
+}
+
+absl::Duration Evaluator::WaitForChange(const Loop& loop) const {
+  if (!loop.known.has_value()) return absl::ZeroDuration();
+  const JobState state = loop.known->state();
+  // Paused or initializing: nothing is due before training resumes.
+  if (state == PAUSED || state == INITIALIZING) return kLongestWait;
+  // Else until the next evaluation (or the look for a new checkpoint, or
+  // the retry of a skipped one) is due.
+  const absl::Time due = loop.failing_since != absl::InfiniteFuture()
+                             ? loop.retry_at
+                             : std::max(loop.next, loop.retry_at);
+  return std::clamp(due - parts_.clock->Now(), absl::ZeroDuration(),
+                    kLongestWait);
 }
 
 void Evaluator::LoadBest(Loop& loop) {
@@ -121,8 +150,12 @@ void Evaluator::LoadBest(Loop& loop) {
 
 absl::StatusOr<std::optional<StatusResponse>> Evaluator::AskTheChief(
     Loop& loop) {
+  const absl::Duration wait = WaitForChange(loop);
   absl::StatusOr<StatusResponse> status =
-      parts_.coordinator->GetStatus(absl::Seconds(5));
+      wait > absl::ZeroDuration()
+          ? parts_.coordinator->AwaitStatusChange(*loop.known, wait,
+                                                  kStatusDeadline)
+          : parts_.coordinator->GetStatus(kStatusDeadline);
   if (!status.ok()) {
     // The watch may have heard the job's end before the chief exited.
     if (std::optional<StatusResponse> ended = loop.watch->JobEnded()) {
@@ -137,6 +170,7 @@ absl::StatusOr<std::optional<StatusResponse>> Evaluator::AskTheChief(
     return std::nullopt;
   }
   loop.last_contact = parts_.clock->Now();
+  loop.known = *status;
   return std::optional<StatusResponse>(*std::move(status));
 }
 

@@ -4,6 +4,9 @@
 // consistent pulls from the parameter servers); report each result to the
 // chief; evaluate the final model when the chief says training ended (the
 // final checkpoint), and return. Training never waits for the evaluator.
+// Its status requests are long polls: the chief answers once the job's
+// state changes or the next evaluation is due, so the final evaluation
+// starts as soon as training ends.
 //
 // The Evaluator's parts come in from outside (evaluator_runner.h builds
 // them for the real process), so tests drive it with in-process twins. It
@@ -67,7 +70,8 @@ class Evaluator {
   struct Policy {
     // Gives up when the chief cannot be reached for this long.
     absl::Duration chief_timeout = absl::Seconds(30);
-    // How often it asks the chief for the job's state.
+    // How often at most it asks the chief for the job's state (the chief
+    // holds a request until the state changes or an evaluation is due).
     absl::Duration poll_interval = absl::Milliseconds(250);
     // How soon it asks again after the chief did not answer.
     absl::Duration retry_interval = absl::Milliseconds(500);
@@ -108,6 +112,9 @@ class Evaluator {
   // the job and exited); nullopt when it did not answer, Unavailable once
   // it has been silent for chief_timeout.
   absl::StatusOr<std::optional<StatusResponse>> AskTheChief(Loop& loop);
+  // How long the next request asks the chief to hold its answer while
+  // nothing changes: until the next evaluation is due.
+  absl::Duration WaitForChange(const Loop& loop) const;
   // Notes the model's generation; after a restore by the chief, a skipped
   // live evaluation is tried again at once.
   void NoteGeneration(Loop& loop, const StatusResponse& status);

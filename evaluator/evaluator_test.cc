@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/job/placement.h"
 #include "common/mutex.h"
 #include "common/status_matchers.h"
@@ -329,6 +330,67 @@ TEST_F(EvaluatorTest,
   EXPECT_EQ(final_eval->per_class_accuracy_size(), 2);
   // At most the round under way when the pause came was skipped after it.
   EXPECT_LE(evaluator.skipped_evaluations(), skipped_when_paused + 1);
+}
+
+// Counts the status requests, and passes the long polls on (a plain
+// ForwardingCoordinator answers them at once).
+class CountingStatus final : public testing::ForwardingCoordinator {
+ public:
+  explicit CountingStatus(CoordinatorClient* inner)
+      : ForwardingCoordinator(inner), inner_(inner) {}
+  absl::StatusOr<StatusResponse> GetStatus(absl::Duration timeout) override {
+    ++requests;
+    return ForwardingCoordinator::GetStatus(timeout);
+  }
+  absl::StatusOr<StatusResponse> AwaitStatusChange(
+      const StatusResponse& known, absl::Duration wait,
+      absl::Duration timeout) override {
+    ++requests;
+    ++long_polls;
+    return inner_->AwaitStatusChange(known, wait, timeout);
+  }
+  std::atomic<int> requests{0};
+  std::atomic<int> long_polls{0};
+
+ private:
+  CoordinatorClient* const inner_;
+};
+
+// With no evaluation due for an hour, each status request waits for a
+// change of the job's state: on a simulated clock the evaluator asks
+// about once per wait (5 s), not once per poll interval, and the job's end
+// reaches it during a wait.
+TEST_F(EvaluatorTest, StatusRequestsWaitForTheJobsStateToChange) {
+  FakeClock clock;
+  clock.SetAutoAdvance(true);  // the evaluator's waits move it
+  spec_.mutable_config()->mutable_evaluation()->set_every_secs(3600);
+  ASSERT_OK_AND_ASSIGN(
+      job_, InProcessJob::Start(spec_, TaskId{TaskType::kEvaluator, 0},
+                                /*configure_servers=*/true, &clock));
+  CountingStatus chief(job_->chief.get());
+  parts_.coordinator = &chief;
+  parts_.client = job_->client.get();
+  parts_.clock = &clock;
+  // A watch on the real clock that stays silent: only the loop asks.
+  JobEndWatch watch(job_->chief.get(), job_->client.get(), absl::Hours(1),
+                    absl::Hours(1));
+  parts_.job_end_watch = &watch;
+  policy_.poll_interval = absl::Milliseconds(250);
+  const absl::Time start = clock.Now();
+  absl::Status result;
+  std::thread run([&] { result = Evaluator(parts_, policy_).Run(); });
+  // Progress on the simulated clock: a minute of it passes.
+  while (clock.Now() - start < absl::Minutes(1)) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  job_->coordinator->Succeed();
+  run.join();
+  EXPECT_OK(result);
+  // One request per 5 s (polling every 250 ms would ask 20 times as often).
+  const absl::Duration simulated = clock.Now() - start;
+  EXPECT_GE(chief.long_polls.load(), 10);
+  EXPECT_LE(chief.requests.load(), simulated / absl::Seconds(5) + 3)
+      << absl::FormatDuration(simulated);
 }
 
 TEST_F(EvaluatorTest, ServersFailingPastTheRecoveryTimeoutEndTheRun) {

@@ -25,6 +25,9 @@ class ForwardingCoordinator : public CoordinatorClient {
   absl::StatusOr<StatusResponse> GetStatus(absl::Duration timeout) override {
     return inner_->GetStatus(timeout);
   }
+  // AwaitStatusChange is not forwarded: it answers through GetStatus at
+  // once (as a chief that holds no calls), so a fake that overrides
+  // GetStatus sees every status request.
   absl::Status ReportEvaluation(const EvaluationReport& report,
                                 absl::Duration timeout) override {
     return inner_->ReportEvaluation(report, timeout);

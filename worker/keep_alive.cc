@@ -27,6 +27,9 @@ KeepAlive::~KeepAlive() {
 void KeepAlive::Remember(const ProgressReport& report) {
   MutexLock lock(&mu_);
   latest_ = report;
+  // The resends are answered at once: a held one would keep this thread
+  // (and so the worker's exit) waiting for the chief's news.
+  latest_.clear_wait_for_news_ms();
   sent_ = clock_->Now();
 }
 

@@ -80,6 +80,22 @@ TEST_F(KeepAliveTest, ResendsTheLatestRememberedReport) {
   }));
 }
 
+// The trainer's finished report asks the chief to hold it until the job
+// has news; the keep-alive's resends of it are answered at once, so its
+// thread (which the worker's exit joins) never waits on the chief.
+TEST_F(KeepAliveTest, ResendsAreNeverHeldByTheChief) {
+  KeepAlive keep_alive(&client_, PreparingReport(0, 1),
+                       absl::Milliseconds(100));
+  ProgressReport finished;
+  finished.set_worker_index(0);
+  finished.set_finished(true);
+  finished.set_generation(coordinator_.Status().generation());
+  finished.set_wait_for_news_ms(5000);
+  keep_alive.Remember(finished);
+  EXPECT_TRUE(keep_alive.latest().finished());
+  EXPECT_EQ(keep_alive.latest().wait_for_news_ms(), 0);
+}
+
 // A worker blocked in a call hears the job's end through its keep-alive:
 // the action runs (again for each ending answer) and the outcome is kept
 // for when the chief is gone.

@@ -27,6 +27,13 @@ PrefetchPolicy::Choice PrefetchChoice(
   }
 }
 
+// How long a finished worker's report asks the chief to hold its answer
+// until the job has news (a long poll; the chief holds at most its own
+// JobCoordinator::kMaxHold): half the report's 10 s deadline, so a held
+// answer has as long again to arrive on a loaded machine.
+constexpr absl::Duration kJobEndWait = absl::Seconds(5);
+constexpr absl::Duration kHeartbeatDeadline = absl::Seconds(10);
+
 }  // namespace
 
 uint64_t Trainer::StepSeed(uint64_t job_seed) const {
@@ -99,7 +106,8 @@ ProgressReport Trainer::BaseReport() const {
   return report;
 }
 
-absl::StatusOr<StatusResponse> Trainer::Heartbeat(bool finished) {
+absl::StatusOr<StatusResponse> Trainer::Heartbeat(
+    bool finished, absl::Duration wait_for_news) {
   ProgressReport report = BaseReport();
   const double seconds = std::max(
       1e-9, absl::ToDoubleSeconds(parts_.clock->Now() - window_.start));
@@ -136,7 +144,11 @@ absl::StatusOr<StatusResponse> Trainer::Heartbeat(bool finished) {
   window_ = Window();
   window_.start = parts_.clock->Now();
   Remember(report);
-  return parts_.coordinator->ReportProgress(report, absl::Seconds(10));
+  // Only this call waits: the keep-alive's resends are answered at once.
+  if (wait_for_news > absl::ZeroDuration()) {
+    report.set_wait_for_news_ms(absl::ToInt64Milliseconds(wait_for_news));
+  }
+  return parts_.coordinator->ReportProgress(report, kHeartbeatDeadline);
 }
 
 void Trainer::Remember(const ProgressReport& report) {
@@ -381,7 +393,13 @@ absl::StatusOr<bool> Trainer::AwaitJobEnd() {
   absl::Time last_answer = parts_.clock->Now();
   bool announced = false;
   while (true) {
-    absl::StatusOr<StatusResponse> status = Heartbeat(/*finished=*/true);
+    // The chief holds the answer until the job has news for this worker
+    // (a long poll), so the next report goes out as soon as a held answer
+    // comes; a chief that answers at once is asked again an interval
+    // after the last report went out.
+    const absl::Time asked = parts_.clock->Now();
+    absl::StatusOr<StatusResponse> status =
+        Heartbeat(/*finished=*/true, kJobEndWait);
     if (!status.ok()) {
       // The chief may have ended the job and exited between two reports.
       if (std::optional<StatusResponse> ended = keep_alive_->JobEnded()) {
@@ -425,7 +443,7 @@ absl::StatusOr<bool> Trainer::AwaitJobEnd() {
           status.status().message(),
           "), so the job's outcome is unknown (worker --recovery_timeout_s)"));
     }
-    parts_.clock->SleepFor(interval);
+    parts_.clock->SleepUntil(asked + interval);
   }
 }
 

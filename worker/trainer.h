@@ -53,7 +53,10 @@
 // (SUCCEEDED or FAILED): a parameter server or the chief lost during the
 // final checkpoint is recovered by restoring an earlier checkpoint, and the
 // steps since it are trained again by these same workers. So Run() returns
-// with the job's outcome, not with the worker's last step.
+// with the job's outcome, not with the worker's last step. Its finished
+// reports are long polls: the chief holds each answer until the job has
+// news (it ended, paused, restored) or a few seconds passed, so the worker
+// hears the end at once rather than up to a heartbeat later.
 //
 // A Trainer is run by one thread; everything in TrainerParts must outlive
 // Run(). The pieces come in from outside (worker/training_job.h builds
@@ -264,8 +267,12 @@ class Trainer {
   // before it started (OK: nothing to do); waits out a pause in progress.
   absl::StatusOr<bool> JobAlreadyOver();
   ProgressReport BaseReport() const;
-  absl::StatusOr<StatusResponse> Heartbeat(bool finished);
-  // After the last step: reports `finished` until the chief ends the job.
+  // `wait_for_news`: the chief may hold the answer that long while the job
+  // has nothing new for this worker (finished reports only).
+  absl::StatusOr<StatusResponse> Heartbeat(
+      bool finished, absl::Duration wait_for_news = absl::ZeroDuration());
+  // After the last step: reports `finished` until the chief ends the job,
+  // each report a long poll the chief answers once the job has news.
   // True when the chief restored the model to an earlier step meanwhile
   // (train again), false when the job succeeded; Aborted when it failed.
   absl::StatusOr<bool> AwaitJobEnd();

@@ -668,6 +668,76 @@ TEST_F(TrainerTest, ADivergedModelEndsTheRunWithTheCause) {
   }
 }
 
+// A chief that answers a finished worker's reports as a long-polling one
+// does, on a simulated clock: the first report is held 3 s, the second is
+// answered at once (as by a chief that holds nothing), the third is held
+// 0.4 s, and the fourth hears that the job succeeded. It records when (on
+// the clock) each report came and the wait it asked for.
+class HoldingChief final : public testing::ForwardingCoordinator {
+ public:
+  HoldingChief(CoordinatorClient* inner, FakeClock* clock)
+      : ForwardingCoordinator(inner), clock_(clock) {}
+
+  absl::StatusOr<StatusResponse> ReportProgress(
+      const ProgressReport& report, absl::Duration timeout) override {
+    if (!report.finished()) {
+      return ForwardingCoordinator::ReportProgress(report, timeout);
+    }
+    asked_at.push_back(clock_->Now());
+    waits_asked.push_back(report.wait_for_news_ms());
+    ProgressReport at_once = report;
+    at_once.clear_wait_for_news_ms();
+    absl::StatusOr<StatusResponse> status =
+        ForwardingCoordinator::ReportProgress(at_once, timeout);
+    switch (asked_at.size()) {
+      case 1:
+        clock_->Advance(absl::Seconds(3));
+        break;
+      case 3:
+        clock_->Advance(absl::Milliseconds(400));
+        break;
+      case 4:
+        if (status.ok()) status->set_state(SUCCEEDED);
+        break;
+    }
+    return status;
+  }
+
+  // The trainer's thread only (the keep-alive below sends none).
+  std::vector<absl::Time> asked_at;
+  std::vector<int64_t> waits_asked;
+
+ private:
+  FakeClock* const clock_;
+};
+
+// After its last step a worker asks the chief to hold its answer until the
+// job has news, and asks again as soon as a held answer comes: it waits
+// only what remains of the heartbeat interval, and a whole interval only
+// after an answer that came at once.
+TEST_F(TrainerTest, AfterAHeldAnswerTheNextReportGoesOutAtOnce) {
+  FakeClock clock;
+  clock.SetAutoAdvance(true);  // the trainer's waits move it
+  SetUpJob(ASYNC, 30, /*configure_servers=*/true, &clock);
+  StopChief();  // the job ends when HoldingChief says so
+  HoldingChief chief(parts_.coordinator, &clock);
+  parts_.coordinator = &chief;
+  // A keep-alive of its own, on the real clock, silent after its first
+  // report: the simulated clock moves only with the trainer.
+  KeepAlive keep_alive(job_->chief.get(), PreparingReport(0, 0),
+                       absl::Hours(1));
+  parts_.keep_alive = &keep_alive;
+  options_.heartbeat_interval = absl::Seconds(1);
+  Trainer trainer(options_, parts_);
+  ASSERT_OK(trainer.Run());
+  ASSERT_EQ(chief.asked_at.size(), 4u);
+  for (int64_t wait : chief.waits_asked) EXPECT_GT(wait, 0);
+  const std::vector<absl::Time>& at = chief.asked_at;
+  EXPECT_EQ(at[1] - at[0], absl::Seconds(3)) << "slept after a held answer";
+  EXPECT_EQ(at[2] - at[1], absl::Seconds(1)) << "an answer at once";
+  EXPECT_EQ(at[3] - at[2], absl::Seconds(1)) << "the rest of the interval";
+}
+
 // On a simulated clock, with the production recovery policy: the worker
 // rides the failures out for the whole five-minute window, in
 // milliseconds of real time.
