@@ -449,7 +449,8 @@ absl::Status Chief::Finish(absl::Status result) {
       "waiting for the other tasks to hear that the job ended (at most ",
       absl::FormatDuration(policy_.outcome_wait), ")"));
   // Tasks still running hear the outcome at their next status request
-  // (about once a second); finished ones never ask again.
+  // (about once a second), finished workers at once in the answers to
+  // their held reports (long polls); tasks that exited never ask again.
   std::vector<std::string> unaware = coordinator_.WaitForOutcomeHeard(
       parts_.clock->Now() + policy_.outcome_wait);
   if (!unaware.empty()) {

@@ -99,8 +99,8 @@ class JobCoordinator {
   void Evaluation(const EvaluationReport& report);
 
   // The longest a long poll is held: well within the callers' deadlines
-  // (the worker's 10 s; the evaluator's 5 s beyond its wait), and short
-  // enough that a held call costs nothing worth bounding further.
+  // (a worker's report has 10 s; the evaluator's request 5 s beyond the
+  // wait it asks for).
   static constexpr absl::Duration kMaxHold = absl::Seconds(5);
 
   // Long polls for a server that must not block its threads: as Progress
