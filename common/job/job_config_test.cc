@@ -245,11 +245,10 @@ TEST(JobConfigTest, SyncGroupBytesIsForSyncModeAndNotNegative) {
   EXPECT_FALSE(unset.training().has_sync_group_bytes());
   EXPECT_OK(WithTraining(R"({"batch_size": 8, "steps": 5, "mode": "SYNC",
                              "sync_group_bytes": 0})"));
-  EXPECT_THAT(
-      WithTraining(R"({"batch_size": 8, "steps": 5, "mode": "SYNC",
+  EXPECT_THAT(WithTraining(R"({"batch_size": 8, "steps": 5, "mode": "SYNC",
                        "sync_group_bytes": -1})"),
-      StatusIs(absl::StatusCode::kInvalidArgument,
-               HasSubstr("training.sync_group_bytes is -1")));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("training.sync_group_bytes is -1")));
   EXPECT_THAT(
       WithTraining(R"({"batch_size": 8, "steps": 5, "mode": "ASYNC",
                        "sync_group_bytes": 65536})"),
