@@ -13,10 +13,9 @@
 
 namespace psflow {
 
-absl::StatusOr<EvaluationReport> EvaluateCtrOnce(const JobSpec& spec,
-                                                 ParameterClient& client,
-                                                 Device& device,
-                                                 const CtrExamples& test) {
+absl::StatusOr<CtrScores> ScoreCtrOnce(const JobSpec& spec,
+                                       ParameterClient& client, Device& device,
+                                       const CtrExamples& test) {
   ASSIGN_OR_RETURN(std::unique_ptr<ModelDefinition> definition,
                    DefineJobModel(spec));
   if (!definition->binary()) {
@@ -32,10 +31,9 @@ absl::StatusOr<EvaluationReport> EvaluateCtrOnce(const JobSpec& spec,
   RETURN_IF_ERROR(model->LoadParameters(
       std::vector<absl::Span<const float>>(values.begin(), values.end())));
   BatchRows rows(definition->tables());
-  BinaryMetrics metrics;
-  int64_t correct = 0;
-  std::vector<float> probabilities;
-  std::vector<uint8_t> labels;
+  CtrScores scores;
+  scores.global_step = snapshot.global_step;
+  scores.probabilities.resize(test.num_examples);
   for (int64_t begin = 0; begin < test.num_examples; begin += batch_size) {
     const int64_t n = std::min<int64_t>(batch_size, test.num_examples - begin);
     Batch batch;
@@ -55,22 +53,43 @@ absl::StatusOr<EvaluationReport> EvaluateCtrOnce(const JobSpec& spec,
     }
     RETURN_IF_ERROR(rows.Prepare(batch));
     RETURN_IF_ERROR(rows.Pull(client, /*train=*/false, 0));
-    probabilities.resize(n);
     ExampleBatch example{n, batch.features, batch.labels, 0, &rows.sparse()};
-    ASSIGN_OR_RETURN(BatchStats stats,
-                     model->Score(example, absl::MakeSpan(probabilities)));
-    correct += stats.correct;
-    labels.assign(batch.labels.begin(), batch.labels.end());
-    RETURN_IF_ERROR(metrics.Add(probabilities, labels));
+    ASSIGN_OR_RETURN(
+        BatchStats stats,
+        model->Score(example,
+                     absl::MakeSpan(scores.probabilities).subspan(begin, n)));
+    scores.correct += stats.correct;
   }
+  return scores;
+}
+
+absl::StatusOr<EvaluationReport> CtrReport(const CtrScores& scores,
+                                           const CtrExamples& test) {
+  if (static_cast<int64_t>(scores.probabilities.size()) != test.num_examples) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(scores.probabilities.size(), " scores for ",
+                     test.num_examples, " held-out examples"));
+  }
+  BinaryMetrics metrics;
+  RETURN_IF_ERROR(metrics.Add(scores.probabilities, test.labels));
   EvaluationReport report;
-  report.set_global_step(snapshot.global_step);
+  report.set_global_step(scores.global_step);
   report.set_loss(metrics.count() > 0 ? metrics.LogLoss() : 0);
-  report.set_accuracy(
-      metrics.count() > 0 ? static_cast<double>(correct) / metrics.count() : 0);
+  report.set_accuracy(metrics.count() > 0
+                          ? static_cast<double>(scores.correct) /
+                                metrics.count()
+                          : 0);
   absl::StatusOr<double> auc = metrics.Auc();
   if (auc.ok()) report.set_auc(*auc);
   return report;
+}
+
+absl::StatusOr<EvaluationReport> EvaluateCtrOnce(const JobSpec& spec,
+                                                 ParameterClient& client,
+                                                 Device& device,
+                                                 const CtrExamples& test) {
+  ASSIGN_OR_RETURN(CtrScores scores, ScoreCtrOnce(spec, client, device, test));
+  return CtrReport(scores, test);
 }
 
 }  // namespace psflow
