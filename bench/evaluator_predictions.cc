@@ -93,7 +93,8 @@ absl::StatusOr<JobSpec> SpecOf(const JobConfig& job,
 }
 
 // One parameter server in this process holding a checkpoint's values, and
-// a client of it. Members in this order: the client goes before the core.
+// a client of it. Members in this order: the client (its shard calls the
+// core) is destroyed first.
 struct RestoredServer {
   std::unique_ptr<ParameterServerCore> core;
   std::unique_ptr<ParameterClient> client;
