@@ -225,8 +225,11 @@ absl::StatusOr<int64_t> EmbeddingTable::Pull(absl::Span<const int64_t> ids,
   }
   const int64_t step = Version();
   const bool admit_on_pull = options_.min_frequency <= 1;
+  // Evaluation reads an id without a row as the table's default row,
+  // zeros, as the exported model does (docs/models.md): the initializer's
+  // row of an id never trained is noise, not knowledge.
   const bool zeros_for_missing =
-      options_.min_frequency > 1 && options_.unadmitted_zeros;
+      !train || (options_.min_frequency > 1 && options_.unadmitted_zeros);
   std::vector<uint32_t> order;
   std::vector<uint32_t> begin;
   GroupByStripe(ids, order, begin);

@@ -64,8 +64,8 @@ struct EmbeddingTableOptions {
   // Admission: pushes an id needs before it gets a row; <= 1 admits every
   // id on first use.
   int64_t min_frequency = 0;
-  // What a lookup of an id without a row answers: zeros, or (false) the
-  // initializer's row.
+  // What a training lookup of an id without a row answers: zeros, or
+  // (false) the initializer's row. Evaluation lookups answer zeros.
   bool unadmitted_zeros = false;
   // Counters of the admission sketch over all stripes (memory: 8 bytes
   // each); used only with min_frequency > 1.
@@ -130,7 +130,10 @@ class EmbeddingTable {
   // Writes the rows of `ids` into `out` (ids.size() x dim). A `train` pull
   // creates the rows of admitted ids that have none and marks every row
   // used now; otherwise (evaluation, export) nothing changes and an id
-  // without a row reads as its initializer's row. Returns the version the
+  // without a row reads as zeros, the table's default row (as an exported
+  // ONNX model reads it). A train pull of an id that is not admitted
+  // reads zeros or its initializer's row (unadmitted_zeros). Returns the
+  // version the
   // rows were read at. ResourceExhausted, naming the table, when creating
   // rows would pass the server's memory budget.
   absl::StatusOr<int64_t> Pull(absl::Span<const int64_t> ids, bool train,

@@ -85,8 +85,11 @@ TEST(EmbeddingTableTest, FirstPullCreatesTheInitializersRow) {
   EXPECT_EQ(rows, (std::vector<float>{five[0], five[1], nine[0], nine[1]}));
   EXPECT_EQ(table->Stats().rows, 2);
   EXPECT_EQ(table->Stats().admissions, 2);
-  // An evaluation pull reads without creating.
-  EXPECT_EQ(table.Pull({77}, /*train=*/false), InitialRow(Options(), 77));
+  // An evaluation pull reads without creating: rows as they are, an id
+  // without one as zeros (the exported model's default row).
+  EXPECT_EQ(table.Pull({77}, /*train=*/false), (std::vector<float>{0, 0}));
+  EXPECT_EQ(table.Pull({9, 77}, /*train=*/false),
+            (std::vector<float>{nine[0], nine[1], 0, 0}));
   EXPECT_EQ(table->Stats().rows, 2);
 }
 
