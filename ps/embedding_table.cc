@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/job/row_placement.h"
+#include "common/prefetch.h"
 
 namespace psflow {
 namespace {
@@ -128,6 +129,40 @@ void EmbeddingTable::GroupByStripe(absl::Span<const int64_t> ids,
   }
 }
 
+uint32_t EmbeddingTable::LookupChunk() const {
+  // Creating a row in a capped stripe may evict rows by their last use,
+  // which a chunk's rows found but not yet used have not had set: there,
+  // one id at a time, as if there were no chunks.
+  return stripe_cap_ > 0 ? 1 : kLookupChunk;
+}
+
+void EmbeddingTable::PrefetchIndex(const Stripe& s,
+                                   absl::Span<const int64_t> ids,
+                                   const std::vector<uint32_t>& order,
+                                   uint32_t from, uint32_t to) {
+  for (uint32_t k = from; k < to; ++k) s.index.Prefetch(ids[order[k]]);
+}
+
+void EmbeddingTable::PrefetchRowLocked(const Stripe& s, uint32_t row,
+                                       bool values_only) const {
+  if (row == RowIndex::kNone) return;
+  const char* data =
+      reinterpret_cast<const char*>(s.blocks[row / kBlockRows].get() +
+                                    size_t{row % kBlockRows} * row_floats_);
+  // A pull reads the values; a push updates the values and the slots.
+  const int bytes = static_cast<int>(sizeof(float)) *
+                    (values_only ? options_.dim : row_floats_);
+  for (int offset = 0; offset < bytes; offset += kRowAlignment) {
+    if (values_only) {
+      PrefetchForRead(data + offset);
+    } else {
+      PrefetchForWrite(data + offset);
+    }
+  }
+  // Both write the step the row was last used at.
+  PrefetchForWrite(s.meta[row / kBlockRows].get() + (row % kBlockRows) * 2);
+}
+
 uint32_t EmbeddingTable::AllocateRowLocked(Stripe& s) {
   if (!s.free_rows.empty()) {
     const uint32_t row = s.free_rows.back();
@@ -136,7 +171,8 @@ uint32_t EmbeddingTable::AllocateRowLocked(Stripe& s) {
   }
   const uint32_t row = s.next_row++;
   if (row / kBlockRows >= s.blocks.size()) {
-    s.blocks.emplace_back(new float[size_t{kBlockRows} * row_floats_]);
+    s.blocks.emplace_back(new (std::align_val_t(
+        kRowAlignment)) float[size_t{kBlockRows} * row_floats_]);
     s.meta.emplace_back(new int64_t[size_t{kBlockRows} * kMetaPerRow]);
   }
   return row;
@@ -233,34 +269,49 @@ absl::StatusOr<int64_t> EmbeddingTable::Pull(absl::Span<const int64_t> ids,
   std::vector<uint32_t> order;
   std::vector<uint32_t> begin;
   GroupByStripe(ids, order, begin);
+  const uint32_t chunk = LookupChunk();
   int64_t unadmitted = 0;
   absl::Status status;
   for (int st = 0; st < kStripes && status.ok(); ++st) {
     if (begin[st] == begin[st + 1]) continue;
     Stripe& s = stripes_[st];
     MutexLock lock(&s.mu);
-    for (uint32_t k = begin[st]; k < begin[st + 1]; ++k) {
-      const uint32_t i = order[k];
-      float* dst = out.data() + size_t{i} * dim;
-      absl::StatusOr<uint32_t> row =
-          FindOrCreateLocked(s, ids[i], train && admit_on_pull, step);
-      if (!row.ok()) {
-        status = row.status();
-        break;
-      }
-      if (*row == RowIndex::kNone) {
-        if (train) ++unadmitted;
-        if (zeros_for_missing) {
-          std::fill_n(dst, dim, 0.0f);
-        } else {
-          options_.initializer.Fill(ids[i], absl::MakeSpan(dst, dim));
+    const uint32_t end = begin[st + 1];
+    PrefetchIndex(s, ids, order, begin[st], std::min(end, begin[st] + chunk));
+    for (uint32_t k0 = begin[st]; k0 < end; k0 += chunk) {
+      const uint32_t k1 = std::min(end, k0 + chunk);
+      PrefetchIndex(s, ids, order, k1, std::min(end, k1 + chunk));
+      // Every row of the chunk found (or created) first, then read.
+      uint32_t found[kLookupChunk];
+      for (uint32_t k = k0; k < k1; ++k) {
+        absl::StatusOr<uint32_t> row =
+            FindOrCreateLocked(s, ids[order[k]], train && admit_on_pull, step);
+        if (!row.ok()) {
+          status = row.status();
+          break;
         }
-        continue;
+        found[k - k0] = *row;
+        PrefetchRowLocked(s, *row, /*values_only=*/true);
       }
-      const float* data = s.blocks[*row / kBlockRows].get() +
-                          size_t{*row % kBlockRows} * row_floats_;
-      std::memcpy(dst, data, sizeof(float) * dim);
-      if (train) s.meta[*row / kBlockRows][(*row % kBlockRows) * 2 + 1] = step;
+      if (!status.ok()) break;
+      for (uint32_t k = k0; k < k1; ++k) {
+        const uint32_t i = order[k];
+        const uint32_t row = found[k - k0];
+        float* dst = out.data() + size_t{i} * dim;
+        if (row == RowIndex::kNone) {
+          if (train) ++unadmitted;
+          if (zeros_for_missing) {
+            std::fill_n(dst, dim, 0.0f);
+          } else {
+            options_.initializer.Fill(ids[i], absl::MakeSpan(dst, dim));
+          }
+          continue;
+        }
+        const float* data = s.blocks[row / kBlockRows].get() +
+                            size_t{row % kBlockRows} * row_floats_;
+        std::memcpy(dst, data, sizeof(float) * dim);
+        if (train) s.meta[row / kBlockRows][(row % kBlockRows) * 2 + 1] = step;
+      }
     }
   }
   if (!status.ok()) return status;
@@ -282,37 +333,53 @@ absl::Status EmbeddingTable::ApplyRows(absl::Span<const int64_t> ids,
   std::vector<absl::Span<float>> slots(slot_initial_.size());
   absl::Status first_error;
   int64_t unadmitted = 0;
+  const uint32_t chunk = LookupChunk();
   for (int st = 0; st < kStripes; ++st) {
     if (begin[st] == begin[st + 1]) continue;
     Stripe& s = stripes_[st];
     MutexLock lock(&s.mu);
-    for (uint32_t k = begin[st]; k < begin[st + 1]; ++k) {
-      const uint32_t i = order[k];
-      const int64_t id = ids[i];
-      bool create = true;
-      if (admission && s.index.Find(id) == RowIndex::kNone) {
-        const int64_t seen =
-            count_admission ? s.sketch->Add(id) : s.sketch->Estimate(id);
-        create = seen >= options_.min_frequency;
+    const uint32_t end = begin[st + 1];
+    PrefetchIndex(s, ids, order, begin[st], std::min(end, begin[st] + chunk));
+    for (uint32_t k0 = begin[st]; k0 < end; k0 += chunk) {
+      const uint32_t k1 = std::min(end, k0 + chunk);
+      PrefetchIndex(s, ids, order, k1, std::min(end, k1 + chunk));
+      // Every row of the chunk found (or created) first, then updated.
+      uint32_t found[kLookupChunk];
+      for (uint32_t k = k0; k < k1; ++k) {
+        const int64_t id = ids[order[k]];
+        found[k - k0] = RowIndex::kNone;
+        bool create = true;
+        if (admission && s.index.Find(id) == RowIndex::kNone) {
+          const int64_t seen =
+              count_admission ? s.sketch->Add(id) : s.sketch->Estimate(id);
+          create = seen >= options_.min_frequency;
+        }
+        absl::StatusOr<uint32_t> row = FindOrCreateLocked(s, id, create, step);
+        if (!row.ok()) {
+          if (first_error.ok()) first_error = row.status();
+          continue;
+        }
+        if (*row == RowIndex::kNone) {
+          ++unadmitted;
+          continue;
+        }
+        found[k - k0] = *row;
+        PrefetchRowLocked(s, *row, /*values_only=*/false);
       }
-      absl::StatusOr<uint32_t> row = FindOrCreateLocked(s, id, create, step);
-      if (!row.ok()) {
-        if (first_error.ok()) first_error = row.status();
-        continue;
+      for (uint32_t k = k0; k < k1; ++k) {
+        const uint32_t row = found[k - k0];
+        if (row == RowIndex::kNone) continue;
+        const uint32_t i = order[k];
+        float* data = s.blocks[row / kBlockRows].get() +
+                      size_t{row % kBlockRows} * row_floats_;
+        for (size_t slot = 0; slot < slots.size(); ++slot) {
+          slots[slot] = absl::MakeSpan(data + (slot + 1) * dim, dim);
+        }
+        int64_t* meta = s.meta[row / kBlockRows].get() + (row % kBlockRows) * 2;
+        optimizer_->Apply(lr, ++meta[0], absl::MakeSpan(data, dim),
+                          gradients.subspan(size_t{i} * dim, dim), slots);
+        meta[1] = step;
       }
-      if (*row == RowIndex::kNone) {
-        ++unadmitted;
-        continue;
-      }
-      float* data = s.blocks[*row / kBlockRows].get() +
-                    size_t{*row % kBlockRows} * row_floats_;
-      for (size_t slot = 0; slot < slots.size(); ++slot) {
-        slots[slot] = absl::MakeSpan(data + (slot + 1) * dim, dim);
-      }
-      int64_t* meta = s.meta[*row / kBlockRows].get() + (*row % kBlockRows) * 2;
-      optimizer_->Apply(lr, ++meta[0], absl::MakeSpan(data, dim),
-                        gradients.subspan(size_t{i} * dim, dim), slots);
-      meta[1] = step;
     }
   }
   rows_pushed_ += static_cast<int64_t>(ids.size());

@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <new>
 #include <optional>
 #include <set>
 #include <string>
@@ -182,13 +183,23 @@ class EmbeddingTable {
   void SetMemoryBudget(std::atomic<int64_t>* used, int64_t limit);
 
  private:
+  // Row blocks start on a cache line (kRowAlignment bytes), so a row whose
+  // size is a multiple of it (dimension 16 and one slot: 128 bytes) spans
+  // no more lines than it must: fewer misses per row looked up.
+  static constexpr size_t kRowAlignment = 64;
+  struct AlignedDelete {
+    void operator()(float* p) const {
+      ::operator delete[](p, std::align_val_t(kRowAlignment));
+    }
+  };
+  using RowBlock = std::unique_ptr<float[], AlignedDelete>;
   // A share of the rows with its own lock; rows live in blocks of
   // kBlockRows (never moved), each with two int64 of metadata: its update
   // count and the version it was last used at.
   struct Stripe {
     mutable Mutex mu;
     RowIndex index ABSL_GUARDED_BY(mu);
-    std::vector<std::unique_ptr<float[]>> blocks ABSL_GUARDED_BY(mu);
+    std::vector<RowBlock> blocks ABSL_GUARDED_BY(mu);
     std::vector<std::unique_ptr<int64_t[]>> meta ABSL_GUARDED_BY(mu);
     std::vector<uint32_t> free_rows ABSL_GUARDED_BY(mu);
     uint32_t next_row ABSL_GUARDED_BY(mu) = 0;
@@ -202,6 +213,21 @@ class EmbeddingTable {
   };
 
   static int StripeOf(int64_t id);
+  // Pulls and pushes look a stripe's rows up kLookupChunk ids at a time,
+  // the index slots of the next chunk and the rows found prefetched, so
+  // that the cache misses of a chunk overlap instead of queuing one after
+  // the other (a table much larger than the cache misses on nearly every
+  // id). The chunk for this table: 1 when its stripes are capped.
+  static constexpr uint32_t kLookupChunk = 16;
+  uint32_t LookupChunk() const;
+  // Prefetches the index slots of ids[order[from..to)].
+  static void PrefetchIndex(const Stripe& s, absl::Span<const int64_t> ids,
+                            const std::vector<uint32_t>& order, uint32_t from,
+                            uint32_t to) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Prefetches `row` (its values, or all its floats) and its metadata;
+  // nothing for kNone.
+  void PrefetchRowLocked(const Stripe& s, uint32_t row, bool values_only) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   // The row of `id` in `s`, created (admitted) if `create` and missing.
   // kNone when absent and not created; error when the budget is spent.
   absl::StatusOr<uint32_t> FindOrCreateLocked(Stripe& s, int64_t id,

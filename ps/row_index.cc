@@ -2,8 +2,6 @@
 
 #include <utility>
 
-#include "common/splitmix64.h"
-
 namespace psflow {
 namespace {
 
@@ -15,11 +13,6 @@ RowIndex::RowIndex()
     : ids_(kInitialSlots),
       rows_(kInitialSlots, kNone),
       mask_(kInitialSlots - 1) {}
-
-size_t RowIndex::Home(int64_t id) const {
-  return SplitMix64Mix(static_cast<uint64_t>(id) + 0x3c6ef372fe94f82bull) &
-         mask_;
-}
 
 uint32_t RowIndex::Find(int64_t id) const {
   for (size_t i = Home(id);; i = (i + 1) & mask_) {

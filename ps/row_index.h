@@ -13,6 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/prefetch.h"
+#include "common/splitmix64.h"
+
 namespace psflow {
 
 class RowIndex {
@@ -23,6 +26,16 @@ class RowIndex {
 
   // The row of `id`, or kNone.
   uint32_t Find(int64_t id) const;
+
+  // Asks the CPU to bring the slot where a lookup of `id` starts into the
+  // cache: a caller that prefetches a few ids ahead of their Find()s
+  // overlaps their cache misses (an index far larger than the cache misses
+  // on nearly every lookup). A hint only; changes nothing.
+  void Prefetch(int64_t id) const {
+    const size_t i = Home(id);
+    PrefetchForRead(ids_.data() + i);
+    PrefetchForRead(rows_.data() + i);
+  }
 
   // Maps an id that is not present to `row` (not kNone).
   void Insert(int64_t id, uint32_t row);
@@ -46,7 +59,10 @@ class RowIndex {
   void Grow();
   // Independent of the hash that picks the server and the stripe
   // (common/job/row_placement.h), so every slot is used.
-  size_t Home(int64_t id) const;
+  size_t Home(int64_t id) const {
+    return SplitMix64Mix(static_cast<uint64_t>(id) + 0x3c6ef372fe94f82bull) &
+           mask_;
+  }
 
   std::vector<int64_t> ids_;
   std::vector<uint32_t> rows_;  // kNone: empty slot
