@@ -2,16 +2,15 @@
 
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 
 namespace psflow {
 
 BatchRows::BatchRows(std::vector<ModelTable> tables)
     : tables_(std::move(tables)),
+      ids_(tables_.size()),
       rows_(tables_.size()),
-      gradients_(tables_.size()),
-      ids_(tables_.size()) {}
+      gradients_(tables_.size()) {}
 
 absl::Status BatchRows::Prepare(const Batch& batch) {
   if (batch.num_fields <= 0 ||
@@ -24,13 +23,13 @@ absl::Status BatchRows::Prepare(const Batch& batch) {
   }
   unique_.clear();
   slots_.resize(batch.ids.size());
-  absl::flat_hash_map<int64_t, int32_t> slot_of;
-  slot_of.reserve(batch.ids.size());
+  numbering_.Reset(batch.ids.size());
   for (size_t k = 0; k < batch.ids.size(); ++k) {
-    auto [it, added] =
-        slot_of.try_emplace(batch.ids[k], static_cast<int32_t>(unique_.size()));
-    if (added) unique_.push_back(batch.ids[k]);
-    slots_[k] = it->second;
+    const int32_t slot = numbering_.Add(batch.ids[k]);
+    if (slot == static_cast<int32_t>(unique_.size())) {
+      unique_.push_back(batch.ids[k]);
+    }
+    slots_[k] = slot;
   }
   sparse_ = SparseBatch();
   sparse_.num_fields = batch.num_fields;

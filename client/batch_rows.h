@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "client/id_numbering.h"
 #include "client/ps_client.h"
 #include "data/batch_stream.h"
 #include "model/model.h"
@@ -73,6 +74,7 @@ class BatchRows {
   }
 
   const std::vector<ModelTable> tables_;
+  IdNumbering numbering_;  // the batch's ids to their slots
   std::vector<int64_t> unique_;
   std::vector<int32_t> slots_;
   std::vector<TableIds> ids_;  // per table; unused for every-field tables
