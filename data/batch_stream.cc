@@ -50,10 +50,14 @@ void BatchStream::FillCtr(int64_t example, int64_t row, Batch& batch) const {
   std::copy_n(data.dense.data() + example * data.num_dense, data.num_dense,
               batch.features.data() + row * data.num_dense);
   batch.labels[row] = data.labels[example];
-  for (int f = 0; f < data.num_fields; ++f) {
-    const absl::Span<const int64_t> bag = data.Bag(example, f);
-    batch.ids.insert(batch.ids.end(), bag.begin(), bag.end());
-    batch.offsets.push_back(static_cast<int64_t>(batch.ids.size()));
+  // The example's bags lie back to back: one copy for all its ids, its
+  // offsets shifted to where they land in the batch.
+  const absl::Span<const int64_t> ids = data.IdsOf(example);
+  const int64_t* offsets = data.offsets.data() + example * data.num_fields;
+  const int64_t shift = static_cast<int64_t>(batch.ids.size()) - offsets[0];
+  batch.ids.insert(batch.ids.end(), ids.begin(), ids.end());
+  for (int f = 1; f <= data.num_fields; ++f) {
+    batch.offsets.push_back(offsets[f] + shift);
   }
 }
 
@@ -87,6 +91,12 @@ void BatchStream::Produce() {
         batch.num_fields = ctr_->num_fields;
         batch.offsets.reserve(size * ctr_->num_fields + 1);
         batch.offsets.push_back(0);
+        // The data set's mean ids per example, and some room: one
+        // allocation for a batch's ids.
+        batch.ids.reserve(
+            static_cast<size_t>((ctr_->ids.size() * size * 9 / 8) /
+                                    std::max<int64_t>(1, num_examples) +
+                                ctr_->num_fields));
       }
       for (int64_t b = 0; b < size; ++b) {
         if (ctr_ != nullptr) {
