@@ -1,79 +1,83 @@
 #include "common/rpc/connection_guard.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "common/logging.h"
 
 namespace psflow {
 namespace {
 
-constexpr char kEstablished[] = "01";
-
 struct Connection {
-  uint64_t inode = 0;
-  std::string peer;  // the remote address, hex as /proc writes it
+  uint64_t inode = 0;  // grows with time: the highest are the newest
+  int fd = -1;
+  std::string peer;  // the remote address, without the port
 };
 
-// This host's established connections to local `port`, from one of
-// /proc/net/tcp and /proc/net/tcp6.
-void ReadConnections(const char* path, int port, std::vector<Connection>& out) {
-  std::ifstream table(path);
-  std::string line;
-  std::getline(table, line);  // the header
-  while (std::getline(table, line)) {
-    std::vector<absl::string_view> fields =
-        absl::StrSplit(line, ' ', absl::SkipEmpty());
-    if (fields.size() < 10 || fields[3] != kEstablished) continue;
-    const size_t colon = fields[1].rfind(':');
-    uint32_t local_port = 0;
-    if (colon == absl::string_view::npos ||
-        !absl::SimpleHexAtoi(fields[1].substr(colon + 1), &local_port) ||
-        static_cast<int>(local_port) != port) {
-      continue;
-    }
-    Connection c;
-    if (!absl::SimpleAtoi(fields[9], &c.inode) || c.inode == 0) continue;
-    const size_t remote_colon = fields[2].rfind(':');
-    c.peer = std::string(fields[2].substr(0, remote_colon));
-    out.push_back(std::move(c));
+// The port and address of a socket address, or port -1.
+std::pair<int, std::string> PortAndAddress(const sockaddr_storage& address) {
+  char text[INET6_ADDRSTRLEN] = "";
+  if (address.ss_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in&>(address);
+    inet_ntop(AF_INET, &in.sin_addr, text, sizeof(text));
+    return {ntohs(in.sin_port), text};
   }
+  if (address.ss_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(address);
+    inet_ntop(AF_INET6, &in6.sin6_addr, text, sizeof(text));
+    return {ntohs(in6.sin6_port), text};
+  }
+  return {-1, ""};
 }
 
-// This process's socket descriptors by inode.
-std::map<uint64_t, int> SocketsByInode() {
-  std::map<uint64_t, int> sockets;
+// This process's established TCP connections on local `port`, from its own
+// descriptors (/proc/self/fd): never the host's whole connection table,
+// which /proc/net/tcp walks bucket by bucket on every read (milliseconds
+// of kernel time on a host with a large table, twice a second in every
+// process).
+std::vector<Connection> OwnConnections(int port) {
+  std::vector<Connection> out;
   DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return sockets;
+  if (dir == nullptr) return out;
   while (dirent* entry = readdir(dir)) {
     int fd = 0;
     if (!absl::SimpleAtoi(entry->d_name, &fd)) continue;
-    char target[64];
-    const std::string link = absl::StrCat("/proc/self/fd/", entry->d_name);
-    const ssize_t n = readlink(link.c_str(), target, sizeof(target) - 1);
-    if (n <= 0) continue;
-    target[n] = '\0';
-    uint64_t inode = 0;
-    absl::string_view text(target, n);
-    if (absl::ConsumePrefix(&text, "socket:[") &&
-        absl::ConsumeSuffix(&text, "]") && absl::SimpleAtoi(text, &inode)) {
-      sockets[inode] = fd;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    sockaddr_storage local{}, remote{};
+    socklen_t local_size = sizeof(local), remote_size = sizeof(remote);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_size) !=
+            0 ||
+        PortAndAddress(local).first != port) {
+      continue;
     }
+    // The listening socket has no peer.
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&remote), &remote_size) !=
+        0) {
+      continue;
+    }
+    tcp_info info{};
+    socklen_t info_size = sizeof(info);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &info_size) != 0 ||
+        info.tcpi_state != TCP_ESTABLISHED) {
+      continue;
+    }
+    out.push_back(Connection{st.st_ino, fd, PortAndAddress(remote).second});
   }
   closedir(dir);
-  return sockets;
+  return out;
 }
 
 }  // namespace
@@ -95,22 +99,18 @@ void ConnectionGuard::Run() {
 }
 
 void ConnectionGuard::Enforce() {
-  std::vector<Connection> connections;
-  ReadConnections("/proc/net/tcp", options_.port, connections);
-  ReadConnections("/proc/net/tcp6", options_.port, connections);
+  const std::vector<Connection> connections = OwnConnections(options_.port);
   if (connections.empty()) return;
-  const std::map<uint64_t, int> ours = SocketsByInode();
-  // Only this process's ends (a client on this host to the same port has
-  // its own ends in the table too, with other inodes).
+  std::map<uint64_t, int> fds;  // by inode
   std::map<std::string, std::vector<uint64_t>> by_peer;
   std::vector<uint64_t> all;
   for (const Connection& c : connections) {
-    if (ours.count(c.inode) == 0) continue;
+    fds[c.inode] = c.fd;
     by_peer[c.peer].push_back(c.inode);
     all.push_back(c.inode);
   }
-  // Socket inodes grow with time: the highest are the newest, which are
-  // the ones dropped (connections that work keep working).
+  // The newest beyond a cap are the ones dropped (connections that work
+  // keep working).
   std::vector<uint64_t> excess;
   for (auto& [peer, inodes] : by_peer) {
     if (options_.max_per_peer <= 0 ||
@@ -122,7 +122,7 @@ void ConnectionGuard::Enforce() {
                   inodes.end());
     LOG(WARNING) << options_.what << " on port " << options_.port << ": "
                  << inodes.size() << " connections from one peer (" << peer
-                 << " in /proc/net/tcp's notation); closing the newest "
+                 << "); closing the newest "
                  << inodes.size() - options_.max_per_peer << " (at most "
                  << options_.max_per_peer << " per peer)";
   }
@@ -138,7 +138,7 @@ void ConnectionGuard::Enforce() {
   std::sort(excess.begin(), excess.end());
   excess.erase(std::unique(excess.begin(), excess.end()), excess.end());
   for (uint64_t inode : excess) {
-    const int fd = ours.at(inode);
+    const int fd = fds.at(inode);
     // The descriptor may have been closed and reused since it was listed:
     // act only on the same socket.
     struct stat st;

@@ -2,8 +2,9 @@
 // many all peers may, so that a peer opening connections (completing their
 // TLS handshakes or not) cannot pin a server's sockets and memory: gRPC
 // 1.51 has no such limit. A thread looks every `period` at this process's
-// established connections on the server's port (/proc/net/tcp{,6} and
-// /proc/self/fd) and shuts down the newest beyond each cap; gRPC then
+// established connections on the server's port (its own socket
+// descriptors, /proc/self/fd) and shuts down the newest beyond each cap;
+// gRPC then
 // sees the connection end and frees it. The handshake deadline
 // (ServerOptions::handshake_timeout) drops stalled handshakes below the
 // caps too.
