@@ -133,10 +133,14 @@ TEST_F(RowsClientTest, SeveralTablesTravelTogether) {
 
 TEST_F(RowsClientTest, EvaluationPullsCreateNoRows) {
   ASSERT_NO_FATAL_FAILURE(Start(ASYNC));
-  const std::vector<float> looked = Pull("emb", 4, {1, 2, 3}, /*train=*/false);
+  // An id without a row reads zeros, the table's default row.
+  EXPECT_EQ(Pull("emb", 4, {1, 2, 3}, /*train=*/false),
+            std::vector<float>(12, 0.0f));
   for (auto& core : cores_) EXPECT_EQ(core->Stats().tables(0).rows(), 0);
-  // The row a training pull creates is the one evaluation saw.
-  EXPECT_EQ(Pull("emb", 4, {1, 2, 3}), looked);
+  // Once a training pull created them, evaluation reads the rows.
+  const std::vector<float> created = Pull("emb", 4, {1, 2, 3});
+  EXPECT_NE(created, std::vector<float>(12, 0.0f));
+  EXPECT_EQ(Pull("emb", 4, {1, 2, 3}, /*train=*/false), created);
 }
 
 TEST_F(RowsClientTest, SyncPullsWaitForEveryWorkersPush) {
