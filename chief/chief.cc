@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -374,6 +375,7 @@ absl::StatusOr<Chief::FinalSave> Chief::SaveFinalCheckpoint() {
     }
     if (saved.ok()) {
       LogSavedCheckpoint(*saved);
+      final_checkpoint_ = saved->path;
       return FinalSave::kSaved;
     }
     // A server lost during the save shows in its check.
@@ -418,7 +420,58 @@ absl::Status Chief::Evaluate() {
   evaluation.has_evaluator = policy_.has_evaluator;
   evaluation.evaluator_timeout = policy_.final_evaluation_timeout;
   evaluation.cpu_threads = policy_.evaluation_threads;
+  evaluation.keep_model = [this](bool wait_for_servers) {
+    return KeepFinalModel(wait_for_servers);
+  };
   return ObtainFinalEvaluation(evaluation, spec_, *parts_.client, coordinator_);
+}
+
+// A server that restarts after training lost the trained model's share it
+// held; the final checkpoint holds exactly that model (nothing trains
+// after it), so restoring it costs no step. The job is paused meanwhile:
+// the evaluator does not pull a server between the creation of its
+// variables and the restore, and a report whose pulls met the restore is
+// refused (JobCoordinator::Evaluation).
+absl::StatusOr<bool> Chief::KeepFinalModel(bool wait_for_servers) {
+  const std::vector<absl::StatusOr<StatsResponse>> stats = watch_->Poll();
+  const absl::Status servers = CheckParameterServers(
+      stats, ExpectedVariablesPerServer(parts_.client->placement()));
+  // One shutting down (SIGTERM) still holds its state; it is restored
+  // once it comes back, if it does before the job ends.
+  if (servers.ok() || ServerLeaving(servers).has_value()) return false;
+  if (absl::IsAborted(servers)) {
+    return absl::AbortedError(
+        absl::StrCat("this chief no longer controls the parameter servers: ",
+                     servers.message()));
+  }
+  const bool all_answer = absl::c_all_of(
+      stats, [](const absl::StatusOr<StatsResponse>& s) { return s.ok(); });
+  if (!all_answer && !wait_for_servers) return false;
+  if (final_checkpoint_.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        servers.message(),
+        " after training ended, and the job saves no checkpoints, so the "
+        "trained model is lost with it and cannot be evaluated; set "
+        "checkpoint.directory so that a lost server can be recovered"));
+  }
+  const std::string why =
+      absl::StrCat("restoring the final checkpoint: ", servers.message(),
+                   " after training ended");
+  LOG(WARNING) << "parameter server lost after training ended ("
+               << servers.message() << "); restoring " << final_checkpoint_;
+  coordinator_.SetActivity(absl::StrCat("restoring ", final_checkpoint_,
+                                        " onto the parameter servers"));
+  absl::StatusOr<int64_t> step =
+      PauseAndRestore(Recovery(), why, final_checkpoint_);
+  if (!step.ok()) {
+    return absl::Status(
+        step.status().code(),
+        absl::StrCat("the final model could not be restored after a "
+                     "parameter server was lost (",
+                     servers.message(), "): ", step.status().message(),
+                     " (the trained model is in ", final_checkpoint_, ")"));
+  }
+  return true;
 }
 
 absl::Status Chief::Finish(absl::Status result) {

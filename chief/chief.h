@@ -124,6 +124,14 @@ class Chief {
   absl::Status AwaitWorkers(absl::Time deadline);
   absl::Status SuperviseTraining();
   absl::StatusOr<FinalSave> SaveFinalCheckpoint();
+  // After training: false while every server holds its variables; when one
+  // restarted and lost them, restores the final checkpoint onto all
+  // (pausing the final evaluation) and returns true. A server that does
+  // not answer is waited for (ps_return_timeout) only with
+  // `wait_for_servers`; else false. An error when the model cannot be
+  // recovered (no checkpoints, the server does not come back, another
+  // chief took over).
+  absl::StatusOr<bool> KeepFinalModel(bool wait_for_servers);
   // OK when every server answers holding its variables (recovery.h).
   absl::Status CheckServers();
   RecoveryOptions Recovery() const;
@@ -136,6 +144,9 @@ class Chief {
   JobCoordinator& coordinator_;
   const absl::Time startup_deadline_;
   int64_t restored_step_ = -1;
+  // The final checkpoint (SaveFinalCheckpoint): the trained model, which
+  // KeepFinalModel restores; empty when the job saves none.
+  std::string final_checkpoint_;
   absl::Time training_start_;
   // Polls the servers' Stats from Prepare's end to Finish.
   std::unique_ptr<ServerWatch> watch_;

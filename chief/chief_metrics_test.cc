@@ -32,7 +32,7 @@ TEST(ChiefMetricsTest, ScrapesReadTheCoordinatorsViewOfTheJob) {
   coordinator.Progress(report);
   EvaluationReport evaluation;
   evaluation.set_accuracy(0.875);
-  coordinator.Evaluation(evaluation);
+  ASSERT_OK(coordinator.Evaluation(evaluation));
 
   registry.Refresh();
   const std::string text = PrometheusText(registry.Snapshot());

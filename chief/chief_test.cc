@@ -14,12 +14,14 @@
 #include "gtest/gtest.h"
 #include "model/initializer.h"
 #include "proto/protocol.h"
+#include "tests/idx_files.h"
 #include "tests/in_process_job.h"
 
 namespace psflow {
 namespace {
 
 using ::psflow::testing::InProcessJob;
+using ::psflow::testing::WriteIdxFile;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -71,6 +73,51 @@ class ChiefTest : public ::testing::Test {
     options.job_name = "test";
     ASSERT_OK_AND_ASSIGN(
         checkpoints_, CheckpointManager::Create(options, job_->client.get()));
+  }
+
+  // 100 held-out examples (4 features, 2 classes) for the final
+  // evaluation. Before NewChief: the chief reads the spec it is given.
+  void UseTestData() {
+    std::vector<uint8_t> pixels, labels;
+    for (int i = 0; i < 100; ++i) {
+      labels.push_back(i % 2);
+      for (int f = 0; f < 4; ++f) pixels.push_back((i * 13 + f) % 256);
+    }
+    ASSERT_OK_AND_ASSIGN(const std::string images,
+                         WriteIdxFile("chief_test_images", {100, 4}, pixels));
+    ASSERT_OK_AND_ASSIGN(const std::string labels_file,
+                         WriteIdxFile("chief_test_labels", {100}, labels));
+    spec_.mutable_config()->mutable_data()->set_test_images(images);
+    spec_.mutable_config()->mutable_data()->set_test_labels(labels_file);
+  }
+
+  // Runs `chief`'s Train while the one worker joins, trains the job's 5
+  // steps and reports that it finished: training ends, with its final
+  // checkpoint when the job saves them.
+  void TrainToTheEnd(Chief& chief) {
+    absl::Status result = absl::UnknownError("not run");
+    std::atomic<bool> done{false};
+    std::thread runner([&] {
+      result = chief.Train();
+      done = true;
+    });
+    RegisterTaskRequest join;
+    join.set_protocol_version(kProtocolVersion);
+    join.set_task_type("worker");
+    join.set_task_index(0);
+    while (!done && !coordinator_->Register(join).ok()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    Train(5);
+    ProgressReport finished;
+    finished.set_worker_index(0);
+    finished.set_global_step(5);
+    finished.set_local_steps(5);
+    finished.set_finished(true);
+    finished.set_generation(coordinator_->Status().generation());
+    coordinator_->Progress(finished);
+    runner.join();
+    ASSERT_OK(result);
   }
 
   std::vector<std::string> Saved() const {
@@ -245,6 +292,109 @@ TEST_F(ChiefTest, AJobTrainedToItsEndSucceedsWithItsFinalCheckpoint) {
   json << file.rdbuf();
   EXPECT_THAT(json.str(), HasSubstr("\"state\": \"SUCCEEDED\""));
   EXPECT_THAT(json.str(), HasSubstr("\"global_step\": 5"));
+}
+
+// A server restarted after training, before the final evaluation: its
+// share of the trained model is gone. The chief's own evaluation fails on
+// it, the chief restores the final checkpoint (the model as trained, so no
+// step is lost) and evaluates that.
+TEST_F(ChiefTest, AServerLostAfterTrainingGetsTheFinalCheckpointBack) {
+  UseCheckpoints();
+  UseTestData();
+  auto chief = NewChief();
+  ASSERT_OK(chief->Prepare());
+  TrainToTheEnd(*chief);
+  EXPECT_THAT(Saved(), ElementsAre("ckpt-0", "ckpt-5"));
+  const std::vector<std::vector<float>> trained = Values();
+  const int64_t generation = coordinator_->Status().generation();
+  job_->RestartServer();
+  ASSERT_OK(chief->Evaluate());
+  EXPECT_EQ(Values(), trained);
+  EXPECT_EQ(coordinator_->state(), FINAL_EVALUATION);
+  EXPECT_EQ(coordinator_->Status().generation(), generation + 1);
+  std::optional<EvaluationReport> final_eval = coordinator_->last_evaluation();
+  ASSERT_TRUE(final_eval.has_value());
+  EXPECT_TRUE(final_eval->final());
+  EXPECT_EQ(final_eval->evaluated_by(), "chief-0");
+}
+
+// The same loss in a job that saves no checkpoints: the trained model is
+// gone, and the job fails saying so and naming the fix, not with a pull
+// error.
+TEST_F(ChiefTest, AServerLostAfterTrainingWithoutCheckpointsFailsNamingWhy) {
+  UseTestData();
+  auto chief = NewChief();
+  ASSERT_OK(chief->Prepare());
+  TrainToTheEnd(*chief);
+  job_->RestartServer();
+  const absl::Status evaluated = chief->Evaluate();
+  EXPECT_THAT(evaluated, StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(evaluated.message(), HasSubstr("ps-0 holds 0 of its"));
+  EXPECT_THAT(evaluated.message(), HasSubstr("saves no checkpoints"));
+  EXPECT_THAT(evaluated.message(), HasSubstr("checkpoint.directory"));
+}
+
+// With an evaluator: the chief checks its servers while it waits for the
+// final evaluation and restores the lost one's share; the evaluator's
+// report made before the restore is refused, the one made after it is the
+// job's final evaluation.
+TEST_F(ChiefTest, TheEvaluatorEvaluatesTheFinalModelRestoredAfterALoss) {
+  UseCheckpoints();
+  UseTestData();
+  policy_.has_evaluator = true;
+  policy_.final_evaluation_timeout = absl::Minutes(10);
+  auto chief = NewChief();
+  ASSERT_OK(chief->Prepare());
+  TrainToTheEnd(*chief);
+  const std::vector<std::vector<float>> trained = Values();
+  RegisterTaskRequest join;
+  join.set_protocol_version(kProtocolVersion);
+  join.set_task_type("evaluator");
+  ASSERT_OK(coordinator_->Register(join));
+  const int64_t generation = coordinator_->Status().generation();
+  job_->RestartServer();
+  // The evaluator asks for the status (keeping in touch) until the model
+  // was restored, then reports twice: pulls begun before the restore, and
+  // pulls of the restored model.
+  absl::Status stale = absl::UnknownError("not sent"),
+               fresh = absl::UnknownError("not sent");
+  std::atomic<bool> chief_done{false};
+  std::thread evaluator([&] {
+    StatusRequest ask;
+    ask.set_task_type("evaluator");
+    while (!chief_done) {
+      const StatusResponse status = coordinator_->Status(ask);
+      if (status.state() == FINAL_EVALUATION &&
+          status.generation() != generation) {
+        EvaluationReport report;
+        report.set_final(true);
+        report.set_global_step(status.global_step());
+        report.set_model_generation(generation);
+        stale = coordinator_->Evaluation(report);
+        report.set_model_generation(status.generation());
+        report.set_accuracy(0.625);
+        fresh = coordinator_->Evaluation(report);
+        return;
+      }
+      if (status.state() != FINAL_EVALUATION && status.state() != PAUSED &&
+          status.state() != TRAINING) {
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  clock_.SetAutoAdvance(true);
+  const absl::Status evaluated = chief->Evaluate();
+  chief_done = true;
+  evaluator.join();
+  ASSERT_OK(evaluated);
+  EXPECT_THAT(stale, StatusIs(absl::StatusCode::kAborted));
+  EXPECT_OK(fresh);
+  EXPECT_EQ(Values(), trained);
+  std::optional<EvaluationReport> final_eval = coordinator_->last_evaluation();
+  ASSERT_TRUE(final_eval.has_value());
+  EXPECT_EQ(final_eval->evaluated_by(), "evaluator-0");
+  EXPECT_EQ(final_eval->accuracy(), 0.625);
 }
 
 }  // namespace

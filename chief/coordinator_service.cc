@@ -98,8 +98,7 @@ class CoordinatorServer::Service final : public Coordinator::CallbackService {
         !allowed.ok()) {
       return Done(context, allowed);
     }
-    coordinator_->Evaluation(*report);
-    return Done(context, absl::OkStatus());
+    return Done(context, coordinator_->Evaluation(*report));
   }
 
  private:

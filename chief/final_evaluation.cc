@@ -36,22 +36,52 @@ absl::Status ObtainFinalEvaluation(const FinalEvaluationOptions& options,
                                    const JobSpec& spec, ParameterClient& client,
                                    JobCoordinator& coordinator) {
   if (!HasTestData(spec.config())) return absl::OkStatus();
+  coordinator.BeginFinalEvaluation();
+  Clock& clock = coordinator.clock();
   if (options.has_evaluator) {
     coordinator.SetActivity(
         absl::StrCat("waiting for the evaluator's final evaluation (at most ",
                      absl::FormatDuration(options.evaluator_timeout), ")"));
-    std::optional<EvaluationReport> report = coordinator.RunFinalEvaluation(
-        coordinator.clock().Now() + options.evaluator_timeout);
-    if (report.has_value()) {
-      LogFinal(*report);
-      return absl::OkStatus();
+    absl::Time deadline = clock.Now() + options.evaluator_timeout;
+    while (true) {
+      const JobCoordinator::FinalEvaluationWait waited =
+          coordinator.AwaitFinalEvaluation(
+              deadline, options.keep_model
+                            ? clock.Now() + options.check_interval
+                            : absl::InfiniteFuture());
+      if (waited == JobCoordinator::FinalEvaluationWait::kReceived) {
+        LogFinal(*coordinator.last_evaluation());
+        return absl::OkStatus();
+      }
+      if (waited == JobCoordinator::FinalEvaluationWait::kGivenUp) break;
+      ASSIGN_OR_RETURN(const bool restored,
+                       options.keep_model(/*wait_for_servers=*/false));
+      if (restored) {
+        // The evaluator evaluates the restored model from the start.
+        deadline = clock.Now() + options.evaluator_timeout;
+        coordinator.SetActivity(absl::StrCat(
+            "waiting for the evaluator's final evaluation of the restored "
+            "model (at most ",
+            absl::FormatDuration(options.evaluator_timeout), ")"));
+      }
     }
     LOG(WARNING) << "the evaluator sent no final evaluation; the chief "
                     "evaluates the final model itself";
   }
   coordinator.SetActivity("evaluating the final model");
-  absl::StatusOr<EvaluationReport> report =
-      EvaluateOnChief(options, spec, client);
+  // A server lost meanwhile (its pulls fail: a restarted server has no
+  // variables until the chief restores them) is restored and the model
+  // evaluated again.
+  constexpr int kAttempts = 3;
+  absl::StatusOr<EvaluationReport> report;
+  for (int attempt = 1;; ++attempt) {
+    report = EvaluateOnChief(options, spec, client);
+    if (report.ok() || !options.keep_model || attempt == kAttempts) break;
+    // Its error names the lost server and the fix itself.
+    ASSIGN_OR_RETURN(const bool restored,
+                     options.keep_model(/*wait_for_servers=*/true));
+    if (!restored) break;
+  }
   if (!report.ok()) {
     return absl::Status(
         report.status().code(),

@@ -9,7 +9,10 @@
 #ifndef PSFLOW_CHIEF_FINAL_EVALUATION_H_
 #define PSFLOW_CHIEF_FINAL_EVALUATION_H_
 
+#include <functional>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "chief/job_coordinator.h"
 #include "client/ps_client.h"
@@ -23,12 +26,25 @@ struct FinalEvaluationOptions {
   // silent evaluator is given up on sooner: the heartbeat timeout).
   absl::Duration evaluator_timeout = absl::Seconds(120);
   int cpu_threads = 1;  // the chief's own evaluation runs on the CPU
+  // Keeps the final model on the servers (Chief::KeepFinalModel): restores
+  // the final checkpoint onto every server when one restarted and lost its
+  // state, and says whether it did; an error fails the job. Called every
+  // check_interval while the evaluator's report is awaited, with
+  // `wait_for_servers` false: a server that does not answer is not waited
+  // for then (an evaluator of checkpoint files does without it); and when
+  // the chief's own evaluation failed, with true: the servers are waited
+  // for (bounded), as that evaluation needs them. Unset: nothing is
+  // checked.
+  std::function<absl::StatusOr<bool>(bool wait_for_servers)> keep_model;
+  absl::Duration check_interval = absl::Seconds(1);
 };
 
 // OK once the final metrics are recorded in `coordinator` (or the job has
-// no test data). An error names why the chief's own evaluation failed
-// (unreadable test data, a lost parameter server); the job then fails, as
-// it cannot report its result.
+// no test data). Moves the job to FINAL_EVALUATION first. A restore of the
+// final model meanwhile gives the evaluator its full time again. An error
+// names why the chief's own evaluation failed (unreadable test data, a
+// parameter server lost for good); the job then fails, as it cannot report
+// its result.
 absl::Status ObtainFinalEvaluation(const FinalEvaluationOptions& options,
                                    const JobSpec& spec, ParameterClient& client,
                                    JobCoordinator& coordinator);

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,7 +55,9 @@ class FinalEvaluationTest : public ::testing::Test {
   }
 
   // Starts the job, then the chief's final evaluation.
-  absl::Status Obtain(bool has_evaluator, bool evaluator_joined = false) {
+  absl::Status Obtain(
+      bool has_evaluator, bool evaluator_joined = false,
+      std::function<absl::StatusOr<bool>(bool)> keep_model = nullptr) {
     auto job = InProcessJob::Start(spec_, TaskId{TaskType::kChief, 0});
     if (!job.ok()) return job.status();
     job_ = *std::move(job);
@@ -70,6 +73,8 @@ class FinalEvaluationTest : public ::testing::Test {
     FinalEvaluationOptions options;
     options.has_evaluator = has_evaluator;
     options.evaluator_timeout = absl::Milliseconds(50);
+    options.keep_model = std::move(keep_model);
+    options.check_interval = absl::Milliseconds(1);
     return ObtainFinalEvaluation(options, spec_, *job_->client,
                                  *job_->coordinator);
   }
@@ -101,7 +106,45 @@ TEST_F(FinalEvaluationTest, TheChiefEvaluatesWhenTheEvaluatorSendsNone) {
   // A late report from the evaluator does not replace the final one.
   EvaluationReport late;
   late.set_global_step(3);
-  job_->coordinator->Evaluation(late);
+  EXPECT_OK(job_->coordinator->Evaluation(late));
+  EXPECT_EQ(job_->coordinator->last_evaluation()->evaluated_by(), "chief-0");
+}
+
+// While it waits for the evaluator, the chief keeps the final model on
+// the servers without waiting for one that does not answer; a model it
+// cannot keep fails the job with that reason.
+TEST_F(FinalEvaluationTest, TheModelIsKeptWhileTheEvaluatorIsAwaited) {
+  std::vector<bool> calls;
+  absl::Status result = Obtain(
+      /*has_evaluator=*/true, /*evaluator_joined=*/true,
+      [&calls](bool wait_for_servers) -> absl::StatusOr<bool> {
+        calls.push_back(wait_for_servers);
+        if (calls.size() < 3) return false;
+        return absl::FailedPreconditionError("ps-0 lost; no checkpoints");
+      });
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kFailedPrecondition,
+                               HasSubstr("ps-0 lost; no checkpoints")));
+  EXPECT_THAT(calls, ::testing::ElementsAre(false, false, false));
+  EXPECT_EQ(job_->coordinator->state(), FINAL_EVALUATION);
+}
+
+// A restore gives the evaluator its full time again: the wait outlasts
+// the first deadline.
+TEST_F(FinalEvaluationTest, ARestoreGivesTheEvaluatorItsTimeAgain) {
+  int restores = 0;
+  const absl::Time start = absl::Now();
+  ASSERT_OK(Obtain(/*has_evaluator=*/true, /*evaluator_joined=*/true,
+                   [&](bool) -> absl::StatusOr<bool> {
+                     // Restores until well past the first 50 ms.
+                     if (absl::Now() - start > absl::Milliseconds(120)) {
+                       return false;
+                     }
+                     ++restores;
+                     return true;
+                   }));
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(120));
+  EXPECT_GT(restores, 0);
+  // Given up on in the end: the chief evaluated.
   EXPECT_EQ(job_->coordinator->last_evaluation()->evaluated_by(), "chief-0");
 }
 

@@ -156,7 +156,8 @@ StatusResponse JobCoordinator::StatusLocked() const {
 
 bool JobCoordinator::Pause(const std::string& why) {
   MutexLock lock(&mu_);
-  if (state_ != TRAINING) return false;
+  if (state_ != TRAINING && state_ != FINAL_EVALUATION) return false;
+  paused_from_ = state_;
   state_ = PAUSED;
   message_ = why;
   paused_at_ = options_.clock->Now();
@@ -193,7 +194,7 @@ void JobCoordinator::Resume(int64_t global_step) {
   if (state_ != PAUSED) return;
   ++generation_;
   global_step_ = global_step;
-  state_ = TRAINING;
+  state_ = paused_from_;
   message_.clear();
 }
 
@@ -294,13 +295,26 @@ std::vector<std::string> JobCoordinator::WaitForOutcomeHeard(
   return UninformedLocked();
 }
 
-void JobCoordinator::Evaluation(const EvaluationReport& report) {
+absl::Status JobCoordinator::Evaluation(const EvaluationReport& report) {
   MutexLock lock(&mu_);
   evaluator_last_contact_ = options_.clock->Now();
-  if (final_evaluation_received_) return;  // the chief's own came first
+  if (final_evaluation_received_) {
+    return absl::OkStatus();  // the chief's own came first
+  }
+  if (report.has_model_generation() &&
+      (state_ == PAUSED || state_ == INITIALIZING ||
+       report.model_generation() != generation_)) {
+    return absl::AbortedError(absl::StrCat(
+        "the chief ", state_ == PAUSED ? "is restoring" : "restored",
+        " the model while this evaluation pulled it (generation ",
+        report.model_generation(), ", now ", generation_,
+        "): a pull may have read a server mid-restore, so its numbers are "
+        "not recorded; evaluate again"));
+  }
   evaluation_ = report;
   evaluation_->set_evaluated_by("evaluator-0");
   if (report.final()) final_evaluation_received_ = true;
+  return absl::OkStatus();
 }
 
 void JobCoordinator::RecordChiefEvaluation(EvaluationReport report) {
@@ -462,10 +476,18 @@ bool JobCoordinator::WaitForTrainingEnd(absl::Time deadline) {
   }
 }
 
-std::optional<EvaluationReport> JobCoordinator::RunFinalEvaluation(
-    absl::Time deadline) {
+void JobCoordinator::BeginFinalEvaluation() {
   MutexLock lock(&mu_);
   if (state_ == TRAINING) state_ = FINAL_EVALUATION;
+}
+
+JobCoordinator::FinalEvaluationWait JobCoordinator::AwaitFinalEvaluation(
+    absl::Time deadline, absl::Time wake) {
+  MutexLock lock(&mu_);
+  if (state_ == TRAINING) state_ = FINAL_EVALUATION;
+  if (!final_evaluation_since_.has_value()) {
+    final_evaluation_since_ = options_.clock->Now();
+  }
   auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return final_evaluation_received_ || state_ == FAILED;
   };
@@ -473,16 +495,15 @@ std::optional<EvaluationReport> JobCoordinator::RunFinalEvaluation(
   // silent past the heartbeat timeout (it asks for the status every second,
   // also while it evaluates), or has not joined within that long, is not
   // waited for.
-  const absl::Time start = options_.clock->Now();
   while (!done()) {
     const absl::Time now = options_.clock->Now();
     if (now >= deadline) break;
-    // Silent since its last contact; or, not joined yet, since this wait
+    // Silent since its last contact; or, not joined yet, since the wait
     // began.
     const absl::Time since =
         evaluator_registered_ && evaluator_last_contact_.has_value()
             ? *evaluator_last_contact_
-            : start;
+            : *final_evaluation_since_;
     if (now - since > options_.heartbeat_timeout) {
       LOG(WARNING) << "not waiting for a final evaluation: the evaluator "
                    << (evaluator_registered_ ? "has been silent for "
@@ -491,10 +512,22 @@ std::optional<EvaluationReport> JobCoordinator::RunFinalEvaluation(
                           absl::Trunc(now - since, absl::Seconds(1)));
       break;
     }
+    if (now >= wake) return FinalEvaluationWait::kWaiting;
     options_.clock->AwaitWithDeadline(
-        mu_, Condition(&done), std::min(now + absl::Seconds(1), deadline));
+        mu_, Condition(&done),
+        std::min({now + absl::Seconds(1), deadline, wake}));
   }
-  if (!final_evaluation_received_) return std::nullopt;
+  return final_evaluation_received_ ? FinalEvaluationWait::kReceived
+                                    : FinalEvaluationWait::kGivenUp;
+}
+
+std::optional<EvaluationReport> JobCoordinator::RunFinalEvaluation(
+    absl::Time deadline) {
+  if (AwaitFinalEvaluation(deadline, absl::InfiniteFuture()) !=
+      FinalEvaluationWait::kReceived) {
+    return std::nullopt;
+  }
+  MutexLock lock(&mu_);
   return evaluation_;
 }
 

@@ -96,7 +96,11 @@ class JobCoordinator {
   // the evaluator, knowing the current state and generation of a job not
   // ended) blocks likewise.
   StatusResponse Status(const StatusRequest& request);
-  void Evaluation(const EvaluationReport& report);
+  // Records the evaluator's report. ABORTED, recording nothing, for an
+  // evaluation of the live model whose pulls may have met a restore: the
+  // job is paused, or its model generation is not the report's
+  // (EvaluationReport.model_generation); the evaluator evaluates again.
+  absl::Status Evaluation(const EvaluationReport& report);
 
   // The longest a long poll is held: well within the callers' deadlines
   // (a worker's report has 10 s; the evaluator's request 5 s beyond the
@@ -147,8 +151,20 @@ class JobCoordinator {
   // (finished or failed: see state()), false at the deadline.
   bool WaitForTrainingEnd(absl::Time deadline);
 
-  // TRAINING -> FINAL_EVALUATION, then blocks until the evaluator reports
-  // its final evaluation or `deadline`; returns that report if it came.
+  // TRAINING -> FINAL_EVALUATION: training is over and the final model is
+  // evaluated (by the evaluator, or by the chief itself). Finished workers
+  // wait on; a restore from now on (Pause, Resume) comes back to it.
+  void BeginFinalEvaluation();
+
+  // BeginFinalEvaluation, then blocks until the evaluator reports its
+  // final evaluation (kReceived: last_evaluation()), the evaluator is given
+  // up on (kGivenUp: `deadline`, silent past the heartbeat timeout, or not
+  // joined that long after the first call; or the job failed), or `wake`
+  // (kWaiting: call again to wait on).
+  enum class FinalEvaluationWait { kReceived, kGivenUp, kWaiting };
+  FinalEvaluationWait AwaitFinalEvaluation(absl::Time deadline,
+                                           absl::Time wake);
+  // AwaitFinalEvaluation until received or given up; the report if it came.
   std::optional<EvaluationReport> RunFinalEvaluation(absl::Time deadline);
 
   // The final evaluation the chief ran itself (no evaluator, or none
@@ -156,8 +172,9 @@ class JobCoordinator {
   // `chief_task`, and the evaluator is no longer waited for.
   void RecordChiefEvaluation(EvaluationReport report);
 
-  // TRAINING -> PAUSED (`why` is the status message while paused).
-  // False when not training.
+  // TRAINING or FINAL_EVALUATION -> PAUSED (`why` is the status message
+  // while paused): the servers' model is about to be restored. False in
+  // any other state.
   bool Pause(const std::string& why);
 
   // Blocks until every worker still in the job (registered, not lost, not
@@ -165,7 +182,9 @@ class JobCoordinator {
   // those that did not.
   std::vector<std::string> WaitForWorkersPaused(absl::Time deadline);
 
-  // PAUSED -> TRAINING with a new generation, training from `global_step`.
+  // PAUSED -> the state paused (TRAINING, or FINAL_EVALUATION for a final
+  // model restored after training) with a new generation, at
+  // `global_step`.
   void Resume(int64_t global_step);
 
   // A `psctl ckpt restore` request, run by the chief's main loop, which
@@ -332,6 +351,10 @@ class JobCoordinator {
   bool evaluator_heard_outcome_ ABSL_GUARDED_BY(mu_) = false;
   int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time paused_at_ ABSL_GUARDED_BY(mu_);
+  JobState paused_from_ ABSL_GUARDED_BY(mu_) = TRAINING;
+  // When the final evaluation was first waited for: an evaluator that has
+  // not joined is given up on a heartbeat timeout after it.
+  std::optional<absl::Time> final_evaluation_since_ ABSL_GUARDED_BY(mu_);
   std::deque<RestoreRequest> restore_requests_ ABSL_GUARDED_BY(mu_);
   // Tasks that asked to join while the chief was still initializing and
   // have not been answered since ("worker-1 at host:port", "evaluator"):

@@ -344,7 +344,7 @@ TEST(JobCoordinatorTest, FinalEvaluationIsAwaitedWithADeadline) {
   EvaluationReport report;
   report.set_accuracy(0.9);
   report.set_final(true);
-  c.Evaluation(report);
+  ASSERT_OK(c.Evaluation(report));
   auto final_eval = c.RunFinalEvaluation(absl::Now());
   ASSERT_TRUE(final_eval.has_value());
   EXPECT_EQ(final_eval->accuracy(), 0.9);
@@ -352,6 +352,83 @@ TEST(JobCoordinatorTest, FinalEvaluationIsAwaitedWithADeadline) {
   EXPECT_EQ(c.state(), SUCCEEDED);
   c.Fail("too late");
   EXPECT_EQ(c.state(), SUCCEEDED) << "a finished job stays finished";
+}
+
+// The final evaluation waits in slices (the chief checks its servers
+// between them): a wait ends at its wake time with kWaiting, and the
+// evaluator's report, once it came, with kReceived.
+TEST(JobCoordinatorTest, TheFinalEvaluationIsAwaitedInSlices) {
+  FakeClock clock;
+  JobCoordinator c(TwoWorkers(/*heartbeat=*/absl::Seconds(60), &clock));
+  c.SetSpec(Spec(ASYNC));
+  RegisterTaskRequest evaluator;
+  evaluator.set_protocol_version(kProtocolVersion);
+  evaluator.set_task_type("evaluator");
+  ASSERT_OK(c.Register(evaluator));
+  const absl::Time deadline = clock.Now() + absl::Minutes(2);
+  EXPECT_EQ(c.AwaitFinalEvaluation(deadline, clock.Now()),
+            JobCoordinator::FinalEvaluationWait::kWaiting);
+  EXPECT_EQ(c.state(), FINAL_EVALUATION);
+  EvaluationReport report;
+  report.set_final(true);
+  report.set_accuracy(0.5);
+  ASSERT_OK(c.Evaluation(report));
+  EXPECT_EQ(c.AwaitFinalEvaluation(deadline, clock.Now()),
+            JobCoordinator::FinalEvaluationWait::kReceived);
+  clock.SetTime(deadline);
+  EXPECT_EQ(c.AwaitFinalEvaluation(deadline, deadline),
+            JobCoordinator::FinalEvaluationWait::kReceived)
+      << "a report that came stays received";
+}
+
+// A server lost after training: the chief pauses the final evaluation,
+// restores the final checkpoint and resumes it with a new generation. An
+// evaluation of the live model whose pulls may have met the restore (made
+// before it, or reported while it runs) is refused; a checkpoint's
+// evaluation (no model generation) is not affected.
+TEST(JobCoordinatorTest,
+     AFinalEvaluationPausedForARestoreResumesAndRefusesOld) {
+  JobCoordinator c(TwoWorkers());
+  c.SetSpec(Spec(ASYNC, /*total_steps=*/10));
+  c.BeginFinalEvaluation();
+  EXPECT_EQ(c.state(), FINAL_EVALUATION);
+  const int64_t before = c.Status().generation();
+  EvaluationReport live;
+  live.set_final(true);
+  live.set_model_generation(before);
+  ASSERT_TRUE(c.Pause("restoring the final checkpoint"));
+  EXPECT_EQ(c.state(), PAUSED);
+  EXPECT_THAT(c.Evaluation(live),
+              StatusIs(absl::StatusCode::kAborted, HasSubstr("is restoring")));
+  EvaluationReport from_checkpoint;
+  from_checkpoint.set_global_step(5);
+  EXPECT_OK(c.Evaluation(from_checkpoint));
+  c.Resume(10);
+  EXPECT_EQ(c.state(), FINAL_EVALUATION);
+  EXPECT_EQ(c.Status().generation(), before + 1);
+  EXPECT_EQ(c.Status().global_step(), 10);
+  EXPECT_THAT(c.Evaluation(live),
+              StatusIs(absl::StatusCode::kAborted, HasSubstr("restored")));
+  EXPECT_FALSE(c.RunFinalEvaluation(absl::Now()).has_value())
+      << "a refused report is not the final evaluation";
+  live.set_model_generation(before + 1);
+  live.set_accuracy(0.75);
+  ASSERT_OK(c.Evaluation(live));
+  std::optional<EvaluationReport> final_eval =
+      c.RunFinalEvaluation(absl::Now());
+  ASSERT_TRUE(final_eval.has_value());
+  EXPECT_EQ(final_eval->accuracy(), 0.75);
+}
+
+// Training pauses and resumes to TRAINING, as before.
+TEST(JobCoordinatorTest, APauseDuringTrainingResumesTraining) {
+  JobCoordinator c(TwoWorkers());
+  c.SetSpec(Spec(ASYNC));
+  ASSERT_TRUE(c.Pause("restoring"));
+  c.Resume(3);
+  EXPECT_EQ(c.state(), TRAINING);
+  c.Succeed();
+  EXPECT_FALSE(c.Pause("too late")) << "an ended job does not pause";
 }
 
 // The evaluator's liveness is tracked like a worker's: the final
@@ -654,7 +731,7 @@ TEST(JobCoordinatorDescribeTest, ALostWorkerAndTheEndShow) {
   EvaluationReport eval;
   eval.set_global_step(50);
   eval.set_accuracy(0.75);
-  c.Evaluation(eval);
+  ASSERT_OK(c.Evaluation(eval));
   JobDescription d = c.Describe();
   EXPECT_EQ(Row(d, "evaluator-0").state(), TaskView::EVALUATING);
   EXPECT_DOUBLE_EQ(Row(d, "evaluator-0").accuracy(), 0.75);
@@ -681,7 +758,7 @@ TEST(JobCoordinatorDescribeTest, AnEvaluatorReplacedByTheChiefShowsLost) {
   ASSERT_OK(c.Register(evaluator));
   EvaluationReport during;
   during.set_global_step(50);
-  c.Evaluation(during);
+  ASSERT_OK(c.Evaluation(during));
   EXPECT_EQ(c.last_evaluation()->evaluated_by(), "evaluator-0");
   EvaluationReport own;
   own.set_global_step(100);

@@ -53,8 +53,7 @@ absl::StatusOr<JobDescription> LocalCoordinatorClient::DescribeJob(
 
 absl::Status LocalCoordinatorClient::ReportEvaluation(
     const EvaluationReport& report, absl::Duration) {
-  coordinator_->Evaluation(report);
-  return absl::OkStatus();
+  return coordinator_->Evaluation(report);
 }
 
 absl::StatusOr<int64_t> LocalCoordinatorClient::RestoreCheckpoint(

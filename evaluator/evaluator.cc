@@ -115,8 +115,10 @@ absl::Status Evaluator::Run() {
     ASSIGN_OR_RETURN(std::optional<EvaluationReport> evaluated,
                      EvaluateIfDue(loop, final));
     if (evaluated.has_value()) {
-      Publish(*evaluated, final);
-      if (final) return absl::OkStatus();
+      const absl::Status published = Publish(*evaluated, final);
+      // A final evaluation the chief refused (it restored the model while
+      // the pulls ran) is made again: the job waits for it.
+      if (final && !absl::IsAborted(published)) return absl::OkStatus();
     }
     parts_.clock->SleepUntil(asked + policy_.poll_interval);
   }
@@ -265,6 +267,9 @@ absl::StatusOr<std::optional<EvaluationReport>> Evaluator::EvaluateLive(
   // Tests lose a server between the chief's "training" and the pulls.
   FaultPoint("evaluator.evaluate_live");
   const int64_t cancellations = loop.watch->cancellations();
+  // The model generation the pulls begin in, as last heard: the chief
+  // refuses the report if it restored the model meanwhile.
+  const std::optional<int64_t> generation = loop.generation;
   absl::StatusOr<EvaluationReport> report =
       parts_.ctr_test != nullptr
           ? EvaluateCtrOnce(*parts_.spec, *parts_.client, *parts_.device,
@@ -277,6 +282,7 @@ absl::StatusOr<std::optional<EvaluationReport>> Evaluator::EvaluateLive(
   }
   if (report.ok()) {
     loop.failing_since = absl::InfiniteFuture();
+    if (generation.has_value()) report->set_model_generation(*generation);
     return std::optional<EvaluationReport>(*std::move(report));
   }
   if (!IsServerOutage(report.status())) return report.status();
@@ -309,8 +315,17 @@ absl::Status Evaluator::SkipForOutage(Loop& loop, const absl::Status& cause) {
   return absl::OkStatus();
 }
 
-void Evaluator::Publish(EvaluationReport& report, bool final) {
+absl::Status Evaluator::Publish(EvaluationReport& report, bool final) {
   report.set_final(final);
+  // Reported first: numbers the chief refuses (a restore met the pulls)
+  // are not logged or charted as the model's.
+  absl::Status reported =
+      parts_.coordinator->ReportEvaluation(report, absl::Seconds(10));
+  if (absl::IsAborted(reported)) {
+    LOG(WARNING) << "evaluation at step " << report.global_step()
+                 << " discarded: " << reported.message();
+    return reported;
+  }
   std::vector<std::string> per_class;
   for (double a : report.per_class_accuracy()) {
     per_class.push_back(absl::StrFormat("%.2f", a));
@@ -333,9 +348,8 @@ void Evaluator::Publish(EvaluationReport& report, bool final) {
     live->evaluations->Increment();
   }
   if (parts_.metrics != nullptr) WriteMetrics(report);
-  absl::Status reported =
-      parts_.coordinator->ReportEvaluation(report, absl::Seconds(10));
   if (!reported.ok()) LOG(WARNING) << reported.message();
+  return reported;
 }
 
 void Evaluator::WriteMetrics(const EvaluationReport& report) {

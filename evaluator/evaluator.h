@@ -141,9 +141,12 @@ class Evaluator {
   // it is skipped and retried later, the error once the outage outlasts
   // recovery_timeout.
   absl::Status SkipForOutage(Loop& loop, const absl::Status& cause);
-  // Marks `report` final or not, logs it, sets the metrics and reports it
-  // to the chief.
-  void Publish(EvaluationReport& report, bool final);
+  // Marks `report` final or not and reports it to the chief, then logs it
+  // and sets the metrics; the report's delivery. ABORTED: the chief
+  // refused it (it restored the model while the pulls ran), nothing is
+  // logged or charted as the model's, and the evaluation is to be made
+  // again.
+  absl::Status Publish(EvaluationReport& report, bool final);
   // The report's scalars into parts_.metrics (not null).
   void WriteMetrics(const EvaluationReport& report);
 

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/fault_point.h"
 #include "common/logging.h"
 #include "common/splitmix64.h"
 #include "common/status_macros.h"
@@ -426,7 +427,16 @@ absl::StatusOr<bool> Trainer::AwaitJobEnd() {
             return true;
           }
           break;
-        default:  // FINAL_EVALUATION, PAUSED, or a restarted chief preparing
+        case FINAL_EVALUATION:
+          if (status->generation() != generation_) {
+            // A server lost after training ended: the chief restored the
+            // final checkpoint, the model as trained; nothing to train.
+            LOG(INFO) << "the chief restored the final model (generation "
+                      << status->generation() << ") after training ended";
+            generation_ = status->generation();
+          }
+          break;
+        default:  // PAUSED, or a restarted chief preparing
           break;
       }
       if (!announced) {
@@ -474,6 +484,8 @@ absl::Status Trainer::Train() {
 }
 
 absl::StatusOr<Trainer::Next> Trainer::TrainOneStep(TrainLoop& loop) {
+  // Tests hold a worker mid-training (the job cannot end meanwhile).
+  FaultPoint("worker.train_step");
   ASSIGN_OR_RETURN(Next next, AwaitParameters());
   if (next != Next::kGoOn) return next;
   std::optional<Batch> own;  // models without tables
