@@ -28,7 +28,14 @@ processes kept busy during each run (the machine's busy CPU time from
   bazel build --config=opt //client/psctl:psctl //ps:ps_server //worker \\
       //chief //evaluator
   python3 bench/zoo_compare.py [--bin_dir=bazel-bin] [--threads=2] \\
-      [--cpus=0-1] [--configs=configs/ctr_dlrm.json,...]
+      [--cpus=0-1] [--configs=configs/ctr_dlrm.json,...] \\
+      [--train_examples=2000000 --test_examples=200000]
+
+With --train_examples, every config trains on a set of that size instead
+of its own (a copy of the config in the work folder names it; the data is
+generated once, by the first psflow run, into
+/tmp/psflow-data/ctr_zoo_<train>_<test>, with the config's other generator
+settings).
 
 Prints progress, then a markdown table (bench/RESULTS.md, "Model zoo").
 """
@@ -134,6 +141,28 @@ def run_torch(config, args, work):
             "loss": float(m.group(3)), "wall": wall, "others": others}
 
 
+def resized(config, args, work):
+    """`config`, or a copy of it in `work` that trains on a generated set of
+    --train_examples (and --test_examples) examples."""
+    if not args.train_examples:
+        return config
+    job = json.load(open(config))
+    data_dir = "/tmp/psflow-data/ctr_zoo_%d_%d" % (args.train_examples,
+                                                  args.test_examples)
+    data = job["data"]
+    data["train_path"] = os.path.join(data_dir, "train.txt")
+    data["test_path"] = os.path.join(data_dir, "test.txt")
+    synthesize = dict(data.get("synthesize", {}))
+    synthesize["train_examples"] = args.train_examples
+    synthesize["test_examples"] = args.test_examples
+    synthesize.setdefault("seed", 1)
+    data["synthesize"] = synthesize
+    path = os.path.join(work, os.path.basename(config))
+    with open(path, "w") as f:
+        json.dump(job, f, indent=1)
+    return path
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--configs", default=",".join(ZOO),
@@ -153,6 +182,11 @@ def main():
                         "own load included) ...")
     parser.add_argument("--settle_s", type=int, default=150,
                         help="... for at most this many seconds")
+    parser.add_argument("--train_examples", type=int, default=0,
+                        help="train every config on a generated set of this "
+                        "many examples (default: the config's own data)")
+    parser.add_argument("--test_examples", type=int, default=200000,
+                        help="with --train_examples: its test set's size")
     parser.add_argument("--work_dir", default="",
                         help="logs and run folders (default: a new temporary "
                         "folder, kept)")
@@ -168,6 +202,7 @@ def main():
         if not os.path.isabs(config):
             config = os.path.join(REPO, config)
         name = os.path.basename(config)
+        config = resized(config, args, work)
         p_load = settle(args)
         p = run_psflow(config, args, work)
         print("psflow  %s: AUC %.4f, %d examples/s (workers), %.0f (job); "

@@ -117,8 +117,10 @@ absl::Status Evaluator::Run() {
     if (evaluated.has_value()) {
       const absl::Status published = Publish(*evaluated, final);
       // A final evaluation the chief refused (it restored the model while
-      // the pulls ran) is made again: the job waits for it.
-      if (final && !absl::IsAborted(published)) return absl::OkStatus();
+      // the pulls ran) or did not receive (a lost answer) is made again:
+      // the job waits for it. A chief gone for good ends the loop
+      // (AskTheChief, --chief_timeout_s).
+      if (final && published.ok()) return absl::OkStatus();
     }
     parts_.clock->SleepUntil(asked + policy_.poll_interval);
   }

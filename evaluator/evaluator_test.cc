@@ -86,6 +86,25 @@ class ExitingChief final : public testing::ForwardingCoordinator {
   std::atomic<bool> answered_end_{false};
 };
 
+// A chief whose first answer to a final evaluation is lost (the call
+// fails as an unreachable chief's would) or refused (ABORTED, as after a
+// restore); later reports go through. Counts the final reports.
+class LosingChief final : public testing::ForwardingCoordinator {
+ public:
+  LosingChief(CoordinatorClient* chief, absl::Status first_answer)
+      : ForwardingCoordinator(chief), first_answer_(std::move(first_answer)) {}
+  absl::Status ReportEvaluation(const EvaluationReport& report,
+                                absl::Duration timeout) override {
+    if (report.final() && finals_.fetch_add(1) == 0) return first_answer_;
+    return ForwardingCoordinator::ReportEvaluation(report, timeout);
+  }
+  int finals() const { return finals_; }
+
+ private:
+  const absl::Status first_answer_;
+  std::atomic<int> finals_{0};
+};
+
 // A parameter server that took the job's configuration and then went
 // silent: every pull waits until CancelInFlight (as a call to a dead
 // server waits for its connection until the RPC deadline).
@@ -234,6 +253,33 @@ TEST_F(EvaluatorTest, EvaluatesTheLiveModelAndSendsTheFinalEvaluation) {
   EXPECT_GE(final_eval->accuracy(), 0.0);
   EXPECT_LE(final_eval->accuracy(), 1.0);
   EXPECT_GT(final_eval->loss(), 0.0);
+}
+
+// A final evaluation the chief did not record is made and sent again,
+// not given up on (the chief would wait out its timeout and evaluate
+// itself).
+TEST_F(EvaluatorTest, AFinalEvaluationTheChiefDidNotRecordIsSentAgain) {
+  for (const absl::Status& first :
+       {absl::UnavailableError("the chief at h:1 did not answer"),
+        absl::AbortedError("the chief restored the model meanwhile")}) {
+    SCOPED_TRACE(first.ToString());
+    SetUp();
+    LosingChief chief(job_->chief.get(), first);
+    parts_.coordinator = &chief;
+    RegisterTaskRequest joined;
+    joined.set_protocol_version(kProtocolVersion);
+    joined.set_task_type("evaluator");
+    ASSERT_OK(job_->coordinator->Register(joined));
+    absl::Status result;
+    std::thread evaluator([&] { result = Evaluator(parts_, policy_).Run(); });
+    std::optional<EvaluationReport> final_eval =
+        job_->coordinator->RunFinalEvaluation(absl::InfiniteFuture());
+    evaluator.join();
+    EXPECT_OK(result);
+    ASSERT_TRUE(final_eval.has_value());
+    EXPECT_EQ(chief.finals(), 2);
+    EXPECT_EQ(final_eval->evaluated_by(), "evaluator-0");
+  }
 }
 
 TEST_F(EvaluatorTest, AFailedJobEndsItWithTheJobsReason) {
