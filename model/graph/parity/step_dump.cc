@@ -205,9 +205,14 @@ absl::StatusOr<StepDump> RunGraphSteps(const JobConfig& job,
   }
   // One thread: the CPU device's results do not depend on the count, and
   // the dump is small.
-  std::unique_ptr<Device> device = CreateCpuDevice(1);
+  std::unique_ptr<Device> cpu;
+  Device* device = options.device;
+  if (device == nullptr) {
+    cpu = CreateCpuDevice(1);
+    device = cpu.get();
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
-                   definition->Instantiate(device.get(), options.batch.size));
+                   definition->Instantiate(device, options.batch.size));
   std::vector<std::vector<float>> values = dump.initial_values;
   std::vector<std::vector<float>> tables = dump.initial_rows;
   for (int step = 0; step < options.steps; ++step) {

@@ -4,13 +4,14 @@
 // replay the steps from the same starting point and compare: the loss,
 // the probabilities, every variable's gradient and every table row's.
 //
-// The model is psflow's own: GraphDefinition on the CPU device, initial
-// values from InitialValues (the chief's), rows uniform random. Between
-// steps, trainable variables and rows take v -= learning_rate * gradient;
-// moving-average variables (BatchNormalization's statistics) take
-// v = momentum * v + (1 - momentum) * batch statistic, as the parameter
-// servers apply them. Plain SGD keeps the replay free of any optimizer's
-// details: what is compared is the model.
+// The model is psflow's own: GraphDefinition on the CPU device (or the
+// one StepDumpOptions names), initial values from InitialValues (the
+// chief's), rows uniform random. Between steps, trainable variables and
+// rows take v -= learning_rate * gradient; moving-average variables
+// (BatchNormalization's statistics) take v = momentum * v + (1 -
+// momentum) * batch statistic, as the parameter servers apply them. Plain
+// SGD keeps the replay free of any optimizer's details: what is compared
+// is the model.
 //
 // The dump (WriteStepDump) is a JSON manifest and a blob of float32
 // values (little-endian) beside it; parity_check.py documents and reads
@@ -42,6 +43,10 @@ struct StepDumpOptions {
   // tables' forward untested at the first step).
   float row_scale = 0.1f;
   uint64_t seed = 1;  // initial values, rows and batches
+  // The device the model runs on (it must outlive the call); null: the
+  // CPU device with one thread. model/graph:graph_cuda_test runs the same
+  // steps on the CPU and on a GPU and compares the two dumps.
+  Device* device = nullptr;
 };
 
 struct StepRecord {
@@ -70,9 +75,9 @@ struct StepDump {
   std::vector<StepRecord> steps;
 };
 
-// Runs `options.steps` steps of `job`'s graph model. InvalidArgument when
-// the job has no `model.graph` or its data is not CRITEO (the batches are
-// CRITEO-shaped), or for the graph's own mistakes.
+// Runs `options.steps` steps of `job`'s graph model on `options.device`.
+// InvalidArgument when the job has no `model.graph` or its data is not CRITEO
+// (the batches are CRITEO-shaped), or for the graph's own mistakes.
 absl::StatusOr<StepDump> RunGraphSteps(const JobConfig& job,
                                        const StepDumpOptions& options);
 
