@@ -59,22 +59,49 @@ PY
   return "$ok"
 }
 
+# The bundle's test binaries that need a GPU (make_bundle.sh builds them),
+# and the CPU backend's own tests, run beside them.
+GPU_TESTS=(cuda_probe_test cuda_device_test cuda_vs_cpu_test mlp_cuda_test
+  wide_deep_cuda_test graph_cuda_test select_device_test device_test)
+
 # Runs every GPU test binary of the bundle with PSFLOW_REQUIRE_GPU=1, a log
-# each in <log_dir>; reports each through `say` (and the failures' lines
-# into $summary). Returns 1 when any failed.
+# each in <log_dir>; reports each through `say` (passed, failed and skipped
+# counts, seconds; and the failures' lines and any "[ MARGIN ]" lines a
+# test prints into $summary). Returns 1 when any failed.
+#
+# Each test runs under `timeout` (PSFLOW_TEST_TIMEOUT seconds, default
+# 300), cut short so that none runs past PSFLOW_TESTS_DEADLINE (a time in
+# seconds since the epoch, when set); tests left when it has passed are
+# reported as not run.
 run_gpu_tests() {
-  local bundle="$1" log_dir="$2" test log status=0
+  local bundle="$1" log_dir="$2" test log status=0 limit left start rc
   mkdir -p "$log_dir"
-  for test in cuda_probe_test cuda_device_test cuda_vs_cpu_test mlp_cuda_test \
-    wide_deep_cuda_test select_device_test device_test; do
+  for test in "${GPU_TESTS[@]}"; do
     log="$log_dir/$test.log"
-    if PSFLOW_REQUIRE_GPU=1 "$bundle/bin/$test" >"$log" 2>&1; then
-      say "- $test: PASSED ($(grep -c '^\[       OK \]' "$log") tests)"
+    limit="${PSFLOW_TEST_TIMEOUT:-300}"
+    if [ -n "${PSFLOW_TESTS_DEADLINE:-}" ]; then
+      left=$((PSFLOW_TESTS_DEADLINE - $(date +%s)))
+      if [ "$left" -lt 5 ]; then
+        say "- $test: NOT RUN (the tests' time is spent)"
+        status=1
+        continue
+      fi
+      [ "$left" -lt "$limit" ] && limit="$left"
+    fi
+    start=$SECONDS
+    PSFLOW_REQUIRE_GPU=1 timeout --kill-after=5 "$limit" "$bundle/bin/$test" >"$log" 2>&1
+    rc=$?
+    local counts
+    counts="$(grep -c '^\[       OK \]' "$log") passed, $(grep -c '^\[  FAILED  \].*(.* ms)$' "$log") failed, $(grep -c '^\[  SKIPPED \].*(.* ms)$' "$log") skipped, $((SECONDS - start)) s"
+    if [ "$rc" = 0 ]; then
+      say "- $test: PASSED ($counts)"
     else
-      say "- $test: FAILED (see tests/$test.log)"
-      grep -E '^\[  FAILED  \]|Failure|error' "$log" | head -20 | tee -a "$summary"
+      [ "$rc" = 124 ] || [ "$rc" = 137 ] && counts="$counts; TIMED OUT after $limit s"
+      say "- $test: FAILED ($counts; see tests/$test.log)"
+      grep -E '^\[  FAILED  \].*\(.* ms\)$|Failure|error' "$log" | head -20 | tee -a "$summary"
       status=1
     fi
+    grep '^\[ MARGIN' "$log" | sed 's/^/    /' | tee -a "$summary"
   done
   return "$status"
 }

@@ -13,6 +13,7 @@
 #
 #   bash bench/gpu/run_gpu_bench.sh gpu_bundle.tar.xz [out_dir]
 #   bash bench/gpu/run_ctr_bench.sh gpu_bundle.tar.xz [out_dir]  # issue 18
+#   bash bench/gpu/run_device_check.sh gpu_bundle.tar.xz gpu_data  # one short run
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out="${1:-gpu_bundle}"
@@ -30,6 +31,7 @@ targets=(
   //model/device/cuda:cuda_vs_cpu_test
   //model:mlp_cuda_test
   //model:wide_deep_cuda_test
+  //model/graph:graph_cuda_test
 )
 # The whole-job and transport runs (issue 14): role binaries, psctl and the
 # cluster benches, kept in their package folders (bin/ps/ps_server, ...) so

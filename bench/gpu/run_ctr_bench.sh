@@ -126,8 +126,7 @@ test_cores="8-$((cores - 1))"
 # blas2c: only cores 0-1: psflow with blas_env, PyTorch's best, psflow.
 mode="${CTR_ONLY:-all}"
 [ "$mode" = all ] && (
-  for test in cuda_probe_test cuda_device_test cuda_vs_cpu_test mlp_cuda_test \
-    wide_deep_cuda_test select_device_test device_test; do
+  for test in "${GPU_TESTS[@]}"; do  # bundle_env.sh
     log="$work/$test.log"
     s=$SECONDS
     if PSFLOW_REQUIRE_GPU=1 taskset -c "$test_cores" "$bundle/bin/$test" >"$log" 2>&1; then

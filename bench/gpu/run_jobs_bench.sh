@@ -16,6 +16,15 @@
 # data_dir holds the four Fashion-MNIST .gz files (copied to the path the job
 # configs name when that is missing). Writes logs and jobs_summary.md to
 # out_dir (default: $OUT when set, else ./gpu_bench_out).
+#
+# Settings from the environment (run_device_check.sh uses them):
+#   PSFLOW_SKIP_GPU_TESTS=1  skip step 1 (a caller that ran them itself);
+#   PSFLOW_JOB_TIMEOUT=<s>   stop a job (psctl and its processes) after that
+#                            long; it then counts as failed (default: none);
+#   PSFLOW_ZOO_JOBS="ctr_dlrm ..."  also run these configs/<name>.json jobs
+#                            with 2 parameter servers (the GPU's device);
+#   PSFLOW_JOB_DEVICE=cpu    run the "cuda" jobs on the CPU backend instead
+#                            (a dry run on a machine without a GPU).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -35,7 +44,9 @@ use_bundle_libraries "$bundle" >"$out/libraries.log" 2>&1 || {
 }
 fmnist=/usr/share/datasets/fashion-mnist
 if [ ! -e "$fmnist/train-images-idx3-ubyte.gz" ] && [ -n "$data" ]; then
-  mkdir -p "$fmnist" && cp "$data"/*.gz "$fmnist/"
+  # Where that cannot be written, the job configs read data_dir instead.
+  { mkdir -p "$fmnist" && cp "$data"/*.gz "$fmnist/"; } 2>/dev/null ||
+    fmnist="$(cd "$data" && pwd)"
 fi
 
 say "# psflow GPU jobs run ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
@@ -47,30 +58,44 @@ echo "host: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)
   tee -a "$summary"
 say '```'
 
-say
-say "## GPU tests (PSFLOW_REQUIRE_GPU=1)"
-say
-run_gpu_tests "$bundle" "$out/tests" || failed=1
+if [ "${PSFLOW_SKIP_GPU_TESTS:-0}" != 1 ]; then
+  say
+  say "## GPU tests (PSFLOW_REQUIRE_GPU=1)"
+  say
+  run_gpu_tests "$bundle" "$out/tests" || failed=1
+fi
+gpu="${PSFLOW_JOB_DEVICE:-cuda}"
+tag=cuda  # in the jobs' names
+[ "$gpu" = cuda ] || tag="cuda_as_$gpu"
 
 cd "$bundle/bin" || exit 1
-short_config() {  # <config> <epochs> <output>
-  python3 - "$@" <<'PY'
+short_config() {  # <config> <epochs> <output> (data read from $fmnist)
+  python3 - "$@" "$fmnist" <<'PY'
 import json, sys
 config = json.load(open(sys.argv[1]))
 config["training"]["epochs"] = int(sys.argv[2])
+for key, path in config["data"].items():
+    if isinstance(path, str) and path.startswith("/usr/share/datasets/fashion-mnist/"):
+        config["data"][key] = sys.argv[4] + path[len("/usr/share/datasets/fashion-mnist"):]
 json.dump(config, open(sys.argv[3], "w"), indent=1)
 PY
 }
 run_job() {  # <name> <config> <device> <ps>
   local dir="$out/job_$1"
   rm -rf "$dir"
-  local start end
+  local start end rc limit=()
+  [ -n "${PSFLOW_JOB_TIMEOUT:-}" ] && limit=(timeout --kill-after=10 "$PSFLOW_JOB_TIMEOUT")
   start=$(date +%s.%N)
-  "$bundle/bin/client/psctl/psctl" local --job="$2" --ps="$4" --workers=2 --evaluator \
+  ${limit[@]+"${limit[@]}"} "$bundle/bin/client/psctl/psctl" local --job="$2" --ps="$4" --workers=2 --evaluator \
     --device="$3" --dir="$dir" --bin_dir="$bundle/bin" \
-    --checkpoint_dir="$dir/checkpoints" >"$dir.log" 2>&1 || failed=1
+    --checkpoint_dir="$dir/checkpoints" >"$dir.log" 2>&1
+  rc=$?
+  [ "$rc" = 0 ] || failed=1
   end=$(date +%s.%N)
-  say "### $1: --device=$3 --ps=$4 --workers=2 ($(python3 -c "print('%.1f' % ($end - $start))") s wall)"
+  local note=""
+  [ "$rc" = 0 ] || note=", FAILED (exit $rc)"
+  [ "$rc" = 124 ] || [ "$rc" = 137 ] && note=", TIMED OUT after ${PSFLOW_JOB_TIMEOUT} s"
+  say "### $1: --device=$3 --ps=$4 --workers=2 ($(python3 -c "print('%.1f' % ($end - $start))") s wall$note)"
   say '```'
   tail -3 "$dir.log" | tee -a "$summary"
   grep -h "finished:" "$dir"/worker*.log 2>/dev/null | sed 's/^.*finished:/finished:/' |
@@ -81,10 +106,13 @@ say
 say "## Whole jobs: psctl local, 2 workers sharing the GPU"
 say
 short_config "$repo/configs/fashion_mnist_mlp.json" 3 "$out/mlp_3_epochs.json"
-run_job mlp_cuda_1ps "$out/mlp_3_epochs.json" cuda 1
+run_job "mlp_${tag}_1ps" "$out/mlp_3_epochs.json" "$gpu" 1
 run_job mlp_cpu_1ps "$out/mlp_3_epochs.json" cpu 1
 # The CTR job writes its generated data under /tmp/psflow-data on first use.
-run_job ctr_cuda_2ps "$repo/configs/ctr_wide_deep.json" cuda 2
+run_job "ctr_${tag}_2ps" "$repo/configs/ctr_wide_deep.json" "$gpu" 2
+for zoo in ${PSFLOW_ZOO_JOBS:-}; do
+  run_job "${zoo}_${tag}_2ps" "$repo/configs/$zoo.json" "$gpu" 2
+done
 say
 say "Logs: $out"
 exit "$failed"
