@@ -1,53 +1,39 @@
 #include "chief/final_evaluation.h"
 
 #include <cstdint>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/protocol.h"
+#include "tests/idx_files.h"
 #include "tests/in_process_job.h"
 
 namespace psflow {
 namespace {
 
 using ::psflow::testing::InProcessJob;
+using ::psflow::testing::WriteIdxFile;
 using ::testing::HasSubstr;
-
-// An unsigned-byte IDX file (magic 0x00 0x00 0x08 rank, big-endian dims).
-void WriteIdx(const std::string& path, const std::vector<uint32_t>& dims,
-              const std::vector<uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.put(0).put(0).put(0x08).put(static_cast<char>(dims.size()));
-  for (uint32_t d : dims) {
-    for (int shift = 24; shift >= 0; shift -= 8) {
-      out.put(static_cast<char>((d >> shift) & 0xff));
-    }
-  }
-  out.write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-}
 
 // The shared softmax-regression job (4 features, 2 classes) on one
 // in-process server, with 100 held-out examples in IDX files.
 class FinalEvaluationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string dir = ::testing::TempDir();
-    images_ = absl::StrCat(dir, "/final_eval_images.idx");
-    labels_ = absl::StrCat(dir, "/final_eval_labels.idx");
     std::vector<uint8_t> pixels, labels;
     for (int i = 0; i < 100; ++i) {
       labels.push_back(i % 2);
       for (int f = 0; f < 4; ++f) pixels.push_back((i * 13 + f) % 256);
     }
-    WriteIdx(images_, {100, 4}, pixels);
-    WriteIdx(labels_, {100}, labels);
+    ASSERT_OK_AND_ASSIGN(images_,
+                         WriteIdxFile("final_eval_images", {100, 4}, pixels));
+    ASSERT_OK_AND_ASSIGN(labels_,
+                         WriteIdxFile("final_eval_labels", {100}, labels));
     spec_ = testing::SoftmaxRegressionSpec(ASYNC, 10, 0.1);
     DataConfig& data = *spec_.mutable_config()->mutable_data();
     data.set_test_images(images_);

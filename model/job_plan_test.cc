@@ -10,6 +10,7 @@
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/idx_files.h"
 
 namespace psflow {
 namespace {
@@ -22,17 +23,14 @@ std::string TempPath(const std::string& name) {
   return absl::StrCat(::testing::TempDir(), "/job_plan_test_", name);
 }
 
-// An uncompressed IDX file of unsigned bytes.
+// An uncompressed IDX file of unsigned bytes holding `data` (which may be
+// shorter than the dimensions promise), at a fresh path.
 std::string WriteIdx(const std::string& name, const std::vector<int>& dims,
                      const std::vector<uint8_t>& data) {
-  std::string bytes = {0, 0, 0x08, static_cast<char>(dims.size())};
-  for (int d : dims) {
-    for (int shift : {24, 16, 8, 0}) bytes.push_back((d >> shift) & 0xff);
-  }
-  bytes.append(data.begin(), data.end());
-  const std::string path = TempPath(name);
-  EXPECT_OK(WriteFileAtomically(path, bytes));
-  return path;
+  absl::StatusOr<std::string> path =
+      ::psflow::testing::WriteIdxFile(name, dims, data);
+  EXPECT_TRUE(path.ok()) << path.status();
+  return path.value_or("");
 }
 
 // Six 4x4 images labelled 0, 1, 2, 0, 1, 2.

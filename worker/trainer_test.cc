@@ -198,7 +198,9 @@ TEST_F(TrainerTest, AModelWithTablesLearnsThroughItsRows) {
     SCOPED_TRACE(UpdateMode_Name(mode));
     ASSERT_NO_FATAL_FAILURE(SetUpTablesJob(mode, 120));
     // BOUNDED: worker 1 never comes; worker 0 trains alone.
-    if (mode == BOUNDED) ASSERT_OK(job_->client->ExcludeWorkers({1}));
+    if (mode == BOUNDED) {
+      ASSERT_OK(job_->client->ExcludeWorkers({1}));
+    }
     Trainer trainer(options_, parts_);
     ASSERT_OK(trainer.Run());
     const StatsResponse stats = job_->core->Stats();
@@ -614,7 +616,9 @@ TEST_F(TrainerTest, AWorkerTrainsAgainWhenTheModelIsRestoredAfterItsLastStep) {
     run.join();
     ASSERT_OK(result);
     EXPECT_GE(trainer.local_steps(), first_run + 24) << "trained again";
-    if (mode == SYNC) EXPECT_EQ(trainer.local_steps(), 2 * 25);
+    if (mode == SYNC) {
+      EXPECT_EQ(trainer.local_steps(), 2 * 25);
+    }
     EXPECT_GE(job_->core->Stats().updates_applied(), 2 * 25 * 2);
   }
 }

@@ -11,6 +11,7 @@
 #include "common/file_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/idx_files.h"
 
 namespace psflow {
 namespace {
@@ -26,17 +27,13 @@ std::string Temp(const std::string& name) {
 }
 
 // An uncompressed IDX file of unsigned bytes holding `data` (which may be
-// shorter than the dimensions promise).
+// shorter than the dimensions promise), at a fresh path.
 std::string WriteIdx(const std::string& name, const std::vector<int>& dims,
                      const std::vector<uint8_t>& data) {
-  std::string bytes = {0, 0, 0x08, static_cast<char>(dims.size())};
-  for (int d : dims) {
-    for (int shift : {24, 16, 8, 0}) bytes.push_back((d >> shift) & 0xff);
-  }
-  bytes.append(data.begin(), data.end());
-  const std::string path = Temp(name);
-  EXPECT_TRUE(WriteFileAtomically(path, bytes).ok());
-  return path;
+  absl::StatusOr<std::string> path =
+      ::psflow::testing::WriteIdxFile(name, dims, data);
+  EXPECT_TRUE(path.ok()) << path.status();
+  return path.value_or("");
 }
 
 std::vector<uint8_t> Labels(int n) {

@@ -177,12 +177,15 @@ TEST(OnnxExportTest, ATableIsADenseMatrixInIdOrderWithADefaultRow) {
     found = true;
     EXPECT_EQ(node.domain(), "ai.onnx.ml");
     for (const onnx::AttributeProto& a : node.attribute()) {
-      if (a.name() == "keys_int64s")
+      if (a.name() == "keys_int64s") {
         EXPECT_THAT(a.ints(), ElementsAre(-1, 5, 9));
+      }
       if (a.name() == "values_int64s") {
         EXPECT_THAT(a.ints(), ElementsAre(2, 0, 1));
       }
-      if (a.name() == "default_int64") EXPECT_EQ(a.i(), 2);
+      if (a.name() == "default_int64") {
+        EXPECT_EQ(a.i(), 2);
+      }
     }
   }
   EXPECT_TRUE(found);
