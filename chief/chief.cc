@@ -420,6 +420,7 @@ absl::Status Chief::Evaluate() {
   evaluation.has_evaluator = policy_.has_evaluator;
   evaluation.evaluator_timeout = policy_.final_evaluation_timeout;
   evaluation.cpu_threads = policy_.evaluation_threads;
+  evaluation.final_checkpoint = final_checkpoint_;
   evaluation.keep_model = [this](bool wait_for_servers) {
     return KeepFinalModel(wait_for_servers);
   };

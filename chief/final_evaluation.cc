@@ -8,6 +8,7 @@
 #include "common/job/job_config.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "evaluation/image_evaluation.h"
 #include "evaluation/test_data.h"
 #include "model/device/cpu/cpu_device.h"
 
@@ -27,6 +28,18 @@ absl::StatusOr<EvaluationReport> EvaluateOnChief(
     ParameterClient& client) {
   ASSIGN_OR_RETURN(TestData test, LoadTestData(spec));
   std::unique_ptr<Device> device = CreateCpuDevice(options.cpu_threads);
+  if (!test.ctr && !options.final_checkpoint.empty()) {
+    absl::StatusOr<EvaluationReport> report = EvaluateCheckpoint(
+        spec, options.final_checkpoint, *device, test.images);
+    // A vanished or damaged checkpoint: the live model instead.
+    if (report.ok() || (!absl::IsNotFound(report.status()) &&
+                        !absl::IsDataLoss(report.status()))) {
+      return report;
+    }
+    LOG(WARNING) << "evaluating the live model instead of "
+                 << options.final_checkpoint << ": "
+                 << report.status().message();
+  }
   return EvaluateLiveModel(spec, client, *device, test);
 }
 

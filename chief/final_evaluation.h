@@ -1,15 +1,17 @@
 // The job's final evaluation, as the chief ends a job that trained to its
 // last step: the evaluator's, when the job has one and it delivers in time
 // (its liveness tracked like a worker's); otherwise the chief evaluates
-// the final model on the servers itself, so that a job reported SUCCEEDED
-// always carries its final metrics. A job whose config names no test data
-// has none to carry.
+// the final model itself (an image model from the final checkpoint's
+// files, as the evaluator does; else the live model on the servers), so
+// that a job reported SUCCEEDED always carries its final metrics. A job
+// whose config names no test data has none to carry.
 //
 // Runs on the chief's main thread; the servers must still be serving.
 #ifndef PSFLOW_CHIEF_FINAL_EVALUATION_H_
 #define PSFLOW_CHIEF_FINAL_EVALUATION_H_
 
 #include <functional>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -26,6 +28,11 @@ struct FinalEvaluationOptions {
   // silent evaluator is given up on sooner: the heartbeat timeout).
   absl::Duration evaluator_timeout = absl::Seconds(120);
   int cpu_threads = 1;  // the chief's own evaluation runs on the CPU
+  // The final checkpoint, if the job saved one: the chief's own evaluation
+  // of an image model reads its files (the numbers the evaluator gives,
+  // and no parameter server needed); a click-through-rate model's rows
+  // come from the servers.
+  std::string final_checkpoint;
   // Keeps the final model on the servers (Chief::KeepFinalModel): restores
   // the final checkpoint onto every server when one restarted and lost its
   // state, and says whether it did; an error fails the job. Called every

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/status_macros.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -43,10 +44,13 @@ class FinalEvaluationTest : public ::testing::Test {
   // Starts the job, then the chief's final evaluation.
   absl::Status Obtain(
       bool has_evaluator, bool evaluator_joined = false,
-      std::function<absl::StatusOr<bool>(bool)> keep_model = nullptr) {
+      std::function<absl::StatusOr<bool>(bool)> keep_model = nullptr,
+      bool restart_server = false) {
     auto job = InProcessJob::Start(spec_, TaskId{TaskType::kChief, 0});
     if (!job.ok()) return job.status();
     job_ = *std::move(job);
+    // Lost after training: unconfigured, its variables gone.
+    if (restart_server) job_->RestartServer();
     if (evaluator_joined) {
       RegisterTaskRequest joined;
       joined.set_protocol_version(kProtocolVersion);
@@ -132,6 +136,25 @@ TEST_F(FinalEvaluationTest, ARestoreGivesTheEvaluatorItsTimeAgain) {
   EXPECT_GT(restores, 0);
   // Given up on in the end: the chief evaluated.
   EXPECT_EQ(job_->coordinator->last_evaluation()->evaluated_by(), "chief-0");
+}
+
+// The chief's own evaluation of the live model fails on a restarted
+// server; once the model is restored there (keep_model, waiting for the
+// servers), it is evaluated again.
+TEST_F(FinalEvaluationTest, TheChiefEvaluatesAgainAfterARestore) {
+  std::vector<bool> calls;
+  ASSERT_OK(Obtain(
+      /*has_evaluator=*/false, /*evaluator_joined=*/false,
+      [&](bool wait_for_servers) -> absl::StatusOr<bool> {
+        calls.push_back(wait_for_servers);
+        RETURN_IF_ERROR(job_->ConfigureServers(spec_));
+        return true;
+      },
+      /*restart_server=*/true));
+  EXPECT_THAT(calls, ::testing::ElementsAre(true));
+  std::optional<EvaluationReport> report = job_->coordinator->last_evaluation();
+  ASSERT_TRUE(report.has_value());
+  EXPECT_EQ(report->evaluated_by(), "chief-0");
 }
 
 TEST_F(FinalEvaluationTest, AJobWithoutTestDataHasNoFinalEvaluation) {
