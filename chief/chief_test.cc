@@ -91,16 +91,10 @@ class ChiefTest : public ::testing::Test {
     spec_.mutable_config()->mutable_data()->set_test_labels(labels_file);
   }
 
-  // Runs `chief`'s Train while the one worker joins, trains the job's 5
-  // steps and reports that it finished: training ends, with its final
-  // checkpoint when the job saves them.
-  void TrainToTheEnd(Chief& chief) {
-    absl::Status result = absl::UnknownError("not run");
-    std::atomic<bool> done{false};
-    std::thread runner([&] {
-      result = chief.Train();
-      done = true;
-    });
+  // The one worker's part: it joins once the chief opened the job (or the
+  // chief's thread is `done`), trains the job's 5 steps and reports that
+  // it finished.
+  void WorkerTrainsTheJob(const std::atomic<bool>& done) {
     RegisterTaskRequest join;
     join.set_protocol_version(kProtocolVersion);
     join.set_task_type("worker");
@@ -116,6 +110,18 @@ class ChiefTest : public ::testing::Test {
     finished.set_finished(true);
     finished.set_generation(coordinator_->Status().generation());
     coordinator_->Progress(finished);
+  }
+
+  // Runs `chief`'s Train while the worker trains the job: training ends,
+  // with its final checkpoint when the job saves them.
+  void TrainToTheEnd(Chief& chief) {
+    absl::Status result = absl::UnknownError("not run");
+    std::atomic<bool> done{false};
+    std::thread runner([&] {
+      result = chief.Train();
+      done = true;
+    });
+    WorkerTrainsTheJob(done);
     runner.join();
     ASSERT_OK(result);
   }
@@ -258,23 +264,7 @@ TEST_F(ChiefTest, AJobTrainedToItsEndSucceedsWithItsFinalCheckpoint) {
     result = chief->Run();
     done = true;
   });
-  // The worker joins once the chief opened the job.
-  RegisterTaskRequest join;
-  join.set_protocol_version(kProtocolVersion);
-  join.set_task_type("worker");
-  join.set_task_index(0);
-  while (!coordinator_->Register(join).ok()) {
-    ASSERT_FALSE(done) << result;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  Train(5);
-  ProgressReport finished;
-  finished.set_worker_index(0);
-  finished.set_global_step(5);
-  finished.set_local_steps(5);
-  finished.set_finished(true);
-  finished.set_generation(coordinator_->Status().generation());
-  coordinator_->Progress(finished);
+  WorkerTrainsTheJob(done);
   // It keeps asking until it hears the job's end (the chief waits for it).
   StatusRequest ask;
   ask.set_task_type("worker");

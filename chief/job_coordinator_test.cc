@@ -42,6 +42,13 @@ RegisterTaskRequest Worker(int index) {
   return request;
 }
 
+RegisterTaskRequest Evaluator() {
+  RegisterTaskRequest request;
+  request.set_protocol_version(kProtocolVersion);
+  request.set_task_type("evaluator");
+  return request;
+}
+
 ProgressReport Report(int index, int64_t step, bool finished = false) {
   ProgressReport report;
   report.set_worker_index(index);
@@ -361,10 +368,7 @@ TEST(JobCoordinatorTest, TheFinalEvaluationIsAwaitedInSlices) {
   FakeClock clock;
   JobCoordinator c(TwoWorkers(/*heartbeat=*/absl::Seconds(60), &clock));
   c.SetSpec(Spec(ASYNC));
-  RegisterTaskRequest evaluator;
-  evaluator.set_protocol_version(kProtocolVersion);
-  evaluator.set_task_type("evaluator");
-  ASSERT_OK(c.Register(evaluator));
+  ASSERT_OK(c.Register(Evaluator()));
   const absl::Time deadline = clock.Now() + absl::Minutes(2);
   EXPECT_EQ(c.AwaitFinalEvaluation(deadline, clock.Now()),
             JobCoordinator::FinalEvaluationWait::kWaiting);
@@ -448,10 +452,7 @@ TEST(JobCoordinatorTest, ALostOrAbsentEvaluatorIsNotWaitedFor) {
   FakeClock clock;
   JobCoordinator c(TwoWorkers(/*heartbeat=*/absl::Seconds(60), &clock));
   c.SetSpec(Spec(ASYNC));
-  RegisterTaskRequest evaluator;
-  evaluator.set_protocol_version(kProtocolVersion);
-  evaluator.set_task_type("evaluator");
-  ASSERT_OK(c.Register(evaluator));
+  ASSERT_OK(c.Register(Evaluator()));
   // While it keeps asking (each second), it is waited for up to the
   // deadline: 5 minutes, five heartbeat timeouts.
   const absl::Time start = clock.Now();
@@ -462,12 +463,15 @@ TEST(JobCoordinatorTest, ALostOrAbsentEvaluatorIsNotWaitedFor) {
   });
   StatusRequest request;
   request.set_task_type("evaluator");
-  while (!done) {
+  // Until the deadline the chief's thread waits on the clock (it can end
+  // only there), so there is always a waiter to advance past.
+  while (clock.Now() < start + absl::Minutes(5)) {
     clock.AwaitWaiters(1);
     c.Status(request);
     clock.Advance(absl::Seconds(1));
   }
   chief.join();
+  EXPECT_TRUE(done);
   EXPECT_GE(clock.Now() - start, absl::Minutes(5));
   // Silent now: given up on after a heartbeat timeout, not an hour.
   clock.SetAutoAdvance(true);
@@ -540,8 +544,7 @@ TEST(JobCoordinatorTest, ReportsMadeWhileTheChiefInitializedAreStale) {
 // none waits out its startup deadline against a chief that is gone.
 TEST(JobCoordinatorTest, TasksWaitingToJoinHearAFailureAtStart) {
   JobCoordinator c(TwoWorkers());
-  RegisterTaskRequest evaluator = Worker(0);
-  evaluator.set_task_type("evaluator");
+  const RegisterTaskRequest evaluator = Evaluator();
   EXPECT_THAT(c.Register(Worker(1)),
               StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_THAT(c.Register(evaluator),
@@ -568,8 +571,7 @@ TEST(JobCoordinatorTest, AFailedJobWaitsUntilRunningTasksHeardIt) {
   c.SetSpec(Spec(ASYNC));
   ASSERT_OK(c.Register(Worker(0)));
   ASSERT_OK(c.Register(Worker(1)));
-  RegisterTaskRequest evaluator = Worker(0);
-  evaluator.set_task_type("evaluator");
+  const RegisterTaskRequest evaluator = Evaluator();
   ASSERT_OK(c.Register(evaluator));
   Progress(c, Report(0, 5));
   Progress(c, Report(1, 5));
@@ -609,8 +611,7 @@ TEST(JobCoordinatorTest, AJobFailingAtStartWaitsForTasksNotHeardFromYet) {
   EXPECT_EQ(Progress(c, failed).state(), FAILED);
   EXPECT_THAT(c.WaitForOutcomeHeard(absl::Now()),
               ElementsAre("worker-1 at h1:1", "evaluator"));
-  RegisterTaskRequest evaluator = Worker(0);
-  evaluator.set_task_type("evaluator");
+  const RegisterTaskRequest evaluator = Evaluator();
   std::thread late([&] {
     EXPECT_THAT(c.Register(Worker(1)),
                 StatusIs(absl::StatusCode::kAborted,
@@ -724,10 +725,7 @@ TEST(JobCoordinatorDescribeTest, ALostWorkerAndTheEndShow) {
   c.SetSpec(spec);
   ASSERT_OK(c.Register(Worker(0)));
   ASSERT_OK(c.Register(Worker(1)));
-  RegisterTaskRequest evaluator;
-  evaluator.set_protocol_version(kProtocolVersion);
-  evaluator.set_task_type("evaluator");
-  ASSERT_OK(c.Register(evaluator));
+  ASSERT_OK(c.Register(Evaluator()));
   EvaluationReport eval;
   eval.set_global_step(50);
   eval.set_accuracy(0.75);
@@ -752,10 +750,7 @@ TEST(JobCoordinatorDescribeTest, ALostWorkerAndTheEndShow) {
 TEST(JobCoordinatorDescribeTest, AnEvaluatorReplacedByTheChiefShowsLost) {
   JobCoordinator c(DescribedJob());
   c.SetSpec(Spec(ASYNC));
-  RegisterTaskRequest evaluator;
-  evaluator.set_protocol_version(kProtocolVersion);
-  evaluator.set_task_type("evaluator");
-  ASSERT_OK(c.Register(evaluator));
+  ASSERT_OK(c.Register(Evaluator()));
   EvaluationReport during;
   during.set_global_step(50);
   ASSERT_OK(c.Evaluation(during));

@@ -226,6 +226,22 @@ class EvaluatorTest : public ::testing::Test {
     policy_.retry_interval = absl::Milliseconds(1);
   }
 
+  // Joins the evaluator (as RunEvaluator does first) and runs it while the
+  // chief's side waits for the final evaluation, which it returns; the
+  // evaluator's own result goes to `result`.
+  std::optional<EvaluationReport> RunToTheFinalEvaluation(
+      absl::Status& result) {
+    RegisterTaskRequest joined;
+    joined.set_protocol_version(kProtocolVersion);
+    joined.set_task_type("evaluator");
+    EXPECT_OK(job_->coordinator->Register(joined));
+    std::thread evaluator([&] { result = Evaluator(parts_, policy_).Run(); });
+    std::optional<EvaluationReport> final_eval =
+        job_->coordinator->RunFinalEvaluation(absl::InfiniteFuture());
+    evaluator.join();
+    return final_eval;
+  }
+
   JobSpec spec_;
   Dataset test_;
   std::unique_ptr<InProcessJob> job_;
@@ -235,17 +251,8 @@ class EvaluatorTest : public ::testing::Test {
 };
 
 TEST_F(EvaluatorTest, EvaluatesTheLiveModelAndSendsTheFinalEvaluation) {
-  // As RunEvaluator does first.
-  RegisterTaskRequest joined;
-  joined.set_protocol_version(kProtocolVersion);
-  joined.set_task_type("evaluator");
-  ASSERT_OK(job_->coordinator->Register(joined));
   absl::Status result;
-  std::thread evaluator([&] { result = Evaluator(parts_, policy_).Run(); });
-  // The chief's side: training ended, waiting for the final evaluation.
-  std::optional<EvaluationReport> final_eval =
-      job_->coordinator->RunFinalEvaluation(absl::InfiniteFuture());
-  evaluator.join();
+  std::optional<EvaluationReport> final_eval = RunToTheFinalEvaluation(result);
   EXPECT_OK(result);
   ASSERT_TRUE(final_eval.has_value());
   EXPECT_TRUE(final_eval->final());
@@ -266,15 +273,9 @@ TEST_F(EvaluatorTest, AFinalEvaluationTheChiefDidNotRecordIsSentAgain) {
     SetUp();
     LosingChief chief(job_->chief.get(), first);
     parts_.coordinator = &chief;
-    RegisterTaskRequest joined;
-    joined.set_protocol_version(kProtocolVersion);
-    joined.set_task_type("evaluator");
-    ASSERT_OK(job_->coordinator->Register(joined));
     absl::Status result;
-    std::thread evaluator([&] { result = Evaluator(parts_, policy_).Run(); });
     std::optional<EvaluationReport> final_eval =
-        job_->coordinator->RunFinalEvaluation(absl::InfiniteFuture());
-    evaluator.join();
+        RunToTheFinalEvaluation(result);
     EXPECT_OK(result);
     ASSERT_TRUE(final_eval.has_value());
     EXPECT_EQ(chief.finals(), 2);
