@@ -25,12 +25,10 @@ void LogFinal(const EvaluationReport& report) {
 
 absl::StatusOr<EvaluationReport> EvaluateOnChief(
     const FinalEvaluationOptions& options, const JobSpec& spec,
-    ParameterClient& client) {
-  ASSIGN_OR_RETURN(TestData test, LoadTestData(spec));
-  std::unique_ptr<Device> device = CreateCpuDevice(options.cpu_threads);
+    ParameterClient& client, Device& device, const TestData& test) {
   if (!test.ctr && !options.final_checkpoint.empty()) {
-    absl::StatusOr<EvaluationReport> report = EvaluateCheckpoint(
-        spec, options.final_checkpoint, *device, test.images);
+    absl::StatusOr<EvaluationReport> report =
+        EvaluateCheckpoint(spec, options.final_checkpoint, device, test.images);
     // A vanished or damaged checkpoint: the live model instead.
     if (report.ok() || (!absl::IsNotFound(report.status()) &&
                         !absl::IsDataLoss(report.status()))) {
@@ -40,7 +38,7 @@ absl::StatusOr<EvaluationReport> EvaluateOnChief(
                  << options.final_checkpoint << ": "
                  << report.status().message();
   }
-  return EvaluateLiveModel(spec, client, *device, test);
+  return EvaluateLiveModel(spec, client, device, test);
 }
 
 }  // namespace
@@ -85,10 +83,13 @@ absl::Status ObtainFinalEvaluation(const FinalEvaluationOptions& options,
   // A server lost meanwhile (its pulls fail: a restarted server has no
   // variables until the chief restores them) is restored and the model
   // evaluated again.
+  const absl::StatusOr<TestData> test = LoadTestData(spec);
+  std::unique_ptr<Device> device = CreateCpuDevice(options.cpu_threads);
+  absl::StatusOr<EvaluationReport> report =
+      test.ok() ? absl::UnknownError("not evaluated") : test.status();
   constexpr int kAttempts = 3;
-  absl::StatusOr<EvaluationReport> report;
-  for (int attempt = 1;; ++attempt) {
-    report = EvaluateOnChief(options, spec, client);
+  for (int attempt = 1; test.ok(); ++attempt) {
+    report = EvaluateOnChief(options, spec, client, *device, *test);
     if (report.ok() || !options.keep_model || attempt == kAttempts) break;
     // Its error names the lost server and the fix itself.
     ASSIGN_OR_RETURN(const bool restored,
