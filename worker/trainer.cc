@@ -625,6 +625,7 @@ absl::StatusOr<Trainer::Next> Trainer::HeartbeatIfDue(TrainLoop& loop) {
   loop.next_heartbeat = parts_.clock->Now() + options_.heartbeat_interval;
   ASSIGN_OR_RETURN(const bool chief_wants_more, CheckInWithTheChief());
   if (!chief_wants_more) return Next::kGoOn;
+  if (job_over_) return Next::kStop;
   RETURN_IF_ERROR(Recover(absl::OkStatus()));
   return job_over_ ? Next::kStop : Next::kRestart;
 }
@@ -706,6 +707,15 @@ absl::StatusOr<bool> Trainer::CheckInWithTheChief() {
   if (status->state() == FAILED) {
     return absl::AbortedError(
         absl::StrCat("the chief ended the job: ", status->message()));
+  }
+  if (status->state() == SUCCEEDED || status->state() == FINAL_EVALUATION) {
+    // The chief has the job's final model (another worker's push reached
+    // the total, or an operator ended training): a step trained now would
+    // change that model after its final checkpoint.
+    LOG(INFO) << "the chief finished training at global step "
+              << status->global_step() << "; stopping";
+    job_over_ = true;
+    return true;
   }
   return status->state() == PAUSED || status->state() == INITIALIZING ||
          status->generation() != generation_;

@@ -299,8 +299,9 @@ class Trainer {
   // A step done: counters, metrics, the progress line every `log_every`.
   void RecordStep(const Batch& batch, const BatchStats& stats, int log_every);
   // The heartbeat from inside the loop: true when the chief paused the job
-  // or restored the model (Recover, then pull again); Aborted when it
-  // failed the job. A heartbeat that fails is logged and training goes on.
+  // or restored the model (Recover, then pull again) or finished training
+  // (job_over_ set: stop); Aborted when it failed the job. A heartbeat that
+  // fails is logged and training goes on.
   absl::StatusOr<bool> CheckInWithTheChief();
   // The "finished:" line: steps, examples, and where the time went.
   void LogFinished(absl::Duration elapsed) const;

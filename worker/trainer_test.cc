@@ -1,6 +1,7 @@
 #include "worker/trainer.h"
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <random>
 #include <thread>
@@ -436,13 +437,28 @@ TEST_F(TrainerTest, AWaitingWorkerKeepsHeartbeating) {
 // A chief that restarted answers INITIALIZING (with a generation of its
 // own) until it has restored the model. A worker waits for it to train
 // again rather than train on a model about to be replaced.
+//
+// The chief "restarts" itself at the first report of a worker in the middle
+// of its training (past `restart_after_steps`), so the restore always lands
+// during training however fast the machine trains; the test ends the
+// restore (`Restored`) and then the job.
 class RestartingChief final : public testing::ForwardingCoordinator {
  public:
-  using ForwardingCoordinator::ForwardingCoordinator;
+  // `client` reaches `chief`.
+  RestartingChief(CoordinatorClient* client, JobCoordinator* chief,
+                  int64_t restart_after_steps)
+      : ForwardingCoordinator(client),
+        chief_(chief),
+        restart_after_steps_(restart_after_steps) {}
   absl::StatusOr<StatusResponse> ReportProgress(
       const ProgressReport& report, absl::Duration timeout) override {
-    if (initializing) {
-      ++answered_initializing;
+    if (!restarted_ && !report.finished() &&
+        report.local_steps() >= restart_after_steps_) {
+      restarted_ = true;
+      initializing_ = true;
+    }
+    if (initializing_) {
+      ++answered_initializing_;
       StatusResponse status;
       status.set_state(INITIALIZING);
       status.set_generation(424242);
@@ -450,64 +466,100 @@ class RestartingChief final : public testing::ForwardingCoordinator {
     }
     return ForwardingCoordinator::ReportProgress(report, timeout);
   }
-  std::atomic<bool> initializing{false};
-  std::atomic<int> answered_initializing{0};
+  int answered_initializing() const { return answered_initializing_; }
+  // The model is back: the chief trains again (the generation as before
+  // here).
+  void Restored() { initializing_ = false; }
+  // The test's end: the job succeeds with the worker still training.
+  void EndJob() { chief_->Succeed(); }
+
+ private:
+  JobCoordinator* const chief_;
+  const int64_t restart_after_steps_;
+  std::atomic<bool> restarted_{false};
+  std::atomic<bool> initializing_{false};
+  std::atomic<int> answered_initializing_{0};
 };
-std::atomic<int> answered_initializing{0};
+
+// More steps than any of these tests lets a worker train: the job ends
+// when the test says so.
+constexpr int64_t kUntilTheTestEndsIt = 100'000'000;
+
+// Runs `trainer` while `chief` restarts, checks that the worker trains
+// nothing while the chief restores, and that it trains again afterwards
+// (`progress` counts the work the servers applied).
+void ExpectTheWorkerWaitsForTheRestore(
+    Trainer& trainer, RestartingChief& chief,
+    const std::function<int64_t()>& progress) {
+  absl::Status result;
+  std::thread run([&] { result = trainer.Run(); });
+  while (chief.answered_initializing() < 3) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  const int64_t waiting_at = progress();
+  while (chief.answered_initializing() < 10) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(progress(), waiting_at) << "trained while the chief was restoring";
+  chief.Restored();
+  while (progress() < waiting_at + 20) absl::SleepFor(absl::Milliseconds(1));
+  chief.EndJob();
+  run.join();
+  EXPECT_OK(result);
+}
 
 TEST_F(TrainerTest, AWorkerWaitsWhileARestartedChiefRestoresTheModel) {
-  SetUpJob(ASYNC, 400);
-  RestartingChief chief(parts_.coordinator);
+  SetUpJob(ASYNC, kUntilTheTestEndsIt);
+  StopChief();  // the job ends when the test ends it
+  RestartingChief chief(job_->chief.get(), job_->coordinator.get(),
+                        /*restart_after_steps=*/20);
   parts_.coordinator = &chief;
   options_.heartbeat_interval = absl::Milliseconds(5);
+  Trainer trainer(options_, parts_);
+  ExpectTheWorkerWaitsForTheRestore(
+      trainer, chief, [this] { return job_->core->Stats().updates_applied(); });
+}
+
+// The same with embedding tables: the pause reaches the rows prefetch and
+// the rows pushes in flight (pulled again afterwards, not used stale).
+TEST_F(TrainerTest, AWorkerWithTablesWaitsWhileARestartedChiefRestores) {
+  ASSERT_NO_FATAL_FAILURE(SetUpTablesJob(ASYNC, kUntilTheTestEndsIt));
+  StopChief();
+  RestartingChief chief(job_->chief.get(), job_->coordinator.get(),
+                        /*restart_after_steps=*/20);
+  parts_.coordinator = &chief;
+  options_.heartbeat_interval = absl::Milliseconds(5);
+  Trainer trainer(options_, parts_);
+  ExpectTheWorkerWaitsForTheRestore(trainer, chief, [this] {
+    return job_->core->Stats().tables(0).version();
+  });
+}
+
+// The chief finishes training while this worker still trains (another
+// worker's push reached the total, or an operator ended training): the
+// worker stops at its next heartbeat rather than change the final model,
+// and waits for the job's end.
+TEST_F(TrainerTest, AWorkerStopsWhenTheChiefFinishesTrainingWithoutIt) {
+  SetUpJob(ASYNC, kUntilTheTestEndsIt);
+  StopChief();  // this test plays the chief
   Trainer trainer(options_, parts_);
   absl::Status result;
   std::thread run([&] { result = trainer.Run(); });
   while (job_->core->Stats().updates_applied() < 20) {
     absl::SleepFor(absl::Milliseconds(1));
   }
-  chief.initializing = true;
-  while (chief.answered_initializing < 3) absl::SleepFor(absl::Milliseconds(1));
-  const int64_t waiting_at = job_->core->Stats().updates_applied();
-  while (chief.answered_initializing < 10) {
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  EXPECT_EQ(job_->core->Stats().updates_applied(), waiting_at)
-      << "trained while the chief was restoring";
-  // The chief trains again (the same generation as before here): the
-  // worker goes on to the end.
-  chief.initializing = false;
+  job_->coordinator->BeginFinalEvaluation();
+  WaitUntilFinished(*job_->coordinator);
+  const int64_t stopped_at = job_->core->Stats().updates_applied();
+  // A few more heartbeats of the waiting worker: nothing more is trained.
+  const int64_t reports = job_->coordinator->LastReports()[0].examples();
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(job_->core->Stats().updates_applied(), stopped_at);
+  EXPECT_EQ(job_->coordinator->LastReports()[0].examples(), reports);
+  job_->coordinator->Succeed();
   run.join();
   EXPECT_OK(result);
-  EXPECT_GE(job_->core->Stats().updates_applied(), 400);
-}
-
-// The same with embedding tables: the pause reaches the rows prefetch and
-// the rows pushes in flight (pulled again afterwards, not used stale).
-TEST_F(TrainerTest, AWorkerWithTablesWaitsWhileARestartedChiefRestores) {
-  ASSERT_NO_FATAL_FAILURE(SetUpTablesJob(ASYNC, 300));
-  RestartingChief chief(parts_.coordinator);
-  parts_.coordinator = &chief;
-  options_.heartbeat_interval = absl::Milliseconds(5);
-  Trainer trainer(options_, parts_);
-  absl::Status result;
-  std::thread run([&] { result = trainer.Run(); });
-  auto table_version = [this] {
-    return job_->core->Stats().tables(0).version();
-  };
-  while (table_version() < 20) absl::SleepFor(absl::Milliseconds(1));
-  chief.initializing = true;
-  while (chief.answered_initializing < 3) absl::SleepFor(absl::Milliseconds(1));
-  const int64_t waiting_at = job_->core->Stats().updates_applied();
-  while (chief.answered_initializing < 10) {
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  EXPECT_EQ(job_->core->Stats().updates_applied(), waiting_at)
-      << "trained while the chief was restoring";
-  chief.initializing = false;
-  run.join();
-  EXPECT_OK(result);
-  EXPECT_GE(table_version(), 300);
+  EXPECT_LT(trainer.local_steps(), kUntilTheTestEndsIt);
 }
 
 TEST_F(TrainerTest, ARestartedBoundedWorkerJoinsAtTheSlowestClock) {
