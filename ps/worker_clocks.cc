@@ -186,6 +186,11 @@ int64_t WorkerClocks::ClockOf(int worker) const {
   return clocks_[worker];
 }
 
+int WorkerClocks::waiting() const {
+  MutexLock lock(&mu_);
+  return static_cast<int>(waiters_.size());
+}
+
 void WorkerClocks::CountWait(absl::Duration waited) {
   MutexLock lock(&mu_);
   ++waits_;

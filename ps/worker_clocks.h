@@ -88,6 +88,9 @@ class WorkerClocks {
   // `worker`'s clock (must pass Check).
   int64_t ClockOf(int worker) const;
 
+  // How many pulls wait for the bound now.
+  int waiting() const;
+
   // Counts a pull that waited `waited`.
   void CountWait(absl::Duration waited);
 

@@ -55,6 +55,7 @@ Trainer::Trainer(TrainerOptions options, TrainerParts parts)
       prefetch_policy_(PrefetchChoice(
           options_.spec.config().training().parameter_prefetch())) {
   window_.start = parts_.clock->Now();
+  if (!sync_) background_ = std::make_unique<BackgroundQueue>(parts_.clock);
   if (!parts_.tables.empty()) {
     has_tables_ = true;
     for (StagedBatch& staged : staged_) {
@@ -185,6 +186,7 @@ absl::StatusOr<bool> Trainer::JobAlreadyOver() {
 
 absl::Status Trainer::Recover(const absl::Status& cause) {
   const RecoveryPolicy& policy = options_.recovery;
+  SettleBackground();
   for (auto& push : pushes_) {
     if (push != nullptr) (void)push->Wait();  // Stale now either way.
     push = nullptr;
@@ -344,6 +346,7 @@ void Trainer::Restart() {
 
 absl::Status Trainer::Run() {
   absl::Status result = RunUntilDone();
+  SettleBackground();  // what it started is in the handles dropped below
   if (!result.ok()) {
     // An error can leave a pull or push in flight (a prefetch, a pull
     // waiting for a sync step the other workers cannot finish without this
@@ -471,6 +474,8 @@ absl::Status Trainer::Train() {
     if (next == Next::kStop) break;
     if (next == Next::kRestart) Restart();
   }
+  SettleBackground();
+  if (background_ != nullptr) phases_.background = background_->busy();
   for (auto& push : pushes_) {
     if (push != nullptr) RETURN_IF_ERROR(push->Wait());
   }
@@ -565,10 +570,14 @@ absl::StatusOr<Trainer::Next> Trainer::AwaitEarlierPush() {
 }
 
 absl::StatusOr<Trainer::Next> Trainer::AwaitPushes(int slot) {
+  const absl::Time push_wait_start = parts_.clock->Now();
+  if (push_tickets_[slot] != BackgroundQueue::kNothing) {
+    background_->WaitFor(push_tickets_[slot]);
+    push_tickets_[slot] = BackgroundQueue::kNothing;
+  }
   if (pushes_[slot] == nullptr && row_pushes_[slot] == nullptr) {
     return Next::kGoOn;
   }
-  const absl::Time push_wait_start = parts_.clock->Now();
   absl::Status pushed, pushed_rows;
   if (pushes_[slot] != nullptr) pushed = pushes_[slot]->Wait();
   if (row_pushes_[slot] != nullptr) pushed_rows = row_pushes_[slot]->Wait();
@@ -609,12 +618,23 @@ absl::StatusOr<BatchStats> Trainer::ComputeGradients(const Batch& batch) {
 }
 
 absl::StatusOr<Trainer::Next> Trainer::PushGradients() {
+  if (bounded_) {
+    // Started here, not by the background thread: its worker clock must
+    // reach the servers before this worker's pull for the next clock.
+    pushes_[grad_slot_] = parts_.client->Push(
+        Sources(grads_[grad_slot_]), version_, options_.worker_index, clock_);
+    return Next::kGoOn;
+  }
   if (!sync_) {
     // It travels while the next step computes into the other buffer (or,
-    // not prefetching, until PullNextStep waits for it).
-    pushes_[grad_slot_] = parts_.client->Push(
-        Sources(grads_[grad_slot_]), version_, options_.worker_index,
-        bounded_ ? std::optional<int64_t>(clock_) : std::nullopt);
+    // not prefetching, until PullNextStep waits for it); the background
+    // thread starts it (gRPC's send path) while that step begins.
+    push_tickets_[grad_slot_] = background_->Post(
+        [this, slot = grad_slot_, sources = Sources(grads_[grad_slot_]),
+         version = version_] {
+          pushes_[slot] = parts_.client->Push(
+              sources, version, options_.worker_index, std::nullopt);
+        });
     return Next::kGoOn;
   }
   return FinishSyncPush();
@@ -741,6 +761,12 @@ void Trainer::LogFinished(absl::Duration elapsed) const {
           ? absl::StrFormat(" (rows setup %.1f%%)", share(phases_.rows_setup))
           : "",
       sync_ ? "" : PrefetchSummary());
+  if (!sync_) {
+    LOG(INFO) << absl::StrFormat(
+        "background thread: busy %.1f%% of the time starting calls while "
+        "the steps ran (rows prepared, rows pulls and pushes sent)",
+        share(phases_.background));
+  }
 }
 
 std::string Trainer::PrefetchSummary() const {

@@ -75,6 +75,7 @@
 #include "client/batch_rows.h"
 #include "client/coordinator_client.h"
 #include "client/ps_client.h"
+#include "common/background_queue.h"
 #include "common/clock.h"
 #include "common/metrics/event_file_writer.h"
 #include "common/mutex.h"
@@ -169,9 +170,12 @@ class Trainer {
   // computing gradients, waiting for parameters, waiting for the previous
   // push (the rest is reading batches, heartbeats and recovery). Models
   // with tables, part of the rest: finding a batch's distinct ids and
-  // starting its rows pull and push (routing ids, summing gradients).
+  // starting its rows pull and push (routing ids, summing gradients), or
+  // waiting for the background thread that does it. Not SYNC,
+  // `background`: the time the background thread spent starting calls
+  // while the training thread went on (not part of a step's time).
   struct PhaseTotals {
-    absl::Duration compute, pull_wait, push_wait, rows_setup;
+    absl::Duration compute, pull_wait, push_wait, rows_setup, background;
   };
   const PhaseTotals& phase_totals() const { return phases_; }
 
@@ -220,8 +224,17 @@ class Trainer {
   // now unless prefetched); not SYNC, then takes the next batch and starts
   // its rows pull.
   absl::StatusOr<Next> PullRows();
-  // Not SYNC: the next batch and its rows pull, for clock_ + 1.
-  absl::Status PrefetchRows();
+  // Not SYNC: posts PrefetchRows for the next batch (staged_[1 -
+  // staged_current_]) to the background thread.
+  void PostPrefetchRows();
+  // On the background thread: takes the batch into staged_[index], numbers
+  // its ids and starts its rows pull (BOUNDED: for `clock`).
+  absl::Status PrefetchRows(int index, std::optional<WorkerClock> clock);
+  // Waits for the posted PrefetchRows (counted as rows setup): its status.
+  absl::Status AwaitPrefetchRows();
+  // Waits for everything posted to the background thread (a restart, a
+  // recovery, the end of training): the handles it set are in place.
+  void SettleBackground();
   // The staged batch is done with (computed, or dropped by a failure).
   void ReleaseBatch();
   // Drops every rows pull in flight (their rows are pulled again).
@@ -237,7 +250,8 @@ class Trainer {
   // Models with tables: pushes the rows' gradients (SYNC: and waits).
   absl::StatusOr<Next> PushRows();
   // Not SYNC: waits for the push that last used grad slot `slot` (dense,
-  // then rows), counting push wait; kGoOn, or what its error means.
+  // then rows; started by the background thread), counting push wait;
+  // kGoOn, or what its error means.
   absl::StatusOr<Next> AwaitPushes(int slot);
   // The heartbeat, once an interval: a pause or a restore by the chief is
   // waited out (Recover), then the step restarts.
@@ -387,6 +401,20 @@ class Trainer {
   // Of the latest window that saw examples.
   double last_loss_ = 0;
   double last_accuracy_ = 0;
+
+  // Not SYNC: the thread that starts calls while a step computes
+  // (common/background_queue.h): the next batch's rows (ids numbered, rows
+  // pull started), a step's rows push, and (ASYNC) its dense push.
+  // BOUNDED starts the dense push inline: its worker clock must reach the
+  // servers before the next step's pull for clock + 1. The closures write
+  // staged_[i], pushes_[slot] and row_pushes_[slot]; the training thread
+  // reads those only after waiting for the ticket that set them. Declared
+  // last: destroyed (running what is queued) before what it uses.
+  std::unique_ptr<BackgroundQueue> background_;
+  uint64_t prefetch_ticket_ = BackgroundQueue::kNothing;
+  absl::Status prefetch_status_;  // PrefetchRows's, read after its ticket
+  uint64_t push_tickets_[2] = {BackgroundQueue::kNothing,
+                               BackgroundQueue::kNothing};
 };
 
 }  // namespace psflow

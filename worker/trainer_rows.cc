@@ -1,8 +1,10 @@
 // Trainer's embedding-table steps (worker/trainer.h): staging a batch and
-// its rows, the rows pull (not SYNC: the next batch's, prefetched while
-// this one computes) and the rows push (not SYNC: in flight while the next
-// step computes).
+// its rows, the rows pull (not SYNC: the next batch's, prefetched by the
+// background thread while this one computes) and the rows push (not SYNC:
+// started by the background thread, in flight while the next step
+// computes).
 #include <optional>
+#include <utility>
 
 #include "common/status_macros.h"
 #include "worker/trainer.h"
@@ -18,6 +20,7 @@ std::optional<WorkerClock> Trainer::RowsClock(int64_t clock) const {
 }
 
 absl::StatusOr<const Batch*> Trainer::StageBatch() {
+  RETURN_IF_ERROR(AwaitPrefetchRows());
   StagedBatch& staged = staged_[staged_current_];
   if (!staged.batch.has_value()) {
     staged.batch = parts_.batches->Next();
@@ -52,31 +55,52 @@ absl::StatusOr<Trainer::Next> Trainer::PullRows() {
     if (!pulled_rows.ok()) return AfterFailure(pulled_rows);
     staged.pulled = true;
   }
-  if (!sync_) RETURN_IF_ERROR(PrefetchRows());
+  if (!sync_) PostPrefetchRows();
   return Next::kGoOn;
 }
 
-absl::Status Trainer::PrefetchRows() {
-  StagedBatch& next = staged_[1 - staged_current_];
-  const absl::Time start = parts_.clock->Now();
+void Trainer::PostPrefetchRows() {
+  // BOUNDED: for the next step's clock, as the dense prefetch
+  // (LoadParametersAndPrefetch): the servers answer once the slowest live
+  // worker is close enough, so max_staleness holds for rows too.
+  prefetch_ticket_ = background_->Post(
+      [this, index = 1 - staged_current_, clock = RowsClock(clock_ + 1)] {
+        prefetch_status_ = PrefetchRows(index, clock);
+      });
+}
+
+absl::Status Trainer::PrefetchRows(int index,
+                                   std::optional<WorkerClock> clock) {
+  StagedBatch& next = staged_[index];
   if (!next.batch.has_value()) {
     next.batch = parts_.batches->Next();
     if (!next.batch.has_value()) return absl::OkStatus();
-    absl::Status prepared = next.rows->Prepare(*next.batch);
-    if (!prepared.ok()) {
-      AddRowsSetup(start);
-      return prepared;
-    }
+    RETURN_IF_ERROR(next.rows->Prepare(*next.batch));
   }
   if (next.pull == nullptr && !next.pulled) {
-    // BOUNDED: for the next step's clock, as the dense prefetch
-    // (LoadParametersAndPrefetch): the servers answer once the slowest
-    // live worker is close enough, so max_staleness holds for rows too.
     next.pull = next.rows->StartPull(*parts_.client, /*train=*/true,
-                                     /*min_version=*/0, RowsClock(clock_ + 1));
+                                     /*min_version=*/0, std::move(clock));
   }
-  AddRowsSetup(start);
   return absl::OkStatus();
+}
+
+absl::Status Trainer::AwaitPrefetchRows() {
+  if (prefetch_ticket_ != BackgroundQueue::kNothing) {
+    const absl::Time start = parts_.clock->Now();
+    background_->WaitFor(prefetch_ticket_);
+    prefetch_ticket_ = BackgroundQueue::kNothing;
+    AddRowsSetup(start);
+  }
+  // A batch whose ids could not be prepared ends training (as inline).
+  return std::exchange(prefetch_status_, absl::OkStatus());
+}
+
+void Trainer::SettleBackground() {
+  if (background_ == nullptr) return;
+  background_->Drain();
+  // prefetch_status_ stays until StageBatch reads it.
+  prefetch_ticket_ = BackgroundQueue::kNothing;
+  for (uint64_t& ticket : push_tickets_) ticket = BackgroundQueue::kNothing;
 }
 
 void Trainer::ReleaseBatch() {
@@ -94,6 +118,7 @@ void Trainer::AddRowsSetup(absl::Time start) {
 }
 
 void Trainer::DropRowPulls() {
+  SettleBackground();  // a prefetch may be setting a pull
   // Dropping a handle waits for its calls and leaves the rows buffers
   // untouched (client/ps_client.h RowsHandle).
   for (StagedBatch& staged : staged_) {
@@ -106,14 +131,17 @@ absl::StatusOr<Trainer::Next> Trainer::PushRows() {
   if (!has_tables_) return Next::kGoOn;
   BatchRows& rows = *staged_[staged_current_].rows;
   if (!sync_) {
-    // It travels while the next step computes (its gradients are copied
-    // now), awaited with this slot's dense push. Its version is the one
-    // the rows were read at, from which the servers count its staleness.
-    const absl::Time start = parts_.clock->Now();
-    row_pushes_[grad_slot_] =
-        rows.StartPush(*parts_.client, staged_[staged_current_].version,
-                       options_.worker_index);
-    AddRowsSetup(start);
+    // It travels while the next step computes, awaited with this slot's
+    // dense push (AwaitPushes). Its version is the one the rows were read
+    // at, from which the servers count its staleness. The background
+    // thread copies the gradients before the rows are prepared again (by
+    // a prefetch posted after this).
+    push_tickets_[grad_slot_] =
+        background_->Post([this, slot = grad_slot_, &rows,
+                           version = staged_[staged_current_].version] {
+          row_pushes_[slot] =
+              rows.StartPush(*parts_.client, version, options_.worker_index);
+        });
     return Next::kGoOn;
   }
   const absl::Time rows_push_start = parts_.clock->Now();

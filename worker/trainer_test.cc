@@ -240,9 +240,16 @@ TEST_F(TrainerTest, ABoundedWorkersRowsPrefetchWaitsForTheSlowestWorker) {
   absl::Status result;
   Trainer trainer(options_, parts_);
   std::thread run([&] { result = trainer.Run(); });
-  while (job_->core->Stats().worker_clocks(0) < 2) {
+  // Both step-2 pulls reach the server (the rows prefetch from the
+  // trainer's background thread) and wait there. (A rows pull that did not
+  // wait never shows: the generous deadline turns that hang into a
+  // failure.)
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (job_->core->worker_clocks()->waiting() < 2 && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(1));
   }
+  ASSERT_EQ(job_->core->worker_clocks()->waiting(), 2);
+  EXPECT_EQ(job_->core->Stats().worker_clocks(0), 2);
   EXPECT_EQ(job_->core->Stats().bounded_waits(), 0) << "still waiting";
   ASSERT_OK(job_->client->ExcludeWorkers({1}));
   run.join();
