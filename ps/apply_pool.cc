@@ -1,22 +1,13 @@
 #include "ps/apply_pool.h"
 
-#include <sched.h>
-
 #include <algorithm>
 
 #include "common/float_mode.h"
+#include "common/host_cores.h"
 
 namespace psflow {
 
-int ApplyPool::HostCores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    const int count = CPU_COUNT(&set);
-    if (count > 0) return count;
-  }
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-}
+int ApplyPool::HostCores() { return UsableCores(); }
 
 ApplyPool::ApplyPool(Options options)
     : threads_(std::max(1, options.threads)),

@@ -76,7 +76,8 @@ class ApplyPool {
     int64_t min_range_floats = kDefaultMinRangeFloats;
   };
 
-  // The cores this process may run on (its CPU affinity), at least 1.
+  // The cores this process may use (common/host_cores.h: its CPU
+  // affinity, lowered to its container's CPU quota), at least 1.
   static int HostCores();
 
   explicit ApplyPool(Options options);

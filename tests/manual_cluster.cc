@@ -80,7 +80,11 @@ Subprocess* ManualCluster::Start(const std::string& type, int index) {
             "--result_file=" + result_file_};
     argv.insert(argv.end(), chief_flags_.begin(), chief_flags_.end());
   } else if (type == "worker") {
-    argv = {RunfilePath("worker/worker"), open, bind, "--device=cpu"};
+    // The background thread on, as on a host with cores to spare (auto
+    // leaves it off on a 2-core machine): the recovery and fault tests
+    // cover the calls it starts.
+    argv = {RunfilePath("worker/worker"), open, bind, "--device=cpu",
+            "--background_calls=on"};
   } else {
     argv = {RunfilePath("evaluator/evaluator"), open, "--device=cpu"};
   }

@@ -343,5 +343,22 @@ TEST(TrainingTest, MissingParameterServerFailsTheChiefAfterItsDeadline) {
                                      " is not healthy")));
 }
 
+// A worker flag with a value it does not know stops the worker at once,
+// naming the values it takes.
+TEST(TrainingTest, AnUnknownBackgroundCallsValueIsRefused) {
+  const std::string tf_config =
+      R"({"cluster": {"chief": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"],)"
+      R"( "worker": ["127.0.0.1:3"]}, "task": {"type": "worker", "index": 0}})";
+  Subprocess worker({RunfilePath("worker/worker"),
+                     "--background_calls=sometimes", "--device=cpu"},
+                    {{"TF_CONFIG", tf_config}}, TempPath("bad_flag.log"));
+  ASSERT_OK(worker.Start());
+  absl::StatusOr<int> exit_code = worker.Wait(absl::Seconds(30));
+  ASSERT_OK(exit_code.status());
+  EXPECT_NE(*exit_code, 0);
+  EXPECT_THAT(worker.Output(),
+              HasSubstr("--background_calls=sometimes is not auto, on or off"));
+}
+
 }  // namespace
 }  // namespace psflow

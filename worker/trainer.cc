@@ -55,7 +55,9 @@ Trainer::Trainer(TrainerOptions options, TrainerParts parts)
       prefetch_policy_(PrefetchChoice(
           options_.spec.config().training().parameter_prefetch())) {
   window_.start = parts_.clock->Now();
-  if (!sync_) background_ = std::make_unique<BackgroundQueue>(parts_.clock);
+  if (!sync_ && options_.background_calls) {
+    background_ = std::make_unique<BackgroundQueue>(parts_.clock);
+  }
   if (!parts_.tables.empty()) {
     has_tables_ = true;
     for (StagedBatch& staged : staged_) {
@@ -629,12 +631,13 @@ absl::StatusOr<Trainer::Next> Trainer::PushGradients() {
     // It travels while the next step computes into the other buffer (or,
     // not prefetching, until PullNextStep waits for it); the background
     // thread starts it (gRPC's send path) while that step begins.
-    push_tickets_[grad_slot_] = background_->Post(
+    push_tickets_[grad_slot_] = StartCalls(
         [this, slot = grad_slot_, sources = Sources(grads_[grad_slot_]),
          version = version_] {
           pushes_[slot] = parts_.client->Push(
               sources, version, options_.worker_index, std::nullopt);
-        });
+        },
+        /*rows_setup=*/false);
     return Next::kGoOn;
   }
   return FinishSyncPush();
@@ -761,7 +764,7 @@ void Trainer::LogFinished(absl::Duration elapsed) const {
           ? absl::StrFormat(" (rows setup %.1f%%)", share(phases_.rows_setup))
           : "",
       sync_ ? "" : PrefetchSummary());
-  if (!sync_) {
+  if (background_ != nullptr) {
     LOG(INFO) << absl::StrFormat(
         "background thread: busy %.1f%% of the time starting calls while "
         "the steps ran (rows prepared, rows pulls and pushes sent)",

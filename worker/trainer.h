@@ -65,6 +65,7 @@
 #define PSFLOW_WORKER_TRAINER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -128,6 +129,11 @@ struct TrainerOptions {
   // everything after its delay, as a straggler would. The job config's
   // training.sync_group_bytes sets it (0 there: the int64 maximum).
   int64_t sync_group_bytes = 256 << 10;
+  // Not SYNC: start the step's calls on a background thread while it
+  // computes (the next batch's rows, the pushes); off, the training thread
+  // starts them between steps. The worker's --background_calls (auto: on
+  // where the process may use at least 4 cores).
+  bool background_calls = true;
 };
 
 // What a trainer works with; nothing is owned.
@@ -232,6 +238,10 @@ class Trainer {
   absl::Status PrefetchRows(int index, std::optional<WorkerClock> clock);
   // Waits for the posted PrefetchRows (counted as rows setup): its status.
   absl::Status AwaitPrefetchRows();
+  // Runs `start` (which starts calls) on the background thread and answers
+  // its ticket; without one (background_calls off) runs it now, adding its
+  // time to the rows setup when `rows_setup`, and answers kNothing.
+  uint64_t StartCalls(std::function<void()> start, bool rows_setup);
   // Waits for everything posted to the background thread (a restart, a
   // recovery, the end of training): the handles it set are in place.
   void SettleBackground();
@@ -402,9 +412,10 @@ class Trainer {
   double last_loss_ = 0;
   double last_accuracy_ = 0;
 
-  // Not SYNC: the thread that starts calls while a step computes
-  // (common/background_queue.h): the next batch's rows (ids numbered, rows
-  // pull started), a step's rows push, and (ASYNC) its dense push.
+  // Not SYNC, background_calls: the thread that starts calls while a step
+  // computes (common/background_queue.h): the next batch's rows (ids
+  // numbered, rows pull started), a step's rows push, and (ASYNC) its
+  // dense push.
   // BOUNDED starts the dense push inline: its worker clock must reach the
   // servers before the next step's pull for clock + 1. The closures write
   // staged_[i], pushes_[slot] and row_pushes_[slot]; the training thread

@@ -63,10 +63,11 @@ void Trainer::PostPrefetchRows() {
   // BOUNDED: for the next step's clock, as the dense prefetch
   // (LoadParametersAndPrefetch): the servers answer once the slowest live
   // worker is close enough, so max_staleness holds for rows too.
-  prefetch_ticket_ = background_->Post(
+  prefetch_ticket_ = StartCalls(
       [this, index = 1 - staged_current_, clock = RowsClock(clock_ + 1)] {
         prefetch_status_ = PrefetchRows(index, clock);
-      });
+      },
+      /*rows_setup=*/true);
 }
 
 absl::Status Trainer::PrefetchRows(int index,
@@ -93,6 +94,14 @@ absl::Status Trainer::AwaitPrefetchRows() {
   }
   // A batch whose ids could not be prepared ends training (as inline).
   return std::exchange(prefetch_status_, absl::OkStatus());
+}
+
+uint64_t Trainer::StartCalls(std::function<void()> start, bool rows_setup) {
+  if (background_ != nullptr) return background_->Post(std::move(start));
+  const absl::Time started = parts_.clock->Now();
+  start();
+  if (rows_setup) AddRowsSetup(started);
+  return BackgroundQueue::kNothing;
 }
 
 void Trainer::SettleBackground() {
@@ -136,12 +145,13 @@ absl::StatusOr<Trainer::Next> Trainer::PushRows() {
     // at, from which the servers count its staleness. The background
     // thread copies the gradients before the rows are prepared again (by
     // a prefetch posted after this).
-    push_tickets_[grad_slot_] =
-        background_->Post([this, slot = grad_slot_, &rows,
-                           version = staged_[staged_current_].version] {
+    push_tickets_[grad_slot_] = StartCalls(
+        [this, slot = grad_slot_, &rows,
+         version = staged_[staged_current_].version] {
           row_pushes_[slot] =
               rows.StartPush(*parts_.client, version, options_.worker_index);
-        });
+        },
+        /*rows_setup=*/true);
     return Next::kGoOn;
   }
   const absl::Time rows_push_start = parts_.clock->Now();

@@ -119,6 +119,7 @@ class TrainerTest : public ::testing::Test {
     parts_.device = device_.get();
     parts_.model = model_.get();
     parts_.variables = job_->variables;
+    parts_.tables.clear();  // SetUpTablesJob sets them
     parts_.client = job_->client.get();
     parts_.coordinator = job_->chief.get();
     parts_.batches = batches_.get();
@@ -340,17 +341,43 @@ TEST_F(TrainerTest, MeasuresWhereTheStepsTimeWent) {
 // (ids found, routed, gradients summed) without waiting: that time is
 // measured apart, within what the run took.
 TEST_F(TrainerTest, MeasuresTheRowsSetupApartFromTheWaits) {
-  ASSERT_NO_FATAL_FAILURE(SetUpTablesJob(ASYNC, 40));
+  for (const bool background : {true, false}) {
+    SCOPED_TRACE(background ? "background calls" : "inline calls");
+    ASSERT_NO_FATAL_FAILURE(SetUpTablesJob(ASYNC, 40));
+    options_.background_calls = background;
+    Trainer trainer(options_, parts_);
+    const absl::Time start = absl::Now();
+    ASSERT_OK(trainer.Run());
+    const absl::Duration run = absl::Now() - start;
+    const Trainer::PhaseTotals& phases = trainer.phase_totals();
+    EXPECT_GT(phases.compute, absl::ZeroDuration());
+    EXPECT_GT(phases.rows_setup, absl::ZeroDuration());
+    EXPECT_LE(phases.compute + phases.pull_wait + phases.push_wait +
+                  phases.rows_setup,
+              run);
+    // The background thread's time is apart from the step's.
+    EXPECT_EQ(phases.background > absl::ZeroDuration(), background);
+  }
+}
+
+// Without the background thread the training thread starts the calls
+// itself, between steps: the same training, the same accounting.
+TEST_F(TrainerTest, WithoutTheBackgroundThreadCallsStartInline) {
+  ASSERT_NO_FATAL_FAILURE(SetUpTablesJob(ASYNC, 60));
+  options_.background_calls = false;
   Trainer trainer(options_, parts_);
-  const absl::Time start = absl::Now();
   ASSERT_OK(trainer.Run());
-  const absl::Duration run = absl::Now() - start;
-  const Trainer::PhaseTotals& phases = trainer.phase_totals();
-  EXPECT_GT(phases.compute, absl::ZeroDuration());
-  EXPECT_GT(phases.rows_setup, absl::ZeroDuration());
-  EXPECT_LE(
-      phases.compute + phases.pull_wait + phases.push_wait + phases.rows_setup,
-      run);
+  const StatsResponse stats = job_->core->Stats();
+  EXPECT_GE(stats.tables(0).version(), 60);
+  int64_t counted = 0;
+  for (int64_t count : stats.staleness_counts()) counted += count;
+  EXPECT_EQ(counted, stats.updates_applied());
+
+  SetUpJob(ASYNC, 60);
+  Trainer dense(options_, parts_);
+  ASSERT_OK(dense.Run());
+  EXPECT_GE(job_->core->Stats().updates_applied(), 60);
+  EXPECT_GT(job_->coordinator->LastReports()[0].accuracy(), 0.9);
 }
 
 // Worker 0 trains while worker 1 (pushed by hand here) stands still: with

@@ -127,6 +127,7 @@ absl::Status RunTrainingJob(const TrainingJobOptions& options) {
   trainer_options.heartbeat_interval = options.heartbeat_interval;
   trainer_options.recovery = options.recovery;
   trainer_options.slowdown = options.slowdown;
+  trainer_options.background_calls = options.background_calls;
   if (const TrainingConfig& training = spec.config().training();
       training.has_sync_group_bytes()) {
     // 0: one group, after backward.

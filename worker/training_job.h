@@ -31,6 +31,8 @@ struct TrainingJobOptions {
   RecoveryPolicy recovery;
   // TrainerOptions::slowdown (experiments only).
   Slowdown slowdown;
+  // TrainerOptions::background_calls.
+  bool background_calls = true;
   // Optional Prometheus metrics the trainer updates.
   const WorkerMetrics* live_metrics = nullptr;
   // What the worker's timeouts and heartbeats are measured on.

@@ -19,6 +19,7 @@
 #include "chief/termination.h"
 #include "client/grpc_coordinator_client.h"
 #include "common/file_util.h"
+#include "common/host_cores.h"
 #include "common/host_port.h"
 #include "common/job/job_config.h"
 #include "common/logging.h"
@@ -66,6 +67,11 @@ ABSL_FLAG(int32_t, slowdown_period_ms, 0,
           "With --slowdown: 0 slows every step; otherwise the workers take "
           "turns, each slowed for this many milliseconds out of every "
           "num_workers times as many (transient stragglers)");
+ABSL_FLAG(std::string, background_calls, "auto",
+          "Outside sync mode, start the parameter-server calls (the next "
+          "batch's rows pull, the pushes) on a background thread while the "
+          "step computes: on, off, or auto (on when the process may use at "
+          "least 4 cores)");
 ABSL_FLAG(int32_t, metrics_port, -1,
           "Serve Prometheus metrics at http://<bind_host>:<port>/metrics (0: "
           "any free port, logged; -1: off)");
@@ -97,6 +103,31 @@ absl::StatusOr<Slowdown> SlowdownFromFlags() {
         "length in milliseconds");
   }
   return slowdown;
+}
+
+// --background_calls: auto turns the trainer's background thread on where
+// the process has cores to spare. On a saturated 2-core machine (2 workers
+// and a server) the thread's handoffs cost more than they hide; on a
+// 16-core GPU host it took the CTR job's rows setup, a quarter of each
+// step, off the step (bench/RESULTS.md, "Calls started off the training
+// thread").
+constexpr int kBackgroundCallsMinCores = 4;
+
+absl::StatusOr<bool> BackgroundCallsFromFlag() {
+  const std::string value = absl::GetFlag(FLAGS_background_calls);
+  if (value == "on") return true;
+  if (value == "off") return false;
+  if (value == "auto") {
+    const int cores = UsableCores();
+    LOG(INFO) << "--background_calls=auto: " << cores << " usable cores, "
+              << (cores >= kBackgroundCallsMinCores ? "on" : "off")
+              << " (on from " << kBackgroundCallsMinCores << ")";
+    return cores >= kBackgroundCallsMinCores;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--background_calls=", value,
+      " is not auto, on or off (auto: on when the process may use at least ",
+      kBackgroundCallsMinCores, " cores)"));
 }
 
 // Worker 0 without a chief job runs the chief's duties: their options,
@@ -202,13 +233,27 @@ Telemetry StartTelemetry(const JobSpec& spec, const TfConfig& tf,
   return t;
 }
 
+// What the worker's flags and TF_CONFIG say, checked.
+struct WorkerSetup {
+  TfConfig tf;
+  Slowdown slowdown;
+  // TrainerOptions::background_calls (--background_calls).
+  bool background_calls = true;
+  TransportSecurity security;
+  std::string bind_host;
+  absl::Duration startup;
+  std::string listen;  // this task's address, on bind_host
+};
+
 // This worker's part in the job `spec` describes, on `device` (widened
 // to training.cpu_threads on a CPU), to the job's end.
-absl::Status Train(const TfConfig& tf, const TransportSecurity& security,
-                   const JobSpec& spec, std::unique_ptr<Device> device,
+absl::Status Train(const WorkerSetup& setup, const JobSpec& spec,
+                   std::unique_ptr<Device> device,
                    GrpcCoordinatorClient& coordinator, uint64_t incarnation,
-                   const Slowdown& slowdown, const WorkerMetrics* live_metrics,
-                   MetricsRegistry* served) {
+                   const WorkerMetrics* live_metrics, MetricsRegistry* served) {
+  const TfConfig& tf = setup.tf;
+  const TransportSecurity& security = setup.security;
+  const Slowdown& slowdown = setup.slowdown;
   if (spec.config().training().cpu_threads() > 1 &&
       device->kind() == DeviceKind::kCpu) {
     ASSIGN_OR_RETURN(
@@ -230,6 +275,7 @@ absl::Status Train(const TfConfig& tf, const TransportSecurity& security,
   options.recovery.recovery_timeout =
       absl::Seconds(absl::GetFlag(FLAGS_recovery_timeout_s));
   options.slowdown = slowdown;
+  options.background_calls = setup.background_calls;
   // Only when served: otherwise the trainer skips the clock reads.
   options.live_metrics = live_metrics;
   if (slowdown.factor > 1) {
@@ -244,21 +290,12 @@ absl::Status Train(const TfConfig& tf, const TransportSecurity& security,
   return RunTrainingJob(options);
 }
 
-// What the worker's flags and TF_CONFIG say, checked.
-struct WorkerSetup {
-  TfConfig tf;
-  Slowdown slowdown;
-  TransportSecurity security;
-  std::string bind_host;
-  absl::Duration startup;
-  std::string listen;  // this task's address, on bind_host
-};
-
 absl::StatusOr<WorkerSetup> LoadWorkerSetup() {
   WorkerSetup setup;
   ASSIGN_OR_RETURN(setup.tf, LoadRoleConfig(absl::GetFlag(FLAGS_tf_config),
                                             TaskType::kWorker, "worker"));
   ASSIGN_OR_RETURN(setup.slowdown, SlowdownFromFlags());
+  ASSIGN_OR_RETURN(setup.background_calls, BackgroundCallsFromFlag());
   ASSIGN_OR_RETURN(setup.security, TransportSecurityFromFlags(setup.tf));
   setup.bind_host = BindHostFromFlags(setup.security);
   setup.startup = absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
@@ -392,8 +429,7 @@ int Run() {
     result = spec.status();
   } else if (spec->has_value()) {
     metrics.job_name.Set((*spec)->config().name());
-    result = Train(tf, setup->security, **spec, std::move(*device), coordinator,
-                   incarnation, setup->slowdown,
+    result = Train(*setup, **spec, std::move(*device), coordinator, incarnation,
                    served ? metrics.worker.get() : nullptr,
                    served ? &metrics.registry : nullptr);
   }
