@@ -328,16 +328,23 @@ absl::Status Trainer::OnFailure(const absl::Status& cause) {
 std::shared_ptr<PsHandle> Trainer::PullFor(const HostTensors& t,
                                            int64_t min_version, int64_t clock,
                                            bool join) {
-  if (!bounded_) return parts_.client->Pull(Targets(t), min_version);
+  if (bounded_) joining_ = join;
+  return StartPull(Targets(t), min_version, clock, join);
+}
+
+std::shared_ptr<PsHandle> Trainer::StartPull(
+    std::vector<ParameterClient::Mutable> targets, int64_t min_version,
+    int64_t clock, bool join) const {
+  if (!bounded_) return parts_.client->Pull(targets, min_version);
   WorkerClock worker_clock;
   worker_clock.set_worker_index(options_.worker_index);
   worker_clock.set_clock(clock);
   worker_clock.set_join(join);
-  joining_ = join;
-  return parts_.client->PullForStep(Targets(t), worker_clock);
+  return parts_.client->PullForStep(targets, worker_clock);
 }
 
 void Trainer::Restart() {
+  SettleBackground();  // a prefetch may be setting pull_
   (void)pull_.Wait();
   // Rows pulled before a failure or a restore are pulled again; SYNC drops
   // the step's batch, as it always did.
@@ -527,6 +534,10 @@ absl::StatusOr<Trainer::Next> Trainer::TrainOneStep(TrainLoop& loop) {
 
 absl::StatusOr<Trainer::Next> Trainer::AwaitParameters() {
   const absl::Time pull_wait_start = parts_.clock->Now();
+  if (pull_ticket_ != BackgroundQueue::kNothing) {
+    background_->WaitFor(pull_ticket_);  // it set pull_
+    pull_ticket_ = BackgroundQueue::kNothing;
+  }
   absl::Status pulled = pull_.Wait();
   Observe(&PhaseTotals::pull_wait, &WorkerMetrics::pull_wait_seconds,
           pull_wait_start);
@@ -559,9 +570,17 @@ absl::Status Trainer::LoadParametersAndPrefetch() {
   prefetching_ = !sync_ && prefetch_policy_.PrefetchThisStep();
   if (prefetching_) {
     // Fetch the next step's parameters while this one computes (bounded:
-    // the server answers once the slowest worker is close enough).
-    pull_ = PsHandles(
-        PullFor(params_[1 - current_], 0, clock_ + 1, /*join=*/false));
+    // the server answers once the slowest worker is close enough). Started
+    // by the background thread after the pushes posted before it, as
+    // inline: a pull that overtook the last step's push would miss this
+    // worker's own update (one step staler, and the MLP on a GPU host
+    // lost most of a point of accuracy to it).
+    joining_ = false;
+    pull_ticket_ = StartCalls(
+        [this, targets = Targets(params_[1 - current_]), clock = clock_ + 1] {
+          pull_ = PsHandles(StartPull(targets, 0, clock, /*join=*/false));
+        },
+        /*rows_setup=*/false);
     ++prefetched_steps_;
   }
   return absl::OkStatus();

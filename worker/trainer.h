@@ -336,6 +336,11 @@ class Trainer {
   // worker clock, joining when `join`), waiting for min_version (sync).
   std::shared_ptr<PsHandle> PullFor(const HostTensors& t, int64_t min_version,
                                     int64_t clock, bool join);
+  // The call PullFor makes, touching no member (the background thread
+  // starts prefetches with it).
+  std::shared_ptr<PsHandle> StartPull(
+      std::vector<ParameterClient::Mutable> targets, int64_t min_version,
+      int64_t clock, bool join) const;
   // SYNC (trainer_sync.cc): pulls `t` for min_version in pull_groups_, one
   // pull per group.
   PsHandles PullInForwardGroups(const HostTensors& t, int64_t min_version);
@@ -415,14 +420,16 @@ class Trainer {
   // Not SYNC, background_calls: the thread that starts calls while a step
   // computes (common/background_queue.h): the next batch's rows (ids
   // numbered, rows pull started), a step's rows push, and (ASYNC) its
-  // dense push.
+  // dense push, and the dense prefetch (posted after the pushes, so it
+  // does not overtake them).
   // BOUNDED starts the dense push inline: its worker clock must reach the
   // servers before the next step's pull for clock + 1. The closures write
-  // staged_[i], pushes_[slot] and row_pushes_[slot]; the training thread
+  // staged_[i], pushes_[slot], row_pushes_[slot] and pull_; the training thread
   // reads those only after waiting for the ticket that set them. Declared
   // last: destroyed (running what is queued) before what it uses.
   std::unique_ptr<BackgroundQueue> background_;
   uint64_t prefetch_ticket_ = BackgroundQueue::kNothing;
+  uint64_t pull_ticket_ = BackgroundQueue::kNothing;  // sets pull_
   absl::Status prefetch_status_;  // PrefetchRows's, read after its ticket
   uint64_t push_tickets_[2] = {BackgroundQueue::kNothing,
                                BackgroundQueue::kNothing};

@@ -299,6 +299,30 @@ TEST_F(TrainerTest, AFreshPullHoldsTheWorkersOwnLastGradient) {
   }
 }
 
+// A prefetch is started after the pushes before it (the background thread
+// keeps their order): the parameters for step n + 1, pulled while step n
+// computes, hold every update through step n - 1, so a lone worker's
+// gradients are exactly one update stale, never two. (A prefetch that
+// overtook the last push missed the worker's own update: on a GPU host
+// the MLP lost most of a point of accuracy to it.)
+TEST_F(TrainerTest, APrefetchNeverOvertakesTheLastPush) {
+  for (const bool background : {true, false}) {
+    SCOPED_TRACE(background ? "background calls" : "inline calls");
+    prefetch_ = TrainingConfig::ALWAYS;
+    SetUpJob(ASYNC, 200);
+    options_.background_calls = background;
+    Trainer trainer(options_, parts_);
+    ASSERT_OK(trainer.Run());
+    const StatsResponse stats = job_->core->Stats();
+    ASSERT_GE(stats.updates_applied(), 200);
+    for (int staleness = 2; staleness < stats.staleness_counts_size();
+         ++staleness) {
+      EXPECT_EQ(stats.staleness_counts(staleness), 0)
+          << "updates " << staleness << " stale";
+    }
+  }
+}
+
 // With a heartbeat after every step, the final report's window is empty:
 // it repeats the latest measured accuracy instead of reporting zero.
 TEST_F(TrainerTest, HeartbeatsWithoutNewStepsKeepTheLatestAccuracy) {
