@@ -68,10 +68,10 @@ ABSL_FLAG(int32_t, slowdown_period_ms, 0,
           "turns, each slowed for this many milliseconds out of every "
           "num_workers times as many (transient stragglers)");
 ABSL_FLAG(std::string, background_calls, "auto",
-          "Outside sync mode, start the parameter-server calls (the next "
-          "batch's rows pull, the pushes) on a background thread while the "
-          "step computes: on, off, or auto (on when the process may use at "
-          "least 4 cores)");
+          "For a model with embedding tables outside sync mode, start the "
+          "rows calls (the next batch's rows pull, the rows push) on a "
+          "background thread while the step computes: on, off, or auto (on "
+          "when the process may use at least 4 cores)");
 ABSL_FLAG(int32_t, metrics_port, -1,
           "Serve Prometheus metrics at http://<bind_host>:<port>/metrics (0: "
           "any free port, logged; -1: off)");

@@ -13,7 +13,8 @@
 # (each job's wall time and its workers' finished lines, round by round)
 # and the logs to out_dir (default: $OUT when set, else ./worker_ab_out).
 # Each job is stopped after AB_JOB_TIMEOUT_S (60) seconds; AB_DEVICE=cpu runs
-# the "cuda" jobs on the CPU backend (a dry run without a GPU).
+# the "cuda" jobs on the CPU backend (a dry run without a GPU); AB_JOBS
+# picks the jobs ("ctr mlp", the default, or either alone).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -80,20 +81,24 @@ run_job() {  # <side> <bin> <name> <config> <ps> <round>
   tail -1 "$dir.log" | tee -a "$summary"
   grep -h "finished:\|background thread" "$dir"/worker*.log 2>/dev/null |
     sed 's/^.*\(finished:\|background thread\)/\1/' | tee -a "$summary"
+  # How stale the applied gradients were (each server's last line).
+  grep -h "staleness of" "$dir"/ps-*.log 2>/dev/null |
+    sed 's/^.*\(ps-[0-9]*\)\] /\1: /' | tee -a "$summary"
   say '```'
 }
 for round in $(seq 1 "$rounds"); do
   # Alternate which side goes first, so neither always runs on a cooler GPU.
   if [ $((round % 2)) = 1 ]; then sides="A B"; else sides="B A"; fi
-  for side in $sides; do
-    bin="$bin_a"
-    [ "$side" = B ] && bin="$bin_b"
-    run_job "$side" "$bin" ctr "$repo/configs/ctr_wide_deep.json" 2 "$round"
-  done
-  for side in $sides; do
-    bin="$bin_a"
-    [ "$side" = B ] && bin="$bin_b"
-    run_job "$side" "$bin" mlp "$out/mlp_3_epochs.json" 1 "$round"
+  for job in ${AB_JOBS:-ctr mlp}; do
+    for side in $sides; do
+      bin="$bin_a"
+      [ "$side" = B ] && bin="$bin_b"
+      case "$job" in
+        ctr) run_job "$side" "$bin" ctr "$repo/configs/ctr_wide_deep.json" 2 "$round" ;;
+        mlp) run_job "$side" "$bin" mlp "$out/mlp_3_epochs.json" 1 "$round" ;;
+        *) say "unknown job $job (AB_JOBS: ctr, mlp)"; exit 1 ;;
+      esac
+    done
   done
 done
 exit "$failed"
