@@ -55,6 +55,10 @@ Trainer::Trainer(TrainerOptions options, TrainerParts parts)
       prefetch_policy_(PrefetchChoice(
           options_.spec.config().training().parameter_prefetch())) {
   window_.start = parts_.clock->Now();
+  // Only for models with tables: without rows to prepare, the dense calls
+  // moved to the thread bought the MLP no steady speed and cost it about
+  // half a point of accuracy after 3 epochs (bench/RESULTS.md, "Calls
+  // started off the training thread"); they start inline, in step order.
   if (!sync_ && options_.background_calls && !parts_.tables.empty()) {
     background_ = std::make_unique<BackgroundQueue>(parts_.clock);
   }
@@ -328,13 +332,19 @@ absl::Status Trainer::OnFailure(const absl::Status& cause) {
 std::shared_ptr<PsHandle> Trainer::PullFor(const HostTensors& t,
                                            int64_t min_version, int64_t clock,
                                            bool join) {
-  if (!bounded_) return parts_.client->Pull(Targets(t), min_version);
+  if (bounded_) joining_ = join;
+  return StartPull(Targets(t), min_version, clock, join);
+}
+
+std::shared_ptr<PsHandle> Trainer::StartPull(
+    std::vector<ParameterClient::Mutable> targets, int64_t min_version,
+    int64_t clock, bool join) const {
+  if (!bounded_) return parts_.client->Pull(targets, min_version);
   WorkerClock worker_clock;
   worker_clock.set_worker_index(options_.worker_index);
   worker_clock.set_clock(clock);
   worker_clock.set_join(join);
-  joining_ = join;
-  return parts_.client->PullForStep(Targets(t), worker_clock);
+  return parts_.client->PullForStep(targets, worker_clock);
 }
 
 void Trainer::Restart() {
@@ -528,6 +538,10 @@ absl::StatusOr<Trainer::Next> Trainer::TrainOneStep(TrainLoop& loop) {
 
 absl::StatusOr<Trainer::Next> Trainer::AwaitParameters() {
   const absl::Time pull_wait_start = parts_.clock->Now();
+  if (pull_ticket_ != BackgroundQueue::kNothing) {
+    background_->WaitFor(pull_ticket_);  // it set pull_
+    pull_ticket_ = BackgroundQueue::kNothing;
+  }
   absl::Status pulled = pull_.Wait();
   Observe(&PhaseTotals::pull_wait, &WorkerMetrics::pull_wait_seconds,
           pull_wait_start);
@@ -560,11 +574,17 @@ absl::Status Trainer::LoadParametersAndPrefetch() {
   prefetching_ = !sync_ && prefetch_policy_.PrefetchThisStep();
   if (prefetching_) {
     // Fetch the next step's parameters while this one computes (bounded:
-    // the server answers once the slowest worker is close enough). The
-    // dense calls start on this thread, in step order: a pull that
-    // overtook the last push would miss this worker's own update.
-    pull_ = PsHandles(
-        PullFor(params_[1 - current_], 0, clock_ + 1, /*join=*/false));
+    // the server answers once the slowest worker is close enough). Started
+    // by the background thread after the pushes posted before it, as
+    // inline: a pull that overtook the last step's push would miss this
+    // worker's own update (one step staler: the MLP on a GPU host lost
+    // most of a point of accuracy to it).
+    joining_ = false;
+    pull_ticket_ = StartCalls(
+        [this, targets = Targets(params_[1 - current_]), clock = clock_ + 1] {
+          pull_ = PsHandles(StartPull(targets, 0, clock, /*join=*/false));
+        },
+        /*rows_setup=*/false);
     ++prefetched_steps_;
   }
   return absl::OkStatus();
@@ -623,12 +643,24 @@ absl::StatusOr<BatchStats> Trainer::ComputeGradients(const Batch& batch) {
 }
 
 absl::StatusOr<Trainer::Next> Trainer::PushGradients() {
+  if (bounded_) {
+    // Started here, not by the background thread: its worker clock must
+    // reach the servers before this worker's pull for the next clock.
+    pushes_[grad_slot_] = parts_.client->Push(
+        Sources(grads_[grad_slot_]), version_, options_.worker_index, clock_);
+    return Next::kGoOn;
+  }
   if (!sync_) {
     // It travels while the next step computes into the other buffer (or,
-    // not prefetching, until PullNextStep waits for it).
-    pushes_[grad_slot_] = parts_.client->Push(
-        Sources(grads_[grad_slot_]), version_, options_.worker_index,
-        bounded_ ? std::optional<int64_t>(clock_) : std::nullopt);
+    // not prefetching, until PullNextStep waits for it); the background
+    // thread starts it (gRPC's send path) while that step begins.
+    push_tickets_[grad_slot_] = StartCalls(
+        [this, slot = grad_slot_, sources = Sources(grads_[grad_slot_]),
+         version = version_] {
+          pushes_[slot] = parts_.client->Push(
+              sources, version, options_.worker_index, std::nullopt);
+        },
+        /*rows_setup=*/false);
     return Next::kGoOn;
   }
   return FinishSyncPush();

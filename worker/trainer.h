@@ -129,11 +129,11 @@ struct TrainerOptions {
   // everything after its delay, as a straggler would. The job config's
   // training.sync_group_bytes sets it (0 there: the int64 maximum).
   int64_t sync_group_bytes = 256 << 10;
-  // Not SYNC, models with tables: start the rows calls on a background
-  // thread while the step computes (the next batch's ids numbered and its
-  // rows pull, the rows push); off, the training thread starts them between
-  // steps. The worker's --background_calls (auto: on where the process may
-  // use at least 4 cores).
+  // Not SYNC, models with tables: start the step's calls on a background
+  // thread while it computes (the next batch's rows, the pushes, the dense
+  // prefetch); off, the training thread starts them between steps. The
+  // worker's --background_calls (auto: on where the process may use at
+  // least 4 cores).
   bool background_calls = true;
 };
 
@@ -261,8 +261,8 @@ class Trainer {
   // Models with tables: pushes the rows' gradients (SYNC: and waits).
   absl::StatusOr<Next> PushRows();
   // Not SYNC: waits for the push that last used grad slot `slot` (dense,
-  // then rows, the latter started by the background thread), counting push
-  // wait; kGoOn, or what its error means.
+  // then rows; started by the background thread), counting push wait;
+  // kGoOn, or what its error means.
   absl::StatusOr<Next> AwaitPushes(int slot);
   // The heartbeat, once an interval: a pause or a restore by the chief is
   // waited out (Recover), then the step restarts.
@@ -337,6 +337,11 @@ class Trainer {
   // worker clock, joining when `join`), waiting for min_version (sync).
   std::shared_ptr<PsHandle> PullFor(const HostTensors& t, int64_t min_version,
                                     int64_t clock, bool join);
+  // The call PullFor makes, touching no member (the background thread
+  // starts prefetches with it).
+  std::shared_ptr<PsHandle> StartPull(
+      std::vector<ParameterClient::Mutable> targets, int64_t min_version,
+      int64_t clock, bool join) const;
   // SYNC (trainer_sync.cc): pulls `t` for min_version in pull_groups_, one
   // pull per group.
   PsHandles PullInForwardGroups(const HostTensors& t, int64_t min_version);
@@ -414,17 +419,18 @@ class Trainer {
   double last_accuracy_ = 0;
 
   // Not SYNC, models with tables, background_calls: the thread that
-  // starts the rows calls while a step computes (common/background_queue.h):
-  // the next batch's rows (ids numbered, rows pull started) and a step's
-  // rows push, in the order posted. The dense calls stay on the training
-  // thread, in step order: moved here they cost the async MLP about half a
-  // point of accuracy after 3 epochs for no steady gain (bench/RESULTS.md,
-  // "Calls started off the training thread"). The closures write
-  // staged_[i] and row_pushes_[slot]; the training thread reads those only
-  // after waiting for the ticket that set them. Declared last: destroyed
-  // (running what is queued) before what it uses.
+  // starts calls while a step computes (common/background_queue.h): the
+  // next batch's rows (ids numbered, rows pull started), a step's rows
+  // push, (ASYNC) its dense push and the dense prefetch, in the order
+  // posted (a prefetch does not overtake the pushes before it). BOUNDED
+  // starts the dense push inline: its worker clock must reach the servers
+  // before the next step's pull for clock + 1. The closures write
+  // staged_[i], pushes_[slot], row_pushes_[slot] and pull_; the training
+  // thread reads those only after waiting for the ticket that set them.
+  // Declared last: destroyed (running what is queued) before what it uses.
   std::unique_ptr<BackgroundQueue> background_;
   uint64_t prefetch_ticket_ = BackgroundQueue::kNothing;
+  uint64_t pull_ticket_ = BackgroundQueue::kNothing;  // sets pull_
   absl::Status prefetch_status_;  // PrefetchRows's, read after its ticket
   uint64_t push_tickets_[2] = {BackgroundQueue::kNothing,
                                BackgroundQueue::kNothing};

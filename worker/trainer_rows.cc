@@ -109,6 +109,7 @@ void Trainer::SettleBackground() {
   background_->Drain();
   // prefetch_status_ stays until StageBatch reads it.
   prefetch_ticket_ = BackgroundQueue::kNothing;
+  pull_ticket_ = BackgroundQueue::kNothing;
   for (uint64_t& ticket : push_tickets_) ticket = BackgroundQueue::kNothing;
 }
 

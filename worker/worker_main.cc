@@ -69,9 +69,9 @@ ABSL_FLAG(int32_t, slowdown_period_ms, 0,
           "num_workers times as many (transient stragglers)");
 ABSL_FLAG(std::string, background_calls, "auto",
           "For a model with embedding tables outside sync mode, start the "
-          "rows calls (the next batch's rows pull, the rows push) on a "
-          "background thread while the step computes: on, off, or auto (on "
-          "when the process may use at least 4 cores)");
+          "step's calls (the next batch's rows pull, the pushes, the dense "
+          "prefetch) on a background thread while the step computes: on, "
+          "off, or auto (on when the process may use at least 4 cores)");
 ABSL_FLAG(int32_t, metrics_port, -1,
           "Serve Prometheus metrics at http://<bind_host>:<port>/metrics (0: "
           "any free port, logged; -1: off)");
