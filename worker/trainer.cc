@@ -575,10 +575,10 @@ absl::Status Trainer::LoadParametersAndPrefetch() {
   if (prefetching_) {
     // Fetch the next step's parameters while this one computes (bounded:
     // the server answers once the slowest worker is close enough). Started
-    // by the background thread after the pushes posted before it, as
-    // inline: a pull that overtook the last step's push would miss this
-    // worker's own update (one step staler: the MLP on a GPU host lost
-    // most of a point of accuracy to it).
+    // after the pushes before it (by the background thread, for a model
+    // with tables; here otherwise): a pull that overtook the last step's
+    // push would miss this worker's own update (one step staler: the MLP
+    // on a GPU host lost most of a point of accuracy to it).
     joining_ = false;
     pull_ticket_ = StartCalls(
         [this, targets = Targets(params_[1 - current_]), clock = clock_ + 1] {
@@ -790,7 +790,7 @@ void Trainer::LogFinished(absl::Duration elapsed) const {
   if (background_ != nullptr) {
     LOG(INFO) << absl::StrFormat(
         "background thread: busy %.1f%% of the time starting calls while "
-        "the steps ran (rows prepared, rows pulls and pushes sent)",
+        "the steps ran (rows prepared, pulls and pushes sent)",
         share(phases_.background));
   }
 }
