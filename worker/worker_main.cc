@@ -119,9 +119,10 @@ absl::StatusOr<bool> BackgroundCallsFromFlag() {
   if (value == "off") return false;
   if (value == "auto") {
     const int cores = UsableCores();
-    LOG(INFO) << "--background_calls=auto: " << cores << " usable cores, "
+    LOG(INFO) << "--background_calls=auto: " << cores << " usable cores: "
               << (cores >= kBackgroundCallsMinCores ? "on" : "off")
-              << " (on from " << kBackgroundCallsMinCores << ")";
+              << " (on from " << kBackgroundCallsMinCores
+              << ", for models with embedding tables)";
     return cores >= kBackgroundCallsMinCores;
   }
   return absl::InvalidArgumentError(absl::StrCat(
