@@ -20,5 +20,13 @@ TEST(HostCoresTest, ReadsACgroupQuota) {
   EXPECT_EQ(CoresFromCpuMax("100000 0"), std::nullopt);
 }
 
+TEST(HostCoresTest, ReadsACgroupV1Quota) {
+  EXPECT_EQ(CoresFromCfs("-1\n", "100000\n"), std::nullopt);
+  EXPECT_EQ(CoresFromCfs("400000\n", "100000\n"), 4);
+  EXPECT_EQ(CoresFromCfs("50000", "100000"), 1);
+  EXPECT_EQ(CoresFromCfs("", "100000"), std::nullopt);
+  EXPECT_EQ(CoresFromCfs("100000", ""), std::nullopt);
+}
+
 }  // namespace
 }  // namespace psflow
