@@ -70,15 +70,6 @@ say
 grep -v '^RESULT' "$out/embedding_bench.log" | tail -30 | tee -a "$summary"
 
 say
-# A job config with fewer epochs, so that each job takes well under a minute.
-short_config() {  # <config> <epochs> <output>
-  python3 - "$@" <<'PY'
-import json, sys
-config = json.load(open(sys.argv[1]))
-config["training"]["epochs"] = int(sys.argv[2])
-json.dump(config, open(sys.argv[3], "w"), indent=1)
-PY
-}
 run_job() {  # <name> <config> <device> <ps>
   local dir="$out/job_$1"
   rm -rf "$dir"
@@ -94,8 +85,8 @@ run_job() {  # <name> <config> <device> <ps>
     tee -a "$summary"
   say '```'
 }
-short_config "$repo/configs/fashion_mnist_mlp.json" 3 "$out/mlp_3_epochs.json"
-short_config "$repo/configs/fashion_mnist_convnet.json" 1 "$out/convnet_1_epoch.json"
+short_config "$repo/configs/fashion_mnist_mlp.json" 3 "$out/mlp_3_epochs.json" "$fmnist"
+short_config "$repo/configs/fashion_mnist_convnet.json" 1 "$out/convnet_1_epoch.json" "$fmnist"
 say "## Whole jobs: psctl local, 2 workers sharing the GPU"
 say
 for device in cuda cpu; do

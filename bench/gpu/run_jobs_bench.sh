@@ -69,17 +69,6 @@ tag=cuda  # in the jobs' names
 [ "$gpu" = cuda ] || tag="cuda_as_$gpu"
 
 cd "$bundle/bin" || exit 1
-short_config() {  # <config> <epochs> <output> (data read from $fmnist)
-  python3 - "$@" "$fmnist" <<'PY'
-import json, sys
-config = json.load(open(sys.argv[1]))
-config["training"]["epochs"] = int(sys.argv[2])
-for key, path in config["data"].items():
-    if isinstance(path, str) and path.startswith("/usr/share/datasets/fashion-mnist/"):
-        config["data"][key] = sys.argv[4] + path[len("/usr/share/datasets/fashion-mnist"):]
-json.dump(config, open(sys.argv[3], "w"), indent=1)
-PY
-}
 run_job() {  # <name> <config> <device> <ps>
   local dir="$out/job_$1"
   rm -rf "$dir"
@@ -105,7 +94,7 @@ run_job() {  # <name> <config> <device> <ps>
 say
 say "## Whole jobs: psctl local, 2 workers sharing the GPU"
 say
-short_config "$repo/configs/fashion_mnist_mlp.json" 3 "$out/mlp_3_epochs.json"
+short_config "$repo/configs/fashion_mnist_mlp.json" 3 "$out/mlp_3_epochs.json" "$fmnist"
 run_job "mlp_${tag}_1ps" "$out/mlp_3_epochs.json" "$gpu" 1
 run_job mlp_cpu_1ps "$out/mlp_3_epochs.json" cpu 1
 # The CTR job writes its generated data under /tmp/psflow-data on first use.

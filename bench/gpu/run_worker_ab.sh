@@ -45,16 +45,7 @@ cp -f "$worker_b" "$bin_b/worker/worker"
 chmod +x "$bin_b/worker/worker"
 
 # The MLP's config, 3 epochs, its data read from data_dir.
-python3 - "$repo/configs/fashion_mnist_mlp.json" "$out/mlp_3_epochs.json" "$data" <<'PY'
-import json, sys
-config = json.load(open(sys.argv[1]))
-config["training"]["epochs"] = 3
-prefix = "/usr/share/datasets/fashion-mnist"
-for key, path in config["data"].items():
-    if isinstance(path, str) and path.startswith(prefix + "/"):
-        config["data"][key] = sys.argv[3] + path[len(prefix):]
-json.dump(config, open(sys.argv[2], "w"), indent=1)
-PY
+short_config "$repo/configs/fashion_mnist_mlp.json" 3 "$out/mlp_3_epochs.json" "$data"
 
 say "# Worker A/B on the GPU host ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
 say
