@@ -560,6 +560,61 @@ void GrpcPsShard::PushBatch(
   StartBulk(call);
 }
 
+void GrpcPsShard::PushThenPull(
+    const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
+    std::shared_ptr<const void> owner, std::vector<absl::Span<float>> out,
+    absl::Time deadline,
+    std::function<void(absl::StatusOr<PushBatchResponse>)> done) {
+  auto* call = new BulkCall;
+  call->method = kBulkPushBatchMethod;
+  call->what = header.parts().empty()
+                   ? "push and pull of an empty batch on " + name_
+                   : absl::StrCat("push and pull of ",
+                                  BatchRange(header.parts()), " on ", name_);
+  const PullBatchRequest& pull = header.then_pull();
+  call->shared = header.has_shared() || pull.has_shared();
+  call->request = header.has_shared()
+                      ? EncodeBulkFrame(header, {}, nullptr)
+                      : EncodeBulkFramePieces(header, data, std::move(owner));
+  call->bytes = BatchBytes(header) + BatchBytes(pull);
+  // A pull that may wait (a sync step, a slower worker) bypasses the budget.
+  call->bypass_budget = pull.min_version() > 0 || pull.has_worker_clock();
+  call->deadline = deadline;
+  // An async push that reached the server must not be applied twice.
+  call->idempotent = false;
+  call->finish = [what = call->what, parts = header.parts_size(),
+                  pull_parts = pull.parts_size(),
+                  pull_shared = pull.has_shared(), out = std::move(out),
+                  done = std::move(done)](const grpc::Status& status,
+                                          const grpc::ByteBuffer& response,
+                                          bool shared_memory_lost) {
+    if (!status.ok()) return done(CallError(status, what, shared_memory_lost));
+    PushBatchResponse answer;
+    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, answer);
+    if (!frame.ok()) return done(frame.status());
+    if (answer.results_size() != parts ||
+        answer.pulled().versions_size() != pull_parts) {
+      return done(absl::InternalError(absl::StrCat(
+          what, ": the server answered ", answer.results_size(), " and ",
+          answer.pulled().versions_size(), " parts for ", parts, " and ",
+          pull_parts, " (a server from a release without then_pull?)")));
+    }
+    if (pull_shared) {
+      // The values are in the region; the decorator copies them out.
+      if (frame->payload_bytes() != 0) {
+        return done(absl::InternalError(absl::StrCat(
+            what,
+            ": the server answered a shared-memory pull with a payload")));
+      }
+    } else if (absl::Status copied = frame->CopyPayload(out); !copied.ok()) {
+      return done(absl::Status(copied.code(),
+                               absl::StrCat(what, ": ", copied.message())));
+    }
+    done(std::move(answer));
+  };
+  StartBulk(call);
+}
+
 void GrpcPsShard::Assign(const AssignRequest& header,
                          absl::Span<const float> data,
                          std::shared_ptr<const void> owner, absl::Time deadline,

@@ -97,6 +97,12 @@ class GrpcPsShard final : public SharedMemoryTransport {
       const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
       std::shared_ptr<const void> owner, absl::Time deadline,
       std::function<void(absl::StatusOr<PushBatchResponse>)> done) override;
+  // One call: the server applies the push, then answers the pull.
+  void PushThenPull(
+      const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
+      std::shared_ptr<const void> owner, std::vector<absl::Span<float>> out,
+      absl::Time deadline,
+      std::function<void(absl::StatusOr<PushBatchResponse>)> done) override;
   void Assign(const AssignRequest& header, absl::Span<const float> data,
               std::shared_ptr<const void> owner, absl::Time deadline,
               std::function<void(absl::Status)> done) override;

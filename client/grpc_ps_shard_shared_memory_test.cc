@@ -3,6 +3,7 @@
 // happens when the server refuses, forgets the session, or the region is full.
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "client/grpc_ps_shard.h"
@@ -105,6 +106,43 @@ class SharedMemoryTest : public ::testing::Test {
     return result;
   }
 
+  // As PushBatch, and in the same call reads b and w's second chunk
+  // after the push into `b` and `w`.
+  static absl::StatusOr<PushBatchResponse> PushThenPull(PsShard& shard,
+                                                        float w_value,
+                                                        std::vector<float>& b,
+                                                        std::vector<float>& w) {
+    PushBatchRequest header;
+    header.set_protocol_version(kProtocolVersion);
+    PullBatchRequest* pull = header.mutable_then_pull();
+    pull->set_protocol_version(kProtocolVersion);
+    for (auto [variable, offset, n] :
+         {std::tuple<const char*, int64_t, int64_t>{"b", 0, 3},
+          std::tuple<const char*, int64_t, int64_t>{"w", kChunk, kChunk}}) {
+      PushRequest* part = header.add_parts();
+      part->set_variable(variable);
+      part->set_offset_elements(offset);
+      part->set_num_elements(n);
+      PullRequest* read = pull->add_parts();
+      read->set_variable(variable);
+      read->set_offset_elements(offset);
+      read->set_num_elements(n);
+    }
+    auto gradients = std::make_shared<std::vector<std::vector<float>>>(
+        std::vector<std::vector<float>>{{1.0f, 2.0f, 3.0f},
+                                        std::vector<float>(kChunk, w_value)});
+    Notification done;
+    absl::StatusOr<PushBatchResponse> result;
+    shard.PushThenPull(header, {(*gradients)[0], (*gradients)[1]}, gradients,
+                       {absl::MakeSpan(b), absl::MakeSpan(w)}, Soon(),
+                       [&](absl::StatusOr<PushBatchResponse> r) {
+                         result = std::move(r);
+                         done.Notify();
+                       });
+    done.WaitForNotification();
+    return result;
+  }
+
   std::vector<float> Values(const std::string& name) {
     absl::StatusOr<std::vector<Variable*>> variables =
         server_->core().ListVariables();
@@ -157,6 +195,38 @@ TEST_F(SharedMemoryTest, ValuesTravelThroughSharedMemoryNotTcp) {
   EXPECT_EQ(shard->shared_memory_bytes_held(), 0);  // all returned
   shard.reset();                                    // detaches
   EXPECT_EQ(server_->Stats().shared_memory_sessions(), 0);
+}
+
+TEST_F(SharedMemoryTest, PushThenPullTravelsThroughSharedMemory) {
+  StartServer(SharedMemorySessions::Options{});
+  std::unique_ptr<SharedMemoryShard> shard = Connect(1 << 20);
+  ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
+  const StatsResponse before = server_->Stats();
+
+  std::vector<float> b(3, 9.0f), w(kChunk, 9.0f);
+  ASSERT_OK_AND_ASSIGN(PushBatchResponse response,
+                       PushThenPull(*shard, 4.0f, b, w));
+  EXPECT_THAT(response.pulled().versions(), ElementsAre(1, 1));
+  EXPECT_THAT(b, ElementsAre(-1.0f, -2.0f, -3.0f));
+  EXPECT_THAT(w, Each(-4.0f));
+
+  const StatsResponse after = server_->Stats();
+  const int64_t tensor_bytes = 2 * (3 + kChunk) * 4;  // there and back
+  EXPECT_EQ(after.shared_memory_bytes() - before.shared_memory_bytes(),
+            tensor_bytes);
+  EXPECT_EQ(after.pushes() - before.pushes(), 2);
+  EXPECT_EQ(after.pulls() - before.pulls(), 2);
+  EXPECT_EQ(shard->shared_memory_bytes_held(), 0);
+
+  // A server that forgot the session refuses before applying: the call is
+  // resent once over TCP, and the region offered again.
+  server_->shared_memory().DetachAll();
+  ASSERT_OK_AND_ASSIGN(response, PushThenPull(*shard, 4.0f, b, w));
+  EXPECT_THAT(response.pulled().versions(), ElementsAre(2, 2));
+  EXPECT_THAT(b, ElementsAre(-2.0f, -4.0f, -6.0f));
+  EXPECT_THAT(w, Each(-8.0f));
+  ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
+  EXPECT_EQ(shard->shared_memory_bytes_held(), 0);
 }
 
 TEST_F(SharedMemoryTest, ServerWithSharedMemoryOffKeepsTheClientOnTcp) {

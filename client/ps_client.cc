@@ -149,6 +149,15 @@ std::shared_ptr<PsHandle> ParameterClient::Push(
   return Issue(Op::kPush, targets, options);
 }
 
+std::shared_ptr<PsHandle> ParameterClient::PushThenPull(
+    const std::vector<Const>& gradients, const std::vector<Mutable>& values,
+    int64_t version, int worker) {
+  BatchOptions options;
+  options.version = version;
+  options.worker = worker;
+  return Issue(Op::kPushThenPull, values, options, &gradients);
+}
+
 std::shared_ptr<PsHandle> ParameterClient::Assign(
     const std::vector<Const>& values) {
   std::vector<Mutable> targets;
@@ -161,7 +170,8 @@ std::shared_ptr<PsHandle> ParameterClient::Assign(
 }
 
 std::shared_ptr<PsHandle> ParameterClient::Issue(
-    Op op, const std::vector<Mutable>& targets, const BatchOptions& options) {
+    Op op, const std::vector<Mutable>& targets, const BatchOptions& options,
+    const std::vector<Const>* gradients) {
   auto state = std::make_shared<PsHandle::State>();
   auto handle = std::shared_ptr<PsHandle>(new PsHandle(state));
   auto guard = std::make_shared<ReleaseGuard>(state);
@@ -174,6 +184,24 @@ std::shared_ptr<PsHandle> ParameterClient::Issue(
   if (chunk_elements_ == 0) {
     return fail(absl::FailedPreconditionError(
         "ParameterClient used before Configure(); configure it first"));
+  }
+  if (op == Op::kPushThenPull) {
+    if (gradients == nullptr || gradients->size() != targets.size()) {
+      return fail(absl::InvalidArgumentError(absl::StrCat(
+          "a push and pull names ",
+          gradients == nullptr ? 0 : gradients->size(), " gradients for ",
+          targets.size(), " variables; name each once")));
+    }
+    for (size_t i = 0; i < targets.size(); ++i) {
+      const auto& [name, gradient] = (*gradients)[i];
+      if (name != targets[i].first ||
+          gradient.size() != targets[i].second.size()) {
+        return fail(absl::InvalidArgumentError(absl::StrCat(
+            "a push and pull sends \"", name, "\" (", gradient.size(),
+            " elements) where it reads \"", targets[i].first, "\" (",
+            targets[i].second.size(), "); pass them in the same order")));
+      }
+    }
   }
   for (const auto& [name, buffer] : targets) {
     const PlacedVariable* variable = placement_.Find(name);
@@ -190,15 +218,18 @@ std::shared_ptr<PsHandle> ParameterClient::Issue(
   }
   // Every chunk-sized piece of every part of every variable, in order.
   std::vector<Piece> pieces;
-  for (const auto& [name, buffer] : targets) {
+  for (size_t t = 0; t < targets.size(); ++t) {
+    const auto& [name, buffer] = targets[t];
     const PlacedVariable& variable = *placement_.Find(name);
     for (const VariablePart& part : variable.parts) {
       for (int64_t offset = 0; offset < part.num_elements;
            offset += chunk_elements_) {
         const int64_t n = std::min(chunk_elements_, part.num_elements - offset);
-        pieces.push_back(
-            Piece{part.ps, &part.name, offset,
-                  buffer.subspan(part.element_offset + offset, n)});
+        const int64_t at = part.element_offset + offset;
+        pieces.push_back(Piece{
+            part.ps, &part.name, offset, buffer.subspan(at, n),
+            gradients == nullptr ? absl::Span<const float>()
+                                 : (*gradients)[t].second.subspan(at, n)});
       }
     }
   }
@@ -317,7 +348,32 @@ void ParameterClient::IssueBatch(Op op, const std::vector<const Piece*>& batch,
     part->set_variable(*piece->part);
     part->set_offset_elements(piece->offset);
     part->set_num_elements(static_cast<int64_t>(piece->data.size()));
-    data.push_back(piece->data);
+    data.push_back(op == Op::kPushThenPull ? piece->gradient : piece->data);
+  }
+  if (op == Op::kPushThenPull) {
+    PullBatchRequest* pull = header.mutable_then_pull();
+    pull->set_protocol_version(kProtocolVersion);
+    std::vector<absl::Span<float>> out;
+    for (const Piece* piece : batch) {
+      PullRequest* part = pull->add_parts();
+      part->set_variable(*piece->part);
+      part->set_offset_elements(piece->offset);
+      part->set_num_elements(static_cast<int64_t>(piece->data.size()));
+      out.push_back(piece->data);
+    }
+    shard.PushThenPull(header, std::move(data), guard, std::move(out), deadline,
+                       [state](absl::StatusOr<PushBatchResponse> r) {
+                         if (!r.ok()) return state->Finish(r.status(), -1);
+                         // The shard answered only once the push was applied
+                         // whole: the handle's version is the pulled values'.
+                         const auto& versions = r->pulled().versions();
+                         state->Finish(absl::OkStatus(),
+                                       versions.empty()
+                                           ? -1
+                                           : *std::min_element(versions.begin(),
+                                                               versions.end()));
+                       });
+    return;
   }
   shard.PushBatch(
       header, std::move(data), guard, deadline,

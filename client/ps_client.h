@@ -151,6 +151,16 @@ class ParameterClient : public ShardSet {
       const std::vector<Const>& gradients, int64_t version = 0, int worker = 0,
       std::optional<int64_t> worker_clock = std::nullopt);
 
+  // A push, and in the same calls the values after it was applied:
+  // `values[i]` (the same variable as `gradients[i]`, the same size)
+  // receives what a Pull started once this push was answered would read,
+  // with one call per batch where Push and Pull take two. The handle's
+  // min_version() is the pulled values' version. An error may come after
+  // the push was applied (only the reads failed).
+  std::shared_ptr<PsHandle> PushThenPull(const std::vector<Const>& gradients,
+                                         const std::vector<Mutable>& values,
+                                         int64_t version = 0, int worker = 0);
+
   // Overwrites variable values (initialization, restore).
   std::shared_ptr<PsHandle> Assign(const std::vector<Const>& values);
 
@@ -248,7 +258,7 @@ class ParameterClient : public ShardSet {
   int num_shards() const override { return static_cast<int>(shards_.size()); }
 
  private:
-  enum class Op { kPull, kPush, kAssign };
+  enum class Op { kPull, kPush, kPushThenPull, kAssign };
 
   // One chunk (or less) of one variable part, and its slice of the buffer.
   struct Piece {
@@ -256,6 +266,9 @@ class ParameterClient : public ShardSet {
     const std::string* part;  // the part's name on its server
     int64_t offset;           // in the part
     absl::Span<float> data;
+    // kPushThenPull: the gradient sent for this piece (`data` receives the
+    // values).
+    absl::Span<const float> gradient;
   };
 
   // What a pull or push batch carries besides its parts.
@@ -269,8 +282,10 @@ class ParameterClient : public ShardSet {
 
   // Issues one batch RPC per full chunk, and one per server for each
   // chunk's worth of smaller pieces; one Assign RPC per chunk.
-  std::shared_ptr<PsHandle> Issue(Op op, const std::vector<Mutable>& targets,
-                                  const BatchOptions& options);
+  // kPushThenPull: `gradients[i]` is sent for targets[i].
+  std::shared_ptr<PsHandle> Issue(
+      Op op, const std::vector<Mutable>& targets, const BatchOptions& options,
+      const std::vector<Const>* gradients = nullptr);
   void IssueAssign(const Piece& piece, absl::Time deadline,
                    const std::shared_ptr<PsHandle::State>& state,
                    const std::shared_ptr<const void>& guard);

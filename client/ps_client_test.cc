@@ -100,6 +100,44 @@ TEST_F(ParameterClientTest, PushScattersGradientsToTheirParts) {
   EXPECT_EQ(updates, 9);
 }
 
+TEST_F(ParameterClientTest, PushThenPullReadsEveryPartAfterItsPush) {
+  Start(SgdConfig(ASYNC));
+  std::iota(emb_.begin(), emb_.end(), 0.0f);
+  bias_ = {100, 101, 102, 103, 104};
+  ASSERT_OK(client_->Assign({{"emb", emb_}, {"bias", bias_}})->Wait());
+  std::vector<float> emb_grad(30, 1.0f), bias_grad = {1, 2, 3, 4, 5};
+  std::vector<float> emb(30, -7), bias(5, -7);
+  auto call = client_->PushThenPull(
+      {{"emb", emb_grad}, {"bias", bias_grad}},
+      {{"emb", absl::MakeSpan(emb)}, {"bias", absl::MakeSpan(bias)}});
+  ASSERT_OK(call->Wait());
+  for (int i = 0; i < 30; ++i) EXPECT_EQ(emb[i], i - 1.0f) << i;
+  EXPECT_THAT(bias, ElementsAre(99, 99, 99, 99, 99));
+  EXPECT_EQ(call->min_version(), 1);  // every chunk after its one push
+  int64_t updates = 0;
+  for (const auto& core : cores_) updates += core->Stats().updates_applied();
+  EXPECT_EQ(updates, 9 + 2);  // emb's 9 chunks, bias's 2
+}
+
+TEST_F(ParameterClientTest, PushThenPullNeedsAGradientPerValue) {
+  Start(SgdConfig(ASYNC));
+  std::vector<float> emb_grad(30), emb(30), bias(5);
+  EXPECT_THAT(
+      client_
+          ->PushThenPull({{"emb", emb_grad}}, {{"emb", absl::MakeSpan(emb)},
+                                               {"bias", absl::MakeSpan(bias)}})
+          ->Wait(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("1 gradients for 2 variables")));
+  EXPECT_THAT(client_
+                  ->PushThenPull({{"bias", absl::MakeConstSpan(bias)}},
+                                 {{"emb", absl::MakeSpan(emb)}})
+                  ->Wait(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("sends \"bias\" (5 elements) where it reads "
+                                 "\"emb\" (30)")));
+}
+
 TEST_F(ParameterClientTest, UnknownVariableIsNotFound) {
   Start(SgdConfig(ASYNC));
   std::vector<float> x(3);

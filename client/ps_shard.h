@@ -67,6 +67,20 @@ class PsShard {
       std::shared_ptr<const void> owner, absl::Time deadline,
       std::function<void(absl::StatusOr<PushBatchResponse>)> done) = 0;
 
+  // A push whose answer carries the values of header.then_pull(), read
+  // once the push was applied: one call where a push and then a pull took
+  // two. `data` is the push's as in PushBatch; `out[i]` receives
+  // header.then_pull().parts(i). `done` gets the push's answer with
+  // `pulled` set. An error may come after the push was applied (only the
+  // pull failed), as a push's deadline may. This default sends the push,
+  // then the pull once the push is answered (the same result in two
+  // calls); a transport that carries both in one call overrides it.
+  virtual void PushThenPull(
+      const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
+      std::shared_ptr<const void> owner, std::vector<absl::Span<float>> out,
+      absl::Time deadline,
+      std::function<void(absl::StatusOr<PushBatchResponse>)> done);
+
   // Embedding-table rows (proto/ps.proto PullRowsRequest): `ids[i]` are
   // header.parts(i)'s ids, and `out[i]` receives their rows (ids x dim).
   // A push sends ids[i] and gradients[i] per part; `owner` keeps them alive

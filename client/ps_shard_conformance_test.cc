@@ -1,7 +1,9 @@
 // One suite, two transports: every PsShard behaviour is checked against the
 // in-process twin and against a real gRPC server on 127.0.0.1.
 #include <functional>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -181,6 +183,34 @@ class PsShardConformanceTest : public ::testing::TestWithParam<Transport> {
     return result;
   }
 
+  // A batch push of w's tail and b whose answer carries `then_pull`'s
+  // values (by default the same parts) into `out`.
+  absl::StatusOr<PushBatchResponse> PushThenPull(
+      std::vector<float> w_tail, std::vector<float> b,
+      std::vector<absl::Span<float>> out,
+      std::optional<PullBatchRequest> then_pull = std::nullopt) {
+    PushBatchRequest header;
+    header.set_protocol_version(kProtocolVersion);
+    AddParts(&header);
+    if (then_pull.has_value()) {
+      *header.mutable_then_pull() = *then_pull;
+    } else {
+      header.mutable_then_pull()->set_protocol_version(kProtocolVersion);
+      AddParts(header.mutable_then_pull());
+    }
+    auto owner = std::make_shared<std::vector<std::vector<float>>>(
+        std::vector<std::vector<float>>{std::move(w_tail), std::move(b)});
+    Notification done;
+    absl::StatusOr<PushBatchResponse> result;
+    shard().PushThenPull(header, {(*owner)[0], (*owner)[1]}, owner,
+                         std::move(out), Soon(),
+                         [&](absl::StatusOr<PushBatchResponse> r) {
+                           result = std::move(r);
+                           done.Notify();
+                         });
+    done.WaitForNotification();
+    return result;
+  }
   absl::StatusOr<PullResponse> Pull(int64_t offset, std::vector<float>& out,
                                     int64_t min_version = 0,
                                     absl::Time deadline = Soon()) {
@@ -463,6 +493,92 @@ TEST_P(PsShardConformanceTest, BatchPushAppliesEveryPart) {
   ASSERT_OK_AND_ASSIGN(StatsResponse stats, shard().Stats(Soon()));
   EXPECT_EQ(stats.pushes(), 2);
   EXPECT_EQ(stats.updates_applied(), 2);
+}
+
+TEST_P(PsShardConformanceTest, PushThenPullAnswersWithTheValuesAfterThePush) {
+  ConfigureServer(ASYNC);
+  ASSERT_OK(Assign(8, {9, 10}));
+  std::vector<float> w_tail(2, -7), b(3, -7);
+  ASSERT_OK_AND_ASSIGN(
+      PushBatchResponse response,
+      PushThenPull({1, 2}, {3, 4, 5},
+                   {absl::MakeSpan(w_tail), absl::MakeSpan(b)}));
+  ASSERT_EQ(response.results_size(), 2);
+  for (const PushPartResult& part : response.results()) {
+    EXPECT_EQ(part.code(), 0);
+    EXPECT_EQ(part.version(), 1);
+  }
+  EXPECT_THAT(response.pulled().versions(), ElementsAre(1, 1));
+  EXPECT_THAT(w_tail, ElementsAre(8, 8));  // SGD, rate 1
+  EXPECT_THAT(b, ElementsAre(-3, -4, -5));
+  // Again: the second answer holds both pushes.
+  ASSERT_OK_AND_ASSIGN(
+      response, PushThenPull({1, 1}, {1, 1, 1},
+                             {absl::MakeSpan(w_tail), absl::MakeSpan(b)}));
+  EXPECT_THAT(response.pulled().versions(), ElementsAre(2, 2));
+  EXPECT_THAT(w_tail, ElementsAre(7, 7));
+  EXPECT_THAT(b, ElementsAre(-4, -5, -6));
+}
+
+TEST_P(PsShardConformanceTest, PushThenPullMayReadOtherParts) {
+  ConfigureServer(ASYNC);
+  ASSERT_OK(Assign(0, {1, 2, 3, 4}));
+  PullBatchRequest pull;
+  pull.set_protocol_version(kProtocolVersion);
+  PullRequest* part = pull.add_parts();
+  part->set_variable("w");
+  part->set_offset_elements(0);
+  part->set_num_elements(4);
+  std::vector<float> w_head(4, -7);
+  ASSERT_OK_AND_ASSIGN(
+      PushBatchResponse response,
+      PushThenPull({1, 2}, {3, 4, 5}, {absl::MakeSpan(w_head)}, pull));
+  EXPECT_THAT(response.pulled().versions(), ElementsAre(0));
+  EXPECT_THAT(w_head, ElementsAre(1, 2, 3, 4));
+}
+
+TEST_P(PsShardConformanceTest, PushThenPullOfABadPushPullsNothing) {
+  ConfigureServer(ASYNC);
+  std::vector<float> w_tail(2, -7), b(3, -7);
+  EXPECT_THAT(
+      PushThenPull({1, 2}, {3, std::numeric_limits<float>::quiet_NaN(), 5},
+                   {absl::MakeSpan(w_tail), absl::MakeSpan(b)}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not finite")));
+  EXPECT_THAT(w_tail, Each(-7.0f));
+  EXPECT_THAT(b, Each(-7.0f));
+  ASSERT_OK_AND_ASSIGN(StatsResponse stats, shard().Stats(Soon()));
+  EXPECT_EQ(stats.updates_applied(), 0);
+}
+
+TEST_P(PsShardConformanceTest, PushThenPullOfAStaleSyncPartPullsNothing) {
+  ConfigureServer(SYNC);
+  ASSERT_OK(Push(0, {1, 1, 1, 1}));  // w chunk 0 moves to step 1
+  PullBatchRequest pull;
+  pull.set_protocol_version(kProtocolVersion);
+  PullRequest* part = pull.add_parts();
+  part->set_variable("w");
+  part->set_offset_elements(0);
+  part->set_num_elements(4);
+  PushBatchRequest header;
+  header.set_protocol_version(kProtocolVersion);
+  header.set_version(0);  // stale: the chunk is at step 1
+  PushRequest* push = header.add_parts();
+  push->set_variable("w");
+  push->set_offset_elements(0);
+  push->set_num_elements(4);
+  *header.mutable_then_pull() = pull;
+  auto owner = std::make_shared<std::vector<float>>(4, 1.0f);
+  std::vector<float> w_head(4, -7);
+  Notification done;
+  absl::StatusOr<PushBatchResponse> result;
+  shard().PushThenPull(header, {*owner}, owner, {absl::MakeSpan(w_head)},
+                       Soon(), [&](absl::StatusOr<PushBatchResponse> r) {
+                         result = std::move(r);
+                         done.Notify();
+                       });
+  done.WaitForNotification();
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kAborted));
+  EXPECT_THAT(w_head, Each(-7.0f));
 }
 
 TEST_P(PsShardConformanceTest, BatchWithANonFinitePartChangesNothing) {

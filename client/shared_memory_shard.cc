@@ -365,4 +365,76 @@ void SharedMemoryShard::PushVia(
       });
 }
 
+void SharedMemoryShard::PushThenPull(
+    const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
+    std::shared_ptr<const void> owner, std::vector<absl::Span<float>> out,
+    absl::Time deadline,
+    std::function<void(absl::StatusOr<PushBatchResponse>)> done) {
+  // One piece holds both: the gradients, then (from the next multiple of
+  // 64 bytes, as the server requires) the pulled values.
+  const int64_t push_bytes = (TotalBytes(data) + 63) / 64 * 64;
+  std::shared_ptr<Lease> lease =
+      SizesMatch(header, data) && SizesMatch(header.then_pull(), out)
+          ? LeasePiece(push_bytes + TotalBytes(out))
+          : nullptr;
+  if (lease == nullptr) {
+    return transport_->PushThenPull(header, std::move(data), std::move(owner),
+                                    std::move(out), deadline, std::move(done));
+  }
+  // One copy into the region; the caller's buffer is free from here on.
+  float* values = lease->values();
+  for (absl::Span<const float> piece : data) {
+    std::copy(piece.begin(), piece.end(), values);
+    values += piece.size();
+  }
+  owner.reset();
+  PushBatchRequest shared_header = header;
+  SharedPayload push_payload = lease->payload();
+  push_payload.set_bytes(static_cast<uint64_t>(TotalBytes(data)));
+  SharedPayload pull_payload = lease->payload();
+  pull_payload.set_offset(pull_payload.offset() +
+                          static_cast<uint64_t>(push_bytes));
+  pull_payload.set_bytes(static_cast<uint64_t>(TotalBytes(out)));
+  *shared_header.mutable_shared() = push_payload;
+  *shared_header.mutable_then_pull()->mutable_shared() = pull_payload;
+  transport_->PushThenPull(
+      shared_header, {}, nullptr, {}, deadline,
+      [this, header, data = std::move(data), out = std::move(out), push_bytes,
+       deadline, done = std::move(done), lease = std::move(lease)](
+          absl::StatusOr<PushBatchResponse> answer) mutable {
+        if (!answer.ok() && IsSharedMemoryLost(answer.status())) {
+          // Refused before anything was applied: resend the gradients,
+          // which are still in the region, without it; the lease lives as
+          // long as the resend's frame.
+          OnLost(lease->session);
+          const float* values = lease->values();
+          std::vector<absl::Span<const float>> copies;
+          for (absl::Span<const float> piece : data) {
+            copies.emplace_back(values, piece.size());
+            values += piece.size();
+          }
+          transport_->PushThenPull(header, std::move(copies), std::move(lease),
+                                   std::move(out), deadline, std::move(done));
+          return CallEnded();
+        }
+        if (!answer.ok()) {
+          if (ServerMayStillUse(answer.status().code())) {
+            RetirePiece(*lease, answer.status());
+          }
+          lease.reset();
+          done(std::move(answer));
+          return CallEnded();
+        }
+        const float* values = reinterpret_cast<const float*>(
+            reinterpret_cast<const char*>(lease->values()) + push_bytes);
+        for (absl::Span<float> piece : out) {
+          std::copy(values, values + piece.size(), piece.data());
+          values += piece.size();
+        }
+        lease.reset();
+        done(std::move(answer));
+        CallEnded();
+      });
+}
+
 }  // namespace psflow

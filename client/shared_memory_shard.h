@@ -114,6 +114,13 @@ class SharedMemoryShard final : public PsShard {
       const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
       std::shared_ptr<const void> owner, absl::Time deadline,
       std::function<void(absl::StatusOr<PushBatchResponse>)> done) override;
+  // Both halves through one piece of the region (or both over the
+  // transport, as PushBatch decides).
+  void PushThenPull(
+      const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
+      std::shared_ptr<const void> owner, std::vector<absl::Span<float>> out,
+      absl::Time deadline,
+      std::function<void(absl::StatusOr<PushBatchResponse>)> done) override;
 
   // Waits until the offer is settled, at most `timeout`; returns whether
   // calls now go through shared memory.

@@ -12,7 +12,8 @@ namespace psflow {
 // 2: pulls and pushes are batches only (1 also had single-chunk methods).
 // 3: BOUNDED mode (WorkerClock on pulls and pushes, ExcludeWorkers).
 // 4: embedding tables (EmbeddingTableSpec, PullRows, PushRows).
-inline constexpr uint32_t kProtocolVersion = 4;
+// 5: a push that answers with a pull (PushBatchRequest.then_pull).
+inline constexpr uint32_t kProtocolVersion = 5;
 
 // Bounds on what a Configure may ask of a server.
 inline constexpr int32_t kMaxWorkers = 1 << 16;

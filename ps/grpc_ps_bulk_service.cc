@@ -69,7 +69,7 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     if (method == kBulkPullBatchMethod) {
       HandlePull();  // Replies now or once the step is applied.
     } else if (method == kBulkPushBatchMethod) {
-      Reply(HandlePush());
+      HandlePush();  // Replies now, or with its then_pull's answer.
     } else if (method == kBulkAssignMethod) {
       Reply(HandleAssign());
     } else if (method == kBulkPullRowsMethod) {
@@ -105,10 +105,20 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     PullBatchRequest request;
     absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, request);
     if (!frame.ok()) return Reply(frame.status());
+    if (request.has_shared() && frame->payload_bytes() != 0) {
+      return Reply(absl::InvalidArgumentError(
+          "a batch with shared-memory values also carries a payload"));
+    }
+    StartPull(request);
+  }
+
+  // Serves a pull (a PullBatch, or a push's then_pull): answers now or once
+  // the step it waits for is applied.
+  void StartPull(const PullBatchRequest& request) {
     std::vector<absl::Span<float>> out;
     if (request.has_shared()) {
       absl::StatusOr<std::vector<absl::Span<float>>> pieces =
-          SharedPieces(request.shared(), *frame, request.parts());
+          SharedPieces(request.shared(), request.parts());
       if (!pieces.ok()) return Reply(pieces.status());
       out = *std::move(pieces);
     }
@@ -147,12 +157,8 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   // The pieces of the client's shared memory that a batch's values use
   // (one per part, in order), instead of the frame's payload.
   absl::StatusOr<std::vector<absl::Span<float>>> SharedPieces(
-      const SharedPayload& shared, const BulkFrame& frame,
+      const SharedPayload& shared,
       const google::protobuf::RepeatedPtrField<PullRequest>& parts) {
-    if (frame.payload_bytes() != 0) {
-      return absl::InvalidArgumentError(
-          "a batch with shared-memory values also carries a payload");
-    }
     // Sizes are bounded before they are summed; the service checks each
     // part against its chunk.
     int64_t total = 0;
@@ -179,33 +185,55 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
 
   void SendPull(absl::StatusOr<PsService::PullAnswer> answer) {
     if (!answer.ok()) return Reply(answer.status());
+    // A push's then_pull answers inside the push's response.
+    const google::protobuf::MessageLite* header = &answer->response;
+    if (pushed_.has_value()) {
+      *pushed_->mutable_pulled() = std::move(answer->response);
+      header = &*pushed_;
+    }
     if (shared_.region != nullptr) {
       // The values went into the client's memory; the answer is a header.
       shared_ = {};  // Unmaps once its client detached.
-      response_ = EncodeBulkFrame(answer->response, {}, nullptr);
+      response_ = EncodeBulkFrame(*header, {}, nullptr);
     } else {
-      response_ = EncodeBulkFramePieces(answer->response, answer->values,
+      response_ = EncodeBulkFramePieces(*header, answer->values,
                                         std::move(answer->owner));
     }
     Reply(absl::OkStatus());
   }
 
-  absl::Status HandlePush() {
+  void HandlePush() {
     PushBatchRequest request;
-    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, request);
-    if (!frame.ok()) return frame.status();
+    absl::StatusOr<PushBatchResponse> response = Push(request);
+    if (!response.ok()) return Reply(response.status());
+    if (!request.has_then_pull()) {
+      response_ = EncodeBulkFrame(*response, {}, nullptr);
+      return Reply(absl::OkStatus());
+    }
+    // Applied whole (a part refused alone, stale in sync mode, fails the
+    // call: the pull would not read this push's update).
+    for (const PushPartResult& part : response->results()) {
+      if (part.code() != 0) {
+        return Reply(absl::Status(static_cast<absl::StatusCode>(part.code()),
+                                  part.message()));
+      }
+    }
+    request_.Clear();  // Release gRPC's receive slices early.
+    pushed_ = *std::move(response);
+    StartPull(request.then_pull());
+  }
+
+  // Parses and applies a push; `request` receives its header.
+  absl::StatusOr<PushBatchResponse> Push(PushBatchRequest& request) {
+    ASSIGN_OR_RETURN(BulkFrame frame, BulkFrame::Parse(request_, request));
     ASSIGN_OR_RETURN(std::vector<ChunkRef> refs,
                      service_->ResolvePush(request));
     int64_t total = 0;
     for (const ChunkRef& ref : refs) total += ref.num_elements;
-    PushBatchResponse response;
     if (request.has_shared()) {
-      ASSIGN_OR_RETURN(response, PushShared(request, *frame, refs, total));
-    } else {
-      ASSIGN_OR_RETURN(response, PushFromSlices(request, *frame, refs, total));
+      return PushShared(request, frame, refs, total);
     }
-    response_ = EncodeBulkFrame(response, {}, nullptr);
-    return absl::OkStatus();
+    return PushFromSlices(request, frame, refs, total);
   }
 
   // Reads one part's gradient out of a frame's payload, from `offset` on.
@@ -429,6 +457,8 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   std::atomic<bool> replied_{false};
   // A shared-memory pull's region, held until the answer is sent.
   SharedMemorySessions::Payload shared_;
+  // A push with then_pull: its answer, sent with the pull's.
+  std::optional<PushBatchResponse> pushed_;
   Mutex mu_;
   std::shared_ptr<PsService::PendingPull> pending_ ABSL_GUARDED_BY(mu_);
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
