@@ -62,6 +62,10 @@ Trainer::Trainer(TrainerOptions options, TrainerParts parts)
   if (!sync_ && options_.background_calls && !parts_.tables.empty()) {
     background_ = std::make_unique<BackgroundQueue>(parts_.clock);
   }
+  // Bounded pushes and pulls carry worker clocks, and the background
+  // thread starts its calls in an order of its own: both keep two calls.
+  fuse_ =
+      !sync_ && !bounded_ && background_ == nullptr && options_.push_then_pull;
   if (!parts_.tables.empty()) {
     has_tables_ = true;
     for (StagedBatch& staged : staged_) {
@@ -197,6 +201,7 @@ absl::Status Trainer::Recover(const absl::Status& cause) {
     if (push != nullptr) (void)push->Wait();  // Stale now either way.
     push = nullptr;
   }
+  DropFusedPull();
   if (!cause.ok()) {
     LOG(WARNING) << "parameter server call failed (" << cause.message()
                  << "); waiting for the chief to recover the job";
@@ -350,6 +355,7 @@ std::shared_ptr<PsHandle> Trainer::StartPull(
 void Trainer::Restart() {
   SettleBackground();  // a prefetch may be setting pull_
   (void)pull_.Wait();
+  DropFusedPull();
   // Rows pulled before a failure or a restore are pulled again; SYNC drops
   // the step's batch, as it always did.
   DropRowPulls();
@@ -369,6 +375,7 @@ absl::Status Trainer::Run() {
     parts_.client->CancelInFlight();
   }
   pull_.Clear();
+  DropFusedPull();
   sync_push_.Reset();
   for (auto& push : pushes_) push = nullptr;
   for (auto& push : row_pushes_) push = nullptr;
@@ -398,6 +405,7 @@ absl::Status Trainer::RunUntilDone() {
     job_over_ = false;
     version_ = 0;
     failing_since_ = absl::InfiniteFuture();
+    DropFusedPull();
     for (auto& push : pushes_) push = nullptr;
     for (auto& push : row_pushes_) push = nullptr;
     DropRowPulls();
@@ -545,6 +553,15 @@ absl::StatusOr<Trainer::Next> Trainer::AwaitParameters() {
   absl::Status pulled = pull_.Wait();
   Observe(&PhaseTotals::pull_wait, &WorkerMetrics::pull_wait_seconds,
           pull_wait_start);
+  std::shared_ptr<PsHandle> carried_by = std::move(carried_by_);
+  carried_by_ = nullptr;
+  if (!pulled.ok() && carried_by != nullptr) {
+    // The push failed (or the pull it carried): handled once, as a push.
+    for (auto& push : pushes_) {
+      if (push == carried_by) push = nullptr;
+    }
+    return AfterPushError(pulled);
+  }
   if (!pulled.ok()) return AfterFailure(pulled);
   if (fresh_push_wait_.has_value()) {
     // The last step pulled after its push: what that cost it.
@@ -571,8 +588,19 @@ absl::Status Trainer::LoadParametersAndPrefetch() {
   const std::vector<absl::Span<float>>& values = params_[current_].values;
   RETURN_IF_ERROR(parts_.model->UseParameters(
       std::vector<absl::Span<const float>>(values.begin(), values.end())));
-  prefetching_ = !sync_ && prefetch_policy_.PrefetchThisStep();
-  if (prefetching_) {
+  if (next_prefetch_.has_value()) {  // chosen as the last step's push left
+    prefetching_ = *next_prefetch_;
+    next_prefetch_.reset();
+  } else {
+    prefetching_ = !sync_ && prefetch_policy_.PrefetchThisStep();
+  }
+  if (prefetching_ && fused_prefetch_ != nullptr) {
+    // The last step's push carries it (into params_[1 - current_]).
+    carried_by_ = fused_prefetch_;
+    pull_ = PsHandles(std::move(fused_prefetch_));
+    fused_prefetch_ = nullptr;
+    ++prefetched_steps_;
+  } else if (prefetching_) {
     // Fetch the next step's parameters while this one computes (bounded:
     // the server answers once the slowest worker is close enough). Started
     // after the pushes before it (by the background thread, for a model
@@ -650,6 +678,7 @@ absl::StatusOr<Trainer::Next> Trainer::PushGradients() {
         Sources(grads_[grad_slot_]), version_, options_.worker_index, clock_);
     return Next::kGoOn;
   }
+  if (fuse_) return PushThenPull();
   if (!sync_) {
     // It travels while the next step computes into the other buffer (or,
     // not prefetching, until PullNextStep waits for it); the background
@@ -664,6 +693,54 @@ absl::StatusOr<Trainer::Next> Trainer::PushGradients() {
     return Next::kGoOn;
   }
   return FinishSyncPush();
+}
+
+absl::StatusOr<Trainer::Next> Trainer::PushThenPull() {
+  // The policy's choice for the next step, made as this push leaves: a
+  // next step that prefetches has its prefetch ride on this push.
+  const bool next_prefetches = prefetch_policy_.PrefetchThisStep();
+  next_prefetch_ = next_prefetches;
+  if (prefetching_) {
+    // The next step's parameters are on their way into params_[1 -
+    // current_]; params_[current_] is free (this step computed) and will
+    // hold the step after next's, read after this push as a prefetch
+    // started next step would have been.
+    if (!next_prefetches) {
+      pushes_[grad_slot_] =
+          parts_.client->Push(Sources(grads_[grad_slot_]), version_,
+                              options_.worker_index, std::nullopt);
+      return Next::kGoOn;
+    }
+    fused_prefetch_ = parts_.client->PushThenPull(
+        Sources(grads_[grad_slot_]), Targets(params_[current_]), version_,
+        options_.worker_index);
+    pushes_[grad_slot_] = fused_prefetch_;
+    return Next::kGoOn;
+  }
+  // Fresh: the next step's parameters after every gradient this worker
+  // sent, so the earlier push ends first.
+  const absl::Time wait_start = parts_.clock->Now();
+  ASSIGN_OR_RETURN(const Next next, AwaitPushes(1 - grad_slot_));
+  if (next != Next::kGoOn) return next;
+  fresh_push_wait_ = parts_.clock->Now() - wait_start;
+  std::shared_ptr<PsHandle> call = parts_.client->PushThenPull(
+      Sources(grads_[grad_slot_]), Targets(params_[current_]), version_,
+      options_.worker_index);
+  pushes_[grad_slot_] = call;
+  carried_by_ = call;
+  pull_ = PsHandles(std::move(call));
+  fused_fresh_ = true;
+  return Next::kGoOn;
+}
+
+void Trainer::DropFusedPull() {
+  // Ended before the buffer it writes is used again (pushes_ may hold the
+  // same handle, so dropping ours alone need not wait).
+  if (fused_prefetch_ != nullptr) (void)fused_prefetch_->Wait();
+  fused_prefetch_ = nullptr;
+  next_prefetch_.reset();
+  fused_fresh_ = false;
+  carried_by_ = nullptr;
 }
 
 absl::StatusOr<Trainer::Next> Trainer::HeartbeatIfDue(TrainLoop& loop) {
@@ -683,6 +760,10 @@ absl::StatusOr<Trainer::Next> Trainer::PullNextStep() {
   }
   if (prefetching_) {
     current_ = 1 - current_;  // Prefetched by LoadParametersAndPrefetch.
+    return Next::kGoOn;
+  }
+  if (fused_fresh_) {  // pull_ is this step's push-then-pull
+    fused_fresh_ = false;
     return Next::kGoOn;
   }
   // Fresh: the parameters after every gradient this worker sent.

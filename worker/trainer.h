@@ -135,6 +135,12 @@ struct TrainerOptions {
   // worker's --background_calls (auto: on where the process may use at
   // least 4 cores).
   bool background_calls = true;
+  // Async (not bounded), calls started on the training thread: a step's
+  // push also carries the pull it would otherwise start next (the
+  // prefetch of the step after next, or a fresh step's parameters), one
+  // call instead of two, the same values at the same staleness
+  // (ParameterClient::PushThenPull). The worker's --push_then_pull.
+  bool push_then_pull = true;
 };
 
 // What a trainer works with; nothing is owned.
@@ -258,6 +264,12 @@ class Trainer {
   // step's pushes and counts the step once if any arrived after it closed;
   // otherwise the push travels while the next step computes.
   absl::StatusOr<Next> PushGradients();
+  // push_then_pull: the push, carrying the pull the next step would start
+  // (its prefetch, or a fresh step's parameters).
+  absl::StatusOr<Next> PushThenPull();
+  // Ends and forgets a pull a push carried (a restart, a recovery, the
+  // end of training).
+  void DropFusedPull();
   // Models with tables: pushes the rows' gradients (SYNC: and waits).
   absl::StatusOr<Next> PushRows();
   // Not SYNC: waits for the push that last used grad slot `slot` (dense,
@@ -390,6 +402,17 @@ class Trainer {
   // next step's pull arrived).
   PrefetchPolicy prefetch_policy_;
   bool prefetching_ = false;
+  // push_then_pull: whether this trainer fuses (see TrainerOptions); the
+  // policy's choice for the next step, made as this step's push leaves;
+  // the next step's prefetch, already carried by this step's push; and
+  // whether pull_ is a fresh step's push-then-pull.
+  bool fuse_ = false;
+  std::optional<bool> next_prefetch_;
+  std::shared_ptr<PsHandle> fused_prefetch_;
+  bool fused_fresh_ = false;
+  // The push that carries pull_, if one does: its failure is the push's
+  // (a rejected gradient counts as one).
+  std::shared_ptr<PsHandle> carried_by_;
   std::optional<absl::Duration> fresh_push_wait_;
   absl::Duration last_compute_;
   int64_t prefetched_steps_ = 0;

@@ -324,6 +324,46 @@ TEST_F(TrainerTest, APrefetchNeverOvertakesTheLastPush) {
   }
 }
 
+// A push that carries the next pull (push_then_pull) reads the same
+// values as a push and then a pull: a lone worker's gradients are one
+// update stale when it prefetches and fresh when it does not, and the
+// adaptive policy's switches between the two (its choice for a step made
+// as the step before pushes) never lose or double a pull.
+TEST_F(TrainerTest, APushThatCarriesThePullKeepsTheStaleness) {
+  for (const auto prefetch :
+       {TrainingConfig::ALWAYS, TrainingConfig::NEVER, TrainingConfig::AUTO}) {
+    for (const bool fused : {true, false}) {
+      SCOPED_TRACE(
+          absl::StrCat(TrainingConfig::ParameterPrefetch_Name(prefetch),
+                       fused ? ", push then pull" : ", two calls"));
+      prefetch_ = prefetch;
+      ASSERT_NO_FATAL_FAILURE(SetUpJob(ASYNC, 200));
+      options_.push_then_pull = fused;
+      Trainer trainer(options_, parts_);
+      ASSERT_OK(trainer.Run());
+      // A prefetching worker may take one step past the total (its last
+      // prefetch is one update behind), either way.
+      EXPECT_GE(trainer.local_steps(), 200);
+      EXPECT_LE(trainer.local_steps(), 201);
+      const StatsResponse stats = job_->core->Stats();
+      // Kernel and bias, every step.
+      EXPECT_EQ(stats.updates_applied(), trainer.local_steps() * 2);
+      const int most_stale = prefetch == TrainingConfig::NEVER ? 0 : 1;
+      for (int staleness = most_stale + 1;
+           staleness < stats.staleness_counts_size(); ++staleness) {
+        EXPECT_EQ(stats.staleness_counts(staleness), 0)
+            << "updates " << staleness << " stale";
+      }
+      if (prefetch == TrainingConfig::ALWAYS) {
+        // All but the first step's push (its parameters came first).
+        EXPECT_GE(stats.staleness_counts(1), 2 * 198);
+      }
+      // It learned (the last reported window of batches).
+      EXPECT_GT(job_->coordinator->LastReports()[0].accuracy(), 0.9);
+    }
+  }
+}
+
 // With a heartbeat after every step, the final report's window is empty:
 // it repeats the latest measured accuracy instead of reporting zero.
 TEST_F(TrainerTest, HeartbeatsWithoutNewStepsKeepTheLatestAccuracy) {

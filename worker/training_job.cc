@@ -128,6 +128,7 @@ absl::Status RunTrainingJob(const TrainingJobOptions& options) {
   trainer_options.recovery = options.recovery;
   trainer_options.slowdown = options.slowdown;
   trainer_options.background_calls = options.background_calls;
+  trainer_options.push_then_pull = options.push_then_pull;
   if (const TrainingConfig& training = spec.config().training();
       training.has_sync_group_bytes()) {
     // 0: one group, after backward.

@@ -33,6 +33,8 @@ struct TrainingJobOptions {
   Slowdown slowdown;
   // TrainerOptions::background_calls.
   bool background_calls = true;
+  // TrainerOptions::push_then_pull.
+  bool push_then_pull = true;
   // Optional Prometheus metrics the trainer updates.
   const WorkerMetrics* live_metrics = nullptr;
   // What the worker's timeouts and heartbeats are measured on.

@@ -72,6 +72,11 @@ ABSL_FLAG(std::string, background_calls, "auto",
           "step's calls (the next batch's rows pull, the pushes, the dense "
           "prefetch) on a background thread while the step computes: on, "
           "off, or auto (on when the process may use at least 4 cores)");
+ABSL_FLAG(bool, push_then_pull, true,
+          "Async mode (not bounded), calls started on the training thread: "
+          "send each step's push and the pull that follows it as one call "
+          "(the server answers the push with the parameters after it); "
+          "false: a push and a pull, as releases before protocol 5 did");
 ABSL_FLAG(int32_t, metrics_port, -1,
           "Serve Prometheus metrics at http://<bind_host>:<port>/metrics (0: "
           "any free port, logged; -1: off)");
@@ -277,6 +282,7 @@ absl::Status Train(const WorkerSetup& setup, const JobSpec& spec,
       absl::Seconds(absl::GetFlag(FLAGS_recovery_timeout_s));
   options.slowdown = slowdown;
   options.background_calls = setup.background_calls;
+  options.push_then_pull = absl::GetFlag(FLAGS_push_then_pull);
   // Only when served: otherwise the trainer skips the clock reads.
   options.live_metrics = live_metrics;
   if (slowdown.factor > 1) {
