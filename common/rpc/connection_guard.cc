@@ -21,7 +21,7 @@ namespace psflow {
 namespace {
 
 struct Connection {
-  uint64_t inode = 0;  // grows with time: the highest are the newest
+  uint64_t inode = 0;
   int fd = -1;
   std::string peer;  // the remote address, without the port
 };
@@ -98,46 +98,70 @@ void ConnectionGuard::Run() {
   while (!stop_.WaitForNotificationWithTimeout(options_.period)) Enforce();
 }
 
-void ConnectionGuard::Enforce() {
-  const std::vector<Connection> connections = OwnConnections(options_.port);
-  if (connections.empty()) return;
-  std::map<uint64_t, int> fds;  // by inode
-  std::map<std::string, std::vector<uint64_t>> by_peer;
-  std::vector<uint64_t> all;
-  for (const Connection& c : connections) {
-    fds[c.inode] = c.fd;
-    by_peer[c.peer].push_back(c.inode);
-    all.push_back(c.inode);
-  }
+std::vector<uint64_t> ConnectionGuard::NewestBeyondCaps(
+    std::vector<Seen> connections, const Options& options) {
+  std::sort(connections.begin(), connections.end(),
+            [](const Seen& a, const Seen& b) { return a.order < b.order; });
   // The newest beyond a cap are the ones dropped (connections that work
   // keep working).
   std::vector<uint64_t> excess;
-  for (auto& [peer, inodes] : by_peer) {
-    if (options_.max_per_peer <= 0 ||
-        static_cast<int>(inodes.size()) <= options_.max_per_peer) {
+  std::map<std::string, std::vector<uint64_t>> by_peer;  // oldest first
+  for (const Seen& c : connections) by_peer[c.peer].push_back(c.inode);
+  for (const auto& [peer, inodes] : by_peer) {
+    if (options.max_per_peer <= 0 ||
+        static_cast<int>(inodes.size()) <= options.max_per_peer) {
       continue;
     }
-    std::sort(inodes.begin(), inodes.end());
-    excess.insert(excess.end(), inodes.begin() + options_.max_per_peer,
+    excess.insert(excess.end(), inodes.begin() + options.max_per_peer,
                   inodes.end());
-    LOG(WARNING) << options_.what << " on port " << options_.port << ": "
+    LOG(WARNING) << options.what << " on port " << options.port << ": "
                  << inodes.size() << " connections from one peer (" << peer
                  << "); closing the newest "
-                 << inodes.size() - options_.max_per_peer << " (at most "
-                 << options_.max_per_peer << " per peer)";
+                 << inodes.size() - options.max_per_peer << " (at most "
+                 << options.max_per_peer << " per peer)";
   }
-  if (options_.max_total > 0 &&
-      static_cast<int>(all.size()) > options_.max_total) {
-    std::sort(all.begin(), all.end());
-    excess.insert(excess.end(), all.begin() + options_.max_total, all.end());
-    LOG(WARNING) << options_.what << " on port " << options_.port << ": "
-                 << all.size() << " connections; closing the newest "
-                 << all.size() - options_.max_total << " (at most "
-                 << options_.max_total << ")";
+  if (options.max_total > 0 &&
+      static_cast<int>(connections.size()) > options.max_total) {
+    for (size_t i = options.max_total; i < connections.size(); ++i) {
+      excess.push_back(connections[i].inode);
+    }
+    LOG(WARNING) << options.what << " on port " << options.port << ": "
+                 << connections.size() << " connections; closing the newest "
+                 << connections.size() - options.max_total << " (at most "
+                 << options.max_total << ")";
   }
   std::sort(excess.begin(), excess.end());
   excess.erase(std::unique(excess.begin(), excess.end()), excess.end());
-  for (uint64_t inode : excess) {
+  return excess;
+}
+
+void ConnectionGuard::Enforce() {
+  std::vector<Connection> connections = OwnConnections(options_.port);
+  // How old a connection is: the look that first saw it, then (among those
+  // a look sees first) its descriptor, which the process allocates in
+  // accept order (lowest free first). Not the socket's inode: the kernel
+  // hands inode numbers out in per-CPU batches, so a connection accepted
+  // on one core can carry a lower inode than an older one accepted on
+  // another (under load the guard then cut a peer's oldest connections).
+  std::sort(
+      connections.begin(), connections.end(),
+      [](const Connection& a, const Connection& b) { return a.fd < b.fd; });
+  std::vector<Seen> seen;
+  std::map<uint64_t, int> fds;  // by inode
+  {
+    MutexLock lock(&mu_);
+    std::map<uint64_t, uint64_t> first_seen;
+    for (const Connection& c : connections) {
+      auto known = first_seen_.find(c.inode);
+      const uint64_t order =
+          known != first_seen_.end() ? known->second : next_order_++;
+      first_seen[c.inode] = order;
+      seen.push_back(Seen{c.inode, c.fd, c.peer, order});
+      fds[c.inode] = c.fd;
+    }
+    first_seen_.swap(first_seen);  // forgets the connections that ended
+  }
+  for (uint64_t inode : NewestBeyondCaps(std::move(seen), options_)) {
     const int fd = fds.at(inode);
     // The descriptor may have been closed and reused since it was listed:
     // act only on the same socket.

@@ -15,10 +15,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
 #include "common/mutex.h"
 
@@ -49,10 +52,28 @@ class ConnectionGuard {
   // One look, now (the thread calls it every period; tests call it too).
   void Enforce();
 
+  // An established connection as one look saw it. `order` says how old it
+  // is: lower was seen first.
+  struct Seen {
+    uint64_t inode = 0;
+    int fd = -1;
+    std::string peer;  // the remote address, without the port
+    uint64_t order = 0;
+  };
+  // The inodes of the connections to shut down: the newest (highest
+  // `order`) beyond each of `options`' caps. For Enforce, and tests.
+  static std::vector<uint64_t> NewestBeyondCaps(std::vector<Seen> connections,
+                                                const Options& options);
+
  private:
   void Run();
 
   const Options options_;
+  // When each connection was first seen (see Enforce), by socket inode;
+  // only the connections of the last look.
+  Mutex mu_;
+  std::map<uint64_t, uint64_t> first_seen_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_order_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int64_t> dropped_{0};
   Notification stop_;
   std::thread thread_;
