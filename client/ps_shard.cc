@@ -15,14 +15,14 @@ void PsShard::PushThenPull(
   PushBatch(
       push, std::move(data), std::move(owner), deadline,
       [this, pull = std::move(pull), out = std::move(out), deadline,
-       done = std::move(done)](
-          absl::StatusOr<PushBatchResponse> pushed) mutable {
+       done =
+           std::move(done)](absl::StatusOr<PushBatchResponse> pushed) mutable {
         if (!pushed.ok()) return done(std::move(pushed));
         // As the one-call form: the pull reads only a push applied whole.
         for (const PushPartResult& part : pushed->results()) {
           if (part.code() != 0) {
-            return done(absl::Status(
-                static_cast<absl::StatusCode>(part.code()), part.message()));
+            return done(absl::Status(static_cast<absl::StatusCode>(part.code()),
+                                     part.message()));
           }
         }
         PullBatch(pull, std::move(out), deadline,
