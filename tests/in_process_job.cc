@@ -2,6 +2,7 @@
 
 #include <deque>
 #include <functional>
+#include <limits>
 #include <thread>
 #include <utility>
 
@@ -38,6 +39,18 @@ class RestartableShard final : public PsShard {
     MutexLock lock(&mu_);
     push_delay_ = delay;
     if (!pusher_.joinable()) pusher_ = std::thread([this] { ApplyDeferred(); });
+  }
+
+  // From now on a push of a gradient computed at `version` or later fails
+  // (Unavailable, as a connection reset would) without reaching the
+  // server.
+  void FailPushesFrom(int64_t version) {
+    MutexLock lock(&mu_);
+    fail_pushes_from_ = version;
+  }
+  int64_t failed_pushes() {
+    MutexLock lock(&mu_);
+    return failed_pushes_;
   }
 
   void Restart(ParameterServerCore* core) {
@@ -88,6 +101,15 @@ class RestartableShard final : public PsShard {
       const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
       std::shared_ptr<const void> owner, absl::Time deadline,
       std::function<void(absl::StatusOr<PushBatchResponse>)> done) override {
+    bool fail = false;
+    {
+      MutexLock lock(&mu_);
+      fail = header.version() >= fail_pushes_from_;
+      if (fail) ++failed_pushes_;
+    }
+    if (fail) {
+      return done(absl::UnavailableError("recvmsg: Connection reset by peer"));
+    }
     {
       MutexLock lock(&mu_);
       if (push_delay_ > absl::ZeroDuration()) {
@@ -168,6 +190,9 @@ class RestartableShard final : public PsShard {
   absl::Duration push_delay_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
   std::deque<Deferred> deferred_ ABSL_GUARDED_BY(mu_);
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t fail_pushes_from_ ABSL_GUARDED_BY(mu_) =
+      std::numeric_limits<int64_t>::max();
+  int64_t failed_pushes_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread pusher_;
 };
 
@@ -224,6 +249,14 @@ absl::StatusOr<std::unique_ptr<InProcessJob>> InProcessJob::Start(
 
 void InProcessJob::DeferPushes(absl::Duration delay) {
   static_cast<RestartableShard*>(shard_)->DeferPushes(delay);
+}
+
+void InProcessJob::FailPushesFrom(int64_t version) {
+  static_cast<RestartableShard*>(shard_)->FailPushesFrom(version);
+}
+
+int64_t InProcessJob::failed_pushes() const {
+  return static_cast<RestartableShard*>(shard_)->failed_pushes();
 }
 
 void InProcessJob::RestartServer() {

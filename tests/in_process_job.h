@@ -53,6 +53,12 @@ class InProcessJob {
   // that pulls before its push was applied sees the values without it.
   void DeferPushes(absl::Duration delay);
 
+  // Makes every later push of a gradient computed at `version` (a global
+  // step) or later fail, Unavailable, without reaching the server; and how
+  // many did.
+  void FailPushesFrom(int64_t version);
+  int64_t failed_pushes() const;
+
   std::unique_ptr<ModelDefinition> definition;
   std::vector<LogicalVariable> variables;  // the model's, in order
   std::unique_ptr<ParameterServerCore> core;

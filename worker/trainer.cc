@@ -497,11 +497,21 @@ absl::Status Trainer::Train() {
   }
   SettleBackground();
   if (background_ != nullptr) phases_.background = background_->busy();
+  // Pushes still in flight carry gradients past what the job needed (the
+  // servers reached the total, or the chief ended training): one that
+  // fails now (a server stopping or restarting as the job ends) loses
+  // nothing the job keeps, so it is not this run's error; the chief, which
+  // this worker asks next, decides whether training goes on.
+  absl::Status last_pushes;
   for (auto& push : pushes_) {
-    if (push != nullptr) RETURN_IF_ERROR(push->Wait());
+    if (push != nullptr) last_pushes.Update(push->Wait());
   }
   for (auto& push : row_pushes_) {
-    if (push != nullptr) RETURN_IF_ERROR(push->Wait());
+    if (push != nullptr) last_pushes.Update(push->Wait());
+  }
+  if (!last_pushes.ok()) {
+    LOG(WARNING) << "a push sent after the job's last needed step failed ("
+                 << last_pushes.message() << "); the job does not need it";
   }
   // A prefetch for a step past the job's total is not needed.
   DropRowPulls();

@@ -364,6 +364,27 @@ TEST_F(TrainerTest, APushThatCarriesThePullKeepsTheStaleness) {
   }
 }
 
+// A push still in flight when training ends carries a gradient past the
+// job's total (a prefetching worker takes a step more than it needed); a
+// server that resets its connection as the job ends fails that push, and
+// the job must still succeed: it once failed the worker, and the job with
+// it.
+TEST_F(TrainerTest, APushPastTheTotalThatFailsDoesNotFailTheWorker) {
+  for (const bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "push then pull" : "two calls");
+    prefetch_ = TrainingConfig::ALWAYS;
+    ASSERT_NO_FATAL_FAILURE(SetUpJob(ASYNC, 200));
+    options_.push_then_pull = fused;
+    // Only the step past the total computes at global step 199 (each of a
+    // lone prefetching worker's gradients is one update stale).
+    job_->FailPushesFrom(199);
+    Trainer trainer(options_, parts_);
+    ASSERT_OK(trainer.Run());
+    EXPECT_GE(job_->failed_pushes(), 1);
+    EXPECT_EQ(job_->core->Stats().updates_applied(), 200 * 2);
+  }
+}
+
 // With a heartbeat after every step, the final report's window is empty:
 // it repeats the latest measured accuracy instead of reporting zero.
 TEST_F(TrainerTest, HeartbeatsWithoutNewStepsKeepTheLatestAccuracy) {
