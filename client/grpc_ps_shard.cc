@@ -375,6 +375,23 @@ absl::Status CallError(const grpc::Status& status, const std::string& what,
   return shared_memory_lost ? MarkSharedMemoryLost(std::move(error)) : error;
 }
 
+// A pull's values from its answer's frame into `out`; a shared-memory
+// pull's are in the region (the decorator copies them out), so its frame
+// must carry none.
+absl::Status ReadPulledValues(const std::string& what, bool shared,
+                              const BulkFrame& frame,
+                              const std::vector<absl::Span<float>>& out) {
+  if (shared) {
+    if (frame.payload_bytes() == 0) return absl::OkStatus();
+    return absl::InternalError(absl::StrCat(
+        what, ": the server answered a shared-memory pull with a payload"));
+  }
+  absl::Status copied = frame.CopyPayload(out);
+  if (copied.ok()) return copied;
+  return absl::Status(copied.code(),
+                      absl::StrCat(what, ": ", copied.message()));
+}
+
 }  // namespace
 
 namespace {
@@ -507,16 +524,9 @@ void GrpcPsShard::PullBatch(
           absl::StrCat(what, ": the server answered ", answer.versions_size(),
                        " parts for ", parts)));
     }
-    if (shared) {
-      // The values are in the region; the decorator copies them out.
-      if (frame->payload_bytes() != 0) {
-        return done(absl::InternalError(absl::StrCat(
-            what,
-            ": the server answered a shared-memory pull with a payload")));
-      }
-    } else if (absl::Status copied = frame->CopyPayload(out); !copied.ok()) {
-      return done(absl::Status(copied.code(),
-                               absl::StrCat(what, ": ", copied.message())));
+    if (absl::Status read = ReadPulledValues(what, shared, *frame, out);
+        !read.ok()) {
+      return done(read);
     }
     done(std::move(answer));
   };
@@ -599,16 +609,9 @@ void GrpcPsShard::PushThenPull(
           answer.pulled().versions_size(), " parts for ", parts, " and ",
           pull_parts, " (a server from a release without then_pull?)")));
     }
-    if (pull_shared) {
-      // The values are in the region; the decorator copies them out.
-      if (frame->payload_bytes() != 0) {
-        return done(absl::InternalError(absl::StrCat(
-            what,
-            ": the server answered a shared-memory pull with a payload")));
-      }
-    } else if (absl::Status copied = frame->CopyPayload(out); !copied.ok()) {
-      return done(absl::Status(copied.code(),
-                               absl::StrCat(what, ": ", copied.message())));
+    if (absl::Status read = ReadPulledValues(what, pull_shared, *frame, out);
+        !read.ok()) {
+      return done(read);
     }
     done(std::move(answer));
   };

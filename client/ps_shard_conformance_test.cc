@@ -183,6 +183,17 @@ class PsShardConformanceTest : public ::testing::TestWithParam<Transport> {
     return result;
   }
 
+  // A pull of w's first chunk, [0, 4).
+  static PullBatchRequest WChunkZeroPull() {
+    PullBatchRequest pull;
+    pull.set_protocol_version(kProtocolVersion);
+    PullRequest* part = pull.add_parts();
+    part->set_variable("w");
+    part->set_offset_elements(0);
+    part->set_num_elements(kChunk);
+    return pull;
+  }
+
   // A batch push of w's tail and b whose answer carries `then_pull`'s
   // values (by default the same parts) into `out`.
   absl::StatusOr<PushBatchResponse> PushThenPull(
@@ -523,12 +534,7 @@ TEST_P(PsShardConformanceTest, PushThenPullAnswersWithTheValuesAfterThePush) {
 TEST_P(PsShardConformanceTest, PushThenPullMayReadOtherParts) {
   ConfigureServer(ASYNC);
   ASSERT_OK(Assign(0, {1, 2, 3, 4}));
-  PullBatchRequest pull;
-  pull.set_protocol_version(kProtocolVersion);
-  PullRequest* part = pull.add_parts();
-  part->set_variable("w");
-  part->set_offset_elements(0);
-  part->set_num_elements(4);
+  const PullBatchRequest pull = WChunkZeroPull();
   std::vector<float> w_head(4, -7);
   ASSERT_OK_AND_ASSIGN(
       PushBatchResponse response,
@@ -553,12 +559,7 @@ TEST_P(PsShardConformanceTest, PushThenPullOfABadPushPullsNothing) {
 TEST_P(PsShardConformanceTest, PushThenPullOfAStaleSyncPartPullsNothing) {
   ConfigureServer(SYNC);
   ASSERT_OK(Push(0, {1, 1, 1, 1}));  // w chunk 0 moves to step 1
-  PullBatchRequest pull;
-  pull.set_protocol_version(kProtocolVersion);
-  PullRequest* part = pull.add_parts();
-  part->set_variable("w");
-  part->set_offset_elements(0);
-  part->set_num_elements(4);
+  const PullBatchRequest pull = WChunkZeroPull();
   PushBatchRequest header;
   header.set_protocol_version(kProtocolVersion);
   header.set_version(0);  // stale: the chunk is at step 1

@@ -84,6 +84,33 @@ int64_t TotalBytes(const std::vector<Span>& pieces) {
   return bytes;
 }
 
+// The caller's pieces, back to back, into the region at `to`.
+void CopyIn(const std::vector<absl::Span<const float>>& pieces, float* to) {
+  for (absl::Span<const float> piece : pieces) {
+    to = std::copy(piece.begin(), piece.end(), to);
+  }
+}
+
+// Back-to-back values in the region at `from`, out into the caller's
+// pieces.
+void CopyOut(const float* from, const std::vector<absl::Span<float>>& out) {
+  for (absl::Span<float> piece : out) {
+    std::copy(from, from + piece.size(), piece.data());
+    from += piece.size();
+  }
+}
+
+// Spans over the copies CopyIn left at `at`, shaped as `pieces`.
+std::vector<absl::Span<const float>> PiecesAt(
+    const float* at, const std::vector<absl::Span<const float>>& pieces) {
+  std::vector<absl::Span<const float>> spans;
+  for (absl::Span<const float> piece : pieces) {
+    spans.emplace_back(at, piece.size());
+    at += piece.size();
+  }
+  return spans;
+}
+
 }  // namespace
 
 SharedMemoryShard::SharedMemoryShard(
@@ -296,11 +323,7 @@ void SharedMemoryShard::PullVia(
               answer->versions_size(), " parts for ", out.size())));
           return CallEnded();
         }
-        const float* values = lease->values();
-        for (absl::Span<float> piece : out) {
-          std::copy(values, values + piece.size(), piece.data());
-          values += piece.size();
-        }
+        CopyOut(lease->values(), out);
         lease.reset();
         done(std::move(answer));
         CallEnded();
@@ -327,11 +350,7 @@ void SharedMemoryShard::PushVia(
     std::function<void(absl::StatusOr<PushBatchResponse>)> done,
     std::shared_ptr<Lease> lease) {
   // One copy into the region; the caller's buffer is free from here on.
-  float* values = lease->values();
-  for (absl::Span<const float> piece : data) {
-    std::copy(piece.begin(), piece.end(), values);
-    values += piece.size();
-  }
+  CopyIn(data, lease->values());
   owner.reset();
   *header.mutable_shared() = lease->payload();
   PushBatchRequest shared_header = header;
@@ -346,12 +365,8 @@ void SharedMemoryShard::PushVia(
           // as the resend's frame.
           OnLost(lease->session);
           header.clear_shared();
-          const float* values = lease->values();
-          std::vector<absl::Span<const float>> copies;
-          for (absl::Span<const float> piece : data) {
-            copies.emplace_back(values, piece.size());
-            values += piece.size();
-          }
+          std::vector<absl::Span<const float>> copies =
+              PiecesAt(lease->values(), data);
           transport_->PushBatch(header, std::move(copies), std::move(lease),
                                 deadline, std::move(done));
           return CallEnded();
@@ -382,11 +397,7 @@ void SharedMemoryShard::PushThenPull(
                                     std::move(out), deadline, std::move(done));
   }
   // One copy into the region; the caller's buffer is free from here on.
-  float* values = lease->values();
-  for (absl::Span<const float> piece : data) {
-    std::copy(piece.begin(), piece.end(), values);
-    values += piece.size();
-  }
+  CopyIn(data, lease->values());
   owner.reset();
   PushBatchRequest shared_header = header;
   SharedPayload push_payload = lease->payload();
@@ -407,12 +418,8 @@ void SharedMemoryShard::PushThenPull(
           // which are still in the region, without it; the lease lives as
           // long as the resend's frame.
           OnLost(lease->session);
-          const float* values = lease->values();
-          std::vector<absl::Span<const float>> copies;
-          for (absl::Span<const float> piece : data) {
-            copies.emplace_back(values, piece.size());
-            values += piece.size();
-          }
+          std::vector<absl::Span<const float>> copies =
+              PiecesAt(lease->values(), data);
           transport_->PushThenPull(header, std::move(copies), std::move(lease),
                                    std::move(out), deadline, std::move(done));
           return CallEnded();
@@ -425,12 +432,10 @@ void SharedMemoryShard::PushThenPull(
           done(std::move(answer));
           return CallEnded();
         }
-        const float* values = reinterpret_cast<const float*>(
-            reinterpret_cast<const char*>(lease->values()) + push_bytes);
-        for (absl::Span<float> piece : out) {
-          std::copy(values, values + piece.size(), piece.data());
-          values += piece.size();
-        }
+        CopyOut(
+            reinterpret_cast<const float*>(
+                reinterpret_cast<const char*>(lease->values()) + push_bytes),
+            out);
         lease.reset();
         done(std::move(answer));
         CallEnded();
