@@ -167,9 +167,17 @@ absl::StatusOr<std::optional<StatusResponse>> Evaluator::AskTheChief(
     }
   }
   if (!status.ok()) {
-    if (parts_.clock->Now() - loop.last_contact > policy_.chief_timeout) {
+    const absl::Duration silent = parts_.clock->Now() - loop.last_contact;
+    if (silent > policy_.chief_timeout) {
       return absl::UnavailableError(
           absl::StrCat("lost the chief: ", status.status().message()));
+    }
+    if (silent > policy_.chief_silence_with_servers_down &&
+        loop.watch->ServersSilent()) {
+      return absl::UnavailableError(absl::StrCat(
+          "lost the chief (", status.status().message(),
+          ") and no parameter server answers either: the job ended or the "
+          "cluster is gone"));
     }
     return std::nullopt;
   }

@@ -70,6 +70,11 @@ class Evaluator {
   struct Policy {
     // Gives up when the chief cannot be reached for this long.
     absl::Duration chief_timeout = absl::Seconds(30);
+    // Gives up sooner when the chief has been silent this long and no
+    // parameter server answers either (the watch's look): the job ended
+    // while this evaluator could not hear it (a stopped process), or the
+    // cluster is gone.
+    absl::Duration chief_silence_with_servers_down = absl::Seconds(10);
     // How often at most it asks the chief for the job's state (the chief
     // holds a request until the state changes or an evaluation is due).
     absl::Duration poll_interval = absl::Milliseconds(250);
@@ -93,7 +98,8 @@ class Evaluator {
 
   // OK after the final evaluation of a job that succeeded (or at once when
   // it already had); Aborted with the job's error when it failed;
-  // Unavailable when the chief stays silent past chief_timeout; the pulls'
+  // Unavailable when the chief stays silent past chief_timeout (or past
+  // chief_silence_with_servers_down with every server silent); the pulls'
   // error when they fail for longer than recovery_timeout.
   absl::Status Run();
 

@@ -86,6 +86,21 @@ class ExitingChief final : public testing::ForwardingCoordinator {
   std::atomic<bool> answered_end_{false};
 };
 
+// A chief that does not answer status requests until Speak() (as while
+// it restarts), then answers as the chief it forwards to.
+class MutedChief final : public testing::ForwardingCoordinator {
+ public:
+  using ForwardingCoordinator::ForwardingCoordinator;
+  void Speak() { muted_ = false; }
+  absl::StatusOr<StatusResponse> GetStatus(absl::Duration timeout) override {
+    if (muted_) return absl::UnavailableError("the chief at h:1 restarts");
+    return ForwardingCoordinator::GetStatus(timeout);
+  }
+
+ private:
+  std::atomic<bool> muted_{true};
+};
+
 // A chief whose first answer to a final evaluation is lost (the call
 // fails as an unreachable chief's would) or refused (ABORTED, as after a
 // restore); later reports go through. Counts the final reports.
@@ -346,6 +361,59 @@ TEST_F(EvaluatorTest, AJobThatEndsStopsAnEvaluationBlockedInAPull) {
   evaluator.join();
   EXPECT_THAT(result, StatusIs(absl::StatusCode::kAborted,
                                HasSubstr("ps-0 was lost for good")));
+}
+
+// The job ended while the evaluator could not hear it (a stopped
+// process): once continued, it finds neither the chief nor any server
+// answering, and gives up long before its chief timeout.
+TEST_F(EvaluatorTest, AChiefAndServersThatAreAllSilentEndTheRunSooner) {
+  std::vector<std::unique_ptr<PsShard>> shards;
+  shards.push_back(std::make_unique<HangingShard>());
+  ASSERT_OK_AND_ASSIGN(Placement placement,
+                       PlaceVariables(job_->variables, 1, 1 << 20));
+  ParameterClient client(std::move(shards), placement,
+                         ParameterClient::Options());
+  ASSERT_OK(client.Configure(spec_.ps_config()));
+  SilentChief silent;
+  JobEndWatch watch(&silent, &client, absl::Milliseconds(5),
+                    absl::Milliseconds(5));
+  parts_.coordinator = &silent;
+  parts_.client = &client;
+  parts_.job_end_watch = &watch;
+  policy_.chief_timeout = absl::Hours(1);
+  policy_.chief_silence_with_servers_down = absl::Milliseconds(10);
+  EXPECT_THAT(Evaluator(parts_, policy_).Run(),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       AllOf(HasSubstr("the chief at h:1 is gone"),
+                             HasSubstr("no parameter server answers either"))));
+  EXPECT_TRUE(watch.ServersSilent());
+}
+
+// A silent chief with servers that answer (the chief restarting) is waited
+// for: the evaluator goes on once it answers again.
+TEST_F(EvaluatorTest, ASilentChiefWithServersThatAnswerIsWaitedFor) {
+  MutedChief chief(parts_.coordinator);
+  JobEndWatch watch(&chief, parts_.client, absl::Milliseconds(5),
+                    absl::Milliseconds(5));
+  parts_.coordinator = &chief;
+  parts_.job_end_watch = &watch;
+  policy_.chief_timeout = absl::Hours(1);
+  policy_.chief_silence_with_servers_down = absl::Milliseconds(10);
+  absl::Status result;
+  Notification done;
+  std::thread evaluator([&] {
+    result = Evaluator(parts_, policy_).Run();
+    done.Notify();
+  });
+  // Progress, not time: the watch has looked at the servers several times
+  // while the chief was silent.
+  while (watch.cancellations() < 5) absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_FALSE(watch.ServersSilent());
+  EXPECT_FALSE(done.HasBeenNotified());
+  job_->coordinator->Succeed();
+  chief.Speak();
+  evaluator.join();
+  EXPECT_OK(result);
 }
 
 // A parameter server that restarted and is not configured again yet (its

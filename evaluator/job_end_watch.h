@@ -7,6 +7,12 @@
 // chief has been silent for `silence`; the evaluator's loop then asks the
 // chief itself and ends as the job did.
 //
+// While the chief is silent, the watch also asks every parameter server
+// for its Stats (before cancelling anything, so its own calls are not
+// cancelled): when none answers either, the job ended or the cluster is
+// gone, and the loop need not wait out its whole chief timeout
+// (ServersSilent()).
+//
 // Thread-safe; the coordinator and client must outlive it.
 #ifndef PSFLOW_EVALUATOR_JOB_END_WATCH_H_
 #define PSFLOW_EVALUATOR_JOB_END_WATCH_H_
@@ -44,7 +50,16 @@ class JobEndWatch {
   // already gone when it asks next.
   std::optional<StatusResponse> JobEnded() const;
 
+  // True when the latest look, made while the chief was silent for
+  // `silence`, found no parameter server answering; false again once the
+  // chief or any server answers.
+  bool ServersSilent() const { return servers_silent_.load(); }
+
  private:
+  // Whether any parameter server answers a Stats call within `timeout`
+  // (a cancelled call proves nothing, so it counts as an answer).
+  bool AnyServerAnswers(absl::Duration timeout) const;
+
   void Watch();
 
   CoordinatorClient* const coordinator_;
@@ -53,6 +68,7 @@ class JobEndWatch {
   const absl::Duration silence_;
   Clock* const clock_;
   std::atomic<int64_t> cancellations_{0};
+  std::atomic<bool> servers_silent_{false};
   mutable Mutex mu_;
   std::optional<StatusResponse> ended_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -211,13 +211,16 @@ absl::Status Trainer::Recover(const absl::Status& cause) {
   while (true) {
     absl::StatusOr<StatusResponse> status = ReportPaused();
     const absl::Duration waited = parts_.clock->Now() - start;
-    if (!status.ok() && !cause.ok() &&
-        waited > policy.chief_silence_with_servers_down) {
-      // Neither the servers nor the chief answer: the job ended or the
-      // cluster is gone.
-      return absl::UnavailableError(
-          absl::StrCat(cause.message(), "; the chief does not answer either (",
-                       status.status().message(), ")"));
+    if (!status.ok() && waited > policy.chief_silence_with_servers_down &&
+        !AnyServerAnswers()) {
+      // Neither the servers nor the chief answer: the job ended while this
+      // worker could not hear it (a stopped process), or the cluster is
+      // gone. A chief that restarts finds its servers still answering.
+      return absl::UnavailableError(absl::StrCat(
+          cause.ok() ? "the job is paused" : cause.message(),
+          "; neither the chief (", status.status().message(),
+          ") nor any parameter server answers: the job ended or the "
+          "cluster is gone"));
     }
     if (status.ok()) {
       if (std::optional<absl::Status> done =
@@ -233,6 +236,15 @@ absl::Status Trainer::Recover(const absl::Status& cause) {
     }
     parts_.clock->SleepFor(policy.poll_interval);
   }
+}
+
+bool Trainer::AnyServerAnswers() {
+  for (const absl::StatusOr<StatsResponse>& stats :
+       parts_.client->StatsOfEach(options_.recovery.server_probe_timeout)) {
+    // A call cancelled (the job's end heard meanwhile) proves nothing.
+    if (stats.ok() || absl::IsCancelled(stats.status())) return true;
+  }
+  return false;
 }
 
 absl::StatusOr<StatusResponse> Trainer::ReportPaused() {

@@ -97,9 +97,12 @@ struct RecoveryPolicy {
   // waiting for the chief to restore the model and resume, before the
   // worker gives up with the error.
   absl::Duration recovery_timeout = absl::Minutes(5);
-  // How long a worker whose server calls fail waits for a chief that does
-  // not answer either (the job ended, or the cluster is gone).
-  absl::Duration chief_silence_with_servers_down = absl::Seconds(30);
+  // How long a waiting worker waits for a chief that does not answer
+  // when no parameter server answers either (the job ended, or the
+  // cluster is gone); each server is asked for its Stats, bounded by
+  // server_probe_timeout.
+  absl::Duration chief_silence_with_servers_down = absl::Seconds(10);
+  absl::Duration server_probe_timeout = absl::Seconds(1);
   // After a failed server call, how long the chief gets to notice the lost
   // server (and pause the job) before the worker simply retries.
   absl::Duration chief_notice_time = absl::Seconds(3);
@@ -320,6 +323,9 @@ class Trainer {
   // chief's answer, or the job's end the keep-alive heard before the chief
   // exited.
   absl::StatusOr<StatusResponse> ReportPaused();
+  // Whether any parameter server answers a Stats call (bounded by
+  // RecoveryPolicy::server_probe_timeout).
+  bool AnyServerAnswers();
   // What the chief's answer means to a waiting worker, `waited` into the
   // wait: the result Recover returns, or nullopt to ask again.
   std::optional<absl::Status> ResumeOrWait(const StatusResponse& status,

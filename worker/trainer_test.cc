@@ -11,6 +11,7 @@
 #include "checkpoint/checkpoint_manager.h"
 #include "checkpoint/paths.h"
 #include "common/clock.h"
+#include "common/job/placement.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -24,6 +25,7 @@ namespace {
 using ::psflow::testing::InProcessJob;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Two well-separated classes of 4 features: softmax regression learns
 // them within a few dozen steps.
@@ -48,6 +50,96 @@ std::shared_ptr<Dataset> Separable() {
 
 // One worker, one in-process parameter server, an in-process chief: the
 // trainer's logic without processes or sockets.
+// A chief that has exited: every report fails as a refused connection.
+class GoneChief final : public testing::ForwardingCoordinator {
+ public:
+  using ForwardingCoordinator::ForwardingCoordinator;
+  absl::StatusOr<StatusResponse> ReportProgress(const ProgressReport&,
+                                                absl::Duration) override {
+    return absl::UnavailableError("chief-0: Connection refused");
+  }
+};
+
+// A parameter server whose data calls all fail as a refused connection
+// does; its Stats calls fail too (a server that is gone) or are answered
+// (a server that is up but refuses this worker's data calls).
+class RefusingShard final : public PsShard {
+ public:
+  explicit RefusingShard(bool stats_answer) : stats_answer_(stats_answer) {}
+  const std::string& name() const override { return name_; }
+  absl::StatusOr<ConfigureResponse> Configure(const ConfigureRequest&,
+                                              absl::Time) override {
+    ConfigureResponse response;
+    response.set_chunk_elements(1 << 20);
+    return response;
+  }
+  absl::Status CreateVariables(const CreateVariablesRequest&,
+                               absl::Time) override {
+    return Refused();
+  }
+  absl::StatusOr<StatsResponse> Stats(absl::Time) override {
+    ++stats_calls_;
+    if (stats_answer_) return StatsResponse();
+    return Refused();
+  }
+  absl::Status Shutdown(const std::string&, absl::Time) override {
+    return Refused();
+  }
+  absl::Status ExcludeWorkers(const ExcludeWorkersRequest&,
+                              absl::Time) override {
+    return Refused();
+  }
+  absl::StatusOr<HoldResponse> Hold(const HoldRequest&, absl::Time) override {
+    return Refused();
+  }
+  absl::StatusOr<SaveShardResponse> SaveShard(const SaveShardRequest&,
+                                              absl::Time) override {
+    return Refused();
+  }
+  absl::StatusOr<RestoreShardResponse> RestoreShard(const RestoreShardRequest&,
+                                                    absl::Time) override {
+    return Refused();
+  }
+  void PullBatch(
+      const PullBatchRequest&, std::vector<absl::Span<float>>, absl::Time,
+      std::function<void(absl::StatusOr<PullBatchResponse>)> done) override {
+    done(Refused());
+  }
+  void PushBatch(
+      const PushBatchRequest&, std::vector<absl::Span<const float>>,
+      std::shared_ptr<const void>, absl::Time,
+      std::function<void(absl::StatusOr<PushBatchResponse>)> done) override {
+    done(Refused());
+  }
+  void PullRows(
+      const PullRowsRequest&, std::vector<absl::Span<const int64_t>>,
+      std::vector<absl::Span<float>>, absl::Time,
+      std::function<void(absl::StatusOr<PullRowsResponse>)> done) override {
+    done(Refused());
+  }
+  void PushRows(
+      const PushRowsRequest&, std::vector<absl::Span<const int64_t>>,
+      std::vector<absl::Span<const float>>, std::shared_ptr<const void>,
+      absl::Time,
+      std::function<void(absl::StatusOr<PushRowsResponse>)> done) override {
+    done(Refused());
+  }
+  void Assign(const AssignRequest&, absl::Span<const float>,
+              std::shared_ptr<const void>, absl::Time,
+              std::function<void(absl::Status)> done) override {
+    done(Refused());
+  }
+  int stats_calls() const { return stats_calls_; }
+
+ private:
+  static absl::Status Refused() {
+    return absl::UnavailableError("ps-0: Connection refused");
+  }
+  const std::string name_ = "ps-0";
+  const bool stats_answer_;
+  std::atomic<int> stats_calls_{0};
+};
+
 class TrainerTest : public ::testing::Test {
  protected:
   ~TrainerTest() override { StopChief(); }
@@ -928,6 +1020,51 @@ TEST_F(TrainerTest, FailingServersOutlastingTheRecoveryTimeoutEndTheRun) {
   EXPECT_GE(clock.Now() - start, absl::Minutes(5));
   EXPECT_EQ(trainer.local_steps(), 0);
   EXPECT_TRUE(job_->coordinator->LastReports()[0].paused());
+}
+
+// A worker that missed the job's end (stopped while the chief ended the
+// job and exited) finds nobody answering: it exits once the chief has been
+// silent for chief_silence_with_servers_down and no server answers its
+// Stats, not after the whole recovery timeout. A server that answers (the
+// chief restarting) keeps it waiting. On a simulated clock, with the
+// production recovery policy.
+TEST_F(TrainerTest, AWorkerThatFindsNobodyAnsweringExitsSoon) {
+  for (const bool stats_answer : {false, true}) {
+    SCOPED_TRACE(stats_answer ? "a server answers" : "every server is gone");
+    FakeClock clock;
+    clock.SetAutoAdvance(true);
+    SetUpJob(ASYNC, 60, /*configure_servers=*/true, &clock);
+    std::vector<std::unique_ptr<PsShard>> shards;
+    auto shard = std::make_unique<RefusingShard>(stats_answer);
+    const RefusingShard* refusing = shard.get();
+    shards.push_back(std::move(shard));
+    ASSERT_OK_AND_ASSIGN(Placement placement,
+                         PlaceVariables(job_->variables, 1, 1 << 20));
+    ParameterClient client(std::move(shards), placement,
+                           ParameterClient::Options());
+    ASSERT_OK(client.Configure(options_.spec.ps_config()));
+    GoneChief chief(job_->chief.get());
+    parts_.client = &client;
+    parts_.coordinator = &chief;
+    options_.recovery = RecoveryPolicy();
+    const absl::Time start = clock.Now();
+    Trainer trainer(options_, parts_);
+    const absl::Status result = trainer.Run();
+    const absl::Duration took = clock.Now() - start;
+    EXPECT_GE(refusing->stats_calls(), 1);
+    if (stats_answer) {
+      EXPECT_THAT(result, StatusIs(absl::StatusCode::kUnavailable,
+                                   Not(HasSubstr("nor any parameter server"))));
+      EXPECT_GE(took, options_.recovery.recovery_timeout);
+    } else {
+      EXPECT_THAT(result,
+                  StatusIs(absl::StatusCode::kUnavailable,
+                           AllOf(HasSubstr("ps-0: Connection refused"),
+                                 HasSubstr("neither the chief"),
+                                 HasSubstr("nor any parameter server"))));
+      EXPECT_LT(took, options_.recovery.recovery_timeout);
+    }
+  }
 }
 
 }  // namespace
