@@ -24,6 +24,10 @@ bool CheckpointSchedule::Due(int64_t global_step, absl::Time now) const {
   return every_ > absl::ZeroDuration() && now - last_time_ >= every_;
 }
 
+int64_t CheckpointSchedule::NextStep() const {
+  return every_steps_ > 0 ? (last_step_ / every_steps_ + 1) * every_steps_ : 0;
+}
+
 void CheckpointSchedule::Saved(int64_t step, absl::Time now) {
   last_step_ = std::max(last_step_, step);
   last_time_ = now;

@@ -23,6 +23,10 @@ class CheckpointSchedule {
   // already saved.
   bool Due(int64_t global_step, absl::Time now) const;
 
+  // The global step at which the next step-based save is due (0: saves are
+  // not step-based).
+  int64_t NextStep() const;
+
   // Records a save (or an attempt) at `step`.
   void Saved(int64_t step, absl::Time now);
 

@@ -26,6 +26,19 @@ TEST(CheckpointScheduleTest, EveryNSteps) {
   EXPECT_TRUE(restored.Due(300, kT0));
 }
 
+TEST(CheckpointScheduleTest, NamesTheNextStepBasedSave) {
+  CheckpointConfig config;
+  config.set_save_every_steps(100);
+  CheckpointSchedule schedule(config, -1, kT0);
+  EXPECT_EQ(schedule.NextStep(), 100);
+  schedule.Saved(130, kT0);
+  EXPECT_EQ(schedule.NextStep(), 200);
+  EXPECT_EQ(CheckpointSchedule(config, 250, kT0).NextStep(), 300);
+  config.set_save_every_steps(0);
+  config.set_save_every_secs(60);
+  EXPECT_EQ(CheckpointSchedule(config, -1, kT0).NextStep(), 0);
+}
+
 TEST(CheckpointScheduleTest, EveryNSecondsButNeverTheSameStepTwice) {
   CheckpointConfig config;
   config.set_save_every_secs(10);

@@ -148,6 +148,7 @@ StatusResponse JobCoordinator::StatusLocked() const {
   StatusResponse status;
   status.set_state(state_);
   status.set_global_step(global_step_);
+  if (state_ == TRAINING) status.set_report_every_steps(report_every_steps_);
   status.set_total_steps(spec_.total_steps());
   status.set_message(message_);
   status.set_generation(generation_);
@@ -345,6 +346,17 @@ std::vector<std::string> JobCoordinator::WaitForWorkers(absl::Time deadline) {
   return missing;
 }
 
+void JobCoordinator::WatchForStep(int64_t step, int64_t every_steps) {
+  MutexLock lock(&mu_);
+  step_of_interest_ = std::max<int64_t>(step, 0);
+  report_every_steps_ = std::max<int64_t>(every_steps, 0);
+}
+
+bool JobCoordinator::TrainingOverOrStepReachedLocked() const {
+  return TrainingOverLocked() ||
+         (step_of_interest_ > 0 && global_step_ >= step_of_interest_);
+}
+
 bool JobCoordinator::TrainingOverLocked() const {
   if (state_ == PAUSED) return false;
   if (state_ != TRAINING) return true;
@@ -469,9 +481,9 @@ bool JobCoordinator::WaitForTrainingEnd(absl::Time deadline) {
       }
     }
     if (TrainingOverLocked()) return true;
-    if (now >= deadline) return false;
+    if (now >= deadline || TrainingOverOrStepReachedLocked()) return false;
     options_.clock->AwaitWithDeadline(
-        mu_, Condition(this, &JobCoordinator::TrainingOverLocked),
+        mu_, Condition(this, &JobCoordinator::TrainingOverOrStepReachedLocked),
         std::min(now + absl::Seconds(1), deadline));
   }
 }

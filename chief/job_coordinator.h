@@ -151,6 +151,14 @@ class JobCoordinator {
   // (finished or failed: see state()), false at the deadline.
   bool WaitForTrainingEnd(absl::Time deadline);
 
+  // The global step the chief wants to hear of as soon as training reaches
+  // it (the next step-based save's, or 0 for none): WaitForTrainingEnd
+  // returns false as soon as a report says it is reached. `every_steps`
+  // (the saves' period) is told to the workers in every status answer
+  // while training (StatusResponse.report_every_steps), so they report
+  // each multiple at once.
+  void WatchForStep(int64_t step, int64_t every_steps);
+
   // TRAINING -> FINAL_EVALUATION: training is over and the final model is
   // evaluated (by the evaluator, or by the chief itself). Finished workers
   // wait on; a restore from now on (Pause, Resume) comes back to it.
@@ -314,6 +322,7 @@ class JobCoordinator {
 
   StatusResponse StatusLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   bool TrainingOverLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  bool TrainingOverOrStepReachedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Moves every task's last contact forward by the part of a gap since the
   // last heartbeat check that the chief spent not running.
   void ForgiveOwnStallLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -345,6 +354,9 @@ class JobCoordinator {
   std::optional<absl::Time> short_of_workers_since_ ABSL_GUARDED_BY(mu_);
   std::string short_of_workers_cause_ ABSL_GUARDED_BY(mu_);
   int64_t global_step_ ABSL_GUARDED_BY(mu_) = 0;
+  // WatchForStep's.
+  int64_t step_of_interest_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t report_every_steps_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<EvaluationReport> evaluation_ ABSL_GUARDED_BY(mu_);
   bool final_evaluation_received_ ABSL_GUARDED_BY(mu_) = false;
   bool evaluator_registered_ ABSL_GUARDED_BY(mu_) = false;

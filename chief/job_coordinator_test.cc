@@ -141,6 +141,34 @@ TEST(JobCoordinatorTest, TrainingEndsWhenEveryWorkerFinished) {
   EXPECT_EQ(c.Status().global_step(), 101);
 }
 
+// Saves due every 300 steps: the workers are told to report each multiple
+// at once, and the chief's wait ends as soon as a report reaches the next
+// one (not at its next tick).
+TEST(JobCoordinatorTest, AWatchedStepIsToldToWorkersAndEndsTheWait) {
+  FakeClock& clock = SimulatedClock();
+  JobCoordinator c(TwoWorkers(absl::Seconds(60), &clock));
+  c.SetSpec(Spec(ASYNC, 1000));
+  ASSERT_OK(c.Register(Worker(0)));
+  ASSERT_OK(c.Register(Worker(1)));
+  c.WatchForStep(300, 300);
+  EXPECT_EQ(Progress(c, Report(0, 120)).report_every_steps(), 300);
+  // Not reached: the wait lasts until its deadline (simulated time).
+  absl::Time before = clock.Now();
+  EXPECT_FALSE(c.WaitForTrainingEnd(before + absl::Seconds(30)));
+  EXPECT_GE(clock.Now() - before, absl::Seconds(30));
+  Progress(c, Report(1, 301));
+  before = clock.Now();
+  EXPECT_FALSE(c.WaitForTrainingEnd(before + absl::Seconds(30)));
+  EXPECT_LT(clock.Now() - before, absl::Seconds(30));
+  EXPECT_EQ(c.state(), TRAINING);
+  c.WatchForStep(0, 0);
+  EXPECT_EQ(Progress(c, Report(0, 320)).report_every_steps(), 0);
+  // Only while training: a paused job's workers report nothing early.
+  c.WatchForStep(600, 300);
+  ASSERT_TRUE(c.Pause("restoring"));
+  EXPECT_EQ(Progress(c, Report(0, 320)).report_every_steps(), 0);
+}
+
 TEST(JobCoordinatorTest, AWorkerErrorFailsTheJob) {
   JobCoordinator c(TwoWorkers());
   c.SetSpec(Spec(ASYNC));

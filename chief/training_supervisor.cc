@@ -37,6 +37,11 @@ absl::Status TrainingSupervisor::Supervise() {
         return SaveAndStop(*signal);
       }
     }
+    // Woken early when a worker reports the next save's step.
+    if (parts_.checkpoints != nullptr) {
+      parts_.coordinator->WatchForStep(schedule_.NextStep(),
+                                       policy_.checkpoint.save_every_steps());
+    }
     if (parts_.coordinator->WaitForTrainingEnd(NextTick())) break;
     RETURN_IF_ERROR(Tick());
   }

@@ -177,6 +177,7 @@ absl::StatusOr<bool> Trainer::JobAlreadyOver() {
       parts_.coordinator->ReportProgress(report, absl::Seconds(10));
   if (!status.ok()) return false;  // the first heartbeat will tell
   generation_ = status->generation();
+  ReportEvery(status->report_every_steps());
   // A worker that starts late (slow data loading) may find the job over.
   if (status->state() == SUCCEEDED || status->state() == FINAL_EVALUATION) {
     LOG(INFO) << "the job has already finished training (global step "
@@ -766,13 +767,26 @@ void Trainer::DropFusedPull() {
 }
 
 absl::StatusOr<Trainer::Next> Trainer::HeartbeatIfDue(TrainLoop& loop) {
-  if (parts_.clock->Now() < loop.next_heartbeat) return Next::kGoOn;
+  const bool multiple_reached =
+      report_every_ > 0 && version_ / report_every_ > reported_multiple_;
+  if (multiple_reached) {
+    reported_multiple_ = version_ / report_every_;
+  } else if (parts_.clock->Now() < loop.next_heartbeat) {
+    return Next::kGoOn;
+  }
   loop.next_heartbeat = parts_.clock->Now() + options_.heartbeat_interval;
   ASSIGN_OR_RETURN(const bool chief_wants_more, CheckInWithTheChief());
   if (!chief_wants_more) return Next::kGoOn;
   if (job_over_) return Next::kStop;
   RETURN_IF_ERROR(Recover(absl::OkStatus()));
   return job_over_ ? Next::kStop : Next::kRestart;
+}
+
+void Trainer::ReportEvery(int64_t steps) {
+  if (steps == report_every_) return;
+  report_every_ = steps;
+  // The multiples already passed were the chief's to see.
+  reported_multiple_ = steps > 0 ? version_ / steps : 0;
 }
 
 absl::StatusOr<Trainer::Next> Trainer::PullNextStep() {
@@ -853,6 +867,7 @@ absl::StatusOr<bool> Trainer::CheckInWithTheChief() {
     LOG(WARNING) << status.status().message();
     return false;
   }
+  ReportEvery(status->report_every_steps());
   if (status->state() == FAILED) {
     return absl::AbortedError(
         absl::StrCat("the chief ended the job: ", status->message()));

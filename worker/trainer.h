@@ -279,9 +279,13 @@ class Trainer {
   // then rows; started by the background thread), counting push wait;
   // kGoOn, or what its error means.
   absl::StatusOr<Next> AwaitPushes(int slot);
-  // The heartbeat, once an interval: a pause or a restore by the chief is
-  // waited out (Recover), then the step restarts.
+  // The heartbeat, once an interval, and at once when the parameters reach
+  // a multiple of the chief's report_every_steps (a save due there): a
+  // pause or a
+  // restore by the chief is waited out (Recover), then the step restarts.
   absl::StatusOr<Next> HeartbeatIfDue(TrainLoop& loop);
+  // Notes the chief's StatusResponse.report_every_steps.
+  void ReportEvery(int64_t steps);
   // SYNC: pulls the next step's parameters. Otherwise takes the prefetch,
   // or, after a step that did not prefetch, waits for every push in
   // flight and pulls the parameters they made.
@@ -425,6 +429,9 @@ class Trainer {
   int grad_slot_ = 0;
   int current_ = 0;
   int64_t local_steps_ = 0, examples_ = 0, stale_ = 0, version_ = 0;
+  // The chief's latest StatusResponse.report_every_steps, and the last
+  // multiple of it this worker reported (each once; ReportEvery).
+  int64_t report_every_ = 0, reported_multiple_ = 0;
   // Bounded mode: this worker's clock (steps it pushed, as the servers
   // count them; a join may move it forward), and whether pull_ joins.
   int64_t clock_ = 0;

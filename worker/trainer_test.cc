@@ -8,10 +8,12 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "checkpoint/checkpoint_manager.h"
 #include "checkpoint/paths.h"
 #include "common/clock.h"
 #include "common/job/placement.h"
+#include "common/mutex.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -24,6 +26,7 @@ namespace {
 
 using ::psflow::testing::InProcessJob;
 using ::testing::AllOf;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -58,6 +61,29 @@ class GoneChief final : public testing::ForwardingCoordinator {
                                                 absl::Duration) override {
     return absl::UnavailableError("chief-0: Connection refused");
   }
+};
+
+// Forwards to the in-process chief and records the global step of every
+// progress report that is not a resend of the same one.
+class RecordingChief final : public testing::ForwardingCoordinator {
+ public:
+  using ForwardingCoordinator::ForwardingCoordinator;
+  absl::StatusOr<StatusResponse> ReportProgress(
+      const ProgressReport& report, absl::Duration timeout) override {
+    {
+      MutexLock lock(&mu_);
+      if (!report.finished()) steps_.push_back(report.global_step());
+    }
+    return ForwardingCoordinator::ReportProgress(report, timeout);
+  }
+  std::vector<int64_t> steps() const {
+    MutexLock lock(&mu_);
+    return steps_;
+  }
+
+ private:
+  mutable Mutex mu_;
+  std::vector<int64_t> steps_ ABSL_GUARDED_BY(mu_);
 };
 
 // A parameter server whose data calls all fail as a refused connection
@@ -475,6 +501,25 @@ TEST_F(TrainerTest, APushPastTheTotalThatFailsDoesNotFailTheWorker) {
     EXPECT_GE(job_->failed_pushes(), 1);
     EXPECT_EQ(job_->core->Stats().updates_applied(), 200 * 2);
   }
+}
+
+// Saves due every 20 steps: the worker reports as soon as its parameters
+// reach each multiple, although its heartbeat interval is an hour. Once
+// each, not at every later step.
+TEST_F(TrainerTest, AWorkerReportsAtOnceWhenItReachesASavesStep) {
+  SetUpJob(ASYNC, 70);
+  options_.heartbeat_interval = absl::Hours(1);
+  job_->coordinator->WatchForStep(20, 20);
+  RecordingChief chief(job_->chief.get());
+  parts_.coordinator = &chief;
+  Trainer trainer(options_, parts_);
+  ASSERT_OK(trainer.Run());
+  std::vector<int64_t> multiples;  // of the reports past the first
+  for (const int64_t step : chief.steps()) {
+    if (step > 0) multiples.push_back(step / 20);
+  }
+  EXPECT_THAT(multiples, ElementsAre(1, 2, 3))
+      << absl::StrJoin(chief.steps(), ", ");
 }
 
 // With a heartbeat after every step, the final report's window is empty:
