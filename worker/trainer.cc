@@ -767,11 +767,12 @@ void Trainer::DropFusedPull() {
 }
 
 absl::StatusOr<Trainer::Next> Trainer::HeartbeatIfDue(TrainLoop& loop) {
-  const bool multiple_reached =
-      report_every_ > 0 && version_ / report_every_ > reported_multiple_;
-  if (multiple_reached) {
-    reported_multiple_ = version_ / report_every_;
-  } else if (parts_.clock->Now() < loop.next_heartbeat) {
+  // The multiple of report_every_ the parameters are at, followed down
+  // too (a restore to an earlier step makes its multiples due again).
+  const int64_t multiple = report_every_ > 0 ? version_ / report_every_ : 0;
+  const bool multiple_reached = multiple > seen_multiple_;
+  seen_multiple_ = multiple;
+  if (!multiple_reached && parts_.clock->Now() < loop.next_heartbeat) {
     return Next::kGoOn;
   }
   loop.next_heartbeat = parts_.clock->Now() + options_.heartbeat_interval;
@@ -786,7 +787,7 @@ void Trainer::ReportEvery(int64_t steps) {
   if (steps == report_every_) return;
   report_every_ = steps;
   // The multiples already passed were the chief's to see.
-  reported_multiple_ = steps > 0 ? version_ / steps : 0;
+  seen_multiple_ = steps > 0 ? version_ / steps : 0;
 }
 
 absl::StatusOr<Trainer::Next> Trainer::PullNextStep() {

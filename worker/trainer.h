@@ -429,9 +429,9 @@ class Trainer {
   int grad_slot_ = 0;
   int current_ = 0;
   int64_t local_steps_ = 0, examples_ = 0, stale_ = 0, version_ = 0;
-  // The chief's latest StatusResponse.report_every_steps, and the last
-  // multiple of it this worker reported (each once; ReportEvery).
-  int64_t report_every_ = 0, reported_multiple_ = 0;
+  // The chief's latest StatusResponse.report_every_steps, and the multiple
+  // of it the parameters were at when last looked (HeartbeatIfDue).
+  int64_t report_every_ = 0, seen_multiple_ = 0;
   // Bounded mode: this worker's clock (steps it pushed, as the servers
   // count them; a join may move it forward), and whether pull_ joins.
   int64_t clock_ = 0;
