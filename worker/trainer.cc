@@ -769,13 +769,17 @@ void Trainer::DropFusedPull() {
 absl::StatusOr<Trainer::Next> Trainer::HeartbeatIfDue(TrainLoop& loop) {
   // The multiple of report_every_ the parameters are at, followed down
   // too (a restore to an earlier step makes its multiples due again).
+  // Brought forward at most every early_report_spacing.
   const int64_t multiple = report_every_ > 0 ? version_ / report_every_ : 0;
-  const bool multiple_reached = multiple > seen_multiple_;
+  report_early_ |= multiple > seen_multiple_;
   seen_multiple_ = multiple;
-  if (!multiple_reached && parts_.clock->Now() < loop.next_heartbeat) {
-    return Next::kGoOn;
-  }
-  loop.next_heartbeat = parts_.clock->Now() + options_.heartbeat_interval;
+  const absl::Time now = parts_.clock->Now();
+  const bool early =
+      report_early_ && now - loop.last_report >= options_.early_report_spacing;
+  if (!early && now < loop.next_heartbeat) return Next::kGoOn;
+  report_early_ = false;
+  loop.last_report = now;
+  loop.next_heartbeat = now + options_.heartbeat_interval;
   ASSIGN_OR_RETURN(const bool chief_wants_more, CheckInWithTheChief());
   if (!chief_wants_more) return Next::kGoOn;
   if (job_over_) return Next::kStop;

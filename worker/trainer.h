@@ -116,6 +116,10 @@ struct TrainerOptions {
   uint64_t incarnation = 0;
   JobSpec spec;
   absl::Duration heartbeat_interval = absl::Seconds(1);
+  // A report brought forward by a save's step (StatusResponse.
+  // report_every_steps) waits until this long after the previous report,
+  // so a tiny save period does not make every step a report.
+  absl::Duration early_report_spacing = absl::Milliseconds(50);
   RecoveryPolicy recovery;
   // A deliberate straggler for experiments (the worker's --slowdown
   // flags); full speed by default.
@@ -218,6 +222,7 @@ class Trainer {
   struct TrainLoop {
     int log_every = 1;
     absl::Time next_heartbeat;
+    absl::Time last_report = absl::InfinitePast();
   };
 
   // The training loop (Run adds the keep-alive and the final report).
@@ -432,6 +437,7 @@ class Trainer {
   // The chief's latest StatusResponse.report_every_steps, and the multiple
   // of it the parameters were at when last looked (HeartbeatIfDue).
   int64_t report_every_ = 0, seen_multiple_ = 0;
+  bool report_early_ = false;  // a multiple was reached, not yet reported
   // Bounded mode: this worker's clock (steps it pushed, as the servers
   // count them; a join may move it forward), and whether pull_ joins.
   int64_t clock_ = 0;

@@ -505,21 +505,32 @@ TEST_F(TrainerTest, APushPastTheTotalThatFailsDoesNotFailTheWorker) {
 
 // Saves due every 20 steps: the worker reports as soon as its parameters
 // reach each multiple, although its heartbeat interval is an hour. Once
-// each, not at every later step.
+// each, not at every later step; and no sooner than early_report_spacing
+// after the previous report (an hour here: only the first is brought
+// forward).
 TEST_F(TrainerTest, AWorkerReportsAtOnceWhenItReachesASavesStep) {
-  SetUpJob(ASYNC, 70);
-  options_.heartbeat_interval = absl::Hours(1);
-  job_->coordinator->WatchForStep(20, 20);
-  RecordingChief chief(job_->chief.get());
-  parts_.coordinator = &chief;
-  Trainer trainer(options_, parts_);
-  ASSERT_OK(trainer.Run());
-  std::vector<int64_t> multiples;  // of the reports past the first
-  for (const int64_t step : chief.steps()) {
-    if (step > 0) multiples.push_back(step / 20);
+  for (const absl::Duration spacing : {absl::ZeroDuration(), absl::Hours(1)}) {
+    SCOPED_TRACE(absl::FormatDuration(spacing));
+    SetUpJob(ASYNC, 70);
+    options_.heartbeat_interval = absl::Hours(1);
+    options_.early_report_spacing = spacing;
+    job_->coordinator->WatchForStep(20, 20);
+    RecordingChief chief(job_->chief.get());
+    parts_.coordinator = &chief;
+    Trainer trainer(options_, parts_);
+    ASSERT_OK(trainer.Run());
+    std::vector<int64_t> multiples;  // of the reports past the first
+    for (const int64_t step : chief.steps()) {
+      if (step > 0) multiples.push_back(step / 20);
+    }
+    if (spacing == absl::ZeroDuration()) {
+      EXPECT_THAT(multiples, ElementsAre(1, 2, 3))
+          << absl::StrJoin(chief.steps(), ", ");
+    } else {
+      EXPECT_THAT(multiples, ElementsAre(1))
+          << absl::StrJoin(chief.steps(), ", ");
+    }
   }
-  EXPECT_THAT(multiples, ElementsAre(1, 2, 3))
-      << absl::StrJoin(chief.steps(), ", ");
 }
 
 // With a heartbeat after every step, the final report's window is empty:
