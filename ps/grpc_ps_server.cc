@@ -85,7 +85,7 @@ absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
   server_options.channel_args = BulkTransportChannelArgs();
   server_options.memory_quota_bytes = options.rpc_memory_quota_bytes;
   ASSIGN_OR_RETURN(server->server_, ServerRunner::Start(server_options));
-  server->WatchTheChief(options.chief_silence_limit);
+  server->WatchTheChief(options.chief_silence_limit, options.first_chief_limit);
   return server;
 }
 
@@ -130,17 +130,34 @@ void GrpcParameterServer::ReleaseLapsedHold(absl::Duration silent) {
   hold_lease_.reset();
 }
 
-void GrpcParameterServer::WatchTheChief(absl::Duration limit) {
-  RunInBackground([this, limit] {
-    // Often enough for hold leases (seconds) and the silence limit alike.
+void GrpcParameterServer::WatchTheChief(absl::Duration limit,
+                                        absl::Duration first_limit) {
+  const absl::Time started = clock_->Now();
+  RunInBackground([this, limit, first_limit, started] {
+    // Often enough for hold leases (seconds) and the silence limits alike.
     const absl::Duration poll =
-        std::clamp(limit / 10, absl::Milliseconds(10), absl::Milliseconds(100));
+        std::clamp(std::min(limit, first_limit) / 10, absl::Milliseconds(10),
+                   absl::Milliseconds(100));
     while (!shutdown_requested_.WaitForNotificationWithTimeout(poll)) {
       // None before the first chief (servers start first), nor while a
       // long save or restore of its runs.
       const std::optional<absl::Duration> silent =
           chief_fence_->OwnerSilence(clock_->Now());
-      if (!silent.has_value()) continue;
+      if (!silent.has_value()) {
+        const absl::Duration waited = clock_->Now() - started;
+        if (!chief_fence_->owner().has_value() && waited > first_limit) {
+          chief_lost_.store(true);
+          RequestShutdown(absl::StrCat(
+              "no chief has called in ",
+              absl::FormatDuration(absl::Trunc(waited, absl::Seconds(1))),
+              " since this server started (--startup_timeout_s=",
+              absl::ToInt64Seconds(first_limit),
+              "): check that the chief runs and that its TF_CONFIG names "
+              "this server"));
+          return;
+        }
+        continue;
+      }
       ReleaseLapsedHold(*silent);
       if (*silent > limit) {
         chief_lost_.store(true);

@@ -64,6 +64,11 @@ class GrpcParameterServer {
     // not called for this long (its Stats come every second): a job whose
     // chief died and did not come back does not leave servers behind.
     absl::Duration chief_silence_limit = absl::InfiniteDuration();
+    // The server shuts itself down when no chief has called within this
+    // long of its start: servers start first, but a job whose chief never
+    // came (it died at start-up, or TF_CONFIG sends it elsewhere) does not
+    // leave servers behind either.
+    absl::Duration first_chief_limit = absl::InfiniteDuration();
     // One job, one chief (chief_fence.h): another chief incarnation may
     // take the server over once the one it follows has been silent this
     // long (its Stats come every second).
@@ -166,8 +171,9 @@ class GrpcParameterServer {
 
   // Runs in the background until shutdown: lifts a checkpoint hold whose
   // lease lapsed, and shuts the server down once the chief has been silent
-  // longer than `limit`.
-  void WatchTheChief(absl::Duration limit);
+  // longer than `limit`, or no chief has called within `first_limit` of
+  // the start.
+  void WatchTheChief(absl::Duration limit, absl::Duration first_limit);
   // Hold RPCs: applies `request` and starts (FREEZE, HOLD_AT) or ends
   // (RELEASE) its lease.
   absl::StatusOr<HoldResponse> HoldWithLease(const HoldRequest& request);

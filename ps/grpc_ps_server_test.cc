@@ -97,6 +97,31 @@ TEST(GrpcParameterServerTest, AServerWhoseChiefFellSilentShutsDown) {
   EXPECT_FALSE(waiting->chief_lost());
 }
 
+// A server no chief has called within first_chief_limit of its start
+// shuts itself down (a job whose chief never came leaves no server
+// behind); one the chief called is past that limit for good.
+TEST(GrpcParameterServerTest, AServerNoChiefCalledShutsDown) {
+  GrpcParameterServer::Options options;
+  options.listen_address = "127.0.0.1:0";
+  options.first_chief_limit = absl::Milliseconds(300);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<GrpcParameterServer> called,
+                       GrpcParameterServer::Start(options));
+  ASSERT_OK(ChiefClient(*called, "a1")
+                ->Stats(absl::Now() + absl::Seconds(30))
+                .status());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<GrpcParameterServer> server,
+                       GrpcParameterServer::Start(options));
+  // Another task's calls are not the chief's.
+  GrpcPsShard worker(absl::StrCat("127.0.0.1:", server->port()), "ps-0",
+                     GrpcPsShard::Options());
+  ASSERT_OK(worker.Stats(absl::Now() + absl::Seconds(30)).status());
+  EXPECT_THAT(server->Wait(), HasSubstr("no chief has called in"));
+  EXPECT_TRUE(server->chief_lost());
+  // Progress, not time: the other server outlived this one's limit.
+  EXPECT_FALSE(called->shutdown_requested());
+  EXPECT_FALSE(called->chief_lost());
+}
+
 // A save or restore the chief waits on counts as a sign of life however
 // long it runs; silence counts from its end.
 TEST(GrpcParameterServerTest, ALongChiefCallKeepsTheServerUp) {

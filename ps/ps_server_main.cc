@@ -86,6 +86,11 @@ ABSL_FLAG(int32_t, chief_timeout_s, 900,
           "Shut down (exit 1) when the chief, once heard from, has not "
           "called for this many seconds (it asks every second): a job whose "
           "chief died for good leaves no server behind. 0: never");
+ABSL_FLAG(int32_t, startup_timeout_s, 900,
+          "Shut down (exit 1) when no chief has called within this many "
+          "seconds of the start: servers start first, but a job whose chief "
+          "never came (it died at start-up, or its TF_CONFIG names other "
+          "servers) leaves no server behind. 0: never");
 ABSL_FLAG(int32_t, chief_takeover_s, 10,
           "One job, one chief: calls from a chief other than the one this "
           "server follows are refused until that one has been silent for "
@@ -189,6 +194,13 @@ int Run() {
     options.chief_silence_limit = absl::Seconds(chief_timeout);
   } else if (chief_timeout < 0) {
     LOG(ERROR) << "--chief_timeout_s=" << chief_timeout
+               << " is negative; use seconds, or 0 for never";
+    return 1;
+  }
+  if (const int startup = absl::GetFlag(FLAGS_startup_timeout_s); startup > 0) {
+    options.first_chief_limit = absl::Seconds(startup);
+  } else if (startup < 0) {
+    LOG(ERROR) << "--startup_timeout_s=" << startup
                << " is negative; use seconds, or 0 for never";
     return 1;
   }
