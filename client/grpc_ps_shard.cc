@@ -181,6 +181,9 @@ void GrpcPsShard::Poll(Connection* connection) {
           it != trailers.end() &&
           it->second == grpc::string_ref(kSharedMemoryLostValue);
     }
+    // The request's slices hold the caller's buffer (a shared-memory piece,
+    // a gradient buffer): released before the caller hears the outcome.
+    call->request.Clear();
     call->finish(call->status, call->response, shared_memory_lost);
     {
       MutexLock lock(&mu_);
