@@ -422,6 +422,13 @@ std::vector<absl::StatusOr<StatsResponse>> ParameterClient::StatsOfEach(
   return results;
 }
 
+bool ParameterClient::AnyServerAnswers(absl::Duration timeout) {
+  for (const absl::StatusOr<StatsResponse>& stats : StatsOfEach(timeout)) {
+    if (stats.ok() || absl::IsCancelled(stats.status())) return true;
+  }
+  return false;
+}
+
 namespace {
 
 // Runs call(i) for every server on threads of its own; the results in

@@ -172,6 +172,10 @@ class ParameterClient : public ShardSet {
   // answer or error (a server that hangs does not fail the others).
   std::vector<absl::StatusOr<StatsResponse>> StatsOfEach(
       absl::Duration timeout);
+  // Whether any server answers a Stats call within `timeout`: false means
+  // every server is gone or unreachable. A cancelled call (the caller's
+  // own cancellation) proves nothing, so it counts as an answer.
+  bool AnyServerAnswers(absl::Duration timeout);
 
   // Checkpoint fan-outs: one request per server (requests[i] to server i),
   // sent to all at once; the responses in server order, or the first error.

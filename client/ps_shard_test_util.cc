@@ -71,4 +71,17 @@ absl::StatusOr<PushResponse> PushOne(
   return response;
 }
 
+absl::StatusOr<ConfigureResponse> FailingShard::Configure(
+    const ConfigureRequest&, absl::Time) {
+  ConfigureResponse response;
+  response.set_chunk_elements(1 << 20);
+  return response;
+}
+
+absl::StatusOr<StatsResponse> FailingShard::Stats(absl::Time) {
+  ++stats_calls_;
+  if (stats_answer_) return StatsResponse();
+  return error_;
+}
+
 }  // namespace psflow::testing

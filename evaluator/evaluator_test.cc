@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "client/ps_shard_test_util.h"
 #include "common/clock.h"
 #include "common/job/placement.h"
 #include "common/mutex.h"
@@ -123,69 +124,19 @@ class LosingChief final : public testing::ForwardingCoordinator {
 // A parameter server that took the job's configuration and then went
 // silent: every pull waits until CancelInFlight (as a call to a dead
 // server waits for its connection until the RPC deadline).
-class HangingShard final : public PsShard {
+class HangingShard final : public testing::FailingShard {
  public:
-  const std::string& name() const override { return name_; }
-  absl::StatusOr<ConfigureResponse> Configure(const ConfigureRequest&,
-                                              absl::Time) override {
-    ConfigureResponse response;
-    response.set_chunk_elements(1 << 20);
-    return response;
-  }
+  HangingShard()
+      : FailingShard("ps-0 (hanging)", absl::UnavailableError("hanging")) {}
   absl::Status CreateVariables(const CreateVariablesRequest&,
                                absl::Time) override {
     return absl::OkStatus();
-  }
-  absl::StatusOr<StatsResponse> Stats(absl::Time) override {
-    return absl::UnavailableError("hanging");
-  }
-  absl::Status Shutdown(const std::string&, absl::Time) override {
-    return absl::UnavailableError("hanging");
-  }
-  absl::Status ExcludeWorkers(const ExcludeWorkersRequest&,
-                              absl::Time) override {
-    return absl::UnavailableError("hanging");
-  }
-  absl::StatusOr<HoldResponse> Hold(const HoldRequest&, absl::Time) override {
-    return absl::UnavailableError("hanging");
-  }
-  absl::StatusOr<SaveShardResponse> SaveShard(const SaveShardRequest&,
-                                              absl::Time) override {
-    return absl::UnavailableError("hanging");
-  }
-  absl::StatusOr<RestoreShardResponse> RestoreShard(const RestoreShardRequest&,
-                                                    absl::Time) override {
-    return absl::UnavailableError("hanging");
   }
   void PullBatch(
       const PullBatchRequest&, std::vector<absl::Span<float>>, absl::Time,
       std::function<void(absl::StatusOr<PullBatchResponse>)> done) override {
     MutexLock lock(&mu_);
     pulls_.push_back(std::move(done));
-  }
-  void PushBatch(
-      const PushBatchRequest&, std::vector<absl::Span<const float>>,
-      std::shared_ptr<const void>, absl::Time,
-      std::function<void(absl::StatusOr<PushBatchResponse>)> done) override {
-    done(absl::UnavailableError("hanging"));
-  }
-  void PullRows(
-      const PullRowsRequest&, std::vector<absl::Span<const int64_t>>,
-      std::vector<absl::Span<float>>, absl::Time,
-      std::function<void(absl::StatusOr<PullRowsResponse>)> done) override {
-    done(absl::UnavailableError("hanging"));
-  }
-  void PushRows(
-      const PushRowsRequest&, std::vector<absl::Span<const int64_t>>,
-      std::vector<absl::Span<const float>>, std::shared_ptr<const void>,
-      absl::Time,
-      std::function<void(absl::StatusOr<PushRowsResponse>)> done) override {
-    done(absl::UnavailableError("hanging"));
-  }
-  void Assign(const AssignRequest&, absl::Span<const float>,
-              std::shared_ptr<const void>, absl::Time,
-              std::function<void(absl::Status)> done) override {
-    done(absl::UnavailableError("hanging"));
   }
   void CancelInFlight() override {
     std::vector<std::function<void(absl::StatusOr<PullBatchResponse>)>> pulls;
@@ -201,7 +152,6 @@ class HangingShard final : public PsShard {
   }
 
  private:
-  const std::string name_ = "ps-0 (hanging)";
   Mutex mu_;
   std::vector<std::function<void(absl::StatusOr<PullBatchResponse>)>> pulls_
       ABSL_GUARDED_BY(mu_);

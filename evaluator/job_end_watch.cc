@@ -49,7 +49,8 @@ void JobEndWatch::Watch() {
     } else {
       cancel = clock_->Now() - last_contact >= silence_;
     }
-    servers_silent_ = cancel && !status.ok() && !AnyServerAnswers(interval_);
+    servers_silent_ =
+        cancel && !status.ok() && !client_->AnyServerAnswers(interval_);
     if (cancel) {
       // Every interval while it lasts: calls started since are cancelled
       // too.
@@ -67,14 +68,6 @@ void JobEndWatch::Watch() {
       }
     }
   }
-}
-
-bool JobEndWatch::AnyServerAnswers(absl::Duration timeout) const {
-  for (const absl::StatusOr<StatsResponse>& stats :
-       client_->StatsOfEach(timeout)) {
-    if (stats.ok() || absl::IsCancelled(stats.status())) return true;
-  }
-  return false;
 }
 
 }  // namespace psflow

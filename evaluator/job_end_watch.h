@@ -56,10 +56,6 @@ class JobEndWatch {
   bool ServersSilent() const { return servers_silent_.load(); }
 
  private:
-  // Whether any parameter server answers a Stats call within `timeout`
-  // (a cancelled call proves nothing, so it counts as an answer).
-  bool AnyServerAnswers(absl::Duration timeout) const;
-
   void Watch();
 
   CoordinatorClient* const coordinator_;

@@ -213,7 +213,7 @@ absl::Status Trainer::Recover(const absl::Status& cause) {
     absl::StatusOr<StatusResponse> status = ReportPaused();
     const absl::Duration waited = parts_.clock->Now() - start;
     if (!status.ok() && waited > policy.chief_silence_with_servers_down &&
-        !AnyServerAnswers()) {
+        !parts_.client->AnyServerAnswers(policy.server_probe_timeout)) {
       // Neither the servers nor the chief answer: the job ended while this
       // worker could not hear it (a stopped process), or the cluster is
       // gone. A chief that restarts finds its servers still answering.
@@ -237,15 +237,6 @@ absl::Status Trainer::Recover(const absl::Status& cause) {
     }
     parts_.clock->SleepFor(policy.poll_interval);
   }
-}
-
-bool Trainer::AnyServerAnswers() {
-  for (const absl::StatusOr<StatsResponse>& stats :
-       parts_.client->StatsOfEach(options_.recovery.server_probe_timeout)) {
-    // A call cancelled (the job's end heard meanwhile) proves nothing.
-    if (stats.ok() || absl::IsCancelled(stats.status())) return true;
-  }
-  return false;
 }
 
 absl::StatusOr<StatusResponse> Trainer::ReportPaused() {

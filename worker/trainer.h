@@ -332,9 +332,6 @@ class Trainer {
   // chief's answer, or the job's end the keep-alive heard before the chief
   // exited.
   absl::StatusOr<StatusResponse> ReportPaused();
-  // Whether any parameter server answers a Stats call (bounded by
-  // RecoveryPolicy::server_probe_timeout).
-  bool AnyServerAnswers();
   // What the chief's answer means to a waiting worker, `waited` into the
   // wait: the result Recover returns, or nullopt to ask again.
   std::optional<absl::Status> ResumeOrWait(const StatusResponse& status,

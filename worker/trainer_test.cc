@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "checkpoint/checkpoint_manager.h"
 #include "checkpoint/paths.h"
+#include "client/ps_shard_test_util.h"
 #include "common/clock.h"
 #include "common/job/placement.h"
 #include "common/mutex.h"
@@ -84,86 +85,6 @@ class RecordingChief final : public testing::ForwardingCoordinator {
  private:
   mutable Mutex mu_;
   std::vector<int64_t> steps_ ABSL_GUARDED_BY(mu_);
-};
-
-// A parameter server whose data calls all fail as a refused connection
-// does; its Stats calls fail too (a server that is gone) or are answered
-// (a server that is up but refuses this worker's data calls).
-class RefusingShard final : public PsShard {
- public:
-  explicit RefusingShard(bool stats_answer) : stats_answer_(stats_answer) {}
-  const std::string& name() const override { return name_; }
-  absl::StatusOr<ConfigureResponse> Configure(const ConfigureRequest&,
-                                              absl::Time) override {
-    ConfigureResponse response;
-    response.set_chunk_elements(1 << 20);
-    return response;
-  }
-  absl::Status CreateVariables(const CreateVariablesRequest&,
-                               absl::Time) override {
-    return Refused();
-  }
-  absl::StatusOr<StatsResponse> Stats(absl::Time) override {
-    ++stats_calls_;
-    if (stats_answer_) return StatsResponse();
-    return Refused();
-  }
-  absl::Status Shutdown(const std::string&, absl::Time) override {
-    return Refused();
-  }
-  absl::Status ExcludeWorkers(const ExcludeWorkersRequest&,
-                              absl::Time) override {
-    return Refused();
-  }
-  absl::StatusOr<HoldResponse> Hold(const HoldRequest&, absl::Time) override {
-    return Refused();
-  }
-  absl::StatusOr<SaveShardResponse> SaveShard(const SaveShardRequest&,
-                                              absl::Time) override {
-    return Refused();
-  }
-  absl::StatusOr<RestoreShardResponse> RestoreShard(const RestoreShardRequest&,
-                                                    absl::Time) override {
-    return Refused();
-  }
-  void PullBatch(
-      const PullBatchRequest&, std::vector<absl::Span<float>>, absl::Time,
-      std::function<void(absl::StatusOr<PullBatchResponse>)> done) override {
-    done(Refused());
-  }
-  void PushBatch(
-      const PushBatchRequest&, std::vector<absl::Span<const float>>,
-      std::shared_ptr<const void>, absl::Time,
-      std::function<void(absl::StatusOr<PushBatchResponse>)> done) override {
-    done(Refused());
-  }
-  void PullRows(
-      const PullRowsRequest&, std::vector<absl::Span<const int64_t>>,
-      std::vector<absl::Span<float>>, absl::Time,
-      std::function<void(absl::StatusOr<PullRowsResponse>)> done) override {
-    done(Refused());
-  }
-  void PushRows(
-      const PushRowsRequest&, std::vector<absl::Span<const int64_t>>,
-      std::vector<absl::Span<const float>>, std::shared_ptr<const void>,
-      absl::Time,
-      std::function<void(absl::StatusOr<PushRowsResponse>)> done) override {
-    done(Refused());
-  }
-  void Assign(const AssignRequest&, absl::Span<const float>,
-              std::shared_ptr<const void>, absl::Time,
-              std::function<void(absl::Status)> done) override {
-    done(Refused());
-  }
-  int stats_calls() const { return stats_calls_; }
-
- private:
-  static absl::Status Refused() {
-    return absl::UnavailableError("ps-0: Connection refused");
-  }
-  const std::string name_ = "ps-0";
-  const bool stats_answer_;
-  std::atomic<int> stats_calls_{0};
 };
 
 class TrainerTest : public ::testing::Test {
@@ -1091,8 +1012,12 @@ TEST_F(TrainerTest, AWorkerThatFindsNobodyAnsweringExitsSoon) {
     clock.SetAutoAdvance(true);
     SetUpJob(ASYNC, 60, /*configure_servers=*/true, &clock);
     std::vector<std::unique_ptr<PsShard>> shards;
-    auto shard = std::make_unique<RefusingShard>(stats_answer);
-    const RefusingShard* refusing = shard.get();
+    // Data calls refused as by a server that is gone; its Stats fail too
+    // (gone) or are answered (up, refusing this worker's data calls).
+    auto shard = std::make_unique<testing::FailingShard>(
+        "ps-0", absl::UnavailableError("ps-0: Connection refused"),
+        stats_answer);
+    const testing::FailingShard* refusing = shard.get();
     shards.push_back(std::move(shard));
     ASSERT_OK_AND_ASSIGN(Placement placement,
                          PlaceVariables(job_->variables, 1, 1 << 20));
