@@ -1,10 +1,13 @@
 #include "client/cluster_client.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "client/grpc_ps_shard.h"
 #include "client/shared_memory_shard.h"
 #include "common/job/placement_proto.h"
 #include "common/status_macros.h"
+#include "ps/shared_memory_sessions.h"
 
 namespace psflow {
 
@@ -27,8 +30,17 @@ std::unique_ptr<ParameterClient> ConnectToParameterServers(
   shard_options.security = security;
   std::vector<std::unique_ptr<PsShard>> shards;
   for (const auto& [index, address] : config.cluster.job(TaskType::kPs)) {
-    shards.push_back(ConnectPsShard(
-        address, absl::StrCat("ps-", index, " at ", address), shard_options));
+    // Room for a worker's tensors in place besides the calls' pieces; pages
+    // are only touched as they are used.
+    int64_t region_bytes = kDefaultSharedMemoryBytes;
+    if (index >= 0 && index < static_cast<int>(placement.bytes_per_ps.size())) {
+      region_bytes = std::min(
+          kMaxSharedMemoryRegionBytes,
+          region_bytes + kSharedTensorSets * placement.bytes_per_ps[index]);
+    }
+    shards.push_back(ConnectPsShard(address,
+                                    absl::StrCat("ps-", index, " at ", address),
+                                    shard_options, region_bytes));
   }
   return std::make_unique<ParameterClient>(std::move(shards), placement,
                                            options);

@@ -20,6 +20,10 @@ namespace psflow {
 // every call on TCP. Pages are only touched as calls use them, so this is
 // an upper bound, best about GrpcPsShard::Options::max_in_flight_bytes.
 inline constexpr int64_t kDefaultSharedMemoryBytes = int64_t{64} << 20;
+// A worker's tensors kept in that memory (ParameterClient::AllocateShared):
+// two sets of parameters and two of gradients. ConnectToParameterServers
+// adds room for them to each server's region.
+inline constexpr int64_t kSharedTensorSets = 4;
 
 // A connection to one parameter server: the gRPC transport, behind the
 // shared-memory decorator unless `shared_memory_bytes` is 0. `name` is used

@@ -1,6 +1,7 @@
 // The same-host shared-memory data plane (SharedMemoryShard over GrpcPsShard)
 // against a real server on 127.0.0.1: that values really bypass TCP, and what
 // happens when the server refuses, forgets the session, or the region is full.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -112,6 +113,17 @@ class SharedMemoryTest : public ::testing::Test {
                                                         float w_value,
                                                         std::vector<float>& b,
                                                         std::vector<float>& w) {
+    const std::vector<float> b_gradient = {1.0f, 2.0f, 3.0f};
+    const std::vector<float> w_gradient(kChunk, w_value);
+    return PushThenPullSpans(shard, {b_gradient, w_gradient},
+                             {absl::MakeSpan(b), absl::MakeSpan(w)});
+  }
+
+  // PushThenPull's batch (b, then w's second chunk) from and into the
+  // caller's spans.
+  static absl::StatusOr<PushBatchResponse> PushThenPullSpans(
+      PsShard& shard, std::vector<absl::Span<const float>> gradients,
+      std::vector<absl::Span<float>> out) {
     PushBatchRequest header;
     header.set_protocol_version(kProtocolVersion);
     PullBatchRequest* pull = header.mutable_then_pull();
@@ -128,14 +140,10 @@ class SharedMemoryTest : public ::testing::Test {
       read->set_offset_elements(offset);
       read->set_num_elements(n);
     }
-    auto gradients = std::make_shared<std::vector<std::vector<float>>>(
-        std::vector<std::vector<float>>{{1.0f, 2.0f, 3.0f},
-                                        std::vector<float>(kChunk, w_value)});
     Notification done;
     absl::StatusOr<PushBatchResponse> result;
-    shard.PushThenPull(header, {(*gradients)[0], (*gradients)[1]}, gradients,
-                       {absl::MakeSpan(b), absl::MakeSpan(w)}, Soon(),
-                       [&](absl::StatusOr<PushBatchResponse> r) {
+    shard.PushThenPull(header, std::move(gradients), nullptr, std::move(out),
+                       Soon(), [&](absl::StatusOr<PushBatchResponse> r) {
                          result = std::move(r);
                          done.Notify();
                        });
@@ -227,6 +235,57 @@ TEST_F(SharedMemoryTest, PushThenPullTravelsThroughSharedMemory) {
   EXPECT_THAT(w, Each(-8.0f));
   ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
   EXPECT_EQ(shard->shared_memory_bytes_held(), 0);
+}
+
+// A worker's tensors in memory from AllocateShared, laid out as its batch
+// (b, then w's second chunk): the server applies the gradients from that
+// memory and writes the values into it; the client copies nothing.
+TEST_F(SharedMemoryTest, TensorsInSharedMemoryAreReadAndWrittenInPlace) {
+  StartServer(SharedMemorySessions::Options{});
+  std::unique_ptr<SharedMemoryShard> shard = Connect(1 << 20);
+  ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
+  std::shared_ptr<SharedBuffer> gradients = shard->AllocateShared(3 + kChunk);
+  std::shared_ptr<SharedBuffer> values = shard->AllocateShared(3 + kChunk);
+  ASSERT_NE(gradients, nullptr);
+  ASSERT_NE(values, nullptr);
+  absl::Span<float> g = gradients->span();
+  g[0] = 1.0f;
+  g[1] = 2.0f;
+  g[2] = 3.0f;
+  std::fill(g.begin() + 3, g.end(), 4.0f);
+  const StatsResponse before = server_->Stats();
+
+  ASSERT_OK_AND_ASSIGN(
+      PushBatchResponse response,
+      PushThenPullSpans(
+          *shard, {g.subspan(0, 3), g.subspan(3)},
+          {values->span().subspan(0, 3), values->span().subspan(3)}));
+  EXPECT_THAT(response.pulled().versions(), ElementsAre(1, 1));
+  EXPECT_THAT(values->span().subspan(0, 3), ElementsAre(-1.0f, -2.0f, -3.0f));
+  EXPECT_THAT(values->span().subspan(3), Each(-4.0f));
+  EXPECT_EQ(shard->bytes_copied(), 0);
+  EXPECT_EQ(shard->bytes_in_place(), 2 * (3 + kChunk) * 4);
+  const StatsResponse after = server_->Stats();
+  EXPECT_EQ(after.shared_memory_bytes() - before.shared_memory_bytes(),
+            2 * (3 + kChunk) * 4);
+
+  // A server that forgot the session: resent over TCP from and into the
+  // same memory, and in place again once the region is attached again.
+  server_->shared_memory().DetachAll();
+  ASSERT_OK_AND_ASSIGN(
+      response, PushThenPullSpans(
+                    *shard, {g.subspan(0, 3), g.subspan(3)},
+                    {values->span().subspan(0, 3), values->span().subspan(3)}));
+  EXPECT_THAT(values->span().subspan(0, 3), ElementsAre(-2.0f, -4.0f, -6.0f));
+  EXPECT_THAT(values->span().subspan(3), Each(-8.0f));
+  ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
+  ASSERT_OK_AND_ASSIGN(
+      response, PushThenPullSpans(
+                    *shard, {g.subspan(0, 3), g.subspan(3)},
+                    {values->span().subspan(0, 3), values->span().subspan(3)}));
+  EXPECT_THAT(values->span().subspan(3), Each(-12.0f));
+  EXPECT_EQ(shard->bytes_copied(), 0);
+  EXPECT_FALSE(values->retired());
 }
 
 TEST_F(SharedMemoryTest, ServerWithSharedMemoryOffKeepsTheClientOnTcp) {

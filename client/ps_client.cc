@@ -169,6 +169,62 @@ std::shared_ptr<PsHandle> ParameterClient::Assign(
   return Issue(Op::kAssign, targets, BatchOptions());
 }
 
+namespace {
+
+// One variable's share of a run AllocateShared took from a server.
+class SharedSlice final : public SharedBuffer {
+ public:
+  SharedSlice(std::shared_ptr<SharedBuffer> run, int64_t offset,
+              int64_t elements)
+      : run_(std::move(run)), offset_(offset), elements_(elements) {}
+  absl::Span<float> span() override {
+    return run_->span().subspan(offset_, elements_);
+  }
+  bool retired() const override { return run_->retired(); }
+
+ private:
+  const std::shared_ptr<SharedBuffer> run_;
+  const int64_t offset_;
+  const int64_t elements_;
+};
+
+}  // namespace
+
+std::vector<std::shared_ptr<SharedBuffer>> ParameterClient::AllocateShared(
+    const std::vector<std::string>& variables) {
+  std::vector<std::shared_ptr<SharedBuffer>> buffers(variables.size());
+  std::vector<int> server(variables.size(), -1);
+  std::vector<int64_t> elements(variables.size(), 0);
+  std::vector<int64_t> run(shards_.size(), 0);
+  for (size_t i = 0; i < variables.size(); ++i) {
+    const PlacedVariable* variable = placement_.Find(variables[i]);
+    if (variable == nullptr || variable->parts.empty()) continue;
+    const int ps = variable->parts[0].ps;
+    bool one_server = true;
+    for (const VariablePart& part : variable->parts) {
+      one_server = one_server && part.ps == ps;
+    }
+    if (!one_server || ps < 0 || ps >= static_cast<int>(shards_.size())) {
+      continue;
+    }
+    server[i] = ps;
+    elements[i] = variable->num_elements;
+    run[ps] += variable->num_elements;
+  }
+  for (int ps = 0; ps < static_cast<int>(shards_.size()); ++ps) {
+    if (run[ps] == 0) continue;
+    std::shared_ptr<SharedBuffer> memory = shards_[ps]->AllocateShared(run[ps]);
+    if (memory == nullptr) continue;
+    int64_t at = 0;
+    for (size_t i = 0; i < variables.size(); ++i) {
+      if (server[i] != ps) continue;
+      buffers[i] = std::make_shared<SharedSlice>(memory, at, elements[i]);
+      at += elements[i];
+    }
+  }
+  return buffers;
+}
+
 std::shared_ptr<PsHandle> ParameterClient::Issue(
     Op op, const std::vector<Mutable>& targets, const BatchOptions& options,
     const std::vector<Const>* gradients) {

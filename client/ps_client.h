@@ -161,6 +161,17 @@ class ParameterClient : public ShardSet {
                                          const std::vector<Mutable>& values,
                                          int64_t version = 0, int worker = 0);
 
+  // Host memory for a caller's long-lived tensors of `variables` (names, in
+  // the order the caller pulls and pushes them) that those calls carry
+  // without a copy where a server shares memory with this process
+  // (PsShard::AllocateShared). Per server, one run holds the variables
+  // placed wholly on it, in the given order, so that a batch of them is one
+  // contiguous run. An entry is null where there is none (a variable split
+  // over servers, a server on another host, a full region): use ordinary
+  // memory for that one. Each buffer holds exactly its variable's elements.
+  std::vector<std::shared_ptr<SharedBuffer>> AllocateShared(
+      const std::vector<std::string>& variables);
+
   // Overwrites variable values (initialization, restore).
   std::shared_ptr<PsHandle> Assign(const std::vector<Const>& values);
 

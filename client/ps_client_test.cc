@@ -197,10 +197,30 @@ TEST_F(ParameterClientTest, SyncWorkersAdvanceTogetherStepByStep) {
   EXPECT_THAT(bias, Each(-1.5f * kSteps));
 }
 
+// Heap memory standing for a piece of a shared region.
+class HeapSharedBuffer final : public SharedBuffer {
+ public:
+  explicit HeapSharedBuffer(int64_t elements) : values_(elements) {}
+  absl::Span<float> span() override { return absl::MakeSpan(values_); }
+  bool retired() const override { return false; }
+
+ private:
+  std::vector<float> values_;
+};
+
 // Forwards to an in-process shard, counting the bulk calls by kind.
 class CountingShard final : public PsShard {
  public:
   explicit CountingShard(ParameterServerCore* core) : inner_(core, "ps-0") {}
+
+  // With `share`, hands out memory as a server on this host would.
+  std::shared_ptr<SharedBuffer> AllocateShared(int64_t elements) override {
+    if (!share) return nullptr;
+    shared_runs.push_back(elements);
+    return std::make_shared<HeapSharedBuffer>(elements);
+  }
+  bool share = false;
+  std::vector<int64_t> shared_runs;  // elements of each AllocateShared
 
   const std::string& name() const override { return inner_.name(); }
   absl::StatusOr<ConfigureResponse> Configure(const ConfigureRequest& r,
@@ -373,6 +393,69 @@ TEST_F(ParameterClientBatchingTest, SmallVariablesShareRpcsUpToAChunk) {
   EXPECT_THAT(a_out, ElementsAre(-10, -11, -12));
   EXPECT_THAT(b_out, ElementsAre(-20, -21));
   EXPECT_THAT(c_out, ElementsAre(-30));
+}
+
+// Each server gives one run for the variables placed on it, in the
+// caller's order, so a batch of small variables is one contiguous run.
+TEST_F(ParameterClientBatchingTest, SharedMemoryIsOneRunPerServerInOrder) {
+  ASSERT_NO_FATAL_FAILURE(
+      Start(4, {{"big", {8}}, {"a", {3}}, {"b", {2}}, {"c", {1}}}));
+  EXPECT_THAT(client_->AllocateShared({"big", "a"}), Each(nullptr))
+      << "a server without shared memory gives none";
+  shard_->share = true;
+  std::vector<std::shared_ptr<SharedBuffer>> buffers =
+      client_->AllocateShared({"big", "a", "b", "c", "unknown"});
+  EXPECT_THAT(shard_->shared_runs, ElementsAre(14));
+  ASSERT_EQ(buffers.size(), 5);
+  EXPECT_EQ(buffers[4], nullptr) << "not a variable of the placement";
+  const std::vector<int64_t> sizes = {8, 3, 2, 1};
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_NE(buffers[i], nullptr);
+    EXPECT_EQ(buffers[i]->span().size(), sizes[i]);
+    if (i > 0) {
+      EXPECT_EQ(buffers[i]->span().data(),
+                buffers[i - 1]->span().data() + sizes[i - 1]);
+    }
+  }
+  // They serve as any buffers do.
+  std::iota(buffers[1]->span().begin(), buffers[1]->span().end(), 1.0f);
+  ASSERT_OK(client_->Push({{"a", buffers[1]->span()}})->Wait());
+  ASSERT_OK(client_->Pull({{"a", buffers[1]->span()}})->Wait());
+  EXPECT_THAT(buffers[1]->span(), ElementsAre(-1, -2, -3));
+}
+
+// A variable split over servers cannot be one run in one server's memory.
+TEST(ParameterClientSharedMemoryTest, ASplitVariableGetsNone) {
+  std::vector<std::unique_ptr<ParameterServerCore>> cores;
+  std::vector<std::unique_ptr<PsShard>> shards;
+  std::vector<CountingShard*> counting;
+  for (int i = 0; i < kNumPs; ++i) {
+    cores.push_back(std::make_unique<ParameterServerCore>(
+        ParameterServerCore::Options{4 * sizeof(float)}));
+    auto shard = std::make_unique<CountingShard>(cores.back().get());
+    shard->share = true;
+    counting.push_back(shard.get());
+    shards.push_back(std::move(shard));
+  }
+  ASSERT_OK_AND_ASSIGN(
+      Placement placement,
+      PlaceVariables({{"emb", {10, 3}}, {"bias", {5}}, {"scale", {}}}, kNumPs,
+                     /*split_threshold_bytes=*/64));
+  ParameterClient client(std::move(shards), placement,
+                         ParameterClient::Options());
+  std::vector<std::shared_ptr<SharedBuffer>> buffers =
+      client.AllocateShared({"emb", "bias", "scale"});
+  ASSERT_EQ(buffers.size(), 3);
+  EXPECT_EQ(buffers[0], nullptr);
+  ASSERT_NE(buffers[1], nullptr);
+  ASSERT_NE(buffers[2], nullptr);
+  EXPECT_EQ(buffers[1]->span().size(), 5);
+  EXPECT_EQ(buffers[2]->span().size(), 1);
+  int64_t runs = 0;
+  for (CountingShard* shard : counting) {
+    for (int64_t elements : shard->shared_runs) runs += elements;
+  }
+  EXPECT_EQ(runs, 6) << "emb takes no shared memory";
 }
 
 // Long variable names fill a batch's header before its chunk: with

@@ -13,6 +13,7 @@
 #ifndef PSFLOW_CLIENT_PS_SHARD_H_
 #define PSFLOW_CLIENT_PS_SHARD_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -24,6 +25,21 @@
 #include "proto/ps.pb.h"
 
 namespace psflow {
+
+// Memory for a caller's long-lived tensors (a worker's parameters and
+// gradients) that a shard's bulk calls read and write in place: a piece of
+// the region a same-host server maps (shared_memory_shard.h), so a pull or
+// push whose buffers lie in it carries no copy of the values on the client.
+// Freed when the last reference goes.
+class SharedBuffer {
+ public:
+  virtual ~SharedBuffer() = default;
+  virtual absl::Span<float> span() = 0;
+  // A call on this memory ended while the server may still read or write
+  // it (a deadline, a cancel, a broken connection). The owner must stop
+  // using it once the calls it started have ended, and take fresh memory.
+  virtual bool retired() const = 0;
+};
 
 class PsShard {
  public:
@@ -107,6 +123,14 @@ class PsShard {
   // once, for good: for a task that learned the job ended, whose servers
   // may be gone (a later call would wait for them until its deadline).
   virtual void Close() { CancelInFlight(); }
+
+  // `elements` floats that this shard's bulk calls carry without a copy
+  // (SharedBuffer), or null where it has none to give (no shared memory
+  // with its server, or not enough of it): the caller uses ordinary memory.
+  virtual std::shared_ptr<SharedBuffer> AllocateShared(int64_t elements) {
+    (void)elements;
+    return nullptr;
+  }
 
   // Overwrites a chunk's values without copying them on the client.
   virtual void Assign(const AssignRequest& header, absl::Span<const float> data,

@@ -24,7 +24,7 @@ struct SharedMemoryShard::Lease {
   // A retired piece is never handed out again: the server may still write
   // (a pull) or read (a push) it after the client gave up on the call.
   ~Lease() {
-    if (!retired) arena->Free(offset);
+    if (!retired.load(std::memory_order_acquire)) arena->Free(offset);
   }
   float* values() const { return reinterpret_cast<float*>(arena->at(offset)); }
   SharedPayload payload() const {
@@ -39,7 +39,24 @@ struct SharedMemoryShard::Lease {
   const uint64_t session;
   const int64_t offset;
   const int64_t bytes;
-  bool retired = false;  // set by the call's callback only
+  // Set by a call's callback; read by AllocateShared's owner too.
+  std::atomic<bool> retired{false};
+};
+
+class SharedMemoryShard::PinnedBuffer final : public SharedBuffer {
+ public:
+  explicit PinnedBuffer(std::shared_ptr<Lease> lease)
+      : lease_(std::move(lease)) {}
+  absl::Span<float> span() override {
+    return {lease_->values(),
+            static_cast<size_t>(lease_->bytes) / sizeof(float)};
+  }
+  bool retired() const override {
+    return lease_->retired.load(std::memory_order_acquire);
+  }
+
+ private:
+  const std::shared_ptr<Lease> lease_;
 };
 
 namespace {
@@ -109,6 +126,14 @@ std::vector<absl::Span<const float>> PiecesAt(
     at += piece.size();
   }
   return spans;
+}
+
+// Keeps both alive for as long as a resend's frame holds its values.
+std::shared_ptr<const void> Both(std::shared_ptr<const void> a,
+                                 std::shared_ptr<const void> b) {
+  return std::make_shared<
+      std::pair<std::shared_ptr<const void>, std::shared_ptr<const void>>>(
+      std::move(a), std::move(b));
 }
 
 }  // namespace
@@ -215,8 +240,67 @@ std::shared_ptr<SharedMemoryShard::Lease> SharedMemoryShard::LeasePiece(
   return std::make_shared<Lease>(std::move(arena), session, *offset, bytes);
 }
 
+std::shared_ptr<SharedBuffer> SharedMemoryShard::AllocateShared(
+    int64_t elements) {
+  if (elements <= 0) return nullptr;
+  // A worker allocates right after configuring the server, when the offer
+  // made at construction is usually answered; a little wait spares it a
+  // whole run of copies when it is not.
+  WaitForSharedMemory(absl::Seconds(5));
+  const int64_t bytes = elements * static_cast<int64_t>(sizeof(float));
+  MutexLock lock(&mu_);
+  if (state_ != State::kAttached || closing_) return nullptr;
+  std::optional<int64_t> offset = arena_->Allocate(bytes);
+  if (!offset.has_value()) return nullptr;
+  auto lease = std::make_shared<Lease>(arena_, session_, *offset, bytes);
+  // Zero-filled, as other host buffers are (the piece may have been used).
+  std::fill_n(lease->values(), elements, 0.0f);
+  for (auto it = pinned_.begin(); it != pinned_.end();) {
+    it = it->second.expired() ? pinned_.erase(it) : std::next(it);
+  }
+  pinned_[reinterpret_cast<uintptr_t>(lease->values())] = lease;
+  return std::make_shared<PinnedBuffer>(std::move(lease));
+}
+
+template <typename Span>
+std::optional<SharedMemoryShard::InPlace> SharedMemoryShard::FindInPlace(
+    const std::vector<Span>& pieces) {
+  if (pieces.empty()) return std::nullopt;
+  for (size_t i = 1; i < pieces.size(); ++i) {
+    if (pieces[i].data() != pieces[i - 1].data() + pieces[i - 1].size()) {
+      return std::nullopt;  // not one run
+    }
+  }
+  const auto begin = reinterpret_cast<uintptr_t>(pieces[0].data());
+  const int64_t bytes = TotalBytes(pieces);
+  MutexLock lock(&mu_);
+  if (state_ != State::kAttached || closing_ || pinned_.empty()) {
+    return std::nullopt;
+  }
+  auto it = pinned_.upper_bound(begin);
+  if (it == pinned_.begin()) return std::nullopt;
+  --it;
+  std::shared_ptr<Lease> lease = it->second.lock();
+  // Memory of a replaced region, or given up, is used with a copy.
+  if (lease == nullptr || lease->arena != arena_ ||
+      lease->retired.load(std::memory_order_acquire)) {
+    return std::nullopt;
+  }
+  const int64_t skip = static_cast<int64_t>(begin - it->first);
+  if (skip + bytes > lease->bytes) return std::nullopt;
+  const int64_t offset = lease->offset + skip;
+  if (offset % kSharedMemoryAlignment != 0) return std::nullopt;
+  ++calls_in_flight_;
+  InPlace in_place;
+  in_place.payload.set_session(session_);
+  in_place.payload.set_offset(static_cast<uint64_t>(offset));
+  in_place.payload.set_bytes(static_cast<uint64_t>(bytes));
+  in_place.lease = std::move(lease);
+  return in_place;
+}
+
 void SharedMemoryShard::RetirePiece(Lease& lease, const absl::Status& why) {
-  lease.retired = true;
+  if (lease.retired.exchange(true, std::memory_order_acq_rel)) return;
   LOG(WARNING) << name() << ": a call ended with " << why.message()
                << "; keeping its " << lease.bytes
                << " bytes of shared memory out of use, as the server may "
@@ -269,13 +353,79 @@ void SharedMemoryShard::PullBatch(
     const PullBatchRequest& header, std::vector<absl::Span<float>> out,
     absl::Time deadline,
     std::function<void(absl::StatusOr<PullBatchResponse>)> done) {
-  std::shared_ptr<Lease> lease =
-      SizesMatch(header, out) ? LeasePiece(TotalBytes(out)) : nullptr;
+  if (!SizesMatch(header, out)) {
+    return transport_->PullBatch(header, std::move(out), deadline,
+                                 std::move(done));
+  }
+  if (std::optional<InPlace> in_place = FindInPlace(out)) {
+    return PullInPlace(header, std::move(out), deadline, std::move(done),
+                       *std::move(in_place));
+  }
+  std::shared_ptr<Lease> lease = LeasePiece(TotalBytes(out));
   if (lease == nullptr) {
     return transport_->PullBatch(header, std::move(out), deadline,
                                  std::move(done));
   }
   PullVia(header, std::move(out), deadline, std::move(done), std::move(lease));
+}
+
+absl::Status SharedMemoryShard::AllPartsAnswered(
+    const PullBatchResponse& answer, size_t parts) const {
+  if (answer.versions_size() == static_cast<int>(parts)) {
+    return absl::OkStatus();
+  }
+  return absl::InternalError(
+      absl::StrCat("pull from ", name(), ": the server answered ",
+                   answer.versions_size(), " parts for ", parts));
+}
+
+void SharedMemoryShard::PullInPlace(
+    PullBatchRequest header, std::vector<absl::Span<float>> out,
+    absl::Time deadline,
+    std::function<void(absl::StatusOr<PullBatchResponse>)> done,
+    InPlace in_place) {
+  PullBatchRequest shared_header = header;
+  *shared_header.mutable_shared() = in_place.payload;
+  const uint64_t session = in_place.payload.session();
+  transport_->PullBatch(
+      shared_header, {}, deadline,
+      [this, header = std::move(header), out = std::move(out), deadline,
+       done = std::move(done), lease = std::move(in_place.lease),
+       session](absl::StatusOr<PullBatchResponse> answer) mutable {
+        if (!answer.ok()) {
+          const absl::Status& status = answer.status();
+          if (IsSharedMemoryLost(status)) {
+            // Refused before anything was written: resent without the
+            // region, into the same memory (the caller's buffers).
+            OnLost(session);
+            header.clear_shared();
+            transport_->PullBatch(
+                header, std::move(out), deadline,
+                [lease = std::move(lease), done = std::move(done)](
+                    absl::StatusOr<PullBatchResponse> resent) mutable {
+                  done(std::move(resent));
+                });
+            return CallEnded();
+          }
+          // Not resent, even on Unavailable: a first attempt that reached
+          // the server may still write this memory, which the caller must
+          // leave first (SharedBuffer::retired).
+          if (ServerMayStillUse(status.code())) RetirePiece(*lease, status);
+          lease.reset();
+          done(status);
+          return CallEnded();
+        }
+        if (absl::Status whole = AllPartsAnswered(*answer, out.size());
+            !whole.ok()) {
+          lease.reset();
+          done(whole);
+          return CallEnded();
+        }
+        bytes_in_place_.fetch_add(TotalBytes(out), std::memory_order_relaxed);
+        lease.reset();
+        done(std::move(answer));
+        CallEnded();
+      });
 }
 
 void SharedMemoryShard::PullVia(
@@ -316,14 +466,14 @@ void SharedMemoryShard::PullVia(
           done(status);
           return CallEnded();
         }
-        if (answer->versions_size() != static_cast<int>(out.size())) {
+        if (absl::Status whole = AllPartsAnswered(*answer, out.size());
+            !whole.ok()) {
           lease.reset();
-          done(absl::InternalError(absl::StrCat(
-              "pull from ", name(), ": the server answered ",
-              answer->versions_size(), " parts for ", out.size())));
+          done(whole);
           return CallEnded();
         }
         CopyOut(lease->values(), out);
+        bytes_copied_.fetch_add(TotalBytes(out), std::memory_order_relaxed);
         lease.reset();
         done(std::move(answer));
         CallEnded();
@@ -334,8 +484,15 @@ void SharedMemoryShard::PushBatch(
     const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
     std::shared_ptr<const void> owner, absl::Time deadline,
     std::function<void(absl::StatusOr<PushBatchResponse>)> done) {
-  std::shared_ptr<Lease> lease =
-      SizesMatch(header, data) ? LeasePiece(TotalBytes(data)) : nullptr;
+  if (!SizesMatch(header, data)) {
+    return transport_->PushBatch(header, std::move(data), std::move(owner),
+                                 deadline, std::move(done));
+  }
+  if (std::optional<InPlace> in_place = FindInPlace(data)) {
+    return PushInPlace(header, std::move(data), std::move(owner), deadline,
+                       std::move(done), *std::move(in_place));
+  }
+  std::shared_ptr<Lease> lease = LeasePiece(TotalBytes(data));
   if (lease == nullptr) {
     return transport_->PushBatch(header, std::move(data), std::move(owner),
                                  deadline, std::move(done));
@@ -351,6 +508,7 @@ void SharedMemoryShard::PushVia(
     std::shared_ptr<Lease> lease) {
   // One copy into the region; the caller's buffer is free from here on.
   CopyIn(data, lease->values());
+  bytes_copied_.fetch_add(TotalBytes(data), std::memory_order_relaxed);
   owner.reset();
   *header.mutable_shared() = lease->payload();
   PushBatchRequest shared_header = header;
@@ -380,24 +538,116 @@ void SharedMemoryShard::PushVia(
       });
 }
 
+void SharedMemoryShard::PushInPlace(
+    PushBatchRequest header, std::vector<absl::Span<const float>> data,
+    std::shared_ptr<const void> owner, absl::Time deadline,
+    std::function<void(absl::StatusOr<PushBatchResponse>)> done,
+    InPlace in_place) {
+  PushBatchRequest shared_header = header;
+  *shared_header.mutable_shared() = in_place.payload;
+  const uint64_t session = in_place.payload.session();
+  transport_->PushBatch(
+      shared_header, {}, nullptr, deadline,
+      [this, header = std::move(header), data = std::move(data),
+       owner = std::move(owner), deadline, done = std::move(done),
+       lease = std::move(in_place.lease),
+       session](absl::StatusOr<PushBatchResponse> answer) mutable {
+        if (!answer.ok() && IsSharedMemoryLost(answer.status())) {
+          // Refused before anything was applied: resent without the
+          // region, from the same memory.
+          OnLost(session);
+          header.clear_shared();
+          transport_->PushBatch(header, std::move(data),
+                                Both(std::move(owner), std::move(lease)),
+                                deadline, std::move(done));
+          return CallEnded();
+        }
+        if (!answer.ok() && ServerMayStillUse(answer.status().code())) {
+          RetirePiece(*lease, answer.status());
+        } else if (answer.ok()) {
+          bytes_in_place_.fetch_add(TotalBytes(data),
+                                    std::memory_order_relaxed);
+        }
+        lease.reset();
+        owner.reset();
+        done(std::move(answer));
+        CallEnded();
+      });
+}
+
+void SharedMemoryShard::PushThenPullInPlace(
+    PushBatchRequest header, std::vector<absl::Span<const float>> data,
+    std::shared_ptr<const void> owner, std::vector<absl::Span<float>> out,
+    absl::Time deadline,
+    std::function<void(absl::StatusOr<PushBatchResponse>)> done, InPlace push,
+    InPlace pull) {
+  PushBatchRequest shared_header = header;
+  *shared_header.mutable_shared() = push.payload;
+  *shared_header.mutable_then_pull()->mutable_shared() = pull.payload;
+  const uint64_t session = push.payload.session();
+  transport_->PushThenPull(
+      shared_header, {}, nullptr, {}, deadline,
+      [this, header = std::move(header), data = std::move(data),
+       owner = std::move(owner), out = std::move(out), deadline,
+       done = std::move(done), push_lease = std::move(push.lease),
+       pull_lease = std::move(pull.lease),
+       session](absl::StatusOr<PushBatchResponse> answer) mutable {
+        if (!answer.ok() && IsSharedMemoryLost(answer.status())) {
+          // Refused before anything was applied: resent without the
+          // region, from and into the same memory.
+          OnLost(session);
+          transport_->PushThenPull(
+              header, std::move(data),
+              Both(std::move(owner),
+                   Both(std::move(push_lease), std::move(pull_lease))),
+              std::move(out), deadline, std::move(done));
+          return CallEnded();
+        }
+        if (!answer.ok() && ServerMayStillUse(answer.status().code())) {
+          RetirePiece(*push_lease, answer.status());
+          RetirePiece(*pull_lease, answer.status());
+        } else if (answer.ok()) {
+          bytes_in_place_.fetch_add(TotalBytes(data) + TotalBytes(out),
+                                    std::memory_order_relaxed);
+        }
+        push_lease.reset();
+        pull_lease.reset();
+        owner.reset();
+        done(std::move(answer));
+        CallEnded();
+      });
+}
+
 void SharedMemoryShard::PushThenPull(
     const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
     std::shared_ptr<const void> owner, std::vector<absl::Span<float>> out,
     absl::Time deadline,
     std::function<void(absl::StatusOr<PushBatchResponse>)> done) {
+  const bool sizes_match =
+      SizesMatch(header, data) && SizesMatch(header.then_pull(), out);
+  if (sizes_match) {
+    if (std::optional<InPlace> push = FindInPlace(data)) {
+      std::optional<InPlace> pull = FindInPlace(out);
+      CallEnded();  // counted once below, or not at all
+      if (pull.has_value()) {
+        return PushThenPullInPlace(header, std::move(data), std::move(owner),
+                                   std::move(out), deadline, std::move(done),
+                                   *std::move(push), *std::move(pull));
+      }
+    }
+  }
   // One piece holds both: the gradients, then (from the next multiple of
   // 64 bytes, as the server requires) the pulled values.
   const int64_t push_bytes = (TotalBytes(data) + 63) / 64 * 64;
   std::shared_ptr<Lease> lease =
-      SizesMatch(header, data) && SizesMatch(header.then_pull(), out)
-          ? LeasePiece(push_bytes + TotalBytes(out))
-          : nullptr;
+      sizes_match ? LeasePiece(push_bytes + TotalBytes(out)) : nullptr;
   if (lease == nullptr) {
     return transport_->PushThenPull(header, std::move(data), std::move(owner),
                                     std::move(out), deadline, std::move(done));
   }
   // One copy into the region; the caller's buffer is free from here on.
   CopyIn(data, lease->values());
+  bytes_copied_.fetch_add(TotalBytes(data), std::memory_order_relaxed);
   owner.reset();
   PushBatchRequest shared_header = header;
   SharedPayload push_payload = lease->payload();
@@ -436,6 +686,7 @@ void SharedMemoryShard::PushThenPull(
             reinterpret_cast<const float*>(
                 reinterpret_cast<const char*>(lease->values()) + push_bytes),
             out);
+        bytes_copied_.fetch_add(TotalBytes(out), std::memory_order_relaxed);
         lease.reset();
         done(std::move(answer));
         CallEnded();

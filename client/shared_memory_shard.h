@@ -9,6 +9,12 @@
 // false), or when a call finds the region full, calls go to the transport
 // unchanged (TCP). Control calls and assigns always pass straight through.
 //
+// In place: a caller that keeps its tensors in memory from AllocateShared
+// (a worker's parameters and gradients) has its pulls and pushes name that
+// memory itself, so not even the copy into or out of a piece is made. A
+// call whose buffers are not one contiguous run of such memory (in the
+// order of the batch's parts, at a 64-byte offset) takes a piece as above.
+//
 // Faults:
 //  - a server that forgot the session (it restarted) refuses the call
 //    before applying anything: the call is resent without the region and
@@ -18,16 +24,22 @@
 //  - a call that ended on what may be the client's own error (deadline,
 //    cancel, a broken connection) may still be served by the server, so
 //    its piece is never handed out again; once half the region is given up
-//    that way, a fresh region replaces it.
+//    that way, a fresh region replaces it. An in-place call's memory is
+//    given up the same way (SharedBuffer::retired), and such a call that
+//    fails with Unavailable is not resent: the caller must move to fresh
+//    memory first.
 //
 // Thread-safe. The destructor waits for the calls it started and detaches
 // the region before the transport goes.
 #ifndef PSFLOW_CLIENT_SHARED_MEMORY_SHARD_H_
 #define PSFLOW_CLIENT_SHARED_MEMORY_SHARD_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -122,15 +134,34 @@ class SharedMemoryShard final : public PsShard {
       absl::Time deadline,
       std::function<void(absl::StatusOr<PushBatchResponse>)> done) override;
 
+  // A piece of the region held until the last reference goes, for calls in
+  // place (see above); null before the server attached the region (waiting
+  // up to a few seconds for a pending offer), or when it is full.
+  std::shared_ptr<SharedBuffer> AllocateShared(int64_t elements) override;
+
   // Waits until the offer is settled, at most `timeout`; returns whether
   // calls now go through shared memory.
   bool WaitForSharedMemory(absl::Duration timeout);
   // Bytes of the region held by calls in flight, plus those given up after
   // a call ended while the server might still use them.
   int64_t shared_memory_bytes_held() const;
+  // Tensor bytes that calls copied into or out of a piece, and that calls
+  // in place carried without a copy.
+  int64_t bytes_copied() const {
+    return bytes_copied_.load(std::memory_order_relaxed);
+  }
+  int64_t bytes_in_place() const {
+    return bytes_in_place_.load(std::memory_order_relaxed);
+  }
 
  private:
   struct Lease;
+  class PinnedBuffer;
+  // Where an in-place call's values lie, and the memory that holds them.
+  struct InPlace {
+    std::shared_ptr<Lease> lease;
+    SharedPayload payload;
+  };
   enum class State { kOff, kAttaching, kAttached };
 
   // Offers the current region; the answer arrives on a transport thread.
@@ -142,6 +173,10 @@ class SharedMemoryShard final : public PsShard {
   // A call gave up on its piece (`why`); replaces the region once half of
   // it is given up.
   void RetirePiece(Lease& lease, const absl::Status& why);
+  // The in-place run `pieces` form (see above), counted as a call started,
+  // or nullopt: the call takes a piece instead.
+  template <typename Span>
+  std::optional<InPlace> FindInPlace(const std::vector<Span>& pieces);
   // Counts a call that will call back into this object, and its end.
   void CallStarted();
   void CallEnded();
@@ -155,6 +190,24 @@ class SharedMemoryShard final : public PsShard {
                std::shared_ptr<const void> owner, absl::Time deadline,
                std::function<void(absl::StatusOr<PushBatchResponse>)> done,
                std::shared_ptr<Lease> lease);
+  // InternalError unless the answer has a version for each of `parts`.
+  absl::Status AllPartsAnswered(const PullBatchResponse& answer,
+                                size_t parts) const;
+  void PullInPlace(PullBatchRequest header, std::vector<absl::Span<float>> out,
+                   absl::Time deadline,
+                   std::function<void(absl::StatusOr<PullBatchResponse>)> done,
+                   InPlace in_place);
+  void PushInPlace(PushBatchRequest header,
+                   std::vector<absl::Span<const float>> data,
+                   std::shared_ptr<const void> owner, absl::Time deadline,
+                   std::function<void(absl::StatusOr<PushBatchResponse>)> done,
+                   InPlace in_place);
+  void PushThenPullInPlace(
+      PushBatchRequest header, std::vector<absl::Span<const float>> data,
+      std::shared_ptr<const void> owner, std::vector<absl::Span<float>> out,
+      absl::Time deadline,
+      std::function<void(absl::StatusOr<PushBatchResponse>)> done, InPlace push,
+      InPlace pull);
 
   const std::unique_ptr<SharedMemoryTransport> transport_;
 
@@ -167,6 +220,11 @@ class SharedMemoryShard final : public PsShard {
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   // Offers and region calls whose callbacks have yet to run.
   int calls_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  // AllocateShared's pieces by first address (expired ones pruned as new
+  // ones come).
+  std::map<uintptr_t, std::weak_ptr<Lease>> pinned_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int64_t> bytes_copied_{0};
+  std::atomic<int64_t> bytes_in_place_{0};
 };
 
 }  // namespace psflow

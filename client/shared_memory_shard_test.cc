@@ -36,6 +36,7 @@ class ScriptedTransport final : public SharedMemoryTransport {
     PushBatchRequest header;
     std::vector<std::vector<float>> values;  // the frame's payload, if any
     std::shared_ptr<const void> owner;
+    std::vector<absl::Span<float>> out;  // PushThenPull's, if any
     std::function<void(absl::StatusOr<PushBatchResponse>)> done;
   };
   struct Offer {
@@ -127,7 +128,21 @@ class ScriptedTransport final : public SharedMemoryTransport {
     }
     MutexLock lock(&mu_);
     pushes_.push_back(
-        {header, std::move(values), std::move(owner), std::move(done)});
+        {header, std::move(values), std::move(owner), {}, std::move(done)});
+  }
+  // Recorded as one push whose header keeps its then_pull.
+  void PushThenPull(
+      const PushBatchRequest& header, std::vector<absl::Span<const float>> data,
+      std::shared_ptr<const void> owner, std::vector<absl::Span<float>> out,
+      absl::Time,
+      std::function<void(absl::StatusOr<PushBatchResponse>)> done) override {
+    std::vector<std::vector<float>> values;
+    for (absl::Span<const float> piece : data) {
+      values.emplace_back(piece.begin(), piece.end());
+    }
+    MutexLock lock(&mu_);
+    pushes_.push_back({header, std::move(values), std::move(owner),
+                       std::move(out), std::move(done)});
   }
   void OfferSharedMemory(
       const AttachSharedMemoryRequest& request,
@@ -403,6 +418,176 @@ TEST_F(SharedMemoryShardTest, GivingUpHalfTheRegionOffersAFreshOne) {
   EXPECT_EQ(transport_->pending_offers(), 1) << "a fresh region";
   AttachAsServer();
   EXPECT_EQ(shard_->shared_memory_bytes_held(), 0) << "the new region";
+}
+
+// A worker's tensors in memory from AllocateShared: the server reads and
+// writes that memory itself, and nothing is copied on the client.
+TEST_F(SharedMemoryShardTest, TensorsInSharedMemoryTravelWithoutACopy) {
+  AttachAsServer();
+  std::shared_ptr<SharedBuffer> gradient = shard_->AllocateShared(3);
+  std::shared_ptr<SharedBuffer> values = shard_->AllocateShared(3);
+  ASSERT_NE(gradient, nullptr);
+  ASSERT_NE(values, nullptr);
+  EXPECT_THAT(gradient->span(), ElementsAre(0, 0, 0)) << "zero-filled";
+  gradient->span()[0] = 1;
+  gradient->span()[1] = 2;
+  gradient->span()[2] = 3;
+
+  absl::StatusOr<PushBatchResponse> pushed;
+  shard_->PushBatch(PushOf("b", 3), {gradient->span()}, nullptr, Soon(),
+                    [&](absl::StatusOr<PushBatchResponse> r) { pushed = r; });
+  ScriptedTransport::Push push = transport_->TakePush();
+  ASSERT_TRUE(push.header.has_shared());
+  EXPECT_THAT(push.values, IsEmpty());
+  absl::Span<float> seen = RegionValues(push.header.shared(), 3);
+  EXPECT_THAT(seen, ElementsAre(1, 2, 3));
+  gradient->span()[0] = 4;  // the same memory, not a copy
+  EXPECT_EQ(seen[0], 4);
+  push.done(Applied(1));
+  ASSERT_OK(pushed);
+
+  absl::StatusOr<PullBatchResponse> pulled;
+  shard_->PullBatch(PullOf("b", 3), {values->span()}, Soon(),
+                    [&](absl::StatusOr<PullBatchResponse> r) { pulled = r; });
+  ScriptedTransport::Pull pull = transport_->TakePull();
+  ASSERT_TRUE(pull.header.has_shared());
+  absl::Span<float> written = RegionValues(pull.header.shared(), 3);
+  written[0] = 7;
+  EXPECT_EQ(values->span()[0], 7) << "written in place, before the answer";
+  pull.done(Versions(1));
+  ASSERT_OK(pulled);
+
+  EXPECT_EQ(shard_->bytes_copied(), 0);
+  EXPECT_EQ(shard_->bytes_in_place(), 2 * 3 * 4);
+  EXPECT_FALSE(gradient->retired());
+}
+
+TEST_F(SharedMemoryShardTest, PushThenPullInPlaceNamesBothRuns) {
+  AttachAsServer();
+  std::shared_ptr<SharedBuffer> gradient = shard_->AllocateShared(3);
+  std::shared_ptr<SharedBuffer> values = shard_->AllocateShared(3);
+  gradient->span()[2] = 5;
+  PushBatchRequest header = PushOf("b", 3);
+  *header.mutable_then_pull() = PullOf("b", 3);
+  absl::StatusOr<PushBatchResponse> answer;
+  shard_->PushThenPull(
+      header, {gradient->span()}, nullptr, {values->span()}, Soon(),
+      [&](absl::StatusOr<PushBatchResponse> r) { answer = r; });
+  ScriptedTransport::Push push = transport_->TakePush();
+  ASSERT_TRUE(push.header.has_shared());
+  ASSERT_TRUE(push.header.then_pull().has_shared());
+  EXPECT_THAT(RegionValues(push.header.shared(), 3), ElementsAre(0, 0, 5));
+  RegionValues(push.header.then_pull().shared(), 3)[1] = 6;
+  EXPECT_THAT(values->span(), ElementsAre(0, 6, 0));
+  PushBatchResponse response = Applied(1);
+  response.mutable_pulled()->add_versions(1);
+  push.done(response);
+  ASSERT_OK(answer);
+  EXPECT_EQ(shard_->bytes_copied(), 0);
+}
+
+TEST_F(SharedMemoryShardTest, BuffersThatAreNotOneRunTakeAPiece) {
+  AttachAsServer();
+  // Two allocations are not adjacent (each starts 64-byte aligned), and
+  // ordinary memory is not the region's: both calls copy.
+  std::shared_ptr<SharedBuffer> a = shard_->AllocateShared(1);
+  std::shared_ptr<SharedBuffer> b = shard_->AllocateShared(1);
+  PushBatchRequest header = PushOf("a", 1);
+  PushRequest* part = header.add_parts();
+  part->set_variable("b");
+  part->set_num_elements(1);
+  shard_->PushBatch(header, {a->span(), b->span()}, nullptr, Soon(),
+                    [](absl::StatusOr<PushBatchResponse>) {});
+  transport_->TakePush().done(Applied(1));
+  std::vector<float> heap(3);
+  shard_->PullBatch(PullOf("b", 3), {absl::MakeSpan(heap)}, Soon(),
+                    [](absl::StatusOr<PullBatchResponse>) {});
+  transport_->TakePull().done(Versions(1));
+  EXPECT_EQ(shard_->bytes_in_place(), 0);
+  EXPECT_EQ(shard_->bytes_copied(), 2 * 4 + 3 * 4);
+}
+
+TEST_F(SharedMemoryShardTest,
+       AnInPlaceCallThatMayStillBeServedRetiresItsMemory) {
+  AttachAsServer();
+  std::shared_ptr<SharedBuffer> values = shard_->AllocateShared(3);
+  absl::StatusOr<PullBatchResponse> pulled;
+  shard_->PullBatch(PullOf("b", 3), {values->span()}, Soon(),
+                    [&](absl::StatusOr<PullBatchResponse> r) { pulled = r; });
+  // Unavailable is not resent here: the first attempt may still write the
+  // caller's own memory, which the caller must leave first.
+  transport_->TakePull().done(absl::UnavailableError("connection reset"));
+  EXPECT_THAT(pulled, StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_TRUE(values->retired());
+  // Used again anyway, it takes a piece (a copy), never the retired memory.
+  shard_->PullBatch(PullOf("b", 3), {values->span()}, Soon(),
+                    [&](absl::StatusOr<PullBatchResponse> r) { pulled = r; });
+  ScriptedTransport::Pull pull = transport_->TakePull();
+  ASSERT_TRUE(pull.header.has_shared());
+  RegionValues(pull.header.shared(), 3)[0] = 9;
+  EXPECT_EQ(values->span()[0], 0) << "a separate piece";
+  pull.done(Versions(2));
+  ASSERT_OK(pulled);
+  EXPECT_EQ(values->span()[0], 9);
+  // Dropped, the retired memory never returns to the free list.
+  const int64_t held = shard_->shared_memory_bytes_held();
+  values.reset();
+  EXPECT_EQ(shard_->shared_memory_bytes_held(), held);
+  // An answer the server gave (nothing in flight) leaves memory in use.
+  std::shared_ptr<SharedBuffer> gradient = shard_->AllocateShared(3);
+  shard_->PushBatch(PushOf("b", 3), {gradient->span()}, nullptr, Soon(),
+                    [](absl::StatusOr<PushBatchResponse>) {});
+  transport_->TakePush().done(absl::InvalidArgumentError("NaN"));
+  EXPECT_FALSE(gradient->retired());
+}
+
+TEST_F(SharedMemoryShardTest,
+       ALostSessionResendsInPlaceCallsFromTheSameMemory) {
+  AttachAsServer();
+  std::shared_ptr<SharedBuffer> gradient = shard_->AllocateShared(3);
+  std::shared_ptr<SharedBuffer> values = shard_->AllocateShared(3);
+  gradient->span()[1] = 2;
+  absl::StatusOr<PushBatchResponse> pushed;
+  shard_->PushBatch(PushOf("b", 3), {gradient->span()}, nullptr, Soon(),
+                    [&](absl::StatusOr<PushBatchResponse> r) { pushed = r; });
+  transport_->TakePush().done(MarkSharedMemoryLost(
+      absl::FailedPreconditionError("unknown shared-memory session")));
+  ScriptedTransport::Push resent = transport_->TakePush();
+  EXPECT_FALSE(resent.header.has_shared());
+  EXPECT_THAT(resent.values, ElementsAre(ElementsAre(0, 2, 0)));
+  resent.done(Applied(1));
+  ASSERT_OK(pushed);
+
+  // Offered again; until the server answers, calls go over the transport
+  // straight into the caller's memory.
+  absl::StatusOr<PullBatchResponse> pulled;
+  shard_->PullBatch(PullOf("b", 3), {values->span()}, Soon(),
+                    [&](absl::StatusOr<PullBatchResponse> r) { pulled = r; });
+  ScriptedTransport::Pull pull = transport_->TakePull();
+  EXPECT_FALSE(pull.header.has_shared());
+  ASSERT_EQ(pull.out.size(), 1);
+  EXPECT_EQ(pull.out[0].data(), values->span().data());
+  pull.done(Versions(1));
+  ASSERT_OK(pulled);
+  EXPECT_FALSE(gradient->retired());
+  EXPECT_FALSE(values->retired());
+
+  // Attached again: in place once more, in the same memory.
+  AttachAsServer();
+  shard_->PullBatch(PullOf("b", 3), {values->span()}, Soon(),
+                    [&](absl::StatusOr<PullBatchResponse> r) { pulled = r; });
+  pull = transport_->TakePull();
+  ASSERT_TRUE(pull.header.has_shared());
+  RegionValues(pull.header.shared(), 3)[2] = 8;
+  EXPECT_EQ(values->span()[2], 8);
+  pull.done(Versions(2));
+  ASSERT_OK(pulled);
+}
+
+TEST_F(SharedMemoryShardTest, NoSharedMemoryBeforeTheServerAttaches) {
+  transport_->TakeOffer().done(
+      absl::FailedPreconditionError("shared memory is disabled"));
+  EXPECT_EQ(shard_->AllocateShared(3), nullptr);
 }
 
 TEST_F(SharedMemoryShardTest, DestructionWaitsForCallsThenDetaches) {

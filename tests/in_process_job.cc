@@ -1,5 +1,6 @@
 #include "tests/in_process_job.h"
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <limits>
@@ -20,6 +21,19 @@ namespace {
 // The job's one parameter server as the client sees it: every call goes to
 // a LocalPsShard over the server's current core. Restart() puts a fresh,
 // unconfigured core behind it, as a restarted ps_server process is.
+// Heap memory standing for a piece of a shared region.
+class RetirableBuffer final : public SharedBuffer {
+ public:
+  explicit RetirableBuffer(int64_t elements) : values_(elements) {}
+  absl::Span<float> span() override { return absl::MakeSpan(values_); }
+  bool retired() const override { return retired_; }
+  void Retire() { retired_ = true; }
+
+ private:
+  std::vector<float> values_;
+  std::atomic<bool> retired_{false};
+};
+
 class RestartableShard final : public PsShard {
  public:
   explicit RestartableShard(ParameterServerCore* core) { Restart(core); }
@@ -44,9 +58,30 @@ class RestartableShard final : public PsShard {
   // From now on a push of a gradient computed at `version` or later fails
   // (Unavailable, as a connection reset would) without reaching the
   // server.
-  void FailPushesFrom(int64_t version) {
+  void FailPushesFrom(int64_t version, int64_t count) {
     MutexLock lock(&mu_);
     fail_pushes_from_ = version;
+    fail_pushes_left_ = count;
+  }
+
+  // From now on hands out memory as a server on this host shares it (heap
+  // memory here), and a push that fails from such memory retires it, as
+  // the shared-memory decorator does (the server might still read it).
+  void ShareMemory() {
+    MutexLock lock(&mu_);
+    share_ = true;
+  }
+  int shared_allocations() {
+    MutexLock lock(&mu_);
+    return shared_allocations_;
+  }
+  std::shared_ptr<SharedBuffer> AllocateShared(int64_t elements) override {
+    MutexLock lock(&mu_);
+    if (!share_) return nullptr;
+    auto buffer = std::make_shared<RetirableBuffer>(elements);
+    shared_.push_back(buffer);
+    ++shared_allocations_;
+    return buffer;
   }
   int64_t failed_pushes() {
     MutexLock lock(&mu_);
@@ -104,8 +139,12 @@ class RestartableShard final : public PsShard {
     bool fail = false;
     {
       MutexLock lock(&mu_);
-      fail = header.version() >= fail_pushes_from_;
-      if (fail) ++failed_pushes_;
+      fail = header.version() >= fail_pushes_from_ && fail_pushes_left_ > 0;
+      if (fail) {
+        ++failed_pushes_;
+        --fail_pushes_left_;
+        RetireSharedUnder(data);
+      }
     }
     if (fail) {
       return done(absl::UnavailableError("recvmsg: Connection reset by peer"));
@@ -151,6 +190,20 @@ class RestartableShard final : public PsShard {
   }
 
  private:
+  // Retires the shared memory `data` lies in.
+  void RetireSharedUnder(const std::vector<absl::Span<const float>>& data)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const std::weak_ptr<RetirableBuffer>& weak : shared_) {
+      std::shared_ptr<RetirableBuffer> buffer = weak.lock();
+      if (buffer == nullptr) continue;
+      const float* begin = buffer->span().data();
+      const float* end = begin + buffer->span().size();
+      for (absl::Span<const float> piece : data) {
+        if (piece.data() >= begin && piece.data() < end) buffer->Retire();
+      }
+    }
+  }
+
   std::shared_ptr<LocalPsShard> Current() {
     MutexLock lock(&mu_);
     return current_;
@@ -192,6 +245,10 @@ class RestartableShard final : public PsShard {
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   int64_t fail_pushes_from_ ABSL_GUARDED_BY(mu_) =
       std::numeric_limits<int64_t>::max();
+  int64_t fail_pushes_left_ ABSL_GUARDED_BY(mu_) = 0;
+  bool share_ ABSL_GUARDED_BY(mu_) = false;
+  int shared_allocations_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::weak_ptr<RetirableBuffer>> shared_ ABSL_GUARDED_BY(mu_);
   int64_t failed_pushes_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread pusher_;
 };
@@ -251,8 +308,16 @@ void InProcessJob::DeferPushes(absl::Duration delay) {
   static_cast<RestartableShard*>(shard_)->DeferPushes(delay);
 }
 
-void InProcessJob::FailPushesFrom(int64_t version) {
-  static_cast<RestartableShard*>(shard_)->FailPushesFrom(version);
+void InProcessJob::ShareMemory() {
+  static_cast<RestartableShard*>(shard_)->ShareMemory();
+}
+
+int InProcessJob::shared_allocations() const {
+  return static_cast<RestartableShard*>(shard_)->shared_allocations();
+}
+
+void InProcessJob::FailPushesFrom(int64_t version, int64_t count) {
+  static_cast<RestartableShard*>(shard_)->FailPushesFrom(version, count);
 }
 
 int64_t InProcessJob::failed_pushes() const {

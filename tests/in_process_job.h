@@ -7,6 +7,7 @@
 #ifndef PSFLOW_TESTS_IN_PROCESS_JOB_H_
 #define PSFLOW_TESTS_IN_PROCESS_JOB_H_
 
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -54,10 +55,17 @@ class InProcessJob {
   void DeferPushes(absl::Duration delay);
 
   // Makes every later push of a gradient computed at `version` (a global
-  // step) or later fail, Unavailable, without reaching the server; and how
-  // many did.
-  void FailPushesFrom(int64_t version);
+  // step) or later fail, Unavailable, without reaching the server (the
+  // first `count` of them); and how many did.
+  void FailPushesFrom(int64_t version,
+                      int64_t count = std::numeric_limits<int64_t>::max());
   int64_t failed_pushes() const;
+
+  // Makes the server hand out memory as one on the worker's host shares it
+  // (PsShard::AllocateShared; heap memory here): a push that fails from it
+  // retires it. How many runs were handed out so far.
+  void ShareMemory();
+  int shared_allocations() const;
 
   std::unique_ptr<ModelDefinition> definition;
   std::vector<LogicalVariable> variables;  // the model's, in order

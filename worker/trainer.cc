@@ -74,16 +74,68 @@ Trainer::Trainer(TrainerOptions options, TrainerParts parts)
   }
 }
 
+namespace {
+
+// Memory a server shares, as the host buffer the trainer's tensors use.
+class SharedHostBuffer final : public HostBuffer {
+ public:
+  explicit SharedHostBuffer(std::shared_ptr<SharedBuffer> shared)
+      : shared_(std::move(shared)) {}
+  absl::Span<float> span() override { return shared_->span(); }
+
+ private:
+  const std::shared_ptr<SharedBuffer> shared_;
+};
+
+}  // namespace
+
 absl::Status Trainer::AllocateBuffers() {
-  // From the device: page-locked on CUDA, so uploads of pulled parameters
-  // and downloads of gradients for the push run asynchronously.
   for (HostTensors* t : {&params_[0], &params_[1], &grads_[0], &grads_[1]}) {
-    for (const LogicalVariable& v : parts_.variables) {
-      ASSIGN_OR_RETURN(std::shared_ptr<HostBuffer> buffer,
-                       parts_.device->AllocateHost(v.num_elements()));
-      t->values.push_back(buffer->span());
-      t->buffers.push_back(std::move(buffer));
+    RETURN_IF_ERROR(AllocateTensors(*t));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::AllocateTensors(HostTensors& t) {
+  t = HostTensors();
+  // In place where the model reads and writes host memory (the CPU
+  // backend): about a tenth of the default MLP's step on a 2-core host
+  // went to copying its gradients into the region and its parameters out
+  // (bench/RESULTS.md, "Tensors in shared memory"). A device that copies
+  // anyway (CUDA) keeps its page-locked memory, whose uploads and
+  // downloads run asynchronously.
+  std::vector<std::shared_ptr<SharedBuffer>> shared(parts_.variables.size());
+  if (parts_.device->computes_on_host_memory()) {
+    std::vector<std::string> names;
+    for (const LogicalVariable& v : parts_.variables) names.push_back(v.name);
+    shared = parts_.client->AllocateShared(names);
+  }
+  for (size_t i = 0; i < parts_.variables.size(); ++i) {
+    std::shared_ptr<HostBuffer> buffer;
+    if (i < shared.size() && shared[i] != nullptr) {
+      buffer = std::make_shared<SharedHostBuffer>(shared[i]);
+      t.shared.push_back(shared[i]);
+    } else {
+      ASSIGN_OR_RETURN(buffer, parts_.device->AllocateHost(
+                                   parts_.variables[i].num_elements()));
     }
+    t.values.push_back(buffer->span());
+    t.buffers.push_back(std::move(buffer));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::ReplaceRetiredBuffers() {
+  for (HostTensors* t : {&params_[0], &params_[1], &grads_[0], &grads_[1]}) {
+    bool retired = false;
+    for (const auto& shared : t->shared) retired = retired || shared->retired();
+    if (!retired) continue;
+    // Its contents go: the step restarts from a fresh pull, and gradients
+    // are computed again.
+    LOG(WARNING) << "moving this worker's tensors to fresh memory: a "
+                    "server may still use the old (a call on it ended "
+                    "unanswered)";
+    RETURN_IF_ERROR(AllocateTensors(*t));
   }
   return absl::OkStatus();
 }
@@ -356,15 +408,17 @@ std::shared_ptr<PsHandle> Trainer::StartPull(
   return parts_.client->PullForStep(targets, worker_clock);
 }
 
-void Trainer::Restart() {
+absl::Status Trainer::Restart() {
   SettleBackground();  // a prefetch may be setting pull_
   (void)pull_.Wait();
   DropFusedPull();
+  RETURN_IF_ERROR(ReplaceRetiredBuffers());
   // Rows pulled before a failure or a restore are pulled again; SYNC drops
   // the step's batch, as it always did.
   DropRowPulls();
   if (sync_ && has_tables_) ReleaseBatch();
   pull_ = PsHandles(PullFor(params_[current_], 0, clock_, /*join=*/true));
+  return absl::OkStatus();
 }
 
 absl::Status Trainer::Run() {
@@ -497,7 +551,7 @@ absl::Status Trainer::Train() {
   while (true) {
     ASSIGN_OR_RETURN(const Next next, TrainOneStep(loop));
     if (next == Next::kStop) break;
-    if (next == Next::kRestart) Restart();
+    if (next == Next::kRestart) RETURN_IF_ERROR(Restart());
   }
   SettleBackground();
   if (background_ != nullptr) phases_.background = background_->busy();

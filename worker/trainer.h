@@ -204,6 +204,8 @@ class Trainer {
   struct HostTensors {
     std::vector<std::shared_ptr<HostBuffer>> buffers;  // own `values`
     std::vector<absl::Span<float>> values;
+    // Those of `buffers` that a server shares (calls copy nothing).
+    std::vector<std::shared_ptr<SharedBuffer>> shared;
   };
   // Progress since the last heartbeat.
   struct Window {
@@ -310,6 +312,14 @@ class Trainer {
   // Run() until it returns, with its calls possibly still in flight.
   absl::Status RunUntilDone();
   absl::Status AllocateBuffers();
+  // One set of buffers for every variable: where the device computes on
+  // host memory, in memory the servers share (ParameterClient::
+  // AllocateShared), so pulls and pushes copy nothing on this side; else
+  // the device's host memory.
+  absl::Status AllocateTensors(HostTensors& t);
+  // Buffers a call gave up on (a server may still use them) are replaced
+  // by fresh ones; for Restart, once its calls ended.
+  absl::Status ReplaceRetiredBuffers();
   std::vector<ParameterClient::Mutable> Targets(const HostTensors& t) const;
   std::vector<ParameterClient::Const> Sources(const HostTensors& t) const;
   // Tells the chief this worker starts stepping, and whether the job ended
@@ -344,7 +354,7 @@ class Trainer {
   // (max_rejected_pushes in a row) the error that ends the run.
   absl::Status OnRejected(const absl::Status& cause);
   // Drops the step in progress and pulls the model afresh.
-  void Restart();
+  absl::Status Restart();
   // A step done: counters, metrics, the progress line every `log_every`.
   void RecordStep(const Batch& batch, const BatchStats& stats, int log_every);
   // The heartbeat from inside the loop: true when the chief paused the job

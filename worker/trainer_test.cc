@@ -309,6 +309,30 @@ TEST_F(TrainerTest, AsyncTrainsToTheJobsTotalAndLearns) {
   EXPECT_GT(last.accuracy(), 0.9) << "the last window's batches";
 }
 
+// On the CPU backend a worker keeps its parameters and gradients in memory
+// its server shares, one run per set. A push that fails as if the server
+// might still read it (Unavailable) retires that memory: the worker moves
+// the set to fresh memory before it trains on, and still finishes the job.
+TEST_F(TrainerTest, TensorsAServerMayStillUseAreMovedToFreshMemory) {
+  for (const bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "push then pull" : "push, then pull");
+    ASSERT_NO_FATAL_FAILURE(SetUpJob(ASYNC, 60));
+    options_.push_then_pull = fused;
+    options_.recovery.chief_notice_time = absl::ZeroDuration();
+    options_.recovery.poll_interval = absl::Milliseconds(1);
+    job_->ShareMemory();
+    job_->FailPushesFrom(20, /*count=*/1);
+    Trainer trainer(options_, parts_);
+    ASSERT_OK(trainer.Run());
+    EXPECT_EQ(job_->failed_pushes(), 1);
+    // Two sets of parameters and two of gradients, then the set the failed
+    // push was sent from.
+    EXPECT_EQ(job_->shared_allocations(), 5);
+    EXPECT_GE(job_->core->Stats().updates_applied(), 60);
+    EXPECT_GT(job_->coordinator->LastReports()[0].accuracy(), 0.9);
+  }
+}
+
 // A lone async worker that pulls after its push is applied computes every
 // gradient on the parameters its previous one made: staleness 0, always.
 // Prefetching, it pulls the next parameters before pushing this step's
