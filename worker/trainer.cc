@@ -93,6 +93,17 @@ absl::Status Trainer::AllocateBuffers() {
   for (HostTensors* t : {&params_[0], &params_[1], &grads_[0], &grads_[1]}) {
     RETURN_IF_ERROR(AllocateTensors(*t));
   }
+  if (parts_.device->computes_on_host_memory()) {
+    const size_t shared = params_[0].shared.size();
+    LOG(INFO) << shared << " of " << parts_.variables.size()
+              << " variables' parameters and gradients are in memory their "
+                 "servers share"
+              << (shared == parts_.variables.size()
+                      ? " (pulls and pushes copy nothing in this worker)"
+                      : "; the others are copied (a server on another host, "
+                        "--shared_memory=false, or a variable split over "
+                        "servers)");
+  }
   return absl::OkStatus();
 }
 
