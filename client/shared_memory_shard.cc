@@ -204,6 +204,7 @@ void SharedMemoryShard::StartOffer() {
           // Kept even when closing, so that the destructor detaches it.
           session_ = answer->session();
           state_ = State::kAttached;
+          ever_attached_ = true;
           if (!closing_) {
             LOG(INFO) << "bulk data with " << name()
                       << " goes through shared memory";
@@ -245,8 +246,15 @@ std::shared_ptr<SharedBuffer> SharedMemoryShard::AllocateShared(
   if (elements <= 0) return nullptr;
   // A worker allocates right after configuring the server, when the offer
   // made at construction is usually answered; a little wait spares it a
-  // whole run of copies when it is not.
-  WaitForSharedMemory(absl::Seconds(5));
+  // whole run of copies when it is not. Later (a worker replacing memory a
+  // failed call gave up) a pending offer is not waited for: ordinary
+  // memory serves until the next restart.
+  bool first_offer = false;
+  {
+    MutexLock lock(&mu_);
+    first_offer = !ever_attached_;
+  }
+  if (first_offer) WaitForSharedMemory(absl::Seconds(5));
   const int64_t bytes = elements * static_cast<int64_t>(sizeof(float));
   MutexLock lock(&mu_);
   if (state_ != State::kAttached || closing_) return nullptr;

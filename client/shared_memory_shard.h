@@ -136,7 +136,8 @@ class SharedMemoryShard final : public PsShard {
 
   // A piece of the region held until the last reference goes, for calls in
   // place (see above); null before the server attached the region (waiting
-  // up to a few seconds for a pending offer), or when it is full.
+  // up to a few seconds for the first offer's answer), while a later offer
+  // is pending, or when the region is full.
   std::shared_ptr<SharedBuffer> AllocateShared(int64_t elements) override;
 
   // Waits until the offer is settled, at most `timeout`; returns whether
@@ -217,6 +218,7 @@ class SharedMemoryShard final : public PsShard {
   std::shared_ptr<SharedMemoryArena> arena_ ABSL_GUARDED_BY(mu_);
   State state_ ABSL_GUARDED_BY(mu_) = State::kOff;
   uint64_t session_ ABSL_GUARDED_BY(mu_) = 0;
+  bool ever_attached_ ABSL_GUARDED_BY(mu_) = false;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   // Offers and region calls whose callbacks have yet to run.
   int calls_in_flight_ ABSL_GUARDED_BY(mu_) = 0;

@@ -584,6 +584,24 @@ TEST_F(SharedMemoryShardTest,
   ASSERT_OK(pulled);
 }
 
+TEST_F(SharedMemoryShardTest, TheFirstAllocationWaitsForTheOffersAnswer) {
+  std::thread server([this] { AttachAsServer(); });
+  std::shared_ptr<SharedBuffer> buffer = shard_->AllocateShared(3);
+  server.join();
+  EXPECT_NE(buffer, nullptr);
+
+  // A later offer (the server forgot the session) leaves allocations to
+  // ordinary memory until it is answered.
+  shard_->PushBatch(PushOf("b", 3), {buffer->span()}, nullptr, Soon(),
+                    [](absl::StatusOr<PushBatchResponse>) {});
+  transport_->TakePush().done(MarkSharedMemoryLost(
+      absl::FailedPreconditionError("unknown shared-memory session")));
+  transport_->TakePush().done(Applied(1));  // the resend
+  EXPECT_EQ(shard_->AllocateShared(3), nullptr);
+  AttachAsServer();
+  EXPECT_NE(shard_->AllocateShared(3), nullptr);
+}
+
 TEST_F(SharedMemoryShardTest, NoSharedMemoryBeforeTheServerAttaches) {
   transport_->TakeOffer().done(
       absl::FailedPreconditionError("shared memory is disabled"));
