@@ -36,8 +36,9 @@ class SharedBuffer {
   virtual ~SharedBuffer() = default;
   virtual absl::Span<float> span() = 0;
   // A call on this memory ended while the server may still read or write
-  // it (a deadline, a cancel, a broken connection). The owner must stop
-  // using it once the calls it started have ended, and take fresh memory.
+  // it (a deadline, a cancel, a broken connection), or calls no longer
+  // carry it in place (its region was replaced). The owner must stop using
+  // it once the calls it started have ended, and take fresh memory.
   virtual bool retired() const = 0;
 };
 

@@ -7,6 +7,7 @@
 #ifndef PSFLOW_CLIENT_SHARED_MEMORY_ARENA_H_
 #define PSFLOW_CLIENT_SHARED_MEMORY_ARENA_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -40,6 +41,10 @@ class SharedMemoryArena {
   // Counts `bytes` of pieces that will never be freed (the owner gave up on
   // them); returns the total so far.
   int64_t CountRetired(int64_t bytes);
+  // Whether the owner replaced this region by a fresh one (calls no longer
+  // use it in place).
+  void MarkReplaced() { replaced_.store(true, std::memory_order_release); }
+  bool replaced() const { return replaced_.load(std::memory_order_acquire); }
 
  private:
   const std::unique_ptr<SharedMemoryRegion> region_;
@@ -48,6 +53,7 @@ class SharedMemoryArena {
   std::map<int64_t, int64_t> used_ ABSL_GUARDED_BY(mu_);  // offset -> bytes
   int64_t used_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t retired_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<bool> replaced_{false};
 };
 
 }  // namespace psflow

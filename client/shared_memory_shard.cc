@@ -51,8 +51,11 @@ class SharedMemoryShard::PinnedBuffer final : public SharedBuffer {
     return {lease_->values(),
             static_cast<size_t>(lease_->bytes) / sizeof(float)};
   }
+  // Also once its region was replaced: calls no longer use it in place,
+  // so its owner is better off with fresh memory from the new one.
   bool retired() const override {
-    return lease_->retired.load(std::memory_order_acquire);
+    return lease_->retired.load(std::memory_order_acquire) ||
+           lease_->arena->replaced();
   }
 
  private:
@@ -325,6 +328,7 @@ void SharedMemoryShard::RetirePiece(Lease& lease, const absl::Status& why) {
   if (!region.ok()) return;  // Keep the old one: its free pieces still work.
   LOG(WARNING) << "half of the shared memory with " << name()
                << " is held by calls that failed; offering a fresh region";
+  arena_->MarkReplaced();
   // The old region lives on while calls hold pieces of it; the server
   // forgets its session once idle.
   arena_ = std::make_shared<SharedMemoryArena>(*std::move(region));

@@ -405,6 +405,8 @@ TEST_F(SharedMemoryShardTest, ATimedOutPushFailsAndGivesUpItsPiece) {
 
 TEST_F(SharedMemoryShardTest, GivingUpHalfTheRegionOffersAFreshOne) {
   AttachAsServer();
+  std::shared_ptr<SharedBuffer> tensors = shard_->AllocateShared(16);
+  ASSERT_NE(tensors, nullptr);
   // Each pull takes a quarter of the region; three time out.
   const int64_t quarter = kRegionBytes / 4 / sizeof(float) - 1024;
   std::vector<std::vector<float>> out(3, std::vector<float>(quarter));
@@ -416,8 +418,14 @@ TEST_F(SharedMemoryShardTest, GivingUpHalfTheRegionOffersAFreshOne) {
     pull.done(absl::DeadlineExceededError("too slow"));
   }
   EXPECT_EQ(transport_->pending_offers(), 1) << "a fresh region";
+  // Memory of the old region is no longer carried in place: its owner is
+  // told to take fresh memory.
+  EXPECT_TRUE(tensors->retired());
   AttachAsServer();
   EXPECT_EQ(shard_->shared_memory_bytes_held(), 0) << "the new region";
+  std::shared_ptr<SharedBuffer> fresh = shard_->AllocateShared(16);
+  ASSERT_NE(fresh, nullptr);
+  EXPECT_FALSE(fresh->retired());
 }
 
 // A worker's tensors in memory from AllocateShared: the server reads and

@@ -145,7 +145,7 @@ absl::Status Trainer::ReplaceRetiredBuffers() {
     // are computed again.
     LOG(WARNING) << "moving this worker's tensors to fresh memory: a "
                     "server may still use the old (a call on it ended "
-                    "unanswered)";
+                    "unanswered), or its region was replaced";
     RETURN_IF_ERROR(AllocateTensors(*t));
   }
   return absl::OkStatus();
