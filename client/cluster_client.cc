@@ -34,9 +34,11 @@ std::unique_ptr<ParameterClient> ConnectToParameterServers(
     // are only touched as they are used.
     int64_t region_bytes = kDefaultSharedMemoryBytes;
     if (index >= 0 && index < static_cast<int>(placement.bytes_per_ps.size())) {
-      region_bytes = std::min(
-          kMaxSharedMemoryRegionBytes,
-          region_bytes + kSharedTensorSets * placement.bytes_per_ps[index]);
+      // Capped first, so that no model size can overflow the sum.
+      const int64_t tensors =
+          std::min(kMaxSharedMemoryRegionBytes, placement.bytes_per_ps[index]);
+      region_bytes = std::min(kMaxSharedMemoryRegionBytes,
+                              region_bytes + kSharedTensorSets * tensors);
     }
     shards.push_back(ConnectPsShard(address,
                                     absl::StrCat("ps-", index, " at ", address),

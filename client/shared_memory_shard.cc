@@ -259,17 +259,21 @@ std::shared_ptr<SharedBuffer> SharedMemoryShard::AllocateShared(
   }
   if (first_offer) WaitForSharedMemory(absl::Seconds(5));
   const int64_t bytes = elements * static_cast<int64_t>(sizeof(float));
-  MutexLock lock(&mu_);
-  if (state_ != State::kAttached || closing_) return nullptr;
-  std::optional<int64_t> offset = arena_->Allocate(bytes);
-  if (!offset.has_value()) return nullptr;
-  auto lease = std::make_shared<Lease>(arena_, session_, *offset, bytes);
-  // Zero-filled, as other host buffers are (the piece may have been used).
-  std::fill_n(lease->values(), elements, 0.0f);
-  for (auto it = pinned_.begin(); it != pinned_.end();) {
-    it = it->second.expired() ? pinned_.erase(it) : std::next(it);
+  std::shared_ptr<Lease> lease;
+  {
+    MutexLock lock(&mu_);
+    if (state_ != State::kAttached || closing_) return nullptr;
+    std::optional<int64_t> offset = arena_->Allocate(bytes);
+    if (!offset.has_value()) return nullptr;
+    lease = std::make_shared<Lease>(arena_, session_, *offset, bytes);
+    for (auto it = pinned_.begin(); it != pinned_.end();) {
+      it = it->second.expired() ? pinned_.erase(it) : std::next(it);
+    }
+    pinned_[reinterpret_cast<uintptr_t>(lease->values())] = lease;
   }
-  pinned_[reinterpret_cast<uintptr_t>(lease->values())] = lease;
+  // Zero-filled, as other host buffers are (the piece may have been used);
+  // outside the lock, which calls take.
+  std::fill_n(lease->values(), elements, 0.0f);
   return std::make_shared<PinnedBuffer>(std::move(lease));
 }
 
@@ -381,6 +385,17 @@ void SharedMemoryShard::PullBatch(
   PullVia(header, std::move(out), deadline, std::move(done), std::move(lease));
 }
 
+void SharedMemoryShard::FailPull(
+    std::shared_ptr<Lease> lease, const absl::Status& status,
+    const std::function<void(absl::StatusOr<PullBatchResponse>)>& done) {
+  if (ServerMayStillUse(status.code())) RetirePiece(*lease, status);
+  // The piece goes back before `done` runs, so a caller that waits for it
+  // finds the region as it was.
+  lease.reset();
+  done(status);
+  CallEnded();
+}
+
 absl::Status SharedMemoryShard::AllPartsAnswered(
     const PullBatchResponse& answer, size_t parts) const {
   if (answer.versions_size() == static_cast<int>(parts)) {
@@ -422,10 +437,7 @@ void SharedMemoryShard::PullInPlace(
           // Not resent, even on Unavailable: a first attempt that reached
           // the server may still write this memory, which the caller must
           // leave first (SharedBuffer::retired).
-          if (ServerMayStillUse(status.code())) RetirePiece(*lease, status);
-          lease.reset();
-          done(status);
-          return CallEnded();
+          return FailPull(std::move(lease), status, done);
         }
         if (absl::Status whole = AllPartsAnswered(*answer, out.size());
             !whole.ok()) {
@@ -471,12 +483,7 @@ void SharedMemoryShard::PullVia(
                                   std::move(done));
             return CallEnded();
           }
-          if (ServerMayStillUse(status.code())) RetirePiece(*lease, status);
-          // The piece goes back before `done` runs, so a caller that waits
-          // for it finds the region as it was.
-          lease.reset();
-          done(status);
-          return CallEnded();
+          return FailPull(std::move(lease), status, done);
         }
         if (absl::Status whole = AllPartsAnswered(*answer, out.size());
             !whole.ok()) {

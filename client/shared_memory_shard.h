@@ -191,6 +191,12 @@ class SharedMemoryShard final : public PsShard {
                std::shared_ptr<const void> owner, absl::Time deadline,
                std::function<void(absl::StatusOr<PushBatchResponse>)> done,
                std::shared_ptr<Lease> lease);
+  // Ends a pull through the region that failed with `status`: its memory
+  // is given up when the server may still write it; then `done`, then the
+  // call's end.
+  void FailPull(
+      std::shared_ptr<Lease> lease, const absl::Status& status,
+      const std::function<void(absl::StatusOr<PullBatchResponse>)>& done);
   // InternalError unless the answer has a version for each of `parts`.
   absl::Status AllPartsAnswered(const PullBatchResponse& answer,
                                 size_t parts) const;

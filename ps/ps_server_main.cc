@@ -140,6 +140,18 @@ absl::StatusOr<PathConfinement> CheckpointRootFromFlag() {
   return confinement;
 }
 
+// A "seconds, 0 for never" flag into `limit` (left as it is for 0); false,
+// logged, for a negative value.
+bool ReadTimeoutFlag(const char* name, int seconds, absl::Duration& limit) {
+  if (seconds < 0) {
+    LOG(ERROR) << "--" << name << "=" << seconds
+               << " is negative; use seconds, or 0 for never";
+    return false;
+  }
+  if (seconds > 0) limit = absl::Seconds(seconds);
+  return true;
+}
+
 int Run() {
   absl::StatusOr<TfConfig> role_config = LoadRoleConfig(
       absl::GetFlag(FLAGS_tf_config), TaskType::kPs, "ps_server");
@@ -189,19 +201,11 @@ int Run() {
                << " is out of range; use 0 (this host's cores) to 256";
     return 1;
   }
-  if (const int chief_timeout = absl::GetFlag(FLAGS_chief_timeout_s);
-      chief_timeout > 0) {
-    options.chief_silence_limit = absl::Seconds(chief_timeout);
-  } else if (chief_timeout < 0) {
-    LOG(ERROR) << "--chief_timeout_s=" << chief_timeout
-               << " is negative; use seconds, or 0 for never";
-    return 1;
-  }
-  if (const int startup = absl::GetFlag(FLAGS_startup_timeout_s); startup > 0) {
-    options.first_chief_limit = absl::Seconds(startup);
-  } else if (startup < 0) {
-    LOG(ERROR) << "--startup_timeout_s=" << startup
-               << " is negative; use seconds, or 0 for never";
+  if (!ReadTimeoutFlag("chief_timeout_s", absl::GetFlag(FLAGS_chief_timeout_s),
+                       options.chief_silence_limit) ||
+      !ReadTimeoutFlag("startup_timeout_s",
+                       absl::GetFlag(FLAGS_startup_timeout_s),
+                       options.first_chief_limit)) {
     return 1;
   }
   if (const int takeover = absl::GetFlag(FLAGS_chief_takeover_s);

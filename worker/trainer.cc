@@ -110,9 +110,9 @@ absl::Status Trainer::AllocateBuffers() {
 absl::Status Trainer::AllocateTensors(HostTensors& t) {
   t = HostTensors();
   // In place where the model reads and writes host memory (the CPU
-  // backend): about a tenth of the default MLP's step on a 2-core host
-  // went to copying its gradients into the region and its parameters out
-  // (bench/RESULTS.md, "Tensors in shared memory"). A device that copies
+  // backend): copying the gradients into the region and the parameters
+  // out cost the default job on a 2-core host about a tenth of its wall
+  // time (bench/RESULTS.md, "Tensors in shared memory"). A device that copies
   // anyway (CUDA) keeps its page-locked memory, whose uploads and
   // downloads run asynchronously.
   std::vector<std::shared_ptr<SharedBuffer>> shared(parts_.variables.size());
