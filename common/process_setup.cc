@@ -45,13 +45,3 @@ void StartRoleProcess(int argc, char** argv, absl::string_view usage,
 }
 
 }  // namespace psflow
-
-// Under LeakSanitizer (the asan builds of the role binaries): OpenSSL
-// objects that gRPC's TLS still holds when a role process exits are
-// sometimes reported as leaked, from libcrypto's allocator alone with no
-// psflow frame on the stack (1 run in 5-10 of a whole job; the memory goes
-// back with the process). Left: finding which gRPC object outlives main.
-// Without LeakSanitizer the runtime never calls this.
-extern "C" const char* __lsan_default_suppressions() {
-  return "leak:libcrypto.so\n";
-}
