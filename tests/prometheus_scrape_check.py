@@ -13,6 +13,7 @@ Exit status 0 when every check passed.
 import argparse
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -29,6 +30,24 @@ DEADLINE_S = 600  # a bound on a hung run, not a speed requirement
 
 
 def free_port():
+    """A free port outside the kernel's ephemeral range, as psflow's own
+    launchers pick (common/free_port.h): no outgoing connection can take it
+    before Prometheus binds it."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(x) for x in f.read().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    candidates = [p for p in range(10000, 65536) if p < low or p > high]
+    rng = random.SystemRandom()
+    for _ in range(256 if len(candidates) >= 1024 else 0):
+        port = rng.choice(candidates)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
