@@ -107,8 +107,8 @@ absl::StatusOr<std::vector<int>> PickFreePorts(int count) {
   absl::Status error;
   // Random picks, so that launchers starting at once rarely try the same
   // ports; a bounded number of tries, then the kernel's choice.
-  for (int attempt = 0; static_cast<int>(ports.size()) < count &&
-                        error.ok() && attempt < 64 * count + 64;
+  for (int attempt = 0; static_cast<int>(ports.size()) < count && error.ok() &&
+                        attempt < 64 * count + 64;
        ++attempt) {
     if (candidates == 0) break;
     int index = absl::Uniform(random, 0, candidates);

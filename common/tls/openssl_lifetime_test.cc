@@ -47,8 +47,7 @@ void ExitWhileAThreadUsesOpenSsl() {
 
 TEST(OpenSslLifetimeTest, ThreadsMayUseOpenSslWhileTheProcessExits) {
   ASSERT_TRUE(KeepOpenSslUntilProcessExit());
-  EXPECT_EXIT(ExitWhileAThreadUsesOpenSsl(), ::testing::ExitedWithCode(0),
-              "");
+  EXPECT_EXIT(ExitWhileAThreadUsesOpenSsl(), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
