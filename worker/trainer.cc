@@ -141,6 +141,15 @@ absl::Status Trainer::ReplaceRetiredBuffers() {
     bool retired = false;
     for (const auto& shared : t->shared) retired = retired || shared->retired();
     if (!retired) continue;
+    // A push may still be sending this set of gradients (a restart after a
+    // rejected push does not wait for the other slot's push, as a recovery
+    // does): its parts in ordinary memory go out without a copy, so the
+    // set is freed only once the push let go of it.
+    for (int slot = 0; slot < 2; ++slot) {
+      if (t == &grads_[slot] && pushes_[slot] != nullptr) {
+        (void)pushes_[slot]->Wait();  // its outcome is read as before
+      }
+    }
     // Its contents go: the step restarts from a fresh pull, and gradients
     // are computed again.
     LOG(WARNING) << "moving this worker's tensors to fresh memory: a "
@@ -478,6 +487,9 @@ absl::Status Trainer::RunUntilDone() {
     for (auto& push : pushes_) push = nullptr;
     for (auto& push : row_pushes_) push = nullptr;
     DropRowPulls();
+    // Memory the last run's failed calls left to a server is not trained
+    // in again (Train() waited for every push).
+    RETURN_IF_ERROR(ReplaceRetiredBuffers());
   }
 }
 

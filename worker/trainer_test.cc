@@ -888,6 +888,48 @@ TEST_F(TrainerTest, AWorkerTrainsAgainWhenTheModelIsRestoredAfterItsLastStep) {
   }
 }
 
+// A push past the job's total that fails unanswered leaves its gradients
+// to the server; when a restore has the worker train again, that memory is
+// replaced before the new run computes in it.
+TEST_F(TrainerTest, ARunAfterARestoreTrainsInFreshMemory) {
+  prefetch_ = TrainingConfig::ALWAYS;
+  ASSERT_NO_FATAL_FAILURE(SetUpJob(ASYNC, 25));
+  StopChief();  // this test plays the chief
+  job_->ShareMemory();
+  // Only the step past the total computes at global step 24 (a lone
+  // prefetching worker's gradients are one update stale).
+  job_->FailPushesFrom(24, /*count=*/1);
+  CheckpointManagerOptions checkpoints;
+  checkpoints.directory =
+      JoinPath(::testing::TempDir(), "fresh_memory_after_restore");
+  checkpoints.mode = ASYNC;
+  checkpoints.optimizer = options_.spec.ps_config().optimizer();
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<CheckpointManager> manager,
+      CheckpointManager::Create(checkpoints, job_->client.get()));
+  ASSERT_OK_AND_ASSIGN(SavedCheckpoint initial, manager->Save());
+
+  Trainer trainer(options_, parts_);
+  absl::Status result;
+  std::thread run([&] { result = trainer.Run(); });
+  JobCoordinator& chief = *job_->coordinator;
+  WaitUntilFinished(chief);
+  EXPECT_EQ(job_->failed_pushes(), 1);
+  EXPECT_EQ(job_->shared_allocations(), 4);  // two sets of each
+  ASSERT_TRUE(chief.Pause("a parameter server was lost"));
+  ASSERT_OK_AND_ASSIGN(int64_t step,
+                       RestoreCheckpoint(initial.path, checkpoints.optimizer,
+                                         *job_->client, absl::Seconds(30)));
+  chief.Resume(step);
+  WaitUntilFinished(chief);
+  chief.Succeed();
+  run.join();
+  ASSERT_OK(result);
+  // The set the failed push was sent from, replaced for the second run.
+  EXPECT_EQ(job_->shared_allocations(), 5);
+  EXPECT_GE(job_->core->Stats().updates_applied(), 2 * 25 * 2 - 2);
+}
+
 TEST_F(TrainerTest, AJobThatAlreadySucceededIsNothingToDo) {
   SetUpJob(ASYNC, 60);
   job_->coordinator->Succeed();
