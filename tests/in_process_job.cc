@@ -60,8 +60,7 @@ class RestartableShard final : public PsShard {
   // server.
   void FailPushesFrom(int64_t version, int64_t count) {
     MutexLock lock(&mu_);
-    fail_pushes_from_ = version;
-    fail_pushes_left_ = count;
+    fail_rules_.push_back(FailRule{version, count});
   }
 
   // From now on hands out memory as a server on this host shares it (heap
@@ -75,9 +74,18 @@ class RestartableShard final : public PsShard {
     MutexLock lock(&mu_);
     return shared_allocations_;
   }
+  void RefuseSharedAllocations(int after, int count) {
+    MutexLock lock(&mu_);
+    refuse_after_ = after;
+    refuse_shared_ = count;
+  }
   std::shared_ptr<SharedBuffer> AllocateShared(int64_t elements) override {
     MutexLock lock(&mu_);
     if (!share_) return nullptr;
+    if (shared_allocations_ >= refuse_after_ && refuse_shared_ > 0) {
+      --refuse_shared_;
+      return nullptr;
+    }
     auto buffer = std::make_shared<RetirableBuffer>(elements);
     shared_.push_back(buffer);
     ++shared_allocations_;
@@ -139,10 +147,15 @@ class RestartableShard final : public PsShard {
     bool fail = false;
     {
       MutexLock lock(&mu_);
-      fail = header.version() >= fail_pushes_from_ && fail_pushes_left_ > 0;
+      for (FailRule& rule : fail_rules_) {
+        if (header.version() >= rule.from && rule.left > 0) {
+          --rule.left;
+          fail = true;
+          break;
+        }
+      }
       if (fail) {
         ++failed_pushes_;
-        --fail_pushes_left_;
         RetireSharedUnder(data);
       }
     }
@@ -243,11 +256,16 @@ class RestartableShard final : public PsShard {
   absl::Duration push_delay_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
   std::deque<Deferred> deferred_ ABSL_GUARDED_BY(mu_);
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t fail_pushes_from_ ABSL_GUARDED_BY(mu_) =
-      std::numeric_limits<int64_t>::max();
-  int64_t fail_pushes_left_ ABSL_GUARDED_BY(mu_) = 0;
+  // FailPushesFrom's, each used up on its own.
+  struct FailRule {
+    int64_t from;
+    int64_t left;
+  };
+  std::vector<FailRule> fail_rules_ ABSL_GUARDED_BY(mu_);
   bool share_ ABSL_GUARDED_BY(mu_) = false;
   int shared_allocations_ ABSL_GUARDED_BY(mu_) = 0;
+  int refuse_after_ ABSL_GUARDED_BY(mu_) = 0;
+  int refuse_shared_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::weak_ptr<RetirableBuffer>> shared_ ABSL_GUARDED_BY(mu_);
   int64_t failed_pushes_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread pusher_;
@@ -310,6 +328,10 @@ void InProcessJob::DeferPushes(absl::Duration delay) {
 
 void InProcessJob::ShareMemory() {
   static_cast<RestartableShard*>(shard_)->ShareMemory();
+}
+
+void InProcessJob::RefuseSharedAllocations(int after, int count) {
+  static_cast<RestartableShard*>(shard_)->RefuseSharedAllocations(after, count);
 }
 
 int InProcessJob::shared_allocations() const {

@@ -56,7 +56,8 @@ class InProcessJob {
 
   // Makes every later push of a gradient computed at `version` (a global
   // step) or later fail, Unavailable, without reaching the server (the
-  // first `count` of them); and how many did.
+  // first `count` of them); and how many did. Each call adds a rule with
+  // its own count.
   void FailPushesFrom(int64_t version,
                       int64_t count = std::numeric_limits<int64_t>::max());
   int64_t failed_pushes() const;
@@ -66,6 +67,10 @@ class InProcessJob {
   // retires it. How many runs were handed out so far.
   void ShareMemory();
   int shared_allocations() const;
+  // Once `after` shared allocations succeeded, the next `count` find no
+  // memory (a region still being offered): the worker gets ordinary memory
+  // for them.
+  void RefuseSharedAllocations(int after, int count);
 
   std::unique_ptr<ModelDefinition> definition;
   std::vector<LogicalVariable> variables;  // the model's, in order

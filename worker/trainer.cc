@@ -93,6 +93,7 @@ absl::Status Trainer::AllocateBuffers() {
   for (HostTensors* t : {&params_[0], &params_[1], &grads_[0], &grads_[1]}) {
     RETURN_IF_ERROR(AllocateTensors(*t));
   }
+  shared_per_set_ = params_[0].shared.size();
   if (parts_.device->computes_on_host_memory()) {
     const size_t shared = params_[0].shared.size();
     LOG(INFO) << shared << " of " << parts_.variables.size()
@@ -140,7 +141,11 @@ absl::Status Trainer::ReplaceRetiredBuffers() {
   for (HostTensors* t : {&params_[0], &params_[1], &grads_[0], &grads_[1]}) {
     bool retired = false;
     for (const auto& shared : t->shared) retired = retired || shared->retired();
-    if (!retired) continue;
+    // A set an earlier replacement had to place in ordinary memory (the
+    // server's fresh region was still being offered) is tried again, or it
+    // would copy on every call for the rest of the job.
+    const bool copying = t->shared.size() < shared_per_set_;
+    if (!retired && !copying) continue;
     // A push may still be sending this set of gradients (a restart after a
     // rejected push does not wait for the other slot's push, as a recovery
     // does): its parts in ordinary memory go out without a copy, so the
@@ -152,10 +157,18 @@ absl::Status Trainer::ReplaceRetiredBuffers() {
     }
     // Its contents go: the step restarts from a fresh pull, and gradients
     // are computed again.
-    LOG(WARNING) << "moving this worker's tensors to fresh memory: a "
-                    "server may still use the old (a call on it ended "
-                    "unanswered), or its region was replaced";
+    if (retired) {
+      LOG(WARNING) << "moving this worker's tensors to fresh memory: a "
+                      "server may still use the old (a call on it ended "
+                      "unanswered), or its region was replaced";
+    }
     RETURN_IF_ERROR(AllocateTensors(*t));
+    if (t->shared.size() < shared_per_set_) {
+      LOG(WARNING) << t->shared.size() << " of " << shared_per_set_
+                   << " variables of a set of this worker's tensors are in "
+                      "memory a server shares (its region is not ready); "
+                      "the others are copied until the next restart";
+    }
   }
   return absl::OkStatus();
 }

@@ -318,7 +318,8 @@ class Trainer {
   // the device's host memory.
   absl::Status AllocateTensors(HostTensors& t);
   // Buffers a call gave up on (a server may still use them) are replaced
-  // by fresh ones; for Restart, once its calls ended.
+  // by fresh ones, and a set that got ordinary memory where the first got
+  // shared memory asks again; for Restart, once its calls ended.
   absl::Status ReplaceRetiredBuffers();
   std::vector<ParameterClient::Mutable> Targets(const HostTensors& t) const;
   std::vector<ParameterClient::Const> Sources(const HostTensors& t) const;
@@ -410,6 +411,9 @@ class Trainer {
   // the next step computes; a buffer is reused only after its push ended.
   // A step's rows push (its gradients copied when it starts) shares the
   // dense push's slot, so at most two of each are in flight.
+  // How many variables of a set of tensors the first allocation placed in
+  // memory a server shares: what a replaced set should get back.
+  size_t shared_per_set_ = 0;
   std::shared_ptr<PsHandle> pushes_[2];
   std::shared_ptr<RowsHandle> row_pushes_[2];
   // This step's parameters (SYNC: in groups, in forward order).

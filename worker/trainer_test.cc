@@ -333,6 +333,28 @@ TEST_F(TrainerTest, TensorsAServerMayStillUseAreMovedToFreshMemory) {
   }
 }
 
+// A replacement that finds the server's region not ready yet places that
+// set in ordinary memory; the next restart moves it back into shared
+// memory rather than copying on every call for the rest of the job.
+TEST_F(TrainerTest, ASetPlacedInOrdinaryMemoryGoesBackToSharedMemory) {
+  ASSERT_NO_FATAL_FAILURE(SetUpJob(ASYNC, 60));
+  options_.push_then_pull = false;
+  options_.recovery.chief_notice_time = absl::ZeroDuration();
+  options_.recovery.poll_interval = absl::Milliseconds(1);
+  job_->ShareMemory();
+  job_->RefuseSharedAllocations(/*after=*/4, /*count=*/1);
+  // Two failed pushes far apart, each a restart: the first replaces its
+  // set (into ordinary memory: refused), the second replaces its own and
+  // retries the first.
+  job_->FailPushesFrom(20, /*count=*/1);
+  job_->FailPushesFrom(40, /*count=*/1);
+  Trainer trainer(options_, parts_);
+  ASSERT_OK(trainer.Run());
+  EXPECT_EQ(job_->failed_pushes(), 2);
+  EXPECT_EQ(job_->shared_allocations(), 4 + 2);
+  EXPECT_GE(job_->core->Stats().updates_applied(), 60);
+}
+
 // A lone async worker that pulls after its push is applied computes every
 // gradient on the parameters its previous one made: staleness 0, always.
 // Prefetching, it pulls the next parameters before pushing this step's
