@@ -314,8 +314,22 @@ std::optional<SharedMemoryShard::InPlace> SharedMemoryShard::FindInPlace(
   return in_place;
 }
 
+void SharedMemoryShard::Close() {
+  {
+    MutexLock lock(&mu_);
+    closed_ = true;
+  }
+  transport_->Close();
+}
+
 void SharedMemoryShard::RetirePiece(Lease& lease, const absl::Status& why) {
   if (lease.retired.exchange(true, std::memory_order_acq_rel)) return;
+  {
+    // After Close() every call is cancelled; the job is over, so neither a
+    // warning per call nor a fresh region is of use.
+    MutexLock lock(&mu_);
+    if (closed_) return;
+  }
   LOG(WARNING) << name() << ": a call ended with " << why.message()
                << "; keeping its " << lease.bytes
                << " bytes of shared memory out of use, as the server may "

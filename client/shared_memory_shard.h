@@ -98,7 +98,9 @@ class SharedMemoryShard final : public PsShard {
   }
 
   void CancelInFlight() override { transport_->CancelInFlight(); }
-  void Close() override { transport_->Close(); }
+  // The job is over: calls cancelled from now on still give up their
+  // memory, but quietly, and no fresh region is offered for them.
+  void Close() override;
 
   // Rows always travel over the transport: a rows request is small next to
   // dense chunks, and its ids must be read by the server anyway.
@@ -226,6 +228,7 @@ class SharedMemoryShard final : public PsShard {
   uint64_t session_ ABSL_GUARDED_BY(mu_) = 0;
   bool ever_attached_ ABSL_GUARDED_BY(mu_) = false;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;  // Close() was called
   // Offers and region calls whose callbacks have yet to run.
   int calls_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   // AllocateShared's pieces by first address (expired ones pruned as new

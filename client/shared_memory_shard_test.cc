@@ -428,6 +428,26 @@ TEST_F(SharedMemoryShardTest, GivingUpHalfTheRegionOffersAFreshOne) {
   EXPECT_FALSE(fresh->retired());
 }
 
+// Once the job is over (Close), calls end cancelled: their memory is still
+// kept from reuse, but no fresh region is offered for it.
+TEST_F(SharedMemoryShardTest, AfterCloseCancelledCallsOfferNoFreshRegion) {
+  AttachAsServer();
+  shard_->Close();
+  const int64_t quarter = kRegionBytes / 4 / sizeof(float) - 1024;
+  std::vector<std::vector<float>> out(3, std::vector<float>(quarter));
+  for (int i = 0; i < 3; ++i) {
+    shard_->PullBatch(PullOf("w", quarter), {absl::MakeSpan(out[i])}, Soon(),
+                      [](absl::StatusOr<PullBatchResponse>) {});
+    ScriptedTransport::Pull pull = transport_->TakePull();
+    ASSERT_TRUE(pull.header.has_shared()) << "pull " << i;
+    pull.done(absl::CancelledError("closed"));
+  }
+  EXPECT_EQ(transport_->pending_offers(), 0) << "no fresh region";
+  EXPECT_GE(shard_->shared_memory_bytes_held(),
+            3 * quarter * static_cast<int64_t>(sizeof(float)))
+      << "the pieces stay out of use";
+}
+
 // A worker's tensors in memory from AllocateShared: the server reads and
 // writes that memory itself, and nothing is copied on the client.
 TEST_F(SharedMemoryShardTest, TensorsInSharedMemoryTravelWithoutACopy) {
