@@ -261,6 +261,18 @@ class SharedMemoryShardTest : public ::testing::Test {
     return session.value_or(0);
   }
 
+  // Three pulls of a quarter of the region each, all ended with `status`.
+  void EndThreeQuarterPulls(const absl::Status& status) {
+    std::vector<std::vector<float>> out(3, std::vector<float>(kQuarterFloats));
+    for (int i = 0; i < 3; ++i) {
+      shard_->PullBatch(PullOf("w", kQuarterFloats), {absl::MakeSpan(out[i])},
+                        Soon(), [](absl::StatusOr<PullBatchResponse>) {});
+      ScriptedTransport::Pull pull = transport_->TakePull();
+      ASSERT_TRUE(pull.header.has_shared()) << "pull " << i;
+      pull.done(status);
+    }
+  }
+
   // The values a region-backed call names, as the server sees them.
   absl::Span<float> RegionValues(const SharedPayload& shared, int64_t n) {
     absl::StatusOr<SharedMemorySessions::Payload> payload =
@@ -271,6 +283,9 @@ class SharedMemoryShardTest : public ::testing::Test {
   }
 
   static constexpr int64_t kRegionBytes = 1 << 20;
+  // Floats in a pull that takes about a quarter of the region.
+  static constexpr int64_t kQuarterFloats =
+      kRegionBytes / 4 / sizeof(float) - 1024;
   std::shared_ptr<ScriptedTransport::Log> log_ =
       std::make_shared<ScriptedTransport::Log>();
   SharedMemorySessions sessions_{SharedMemorySessions::Options{}};
@@ -408,15 +423,8 @@ TEST_F(SharedMemoryShardTest, GivingUpHalfTheRegionOffersAFreshOne) {
   std::shared_ptr<SharedBuffer> tensors = shard_->AllocateShared(16);
   ASSERT_NE(tensors, nullptr);
   // Each pull takes a quarter of the region; three time out.
-  const int64_t quarter = kRegionBytes / 4 / sizeof(float) - 1024;
-  std::vector<std::vector<float>> out(3, std::vector<float>(quarter));
-  for (int i = 0; i < 3; ++i) {
-    shard_->PullBatch(PullOf("w", quarter), {absl::MakeSpan(out[i])}, Soon(),
-                      [](absl::StatusOr<PullBatchResponse>) {});
-    ScriptedTransport::Pull pull = transport_->TakePull();
-    ASSERT_TRUE(pull.header.has_shared()) << "pull " << i;
-    pull.done(absl::DeadlineExceededError("too slow"));
-  }
+  ASSERT_NO_FATAL_FAILURE(
+      EndThreeQuarterPulls(absl::DeadlineExceededError("too slow")));
   EXPECT_EQ(transport_->pending_offers(), 1) << "a fresh region";
   // Memory of the old region is no longer carried in place: its owner is
   // told to take fresh memory.
@@ -433,18 +441,10 @@ TEST_F(SharedMemoryShardTest, GivingUpHalfTheRegionOffersAFreshOne) {
 TEST_F(SharedMemoryShardTest, AfterCloseCancelledCallsOfferNoFreshRegion) {
   AttachAsServer();
   shard_->Close();
-  const int64_t quarter = kRegionBytes / 4 / sizeof(float) - 1024;
-  std::vector<std::vector<float>> out(3, std::vector<float>(quarter));
-  for (int i = 0; i < 3; ++i) {
-    shard_->PullBatch(PullOf("w", quarter), {absl::MakeSpan(out[i])}, Soon(),
-                      [](absl::StatusOr<PullBatchResponse>) {});
-    ScriptedTransport::Pull pull = transport_->TakePull();
-    ASSERT_TRUE(pull.header.has_shared()) << "pull " << i;
-    pull.done(absl::CancelledError("closed"));
-  }
+  ASSERT_NO_FATAL_FAILURE(EndThreeQuarterPulls(absl::CancelledError("closed")));
   EXPECT_EQ(transport_->pending_offers(), 0) << "no fresh region";
   EXPECT_GE(shard_->shared_memory_bytes_held(),
-            3 * quarter * static_cast<int64_t>(sizeof(float)))
+            3 * kQuarterFloats * static_cast<int64_t>(sizeof(float)))
       << "the pieces stay out of use";
 }
 

@@ -95,11 +95,10 @@ absl::Status Trainer::AllocateBuffers() {
   }
   shared_per_set_ = params_[0].shared.size();
   if (parts_.device->computes_on_host_memory()) {
-    const size_t shared = params_[0].shared.size();
-    LOG(INFO) << shared << " of " << parts_.variables.size()
+    LOG(INFO) << shared_per_set_ << " of " << parts_.variables.size()
               << " variables' parameters and gradients are in memory their "
                  "servers share"
-              << (shared == parts_.variables.size()
+              << (shared_per_set_ == parts_.variables.size()
                       ? " (pulls and pushes copy nothing in this worker)"
                       : "; the others are copied (a server on another host, "
                         "--shared_memory=false, or a variable split over "

@@ -119,6 +119,32 @@ class TrainerTest : public ::testing::Test {
     stop_chief_ = true;
     if (chief_.joinable()) chief_.join();
   }
+  // For a test that plays the chief: saves the model at step 0 into the
+  // temporary directory `name` and sets `path` to the checkpoint.
+  void SaveFirstCheckpoint(const std::string& name, UpdateMode mode,
+                           std::string& path) {
+    CheckpointManagerOptions checkpoints;
+    checkpoints.directory = JoinPath(::testing::TempDir(), name);
+    checkpoints.mode = mode;
+    checkpoints.optimizer = options_.spec.ps_config().optimizer();
+    ASSERT_OK_AND_ASSIGN(
+        std::unique_ptr<CheckpointManager> manager,
+        CheckpointManager::Create(checkpoints, job_->client.get()));
+    ASSERT_OK_AND_ASSIGN(SavedCheckpoint initial, manager->Save());
+    ASSERT_EQ(initial.step, 0);
+    path = initial.path;
+  }
+  // As the chief after losing a parameter server: pauses the job, restores
+  // the checkpoint at `path` and resumes from its step.
+  void RestoreAndResume(const std::string& path) {
+    JobCoordinator& chief = *job_->coordinator;
+    ASSERT_TRUE(chief.Pause("a parameter server was lost"));
+    ASSERT_OK_AND_ASSIGN(
+        int64_t step,
+        RestoreCheckpoint(path, options_.spec.ps_config().optimizer(),
+                          *job_->client, absl::Seconds(30)));
+    chief.Resume(step);
+  }
 
   // SetUpJob with a model of embedding tables on click-through data.
   void SetUpTablesJob(UpdateMode mode, int64_t total_steps);
@@ -867,17 +893,9 @@ TEST_F(TrainerTest, AWorkerTrainsAgainWhenTheModelIsRestoredAfterItsLastStep) {
     SCOPED_TRACE(UpdateMode_Name(mode));
     SetUpJob(mode, 25);
     StopChief();  // this test plays the chief
-    CheckpointManagerOptions checkpoints;
-    checkpoints.directory =
-        JoinPath(::testing::TempDir(),
-                 "restore_after_last_step_" + UpdateMode_Name(mode));
-    checkpoints.mode = mode;
-    checkpoints.optimizer = options_.spec.ps_config().optimizer();
-    ASSERT_OK_AND_ASSIGN(
-        std::unique_ptr<CheckpointManager> manager,
-        CheckpointManager::Create(checkpoints, job_->client.get()));
-    ASSERT_OK_AND_ASSIGN(SavedCheckpoint initial, manager->Save());
-    ASSERT_EQ(initial.step, 0);
+    std::string initial;
+    ASSERT_NO_FATAL_FAILURE(SaveFirstCheckpoint(
+        "restore_after_last_step_" + UpdateMode_Name(mode), mode, initial));
 
     Trainer trainer(options_, parts_);
     absl::Status result;
@@ -891,11 +909,7 @@ TEST_F(TrainerTest, AWorkerTrainsAgainWhenTheModelIsRestoredAfterItsLastStep) {
     const int64_t first_run = chief.LastReports()[0].local_steps();
     EXPECT_GE(first_run, 24);
     ASSERT_FALSE(returned);
-    ASSERT_TRUE(chief.Pause("a parameter server was lost"));
-    ASSERT_OK_AND_ASSIGN(int64_t step,
-                         RestoreCheckpoint(initial.path, checkpoints.optimizer,
-                                           *job_->client, absl::Seconds(30)));
-    chief.Resume(step);
+    ASSERT_NO_FATAL_FAILURE(RestoreAndResume(initial));
     // The old generation's "finished" no longer counts: the worker trains
     // the restored steps and reports its last step again.
     WaitUntilFinished(chief);
@@ -921,15 +935,9 @@ TEST_F(TrainerTest, ARunAfterARestoreTrainsInFreshMemory) {
   // Only the step past the total computes at global step 24 (a lone
   // prefetching worker's gradients are one update stale).
   job_->FailPushesFrom(24, /*count=*/1);
-  CheckpointManagerOptions checkpoints;
-  checkpoints.directory =
-      JoinPath(::testing::TempDir(), "fresh_memory_after_restore");
-  checkpoints.mode = ASYNC;
-  checkpoints.optimizer = options_.spec.ps_config().optimizer();
-  ASSERT_OK_AND_ASSIGN(
-      std::unique_ptr<CheckpointManager> manager,
-      CheckpointManager::Create(checkpoints, job_->client.get()));
-  ASSERT_OK_AND_ASSIGN(SavedCheckpoint initial, manager->Save());
+  std::string initial;
+  ASSERT_NO_FATAL_FAILURE(
+      SaveFirstCheckpoint("fresh_memory_after_restore", ASYNC, initial));
 
   Trainer trainer(options_, parts_);
   absl::Status result;
@@ -938,11 +946,7 @@ TEST_F(TrainerTest, ARunAfterARestoreTrainsInFreshMemory) {
   WaitUntilFinished(chief);
   EXPECT_EQ(job_->failed_pushes(), 1);
   EXPECT_EQ(job_->shared_allocations(), 4);  // two sets of each
-  ASSERT_TRUE(chief.Pause("a parameter server was lost"));
-  ASSERT_OK_AND_ASSIGN(int64_t step,
-                       RestoreCheckpoint(initial.path, checkpoints.optimizer,
-                                         *job_->client, absl::Seconds(30)));
-  chief.Resume(step);
+  ASSERT_NO_FATAL_FAILURE(RestoreAndResume(initial));
   WaitUntilFinished(chief);
   chief.Succeed();
   run.join();
