@@ -12,7 +12,8 @@ SharedMemoryArena::SharedMemoryArena(std::unique_ptr<SharedMemoryRegion> region)
       region_->total_bytes() - kSharedMemoryHeaderBytes;
 }
 
-std::optional<int64_t> SharedMemoryArena::Allocate(int64_t bytes) {
+std::optional<int64_t> SharedMemoryArena::Allocate(int64_t bytes,
+                                                   bool for_ring) {
   if (bytes <= 0) return std::nullopt;
   const int64_t rounded = (bytes + kSharedMemoryAlignment - 1) /
                           kSharedMemoryAlignment * kSharedMemoryAlignment;
@@ -25,7 +26,11 @@ std::optional<int64_t> SharedMemoryArena::Allocate(int64_t bytes) {
     free_.erase(it);
     if (left > 0) free_[offset + rounded] = left;
     used_[offset] = rounded;
-    used_bytes_ += rounded;
+    if (for_ring) {
+      rings_[offset] = rounded;
+    } else {
+      used_bytes_ += rounded;
+    }
     return offset;
   }
   return std::nullopt;
@@ -38,7 +43,7 @@ void SharedMemoryArena::Free(int64_t offset) {
       << "freeing shared memory at " << offset << ", which is not allocated";
   int64_t start = offset;
   int64_t bytes = used->second;
-  used_bytes_ -= bytes;
+  if (rings_.erase(offset) == 0) used_bytes_ -= bytes;
   used_.erase(used);
   auto next = free_.lower_bound(start);
   if (next != free_.end() && next->first == start + bytes) {

@@ -26,13 +26,15 @@ class SharedMemoryArena {
   // The offset (from the region's start, aligned to kSharedMemoryAlignment)
   // of `bytes` bytes now reserved for the caller, or nullopt when no free
   // piece is large enough.
-  std::optional<int64_t> Allocate(int64_t bytes);
+  // `for_ring`: the memory of a call ring (common/shared_call_ring.h),
+  // which used_bytes() leaves out: it is the region's own, not a call's.
+  std::optional<int64_t> Allocate(int64_t bytes, bool for_ring = false);
   // Returns a piece Allocate handed out.
   void Free(int64_t offset);
 
   char* at(int64_t offset) const { return region_->base() + offset; }
   const SharedMemoryRegion& region() const { return *region_; }
-  // Bytes handed out and not yet freed.
+  // Bytes handed out to calls and tensors and not yet freed.
   int64_t used_bytes() const;
   // Usable bytes (the region less its header).
   int64_t capacity() const {
@@ -52,6 +54,7 @@ class SharedMemoryArena {
   std::map<int64_t, int64_t> free_ ABSL_GUARDED_BY(mu_);  // offset -> bytes
   std::map<int64_t, int64_t> used_ ABSL_GUARDED_BY(mu_);  // offset -> bytes
   int64_t used_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<int64_t, int64_t> rings_ ABSL_GUARDED_BY(mu_);  // offset -> bytes
   int64_t retired_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<bool> replaced_{false};
 };

@@ -8,6 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/shared_call_ring.h"
+#include "common/shared_call_ring_client.h"
 #include "proto/protocol.h"
 
 namespace psflow {
@@ -62,7 +64,29 @@ class SharedMemoryShard::PinnedBuffer final : public SharedBuffer {
   const std::shared_ptr<Lease> lease_;
 };
 
+// A call ring in a region: its memory (a piece of the arena, never
+// handed out again) and the client end that posts calls into it.
+struct SharedMemoryShard::Ring {
+  std::shared_ptr<SharedMemoryArena> arena;  // holds the ring's memory
+  int64_t offset = 0;
+  uint64_t session = 0;  // the session the server serves it for
+  std::unique_ptr<SharedCallRingClient> client;  // destroyed first
+};
+
 namespace {
+
+// A header the server answered through the ring.
+template <typename Response>
+absl::StatusOr<Response> ParseRingAnswer(absl::StatusOr<std::string> answer,
+                                         const std::string& server) {
+  if (!answer.ok()) return answer.status();
+  Response response;
+  if (!response.ParseFromString(*answer)) {
+    return absl::InternalError(absl::StrCat(
+        server, " answered a malformed header through the call ring"));
+  }
+  return response;
+}
 
 // Statuses that may be the client's own (deadline, cancel, broken
 // connection) while the server still works on the call.
@@ -142,8 +166,9 @@ std::shared_ptr<const void> Both(std::shared_ptr<const void> a,
 }  // namespace
 
 SharedMemoryShard::SharedMemoryShard(
-    std::unique_ptr<SharedMemoryTransport> transport, int64_t region_bytes)
-    : transport_(std::move(transport)) {
+    std::unique_ptr<SharedMemoryTransport> transport, int64_t region_bytes,
+    bool call_ring)
+    : transport_(std::move(transport)), call_ring_(call_ring) {
   const int64_t bytes = (region_bytes + 4095) / 4096 * 4096;
   absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> region =
       SharedMemoryRegion::Create(bytes);
@@ -174,6 +199,13 @@ SharedMemoryShard::~SharedMemoryShard() {
     transport_->DetachSharedMemory(session,
                                    absl::Now() + absl::Milliseconds(500));
   }
+  // No call is in flight: each ring's thread ends.
+  std::vector<std::shared_ptr<Ring>> rings;
+  {
+    MutexLock lock(&mu_);
+    rings.swap(rings_);
+    ring_.reset();
+  }
 }
 
 void SharedMemoryShard::CallStarted() {
@@ -197,20 +229,58 @@ void SharedMemoryShard::StartOffer() {
   request.set_fd(arena_->region().fd());
   request.set_total_bytes(arena_->region().total_bytes());
   request.set_token(arena_->region().token());
+  ring_.reset();
+  std::shared_ptr<Ring> ring;
+  if (call_ring_) {
+    if (std::optional<int64_t> offset = arena_->Allocate(kRingBytes, /*for_ring=*/true)) {
+      ring = std::make_shared<Ring>();
+      ring->arena = arena_;
+      ring->offset = *offset;
+      SharedCallRingClient::Options options;
+      options.server_name = name();
+      // Calls the server never took from a ring it stopped serving (it
+      // forgot the session): resent over the transport, as a lost
+      // session's calls are.
+      options.never_served = MarkSharedMemoryLost(absl::FailedPreconditionError(
+          absl::StrCat(name(), " stopped serving our call ring (it forgot "
+                               "the session); resending over gRPC")));
+      // Written before the offer: the server checks it as it attaches.
+      ring->client = std::make_unique<SharedCallRingClient>(
+          arena_->at(*offset), options);
+      request.set_ring_offset(static_cast<uint64_t>(*offset));
+    }
+  }
   transport_->OfferSharedMemory(
-      request, [this, arena = arena_](
+      request, [this, arena = arena_, ring](
                    absl::StatusOr<AttachSharedMemoryResponse> answer) {
         MutexLock lock(&mu_);
         --calls_in_flight_;
+        const bool attached =
+            arena == arena_ && answer.ok() && answer->session() != 0;
+        if (ring != nullptr) {
+          if (attached && answer->ring()) {
+            ring->session = answer->session();
+            ring_ = ring;
+            rings_.push_back(ring);
+          } else {
+            // Its thread ends here, outside any ring callback. Its memory
+            // goes back only when the server said it does not serve rings:
+            // after a failed offer the server might serve it still.
+            ring->client.reset();
+            if (answer.ok() && !answer->ring()) arena->Free(ring->offset);
+          }
+        }
         if (arena != arena_) return;  // An older region's answer.
-        if (answer.ok() && answer->session() != 0) {
+        if (attached) {
           // Kept even when closing, so that the destructor detaches it.
           session_ = answer->session();
           state_ = State::kAttached;
           ever_attached_ = true;
           if (!closing_) {
             LOG(INFO) << "bulk data with " << name()
-                      << " goes through shared memory";
+                      << " goes through shared memory"
+                      << (ring_ != nullptr ? ", its calls through a call ring"
+                                           : "");
           }
           return;
         }
@@ -314,12 +384,99 @@ std::optional<SharedMemoryShard::InPlace> SharedMemoryShard::FindInPlace(
   return in_place;
 }
 
+void SharedMemoryShard::CancelInFlight() {
+  std::vector<std::shared_ptr<Ring>> rings;
+  {
+    MutexLock lock(&mu_);
+    rings = rings_;
+  }
+  for (const std::shared_ptr<Ring>& ring : rings) ring->client->CancelAll();
+  transport_->CancelInFlight();
+}
+
 void SharedMemoryShard::Close() {
   {
     MutexLock lock(&mu_);
-    closed_ = true;
+    closed_ = true;  // RingFor() gives no ring from here on
   }
+  CancelInFlight();
   transport_->Close();
+}
+
+bool SharedMemoryShard::ring_in_use() const {
+  MutexLock lock(&mu_);
+  return ring_ != nullptr && ring_->client->usable();
+}
+
+int64_t SharedMemoryShard::ring_calls() const {
+  MutexLock lock(&mu_);
+  int64_t calls = 0;
+  for (const std::shared_ptr<Ring>& ring : rings_) {
+    calls += ring->client->calls_answered();
+  }
+  return calls;
+}
+
+std::shared_ptr<SharedMemoryShard::Ring> SharedMemoryShard::RingFor(
+    uint64_t session) {
+  MutexLock lock(&mu_);
+  if (ring_ == nullptr || ring_->session != session || closed_ ||
+      !ring_->client->usable()) {
+    return nullptr;
+  }
+  return ring_;
+}
+
+void SharedMemoryShard::SendShared(
+    const PullBatchRequest& header, absl::Time deadline,
+    std::function<void(absl::StatusOr<PullBatchResponse>)> done) {
+  std::shared_ptr<Ring> ring =
+      header.parts_size() <= kMaxRingBatchParts
+          ? RingFor(header.shared().session())
+          : nullptr;
+  if (ring != nullptr) {
+    auto held = std::make_shared<decltype(done)>(std::move(done));
+    SharedCallRingClient::Done on_answer =
+        [held, server = name()](absl::StatusOr<std::string> answer) {
+          (*held)(ParseRingAnswer<PullBatchResponse>(std::move(answer),
+                                                     server));
+        };
+    if (ring->client->Call(kRingPullBatch, header.SerializeAsString(),
+                           deadline, on_answer)) {
+      return;
+    }
+    done = std::move(*held);  // every slot busy: over the transport
+  }
+  transport_->PullBatch(header, {}, deadline, std::move(done));
+}
+
+void SharedMemoryShard::SendShared(
+    const PushBatchRequest& header, absl::Time deadline,
+    std::function<void(absl::StatusOr<PushBatchResponse>)> done) {
+  std::shared_ptr<Ring> ring =
+      header.parts_size() <= kMaxRingBatchParts &&
+              header.then_pull().parts_size() <= kMaxRingBatchParts
+          ? RingFor(header.shared().session())
+          : nullptr;
+  if (ring != nullptr) {
+    auto held = std::make_shared<decltype(done)>(std::move(done));
+    SharedCallRingClient::Done on_answer =
+        [held, server = name()](absl::StatusOr<std::string> answer) {
+          (*held)(ParseRingAnswer<PushBatchResponse>(std::move(answer),
+                                                     server));
+        };
+    if (ring->client->Call(kRingPushBatch, header.SerializeAsString(),
+                           deadline, on_answer)) {
+      return;
+    }
+    done = std::move(*held);  // every slot busy: over the transport
+  }
+  if (header.has_then_pull()) {
+    transport_->PushThenPull(header, {}, nullptr, {}, deadline,
+                             std::move(done));
+  } else {
+    transport_->PushBatch(header, {}, nullptr, deadline, std::move(done));
+  }
 }
 
 void SharedMemoryShard::RetirePiece(Lease& lease, const absl::Status& why) {
@@ -428,8 +585,8 @@ void SharedMemoryShard::PullInPlace(
   PullBatchRequest shared_header = header;
   *shared_header.mutable_shared() = in_place.payload;
   const uint64_t session = in_place.payload.session();
-  transport_->PullBatch(
-      shared_header, {}, deadline,
+  SendShared(
+      shared_header, deadline,
       [this, header = std::move(header), out = std::move(out), deadline,
        done = std::move(done), lease = std::move(in_place.lease),
        session](absl::StatusOr<PullBatchResponse> answer) mutable {
@@ -473,8 +630,8 @@ void SharedMemoryShard::PullVia(
     std::shared_ptr<Lease> lease) {
   *header.mutable_shared() = lease->payload();
   PullBatchRequest shared_header = header;
-  transport_->PullBatch(
-      shared_header, {}, deadline,
+  SendShared(
+      shared_header, deadline,
       [this, header = std::move(header), out = std::move(out), deadline,
        done = std::move(done), lease = std::move(lease)](
           absl::StatusOr<PullBatchResponse> answer) mutable {
@@ -545,8 +702,8 @@ void SharedMemoryShard::PushVia(
   owner.reset();
   *header.mutable_shared() = lease->payload();
   PushBatchRequest shared_header = header;
-  transport_->PushBatch(
-      shared_header, {}, nullptr, deadline,
+  SendShared(
+      shared_header, deadline,
       [this, header = std::move(header), data = std::move(data), deadline,
        done = std::move(done), lease = std::move(lease)](
           absl::StatusOr<PushBatchResponse> answer) mutable {
@@ -579,8 +736,8 @@ void SharedMemoryShard::PushInPlace(
   PushBatchRequest shared_header = header;
   *shared_header.mutable_shared() = in_place.payload;
   const uint64_t session = in_place.payload.session();
-  transport_->PushBatch(
-      shared_header, {}, nullptr, deadline,
+  SendShared(
+      shared_header, deadline,
       [this, header = std::move(header), data = std::move(data),
        owner = std::move(owner), deadline, done = std::move(done),
        lease = std::move(in_place.lease),
@@ -618,8 +775,8 @@ void SharedMemoryShard::PushThenPullInPlace(
   *shared_header.mutable_shared() = push.payload;
   *shared_header.mutable_then_pull()->mutable_shared() = pull.payload;
   const uint64_t session = push.payload.session();
-  transport_->PushThenPull(
-      shared_header, {}, nullptr, {}, deadline,
+  SendShared(
+      shared_header, deadline,
       [this, header = std::move(header), data = std::move(data),
        owner = std::move(owner), out = std::move(out), deadline,
        done = std::move(done), push_lease = std::move(push.lease),
@@ -691,8 +848,8 @@ void SharedMemoryShard::PushThenPull(
   pull_payload.set_bytes(static_cast<uint64_t>(TotalBytes(out)));
   *shared_header.mutable_shared() = push_payload;
   *shared_header.mutable_then_pull()->mutable_shared() = pull_payload;
-  transport_->PushThenPull(
-      shared_header, {}, nullptr, {}, deadline,
+  SendShared(
+      shared_header, deadline,
       [this, header, data = std::move(data), out = std::move(out), push_bytes,
        deadline, done = std::move(done), lease = std::move(lease)](
           absl::StatusOr<PushBatchResponse> answer) mutable {

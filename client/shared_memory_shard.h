@@ -29,6 +29,13 @@
 //    fails with Unavailable is not resent: the caller must move to fresh
 //    memory first.
 //
+// The call ring: with a region it also offers the server a call ring in
+// it (common/shared_call_ring.h). A server that serves it takes these
+// calls' headers through the ring, with futex doorbells, instead of a gRPC
+// call each; control calls, rows, calls without the region, batches too
+// large for a slot, and every call once the ring lost its server still go
+// to the transport. The rules above hold for calls on the ring as they are.
+//
 // Thread-safe. The destructor waits for the calls it started and detaches
 // the region before the transport goes.
 #ifndef PSFLOW_CLIENT_SHARED_MEMORY_SHARD_H_
@@ -55,7 +62,7 @@ class SharedMemoryShard final : public PsShard {
   // `region_bytes` (rounded up to whole pages) is an upper bound: pages are
   // touched only as calls use them, first fit from the start.
   SharedMemoryShard(std::unique_ptr<SharedMemoryTransport> transport,
-                    int64_t region_bytes);
+                    int64_t region_bytes, bool call_ring = true);
   ~SharedMemoryShard() override;
 
   const std::string& name() const override { return transport_->name(); }
@@ -97,7 +104,7 @@ class SharedMemoryShard final : public PsShard {
                        std::move(done));
   }
 
-  void CancelInFlight() override { transport_->CancelInFlight(); }
+  void CancelInFlight() override;
   // The job is over: calls cancelled from now on still give up their
   // memory, but quietly, and no fresh region is offered for them.
   void Close() override;
@@ -156,10 +163,14 @@ class SharedMemoryShard final : public PsShard {
   int64_t bytes_in_place() const {
     return bytes_in_place_.load(std::memory_order_relaxed);
   }
+  // Whether calls now go through a call ring, and how many it answered.
+  bool ring_in_use() const;
+  int64_t ring_calls() const;
 
  private:
   struct Lease;
   class PinnedBuffer;
+  struct Ring;
   // Where an in-place call's values lie, and the memory that holds them.
   struct InPlace {
     std::shared_ptr<Lease> lease;
@@ -183,6 +194,16 @@ class SharedMemoryShard final : public PsShard {
   // Counts a call that will call back into this object, and its end.
   void CallStarted();
   void CallEnded();
+
+  // Carry a batch whose values lie in the region (its `shared` set):
+  // through the ring of its session when that takes it, else over the
+  // transport.
+  void SendShared(const PullBatchRequest& header, absl::Time deadline,
+                  std::function<void(absl::StatusOr<PullBatchResponse>)> done);
+  void SendShared(const PushBatchRequest& header, absl::Time deadline,
+                  std::function<void(absl::StatusOr<PushBatchResponse>)> done);
+  // The ring serving `session`, or null.
+  std::shared_ptr<Ring> RingFor(uint64_t session);
 
   void PullVia(PullBatchRequest header, std::vector<absl::Span<float>> out,
                absl::Time deadline,
@@ -219,6 +240,7 @@ class SharedMemoryShard final : public PsShard {
       InPlace pull);
 
   const std::unique_ptr<SharedMemoryTransport> transport_;
+  const bool call_ring_;
 
   mutable Mutex mu_;
   // Null: no region (creating it failed). Replaced once half of it is
@@ -234,6 +256,11 @@ class SharedMemoryShard final : public PsShard {
   // AllocateShared's pieces by first address (expired ones pruned as new
   // ones come).
   std::map<uintptr_t, std::weak_ptr<Lease>> pinned_ ABSL_GUARDED_BY(mu_);
+  // The ring of the current session, if the server serves one; and every
+  // ring ever started, kept until the destructor (a ring's own thread
+  // delivers answers, so it is never stopped from a callback).
+  std::shared_ptr<Ring> ring_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<Ring>> rings_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> bytes_copied_{0};
   std::atomic<int64_t> bytes_in_place_{0};
 };

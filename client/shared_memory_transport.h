@@ -14,6 +14,7 @@
 #include "absl/strings/cord.h"
 #include "absl/time/time.h"
 #include "client/ps_shard.h"
+#include "proto/protocol.h"
 #include "proto/ps.pb.h"
 
 namespace psflow {
@@ -37,9 +38,6 @@ class SharedMemoryTransport : public PsShard {
 // The status of a call that named a shared-memory session the server no
 // longer holds (it restarted, or the session sat idle): refused before
 // anything was applied, so the call may be resent without the region.
-inline constexpr char kSharedMemoryLostPayloadUrl[] =
-    "type.psflow.dev/shared-memory-lost";
-
 inline absl::Status MarkSharedMemoryLost(absl::Status status) {
   status.SetPayload(kSharedMemoryLostPayloadUrl, absl::Cord("lost"));
   return status;

@@ -48,6 +48,21 @@ inline constexpr int64_t kBatchPartOverheadBytes = 48;
 inline constexpr char kSharedMemoryLostKey[] = "psflow-shared-memory";
 inline constexpr char kSharedMemoryLostValue[] = "lost";
 
+// Where a call's status says the same over the call ring in shared memory
+// (an absl::Status payload), where no trailing metadata exists.
+inline constexpr char kSharedMemoryLostPayloadUrl[] =
+    "type.psflow.dev/shared-memory-lost";
+
+// Methods of the call ring in shared memory (common/shared_call_ring.h):
+// a PullBatch or a PushBatch (with or without then_pull) whose values lie
+// in the client's region; the slot carries the request's serialized header
+// and the answer's (docs/wire-protocol.md, "The call ring").
+inline constexpr uint32_t kRingPullBatch = 1;
+inline constexpr uint32_t kRingPushBatch = 2;
+// Batches of more parts go over gRPC: their answers' per-part messages
+// could outgrow a slot.
+inline constexpr int kMaxRingBatchParts = 64;
+
 // Large enough for any chunk plus its header; chunks are 1-4 MB by default.
 inline constexpr int kMaxBulkMessageBytes = 256 << 20;
 

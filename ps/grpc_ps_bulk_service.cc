@@ -21,12 +21,12 @@
 #include "grpcpp/generic/async_generic_service.h"
 #include "proto/protocol.h"
 #include "proto/ps.grpc.pb.h"
-#include "ps/finite_values.h"
 #include "ps/gradient.h"
 #include "ps/grpc_ps_server.h"
 #include "ps/ps_call_roles.h"
 #include "ps/ps_service.h"
 #include "ps/shard_checkpoint.h"
+#include "ps/shared_memory_calls.h"
 #include "ps/shared_memory_sessions.h"
 
 namespace psflow {
@@ -117,10 +117,11 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   void StartPull(const PullBatchRequest& request) {
     std::vector<absl::Span<float>> out;
     if (request.has_shared()) {
-      absl::StatusOr<std::vector<absl::Span<float>>> pieces =
-          SharedPieces(request.shared(), request.parts());
-      if (!pieces.ok()) return Reply(pieces.status());
-      out = *std::move(pieces);
+      absl::StatusOr<SharedPullTarget> target =
+          ResolveSharedPull(*service_, *shared_memory_, request);
+      if (!target.ok()) return Reply(target.status());
+      shared_ = std::move(target->payload);
+      out = std::move(target->pieces);
     }
     {
       MutexLock lock(&mu_);
@@ -154,35 +155,6 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     if (cancel) pending->Cancel();
   }
 
-  // The pieces of the client's shared memory that a batch's values use
-  // (one per part, in order), instead of the frame's payload.
-  absl::StatusOr<std::vector<absl::Span<float>>> SharedPieces(
-      const SharedPayload& shared,
-      const google::protobuf::RepeatedPtrField<PullRequest>& parts) {
-    // Sizes are bounded before they are summed; the service checks each
-    // part against its chunk.
-    int64_t total = 0;
-    for (const PullRequest& part : parts) {
-      if (part.num_elements() <= 0 ||
-          part.num_elements() > service_->core().chunk_elements()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "part \"", part.variable(), "\" of ", part.num_elements(),
-            " elements is not within one chunk of ",
-            service_->core().chunk_elements()));
-      }
-      total += part.num_elements();
-    }
-    ASSIGN_OR_RETURN(shared_, shared_memory_->Resolve(
-                                  shared, total * int64_t{sizeof(float)}));
-    std::vector<absl::Span<float>> pieces;
-    int64_t offset = 0;
-    for (const PullRequest& part : parts) {
-      pieces.push_back(shared_.values.subspan(offset, part.num_elements()));
-      offset += part.num_elements();
-    }
-    return pieces;
-  }
-
   void SendPull(absl::StatusOr<PsService::PullAnswer> answer) {
     if (!answer.ok()) return Reply(answer.status());
     // A push's then_pull answers inside the push's response.
@@ -210,13 +182,8 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
       response_ = EncodeBulkFrame(*response, {}, nullptr);
       return Reply(absl::OkStatus());
     }
-    // Applied whole (a part refused alone, stale in sync mode, fails the
-    // call: the pull would not read this push's update).
-    for (const PushPartResult& part : response->results()) {
-      if (part.code() != 0) {
-        return Reply(absl::Status(static_cast<absl::StatusCode>(part.code()),
-                                  part.message()));
-      }
+    if (absl::Status whole = AppliedWhole(*response); !whole.ok()) {
+      return Reply(whole);
     }
     request_.Clear();  // Release gRPC's receive slices early.
     pushed_ = *std::move(response);
@@ -226,13 +193,17 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   // Parses and applies a push; `request` receives its header.
   absl::StatusOr<PushBatchResponse> Push(PushBatchRequest& request) {
     ASSIGN_OR_RETURN(BulkFrame frame, BulkFrame::Parse(request_, request));
+    if (request.has_shared()) {
+      if (frame.payload_bytes() != 0) {
+        return absl::InvalidArgumentError(
+            "a batch with shared-memory values also carries a payload");
+      }
+      return PushFromSharedMemory(*service_, *shared_memory_, request);
+    }
     ASSIGN_OR_RETURN(std::vector<ChunkRef> refs,
                      service_->ResolvePush(request));
     int64_t total = 0;
     for (const ChunkRef& ref : refs) total += ref.num_elements;
-    if (request.has_shared()) {
-      return PushShared(request, frame, refs, total);
-    }
     return PushFromSlices(request, frame, refs, total);
   }
 
@@ -273,35 +244,6 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     }
     return service_->Push(request, refs, gradients,
                           ParameterServerCore::Finite::kUnchecked);
-  }
-
-  // A shared-memory push: one copy out of the client's memory, which the
-  // client could still change, so that the NaN/Inf check and the update see
-  // the same values. The check reads each block of the copy as it lands.
-  absl::StatusOr<PushBatchResponse> PushShared(
-      const PushBatchRequest& request, const BulkFrame& frame,
-      const std::vector<ChunkRef>& refs, int64_t total) {
-    if (frame.payload_bytes() != 0) {
-      return absl::InvalidArgumentError(
-          "a batch with shared-memory values also carries a payload");
-    }
-    ASSIGN_OR_RETURN(SharedMemorySessions::Payload shared,
-                     shared_memory_->Resolve(request.shared(),
-                                             total * int64_t{sizeof(float)}));
-    std::shared_ptr<PooledBuffer> values = service_->pool().Acquire(total);
-    const bool finite =
-        CopyAllFinite(shared.values, values->span().subspan(0, total));
-    std::vector<absl::Span<const float>> gradients;
-    int64_t offset = 0;
-    for (const ChunkRef& ref : refs) {
-      gradients.push_back(values->span().subspan(offset, ref.num_elements));
-      offset += ref.num_elements;
-    }
-    // A batch with a bad value goes to the core unchecked, which rejects,
-    // counts and words it.
-    return service_->Push(request, refs, gradients,
-                          finite ? ParameterServerCore::Finite::kChecked
-                                 : ParameterServerCore::Finite::kUnchecked);
   }
 
   // The ids of a rows request's parts, copied out of the payload into

@@ -176,12 +176,21 @@ class GrpcParameterServer::ControlService final : public ControlServiceBase {
         server_->shared_memory_->Attach(*request);
     if (session.ok()) {
       response->set_session(*session);
+      std::string ring = "";
+      if (request->ring_offset() != 0) {
+        absl::Status serving = server_->ServeRing(
+            *context, *session, static_cast<int64_t>(request->ring_offset()));
+        response->set_ring(serving.ok());
+        ring = serving.ok()
+                   ? ", its calls through a call ring"
+                   : absl::StrCat(", its calls over gRPC: ", serving.message());
+      }
       LOG(INFO) << "bulk data with " << context->peer()
                 << " goes through shared memory ("
                 << (request->total_bytes() >= (1 << 20)
                         ? absl::StrCat(request->total_bytes() >> 20, " MiB")
                         : absl::StrCat(request->total_bytes() >> 10, " KiB"))
-                << " region)";
+                << " region" << ring << ")";
     } else {
       LOG(INFO) << "bulk data with " << context->peer()
                 << " stays on TCP: " << session.status().message();

@@ -21,6 +21,7 @@
 #include "proto/protocol.h"
 #include "proto/ps.grpc.pb.h"
 #include "ps/ps_service.h"
+#include "ps/ring_call_handler.h"
 #include "ps/shard_checkpoint.h"
 #include "ps/shared_memory_sessions.h"
 
@@ -49,6 +50,36 @@ absl::Status GrpcParameterServer::FenceChiefCalls(
           : absl::string_view(incarnation->second.data(),
                               incarnation->second.size()),
       method, clock_->Now());
+}
+
+absl::Status GrpcParameterServer::ServeRing(
+    const grpc::ServerContextBase& attach, uint64_t session, int64_t offset) {
+  ASSIGN_OR_RETURN(std::optional<RpcRole> role, authorizer_->Identify(attach));
+  const auto& metadata = attach.client_metadata();
+  const auto found = metadata.find(kChiefIncarnationMetadataKey);
+  std::optional<std::string> incarnation;
+  if (found != metadata.end()) {
+    incarnation = std::string(found->second.data(), found->second.size());
+  }
+  // What Allow() checks per gRPC call, against the attach call's identity.
+  auto allow = [this, role, incarnation](
+                   const RoleSet& roles,
+                   absl::string_view method) -> absl::Status {
+    if (role.has_value() && !roles.Contains(*role)) {
+      return absl::PermissionDeniedError(
+          absl::StrCat(method, " is for ", roles.Describe(),
+                       " only; the caller's role is ", RpcRoleName(*role)));
+    }
+    if (!incarnation.has_value() && roles.Contains(RpcRole::kWorker)) {
+      return absl::OkStatus();
+    }
+    return chief_fence_->Admit(incarnation.value_or(""), method,
+                               clock_->Now());
+  };
+  return shared_memory_->ServeRing(
+      session, offset,
+      std::make_shared<RingCallHandler>(service_.get(), shared_memory_.get(),
+                                        std::move(allow)));
 }
 
 // ---- Lifecycle -------------------------------------------------------------
@@ -176,6 +207,8 @@ StatsResponse GrpcParameterServer::Stats() const {
   StatsResponse stats = core_->Stats();
   stats.set_shared_memory_sessions(shared_memory_->size());
   stats.set_shared_memory_bytes(shared_memory_->bytes());
+  stats.set_shared_memory_rings(shared_memory_->rings());
+  stats.set_shared_memory_ring_calls(shared_memory_->ring_calls());
   stats.set_resident_bytes(ResidentMemoryBytes().value_or(0));
   stats.set_terminating(terminating_.load());
   return stats;
@@ -228,6 +261,9 @@ std::string GrpcParameterServer::Wait() {
   // Draining must not run under a handler; Wait() is the owner's thread.
   server_->Drain(grace_, during_drain_for_testing_);
   join_background();
+  // The call rings stop before the service they call goes: each answers
+  // what it holds and tells its client it closed.
+  shared_memory_->DetachAll();
   MutexLock lock(&mu_);
   return reason_;
 }

@@ -114,6 +114,13 @@ class GrpcParameterServer {
   absl::Status FenceChiefCalls(const grpc::ServerContextBase& context,
                                const RoleSet& roles, absl::string_view method);
 
+  // Serves the call ring a client wrote at `offset` in its region
+  // `session` (AttachSharedMemoryRequest.ring_offset): every call on it is
+  // authorized as the attach call's caller was (its role, its chief
+  // incarnation), as if it came over gRPC.
+  absl::Status ServeRing(const grpc::ServerContextBase& attach,
+                         uint64_t session, int64_t offset);
+
   // Whether the server stopped because the chief fell silent.
   bool chief_lost() const { return chief_lost_.load(); }
   // Brackets a chief's call that runs long (a save or restore): while one

@@ -52,6 +52,10 @@ ABSL_FLAG(bool, shared_memory, true,
           "Let workers and evaluators on this host move tensors through "
           "shared memory instead of loopback TCP (they fall back to TCP "
           "when they cannot)");
+ABSL_FLAG(bool, shared_memory_ring, true,
+          "Let those clients also send their pulls and pushes through a call "
+          "ring in their shared memory (futex doorbells) instead of a gRPC "
+          "call each (docs/wire-protocol.md, \"The call ring\")");
 ABSL_FLAG(int32_t, metrics_port, -1,
           "Serve Prometheus metrics at http://<bind_host>:<port>/metrics (0: "
           "any free port, logged; -1: off)");
@@ -245,6 +249,9 @@ int Run() {
   }
   options.grace = absl::Milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms));
   options.shared_memory.enabled = absl::GetFlag(FLAGS_shared_memory);
+  if (!absl::GetFlag(FLAGS_shared_memory_ring)) {
+    options.shared_memory.max_rings = 0;
+  }
   options.security = *security;
   absl::StatusOr<PathConfinement> confinement = CheckpointRootFromFlag();
   if (!confinement.ok()) {

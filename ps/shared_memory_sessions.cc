@@ -7,6 +7,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "proto/protocol.h"
 
 namespace psflow {
@@ -66,6 +67,77 @@ absl::StatusOr<uint64_t> SharedMemorySessions::Attach(
   return id;
 }
 
+SharedMemorySessions::Session::~Session() {
+  if (ring == nullptr) return;
+  const int64_t calls = ring->calls();
+  ring.reset();  // answers what it holds, then closes the ring
+  ring_calls->fetch_add(calls, std::memory_order_relaxed);
+}
+
+absl::Status SharedMemorySessions::ServeRing(
+    uint64_t session, int64_t offset,
+    std::shared_ptr<SharedCallRingServer::Handler> handler) {
+  if (options_.max_rings <= 0) {
+    return absl::FailedPreconditionError(
+        "this server serves no call rings (ps_server --shared_memory_ring="
+        "false)");
+  }
+  std::shared_ptr<SharedMemoryRegion> region;
+  {
+    MutexLock lock(&mu_);
+    auto it = sessions_.find(session);
+    if (it == sessions_.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(kLostSession, " ", session));
+    }
+    if (it->second->ring != nullptr) {
+      return absl::FailedPreconditionError("the session serves a ring already");
+    }
+    int rings = 0;
+    for (const auto& [id, held] : sessions_) rings += held->ring != nullptr;
+    if (rings >= options_.max_rings) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "this server already serves ", rings, " call rings"));
+    }
+    region = it->second->region;
+  }
+  // Started outside the lock (it reads the client's memory and starts a
+  // thread); stopped outside it too if the session went meanwhile.
+  ASSIGN_OR_RETURN(std::unique_ptr<SharedCallRingServer> ring,
+                   SharedCallRingServer::Start(std::move(region), offset,
+                                               std::move(handler)));
+  {
+    MutexLock lock(&mu_);
+    auto it = sessions_.find(session);
+    if (it != sessions_.end() && it->second->ring == nullptr) {
+      it->second->ring_calls = &forgotten_ring_calls_;
+      it->second->ring = std::move(ring);
+      return absl::OkStatus();
+    }
+  }
+  ring.reset();  // the session went meanwhile
+  return absl::FailedPreconditionError(
+      absl::StrCat(kLostSession, " ", session));
+}
+
+int64_t SharedMemorySessions::rings() const {
+  ReaderMutexLock lock(&mu_);
+  int64_t rings = 0;
+  for (const auto& [id, session] : sessions_) rings += session->ring != nullptr;
+  return rings;
+}
+
+int64_t SharedMemorySessions::ring_calls() const {
+  int64_t calls = forgotten_ring_calls_.load(std::memory_order_relaxed);
+  ReaderMutexLock lock(&mu_);
+  for (const auto& [id, session] : sessions_) {
+    if (session->ring != nullptr) calls += session->ring->calls();
+  }
+  return calls;
+}
+
+const char* SharedMemorySessions::LostSessionText() { return kLostSession; }
+
 void SharedMemorySessions::Detach(uint64_t session) {
   std::unique_ptr<Session> gone;  // unmapped outside the lock
   MutexLock lock(&mu_);
@@ -102,7 +174,12 @@ absl::StatusOr<SharedMemorySessions::Payload> SharedMemorySessions::Resolve(
     const SharedPayload& shared, int64_t expected_bytes) {
   // A client that died without detaching is forgotten here too, so its
   // pages do not wait for the next attach.
-  if (NowNs() >= next_sweep_ns_.load(std::memory_order_relaxed)) ForgetIdle();
+  // Not on a ring's thread: forgetting its own session would stop the ring
+  // from inside it.
+  if (NowNs() >= next_sweep_ns_.load(std::memory_order_relaxed) &&
+      !SharedCallRingServer::OnRingThread()) {
+    ForgetIdle();
+  }
   std::shared_ptr<SharedMemoryRegion> region;
   {
     ReaderMutexLock lock(&mu_);

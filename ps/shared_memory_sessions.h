@@ -23,6 +23,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/mutex.h"
+#include "common/shared_call_ring_server.h"
 #include "common/shared_memory_region.h"
 #include "proto/ps.pb.h"
 
@@ -38,6 +39,9 @@ class SharedMemorySessions {
     // False refuses every attach: all bulk data goes over TCP.
     bool enabled = true;
     int max_sessions = 1024;
+    // Sessions whose calls may also come through a call ring (each ring
+    // has a thread of its own); more go over gRPC only.
+    int max_rings = 64;
     absl::Duration idle_timeout = absl::Minutes(10);
   };
 
@@ -52,7 +56,14 @@ class SharedMemorySessions {
 
   // Opens and checks the client's region; returns its session id.
   absl::StatusOr<uint64_t> Attach(const AttachSharedMemoryRequest& request);
-  // Forgets a session (a no-op for an unknown one).
+  // Serves the call ring the client wrote at `offset` in `session`'s
+  // region with `handler`, until the session is forgotten.
+  // ResourceExhausted beyond max_rings; FailedPrecondition for an unknown
+  // session; InvalidArgument for a ring that is not where it should be.
+  absl::Status ServeRing(uint64_t session, int64_t offset,
+                         std::shared_ptr<SharedCallRingServer::Handler> handler);
+
+  // Forgets a session (a no-op for an unknown one), stopping its ring.
   void Detach(uint64_t session);
   // Forgets every session, as a restarted server would have.
   void DetachAll();
@@ -64,17 +75,26 @@ class SharedMemorySessions {
                                   int64_t expected_bytes);
 
   int64_t size() const;
+  // Sessions with a ring, and the calls rings took (also of forgotten ones).
+  int64_t rings() const;
+  int64_t ring_calls() const;
   // Tensor bytes that went through shared memory.
   int64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
 
   // The text of Resolve's unknown-session error, so that the transport can
   // tell the client (trailing metadata) to attach again.
   static bool IsLostSession(const absl::Status& status);
+  // The words such an error starts with.
+  static const char* LostSessionText();
 
  private:
   struct Session {
     std::shared_ptr<SharedMemoryRegion> region;
     std::atomic<int64_t> last_used_ns{0};
+    // Stopped (joined) when the session goes, outside mu_.
+    std::unique_ptr<SharedCallRingServer> ring;
+    ~Session();
+    std::atomic<int64_t>* ring_calls = nullptr;  // where the ring's calls add up
   };
 
   // Drops sessions idle for longer than idle_timeout.
@@ -86,6 +106,7 @@ class SharedMemorySessions {
   std::map<uint64_t, std::unique_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
   absl::BitGen ids_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> bytes_{0};
+  std::atomic<int64_t> forgotten_ring_calls_{0};
 };
 
 }  // namespace psflow

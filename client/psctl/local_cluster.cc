@@ -309,6 +309,9 @@ absl::StatusOr<LocalJob> PlanTasks(const LocalClusterOptions& options,
         if (!options.shared_memory) {
           task.args.push_back("--shared_memory=false");
         }
+        if (!options.shared_memory_ring) {
+          task.args.push_back("--shared_memory_ring=false");
+        }
         break;
       case TaskType::kChief:
         task.binary = "chief/chief";

@@ -36,6 +36,9 @@ struct LocalClusterOptions {
   // False runs the servers with --shared_memory=false: every tensor byte
   // then crosses loopback TCP, as between hosts.
   bool shared_memory = true;
+  // False runs the servers with --shared_memory_ring=false: calls through
+  // shared memory are still gRPC calls, one each.
+  bool shared_memory_ring = true;
   // Given to the chief. Empty: <dir>/checkpoints, emptied first so that
   // every run starts afresh; a directory given here is kept, so a second
   // run resumes from its newest checkpoint.

@@ -68,7 +68,8 @@ class LocalCommand : public Subcommand {
             "local", {},
             "psctl local [--job=<file>] [--ps=N] [--workers=M] [--evaluator]\n"
             "            [--chief] [--dir=<dir>] [--device=auto|cpu|cuda]\n"
-            "            [--shared_memory=false] [--metrics] [--tls=false]\n"
+            "            [--shared_memory=false] [--shared_memory_ring=false]\n"
+            "            [--metrics] [--tls=false]\n"
             "            [--tokens=false]\n"
             "            [--straggler=<worker>:<factor>|rotate:<factor>:<ms>]",
             "Run a whole cluster on 127.0.0.1 and exit with the job's "
@@ -91,6 +92,9 @@ class LocalCommand : public Subcommand {
     flags.AddBool("shared_memory", &options_.shared_memory,
                   "let workers and the evaluator reach the servers through "
                   "shared memory (false: loopback TCP, as between hosts)");
+    flags.AddBool("shared_memory_ring", &options_.shared_memory_ring,
+                  "with shared memory, carry pulls and pushes through a call "
+                  "ring in it instead of a gRPC call each");
     flags.AddInt("timeout_s", &timeout_s_,
                  "give up after this many seconds (0: no limit)");
     flags.AddInt("stall_timeout_s", &stall_timeout_s_,

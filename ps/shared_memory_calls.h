@@ -1,0 +1,48 @@
+// The parts of a bulk call through a client's shared memory that every
+// transport carrying such calls shares (the gRPC bulk service and the
+// call ring): where a pull's values go, and a push applied from the
+// client's memory.
+#ifndef PSFLOW_PS_SHARED_MEMORY_CALLS_H_
+#define PSFLOW_PS_SHARED_MEMORY_CALLS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "proto/ps.pb.h"
+#include "ps/ps_service.h"
+#include "ps/shared_memory_sessions.h"
+
+namespace psflow {
+
+// Where a shared-memory pull writes: one piece per part, in order, and the
+// mapping that holds them (keep it until the pull is answered).
+struct SharedPullTarget {
+  SharedMemorySessions::Payload payload;
+  std::vector<absl::Span<float>> pieces;
+};
+
+// The pieces `request.shared()` names for the request's parts (each part
+// bounded by a chunk before the sizes are summed).
+absl::StatusOr<SharedPullTarget> ResolveSharedPull(
+    PsService& service, SharedMemorySessions& sessions,
+    const PullBatchRequest& request);
+
+// Applies a push whose gradients lie in the client's memory
+// (`request.shared()`): copied out once, since the client could still
+// change them, so that the NaN/Inf check and the update see the same
+// values; the check reads each block of the copy as it lands.
+absl::StatusOr<PushBatchResponse> PushFromSharedMemory(
+    PsService& service, SharedMemorySessions& sessions,
+    const PushBatchRequest& request);
+
+// A push with then_pull serves its pull only when every part was applied
+// (a part refused alone, stale in sync mode, fails the call: the pull would
+// not read this push's update).
+absl::Status AppliedWhole(const PushBatchResponse& response);
+
+}  // namespace psflow
+
+#endif  // PSFLOW_PS_SHARED_MEMORY_CALLS_H_
