@@ -179,6 +179,8 @@ TEST_F(SharedMemoryTest, ValuesTravelThroughSharedMemoryNotTcp) {
   ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
   const StatsResponse before = server_->Stats();
   EXPECT_EQ(before.shared_memory_sessions(), 1);
+  EXPECT_EQ(before.shared_memory_rings(), 1);
+  EXPECT_TRUE(shard->ring_in_use());
 
   ASSERT_OK_AND_ASSIGN(PushResponse pushed, Push(*shard, 0, 2.0f));
   EXPECT_EQ(pushed.version(), 1);
@@ -200,9 +202,50 @@ TEST_F(SharedMemoryTest, ValuesTravelThroughSharedMemoryNotTcp) {
                 before.bytes_received() - before.bytes_sent(),
             tensor_bytes / 4);
 
+  // Each call's header went through the call ring, not a gRPC call.
+  EXPECT_EQ(
+      after.shared_memory_ring_calls() - before.shared_memory_ring_calls(), 4);
+  EXPECT_EQ(shard->ring_calls(), 4);
+
   EXPECT_EQ(shard->shared_memory_bytes_held(), 0);  // all returned
   shard.reset();                                    // detaches
   EXPECT_EQ(server_->Stats().shared_memory_sessions(), 0);
+  EXPECT_EQ(server_->Stats().shared_memory_rings(), 0);
+}
+
+TEST_F(SharedMemoryTest, AServerWithoutRingsTakesTheSameCallsOverGrpc) {
+  SharedMemorySessions::Options no_rings;
+  no_rings.max_rings = 0;  // ps_server --shared_memory_ring=false
+  StartServer(no_rings);
+  std::unique_ptr<SharedMemoryShard> shard = Connect(1 << 20);
+  ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
+  EXPECT_FALSE(shard->ring_in_use());
+  const StatsResponse before = server_->Stats();
+  ASSERT_OK(Push(*shard, 0, 2.0f));
+  std::vector<float> w(kChunk);
+  ASSERT_OK(Pull(*shard, 0, w));
+  EXPECT_THAT(w, Each(-2.0f));
+  const StatsResponse after = server_->Stats();
+  EXPECT_EQ(after.shared_memory_bytes() - before.shared_memory_bytes(),
+            2 * kChunk * 4);
+  EXPECT_EQ(after.shared_memory_rings(), 0);
+  EXPECT_EQ(after.shared_memory_ring_calls(), 0);
+  // The ring's memory went back to the region.
+  EXPECT_EQ(shard->shared_memory_bytes_held(), 0);
+}
+
+TEST_F(SharedMemoryTest, AStoppingServerClosesItsRings) {
+  StartServer(SharedMemorySessions::Options{});
+  std::unique_ptr<SharedMemoryShard> shard = Connect(1 << 20);
+  ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
+  ASSERT_TRUE(shard->ring_in_use());
+  ASSERT_OK(Push(*shard, 0, 2.0f));
+  // The server goes: it closes its rings once drained, and the shard,
+  // seeing its ring closed, sends no more calls into it (they would wait
+  // for a server that is gone).
+  server_->RequestShutdown("test");
+  server_->Wait();
+  while (shard->ring_in_use()) absl::SleepFor(absl::Milliseconds(5));
 }
 
 TEST_F(SharedMemoryTest, PushThenPullTravelsThroughSharedMemory) {

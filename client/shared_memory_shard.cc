@@ -232,7 +232,8 @@ void SharedMemoryShard::StartOffer() {
   ring_.reset();
   std::shared_ptr<Ring> ring;
   if (call_ring_) {
-    if (std::optional<int64_t> offset = arena_->Allocate(kRingBytes, /*for_ring=*/true)) {
+    if (std::optional<int64_t> offset =
+            arena_->Allocate(kRingBytes, /*for_ring=*/true)) {
       ring = std::make_shared<Ring>();
       ring->arena = arena_;
       ring->offset = *offset;
@@ -242,17 +243,18 @@ void SharedMemoryShard::StartOffer() {
       // forgot the session): resent over the transport, as a lost
       // session's calls are.
       options.never_served = MarkSharedMemoryLost(absl::FailedPreconditionError(
-          absl::StrCat(name(), " stopped serving our call ring (it forgot "
-                               "the session); resending over gRPC")));
+          absl::StrCat(name(),
+                       " stopped serving our call ring (it forgot "
+                       "the session); resending over gRPC")));
       // Written before the offer: the server checks it as it attaches.
-      ring->client = std::make_unique<SharedCallRingClient>(
-          arena_->at(*offset), options);
+      ring->client =
+          std::make_unique<SharedCallRingClient>(arena_->at(*offset), options);
       request.set_ring_offset(static_cast<uint64_t>(*offset));
     }
   }
   transport_->OfferSharedMemory(
-      request, [this, arena = arena_, ring](
-                   absl::StatusOr<AttachSharedMemoryResponse> answer) {
+      request, [this, arena = arena_,
+                ring](absl::StatusOr<AttachSharedMemoryResponse> answer) {
         MutexLock lock(&mu_);
         --calls_in_flight_;
         const bool attached =
@@ -430,19 +432,18 @@ std::shared_ptr<SharedMemoryShard::Ring> SharedMemoryShard::RingFor(
 void SharedMemoryShard::SendShared(
     const PullBatchRequest& header, absl::Time deadline,
     std::function<void(absl::StatusOr<PullBatchResponse>)> done) {
-  std::shared_ptr<Ring> ring =
-      header.parts_size() <= kMaxRingBatchParts
-          ? RingFor(header.shared().session())
-          : nullptr;
+  std::shared_ptr<Ring> ring = header.parts_size() <= kMaxRingBatchParts
+                                   ? RingFor(header.shared().session())
+                                   : nullptr;
   if (ring != nullptr) {
     auto held = std::make_shared<decltype(done)>(std::move(done));
     SharedCallRingClient::Done on_answer =
         [held, server = name()](absl::StatusOr<std::string> answer) {
-          (*held)(ParseRingAnswer<PullBatchResponse>(std::move(answer),
-                                                     server));
+          (*held)(
+              ParseRingAnswer<PullBatchResponse>(std::move(answer), server));
         };
-    if (ring->client->Call(kRingPullBatch, header.SerializeAsString(),
-                           deadline, on_answer)) {
+    if (ring->client->Call(kRingPullBatch, header.SerializeAsString(), deadline,
+                           on_answer)) {
       return;
     }
     done = std::move(*held);  // every slot busy: over the transport
@@ -462,11 +463,11 @@ void SharedMemoryShard::SendShared(
     auto held = std::make_shared<decltype(done)>(std::move(done));
     SharedCallRingClient::Done on_answer =
         [held, server = name()](absl::StatusOr<std::string> answer) {
-          (*held)(ParseRingAnswer<PushBatchResponse>(std::move(answer),
-                                                     server));
+          (*held)(
+              ParseRingAnswer<PushBatchResponse>(std::move(answer), server));
         };
-    if (ring->client->Call(kRingPushBatch, header.SerializeAsString(),
-                           deadline, on_answer)) {
+    if (ring->client->Call(kRingPushBatch, header.SerializeAsString(), deadline,
+                           on_answer)) {
       return;
     }
     done = std::move(*held);  // every slot busy: over the transport
@@ -585,42 +586,42 @@ void SharedMemoryShard::PullInPlace(
   PullBatchRequest shared_header = header;
   *shared_header.mutable_shared() = in_place.payload;
   const uint64_t session = in_place.payload.session();
-  SendShared(
-      shared_header, deadline,
-      [this, header = std::move(header), out = std::move(out), deadline,
-       done = std::move(done), lease = std::move(in_place.lease),
-       session](absl::StatusOr<PullBatchResponse> answer) mutable {
-        if (!answer.ok()) {
-          const absl::Status& status = answer.status();
-          if (IsSharedMemoryLost(status)) {
-            // Refused before anything was written: resent without the
-            // region, into the same memory (the caller's buffers).
-            OnLost(session);
-            header.clear_shared();
-            transport_->PullBatch(
-                header, std::move(out), deadline,
-                [lease = std::move(lease), done = std::move(done)](
-                    absl::StatusOr<PullBatchResponse> resent) mutable {
-                  done(std::move(resent));
-                });
-            return CallEnded();
-          }
-          // Not resent, even on Unavailable: a first attempt that reached
-          // the server may still write this memory, which the caller must
-          // leave first (SharedBuffer::retired).
-          return FailPull(std::move(lease), status, done);
-        }
-        if (absl::Status whole = AllPartsAnswered(*answer, out.size());
-            !whole.ok()) {
-          lease.reset();
-          done(whole);
-          return CallEnded();
-        }
-        bytes_in_place_.fetch_add(TotalBytes(out), std::memory_order_relaxed);
-        lease.reset();
-        done(std::move(answer));
-        CallEnded();
-      });
+  SendShared(shared_header, deadline,
+             [this, header = std::move(header), out = std::move(out), deadline,
+              done = std::move(done), lease = std::move(in_place.lease),
+              session](absl::StatusOr<PullBatchResponse> answer) mutable {
+               if (!answer.ok()) {
+                 const absl::Status& status = answer.status();
+                 if (IsSharedMemoryLost(status)) {
+                   // Refused before anything was written: resent without the
+                   // region, into the same memory (the caller's buffers).
+                   OnLost(session);
+                   header.clear_shared();
+                   transport_->PullBatch(
+                       header, std::move(out), deadline,
+                       [lease = std::move(lease), done = std::move(done)](
+                           absl::StatusOr<PullBatchResponse> resent) mutable {
+                         done(std::move(resent));
+                       });
+                   return CallEnded();
+                 }
+                 // Not resent, even on Unavailable: a first attempt that
+                 // reached the server may still write this memory, which the
+                 // caller must leave first (SharedBuffer::retired).
+                 return FailPull(std::move(lease), status, done);
+               }
+               if (absl::Status whole = AllPartsAnswered(*answer, out.size());
+                   !whole.ok()) {
+                 lease.reset();
+                 done(whole);
+                 return CallEnded();
+               }
+               bytes_in_place_.fetch_add(TotalBytes(out),
+                                         std::memory_order_relaxed);
+               lease.reset();
+               done(std::move(answer));
+               CallEnded();
+             });
 }
 
 void SharedMemoryShard::PullVia(
@@ -630,44 +631,44 @@ void SharedMemoryShard::PullVia(
     std::shared_ptr<Lease> lease) {
   *header.mutable_shared() = lease->payload();
   PullBatchRequest shared_header = header;
-  SendShared(
-      shared_header, deadline,
-      [this, header = std::move(header), out = std::move(out), deadline,
-       done = std::move(done), lease = std::move(lease)](
-          absl::StatusOr<PullBatchResponse> answer) mutable {
-        if (!answer.ok()) {
-          const absl::Status& status = answer.status();
-          const bool lost = IsSharedMemoryLost(status);
-          if (lost || (status.code() == absl::StatusCode::kUnavailable &&
-                       absl::Now() < deadline)) {
-            // Resent without the region (with the transport's retries):
-            // never into the same piece, which a first attempt that reached
-            // the server may still fill.
-            if (lost) {
-              OnLost(lease->session);
-            } else {
-              RetirePiece(*lease, status);
-            }
-            lease.reset();
-            header.clear_shared();
-            transport_->PullBatch(header, std::move(out), deadline,
-                                  std::move(done));
-            return CallEnded();
-          }
-          return FailPull(std::move(lease), status, done);
-        }
-        if (absl::Status whole = AllPartsAnswered(*answer, out.size());
-            !whole.ok()) {
-          lease.reset();
-          done(whole);
-          return CallEnded();
-        }
-        CopyOut(lease->values(), out);
-        bytes_copied_.fetch_add(TotalBytes(out), std::memory_order_relaxed);
-        lease.reset();
-        done(std::move(answer));
-        CallEnded();
-      });
+  SendShared(shared_header, deadline,
+             [this, header = std::move(header), out = std::move(out), deadline,
+              done = std::move(done), lease = std::move(lease)](
+                 absl::StatusOr<PullBatchResponse> answer) mutable {
+               if (!answer.ok()) {
+                 const absl::Status& status = answer.status();
+                 const bool lost = IsSharedMemoryLost(status);
+                 if (lost || (status.code() == absl::StatusCode::kUnavailable &&
+                              absl::Now() < deadline)) {
+                   // Resent without the region (with the transport's retries):
+                   // never into the same piece, which a first attempt that
+                   // reached the server may still fill.
+                   if (lost) {
+                     OnLost(lease->session);
+                   } else {
+                     RetirePiece(*lease, status);
+                   }
+                   lease.reset();
+                   header.clear_shared();
+                   transport_->PullBatch(header, std::move(out), deadline,
+                                         std::move(done));
+                   return CallEnded();
+                 }
+                 return FailPull(std::move(lease), status, done);
+               }
+               if (absl::Status whole = AllPartsAnswered(*answer, out.size());
+                   !whole.ok()) {
+                 lease.reset();
+                 done(whole);
+                 return CallEnded();
+               }
+               CopyOut(lease->values(), out);
+               bytes_copied_.fetch_add(TotalBytes(out),
+                                       std::memory_order_relaxed);
+               lease.reset();
+               done(std::move(answer));
+               CallEnded();
+             });
 }
 
 void SharedMemoryShard::PushBatch(
@@ -702,30 +703,30 @@ void SharedMemoryShard::PushVia(
   owner.reset();
   *header.mutable_shared() = lease->payload();
   PushBatchRequest shared_header = header;
-  SendShared(
-      shared_header, deadline,
-      [this, header = std::move(header), data = std::move(data), deadline,
-       done = std::move(done), lease = std::move(lease)](
-          absl::StatusOr<PushBatchResponse> answer) mutable {
-        if (!answer.ok() && IsSharedMemoryLost(answer.status())) {
-          // Refused before anything was applied: resend the values, which
-          // are still in the region, without it; the lease lives as long
-          // as the resend's frame.
-          OnLost(lease->session);
-          header.clear_shared();
-          std::vector<absl::Span<const float>> copies =
-              PiecesAt(lease->values(), data);
-          transport_->PushBatch(header, std::move(copies), std::move(lease),
-                                deadline, std::move(done));
-          return CallEnded();
-        }
-        if (!answer.ok() && ServerMayStillUse(answer.status().code())) {
-          RetirePiece(*lease, answer.status());
-        }
-        lease.reset();
-        done(std::move(answer));
-        CallEnded();
-      });
+  SendShared(shared_header, deadline,
+             [this, header = std::move(header), data = std::move(data),
+              deadline, done = std::move(done), lease = std::move(lease)](
+                 absl::StatusOr<PushBatchResponse> answer) mutable {
+               if (!answer.ok() && IsSharedMemoryLost(answer.status())) {
+                 // Refused before anything was applied: resend the values,
+                 // which are still in the region, without it; the lease lives
+                 // as long as the resend's frame.
+                 OnLost(lease->session);
+                 header.clear_shared();
+                 std::vector<absl::Span<const float>> copies =
+                     PiecesAt(lease->values(), data);
+                 transport_->PushBatch(header, std::move(copies),
+                                       std::move(lease), deadline,
+                                       std::move(done));
+                 return CallEnded();
+               }
+               if (!answer.ok() && ServerMayStillUse(answer.status().code())) {
+                 RetirePiece(*lease, answer.status());
+               }
+               lease.reset();
+               done(std::move(answer));
+               CallEnded();
+             });
 }
 
 void SharedMemoryShard::PushInPlace(
@@ -736,33 +737,32 @@ void SharedMemoryShard::PushInPlace(
   PushBatchRequest shared_header = header;
   *shared_header.mutable_shared() = in_place.payload;
   const uint64_t session = in_place.payload.session();
-  SendShared(
-      shared_header, deadline,
-      [this, header = std::move(header), data = std::move(data),
-       owner = std::move(owner), deadline, done = std::move(done),
-       lease = std::move(in_place.lease),
-       session](absl::StatusOr<PushBatchResponse> answer) mutable {
-        if (!answer.ok() && IsSharedMemoryLost(answer.status())) {
-          // Refused before anything was applied: resent without the
-          // region, from the same memory.
-          OnLost(session);
-          header.clear_shared();
-          transport_->PushBatch(header, std::move(data),
-                                Both(std::move(owner), std::move(lease)),
-                                deadline, std::move(done));
-          return CallEnded();
-        }
-        if (!answer.ok() && ServerMayStillUse(answer.status().code())) {
-          RetirePiece(*lease, answer.status());
-        } else if (answer.ok()) {
-          bytes_in_place_.fetch_add(TotalBytes(data),
-                                    std::memory_order_relaxed);
-        }
-        lease.reset();
-        owner.reset();
-        done(std::move(answer));
-        CallEnded();
-      });
+  SendShared(shared_header, deadline,
+             [this, header = std::move(header), data = std::move(data),
+              owner = std::move(owner), deadline, done = std::move(done),
+              lease = std::move(in_place.lease),
+              session](absl::StatusOr<PushBatchResponse> answer) mutable {
+               if (!answer.ok() && IsSharedMemoryLost(answer.status())) {
+                 // Refused before anything was applied: resent without the
+                 // region, from the same memory.
+                 OnLost(session);
+                 header.clear_shared();
+                 transport_->PushBatch(header, std::move(data),
+                                       Both(std::move(owner), std::move(lease)),
+                                       deadline, std::move(done));
+                 return CallEnded();
+               }
+               if (!answer.ok() && ServerMayStillUse(answer.status().code())) {
+                 RetirePiece(*lease, answer.status());
+               } else if (answer.ok()) {
+                 bytes_in_place_.fetch_add(TotalBytes(data),
+                                           std::memory_order_relaxed);
+               }
+               lease.reset();
+               owner.reset();
+               done(std::move(answer));
+               CallEnded();
+             });
 }
 
 void SharedMemoryShard::PushThenPullInPlace(
@@ -775,37 +775,36 @@ void SharedMemoryShard::PushThenPullInPlace(
   *shared_header.mutable_shared() = push.payload;
   *shared_header.mutable_then_pull()->mutable_shared() = pull.payload;
   const uint64_t session = push.payload.session();
-  SendShared(
-      shared_header, deadline,
-      [this, header = std::move(header), data = std::move(data),
-       owner = std::move(owner), out = std::move(out), deadline,
-       done = std::move(done), push_lease = std::move(push.lease),
-       pull_lease = std::move(pull.lease),
-       session](absl::StatusOr<PushBatchResponse> answer) mutable {
-        if (!answer.ok() && IsSharedMemoryLost(answer.status())) {
-          // Refused before anything was applied: resent without the
-          // region, from and into the same memory.
-          OnLost(session);
-          transport_->PushThenPull(
-              header, std::move(data),
-              Both(std::move(owner),
-                   Both(std::move(push_lease), std::move(pull_lease))),
-              std::move(out), deadline, std::move(done));
-          return CallEnded();
-        }
-        if (!answer.ok() && ServerMayStillUse(answer.status().code())) {
-          RetirePiece(*push_lease, answer.status());
-          RetirePiece(*pull_lease, answer.status());
-        } else if (answer.ok()) {
-          bytes_in_place_.fetch_add(TotalBytes(data) + TotalBytes(out),
-                                    std::memory_order_relaxed);
-        }
-        push_lease.reset();
-        pull_lease.reset();
-        owner.reset();
-        done(std::move(answer));
-        CallEnded();
-      });
+  SendShared(shared_header, deadline,
+             [this, header = std::move(header), data = std::move(data),
+              owner = std::move(owner), out = std::move(out), deadline,
+              done = std::move(done), push_lease = std::move(push.lease),
+              pull_lease = std::move(pull.lease),
+              session](absl::StatusOr<PushBatchResponse> answer) mutable {
+               if (!answer.ok() && IsSharedMemoryLost(answer.status())) {
+                 // Refused before anything was applied: resent without the
+                 // region, from and into the same memory.
+                 OnLost(session);
+                 transport_->PushThenPull(
+                     header, std::move(data),
+                     Both(std::move(owner),
+                          Both(std::move(push_lease), std::move(pull_lease))),
+                     std::move(out), deadline, std::move(done));
+                 return CallEnded();
+               }
+               if (!answer.ok() && ServerMayStillUse(answer.status().code())) {
+                 RetirePiece(*push_lease, answer.status());
+                 RetirePiece(*pull_lease, answer.status());
+               } else if (answer.ok()) {
+                 bytes_in_place_.fetch_add(TotalBytes(data) + TotalBytes(out),
+                                           std::memory_order_relaxed);
+               }
+               push_lease.reset();
+               pull_lease.reset();
+               owner.reset();
+               done(std::move(answer));
+               CallEnded();
+             });
 }
 
 void SharedMemoryShard::PushThenPull(

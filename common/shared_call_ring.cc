@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
-
 #include <vector>
 
 #include "absl/strings/cord.h"
@@ -59,21 +58,20 @@ std::string EncodeRingStatus(const absl::Status& status, int64_t capacity) {
   std::string out;
   std::string payloads;
   uint32_t count = 0;
-  status.ForEachPayload(
-      [&](absl::string_view url, const absl::Cord& value) {
-        const std::string flat(value);
-        // Payloads are short markers; one that would crowd out the
-        // message is dropped.
-        if (static_cast<int64_t>(payloads.size() + url.size() + flat.size()) >
-            capacity / 2) {
-          return;
-        }
-        PutU32(payloads, static_cast<uint32_t>(url.size()));
-        payloads.append(url.data(), url.size());
-        PutU32(payloads, static_cast<uint32_t>(flat.size()));
-        payloads.append(flat);
-        ++count;
-      });
+  status.ForEachPayload([&](absl::string_view url, const absl::Cord& value) {
+    const std::string flat(value);
+    // Payloads are short markers; one that would crowd out the
+    // message is dropped.
+    if (static_cast<int64_t>(payloads.size() + url.size() + flat.size()) >
+        capacity / 2) {
+      return;
+    }
+    PutU32(payloads, static_cast<uint32_t>(url.size()));
+    payloads.append(url.data(), url.size());
+    PutU32(payloads, static_cast<uint32_t>(flat.size()));
+    payloads.append(flat);
+    ++count;
+  });
   PutU32(out, count);
   out.append(payloads);
   const int64_t room =
@@ -90,8 +88,8 @@ absl::Status DecodeRingStatus(int32_t code, absl::string_view bytes) {
     return absl::InternalError(
         absl::StrCat("the call ring answered status code ", code));
   }
-  absl::Status broken = absl::InternalError(
-      "the call ring's answer holds a malformed status");
+  absl::Status broken =
+      absl::InternalError("the call ring's answer holds a malformed status");
   uint32_t count = 0;
   if (!TakeU32(bytes, count)) return broken;
   struct Payload {

@@ -58,9 +58,9 @@ struct alignas(64) RingHeader {
 };
 
 struct alignas(64) RingSlot {
-  uint32_t state;         // RingSlotState
-  uint32_t cancel;        // set by the client: stop waiting, answer now
-  uint32_t method;        // what the request is; the server's handler says
+  uint32_t state;   // RingSlotState
+  uint32_t cancel;  // set by the client: stop waiting, answer now
+  uint32_t method;  // what the request is; the server's handler says
   uint32_t request_bytes;
   int64_t deadline_unix_ns;  // the client's deadline for this call
   // The answer: a status code (0 OK), then answer_bytes bytes of answer:

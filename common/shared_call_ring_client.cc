@@ -46,9 +46,9 @@ SharedCallRingClient::~SharedCallRingClient() {
   }
   if (!ended.empty()) RingBell(&RingHeaderAt(ring_)->server_bell);
   for (Done& done : ended) {
-    done(absl::CancelledError(absl::StrCat(
-        "call to ", options_.server_name,
-        " cancelled: the client closed its call ring")));
+    done(absl::CancelledError(
+        absl::StrCat("call to ", options_.server_name,
+                     " cancelled: the client closed its call ring")));
   }
 }
 
@@ -92,8 +92,8 @@ void SharedCallRingClient::CancelAll() {
 
 void SharedCallRingClient::Loop() {
   RingHeader* header = RingHeaderAt(ring_);
-  uint64_t last_beat = __atomic_load_n(&header->server_heartbeat,
-                                       __ATOMIC_ACQUIRE);
+  uint64_t last_beat =
+      __atomic_load_n(&header->server_heartbeat, __ATOMIC_ACQUIRE);
   absl::Time last_beat_change = absl::Now();
   while (!stop_.load(std::memory_order_acquire)) {
     const uint32_t seen = RingLoad(&header->client_bell);
@@ -121,10 +121,9 @@ void SharedCallRingClient::Loop() {
               slot->answer_bytes, static_cast<uint32_t>(kRingAnswerBytes));
           const absl::string_view answer(RingAnswerAt(ring_, i), bytes);
           absl::StatusOr<std::string> result =
-              slot->code == 0
-                  ? absl::StatusOr<std::string>(std::string(answer))
-                  : absl::StatusOr<std::string>(
-                        DecodeRingStatus(slot->code, answer));
+              slot->code == 0 ? absl::StatusOr<std::string>(std::string(answer))
+                              : absl::StatusOr<std::string>(
+                                    DecodeRingStatus(slot->code, answer));
           RingStore(&slot->state, kRingSlotFree);
           if (call.done) {
             ready.emplace_back(std::move(call.done), std::move(result));
@@ -166,8 +165,7 @@ void SharedCallRingClient::Loop() {
             closed ? " stopped serving the call ring in shared memory"
                    : absl::StrCat(" did not serve the call ring in shared "
                                   "memory for ",
-                                  absl::FormatDuration(
-                                      options_.server_silence),
+                                  absl::FormatDuration(options_.server_silence),
                                   " (is it alive?)")));
         for (int i = 0; i < kRingSlots; ++i) {
           InFlight& call = slots_[i];

@@ -76,8 +76,8 @@ class SharedCallRingClient {
 
  private:
   struct InFlight {
-    bool busy = false;   // the slot holds a call the server has not answered
-    Done done;           // null once the call ended without the answer
+    bool busy = false;  // the slot holds a call the server has not answered
+    Done done;          // null once the call ended without the answer
     bool cancelled = false;  // CancelAll() asked it to end
     absl::Time deadline = absl::InfiniteFuture();
   };

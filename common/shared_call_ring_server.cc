@@ -153,8 +153,7 @@ SharedCallRingServer::~SharedCallRingServer() {
     if (ours || !RingExchange(&slot->state, kRingSlotPosted, kRingSlotTaken)) {
       continue;
     }
-    const uint64_t generation =
-        shared_->Claim(i, absl::InfiniteFuture());
+    const uint64_t generation = shared_->Claim(i, absl::InfiniteFuture());
     shared_->Answer(i, generation, shared_->handler->Closed(), "");
   }
   for (const std::function<void()>& cancel : cancels) cancel();
@@ -172,18 +171,17 @@ SharedCallRingServer::~SharedCallRingServer() {
 void SharedCallRingServer::Take(int i) {
   RingSlot call;
   std::memcpy(&call, RingSlotAt(shared_->ring, i), sizeof(call));
-  const absl::Time deadline =
-      call.deadline_unix_ns <= 0 ? absl::InfiniteFuture()
-                                 : absl::FromUnixNanos(call.deadline_unix_ns);
+  const absl::Time deadline = call.deadline_unix_ns <= 0
+                                  ? absl::InfiniteFuture()
+                                  : absl::FromUnixNanos(call.deadline_unix_ns);
   const uint64_t generation = shared_->Claim(i, deadline);
   calls_.fetch_add(1, std::memory_order_relaxed);
   if (call.request_bytes > kRingRequestBytes) {
-    shared_->Answer(
-        i, generation,
-        absl::InvalidArgumentError(absl::StrCat(
-            "a call ring request of ", call.request_bytes,
-            " bytes; a slot holds at most ", kRingRequestBytes)),
-        "");
+    shared_->Answer(i, generation,
+                    absl::InvalidArgumentError(absl::StrCat(
+                        "a call ring request of ", call.request_bytes,
+                        " bytes; a slot holds at most ", kRingRequestBytes)),
+                    "");
     return;
   }
   std::string request(RingRequestAt(shared_->ring, i), call.request_bytes);

@@ -1,3 +1,5 @@
+#include "common/shared_call_ring.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,9 +12,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "common/mutex.h"
-#include "common/shared_call_ring.h"
 #include "common/shared_call_ring_client.h"
 #include "common/shared_call_ring_server.h"
 #include "common/shared_memory_region.h"
@@ -42,7 +42,8 @@ class TestHandler : public SharedCallRingServer::Handler {
       return nullptr;
     }
     if (method == kFail) {
-      absl::Status status = absl::FailedPreconditionError("refused: " + request);
+      absl::Status status =
+          absl::FailedPreconditionError("refused: " + request);
       status.SetPayload(kMarkerUrl, absl::Cord("marked"));
       reply(status, "");
       return nullptr;
@@ -102,7 +103,7 @@ class TestHandler : public SharedCallRingServer::Handler {
 
 // One call's outcome, waited for.
 struct Outcome {
-  absl::Notification done;
+  Notification done;
   absl::StatusOr<std::string> result;
   SharedCallRingClient::Done Callback() {
     return [this](absl::StatusOr<std::string> r) {
@@ -118,10 +119,9 @@ class SharedCallRingTest : public ::testing::Test {
     ASSERT_OK_AND_ASSIGN(client_region_,
                          SharedMemoryRegion::Create(kRingBytes + 4096));
     ASSERT_OK_AND_ASSIGN(
-        server_region_,
-        SharedMemoryRegion::Open(getpid(), client_region_->fd(),
-                                 client_region_->total_bytes(),
-                                 client_region_->token()));
+        server_region_, SharedMemoryRegion::Open(getpid(), client_region_->fd(),
+                                                 client_region_->total_bytes(),
+                                                 client_region_->token()));
   }
   char* ring() { return client_region_->base() + kOffset; }
   std::unique_ptr<SharedCallRingClient> NewClient(
@@ -166,7 +166,8 @@ TEST_F(SharedCallRingTest, AnswersEveryCallOnceFromManyThreads) {
           std::this_thread::yield();
         }
         out.done.WaitForNotification();
-        if (!out.result.ok() || *out.result != absl::StrCat(kEcho, ":", request)) {
+        if (!out.result.ok() ||
+            *out.result != absl::StrCat(kEcho, ":", request)) {
           wrong.fetch_add(1);
         }
         answered.fetch_add(1);
@@ -189,8 +190,7 @@ TEST_F(SharedCallRingTest, AnErrorCrossesWithItsMessageAndPayloads) {
   EXPECT_THAT(out.result.status(),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("refused: because")));
-  EXPECT_EQ(out.result.status().GetPayload(kMarkerUrl),
-            absl::Cord("marked"));
+  EXPECT_EQ(out.result.status().GetPayload(kMarkerUrl), absl::Cord("marked"));
 }
 
 TEST_F(SharedCallRingTest, AWaitingCallEndsAtItsDeadlineAndFreesItsSlot) {
@@ -302,11 +302,10 @@ TEST_F(SharedCallRingTest, CallsToASilentServerEndUnavailable) {
   untaken.done.WaitForNotification();
   // The taken call may have been served: Unavailable. The other is
   // withdrawn: never_served, which says it may be sent another way.
-  EXPECT_THAT(taken.result.status(),
-              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("is it alive")));
-  EXPECT_THAT(untaken.result.status(),
-              StatusIs(absl::StatusCode::kUnavailable,
-                       HasSubstr("lost its server")));
+  EXPECT_THAT(taken.result.status(), StatusIs(absl::StatusCode::kUnavailable,
+                                              HasSubstr("is it alive")));
+  EXPECT_THAT(untaken.result.status(), StatusIs(absl::StatusCode::kUnavailable,
+                                                HasSubstr("lost its server")));
   EXPECT_EQ(RingLoad(&RingSlotAt(ring(), 1)->state), kRingSlotFree);
   EXPECT_FALSE(client->usable());
 }
@@ -314,12 +313,11 @@ TEST_F(SharedCallRingTest, CallsToASilentServerEndUnavailable) {
 TEST_F(SharedCallRingTest, TheServerChecksWhatTheClientWrote) {
   // No ring written there: refused.
   EXPECT_THAT(SharedCallRingServer::Start(server_region_, kOffset, handler_),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("magic")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("magic")));
   auto client = NewClient();
-  EXPECT_THAT(SharedCallRingServer::Start(server_region_, kOffset + 8,
-                                          handler_),
-              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(
+      SharedCallRingServer::Start(server_region_, kOffset + 8, handler_),
+      StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(SharedCallRingServer::Start(server_region_, 0, handler_),
               StatusIs(absl::StatusCode::kInvalidArgument));
   StartServer();
@@ -329,12 +327,11 @@ TEST_F(SharedCallRingTest, TheServerChecksWhatTheClientWrote) {
   RingStore(&slot->state, kRingSlotPosted);
   RingBell(&RingHeaderAt(ring())->server_bell);
   while (RingLoad(&slot->state) != kRingSlotDone) std::this_thread::yield();
-  EXPECT_THAT(DecodeRingStatus(slot->code,
-                               absl::string_view(RingAnswerAt(ring(),
-                                                              kRingSlots - 1),
-                                                 slot->answer_bytes)),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("at most")));
+  EXPECT_THAT(
+      DecodeRingStatus(slot->code,
+                       absl::string_view(RingAnswerAt(ring(), kRingSlots - 1),
+                                         slot->answer_bytes)),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at most")));
   RingStore(&slot->state, kRingSlotFree);
 }
 
@@ -372,9 +369,8 @@ TEST(SharedCallRingAcrossProcessesTest, AForkedServerAnswersThroughTheRing) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     close(to_child[1]);
-    auto opened = SharedMemoryRegion::Open(parent, region->fd(),
-                                           region->total_bytes(),
-                                           region->token());
+    auto opened = SharedMemoryRegion::Open(
+        parent, region->fd(), region->total_bytes(), region->token());
     if (!opened.ok()) _exit(2);
     auto server = SharedCallRingServer::Start(
         std::shared_ptr<SharedMemoryRegion>(*std::move(opened)), offset,
@@ -395,8 +391,8 @@ TEST(SharedCallRingAcrossProcessesTest, AForkedServerAnswersThroughTheRing) {
     for (int i = 0; i < 100; ++i) {
       Outcome out;
       SharedCallRingClient::Done done = out.Callback();
-      while (!client.Call(kEcho, absl::StrCat(i), absl::InfiniteFuture(),
-                          done)) {
+      while (
+          !client.Call(kEcho, absl::StrCat(i), absl::InfiniteFuture(), done)) {
         std::this_thread::yield();
       }
       out.done.WaitForNotification();

@@ -73,8 +73,7 @@ absl::Status GrpcParameterServer::ServeRing(
     if (!incarnation.has_value() && roles.Contains(RpcRole::kWorker)) {
       return absl::OkStatus();
     }
-    return chief_fence_->Admit(incarnation.value_or(""), method,
-                               clock_->Now());
+    return chief_fence_->Admit(incarnation.value_or(""), method, clock_->Now());
   };
   return shared_memory_->ServeRing(
       session, offset,

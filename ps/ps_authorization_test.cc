@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/grpc_ps_shard.h"
 #include "client/ps_shard_test_util.h"
+#include "client/shared_memory_shard.h"
 #include "common/rpc/job_tokens.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
@@ -50,6 +51,20 @@ class PsAuthorizationTest : public ::testing::Test {
   }
   std::unique_ptr<GrpcPsShard> As(RpcRole role) {
     return Client(tokens_.at(role));
+  }
+  // The same caller through shared memory and its call ring.
+  std::unique_ptr<SharedMemoryShard> SameHost(
+      RpcRole role, const std::string& chief_incarnation = "") {
+    GrpcPsShard::Options options;
+    options.security.tokens.own = tokens_.at(role);
+    options.security.chief_incarnation = chief_incarnation;
+    auto shard = std::make_unique<SharedMemoryShard>(
+        std::make_unique<GrpcPsShard>(
+            absl::StrCat("127.0.0.1:", server_->port()), "ps-0", options),
+        int64_t{4} << 20);
+    EXPECT_TRUE(shard->WaitForSharedMemory(absl::Seconds(30)));
+    EXPECT_TRUE(shard->ring_in_use());
+    return shard;
   }
 
   static ConfigureRequest Configuration() {
@@ -180,6 +195,75 @@ TEST_F(PsAuthorizationTest, StrangersAreRefusedAndChangeNothing) {
   EXPECT_FALSE(server_->shutdown_requested());
   auto chief = As(RpcRole::kChief);
   EXPECT_THAT(Values(*chief), ::testing::Each(0.0f));
+}
+
+// Calls through the call ring in shared memory are authorized as the
+// identity that attached the region, each as a gRPC call would be.
+TEST_F(PsAuthorizationTest, TheCallRingChecksEachCallAsGrpcDoes) {
+  Prepare();
+  auto worker = SameHost(RpcRole::kWorker);
+  EXPECT_OK(PushOne(*worker, "w", 0,
+                    std::make_shared<std::vector<float>>(4, 1.0f), Soon()));
+  const int64_t after_worker = server_->Stats().shared_memory_ring_calls();
+  EXPECT_GE(after_worker, 1);
+
+  auto evaluator = SameHost(RpcRole::kEvaluator);
+  std::vector<float> out(4);
+  EXPECT_OK(PullOne(*evaluator, "w", 0, absl::MakeSpan(out), 0, Soon()));
+  EXPECT_THAT(out, ::testing::Each(-1.0f));
+  EXPECT_THAT(PushOne(*evaluator, "w", 0,
+                      std::make_shared<std::vector<float>>(4, 1.0f), Soon())
+                  .status(),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("the chief or a worker only")));
+  // Both went through the ring, and the refused push changed nothing.
+  EXPECT_GE(server_->Stats().shared_memory_ring_calls(), after_worker + 2);
+  EXPECT_THAT(Values(*As(RpcRole::kChief)), ::testing::Each(-1.0f));
+}
+
+TEST_F(PsAuthorizationTest, TheCallRingFencesAChiefTheServerNoLongerFollows) {
+  // A server whose chief is taken over soon after it falls silent.
+  server_.reset();
+  GrpcParameterServer::Options options;
+  options.listen_address = "127.0.0.1:0";
+  options.grace = absl::Seconds(2);
+  options.chief_takeover_after = absl::Milliseconds(200);
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/tokens");
+  ASSERT_OK_AND_ASSIGN(options.security.tokens,
+                       LoadJobTokens(dir, RpcRole::kPs, true));
+  ASSERT_OK_AND_ASSIGN(server_, GrpcParameterServer::Start(options));
+
+  // Chief "b" configures the server and trains through its ring.
+  GrpcPsShard::Options b_options;
+  b_options.security.tokens.own = tokens_.at(RpcRole::kChief);
+  b_options.security.chief_incarnation = "incarnation-b";
+  GrpcPsShard chief_b(absl::StrCat("127.0.0.1:", server_->port()), "ps-0",
+                      b_options);
+  ASSERT_OK(chief_b.Configure(Configuration(), Soon()));
+  CreateVariablesRequest create;
+  create.set_protocol_version(kProtocolVersion);
+  VariableSpec* spec = create.add_variables();
+  spec->set_name("w");
+  spec->add_shape(4);
+  ASSERT_OK(chief_b.CreateVariables(create, Soon()));
+  auto ring_b = SameHost(RpcRole::kChief, "incarnation-b");
+  ASSERT_OK(PushOne(*ring_b, "w", 0,
+                    std::make_shared<std::vector<float>>(4, 1.0f), Soon()));
+
+  // Chief "a" takes over once "b" fell silent.
+  GrpcPsShard::Options a_options = b_options;
+  a_options.security.chief_incarnation = "incarnation-a";
+  GrpcPsShard chief_a(absl::StrCat("127.0.0.1:", server_->port()), "ps-0",
+                      a_options);
+  while (!chief_a.Stats(Soon()).ok()) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  // "b"'s ring is fenced as its gRPC calls would be.
+  EXPECT_THAT(PushOne(*ring_b, "w", 0,
+                      std::make_shared<std::vector<float>>(4, 1.0f), Soon())
+                  .status(),
+              StatusIs(absl::StatusCode::kAborted, HasSubstr("incarnation-b")));
+  EXPECT_THAT(Values(chief_a), ::testing::Each(-1.0f));
 }
 
 TEST_F(PsAuthorizationTest, OnlyTheChiefConfigures) {

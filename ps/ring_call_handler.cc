@@ -41,15 +41,16 @@ void Answer(ParameterServerCore& core, int64_t request_bytes,
 template <typename Request>
 absl::Status CheckRingBatch(const Request& request, absl::string_view what) {
   if (!request.has_shared()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a ", what, " on the call ring names no shared memory for its "
-        "values; such a batch goes over gRPC"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a ", what,
+                     " on the call ring names no shared memory for its "
+                     "values; such a batch goes over gRPC"));
   }
   if (request.parts_size() > kMaxRingBatchParts) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a ", what, " of ", request.parts_size(),
-        " parts on the call ring, which carries at most ", kMaxRingBatchParts,
-        "; larger batches go over gRPC"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a ", what, " of ", request.parts_size(),
+                     " parts on the call ring, which carries at most ",
+                     kMaxRingBatchParts, "; larger batches go over gRPC"));
   }
   return absl::OkStatus();
 }
@@ -66,9 +67,9 @@ std::function<void()> RingCallHandler::Serve(
     case kRingPullBatch:
       return ServePull(request, reply);
     default:
-      reply(absl::UnimplementedError(absl::StrCat(
-                "unknown call ring method ", method,
-                "; is the client from another psflow release?")),
+      reply(absl::UnimplementedError(
+                absl::StrCat("unknown call ring method ", method,
+                             "; is the client from another psflow release?")),
             "");
       return nullptr;
   }
@@ -124,8 +125,8 @@ std::function<void()> RingCallHandler::ServePull(
   }
   if (checked.ok()) checked = CheckRingBatch(request, "pull");
   if (!checked.ok()) {
-    Answer(service_->core(), static_cast<int64_t>(bytes.size()), reply,
-           checked, nullptr);
+    Answer(service_->core(), static_cast<int64_t>(bytes.size()), reply, checked,
+           nullptr);
     return nullptr;
   }
   service_->core().CountBytes(static_cast<int64_t>(bytes.size()), 0);

@@ -23,9 +23,9 @@ absl::StatusOr<SharedPullTarget> ResolveSharedPull(
     total += part.num_elements();
   }
   SharedPullTarget target;
-  ASSIGN_OR_RETURN(target.payload,
-                   sessions.Resolve(request.shared(),
-                                    total * int64_t{sizeof(float)}));
+  ASSIGN_OR_RETURN(
+      target.payload,
+      sessions.Resolve(request.shared(), total * int64_t{sizeof(float)}));
   int64_t offset = 0;
   for (const PullRequest& part : request.parts()) {
     target.pieces.push_back(
@@ -41,9 +41,9 @@ absl::StatusOr<PushBatchResponse> PushFromSharedMemory(
   ASSIGN_OR_RETURN(std::vector<ChunkRef> refs, service.ResolvePush(request));
   int64_t total = 0;
   for (const ChunkRef& ref : refs) total += ref.num_elements;
-  ASSIGN_OR_RETURN(SharedMemorySessions::Payload shared,
-                   sessions.Resolve(request.shared(),
-                                    total * int64_t{sizeof(float)}));
+  ASSIGN_OR_RETURN(
+      SharedMemorySessions::Payload shared,
+      sessions.Resolve(request.shared(), total * int64_t{sizeof(float)}));
   std::shared_ptr<PooledBuffer> values = service.pool().Acquire(total);
   const bool finite =
       CopyAllFinite(shared.values, values->span().subspan(0, total));

@@ -96,8 +96,8 @@ absl::Status SharedMemorySessions::ServeRing(
     int rings = 0;
     for (const auto& [id, held] : sessions_) rings += held->ring != nullptr;
     if (rings >= options_.max_rings) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "this server already serves ", rings, " call rings"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("this server already serves ", rings, " call rings"));
     }
     region = it->second->region;
   }

@@ -60,8 +60,9 @@ class SharedMemorySessions {
   // region with `handler`, until the session is forgotten.
   // ResourceExhausted beyond max_rings; FailedPrecondition for an unknown
   // session; InvalidArgument for a ring that is not where it should be.
-  absl::Status ServeRing(uint64_t session, int64_t offset,
-                         std::shared_ptr<SharedCallRingServer::Handler> handler);
+  absl::Status ServeRing(
+      uint64_t session, int64_t offset,
+      std::shared_ptr<SharedCallRingServer::Handler> handler);
 
   // Forgets a session (a no-op for an unknown one), stopping its ring.
   void Detach(uint64_t session);
@@ -94,7 +95,8 @@ class SharedMemorySessions {
     // Stopped (joined) when the session goes, outside mu_.
     std::unique_ptr<SharedCallRingServer> ring;
     ~Session();
-    std::atomic<int64_t>* ring_calls = nullptr;  // where the ring's calls add up
+    std::atomic<int64_t>* ring_calls =
+        nullptr;  // where the ring's calls add up
   };
 
   // Drops sessions idle for longer than idle_timeout.
