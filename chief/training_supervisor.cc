@@ -45,6 +45,9 @@ absl::Status TrainingSupervisor::Supervise() {
     if (parts_.coordinator->WaitForTrainingEnd(NextTick())) break;
     RETURN_IF_ERROR(Tick());
   }
+  // A last progress line and metrics, with the workers' final reports: a
+  // job shorter than the log interval has them too.
+  LogProgress(/*at_end=*/true);
   return absl::OkStatus();
 }
 
@@ -116,12 +119,12 @@ absl::Status TrainingSupervisor::Tick() {
   return absl::OkStatus();
 }
 
-void TrainingSupervisor::LogProgress() {
+void TrainingSupervisor::LogProgress(bool at_end) {
   const StatusResponse status = parts_.coordinator->Status();
   double rate = 0, loss = 0, accuracy = 0;
   int reporting = 0;
   for (const ProgressReport& r : parts_.coordinator->LastReports()) {
-    if (r.local_steps() == 0 || r.finished()) continue;
+    if (r.local_steps() == 0 || (r.finished() && !at_end)) continue;
     rate += r.examples_per_sec();
     loss += r.loss();
     accuracy += r.accuracy();

@@ -107,7 +107,8 @@ class TrainingSupervisor {
   absl::Status Supervise();
 
  private:
-  void LogProgress();
+  // `at_end`: training ended; workers' final reports count too.
+  void LogProgress(bool at_end = false);
   void ServeRestoreRequests();
   absl::Status WatchServers();
   // Sends the workers outside the bound when they changed, and about every

@@ -61,6 +61,15 @@ absl::StatusOr<std::unique_ptr<PsMetrics>> PsMetrics::Create(
       m->sessions_,
       r.UnlabeledGauge("psflow_ps_shared_memory_sessions",
                        "Same-host shared-memory regions attached."));
+  ASSIGN_OR_RETURN(
+      m->rings_,
+      r.UnlabeledGauge("psflow_ps_shared_memory_rings",
+                       "Shared-memory sessions whose pulls and pushes come "
+                       "through a call ring instead of gRPC."));
+  ASSIGN_OR_RETURN(
+      m->ring_calls_,
+      r.UnlabeledCounter("psflow_ps_shared_memory_ring_calls_total",
+                         "Pulls and pushes taken from call rings."));
   ASSIGN_OR_RETURN(m->worker_clock_,
                    r.Gauge("psflow_ps_worker_clock",
                            "Bounded staleness: steps each worker has pushed "
@@ -114,6 +123,8 @@ absl::Status PsMetrics::Refresh(const StatsResponse& stats, UpdateMode mode) {
   variable_bytes_->Set(static_cast<double>(stats.total_elements()) *
                        sizeof(float));
   sessions_->Set(static_cast<double>(stats.shared_memory_sessions()));
+  rings_->Set(static_cast<double>(stats.shared_memory_rings()));
+  ring_calls_->IncreaseTo(stats.shared_memory_ring_calls());
   for (int i = 0; i < stats.worker_clocks_size(); ++i) {
     const std::string worker = absl::StrCat(i);
     ASSIGN_OR_RETURN(GaugeCell * clock, worker_clock_->WithLabels({worker}));

@@ -58,6 +58,8 @@ class PsMetrics {
   GaugeCell* variables_ = nullptr;
   GaugeCell* variable_bytes_ = nullptr;
   GaugeCell* sessions_ = nullptr;
+  GaugeCell* rings_ = nullptr;
+  CounterCell* ring_calls_ = nullptr;
   GaugeFamily* worker_clock_ = nullptr;
   GaugeFamily* worker_excluded_ = nullptr;
   CounterCell* bounded_waits_ = nullptr;
