@@ -31,10 +31,19 @@ void PrefetchPolicy::ObserveFreshStep(absl::Duration compute,
     return;
   }
   if (prefetching_) {
-    // A probe decides alone: it waited for the other push in flight too,
-    // so it errs towards prefetching.
+    // Back to fresh pulls only when each of the latest probes found the
+    // wire cheap (each also waited for the other push in flight, so they
+    // err towards prefetching).
     wait_share_ = share;
-    if (share < kFreshBelow) prefetching_ = false;
+    probes_.push_back(share);
+    if (static_cast<int>(probes_.size()) > kProbesToDecide) {
+      probes_.erase(probes_.begin());
+    }
+    if (static_cast<int>(probes_.size()) == kProbesToDecide &&
+        *std::max_element(probes_.begin(), probes_.end()) < kFreshBelow) {
+      prefetching_ = false;
+      probes_.clear();
+    }
     return;
   }
   shares_.push_back(share);
@@ -49,6 +58,7 @@ void PrefetchPolicy::ObserveFreshStep(absl::Duration compute,
   if (wait_share_ > kPrefetchAbove) {
     prefetching_ = true;
     since_probe_ = 0;
+    probes_.clear();
   }
 }
 

@@ -34,6 +34,11 @@ class PrefetchPolicy {
   // steps between two fresh probes.
   static constexpr int kMeasureSteps = 8;
   static constexpr int kProbeEvery = 64;
+  // AUTO, prefetching: goes back to fresh pulls once this many probes in a
+  // row found the wire cheap. One probe alone is noisy (it may land while
+  // the server happens to be idle), and a wrong switch costs
+  // kMeasureSteps fresh steps at full wait before the policy turns back.
+  static constexpr int kProbesToDecide = 3;
 
   explicit PrefetchPolicy(Choice choice) : choice_(choice) {}
 
@@ -59,6 +64,9 @@ class PrefetchPolicy {
   int since_probe_ = 0;
   // Fresh steps' wait / compute since the last decision.
   std::vector<double> shares_;
+  // Prefetching: the latest probes' wait / compute (at most
+  // kProbesToDecide, oldest first).
+  std::vector<double> probes_;
   double wait_share_ = -1;
 };
 

@@ -59,12 +59,31 @@ TEST(PrefetchPolicyTest, AutoGoesBackToFreshPullsWhenAProbeFindsTheWireCheap) {
   PrefetchPolicy policy(PrefetchPolicy::Choice::kAuto);
   RunSteps(policy, PrefetchPolicy::kMeasureSteps, absl::Milliseconds(6));
   ASSERT_TRUE(policy.prefetching());
-  // Prefetched steps up to the probe, which finds 0.5% of the compute.
-  EXPECT_EQ(RunSteps(policy, PrefetchPolicy::kProbeEvery + 1,
+  // Prefetched steps up to each probe, and kProbesToDecide probes that
+  // find 0.5% of the compute.
+  const int probes = PrefetchPolicy::kProbesToDecide;
+  EXPECT_EQ(RunSteps(policy, probes * (PrefetchPolicy::kProbeEvery + 1),
                      absl::Microseconds(100)),
-            PrefetchPolicy::kProbeEvery);
+            probes * PrefetchPolicy::kProbeEvery);
   EXPECT_FALSE(policy.prefetching());
   EXPECT_EQ(RunSteps(policy, 100, absl::Microseconds(100)), 0);
+}
+
+TEST(PrefetchPolicyTest, OneCheapProbeAmongCostlyOnesDoesNotDecide) {
+  PrefetchPolicy policy(PrefetchPolicy::Choice::kAuto);
+  RunSteps(policy, PrefetchPolicy::kMeasureSteps, absl::Milliseconds(6));
+  ASSERT_TRUE(policy.prefetching());
+  // Probes alternate: one finds the server idle (0.5%), the next 30%.
+  int prefetched = 0, steps = 0;
+  for (int probe = 0; probe < 20; ++probe) {
+    const absl::Duration wait =
+        probe % 2 == 0 ? absl::Microseconds(100) : absl::Milliseconds(6);
+    prefetched += RunSteps(policy, PrefetchPolicy::kProbeEvery + 1, wait);
+    steps += PrefetchPolicy::kProbeEvery + 1;
+    EXPECT_TRUE(policy.prefetching()) << "after probe " << probe;
+  }
+  // Only the probes themselves were fresh.
+  EXPECT_EQ(prefetched, steps - 20);
 }
 
 TEST(PrefetchPolicyTest, OneSlowFreshStepDoesNotDecide) {
