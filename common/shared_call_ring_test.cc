@@ -49,7 +49,10 @@ class TestHandler : public SharedCallRingServer::Handler {
       return nullptr;
     }
     auto held = std::make_shared<Held>();
-    held->reply = std::move(reply);
+    {
+      MutexLock lock(&held->mu);
+      held->reply = std::move(reply);
+    }
     held->deadline = deadline;
     {
       MutexLock lock(&mu_);
