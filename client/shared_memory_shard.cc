@@ -246,6 +246,9 @@ void SharedMemoryShard::StartOffer() {
           absl::StrCat(name(),
                        " stopped serving our call ring (it forgot "
                        "the session); resending over gRPC")));
+      // The server's own descriptor of the region closes when its process
+      // ends: the ring notices at once.
+      options.region_fd = arena_->region().fd();
       // Written before the offer: the server checks it as it attaches.
       ring->client =
           std::make_unique<SharedCallRingClient>(arena_->at(*offset), options);

@@ -1,6 +1,8 @@
 #include "common/shared_call_ring_client.h"
 
 #include <pthread.h>
+#include <sys/inotify.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -10,6 +12,12 @@
 #include "absl/strings/str_cat.h"
 
 namespace psflow {
+
+namespace {
+// How long the heartbeat must stand still after a close of the region's
+// descriptor for the server to count as gone (ten of its ticks).
+constexpr absl::Duration kReleasedSilence = absl::Seconds(1);
+}  // namespace
 
 SharedCallRingClient::SharedCallRingClient(char* ring, Options options)
     : ring_(ring), options_(std::move(options)) {
@@ -23,6 +31,17 @@ SharedCallRingClient::SharedCallRingClient(char* ring, Options options)
   header->magic = kRingMagic;
   header->slots = kRingSlots;
   __atomic_thread_fence(__ATOMIC_RELEASE);
+  if (options_.region_fd >= 0) {
+    inotify_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (inotify_ >= 0 &&
+        inotify_add_watch(
+            inotify_,
+            absl::StrCat("/proc/self/fd/", options_.region_fd).c_str(),
+            IN_CLOSE_WRITE | IN_CLOSE_NOWRITE) < 0) {
+      close(inotify_);  // the heartbeat still tells
+      inotify_ = -1;
+    }
+  }
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "call_ring");
     Loop();
@@ -45,6 +64,7 @@ SharedCallRingClient::~SharedCallRingClient() {
     }
   }
   if (!ended.empty()) RingBell(&RingHeaderAt(ring_)->server_bell);
+  if (inotify_ >= 0) close(inotify_);
   for (Done& done : ended) {
     done(absl::CancelledError(
         absl::StrCat("call to ", options_.server_name,
@@ -106,6 +126,23 @@ void SharedCallRingClient::Loop() {
     }
     // Read before the slots: a server closes only after answering all.
     const bool closed = RingLoad(&header->server_closed) != 0;
+    // A descriptor of the region closed: most likely the server's, as its
+    // process ended (or it let the region go after closing the ring); but
+    // another process of this user may have opened it and let it go. So
+    // it counts once the heartbeat then stands still for kReleasedSilence;
+    // a heartbeat after the close clears it.
+    if (inotify_ >= 0) {
+      char events[4096];
+      if (read(inotify_, events, sizeof(events)) > 0) {
+        released_at_ = now;
+        released_beat_ = beat;
+      }
+    }
+    if (released_at_.has_value() && beat != released_beat_) {
+      released_at_.reset();
+    }
+    const bool released =
+        released_at_.has_value() && now - *released_at_ > kReleasedSilence;
     absl::Time next = now + kRingServerTick;
     bool wake_server = false;
     std::vector<std::pair<Done, absl::StatusOr<std::string>>> ready;
@@ -158,15 +195,18 @@ void SharedCallRingClient::Loop() {
       }
       const bool silent =
           waiting && now - last_beat_change > options_.server_silence;
-      if (closed || silent) {
+      if (closed || silent || released) {
         lost_.store(true, std::memory_order_release);
         const absl::Status gone = absl::UnavailableError(absl::StrCat(
             options_.server_name,
             closed ? " stopped serving the call ring in shared memory"
-                   : absl::StrCat(" did not serve the call ring in shared "
-                                  "memory for ",
-                                  absl::FormatDuration(options_.server_silence),
-                                  " (is it alive?)")));
+            : released
+                ? " let go of our shared memory (its process ended, or it "
+                  "forgot the session)"
+                : absl::StrCat(" did not serve the call ring in shared "
+                               "memory for ",
+                               absl::FormatDuration(options_.server_silence),
+                               " (is it alive?)")));
         for (int i = 0; i < kRingSlots; ++i) {
           InFlight& call = slots_[i];
           if (!call.busy || !call.done) continue;

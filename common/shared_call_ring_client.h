@@ -13,6 +13,9 @@
 // be serving it), and the ring that lost its server takes no more calls:
 // Call() returns false and the caller uses another transport.
 //
+// A server's end is noticed by its heartbeat standing still, and at once
+// when its descriptor of the region closes (Options::region_fd).
+//
 // Thread-safe. `done` runs on the ring's thread (never inside Call()).
 #ifndef PSFLOW_COMMON_SHARED_CALL_RING_CLIENT_H_
 #define PSFLOW_COMMON_SHARED_CALL_RING_CLIENT_H_
@@ -21,6 +24,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -47,6 +51,12 @@ class SharedCallRingClient {
     // its server (it is withdrawn, so it may be sent another way).
     absl::Status never_served =
         absl::UnavailableError("the call ring lost its server");
+    // A descriptor of the region in this process, or -1. A server keeps
+    // its own descriptor of the region open while it maps it, so a close
+    // of one (inotify), followed by a second of the heartbeat standing
+    // still, says that the server's process ended: the ring is lost then,
+    // without waiting out `server_silence`. Watched from construction on.
+    int region_fd = -1;
   };
 
   // Writes a fresh ring (kRingBytes of zeroed memory) at `ring` and starts
@@ -89,6 +99,11 @@ class SharedCallRingClient {
   std::atomic<bool> stop_{false};
   std::atomic<bool> lost_{false};
   std::atomic<int64_t> answered_{0};
+  int inotify_ = -1;  // watches region_fd's closes; -1 without
+  // Loop's own: when a close of the region's descriptor was seen, and the
+  // heartbeat then.
+  std::optional<absl::Time> released_at_;
+  uint64_t released_beat_ = 0;
   Mutex mu_;
   std::array<InFlight, kRingSlots> slots_ ABSL_GUARDED_BY(mu_);
   bool cancel_all_ ABSL_GUARDED_BY(mu_) = false;

@@ -1,5 +1,6 @@
 #include "common/shared_call_ring.h"
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -409,6 +410,91 @@ TEST(SharedCallRingAcrossProcessesTest, AForkedServerAnswersThroughTheRing) {
     // The child closed the ring as it stopped.
     while (client.usable()) std::this_thread::yield();
   }
+}
+
+TEST_F(SharedCallRingTest, AChildClosingItsCopyOfTheRegionIsNotTheServer) {
+  SharedCallRingClient::Options options;
+  options.server_name = "ps-0";
+  options.region_fd = client_region_->fd();
+  SharedCallRingClient client(ring(), options);
+  StartServer();
+  // Another process of this user opens the region and closes it again
+  // (a close of its own, as a server's), while the server lives on and
+  // heartbeats.
+  const std::string path =
+      absl::StrCat("/proc/", getpid(), "/fd/", client_region_->fd());
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const int opened = open(path.c_str(), O_RDWR);
+    if (opened < 0) _exit(2);
+    close(opened);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  // Well past the silence a close must be followed by to count.
+  const absl::Time until = absl::Now() + 3 * absl::Seconds(1);
+  while (absl::Now() < until) {
+    Outcome out;
+    Post(client, kEcho, "alive", absl::InfiniteFuture(), out);
+    out.done.WaitForNotification();
+    ASSERT_OK(out.result.status());
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_TRUE(client.usable());
+}
+
+// A server process that dies (here: the moment it takes a call) is
+// noticed at once, by its descriptor of the region closing, not after the
+// heartbeat's silence (an hour here).
+class DieOnCall : public SharedCallRingServer::Handler {
+ public:
+  std::function<void()> Serve(uint32_t, std::string, absl::Time,
+                              SharedCallRingServer::Reply) override {
+    _exit(0);
+  }
+  absl::Status Closed() override { return absl::OkStatus(); }
+};
+
+TEST(SharedCallRingAcrossProcessesTest, AServerProcessThatDiesIsNoticedAtOnce) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<SharedMemoryRegion> region,
+                       SharedMemoryRegion::Create(kRingBytes + 4096));
+  const int64_t offset = kSharedMemoryHeaderBytes;
+  char* ring = region->base() + offset;
+  SharedCallRingClient::Options options;
+  options.server_name = "the child";
+  options.server_silence = absl::Hours(1);
+  options.region_fd = region->fd();
+  // Constructed before the fork: the child finds the ring written.
+  SharedCallRingClient client(ring, options);
+  const pid_t parent = getpid();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto opened = SharedMemoryRegion::Open(
+        parent, region->fd(), region->total_bytes(), region->token());
+    if (!opened.ok()) _exit(2);
+    auto server = SharedCallRingServer::Start(
+        std::shared_ptr<SharedMemoryRegion>(*std::move(opened)), offset,
+        std::make_shared<DieOnCall>());
+    if (!server.ok()) _exit(3);
+    pause();  // until the call kills it
+    _exit(4);
+  }
+  Outcome out;
+  SharedCallRingClient::Done done = out.Callback();
+  ASSERT_TRUE(client.Call(kEcho, "fatal", absl::InfiniteFuture(), done));
+  out.done.WaitForNotification();
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  // Taken, then the server died: it may have been served.
+  EXPECT_THAT(out.result.status(),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       HasSubstr("let go of our shared memory")));
+  EXPECT_FALSE(client.usable());
 }
 
 }  // namespace
