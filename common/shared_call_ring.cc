@@ -1,6 +1,7 @@
 #include "common/shared_call_ring.h"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,6 +17,13 @@
 namespace psflow {
 
 static_assert(sizeof(RingSlot) == 64, "a slot's header is one cache line");
+
+void MakeRingThreadBatch() {
+  sched_param param{};
+  param.sched_priority = 0;
+  // Best effort: the ring works either way (the policy needs no privilege).
+  (void)sched_setscheduler(0, SCHED_BATCH, &param);
+}
 
 void RingBell(uint32_t* bell) {
   __atomic_add_fetch(bell, 1, __ATOMIC_SEQ_CST);

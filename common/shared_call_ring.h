@@ -104,6 +104,15 @@ inline bool RingExchange(uint32_t* word, uint32_t expected, uint32_t desired) {
                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
+// Makes the calling thread (a ring's) SCHED_BATCH: ringing its doorbell
+// then never preempts the thread that rang it. Without this, a worker's
+// training thread that posts a push is often switched out on the spot for
+// the server's ring thread (CFS wake-up preemption on the same core), and
+// the server's apply runs instead of the worker's next step rather than
+// beside it on the other core. A batch thread still runs at once on an
+// idle core, and otherwise within a tick.
+void MakeRingThreadBatch();
+
 // Bumps a doorbell and wakes whoever sleeps on it.
 void RingBell(uint32_t* bell);
 // Sleeps while *bell == seen, at most `timeout` (spurious returns are

@@ -44,6 +44,7 @@ SharedCallRingClient::SharedCallRingClient(char* ring, Options options)
   }
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "call_ring");
+    MakeRingThreadBatch();
     Loop();
   });
 }

@@ -121,6 +121,7 @@ SharedCallRingServer::SharedCallRingServer(std::shared_ptr<Shared> shared)
     : shared_(std::move(shared)) {
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "call_ring");
+    MakeRingThreadBatch();
     on_ring_thread = true;
     Loop();
   });

@@ -467,12 +467,17 @@ TEST(SharedCallRingAcrossProcessesTest, AServerProcessThatDiesIsNoticedAtOnce) {
   options.server_name = "the child";
   options.server_silence = absl::Hours(1);
   options.region_fd = region->fd();
-  // Constructed before the fork: the child finds the ring written.
-  SharedCallRingClient client(ring, options);
+  // Forked while this process has one thread (the client starts one); the
+  // child serves once the client wrote its ring.
+  int ring_written[2];
+  ASSERT_EQ(pipe(ring_written), 0);
   const pid_t parent = getpid();
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
+    close(ring_written[1]);
+    char byte;
+    if (read(ring_written[0], &byte, 1) != 1) _exit(5);
     auto opened = SharedMemoryRegion::Open(
         parent, region->fd(), region->total_bytes(), region->token());
     if (!opened.ok()) _exit(2);
@@ -483,6 +488,10 @@ TEST(SharedCallRingAcrossProcessesTest, AServerProcessThatDiesIsNoticedAtOnce) {
     pause();  // until the call kills it
     _exit(4);
   }
+  close(ring_written[0]);
+  SharedCallRingClient client(ring, options);
+  ASSERT_EQ(write(ring_written[1], "w", 1), 1);
+  close(ring_written[1]);
   Outcome out;
   SharedCallRingClient::Done done = out.Callback();
   ASSERT_TRUE(client.Call(kEcho, "fatal", absl::InfiniteFuture(), done));
