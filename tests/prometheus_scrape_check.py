@@ -167,6 +167,9 @@ scrape_configs:
                 port, 'psflow_ps_transferred_bytes_total{'
                       'transport="shared_memory"} > 0')) and bool(query(
                 port, 'psflow_ps_shared_memory_sessions > 0')),
+            "pulls and pushes through call rings counted": lambda: bool(query(
+                port, 'psflow_ps_shared_memory_rings > 0')) and bool(query(
+                port, 'psflow_ps_shared_memory_ring_calls_total > 0')),
         }
         pending = dict(checks)
         while pending:
