@@ -88,6 +88,27 @@ absl::StatusOr<Response> ParseRingAnswer(absl::StatusOr<std::string> answer,
   return response;
 }
 
+// Posts `header` on `ring` as `method`, its answer parsed into `done`'s
+// Response; false, leaving `done` as it was, when the ring takes no more
+// calls now (every slot busy, or lost).
+template <typename Response>
+bool PostOnRing(SharedCallRingClient& ring, uint32_t method,
+                const google::protobuf::MessageLite& header,
+                absl::Time deadline, const std::string& server,
+                std::function<void(absl::StatusOr<Response>)>& done) {
+  auto held = std::make_shared<std::function<void(absl::StatusOr<Response>)>>(
+      std::move(done));
+  SharedCallRingClient::Done on_answer =
+      [held, server](absl::StatusOr<std::string> answer) {
+        (*held)(ParseRingAnswer<Response>(std::move(answer), server));
+      };
+  if (ring.Call(method, header.SerializeAsString(), deadline, on_answer)) {
+    return true;
+  }
+  done = std::move(*held);
+  return false;
+}
+
 // Statuses that may be the client's own (deadline, cancel, broken
 // connection) while the server still works on the call.
 bool ServerMayStillUse(absl::StatusCode code) {
@@ -438,18 +459,9 @@ void SharedMemoryShard::SendShared(
   std::shared_ptr<Ring> ring = header.parts_size() <= kMaxRingBatchParts
                                    ? RingFor(header.shared().session())
                                    : nullptr;
-  if (ring != nullptr) {
-    auto held = std::make_shared<decltype(done)>(std::move(done));
-    SharedCallRingClient::Done on_answer =
-        [held, server = name()](absl::StatusOr<std::string> answer) {
-          (*held)(
-              ParseRingAnswer<PullBatchResponse>(std::move(answer), server));
-        };
-    if (ring->client->Call(kRingPullBatch, header.SerializeAsString(), deadline,
-                           on_answer)) {
-      return;
-    }
-    done = std::move(*held);  // every slot busy: over the transport
+  if (ring != nullptr && PostOnRing(*ring->client, kRingPullBatch, header,
+                                    deadline, name(), done)) {
+    return;
   }
   transport_->PullBatch(header, {}, deadline, std::move(done));
 }
@@ -462,18 +474,9 @@ void SharedMemoryShard::SendShared(
               header.then_pull().parts_size() <= kMaxRingBatchParts
           ? RingFor(header.shared().session())
           : nullptr;
-  if (ring != nullptr) {
-    auto held = std::make_shared<decltype(done)>(std::move(done));
-    SharedCallRingClient::Done on_answer =
-        [held, server = name()](absl::StatusOr<std::string> answer) {
-          (*held)(
-              ParseRingAnswer<PushBatchResponse>(std::move(answer), server));
-        };
-    if (ring->client->Call(kRingPushBatch, header.SerializeAsString(), deadline,
-                           on_answer)) {
-      return;
-    }
-    done = std::move(*held);  // every slot busy: over the transport
+  if (ring != nullptr && PostOnRing(*ring->client, kRingPushBatch, header,
+                                    deadline, name(), done)) {
+    return;
   }
   if (header.has_then_pull()) {
     transport_->PushThenPull(header, {}, nullptr, {}, deadline,

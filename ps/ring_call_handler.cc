@@ -6,6 +6,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "proto/protocol.h"
 #include "ps/ps_call_roles.h"
 #include "ps/shared_memory_calls.h"
@@ -55,6 +56,21 @@ absl::Status CheckRingBatch(const Request& request, absl::string_view what) {
   return absl::OkStatus();
 }
 
+// The caller may call `method`, `bytes` parse into `request`, and the
+// batch is one the ring carries.
+template <typename Request>
+absl::Status ParseAllowed(const RingCallHandler::Allow& allow,
+                          const RoleSet& roles, const char* method,
+                          const std::string& bytes, absl::string_view what,
+                          Request& request) {
+  RETURN_IF_ERROR(allow(roles, method));
+  if (!request.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a ", what, " on the call ring has a malformed header"));
+  }
+  return CheckRingBatch(request, what);
+}
+
 }  // namespace
 
 std::function<void()> RingCallHandler::Serve(
@@ -87,12 +103,8 @@ std::function<void()> RingCallHandler::ServePush(
   ParameterServerCore& core = service_->core();
   const int64_t request_bytes = static_cast<int64_t>(bytes.size());
   PushBatchRequest request;
-  absl::Status checked = allow_(kTrainers, kBulkPushBatchMethod);
-  if (checked.ok() && !request.ParseFromString(bytes)) {
-    checked = absl::InvalidArgumentError(
-        "a push on the call ring has a malformed header");
-  }
-  if (checked.ok()) checked = CheckRingBatch(request, "push");
+  absl::Status checked = ParseAllowed(allow_, kTrainers, kBulkPushBatchMethod,
+                                      bytes, "push", request);
   if (checked.ok() && request.has_then_pull()) {
     checked = CheckRingBatch(request.then_pull(), "push's then_pull");
   }
@@ -118,12 +130,8 @@ std::function<void()> RingCallHandler::ServePush(
 std::function<void()> RingCallHandler::ServePull(
     const std::string& bytes, const SharedCallRingServer::Reply& reply) {
   PullBatchRequest request;
-  absl::Status checked = allow_(kReaders, kBulkPullBatchMethod);
-  if (checked.ok() && !request.ParseFromString(bytes)) {
-    checked = absl::InvalidArgumentError(
-        "a pull on the call ring has a malformed header");
-  }
-  if (checked.ok()) checked = CheckRingBatch(request, "pull");
+  const absl::Status checked = ParseAllowed(
+      allow_, kReaders, kBulkPullBatchMethod, bytes, "pull", request);
   if (!checked.ok()) {
     Answer(service_->core(), static_cast<int64_t>(bytes.size()), reply, checked,
            nullptr);
