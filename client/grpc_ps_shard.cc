@@ -439,10 +439,11 @@ void GrpcPsShard::PullRows(
   call->bypass_budget = header.min_version() > 0;
   call->deadline = deadline;
   call->finish = [what = call->what, parts = header.parts_size(),
-                  out = std::move(out), done = std::move(done)](
-                     const grpc::Status& status,
-                     const grpc::ByteBuffer& response, bool) {
-    if (!status.ok()) return done(CallError(status, what, false));
+                  out = std::move(out),
+                  done = std::move(done)](const grpc::Status& status,
+                                          const grpc::ByteBuffer& response,
+                                          bool shared_memory_lost) {
+    if (!status.ok()) return done(CallError(status, what, shared_memory_lost));
     PullRowsResponse answer;
     absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, answer);
     if (!frame.ok()) return done(frame.status());
@@ -480,20 +481,23 @@ void GrpcPsShard::PushRows(
   call->deadline = deadline;
   // An async push that reached the server must not be applied twice.
   call->idempotent = false;
-  call->finish =
-      [what = call->what, parts = header.parts_size(), done = std::move(done)](
-          const grpc::Status& status, const grpc::ByteBuffer& response, bool) {
-        if (!status.ok()) return done(CallError(status, what, false));
-        PushRowsResponse answer;
-        absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, answer);
-        if (!frame.ok()) return done(frame.status());
-        if (answer.results_size() != parts) {
-          return done(absl::InternalError(
-              absl::StrCat(what, ": the server answered ",
-                           answer.results_size(), " parts for ", parts)));
-        }
-        done(std::move(answer));
-      };
+  call->finish = [what = call->what, parts = header.parts_size(),
+                  done = std::move(done)](const grpc::Status& status,
+                                          const grpc::ByteBuffer& response,
+                                          bool shared_memory_lost) {
+    if (!status.ok()) {
+      return done(CallError(status, what, shared_memory_lost));
+    }
+    PushRowsResponse answer;
+    absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, answer);
+    if (!frame.ok()) return done(frame.status());
+    if (answer.results_size() != parts) {
+      return done(absl::InternalError(
+          absl::StrCat(what, ": the server answered ", answer.results_size(),
+                       " parts for ", parts)));
+    }
+    done(std::move(answer));
+  };
   StartBulk(call);
 }
 

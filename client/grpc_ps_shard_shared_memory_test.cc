@@ -2,6 +2,7 @@
 // against a real server on 127.0.0.1: that values really bypass TCP, and what
 // happens when the server refuses, forgets the session, or the region is full.
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -52,7 +53,24 @@ class SharedMemoryTest : public ::testing::Test {
     spec = create.add_variables();
     spec->set_name("b");
     spec->add_shape(3);
+    EmbeddingTableSpec* table = create.add_tables();
+    table->set_name("emb");
+    table->set_dim(2);
+    table->mutable_initializer()->set_kind(RowInitializerConfig::ZEROS);
     ASSERT_OK(server_->core().CreateVariables(create));
+  }
+
+  // Pushes rows 7 and -3 of "emb" (gradients {1, 2} and {3, 4}), then
+  // pulls rows 7, 5 and -3, expecting what SGD made of them.
+  static void PushAndPullRows(PsShard& shard) {
+    ASSERT_OK(
+        testing::PushRowsOne(shard, "emb", {7, -3}, {1, 2, 3, 4}, Soon()));
+    std::vector<float> rows(6, 9.0f);
+    ASSERT_OK_AND_ASSIGN(PullRowsResponse pulled,
+                         testing::PullRowsOne(shard, "emb", {7, 5, -3},
+                                              absl::MakeSpan(rows), Soon()));
+    EXPECT_THAT(pulled.versions(), ElementsAre(1));
+    EXPECT_THAT(rows, ElementsAre(-1, -2, 0, 0, -3, -4));
   }
 
   // The decorator over the gRPC transport, as clients connect.
@@ -213,6 +231,67 @@ TEST_F(SharedMemoryTest, ValuesTravelThroughSharedMemoryNotTcp) {
   EXPECT_EQ(server_->Stats().shared_memory_rings(), 0);
 }
 
+TEST_F(SharedMemoryTest, RowsTravelThroughSharedMemoryAndTheRing) {
+  StartServer(SharedMemorySessions::Options{});
+  std::unique_ptr<SharedMemoryShard> shard = Connect(1 << 20);
+  ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
+  ASSERT_TRUE(shard->ring_in_use());
+  const StatsResponse before = server_->Stats();
+  PushAndPullRows(*shard);
+  const StatsResponse after = server_->Stats();
+  // The push's 2 ids (a 64-byte line) and 4 floats, the pull's 3 ids and
+  // 6 floats.
+  EXPECT_EQ(after.shared_memory_bytes() - before.shared_memory_bytes(),
+            64 + 4 * 4 + 64 + 6 * 4);
+  EXPECT_EQ(
+      after.shared_memory_ring_calls() - before.shared_memory_ring_calls(), 2);
+  EXPECT_EQ(shard->ring_calls(), 2);
+  EXPECT_EQ(shard->shared_memory_bytes_held(), 0);
+}
+
+TEST_F(SharedMemoryTest, RowsInSharedMemoryAreCheckedAsOverTcp) {
+  StartServer(SharedMemorySessions::Options{});
+  std::unique_ptr<SharedMemoryShard> shard = Connect(1 << 20);
+  ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
+  EXPECT_THAT(testing::PushRowsOne(*shard, "emb", {1, 2},
+                                   {1, 1, 1, std::nanf("")}, Soon()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::HasSubstr("not finite")));
+  // Two ids of dimension 2 take 4 floats: the piece for 3 does not match.
+  EXPECT_THAT(testing::PushRowsOne(*shard, "emb", {1, 2}, {1, 1, 1}, Soon()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::HasSubstr("take 80")));
+  EXPECT_THAT(testing::PushRowsOne(*shard, "nope", {1}, {1, 1}, Soon()),
+              StatusIs(absl::StatusCode::kNotFound));
+  std::vector<float> rows(4, 9.0f);
+  ASSERT_OK(testing::PullRowsOne(*shard, "emb", {1, 2}, absl::MakeSpan(rows),
+                                 Soon()));
+  EXPECT_THAT(rows, Each(0.0f));
+  EXPECT_EQ(shard->shared_memory_bytes_held(), 0);
+}
+
+// A rows request over gRPC may name shared memory too (a call the ring
+// did not take); its payload then must be empty.
+TEST_F(SharedMemoryTest, RowsNamingSharedMemoryOverGrpcCarryNoPayload) {
+  StartServer(SharedMemorySessions::Options{});
+  GrpcPsShard tcp(absl::StrCat("127.0.0.1:", server_->port()), "ps-0",
+                  GrpcPsShard::Options());
+  std::vector<float> rows(2);
+  EXPECT_THAT(
+      testing::PullRowsOne(tcp, "emb", {1}, absl::MakeSpan(rows), Soon(),
+                           [](PullRowsRequest& header) {
+                             header.mutable_shared()->set_session(1);
+                           }),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               ::testing::HasSubstr("also carries a payload")));
+  EXPECT_THAT(testing::PushRowsOne(tcp, "emb", {1}, {1, 1}, Soon(),
+                                   [](PushRowsRequest& header) {
+                                     header.mutable_shared()->set_session(1);
+                                   }),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::HasSubstr("also carries a payload")));
+}
+
 TEST_F(SharedMemoryTest, AServerWithoutRingsTakesTheSameCallsOverGrpc) {
   SharedMemorySessions::Options no_rings;
   no_rings.max_rings = 0;  // ps_server --shared_memory_ring=false
@@ -225,9 +304,10 @@ TEST_F(SharedMemoryTest, AServerWithoutRingsTakesTheSameCallsOverGrpc) {
   std::vector<float> w(kChunk);
   ASSERT_OK(Pull(*shard, 0, w));
   EXPECT_THAT(w, Each(-2.0f));
+  PushAndPullRows(*shard);
   const StatsResponse after = server_->Stats();
   EXPECT_EQ(after.shared_memory_bytes() - before.shared_memory_bytes(),
-            2 * kChunk * 4);
+            2 * kChunk * 4 + 64 + 4 * 4 + 64 + 6 * 4);
   EXPECT_EQ(after.shared_memory_rings(), 0);
   EXPECT_EQ(after.shared_memory_ring_calls(), 0);
   // The ring's memory went back to the region.
@@ -372,6 +452,11 @@ TEST_F(SharedMemoryTest, ForgottenSessionIsResentOverTcpOnceAndReattached) {
   ASSERT_OK_AND_ASSIGN(PullResponse pulled, Pull(*shard, 0, w));
   EXPECT_EQ(pulled.version(), 1);
   EXPECT_THAT(w, Each(-2.0f));
+  ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
+
+  // Rows too: refused before anything was applied, resent over TCP.
+  forget();
+  PushAndPullRows(*shard);
   ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
 
   // Back on shared memory.

@@ -71,6 +71,62 @@ absl::StatusOr<PushResponse> PushOne(
   return response;
 }
 
+absl::StatusOr<PullRowsResponse> PullRowsOne(
+    PsShard& shard, const std::string& table, const std::vector<int64_t>& ids,
+    absl::Span<float> out, absl::Time deadline,
+    const std::function<void(PullRowsRequest&)>& shape) {
+  PullRowsRequest header;
+  header.set_protocol_version(kProtocolVersion);
+  header.set_train(true);
+  RowsPart* part = header.add_parts();
+  part->set_table(table);
+  part->set_num_ids(static_cast<int64_t>(ids.size()));
+  if (shape) shape(header);
+  Notification done;
+  absl::StatusOr<PullRowsResponse> result;
+  shard.PullRows(header, {absl::MakeConstSpan(ids)}, {out}, deadline,
+                 [&](absl::StatusOr<PullRowsResponse> r) {
+                   result = std::move(r);
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  return result;
+}
+
+absl::StatusOr<PushRowsResponse> PushRowsOne(
+    PsShard& shard, const std::string& table, std::vector<int64_t> ids,
+    std::vector<float> gradients, absl::Time deadline,
+    const std::function<void(PushRowsRequest&)>& shape) {
+  PushRowsRequest header;
+  header.set_protocol_version(kProtocolVersion);
+  RowsPart* part = header.add_parts();
+  part->set_table(table);
+  part->set_num_ids(static_cast<int64_t>(ids.size()));
+  if (shape) shape(header);
+  auto owner =
+      std::make_shared<std::pair<std::vector<int64_t>, std::vector<float>>>(
+          std::move(ids), std::move(gradients));
+  Notification done;
+  absl::StatusOr<PushRowsResponse> result;
+  shard.PushRows(header, {absl::MakeConstSpan(owner->first)},
+                 {absl::MakeConstSpan(owner->second)}, owner, deadline,
+                 [&](absl::StatusOr<PushRowsResponse> r) {
+                   result = std::move(r);
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  if (!result.ok()) return result.status();
+  if (result->results_size() != 1) {
+    return absl::InternalError("a one-part rows push answered another count");
+  }
+  const PushPartResult& outcome = result->results(0);
+  if (outcome.code() != 0) {
+    return absl::Status(static_cast<absl::StatusCode>(outcome.code()),
+                        outcome.message());
+  }
+  return result;
+}
+
 absl::StatusOr<ConfigureResponse> FailingShard::Configure(
     const ConfigureRequest&, absl::Time) {
   ConfigureResponse response;

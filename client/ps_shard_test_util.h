@@ -40,6 +40,20 @@ absl::StatusOr<PushResponse> PushOne(
     std::shared_ptr<const std::vector<float>> gradient, absl::Time deadline,
     const PushOptions& options = {});
 
+// Pulls the rows of `ids` of embedding table `table` (out: ids x dim) for
+// training, as a request of one part, with an optional header field set.
+absl::StatusOr<PullRowsResponse> PullRowsOne(
+    PsShard& shard, const std::string& table, const std::vector<int64_t>& ids,
+    absl::Span<float> out, absl::Time deadline,
+    const std::function<void(PullRowsRequest&)>& shape = nullptr);
+
+// Pushes `gradients` (ids x dim) for `ids` of `table`; the call's status
+// is its one part's outcome.
+absl::StatusOr<PushRowsResponse> PushRowsOne(
+    PsShard& shard, const std::string& table, std::vector<int64_t> ids,
+    std::vector<float> gradients, absl::Time deadline,
+    const std::function<void(PushRowsRequest&)>& shape = nullptr);
+
 // A server that took the job's configuration and now answers every call
 // with `error` (a refused connection, a server gone silent). Its Stats
 // fail the same way unless `stats_answer` (a server that is up but

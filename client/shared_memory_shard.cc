@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "client/shared_memory_shard_parts.h"
 #include "common/logging.h"
 #include "common/shared_call_ring.h"
 #include "common/shared_call_ring_client.h"
@@ -14,36 +15,12 @@
 
 namespace psflow {
 
-// Bytes of the region reserved for one call; freed when the last holder
-// (the call, or a resend's frame) lets go.
-struct SharedMemoryShard::Lease {
-  Lease(std::shared_ptr<SharedMemoryArena> arena, uint64_t session,
-        int64_t offset, int64_t bytes)
-      : arena(std::move(arena)),
-        session(session),
-        offset(offset),
-        bytes(bytes) {}
-  // A retired piece is never handed out again: the server may still write
-  // (a pull) or read (a push) it after the client gave up on the call.
-  ~Lease() {
-    if (!retired.load(std::memory_order_acquire)) arena->Free(offset);
-  }
-  float* values() const { return reinterpret_cast<float*>(arena->at(offset)); }
-  SharedPayload payload() const {
-    SharedPayload payload;
-    payload.set_session(session);
-    payload.set_offset(static_cast<uint64_t>(offset));
-    payload.set_bytes(static_cast<uint64_t>(bytes));
-    return payload;
-  }
-
-  const std::shared_ptr<SharedMemoryArena> arena;
-  const uint64_t session;
-  const int64_t offset;
-  const int64_t bytes;
-  // Set by a call's callback; read by AllocateShared's owner too.
-  std::atomic<bool> retired{false};
-};
+using shared_memory_shard_internal::CopyIn;
+using shared_memory_shard_internal::CopyOut;
+using shared_memory_shard_internal::PiecesAt;
+using shared_memory_shard_internal::PostOnRing;
+using shared_memory_shard_internal::ServerMayStillUse;
+using shared_memory_shard_internal::TotalBytes;
 
 class SharedMemoryShard::PinnedBuffer final : public SharedBuffer {
  public:
@@ -64,67 +41,7 @@ class SharedMemoryShard::PinnedBuffer final : public SharedBuffer {
   const std::shared_ptr<Lease> lease_;
 };
 
-// A call ring in a region: its memory (a piece of the arena, never
-// handed out again) and the client end that posts calls into it.
-struct SharedMemoryShard::Ring {
-  std::shared_ptr<SharedMemoryArena> arena;  // holds the ring's memory
-  int64_t offset = 0;
-  uint64_t session = 0;  // the session the server serves it for
-  std::unique_ptr<SharedCallRingClient> client;  // destroyed first
-};
-
 namespace {
-
-// A header the server answered through the ring.
-template <typename Response>
-absl::StatusOr<Response> ParseRingAnswer(absl::StatusOr<std::string> answer,
-                                         const std::string& server) {
-  if (!answer.ok()) return answer.status();
-  Response response;
-  if (!response.ParseFromString(*answer)) {
-    return absl::InternalError(absl::StrCat(
-        server, " answered a malformed header through the call ring"));
-  }
-  return response;
-}
-
-// Posts `header` on `ring` as `method`, its answer parsed into `done`'s
-// Response; false, leaving `done` as it was, when the ring takes no more
-// calls now (every slot busy, or lost).
-template <typename Response>
-bool PostOnRing(SharedCallRingClient& ring, uint32_t method,
-                const google::protobuf::MessageLite& header,
-                absl::Time deadline, const std::string& server,
-                std::function<void(absl::StatusOr<Response>)>& done) {
-  auto held = std::make_shared<std::function<void(absl::StatusOr<Response>)>>(
-      std::move(done));
-  SharedCallRingClient::Done on_answer =
-      [held, server](absl::StatusOr<std::string> answer) {
-        (*held)(ParseRingAnswer<Response>(std::move(answer), server));
-      };
-  if (ring.Call(method, header.SerializeAsString(), deadline, on_answer)) {
-    return true;
-  }
-  done = std::move(*held);
-  return false;
-}
-
-// Statuses that may be the client's own (deadline, cancel, broken
-// connection) while the server still works on the call.
-bool ServerMayStillUse(absl::StatusCode code) {
-  switch (code) {
-    case absl::StatusCode::kDeadlineExceeded:
-    case absl::StatusCode::kCancelled:
-    case absl::StatusCode::kUnavailable:
-    case absl::StatusCode::kUnknown:
-    case absl::StatusCode::kInternal:
-    case absl::StatusCode::kResourceExhausted:
-    case absl::StatusCode::kDataLoss:
-      return true;
-    default:
-      return false;
-  }
-}
 
 // Whether every buffer holds exactly its part's elements. Calls that do
 // not go without the region, where they get the transport's size errors.
@@ -138,42 +55,6 @@ bool SizesMatch(const Header& header, const std::vector<Span>& pieces) {
     }
   }
   return true;
-}
-
-template <typename Span>
-int64_t TotalBytes(const std::vector<Span>& pieces) {
-  int64_t bytes = 0;
-  for (const Span& piece : pieces) {
-    bytes += static_cast<int64_t>(piece.size() * sizeof(float));
-  }
-  return bytes;
-}
-
-// The caller's pieces, back to back, into the region at `to`.
-void CopyIn(const std::vector<absl::Span<const float>>& pieces, float* to) {
-  for (absl::Span<const float> piece : pieces) {
-    to = std::copy(piece.begin(), piece.end(), to);
-  }
-}
-
-// Back-to-back values in the region at `from`, out into the caller's
-// pieces.
-void CopyOut(const float* from, const std::vector<absl::Span<float>>& out) {
-  for (absl::Span<float> piece : out) {
-    std::copy(from, from + piece.size(), piece.data());
-    from += piece.size();
-  }
-}
-
-// Spans over the copies CopyIn left at `at`, shaped as `pieces`.
-std::vector<absl::Span<const float>> PiecesAt(
-    const float* at, const std::vector<absl::Span<const float>>& pieces) {
-  std::vector<absl::Span<const float>> spans;
-  for (absl::Span<const float> piece : pieces) {
-    spans.emplace_back(at, piece.size());
-    at += piece.size();
-  }
-  return spans;
 }
 
 // Keeps both alive for as long as a resend's frame holds its values.

@@ -32,9 +32,12 @@
 // The call ring: with a region it also offers the server a call ring in
 // it (common/shared_call_ring.h). A server that serves it takes these
 // calls' headers through the ring, with futex doorbells, instead of a gRPC
-// call each; control calls, rows, calls without the region, batches too
-// large for a slot, and every call once the ring lost its server still go
-// to the transport. The rules above hold for calls on the ring as they are.
+// call each; control calls, calls without the region, batches too large
+// for a slot, and every call once the ring lost its server still go to the
+// transport. The rules above hold for calls on the ring as they are.
+//
+// Rows (embedding tables) go the same way: a rows call takes one piece of
+// the region for its ids and its rows (PullRowsRequest.shared).
 //
 // Thread-safe. The destructor waits for the calls it started and detaches
 // the region before the transport goes.
@@ -109,23 +112,16 @@ class SharedMemoryShard final : public PsShard {
   // memory, but quietly, and no fresh region is offered for them.
   void Close() override;
 
-  // Rows always travel over the transport: a rows request is small next to
-  // dense chunks, and its ids must be read by the server anyway.
+  // Ids and rows through a piece of the region (see above).
   void PullRows(
       const PullRowsRequest& header, std::vector<absl::Span<const int64_t>> ids,
       std::vector<absl::Span<float>> out, absl::Time deadline,
-      std::function<void(absl::StatusOr<PullRowsResponse>)> done) override {
-    transport_->PullRows(header, std::move(ids), std::move(out), deadline,
-                         std::move(done));
-  }
+      std::function<void(absl::StatusOr<PullRowsResponse>)> done) override;
   void PushRows(
       const PushRowsRequest& header, std::vector<absl::Span<const int64_t>> ids,
       std::vector<absl::Span<const float>> gradients,
       std::shared_ptr<const void> owner, absl::Time deadline,
-      std::function<void(absl::StatusOr<PushRowsResponse>)> done) override {
-    transport_->PushRows(header, std::move(ids), std::move(gradients),
-                         std::move(owner), deadline, std::move(done));
-  }
+      std::function<void(absl::StatusOr<PushRowsResponse>)> done) override;
 
   void PullBatch(
       const PullBatchRequest& header, std::vector<absl::Span<float>> out,
@@ -204,6 +200,15 @@ class SharedMemoryShard final : public PsShard {
                   std::function<void(absl::StatusOr<PushBatchResponse>)> done);
   // The ring serving `session`, or null.
   std::shared_ptr<Ring> RingFor(uint64_t session);
+  // The same for rows calls (shared_memory_shard_rows.cc).
+  void SendShared(const PullRowsRequest& header, absl::Time deadline,
+                  std::function<void(absl::StatusOr<PullRowsResponse>)> done);
+  void SendShared(const PushRowsRequest& header, absl::Time deadline,
+                  std::function<void(absl::StatusOr<PushRowsResponse>)> done);
+  struct RowsPull;
+  struct RowsPush;
+  void OnRowsPulled(RowsPull& call, absl::StatusOr<PullRowsResponse> answer);
+  void OnRowsPushed(RowsPush& call, absl::StatusOr<PushRowsResponse> answer);
 
   void PullVia(PullBatchRequest header, std::vector<absl::Span<float>> out,
                absl::Time deadline,

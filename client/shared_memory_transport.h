@@ -1,6 +1,7 @@
 // What a shard transport offers the shared-memory decorator
-// (shared_memory_shard.h): carrying batches whose values lie in a region
-// the client attached (PullBatchRequest.shared / PushBatchRequest.shared:
+// (shared_memory_shard.h): carrying batches and rows calls whose values
+// lie in a region the client attached (PullBatchRequest.shared,
+// PushBatchRequest.shared, PullRowsRequest.shared, PushRowsRequest.shared:
 // no payload either way), offering and detaching regions, and telling the
 // decorator when the server forgot a session.
 #ifndef PSFLOW_CLIENT_SHARED_MEMORY_TRANSPORT_H_

@@ -54,11 +54,20 @@ inline constexpr char kSharedMemoryLostPayloadUrl[] =
     "type.psflow.dev/shared-memory-lost";
 
 // Methods of the call ring in shared memory (common/shared_call_ring.h):
-// a PullBatch or a PushBatch (with or without then_pull) whose values lie
-// in the client's region; the slot carries the request's serialized header
-// and the answer's (docs/wire-protocol.md, "The call ring").
+// a PullBatch or a PushBatch (with or without then_pull), a PullRows or a
+// PushRows, whose values (and a rows call's ids) lie in the client's
+// region; the slot carries the request's serialized header and the
+// answer's (docs/wire-protocol.md, "The call ring").
 inline constexpr uint32_t kRingPullBatch = 1;
 inline constexpr uint32_t kRingPushBatch = 2;
+inline constexpr uint32_t kRingPullRows = 3;
+inline constexpr uint32_t kRingPushRows = 4;
+// Where a rows call's rows start in its piece of a client's region
+// (PullRowsRequest.shared): past its `num_ids` ids, at the next multiple
+// of 64 bytes.
+inline constexpr int64_t RowsOffsetInPiece(int64_t num_ids) {
+  return (num_ids * 8 + 63) / 64 * 64;
+}
 // Batches of more parts go over gRPC: their answers' per-part messages
 // could outgrow a slot.
 inline constexpr int kMaxRingBatchParts = 64;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -246,6 +247,12 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
                           ParameterServerCore::Finite::kUnchecked);
   }
 
+  static absl::Status PayloadBesideShared() {
+    return absl::InvalidArgumentError(
+        "a rows request with its ids and rows in shared memory also carries "
+        "a payload");
+  }
+
   // The ids of a rows request's parts, copied out of the payload into
   // ids_ (bounded before anything is allocated); `floats_after` more
   // payload floats follow them (a push's gradients) into `rest`.
@@ -286,16 +293,31 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     PullRowsRequest request;
     absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, request);
     if (!frame.ok()) return Reply(frame.status());
-    absl::StatusOr<std::vector<absl::Span<const int64_t>>> ids =
-        ReadIds(*frame, request.parts(), {});
-    if (!ids.ok()) return Reply(ids.status());
+    std::vector<absl::Span<const int64_t>> ids;
+    std::vector<absl::Span<float>> out;
+    if (request.has_shared()) {
+      // Ids and rows in the client's region; the answer is a header.
+      if (frame->payload_bytes() != 0) return Reply(PayloadBesideShared());
+      absl::StatusOr<std::unique_ptr<SharedRows>> rows = ResolveSharedRows(
+          *service_, *shared_memory_, request.protocol_version(),
+          request.parts(), request.shared());
+      if (!rows.ok()) return Reply(rows.status());
+      shared_rows_ = *std::move(rows);
+      ids = shared_rows_->part_ids;
+      out = shared_rows_->rows;
+    } else {
+      absl::StatusOr<std::vector<absl::Span<const int64_t>>> read =
+          ReadIds(*frame, request.parts(), {});
+      if (!read.ok()) return Reply(read.status());
+      ids = *std::move(read);
+    }
     request_.Clear();  // Release gRPC's receive slices early.
     {
       MutexLock lock(&mu_);
       starting_ = true;
     }
     std::shared_ptr<PsService::PendingRows> pending = service_->PullRows(
-        request, *std::move(ids), {},
+        request, std::move(ids), std::move(out),
         [this](absl::StatusOr<PsService::RowsAnswer> answer) {
           {
             MutexLock lock(&mu_);
@@ -322,6 +344,11 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
 
   void SendRows(absl::StatusOr<PsService::RowsAnswer> answer) {
     if (!answer.ok()) return Reply(answer.status());
+    if (shared_rows_ != nullptr) {
+      shared_rows_.reset();  // Unmaps once its client detached.
+      response_ = EncodeBulkFrame(answer->response, {}, nullptr);
+      return Reply(absl::OkStatus());
+    }
     const absl::Span<const float> rows =
         answer->rows->span().subspan(0, answer->num_floats);
     response_ = EncodeBulkFramePieces(answer->response, {rows},
@@ -332,6 +359,15 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   absl::Status HandlePushRows() {
     PushRowsRequest request;
     ASSIGN_OR_RETURN(BulkFrame frame, BulkFrame::Parse(request_, request));
+    if (request.has_shared()) {
+      if (frame.payload_bytes() != 0) return PayloadBesideShared();
+      request_.Clear();
+      ASSIGN_OR_RETURN(
+          PushRowsResponse response,
+          PushRowsFromSharedMemory(*service_, *shared_memory_, request));
+      response_ = EncodeBulkFrame(response, {}, nullptr);
+      return absl::OkStatus();
+    }
     ASSIGN_OR_RETURN(std::vector<EmbeddingTable*> tables,
                      service_->ResolvePushRows(request));
     int64_t floats = 0;
@@ -411,6 +447,8 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   // Rows requests: the ids (read by the service until it answers), a
   // waiting rows pull, and an answer given inside PullRows().
   std::vector<int64_t> ids_;
+  // Or: ids and rows in the client's region.
+  std::unique_ptr<SharedRows> shared_rows_;
   std::shared_ptr<PsService::PendingRows> pending_rows_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::StatusOr<PsService::RowsAnswer>> early_rows_answer_
       ABSL_GUARDED_BY(mu_);

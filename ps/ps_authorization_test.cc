@@ -23,7 +23,9 @@ namespace psflow {
 namespace {
 
 using ::psflow::testing::PullOne;
+using ::psflow::testing::PullRowsOne;
 using ::psflow::testing::PushOne;
+using ::psflow::testing::PushRowsOne;
 using ::testing::HasSubstr;
 
 absl::Time Soon() { return absl::Now() + absl::Seconds(30); }
@@ -86,6 +88,10 @@ class PsAuthorizationTest : public ::testing::Test {
     VariableSpec* spec = create.add_variables();
     spec->set_name("w");
     spec->add_shape(4);
+    EmbeddingTableSpec* table = create.add_tables();
+    table->set_name("emb");
+    table->set_dim(2);
+    table->mutable_initializer()->set_kind(RowInitializerConfig::ZEROS);
     ASSERT_OK(chief->CreateVariables(create, Soon()));
   }
 
@@ -219,6 +225,22 @@ TEST_F(PsAuthorizationTest, TheCallRingChecksEachCallAsGrpcDoes) {
   // Both went through the ring, and the refused push changed nothing.
   EXPECT_GE(server_->Stats().shared_memory_ring_calls(), after_worker + 2);
   EXPECT_THAT(Values(*As(RpcRole::kChief)), ::testing::Each(-1.0f));
+
+  // Rows the same: the worker pushes, the evaluator reads but may not push.
+  EXPECT_OK(PushRowsOne(*worker, "emb", {3}, {1, 1}, Soon()));
+  const int64_t before_rows = server_->Stats().shared_memory_ring_calls();
+  std::vector<float> row(2);
+  EXPECT_OK(
+      PullRowsOne(*evaluator, "emb", {3}, absl::MakeSpan(row), Soon(),
+                  [](PullRowsRequest& header) { header.set_train(false); }));
+  EXPECT_THAT(row, ::testing::Each(-1.0f));
+  EXPECT_THAT(PushRowsOne(*evaluator, "emb", {3}, {1, 1}, Soon()),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("the chief or a worker only")));
+  EXPECT_EQ(server_->Stats().shared_memory_ring_calls(), before_rows + 2);
+  EXPECT_OK(PullRowsOne(*As(RpcRole::kChief), "emb", {3}, absl::MakeSpan(row),
+                        Soon()));
+  EXPECT_THAT(row, ::testing::Each(-1.0f));
 }
 
 TEST_F(PsAuthorizationTest, TheCallRingFencesAChiefTheServerNoLongerFollows) {

@@ -82,6 +82,11 @@ std::function<void()> RingCallHandler::Serve(
       return ServePush(request, reply);
     case kRingPullBatch:
       return ServePull(request, reply);
+    case kRingPullRows:
+      return ServePullRows(request, reply);
+    case kRingPushRows:
+      ServePushRows(request, reply);
+      return nullptr;
     default:
       reply(absl::UnimplementedError(
                 absl::StrCat("unknown call ring method ", method,
@@ -139,6 +144,50 @@ std::function<void()> RingCallHandler::ServePull(
   }
   service_->core().CountBytes(static_cast<int64_t>(bytes.size()), 0);
   return StartPull(request, std::nullopt, reply);
+}
+
+std::function<void()> RingCallHandler::ServePullRows(
+    const std::string& bytes, const SharedCallRingServer::Reply& reply) {
+  ParameterServerCore& core = service_->core();
+  const int64_t request_bytes = static_cast<int64_t>(bytes.size());
+  PullRowsRequest request;
+  absl::Status checked = ParseAllowed(allow_, kReaders, kBulkPullRowsMethod,
+                                      bytes, "rows pull", request);
+  absl::StatusOr<std::unique_ptr<SharedRows>> rows =
+      checked.ok()
+          ? ResolveSharedRows(*service_, *sessions_, request.protocol_version(),
+                              request.parts(), request.shared())
+          : checked;
+  if (!rows.ok()) {
+    Answer(core, request_bytes, reply, rows.status(), nullptr);
+    return nullptr;
+  }
+  core.CountBytes(request_bytes, 0);
+  // The ids, and the mapping the rows go into, stay until the pull is
+  // answered (it may wait for a step).
+  std::shared_ptr<SharedRows> held = *std::move(rows);
+  std::shared_ptr<PsService::PendingRows> pending = service_->PullRows(
+      request, held->part_ids, held->rows,
+      [&core, reply, held](absl::StatusOr<PsService::RowsAnswer> answer) {
+        if (!answer.ok()) {
+          return Answer(core, 0, reply, answer.status(), nullptr);
+        }
+        Answer(core, 0, reply, absl::OkStatus(), &answer->response);
+      });
+  if (pending == nullptr) return nullptr;
+  return [pending] { pending->Cancel(); };
+}
+
+void RingCallHandler::ServePushRows(const std::string& bytes,
+                                    const SharedCallRingServer::Reply& reply) {
+  PushRowsRequest request;
+  absl::Status checked = ParseAllowed(allow_, kTrainers, kBulkPushRowsMethod,
+                                      bytes, "rows push", request);
+  absl::StatusOr<PushRowsResponse> pushed =
+      checked.ok() ? PushRowsFromSharedMemory(*service_, *sessions_, request)
+                   : checked;
+  Answer(service_->core(), static_cast<int64_t>(bytes.size()), reply,
+         pushed.status(), pushed.ok() ? &*pushed : nullptr);
 }
 
 std::function<void()> RingCallHandler::StartPull(

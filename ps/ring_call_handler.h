@@ -1,9 +1,9 @@
 // Serves the parameter server's calls that a same-host client posts on the
 // call ring in its shared-memory region (common/shared_call_ring.h): a
-// PullBatch, or a PushBatch with or without then_pull, whose values lie in
-// that region. The same rules as over gRPC (ps/grpc_ps_bulk_service.cc):
-// every call is authorized as the identity that attached the region, and
-// the PsService holds every rule of the modes.
+// PullBatch, a PushBatch with or without then_pull, a PullRows or a
+// PushRows, whose values (and ids) lie in that region. The same rules as over
+// gRPC (ps/grpc_ps_bulk_service.cc): every call is authorized as the identity
+// that attached the region, and the PsService holds every rule of the modes.
 #ifndef PSFLOW_PS_RING_CALL_HANDLER_H_
 #define PSFLOW_PS_RING_CALL_HANDLER_H_
 
@@ -43,6 +43,10 @@ class RingCallHandler final : public SharedCallRingServer::Handler {
                                   const SharedCallRingServer::Reply& reply);
   std::function<void()> ServePull(const std::string& request,
                                   const SharedCallRingServer::Reply& reply);
+  std::function<void()> ServePullRows(const std::string& request,
+                                      const SharedCallRingServer::Reply& reply);
+  void ServePushRows(const std::string& request,
+                     const SharedCallRingServer::Reply& reply);
   // Serves `request`'s pull into the client's memory; answers with
   // `pushed` (a push's answer, the pull's in its `pulled`) when set.
   std::function<void()> StartPull(const PullBatchRequest& request,

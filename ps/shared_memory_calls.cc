@@ -1,9 +1,11 @@
 #include "ps/shared_memory_calls.h"
 
+#include <cstring>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "proto/protocol.h"
 #include "ps/finite_values.h"
 
 namespace psflow {
@@ -58,6 +60,75 @@ absl::StatusOr<PushBatchResponse> PushFromSharedMemory(
   return service.Push(request, refs, gradients,
                       finite ? ParameterServerCore::Finite::kChecked
                              : ParameterServerCore::Finite::kUnchecked);
+}
+
+absl::StatusOr<std::unique_ptr<SharedRows>> ResolveSharedRows(
+    PsService& service, SharedMemorySessions& sessions,
+    uint32_t protocol_version,
+    const google::protobuf::RepeatedPtrField<RowsPart>& parts,
+    const SharedPayload& shared) {
+  auto rows = std::make_unique<SharedRows>();
+  // Bounds every part's ids, and all of them, first.
+  ASSIGN_OR_RETURN(rows->tables,
+                   service.core().ResolveRows(protocol_version, parts));
+  int64_t num_ids = 0;
+  int64_t floats = 0;
+  for (int i = 0; i < parts.size(); ++i) {
+    num_ids += parts.Get(i).num_ids();
+    floats += parts.Get(i).num_ids() * rows->tables[i]->dim();
+  }
+  const int64_t rows_offset = RowsOffsetInPiece(num_ids);
+  const int64_t expected = rows_offset + floats * int64_t{sizeof(float)};
+  if (shared.bytes() != static_cast<uint64_t>(expected)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a rows request for '", parts.Get(0).table(), "' of ", num_ids,
+        " ids names ", shared.bytes(), " bytes of shared memory; its ids and ",
+        floats, " floats of rows (ids x each table's dim) take ", expected));
+  }
+  ASSIGN_OR_RETURN(rows->payload, sessions.Resolve(shared, expected));
+  rows->ids.resize(static_cast<size_t>(num_ids));
+  std::memcpy(rows->ids.data(), rows->payload.values.data(),
+              static_cast<size_t>(num_ids) * sizeof(int64_t));
+  absl::Span<float> values = rows->payload.values.subspan(
+      static_cast<size_t>(rows_offset) / sizeof(float));
+  int64_t id_offset = 0;
+  int64_t row_offset = 0;
+  for (int i = 0; i < parts.size(); ++i) {
+    const int64_t n = parts.Get(i).num_ids();
+    const int64_t part_floats = n * rows->tables[i]->dim();
+    rows->part_ids.push_back(absl::MakeConstSpan(rows->ids).subspan(
+        static_cast<size_t>(id_offset), static_cast<size_t>(n)));
+    rows->rows.push_back(values.subspan(static_cast<size_t>(row_offset),
+                                        static_cast<size_t>(part_floats)));
+    id_offset += n;
+    row_offset += part_floats;
+  }
+  return rows;
+}
+
+absl::StatusOr<PushRowsResponse> PushRowsFromSharedMemory(
+    PsService& service, SharedMemorySessions& sessions,
+    const PushRowsRequest& request) {
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<SharedRows> rows,
+      ResolveSharedRows(service, sessions, request.protocol_version(),
+                        request.parts(), request.shared()));
+  int64_t floats = 0;
+  for (absl::Span<float> part : rows->rows) {
+    floats += static_cast<int64_t>(part.size());
+  }
+  // One copy, so that the NaN/Inf check and the update see the same values.
+  std::shared_ptr<PooledBuffer> values = service.pool().Acquire(floats);
+  std::vector<absl::Span<const float>> gradients;
+  int64_t offset = 0;
+  for (absl::Span<float> part : rows->rows) {
+    absl::Span<float> copy =
+        values->span().subspan(static_cast<size_t>(offset), part.size());
+    std::memcpy(copy.data(), part.data(), part.size() * sizeof(float));
+    gradients.push_back(copy);
+    offset += static_cast<int64_t>(part.size());
+  }
+  return service.PushRows(request, rows->tables, rows->part_ids, gradients);
 }
 
 absl::Status AppliedWhole(const PushBatchResponse& response) {

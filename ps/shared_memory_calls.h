@@ -6,12 +6,14 @@
 #define PSFLOW_PS_SHARED_MEMORY_CALLS_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "proto/ps.pb.h"
+#include "ps/embedding_table.h"
 #include "ps/ps_service.h"
 #include "ps/shared_memory_sessions.h"
 
@@ -37,6 +39,32 @@ absl::StatusOr<SharedPullTarget> ResolveSharedPull(
 absl::StatusOr<PushBatchResponse> PushFromSharedMemory(
     PsService& service, SharedMemorySessions& sessions,
     const PushBatchRequest& request);
+
+// A rows call whose ids and rows lie in the client's region
+// (PullRowsRequest.shared, PushRowsRequest.shared).
+struct SharedRows {
+  SharedMemorySessions::Payload payload;  // holds the mapping
+  std::vector<EmbeddingTable*> tables;
+  // Copied out once: the client could change them while they are used.
+  std::vector<int64_t> ids;
+  std::vector<absl::Span<const int64_t>> part_ids;
+  // Each part's rows in the region (ids x its table's dim).
+  std::vector<absl::Span<float>> rows;
+};
+
+// The tables, ids and rows `shared` names for `parts` (the parts checked
+// as over gRPC before any size is computed).
+absl::StatusOr<std::unique_ptr<SharedRows>> ResolveSharedRows(
+    PsService& service, SharedMemorySessions& sessions,
+    uint32_t protocol_version,
+    const google::protobuf::RepeatedPtrField<RowsPart>& parts,
+    const SharedPayload& shared);
+
+// Applies a rows push whose ids and gradients lie in the client's memory,
+// both copied out once before any check, as PushFromSharedMemory does.
+absl::StatusOr<PushRowsResponse> PushRowsFromSharedMemory(
+    PsService& service, SharedMemorySessions& sessions,
+    const PushRowsRequest& request);
 
 // A push with then_pull serves its pull only when every part was applied
 // (a part refused alone, stale in sync mode, fails the call: the pull would
