@@ -192,7 +192,8 @@ def train(args):
     total_steps = math.ceil(args.epochs * n / args.batch / per_update)
     model = Convnet(keras_statistics=True)
     norms = [m for m in model.modules() if isinstance(m, CenterBatchNorm)]
-    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, eps=1e-7)
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, betas=(args.beta1, 0.999),
+                                 eps=1e-7)
     step = 0
     start = time.perf_counter()
 
@@ -273,6 +274,7 @@ def main():
     parser.add_argument("--mode", choices=["async", "sync"], default="async")
     parser.add_argument("--lr", type=float, default=0.001)
     parser.add_argument("--alpha", type=float, default=0.05)
+    parser.add_argument("--beta1", type=float, default=0.9)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--warmup_steps", type=int, default=0)
     parser.add_argument("--staleness", type=int, default=0,
