@@ -378,6 +378,15 @@ absl::Status CallError(const grpc::Status& status, const std::string& what,
   return shared_memory_lost ? MarkSharedMemoryLost(std::move(error)) : error;
 }
 
+// InternalError unless the server answered one entry (a version, a
+// result) per part of the request.
+absl::Status AnsweredEveryPart(const std::string& what, int answered,
+                               int parts) {
+  if (answered == parts) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(what, ": the server answered ",
+                                          answered, " parts for ", parts));
+}
+
 // A pull's values from its answer's frame into `out`; a shared-memory
 // pull's are in the region (the decorator copies them out), so its frame
 // must carry none.
@@ -447,10 +456,10 @@ void GrpcPsShard::PullRows(
     PullRowsResponse answer;
     absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, answer);
     if (!frame.ok()) return done(frame.status());
-    if (answer.versions_size() != parts) {
-      return done(absl::InternalError(
-          absl::StrCat(what, ": the server answered ", answer.versions_size(),
-                       " parts for ", parts)));
+    if (absl::Status all =
+            AnsweredEveryPart(what, answer.versions_size(), parts);
+        !all.ok()) {
+      return done(all);
     }
     if (absl::Status copied = frame->CopyPayload(out); !copied.ok()) {
       return done(absl::Status(copied.code(),
@@ -491,10 +500,10 @@ void GrpcPsShard::PushRows(
     PushRowsResponse answer;
     absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, answer);
     if (!frame.ok()) return done(frame.status());
-    if (answer.results_size() != parts) {
-      return done(absl::InternalError(
-          absl::StrCat(what, ": the server answered ", answer.results_size(),
-                       " parts for ", parts)));
+    if (absl::Status all =
+            AnsweredEveryPart(what, answer.results_size(), parts);
+        !all.ok()) {
+      return done(all);
     }
     done(std::move(answer));
   };
@@ -526,10 +535,10 @@ void GrpcPsShard::PullBatch(
     PullBatchResponse answer;
     absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, answer);
     if (!frame.ok()) return done(frame.status());
-    if (answer.versions_size() != parts) {
-      return done(absl::InternalError(
-          absl::StrCat(what, ": the server answered ", answer.versions_size(),
-                       " parts for ", parts)));
+    if (absl::Status all =
+            AnsweredEveryPart(what, answer.versions_size(), parts);
+        !all.ok()) {
+      return done(all);
     }
     if (absl::Status read = ReadPulledValues(what, shared, *frame, out);
         !read.ok()) {
@@ -567,10 +576,10 @@ void GrpcPsShard::PushBatch(
     PushBatchResponse answer;
     absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(response, answer);
     if (!frame.ok()) return done(frame.status());
-    if (answer.results_size() != parts) {
-      return done(absl::InternalError(
-          absl::StrCat(what, ": the server answered ", answer.results_size(),
-                       " parts for ", parts)));
+    if (absl::Status all =
+            AnsweredEveryPart(what, answer.results_size(), parts);
+        !all.ok()) {
+      return done(all);
     }
     done(std::move(answer));
   };
