@@ -455,14 +455,13 @@ void SharedMemoryShard::FailPull(
   CallEnded();
 }
 
-absl::Status SharedMemoryShard::AllPartsAnswered(
-    const PullBatchResponse& answer, size_t parts) const {
-  if (answer.versions_size() == static_cast<int>(parts)) {
-    return absl::OkStatus();
-  }
-  return absl::InternalError(
-      absl::StrCat("pull from ", name(), ": the server answered ",
-                   answer.versions_size(), " parts for ", parts));
+absl::Status SharedMemoryShard::AllPartsAnswered(absl::string_view call,
+                                                 int answered,
+                                                 size_t parts) const {
+  if (answered == static_cast<int>(parts)) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(call, " ", name(),
+                                          ": the server answered ", answered,
+                                          " parts for ", parts));
 }
 
 void SharedMemoryShard::PullInPlace(
@@ -497,7 +496,8 @@ void SharedMemoryShard::PullInPlace(
                  // caller must leave first (SharedBuffer::retired).
                  return FailPull(std::move(lease), status, done);
                }
-               if (absl::Status whole = AllPartsAnswered(*answer, out.size());
+               if (absl::Status whole = AllPartsAnswered(
+                       "pull from", answer->versions_size(), out.size());
                    !whole.ok()) {
                  lease.reset();
                  done(whole);
@@ -543,7 +543,8 @@ void SharedMemoryShard::PullVia(
                  }
                  return FailPull(std::move(lease), status, done);
                }
-               if (absl::Status whole = AllPartsAnswered(*answer, out.size());
+               if (absl::Status whole = AllPartsAnswered(
+                       "pull from", answer->versions_size(), out.size());
                    !whole.ok()) {
                  lease.reset();
                  done(whole);

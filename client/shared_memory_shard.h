@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/string_view.h"
 #include "client/shared_memory_arena.h"
 #include "client/shared_memory_transport.h"
 #include "common/mutex.h"
@@ -225,8 +226,9 @@ class SharedMemoryShard final : public PsShard {
   void FailPull(
       std::shared_ptr<Lease> lease, const absl::Status& status,
       const std::function<void(absl::StatusOr<PullBatchResponse>)>& done);
-  // InternalError unless the answer has a version for each of `parts`.
-  absl::Status AllPartsAnswered(const PullBatchResponse& answer,
+  // InternalError unless the server answered `answered` entries (versions,
+  // results) for `parts` parts; `call` ("pull from") leads the message.
+  absl::Status AllPartsAnswered(absl::string_view call, int answered,
                                 size_t parts) const;
   void PullInPlace(PullBatchRequest header, std::vector<absl::Span<float>> out,
                    absl::Time deadline,

@@ -36,7 +36,7 @@ template <typename Header, typename Buffers>
 bool RowsShapesMatch(const Header& header,
                      const std::vector<absl::Span<const int64_t>>& ids,
                      const Buffers& buffers) {
-  if (header.parts_size() == 0 || header.parts_size() > kMaxRingBatchParts ||
+  if (header.parts_size() == 0 ||
       header.parts_size() != static_cast<int>(ids.size()) ||
       ids.size() != buffers.size()) {
     return false;
@@ -92,13 +92,14 @@ struct SharedMemoryShard::RowsPush {
   absl::Time deadline;
   std::function<void(absl::StatusOr<PushRowsResponse>)> done;
   std::shared_ptr<Lease> lease;
-  int64_t rows_offset = 0;
 };
 
 void SharedMemoryShard::SendShared(
     const PullRowsRequest& header, absl::Time deadline,
     std::function<void(absl::StatusOr<PullRowsResponse>)> done) {
-  std::shared_ptr<Ring> ring = RingFor(header.shared().session());
+  std::shared_ptr<Ring> ring = header.parts_size() <= kMaxRingBatchParts
+                                   ? RingFor(header.shared().session())
+                                   : nullptr;
   if (ring != nullptr && PostOnRing(*ring->client, kRingPullRows, header,
                                     deadline, name(), done)) {
     return;
@@ -109,7 +110,9 @@ void SharedMemoryShard::SendShared(
 void SharedMemoryShard::SendShared(
     const PushRowsRequest& header, absl::Time deadline,
     std::function<void(absl::StatusOr<PushRowsResponse>)> done) {
-  std::shared_ptr<Ring> ring = RingFor(header.shared().session());
+  std::shared_ptr<Ring> ring = header.parts_size() <= kMaxRingBatchParts
+                                   ? RingFor(header.shared().session())
+                                   : nullptr;
   if (ring != nullptr && PostOnRing(*ring->client, kRingPushRows, header,
                                     deadline, name(), done)) {
     return;
@@ -171,11 +174,11 @@ void SharedMemoryShard::OnRowsPulled(RowsPull& call,
     call.done(status);
     return CallEnded();
   }
-  if (answer->versions_size() != static_cast<int>(call.out.size())) {
+  if (absl::Status all = AllPartsAnswered(
+          "rows pull from", answer->versions_size(), call.out.size());
+      !all.ok()) {
     call.lease.reset();
-    call.done(absl::InternalError(
-        absl::StrCat("rows pull from ", name(), ": the server answered ",
-                     answer->versions_size(), " parts for ", call.out.size())));
+    call.done(all);
     return CallEnded();
   }
   CopyOut(reinterpret_cast<const float*>(
@@ -217,7 +220,6 @@ void SharedMemoryShard::PushRows(
   call->deadline = deadline;
   call->done = std::move(done);
   call->lease = std::move(lease);
-  call->rows_offset = rows_offset;
   SendShared(shared_header, deadline,
              [this, call](absl::StatusOr<PushRowsResponse> answer) {
                OnRowsPushed(*call, std::move(answer));
@@ -239,11 +241,14 @@ void SharedMemoryShard::OnRowsPushed(RowsPush& call,
     RetirePiece(*call.lease, answer.status());
   }
   call.lease.reset();
-  if (answer.ok() && answer->results_size() != call.header.parts_size()) {
-    call.done(absl::InternalError(absl::StrCat(
-        "rows push to ", name(), ": the server answered ",
-        answer->results_size(), " parts for ", call.header.parts_size())));
-    return CallEnded();
+  if (answer.ok()) {
+    if (absl::Status all =
+            AllPartsAnswered("rows push to", answer->results_size(),
+                             static_cast<size_t>(call.header.parts_size()));
+        !all.ok()) {
+      call.done(all);
+      return CallEnded();
+    }
   }
   call.done(std::move(answer));
   CallEnded();

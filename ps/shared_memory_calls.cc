@@ -113,20 +113,17 @@ absl::StatusOr<PushRowsResponse> PushRowsFromSharedMemory(
       std::unique_ptr<SharedRows> rows,
       ResolveSharedRows(service, sessions, request.protocol_version(),
                         request.parts(), request.shared()));
-  int64_t floats = 0;
-  for (absl::Span<float> part : rows->rows) {
-    floats += static_cast<int64_t>(part.size());
-  }
-  // One copy, so that the NaN/Inf check and the update see the same values.
-  std::shared_ptr<PooledBuffer> values = service.pool().Acquire(floats);
+  // The parts' rows lie back to back: one copy, so that the NaN/Inf check
+  // and the update see the same values.
+  const float* first = rows->rows.front().data();
+  const size_t floats = static_cast<size_t>(rows->rows.back().data() +
+                                            rows->rows.back().size() - first);
+  std::shared_ptr<PooledBuffer> values =
+      service.pool().Acquire(static_cast<int64_t>(floats));
+  std::memcpy(values->data(), first, floats * sizeof(float));
   std::vector<absl::Span<const float>> gradients;
-  int64_t offset = 0;
   for (absl::Span<float> part : rows->rows) {
-    absl::Span<float> copy =
-        values->span().subspan(static_cast<size_t>(offset), part.size());
-    std::memcpy(copy.data(), part.data(), part.size() * sizeof(float));
-    gradients.push_back(copy);
-    offset += static_cast<int64_t>(part.size());
+    gradients.emplace_back(values->data() + (part.data() - first), part.size());
   }
   return service.PushRows(request, rows->tables, rows->part_ids, gradients);
 }
