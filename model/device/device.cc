@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace psflow {
 namespace {
@@ -55,6 +56,30 @@ absl::StatusOr<std::shared_ptr<HostBuffer>> Device::AllocateHost(int64_t size) {
         absl::StrCat("cannot allocate ", size, " floats of host memory"));
   }
   return buffer;
+}
+
+absl::Status Device::ConvForward(const WindowGeometry& g, int64_t filters,
+                                 const DeviceArray& x,
+                                 const DeviceArray& kernel, DeviceArray& cols,
+                                 DeviceArray& y) {
+  RETURN_IF_ERROR(Im2Col(g, x, cols));
+  return Gemm(false, false, g.patch_rows(), filters, g.patch_cols(), 1.0f, cols,
+              kernel, 0.0f, y);
+}
+
+absl::Status Device::ConvBackward(const WindowGeometry& g, int64_t filters,
+                                  const DeviceArray& x, const DeviceArray& dy,
+                                  const DeviceArray& kernel,
+                                  const DeviceArray& cols, DeviceArray& dcols,
+                                  DeviceArray& dkernel, DeviceArray* dx) {
+  (void)x;  // its patches are in `cols`
+  const int64_t rows = g.patch_rows(), k = g.patch_cols();
+  RETURN_IF_ERROR(
+      Gemm(true, false, k, filters, rows, 1.0f, cols, dy, 0.0f, dkernel));
+  if (dx == nullptr) return absl::OkStatus();
+  RETURN_IF_ERROR(
+      Gemm(false, true, rows, k, filters, 1.0f, dy, kernel, 0.0f, dcols));
+  return Col2Im(g, dcols, *dx);
 }
 
 }  // namespace psflow

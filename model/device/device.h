@@ -193,6 +193,30 @@ class Device {
   virtual absl::Status Col2Im(const WindowGeometry& g, const DeviceArray& cols,
                               DeviceArray& x) = 0;
 
+  // A convolution's product: y[g.patch_rows() x filters] = cols(x) *
+  // kernel, kernel being g.patch_cols() x filters and cols(x) Im2Col's
+  // patch matrix. `cols` (g.patch_rows() x g.patch_cols() floats) is the
+  // backend's scratch, handed unchanged to the ConvBackward of the same x:
+  // the default builds the whole patch matrix there and multiplies once;
+  // the CPU backend builds and multiplies the patches of a few images at a
+  // time in cache-sized buffers of its own, so they never travel to memory
+  // (bench/RESULTS.md, "Convolutions a few images at a time"). A backend
+  // may take either way per call; its ConvBackward takes the same.
+  virtual absl::Status ConvForward(const WindowGeometry& g, int64_t filters,
+                                   const DeviceArray& x,
+                                   const DeviceArray& kernel, DeviceArray& cols,
+                                   DeviceArray& y);
+
+  // Its backward pass: dkernel[g.patch_cols() x filters] = cols(x)^T dy
+  // and, unless dx is null, dx[g.input_size()] = Col2Im(dy kernel^T), for
+  // dy[g.patch_rows() x filters]. `cols` is what ConvForward left in it;
+  // `dcols` is scratch of the same size.
+  virtual absl::Status ConvBackward(const WindowGeometry& g, int64_t filters,
+                                    const DeviceArray& x, const DeviceArray& dy,
+                                    const DeviceArray& kernel,
+                                    const DeviceArray& cols, DeviceArray& dcols,
+                                    DeviceArray& dkernel, DeviceArray* dx);
+
   // y[g.output_size(g.c)]: the max, or the mean over the window's elements
   // inside the image (padding is not counted, as in Keras), of each window.
   virtual absl::Status Pool(PoolKind kind, const WindowGeometry& g,

@@ -233,6 +233,34 @@ absl::Status CheckWindow(const char* op, const WindowGeometry& g,
   return absl::OkStatus();
 }
 
+absl::Status CheckConv(const char* op, const WindowGeometry& g, int64_t filters,
+                       const DeviceArray& x, const DeviceArray& kernel,
+                       const DeviceArray& out, const DeviceArray* dkernel,
+                       const DeviceArray* dx) {
+  if (filters < 0) return Negative(op, "filters", filters);
+  if (filters >= int64_t{1} << 31) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": ", filters, " filters is too many"));
+  }
+  // Bounds every dimension first, so the products below cannot overflow.
+  RETURN_IF_ERROR(CheckWindow(op, g, g.input_size(), 0, x, x));
+  const int64_t kernel_values = g.patch_cols() * filters;
+  if (kernel.size() < kernel_values) {
+    return TooSmall(op, "kernel", kernel_values, kernel.size());
+  }
+  const int64_t out_values = g.patch_rows() * filters;
+  if (out.size() < out_values) {
+    return TooSmall(op, "output", out_values, out.size());
+  }
+  if (dkernel != nullptr && dkernel->size() < kernel_values) {
+    return TooSmall(op, "kernel gradient", kernel_values, dkernel->size());
+  }
+  if (dx != nullptr && dx->size() < g.input_size()) {
+    return TooSmall(op, "input gradient", g.input_size(), dx->size());
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckPoolBackward(const WindowGeometry& g, const DeviceArray& x,
                                const DeviceArray& y, const DeviceArray& dy,
                                const DeviceArray& dx) {

@@ -60,6 +60,15 @@ absl::Status CheckWindow(const char* op, const WindowGeometry& g,
                          int64_t in_values, int64_t out_values,
                          const DeviceArray& in, const DeviceArray& out);
 
+// A convolution (Device::ConvForward / ConvBackward): the window as for
+// CheckWindow, filters >= 0, x with g.input_size() values, the kernel and
+// `dkernel` (when given) with g.patch_cols() x filters, `out` (y or dy)
+// with g.patch_rows() x filters, and `dx` (when given) like x.
+absl::Status CheckConv(const char* op, const WindowGeometry& g, int64_t filters,
+                       const DeviceArray& x, const DeviceArray& kernel,
+                       const DeviceArray& out, const DeviceArray* dkernel,
+                       const DeviceArray* dx);
+
 absl::Status CheckPoolBackward(const WindowGeometry& g, const DeviceArray& x,
                                const DeviceArray& y, const DeviceArray& dy,
                                const DeviceArray& dx);

@@ -217,6 +217,98 @@ TEST_P(DeviceConformanceTest, Im2ColAndCol2ImMatchTheReference) {
   }
 }
 
+struct ConvReference {
+  std::vector<float> y, dkernel, dx;
+};
+
+// y = cols(x) kernel, dkernel = cols(x)^T dy, dx = col2im(dy kernel^T), in
+// double, straight from the window's definition.
+ConvReference ReferenceConv(const WindowGeometry& g, int64_t filters,
+                            const std::vector<float>& x,
+                            const std::vector<float>& kernel,
+                            const std::vector<float>& dy) {
+  std::vector<double> y(g.patch_rows() * filters, 0.0);
+  std::vector<double> dkernel(g.patch_cols() * filters, 0.0);
+  std::vector<double> dx(g.input_size(), 0.0);
+  ForEachWindowElement(g, [&](int64_t row, int64_t col, int64_t, int64_t in) {
+    if (in < 0) return;
+    for (int64_t f = 0; f < filters; ++f) {
+      y[row * filters + f] += double{x[in]} * kernel[col * filters + f];
+      dkernel[col * filters + f] += double{x[in]} * dy[row * filters + f];
+      dx[in] += double{dy[row * filters + f]} * kernel[col * filters + f];
+    }
+  });
+  return {std::vector<float>(y.begin(), y.end()),
+          std::vector<float>(dkernel.begin(), dkernel.end()),
+          std::vector<float>(dx.begin(), dx.end())};
+}
+
+TEST_P(DeviceConformanceTest,
+       ConvolutionMatchesTheReferenceForwardAndBackward) {
+  std::vector<WindowGeometry> geometries = Geometries();
+  // Batches whose patches are large enough that a backend working a few
+  // images at a time (the CPU's, above 512k floats of patches, 128k per
+  // group) takes one image per group, four per group with a partial last
+  // one, and more groups than it has kernel-gradient partials; and one
+  // just below that, done whole.
+  geometries.push_back(Window(20, 24, 24, 16, 5, 1, true));
+  geometries.push_back(Window(17, 16, 16, 8, 4, 1, true));
+  geometries.push_back(Window(5, 28, 28, 12, 6, 2, false));
+  for (const WindowGeometry& g : geometries) {
+    for (int64_t filters : {1, 5}) {
+      SCOPED_TRACE(absl::StrCat(Describe(g), ", ", filters, " filters"));
+      const int64_t k = g.patch_cols(), rows = g.patch_rows();
+      const auto x = Random(g.input_size());
+      const auto kernel = Random(k * filters);
+      const auto dy = Random(rows * filters);
+      const ConvReference want = ReferenceConv(g, filters, x, kernel, dy);
+      auto dev_x = On(x), dev_kernel = On(kernel);
+      auto cols = Poisoned(rows * k), dcols = Poisoned(rows * k);
+      auto y = Poisoned(rows * filters);
+      ASSERT_OK(
+          device_->ConvForward(g, filters, *dev_x, *dev_kernel, *cols, *y));
+      // Sums of up to k (forward, dx) or rows (dkernel) products of values
+      // in [-1, 1]: a bound per term (looser on a backend whose products
+      // round more, as its gemm tolerance says).
+      const float per_term = std::max(2e-6f, GetParam().gemm_tolerance / 100);
+      ExpectNear(Back(*y), want.y, per_term * k);
+      auto dkernel = Poisoned(k * filters), dx = Poisoned(g.input_size());
+      ASSERT_OK(device_->ConvBackward(g, filters, *dev_x, *On(dy), *dev_kernel,
+                                      *cols, *dcols, *dkernel, dx.get()));
+      ExpectNear(Back(*dkernel), want.dkernel, per_term * rows);
+      ExpectNear(Back(*dx), want.dx, per_term * k);
+      // Without dx (a model's first layer): the same kernel gradient.
+      auto dkernel_only = Poisoned(k * filters);
+      ASSERT_OK(device_->ConvBackward(g, filters, *dev_x, *On(dy), *dev_kernel,
+                                      *cols, *dcols, *dkernel_only, nullptr));
+      ExpectNear(Back(*dkernel_only), Back(*dkernel), 0);
+    }
+  }
+}
+
+TEST_P(DeviceConformanceTest, ConvolutionRejectsArraysTooSmall) {
+  const WindowGeometry g = Window(2, 8, 8, 3, 3, 1, true);
+  const int64_t filters = 4, k = g.patch_cols(), rows = g.patch_rows();
+  auto x = Poisoned(g.input_size()), kernel = Poisoned(k * filters);
+  auto cols = Poisoned(rows * k), dcols = Poisoned(rows * k);
+  auto y = Poisoned(rows * filters), dkernel = Poisoned(k * filters);
+  auto short_kernel = Poisoned(k * filters - 1);
+  auto short_y = Poisoned(rows * filters - 1);
+  auto short_x = Poisoned(g.input_size() - 1);
+  EXPECT_THAT(device_->ConvForward(g, filters, *x, *short_kernel, *cols, *y),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(device_->ConvForward(g, filters, *x, *kernel, *cols, *short_y),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(device_->ConvForward(g, filters, *short_x, *kernel, *cols, *y),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("input")));
+  EXPECT_THAT(device_->ConvBackward(g, filters, *x, *y, *kernel, *cols, *dcols,
+                                    *short_kernel, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(device_->ConvBackward(g, filters, *x, *y, *kernel, *cols, *dcols,
+                                    *dkernel, short_x.get()),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
 TEST_P(DeviceConformanceTest, PoolingMatchesTheReferenceForwardAndBackward) {
   for (PoolKind kind : {PoolKind::kMax, PoolKind::kAverage}) {
     for (const WindowGeometry& g : Geometries()) {

@@ -36,14 +36,15 @@ class LinearKernel final : public LayerKernel {
   absl::Status Forward(const StepContext& step, const DeviceArray& x,
                        DeviceArray& y) override {
     const WindowGeometry g = Batch(step.batch);
-    const DeviceArray* patches = &x;
-    if (!Pointwise()) {
-      RETURN_IF_ERROR(device_->Im2Col(g, x, *cols_));
-      patches = cols_.get();
-    }
     const int64_t rows = g.patch_rows();
-    RETURN_IF_ERROR(device_->Gemm(false, false, rows, filters_, g.patch_cols(),
-                                  1.0f, *patches, kernel(), 0.0f, y));
+    if (Pointwise()) {
+      RETURN_IF_ERROR(device_->Gemm(false, false, rows, filters_,
+                                    g.patch_cols(), 1.0f, x, kernel(), 0.0f,
+                                    y));
+    } else {
+      RETURN_IF_ERROR(
+          device_->ConvForward(g, filters_, x, kernel(), *cols_, y));
+    }
     if (use_bias_) {
       return device_->BiasActivation(rows, filters_, bias(), activation_, y);
     }
@@ -60,21 +61,19 @@ class LinearKernel final : public LayerKernel {
       RETURN_IF_ERROR(
           device_->ActivationBackward(rows * filters_, activation_, y, dy));
     }
-    const DeviceArray& patches = Pointwise() ? x : *cols_;
-    RETURN_IF_ERROR(device_->Gemm(true, false, k, filters_, rows, 1.0f, patches,
-                                  dy, 0.0f, *arrays_.gradients[0]));
     if (use_bias_) {
       RETURN_IF_ERROR(
           device_->ColumnSums(rows, filters_, dy, *arrays_.gradients[1]));
     }
-    if (dx == nullptr) return absl::OkStatus();
-    if (Pointwise()) {
-      return device_->Gemm(false, true, rows, k, filters_, 1.0f, dy, kernel(),
-                           0.0f, *dx);
+    if (!Pointwise()) {
+      return device_->ConvBackward(g, filters_, x, dy, kernel(), *cols_,
+                                   *dcols_, *arrays_.gradients[0], dx);
     }
-    RETURN_IF_ERROR(device_->Gemm(false, true, rows, k, filters_, 1.0f, dy,
-                                  kernel(), 0.0f, *dcols_));
-    return device_->Col2Im(g, *dcols_, *dx);
+    RETURN_IF_ERROR(device_->Gemm(true, false, k, filters_, rows, 1.0f, x, dy,
+                                  0.0f, *arrays_.gradients[0]));
+    if (dx == nullptr) return absl::OkStatus();
+    return device_->Gemm(false, true, rows, k, filters_, 1.0f, dy, kernel(),
+                         0.0f, *dx);
   }
 
  private:

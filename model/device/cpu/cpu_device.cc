@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "model/device/cpu/cpu_conv.h"
 #include "model/device/cpu/cpu_layer_ops.h"
 #include "model/device/cpu/cpu_thread_pool.h"
 #include "model/device/device_checks.h"
@@ -104,7 +105,7 @@ class CpuDevice final : public Device {
   // splits every op, products included, so OpenBLAS's own threads would
   // only compete with it for the same cores.
   explicit CpuDevice(int threads)
-      : threads_(std::max(1, threads)), pool_(threads_) {
+      : threads_(std::max(1, threads)), pool_(threads_), conv_(&pool_) {
     openblas_set_num_threads(1);
   }
 
@@ -388,6 +389,36 @@ class CpuDevice final : public Device {
     return absl::OkStatus();
   }
 
+  absl::Status ConvForward(const WindowGeometry& g, int64_t filters,
+                           const DeviceArray& x, const DeviceArray& kernel,
+                           DeviceArray& cols, DeviceArray& y) override {
+    RETURN_IF_ERROR(
+        CheckConv("conv forward", g, filters, x, kernel, y, nullptr, nullptr));
+    // Small patch matrices whole, through cols; large ones a group at a
+    // time (cpu_conv.h). The backward pass of the same batch decides alike.
+    if (!cpu::CpuConvolution::WorthGrouping(g)) {
+      return Device::ConvForward(g, filters, x, kernel, cols, y);
+    }
+    conv_.Forward(g, filters, x.data(), kernel.data(), y.data());
+    return absl::OkStatus();
+  }
+
+  absl::Status ConvBackward(const WindowGeometry& g, int64_t filters,
+                            const DeviceArray& x, const DeviceArray& dy,
+                            const DeviceArray& kernel, const DeviceArray& cols,
+                            DeviceArray& dcols, DeviceArray& dkernel,
+                            DeviceArray* dx) override {
+    RETURN_IF_ERROR(
+        CheckConv("conv backward", g, filters, x, kernel, dy, &dkernel, dx));
+    if (!cpu::CpuConvolution::WorthGrouping(g)) {
+      return Device::ConvBackward(g, filters, x, dy, kernel, cols, dcols,
+                                  dkernel, dx);
+    }
+    conv_.Backward(g, filters, x.data(), dy.data(), kernel.data(),
+                   dkernel.data(), dx != nullptr ? dx->data() : nullptr);
+    return absl::OkStatus();
+  }
+
   absl::Status Pool(PoolKind kind, const WindowGeometry& g,
                     const DeviceArray& x, DeviceArray& y) override {
     RETURN_IF_ERROR(
@@ -486,6 +517,7 @@ class CpuDevice final : public Device {
 
   const int threads_;
   CpuThreadPool pool_;
+  cpu::CpuConvolution conv_;
 };
 
 }  // namespace

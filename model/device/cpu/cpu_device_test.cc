@@ -172,6 +172,36 @@ TEST_F(CpuDeviceThreadsTest, Im2ColAndCol2ImMatchOneThread) {
       0.0f);
 }
 
+TEST_F(CpuDeviceThreadsTest, ConvolutionIsBitwiseTheSameOnEveryThreadCount) {
+  // The convnet's second layer at batch 19: two images per group, the
+  // last one alone, 10 groups in 8 kernel-gradient blocks. Groups and blocks do
+  // not depend on the thread count, so neither does any bit of the result.
+  WindowGeometry g;
+  g.n = 19, g.h = 28, g.w = 28, g.c = 12, g.kh = 6, g.kw = 6, g.sh = 2,
+  g.sw = 2, g.oh = 12, g.ow = 12;
+  const int64_t filters = 24, k = g.patch_cols(), rows = g.patch_rows();
+  const std::vector<float> x = Random(g.input_size());
+  const std::vector<float> kernel = Random(k * filters);
+  const std::vector<float> dy = Random(rows * filters);
+  ExpectSameOnOneAndThreeThreads(
+      [&](Device& d) {
+        auto cols = Zeros(d, rows * k), dcols = Zeros(d, rows * k);
+        auto y = Zeros(d, rows * filters), dkernel = Zeros(d, k * filters);
+        auto dx = On(d, Random(g.input_size()));  // overwritten
+        auto dev_x = On(d, x), dev_kernel = On(d, kernel);
+        EXPECT_OK(d.ConvForward(g, filters, *dev_x, *dev_kernel, *cols, *y));
+        EXPECT_OK(d.ConvBackward(g, filters, *dev_x, *On(d, dy), *dev_kernel,
+                                 *cols, *dcols, *dkernel, dx.get()));
+        std::vector<float> out = Back(d, *y);
+        for (const auto* array : {dkernel.get(), dx.get()}) {
+          const std::vector<float> more = Back(d, *array);
+          out.insert(out.end(), more.begin(), more.end());
+        }
+        return out;
+      },
+      0.0f);
+}
+
 TEST_F(CpuDeviceThreadsTest, PoolingMatchesOneThreadForwardAndBackward) {
   WindowGeometry g = Geometry();
   g.c = 12, g.kh = 2, g.kw = 2, g.sh = 2, g.sw = 2;

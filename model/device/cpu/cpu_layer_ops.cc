@@ -63,68 +63,76 @@ void Activate(CpuThreadPool& pool, int64_t n, Activation activation,
   });
 }
 
+void Im2ColImages(const WindowGeometry& g, const float* x, float* cols,
+                  int64_t first, int64_t last) {
+  const int64_t c = g.c, row_len = g.patch_cols();
+  for (int64_t img = first; img < last; ++img) {
+    const float* image = x + img * g.h * g.w * c;
+    for (int64_t oy = 0; oy < g.oh; ++oy) {
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        float* row = cols + ((img * g.oh + oy) * g.ow + ox) * row_len;
+        const int64_t top = oy * g.sh - g.pad_top;
+        const int64_t left = ox * g.sw - g.pad_left;
+        for (int64_t ky = 0; ky < g.kh; ++ky) {
+          float* out = row + ky * g.kw * c;
+          const int64_t iy = top + ky;
+          if (iy < 0 || iy >= g.h) {
+            std::fill_n(out, g.kw * c, 0.0f);
+            continue;
+          }
+          // The in-image columns are one contiguous run of the input row.
+          const int64_t x0 = std::max<int64_t>(left, 0);
+          const int64_t x1 = std::min(left + g.kw, g.w);
+          const int64_t before = std::min(x0 - left, g.kw);
+          std::fill_n(out, before * c, 0.0f);
+          if (x1 > x0) {
+            std::memcpy(out + before * c, image + (iy * g.w + x0) * c,
+                        (x1 - x0) * c * sizeof(float));
+          }
+          const int64_t after = g.kw - before - std::max<int64_t>(x1 - x0, 0);
+          std::fill_n(out + (g.kw - after) * c, after * c, 0.0f);
+        }
+      }
+    }
+  }
+}
+
+void Col2ImImages(const WindowGeometry& g, const float* cols, float* x,
+                  int64_t first, int64_t last) {
+  const int64_t c = g.c, row_len = g.patch_cols(), image_size = g.h * g.w * c;
+  std::fill(x + first * image_size, x + last * image_size, 0.0f);
+  for (int64_t img = first; img < last; ++img) {
+    float* image = x + img * image_size;
+    for (int64_t oy = 0; oy < g.oh; ++oy) {
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        const float* row = cols + ((img * g.oh + oy) * g.ow + ox) * row_len;
+        const Clip w = ClipWindow(g, oy, ox);
+        for (int64_t iy = w.y0; iy < w.y1; ++iy) {
+          const int64_t ky = w.ky0 + iy - w.y0;
+          const float* src = row + (ky * g.kw + w.kx0) * c;
+          float* dst = image + (iy * g.w + w.x0) * c;
+          const int64_t count = (w.x1 - w.x0) * c;
+          for (int64_t i = 0; i < count; ++i) dst[i] += src[i];
+        }
+      }
+    }
+  }
+}
+
 void Im2Col(CpuThreadPool& pool, const WindowGeometry& g, const float* x,
             float* cols) {
-  const int64_t c = g.c, row_len = g.patch_cols();
-  pool.ParallelFor(
-      g.n, Grain(g.oh * g.ow * row_len), [&](int, int64_t first, int64_t last) {
-        for (int64_t img = first; img < last; ++img) {
-          const float* image = x + img * g.h * g.w * c;
-          for (int64_t oy = 0; oy < g.oh; ++oy) {
-            for (int64_t ox = 0; ox < g.ow; ++ox) {
-              float* row = cols + ((img * g.oh + oy) * g.ow + ox) * row_len;
-              const int64_t top = oy * g.sh - g.pad_top;
-              const int64_t left = ox * g.sw - g.pad_left;
-              for (int64_t ky = 0; ky < g.kh; ++ky) {
-                float* out = row + ky * g.kw * c;
-                const int64_t iy = top + ky;
-                if (iy < 0 || iy >= g.h) {
-                  std::fill_n(out, g.kw * c, 0.0f);
-                  continue;
-                }
-                // The in-image columns are one contiguous run of the input row.
-                const int64_t x0 = std::max<int64_t>(left, 0);
-                const int64_t x1 = std::min(left + g.kw, g.w);
-                const int64_t before = std::min(x0 - left, g.kw);
-                std::fill_n(out, before * c, 0.0f);
-                if (x1 > x0) {
-                  std::memcpy(out + before * c, image + (iy * g.w + x0) * c,
-                              (x1 - x0) * c * sizeof(float));
-                }
-                const int64_t after =
-                    g.kw - before - std::max<int64_t>(x1 - x0, 0);
-                std::fill_n(out + (g.kw - after) * c, after * c, 0.0f);
-              }
-            }
-          }
-        }
-      });
+  pool.ParallelFor(g.n, Grain(g.oh * g.ow * g.patch_cols()),
+                   [&](int, int64_t first, int64_t last) {
+                     Im2ColImages(g, x, cols, first, last);
+                   });
 }
 
 void Col2Im(CpuThreadPool& pool, const WindowGeometry& g, const float* cols,
             float* x) {
-  const int64_t c = g.c, row_len = g.patch_cols(), image_size = g.h * g.w * c;
-  pool.ParallelFor(
-      g.n, Grain(g.oh * g.ow * row_len), [&](int, int64_t first, int64_t last) {
-        std::fill(x + first * image_size, x + last * image_size, 0.0f);
-        for (int64_t img = first; img < last; ++img) {
-          float* image = x + img * g.h * g.w * c;
-          for (int64_t oy = 0; oy < g.oh; ++oy) {
-            for (int64_t ox = 0; ox < g.ow; ++ox) {
-              const float* row =
-                  cols + ((img * g.oh + oy) * g.ow + ox) * row_len;
-              const Clip w = ClipWindow(g, oy, ox);
-              for (int64_t iy = w.y0; iy < w.y1; ++iy) {
-                const int64_t ky = w.ky0 + iy - w.y0;
-                const float* src = row + (ky * g.kw + w.kx0) * c;
-                float* dst = image + (iy * g.w + w.x0) * c;
-                const int64_t count = (w.x1 - w.x0) * c;
-                for (int64_t i = 0; i < count; ++i) dst[i] += src[i];
-              }
-            }
-          }
-        }
-      });
+  pool.ParallelFor(g.n, Grain(g.oh * g.ow * g.patch_cols()),
+                   [&](int, int64_t first, int64_t last) {
+                     Col2ImImages(g, cols, x, first, last);
+                   });
 }
 
 void Pool(CpuThreadPool& pool, PoolKind kind, const WindowGeometry& g,

@@ -20,6 +20,12 @@ void Activate(CpuThreadPool& pool, int64_t n, Activation activation,
               const float* x, float* y);
 void Im2Col(CpuThreadPool& pool, const WindowGeometry& g, const float* x,
             float* cols);
+// Im2Col's rows of images [first, last) only, on the calling thread.
+void Im2ColImages(const WindowGeometry& g, const float* x, float* cols,
+                  int64_t first, int64_t last);
+// Col2Im's images [first, last) only (overwritten), on the calling thread.
+void Col2ImImages(const WindowGeometry& g, const float* cols, float* x,
+                  int64_t first, int64_t last);
 void Col2Im(CpuThreadPool& pool, const WindowGeometry& g, const float* cols,
             float* x);
 void Pool(CpuThreadPool& pool, PoolKind kind, const WindowGeometry& g,
