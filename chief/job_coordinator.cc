@@ -595,6 +595,13 @@ void JobCoordinator::SetActivity(std::string activity) {
 void JobCoordinator::EndStartup() {
   MutexLock lock(&mu_);
   starting_ = false;
+  // A worker that trained its last step before this chief had heard from
+  // every worker (a chief restarted late in the job) ended the start-up
+  // early: the workers not heard from yet may still train, or wait for the
+  // outcome, as they did under the chief before.
+  for (const Worker& w : workers_) {
+    if (FinishedLocked(w)) unheard_may_run_ = true;
+  }
 }
 
 namespace {

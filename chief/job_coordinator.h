@@ -262,9 +262,11 @@ class JobCoordinator {
   // that trained their last step wait for it too (worker/trainer.h). While
   // the job starts, so does a worker not heard from yet: a job that fails
   // early (a diverging model fails in its first second) must not leave a
-  // late starter waiting for a chief that is gone.
+  // late starter waiting for a chief that is gone; and after it, when the
+  // start-up ended with a worker already finished (unheard_may_run_).
   bool AwaitsOutcome(const Worker& w) const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return (w.registered || starting_) && !w.lost && !w.heard_outcome;
+    return (w.registered || starting_ || unheard_may_run_) && !w.lost &&
+           !w.heard_outcome;
   }
   // Whether a worker trained its last step of the model as it is now: a
   // step reached before a restore (an older generation) does not count,
@@ -339,6 +341,10 @@ class JobCoordinator {
   mutable Mutex mu_;
   std::string activity_ ABSL_GUARDED_BY(mu_) = "starting";
   bool starting_ ABSL_GUARDED_BY(mu_) = true;
+  // The start-up ended with a worker that had trained its last step (a
+  // chief restarted late in the job, which does not wait for the others
+  // to register): workers not heard from yet still await the outcome.
+  bool unheard_may_run_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<absl::Time> evaluator_last_contact_ ABSL_GUARDED_BY(mu_);
   // When WaitForTrainingEnd last checked the workers' heartbeats: a gap
   // far longer than its one-second wakeups, with no task heard meanwhile,

@@ -659,6 +659,36 @@ TEST(JobCoordinatorTest, AJobFailingAtStartWaitsForTasksNotHeardFromYet) {
               ElementsAre("worker-0 at h0:1", "evaluator"));
 }
 
+// A chief restarted late in the job hears first from a worker that has
+// trained its last step and starts without waiting for the others: a
+// worker that has not reported to it yet still trains, or waits for the
+// outcome, and must hear it. Without a finished worker at the end of the
+// start-up, the chief had heard from every worker it waits for.
+TEST(JobCoordinatorTest, ARestartedChiefTellsWorkersItHasNotHeardFromYet) {
+  JobCoordinator resumed(TwoWorkers());
+  resumed.SetSpec(Spec(ASYNC));
+  Progress(resumed, Report(0, 100, /*finished=*/true));
+  resumed.EndStartup();
+  resumed.Succeed();
+  EXPECT_THAT(resumed.WaitForOutcomeHeard(absl::Now()),
+              ElementsAre("worker-0 at h0:1", "worker-1 at h1:1"));
+  // Their next reports are answered with the outcome.
+  EXPECT_EQ(Progress(resumed, Report(0, 100, /*finished=*/true)).state(),
+            SUCCEEDED);
+  EXPECT_EQ(Progress(resumed, Report(1, 98, /*finished=*/true)).state(),
+            SUCCEEDED);
+  EXPECT_THAT(resumed.WaitForOutcomeHeard(absl::Now()), IsEmpty());
+
+  JobCoordinator fresh(TwoWorkers());
+  fresh.SetSpec(Spec(ASYNC));
+  ASSERT_OK(fresh.Register(Worker(0)));
+  fresh.EndStartup();
+  fresh.Succeed();
+  EXPECT_EQ(Progress(fresh, Report(0, 100, /*finished=*/true)).state(),
+            SUCCEEDED);
+  EXPECT_THAT(fresh.WaitForOutcomeHeard(absl::Now()), IsEmpty());
+}
+
 // The worker whose error failed the job knows: the chief does not wait
 // for it to hear the outcome.
 TEST(JobCoordinatorTest, TheFailingWorkerNeedNotHearTheOutcome) {
