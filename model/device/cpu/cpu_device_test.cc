@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <random>
 #include <vector>
@@ -63,6 +64,16 @@ class CpuDeviceThreadsTest : public ::testing::Test {
     EXPECT_OK(device.Download(array, absl::MakeSpan(host)));
     return host;
   }
+  // Every array's values, one after the other.
+  static std::vector<float> BackAll(
+      Device& device, std::initializer_list<const DeviceArray*> arrays) {
+    std::vector<float> all;
+    for (const DeviceArray* array : arrays) {
+      const std::vector<float> values = Back(device, *array);
+      all.insert(all.end(), values.begin(), values.end());
+    }
+    return all;
+  }
 
   // The first convolution of the Keras guide's convnet, on 6 images.
   static WindowGeometry Geometry() {
@@ -117,12 +128,7 @@ TEST_F(CpuDeviceThreadsTest, ElementwiseOpsMatchOneThread) {
           EXPECT_OK(d.ActivationBackward(n, act, *z, *grad));
           auto activated = Zeros(d, n);
           EXPECT_OK(d.Activate(n, act, *On(d, x), *activated));
-          std::vector<float> out = Back(d, *z);
-          for (const auto* array : {grad.get(), activated.get()}) {
-            const std::vector<float> more = Back(d, *array);
-            out.insert(out.end(), more.begin(), more.end());
-          }
-          return out;
+          return BackAll(d, {z.get(), grad.get(), activated.get()});
         },
         1e-6f);
   }
@@ -132,12 +138,7 @@ TEST_F(CpuDeviceThreadsTest, ElementwiseOpsMatchOneThread) {
         EXPECT_OK(d.ScaleShift(n, 2.0f, -1.0f, *On(d, x), *scaled));
         EXPECT_OK(d.Multiply(n, *On(d, x), *On(d, y), *product));
         EXPECT_OK(d.DropoutMask(n, 0.5f, 99, *mask));
-        std::vector<float> out = Back(d, *scaled);
-        for (const auto* array : {product.get(), mask.get()}) {
-          const std::vector<float> more = Back(d, *array);
-          out.insert(out.end(), more.begin(), more.end());
-        }
-        return out;
+        return BackAll(d, {scaled.get(), product.get(), mask.get()});
       },
       0.0f);
 }
@@ -164,10 +165,7 @@ TEST_F(CpuDeviceThreadsTest, Im2ColAndCol2ImMatchOneThread) {
         auto dx = On(d, Random(g.input_size()));  // overwritten
         EXPECT_OK(d.Im2Col(g, *On(d, x), *cols));
         EXPECT_OK(d.Col2Im(g, *On(d, dcols), *dx));
-        std::vector<float> out = Back(d, *cols);
-        const std::vector<float> more = Back(d, *dx);
-        out.insert(out.end(), more.begin(), more.end());
-        return out;
+        return BackAll(d, {cols.get(), dx.get()});
       },
       0.0f);
 }
@@ -192,12 +190,7 @@ TEST_F(CpuDeviceThreadsTest, ConvolutionIsBitwiseTheSameOnEveryThreadCount) {
         EXPECT_OK(d.ConvForward(g, filters, *dev_x, *dev_kernel, *cols, *y));
         EXPECT_OK(d.ConvBackward(g, filters, *dev_x, *On(d, dy), *dev_kernel,
                                  *cols, *dcols, *dkernel, dx.get()));
-        std::vector<float> out = Back(d, *y);
-        for (const auto* array : {dkernel.get(), dx.get()}) {
-          const std::vector<float> more = Back(d, *array);
-          out.insert(out.end(), more.begin(), more.end());
-        }
-        return out;
+        return BackAll(d, {y.get(), dkernel.get(), dx.get()});
       },
       0.0f);
 }
@@ -216,10 +209,7 @@ TEST_F(CpuDeviceThreadsTest, PoolingMatchesOneThreadForwardAndBackward) {
           auto dx = On(d, Random(g.input_size()));  // overwritten
           EXPECT_OK(d.Pool(kind, g, *in, *y));
           EXPECT_OK(d.PoolBackward(kind, g, *in, *y, *On(d, dy), *dx));
-          std::vector<float> out = Back(d, *y);
-          const std::vector<float> more = Back(d, *dx);
-          out.insert(out.end(), more.begin(), more.end());
-          return out;
+          return BackAll(d, {y.get(), dx.get()});
         },
         0.0f);
   }
@@ -244,13 +234,8 @@ TEST_F(CpuDeviceThreadsTest, BatchNormMatchesOneThreadForwardAndBackward) {
         EXPECT_OK(d.BatchNormBackward(rows, channels, *in, *mean, *var, 1e-3f,
                                       g.get(), *On(d, dy), *dx, dgamma.get(),
                                       dbeta.get()));
-        std::vector<float> out;
-        for (const auto* array : {mean.get(), var.get(), y.get(), dx.get(),
-                                  dgamma.get(), dbeta.get()}) {
-          const std::vector<float> more = Back(d, *array);
-          out.insert(out.end(), more.begin(), more.end());
-        }
-        return out;
+        return BackAll(d, {mean.get(), var.get(), y.get(), dx.get(),
+                           dgamma.get(), dbeta.get()});
       },
       1e-5f);
 }
