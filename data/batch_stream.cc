@@ -1,8 +1,11 @@
 #include "data/batch_stream.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <numeric>
 
+#include "common/prefetch.h"
 #include "common/splitmix64.h"
 
 namespace psflow {
@@ -61,6 +64,50 @@ void BatchStream::FillCtr(int64_t example, int64_t row, Batch& batch) const {
   }
 }
 
+void BatchStream::PrefetchExample(int64_t example) const {
+  constexpr int64_t kLine = 64;
+  if (ctr_ != nullptr) {
+    const CtrExamples& data = *ctr_;
+    const float* dense = data.dense.data() + example * data.num_dense;
+    for (int64_t at = 0; at < data.num_dense * 4; at += kLine) {
+      PrefetchForRead(reinterpret_cast<const char*>(dense) + at);
+    }
+    PrefetchForRead(data.offsets.data() + example * data.num_fields);
+    PrefetchForRead(&data.labels[example]);
+    return;
+  }
+  const Dataset& data = *dataset_;
+  const uint8_t* src = data.features.data() + example * data.num_features;
+  for (int64_t at = 0; at < data.num_features; at += kLine) {
+    PrefetchForRead(src + at);
+  }
+  PrefetchForRead(src + data.num_features - 1);  // a row's last line
+  PrefetchForRead(&data.labels[example]);
+}
+
+Batch BatchStream::TakeBuffers() {
+  Batch batch;
+  {
+    MutexLock lock(&mu_);
+    if (recycled_.empty()) return batch;
+    batch = std::move(recycled_.back());
+    recycled_.pop_back();
+  }
+  // Sizes and contents are set again; the capacities stay.
+  batch.offsets.clear();
+  batch.ids.clear();
+  return batch;
+}
+
+void BatchStream::Recycle(Batch batch) {
+  MutexLock lock(&mu_);
+  // Enough for every batch that can be out at once (the ready ones, the
+  // one being built, the consumer's); more are freed.
+  if (static_cast<int>(recycled_.size()) < std::max(1, options_.prefetch) + 2) {
+    recycled_.push_back(std::move(batch));
+  }
+}
+
 BatchStream::~BatchStream() {
   {
     MutexLock lock(&mu_);
@@ -70,6 +117,9 @@ BatchStream::~BatchStream() {
 }
 
 void BatchStream::Produce() {
+  // Named apart from the role's main thread in profiles and
+  // bench/proc_cpu.py --threads.
+  pthread_setname_np(pthread_self(), "batch_stream");
   const int64_t num_examples =
       ctr_ != nullptr ? ctr_->num_examples : dataset_->num_examples;
   const int64_t features =
@@ -82,7 +132,7 @@ void BatchStream::Produce() {
     for (int64_t begin = 0; begin < num_examples; begin += batch_size) {
       const int64_t size = std::min(batch_size, num_examples - begin);
       if (size < batch_size && options_.drop_remainder) break;
-      Batch batch;
+      Batch batch = TakeBuffers();
       batch.size = static_cast<int>(size);
       batch.epoch = epoch;
       batch.features.resize(size * features);
@@ -98,7 +148,13 @@ void BatchStream::Produce() {
                                     std::max<int64_t>(1, num_examples) +
                                 ctr_->num_fields));
       }
+      // Hints run this many examples ahead of the copies.
+      constexpr int64_t kAhead = 4;
+      for (int64_t b = 0; b < std::min(kAhead, size); ++b) {
+        PrefetchExample(order[begin + b]);
+      }
       for (int64_t b = 0; b < size; ++b) {
+        if (b + kAhead < size) PrefetchExample(order[begin + b + kAhead]);
         if (ctr_ != nullptr) {
           FillCtr(order[begin + b], b, batch);
         } else {

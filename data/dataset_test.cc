@@ -153,6 +153,45 @@ TEST(BatchStreamTest, EndlessStreamStopsPromptlyWhenDestroyed) {
   stream.reset();  // Must not hang with the producer blocked on a full queue.
 }
 
+void ExpectSameBatch(const Batch& a, const Batch& b) {
+  EXPECT_EQ(a.size, b.size);
+  EXPECT_EQ(a.epoch, b.epoch);
+  EXPECT_EQ(a.features, b.features);
+  EXPECT_EQ(a.labels, b.labels);
+  EXPECT_EQ(a.num_fields, b.num_fields);
+  EXPECT_EQ(a.offsets, b.offsets);
+  EXPECT_EQ(a.ids, b.ids);
+}
+
+// Every batch of `recycling` (whose consumer hands each batch back) equals
+// the same batch of `fresh` (whose consumer drops them).
+void ExpectRecyclingChangesNothing(BatchStream& fresh, BatchStream& recycling) {
+  int batches = 0;
+  while (std::optional<Batch> expected = fresh.Next()) {
+    std::optional<Batch> batch = recycling.Next();
+    ASSERT_TRUE(batch.has_value()) << "batch " << batches;
+    ExpectSameBatch(*batch, *expected);
+    recycling.Recycle(*std::move(batch));
+    ++batches;
+  }
+  EXPECT_FALSE(recycling.Next().has_value());
+  EXPECT_GT(batches, 6) << "more batches than the recycled buffers";
+}
+
+// A recycled batch's buffers are refilled whole: partial batches (smaller)
+// followed by full ones (larger) across epochs included.
+TEST(BatchStreamTest, RecycledImageBatchesEqualFreshOnes) {
+  auto d = std::make_shared<Dataset>(Tiny(23, 5));
+  BatchStream::Options options;
+  options.batch_size = 4;
+  options.seed = 3;
+  options.epochs = 3;
+  options.drop_remainder = false;
+  options.prefetch = 1;
+  BatchStream fresh(d, options), recycling(d, options);
+  ExpectRecyclingChangesNothing(fresh, recycling);
+}
+
 // CTR examples batch with their dense features, labels and bags of ids,
 // every example exactly once per epoch, bags kept whole and in order.
 TEST(BatchStreamTest, CtrBatchesCarryEveryExamplesBags) {
@@ -194,6 +233,12 @@ TEST(BatchStreamTest, CtrBatchesCarryEveryExamplesBags) {
   }
   std::sort(seen.begin(), seen.end());
   EXPECT_EQ(seen, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+
+  // A recycled batch's bags start empty: ids and offsets are those of its
+  // own examples only.
+  options.epochs = 4;
+  BatchStream fresh(examples, options), recycling(examples, options);
+  ExpectRecyclingChangesNothing(fresh, recycling);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/fault_point.h"
@@ -618,6 +619,10 @@ absl::StatusOr<Trainer::Next> Trainer::TrainOneStep(TrainLoop& loop) {
   ASSIGN_OR_RETURN(Next next, AwaitParameters());
   if (next != Next::kGoOn) return next;
   std::optional<Batch> own;  // models without tables
+  // Computed or not, its buffers build a later batch.
+  absl::Cleanup recycle = [this, &own] {
+    if (own.has_value()) parts_.batches->Recycle(*std::move(own));
+  };
   const Batch* batch = nullptr;
   if (has_tables_) {
     ASSIGN_OR_RETURN(batch, StageBatch());

@@ -118,6 +118,8 @@ void Trainer::ReleaseBatch() {
   StagedBatch& staged = staged_[staged_current_];
   staged.pull = nullptr;
   staged.pulled = false;
+  if (staged.batch.has_value())
+    parts_.batches->Recycle(*std::move(staged.batch));
   staged.batch.reset();
   // Not SYNC: the next step's batch is the prefetched one.
   if (!sync_) staged_current_ = 1 - staged_current_;
