@@ -34,13 +34,8 @@ MemoryEstimate EstimateMemory(const ModelDefinition& model, int64_t batch_size,
   estimate.batch_size = batch_size;
   int64_t parameters = 0;
   for (const ModelPart& part : model.MemoryParts()) {
-    // Overflow-safe: a part's floats per example and the batch are both far
-    // below 2^31 for any model that passed validation; saturate anyway.
     const int64_t activations =
-        part.floats_per_example > 0 &&
-                batch_size > INT64_MAX / kFloat / part.floats_per_example
-            ? INT64_MAX / 4
-            : part.floats_per_example * batch_size * kFloat;
+        std::min(INT64_MAX / 4, part.FloatsForBatch(batch_size)) * kFloat;
     const int64_t bytes =
         activations + part.parameters * kWorkerCopiesPerParameter * kFloat;
     parameters += part.parameters;

@@ -1,5 +1,8 @@
 #include "model/model.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "absl/strings/str_cat.h"
 
 namespace psflow {
@@ -63,6 +66,23 @@ absl::Status CheckGradientBuffers(
 const std::vector<ModelTable>& ModelDefinition::tables() const {
   static const auto* none = new std::vector<ModelTable>();
   return *none;
+}
+
+int64_t ModelPart::FloatsForBatch(int64_t batch) const {
+  // Every part of a model that passed validation is far below these; an
+  // absurd batch saturates (the estimate then refuses the job).
+  constexpr int64_t kSaturated = INT64_MAX / 8;
+  auto times = [&](int64_t per_example) {
+    return per_example > 0 && batch > kSaturated / per_example
+               ? kSaturated
+               : per_example * batch;
+  };
+  const int64_t uncapped_scratch = times(scratch_per_example);
+  const int64_t scratch = scratch_cap > 0
+                              ? std::min(uncapped_scratch, scratch_cap)
+                              : uncapped_scratch;
+  return std::min(kSaturated,
+                  times(floats_per_example - scratch_per_example) + scratch);
 }
 
 std::vector<ModelPart> ModelDefinition::MemoryParts() const {

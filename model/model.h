@@ -205,6 +205,15 @@ struct ModelPart {
   // Device floats per example of a batch: its outputs, their gradients and
   // its kernel's scratch.
   int64_t floats_per_example = 0;
+  // Of those, the scratch's, and the most floats of it a batch of any size
+  // takes on the CPU backend (0: no cap): a convolution's patches beyond
+  // what that backend builds whole it builds a few images at a time.
+  int64_t scratch_per_example = 0;
+  int64_t scratch_cap = 0;
+
+  // Device floats for a batch of `batch`: floats_per_example x batch, the
+  // scratch capped; saturates instead of overflowing.
+  int64_t FloatsForBatch(int64_t batch) const;
 };
 
 class ModelDefinition {

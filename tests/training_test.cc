@@ -217,12 +217,13 @@ TEST(TrainingTest, BadJobConfigIsRefusedBeforeAnythingStarts) {
 }
 
 // A model that cannot fit (300 convolutions grew a worker to 9.4 GB until
-// the kernel killed it) is refused before any process starts, with the
-// estimate and its largest layers.
+// the kernel killed it; at 256 filters each, its outputs and parameters
+// take over 30 GiB a worker at batch 64) is refused before any process starts, with
+// the estimate and its largest layers.
 TEST(TrainingTest, AModelTooLargeForThisHostIsRefusedBeforeAnythingStarts) {
   std::string layers;
   for (int i = 0; i < 300; ++i) {
-    absl::StrAppend(&layers, R"({"conv2d": {"filters": 32, "kernel_size": [3],
+    absl::StrAppend(&layers, R"({"conv2d": {"filters": 256, "kernel_size": [3],
                                  "padding": "same", "activation": "relu"}},)");
   }
   std::string job = TestJob("ASYNC", 10);

@@ -56,6 +56,12 @@ struct WindowGeometry {
   int64_t output_size(int64_t channels) const { return n * oh * ow * channels; }
 };
 
+// The largest patch matrix, in floats, that the CPU backend builds whole
+// for a convolution (2 MiB); larger ones it builds a few images at a time
+// in cache-sized buffers of its own (model/device/cpu/cpu_conv.h), so a
+// convolution's `cols` and `dcols` scratch on the CPU never needs more.
+inline constexpr int64_t kCpuWholeConvolutionFloats = 512 * 1024;
+
 // A float array in a device's memory; freed when the last reference goes.
 class DeviceArray {
  public:
@@ -193,9 +199,18 @@ class Device {
   virtual absl::Status Col2Im(const WindowGeometry& g, const DeviceArray& cols,
                               DeviceArray& x) = 0;
 
+  // Floats of the `cols` (and `dcols`) scratch that ConvForward and
+  // ConvBackward need for every batch of up to g.n images of `g`: the
+  // whole patch matrix, g.patch_rows() x g.patch_cols(), by default; the
+  // CPU backend builds large patch matrices a group of images at a time in
+  // buffers of its own and needs only the largest it takes whole.
+  virtual int64_t ConvScratchFloats(const WindowGeometry& g) const {
+    return g.patch_rows() * g.patch_cols();
+  }
+
   // A convolution's product: y[g.patch_rows() x filters] = cols(x) *
   // kernel, kernel being g.patch_cols() x filters and cols(x) Im2Col's
-  // patch matrix. `cols` (g.patch_rows() x g.patch_cols() floats) is the
+  // patch matrix. `cols` (ConvScratchFloats(g) floats, or more) is the
   // backend's scratch, handed unchanged to the ConvBackward of the same x:
   // the default builds the whole patch matrix there and multiplies once;
   // the CPU backend builds and multiplies the patches of a few images at a
@@ -210,7 +225,8 @@ class Device {
   // Its backward pass: dkernel[g.patch_cols() x filters] = cols(x)^T dy
   // and, unless dx is null, dx[g.input_size()] = Col2Im(dy kernel^T), for
   // dy[g.patch_rows() x filters]. `cols` is what ConvForward left in it;
-  // `dcols` is scratch of the same size.
+  // `dcols` is scratch of the same size. Scratch too small for a batch
+  // the backend takes whole is an InvalidArgument error.
   virtual absl::Status ConvBackward(const WindowGeometry& g, int64_t filters,
                                     const DeviceArray& x, const DeviceArray& dy,
                                     const DeviceArray& kernel,

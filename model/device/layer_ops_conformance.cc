@@ -263,7 +263,13 @@ TEST_P(DeviceConformanceTest,
       const auto dy = Random(rows * filters);
       const ConvReference want = ReferenceConv(g, filters, x, kernel, dy);
       auto dev_x = On(x), dev_kernel = On(kernel);
-      auto cols = Poisoned(rows * k), dcols = Poisoned(rows * k);
+      // The scratch a layer allocates for a larger largest batch
+      // (Device::ConvScratchFloats), which must serve this one too.
+      WindowGeometry largest = g;
+      largest.n = 3 * g.n;
+      const int64_t scratch = device_->ConvScratchFloats(largest);
+      ASSERT_GE(scratch, std::min(device_->ConvScratchFloats(g), rows * k));
+      auto cols = Poisoned(scratch), dcols = Poisoned(scratch);
       auto y = Poisoned(rows * filters);
       ASSERT_OK(
           device_->ConvForward(g, filters, *dev_x, *dev_kernel, *cols, *y));
@@ -284,6 +290,29 @@ TEST_P(DeviceConformanceTest,
       ExpectNear(Back(*dkernel_only), Back(*dkernel), 0);
     }
   }
+}
+
+// A batch small enough that every backend takes it whole needs its whole
+// patch matrix as scratch: one float less is an error, not a write past
+// the array.
+TEST_P(DeviceConformanceTest, ConvolutionRejectsScratchTooSmall) {
+  const WindowGeometry g = Window(2, 8, 8, 3, 3, 1, true);
+  const int64_t filters = 4, k = g.patch_cols(), rows = g.patch_rows();
+  ASSERT_EQ(device_->ConvScratchFloats(g), rows * k);
+  auto x = Poisoned(g.input_size()), kernel = Poisoned(k * filters);
+  auto cols = Poisoned(rows * k), dcols = Poisoned(rows * k);
+  auto short_cols = Poisoned(rows * k - 1),
+       short_dcols = Poisoned(rows * k - 1);
+  auto y = Poisoned(rows * filters), dkernel = Poisoned(k * filters);
+  auto dx = Poisoned(g.input_size());
+  EXPECT_THAT(device_->ConvForward(g, filters, *x, *kernel, *short_cols, *y),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(device_->ConvBackward(g, filters, *x, *y, *kernel, *short_cols,
+                                    *dcols, *dkernel, dx.get()),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(device_->ConvBackward(g, filters, *x, *y, *kernel, *cols,
+                                    *short_dcols, *dkernel, dx.get()),
+              StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST_P(DeviceConformanceTest, ConvolutionRejectsArraysTooSmall) {

@@ -489,9 +489,9 @@ std::vector<ModelPart> GraphDefinition::MemoryParts() const {
          in.kind == GraphInput::Kind::kCategorical ? 2 * size : size});
   }
   for (const GraphNode& node : spec_.nodes) {
-    ModelPart part{
-        node.name, 0,
-        2 * NumElements(node.output) + NodeScratchFloatsPerExample(node)};
+    const int64_t scratch = NodeScratchFloatsPerExample(node);
+    ModelPart part{node.name, 0, 2 * NumElements(node.output) + scratch,
+                   scratch, NodeScratchCapFloats(node)};
     for (const ModelVariable& v : node.variables) {
       part.parameters += v.num_elements();
     }

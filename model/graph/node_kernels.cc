@@ -512,6 +512,10 @@ int64_t NodeScratchFloatsPerExample(const GraphNode& node) {
   return total;
 }
 
+int64_t NodeScratchCapFloats(const GraphNode& node) {
+  return node.kind == NodeKind::kLayer ? node.layer->ScratchCapFloats() : 0;
+}
+
 absl::StatusOr<std::unique_ptr<NodeKernel>> InstantiateNode(
     const GraphNode& node, Device* device, int64_t max_batch,
     const LayerArrays& arrays) {

@@ -50,6 +50,9 @@ absl::StatusOr<std::unique_ptr<NodeKernel>> InstantiateNode(
 // Device floats per example a node's kernel allocates beyond its output
 // and the output's gradient (for the job's memory estimate).
 int64_t NodeScratchFloatsPerExample(const GraphNode& node);
+// The most floats of it a batch of any size takes on the CPU backend (0:
+// no cap); Layer::ScratchCapFloats.
+int64_t NodeScratchCapFloats(const GraphNode& node);
 
 }  // namespace psflow
 

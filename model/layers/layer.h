@@ -85,6 +85,10 @@ class Layer {
   // job's memory estimate counts (model/memory_estimate.h). Keep it in
   // step with the kernel's Allocate.
   virtual int64_t ScratchFloatsPerExample() const { return 0; }
+  // The most floats of that scratch a batch of any size takes on the CPU
+  // backend, where the host memory the estimate is checked against holds
+  // it (0: no cap, ScratchFloatsPerExample() x the batch).
+  virtual int64_t ScratchCapFloats() const { return 0; }
 
   // The layer on `device`; `arrays` stay valid for the kernel's lifetime.
   virtual absl::StatusOr<std::unique_ptr<LayerKernel>> Instantiate(

@@ -12,6 +12,12 @@ namespace psflow {
 
 namespace {
 
+// A 1x1 window with stride 1 and no padding: x is its own patch matrix.
+bool IsPointwise(const WindowGeometry& g) {
+  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pad_top == 0 &&
+         g.pad_left == 0;
+}
+
 class LinearKernel final : public LayerKernel {
  public:
   LinearKernel(Device* device, const WindowGeometry& g, int64_t filters,
@@ -27,9 +33,9 @@ class LinearKernel final : public LayerKernel {
     if (Pointwise()) return absl::OkStatus();
     WindowGeometry g = geometry_;
     g.n = max_batch;
-    ASSIGN_OR_RETURN(cols_, device_->Allocate(g.patch_rows() * g.patch_cols()));
-    ASSIGN_OR_RETURN(dcols_,
-                     device_->Allocate(g.patch_rows() * g.patch_cols()));
+    const int64_t scratch = device_->ConvScratchFloats(g);
+    ASSIGN_OR_RETURN(cols_, device_->Allocate(scratch));
+    ASSIGN_OR_RETURN(dcols_, device_->Allocate(scratch));
     return absl::OkStatus();
   }
 
@@ -77,11 +83,7 @@ class LinearKernel final : public LayerKernel {
   }
 
  private:
-  bool Pointwise() const {
-    return geometry_.kh == 1 && geometry_.kw == 1 && geometry_.sh == 1 &&
-           geometry_.sw == 1 && geometry_.pad_top == 0 &&
-           geometry_.pad_left == 0;
-  }
+  bool Pointwise() const { return IsPointwise(geometry_); }
   WindowGeometry Batch(int64_t n) const {
     WindowGeometry g = geometry_;
     g.n = n;
@@ -125,13 +127,17 @@ class LinearLayer final : public Layer {
     return geometry_.oh * geometry_.ow * geometry_.patch_cols() * filters_;
   }
 
-  // LinearKernel::Allocate: the patches and their gradient, unless the
-  // window is pointwise.
+  // LinearKernel::Allocate: the patches and their gradient
+  // (Device::ConvScratchFloats each), unless the window is pointwise: the
+  // whole patch matrix, capped on the CPU backend, which builds larger
+  // ones a few images at a time in buffers of its own.
   int64_t ScratchFloatsPerExample() const override {
-    const WindowGeometry& g = geometry_;
-    const bool pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 &&
-                           g.pad_top == 0 && g.pad_left == 0;
-    return pointwise ? 0 : 2 * g.oh * g.ow * g.patch_cols();
+    return IsPointwise(geometry_)
+               ? 0
+               : 2 * geometry_.oh * geometry_.ow * geometry_.patch_cols();
+  }
+  int64_t ScratchCapFloats() const override {
+    return IsPointwise(geometry_) ? 0 : 2 * kCpuWholeConvolutionFloats;
   }
 
   absl::StatusOr<std::unique_ptr<LayerKernel>> Instantiate(

@@ -52,7 +52,7 @@ class CpuConvolution {
   // taking the other half; two of the convnet's second-layer images, whose
   // products ran 5% faster than with one).
   static constexpr int64_t kGroupFloats = 128 * 1024;
-  static constexpr int64_t kWholeBatchFloats = 512 * 1024;
+  static constexpr int64_t kWholeBatchFloats = kCpuWholeConvolutionFloats;
   // Kernel-gradient partial sums at most (each the kernel's size).
   static constexpr int64_t kMaxBlocks = 8;
 

@@ -389,6 +389,13 @@ class CpuDevice final : public Device {
     return absl::OkStatus();
   }
 
+  // A batch whose patch matrix is grouped needs no scratch; every smaller
+  // batch, taken whole, needs at most the grouping threshold's.
+  int64_t ConvScratchFloats(const WindowGeometry& g) const override {
+    return std::min(g.patch_rows() * g.patch_cols(),
+                    kCpuWholeConvolutionFloats);
+  }
+
   absl::Status ConvForward(const WindowGeometry& g, int64_t filters,
                            const DeviceArray& x, const DeviceArray& kernel,
                            DeviceArray& cols, DeviceArray& y) override {
