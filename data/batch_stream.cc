@@ -69,7 +69,9 @@ void BatchStream::PrefetchExample(int64_t example) const {
   if (ctr_ != nullptr) {
     const CtrExamples& data = *ctr_;
     const float* dense = data.dense.data() + example * data.num_dense;
-    for (int64_t at = 0; at < data.num_dense * 4; at += kLine) {
+    for (int64_t at = 0;
+         at < data.num_dense * static_cast<int64_t>(sizeof(float));
+         at += kLine) {
       PrefetchForRead(reinterpret_cast<const char*>(dense) + at);
     }
     PrefetchForRead(data.offsets.data() + example * data.num_fields);

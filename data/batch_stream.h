@@ -73,9 +73,9 @@ class BatchStream {
 
   // Hands a batch from Next() back once it is used: a later batch is
   // built in its buffers, which saves the producer an allocation and the
-  // zeroing of every feature (about a third of its time per image batch,
-  // bench/batch_stream_bench) and keeps the buffers warm in the caches.
-  // Optional: a batch not handed back is simply freed.
+  // zeroing of every feature and keeps the buffers warm in the caches
+  // (bench/batch_stream_bench). Optional: a batch not handed back is
+  // simply freed.
   void Recycle(Batch batch);
 
   // The order in which epoch `epoch` visits the examples.
