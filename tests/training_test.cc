@@ -218,8 +218,8 @@ TEST(TrainingTest, BadJobConfigIsRefusedBeforeAnythingStarts) {
 
 // A model that cannot fit (300 convolutions grew a worker to 9.4 GB until
 // the kernel killed it; at 256 filters each, its outputs and parameters
-// take over 30 GiB a worker at batch 64) is refused before any process starts, with
-// the estimate and its largest layers.
+// take over 30 GiB a worker at batch 64) is refused before any process starts,
+// with the estimate and its largest layers.
 TEST(TrainingTest, AModelTooLargeForThisHostIsRefusedBeforeAnythingStarts) {
   std::string layers;
   for (int i = 0; i < 300; ++i) {
