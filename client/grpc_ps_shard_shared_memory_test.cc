@@ -411,6 +411,43 @@ TEST_F(SharedMemoryTest, TensorsInSharedMemoryAreReadAndWrittenInPlace) {
   EXPECT_FALSE(values->retired());
 }
 
+// Gradients in the client's memory are checked as over TCP: one NaN and
+// the whole batch is rejected, no variable touched; the same memory, made
+// finite, is applied.
+TEST_F(SharedMemoryTest, NonFiniteGradientsInSharedMemoryAreRejectedWhole) {
+  StartServer(SharedMemorySessions::Options{});
+  std::unique_ptr<SharedMemoryShard> shard = Connect(1 << 20);
+  ASSERT_TRUE(shard->WaitForSharedMemory(absl::Seconds(20)));
+  std::shared_ptr<SharedBuffer> gradients = shard->AllocateShared(3 + kChunk);
+  std::shared_ptr<SharedBuffer> values = shard->AllocateShared(3 + kChunk);
+  ASSERT_NE(gradients, nullptr);
+  ASSERT_NE(values, nullptr);
+  absl::Span<float> g = gradients->span();
+  std::fill(g.begin(), g.end(), 1.0f);
+  g[3 + kChunk - 1] = std::nanf("");
+  const std::vector<float> b_before = Values("b");
+  const std::vector<float> w_before = Values("w");
+
+  EXPECT_THAT(PushThenPullSpans(
+                  *shard, {g.subspan(0, 3), g.subspan(3)},
+                  {values->span().subspan(0, 3), values->span().subspan(3)}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::HasSubstr("not finite")));
+  EXPECT_EQ(Values("b"), b_before);
+  EXPECT_EQ(Values("w"), w_before);
+  EXPECT_EQ(shard->bytes_copied(), 0);  // it went through the region
+
+  g[3 + kChunk - 1] = 1.0f;
+  ASSERT_OK_AND_ASSIGN(
+      PushBatchResponse response,
+      PushThenPullSpans(
+          *shard, {g.subspan(0, 3), g.subspan(3)},
+          {values->span().subspan(0, 3), values->span().subspan(3)}));
+  EXPECT_THAT(response.pulled().versions(), ElementsAre(1, 1));
+  EXPECT_THAT(values->span().subspan(0, 3), ElementsAre(-1.0f, -1.0f, -1.0f));
+  EXPECT_THAT(values->span().subspan(3), Each(-1.0f));
+}
+
 TEST_F(SharedMemoryTest, ServerWithSharedMemoryOffKeepsTheClientOnTcp) {
   SharedMemorySessions::Options off;
   off.enabled = false;
