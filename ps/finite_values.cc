@@ -4,8 +4,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "common/logging.h"
-
 namespace psflow {
 namespace {
 
@@ -36,19 +34,6 @@ int64_t FirstNonFinite(absl::Span<const float> values) {
 
 bool AllFinite(absl::Span<const float> values) {
   return MaxExponent(values.data(), values.size()) != kExponent;
-}
-
-bool CopyAllFinite(absl::Span<const float> from, absl::Span<float> to) {
-  CHECK(from.size() == to.size());
-  // 64 KiB: well inside L2, so the check reads what the copy just wrote.
-  constexpr size_t kBlock = 16 * 1024;
-  uint32_t max_exponent = 0;
-  for (size_t i = 0; i < from.size(); i += kBlock) {
-    const size_t n = std::min(kBlock, from.size() - i);
-    std::memcpy(to.data() + i, from.data() + i, n * sizeof(float));
-    max_exponent = std::max(max_exponent, MaxExponent(to.data() + i, n));
-  }
-  return max_exponent != kExponent;
 }
 
 }  // namespace psflow

@@ -1,14 +1,13 @@
 // NaN/Inf checks over gradient values, written so that gcc vectorizes them
-// (one integer max over the exponent bits), and a copy that checks as it
-// goes: a push's gradients are checked while they are still in the cache
-// from being copied out of the network's or a shared region's buffers,
-// instead of in a second pass over memory.
+// (one integer max over the exponent bits), and the select every update
+// loop reads a gradient through.
 //
 // Pure functions; thread-safe.
 #ifndef PSFLOW_PS_FINITE_VALUES_H_
 #define PSFLOW_PS_FINITE_VALUES_H_
 
 #include <cstdint>
+#include <cstring>
 
 #include "absl/types/span.h"
 
@@ -20,11 +19,19 @@ int64_t FirstNonFinite(absl::Span<const float> values);
 // Whether every value is finite (no NaN, no Inf).
 bool AllFinite(absl::Span<const float> values);
 
-// Copies `from` into `to` (the same size; CHECKed, a caller's bug) in
-// blocks, checking each block as it lands; whether every value copied was
-// finite. The values checked are the ones in `to`, so a source that
-// changes meanwhile (a client's shared memory) cannot slip a NaN past it.
-bool CopyAllFinite(absl::Span<const float> from, absl::Span<float> to);
+// `g`, or 0 where it is NaN or Inf. Every update loop reads its gradient
+// through this: a push from a client's shared memory is checked whole and
+// then read where it lies, and a client could write that memory in
+// between; what it wrote never reaches a variable. gcc vectorizes it to an
+// and, a compare and a blend.
+inline float FiniteOrZero(float g) {
+  uint32_t bits;
+  std::memcpy(&bits, &g, sizeof(bits));
+  // A mask, not a branch: loops with a division vectorize only so.
+  bits &= (bits & 0x7f800000u) == 0x7f800000u ? 0u : ~0u;
+  std::memcpy(&g, &bits, sizeof(bits));
+  return g;
+}
 
 }  // namespace psflow
 

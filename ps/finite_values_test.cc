@@ -30,27 +30,18 @@ TEST(FiniteValuesTest, LargestAndSubnormalFloatsAreFinite) {
   EXPECT_TRUE(AllFinite(values));
 }
 
-// Across several copy blocks, a bad value in any of them (the first, a
-// middle one, the short last one) is found, and the copy is whole.
-TEST(FiniteValuesTest, CopyAllFiniteCopiesEverythingAndFindsAnyBadValue) {
-  const size_t n = 3 * 16 * 1024 + 5;
-  std::vector<float> from(n);
-  for (size_t i = 0; i < n; ++i) from[i] = static_cast<float>(i) * 0.25f;
-  std::vector<float> to(n);
-  EXPECT_TRUE(CopyAllFinite(from, absl::MakeSpan(to)));
-  EXPECT_EQ(to, from);
-  for (size_t bad : {size_t{0}, size_t{16 * 1024 + 3}, n - 1}) {
-    std::vector<float> poisoned = from;
-    poisoned[bad] = kNan;
-    std::vector<float> out(n);
-    EXPECT_FALSE(CopyAllFinite(poisoned, absl::MakeSpan(out))) << bad;
-    EXPECT_TRUE(std::isnan(out[bad]));
-    EXPECT_EQ(out[n / 2], poisoned[n / 2]);
+// Vector bodies and scalar tails alike: every value not finite, and only
+// those, is read as 0.
+TEST(FiniteValuesTest, FiniteOrZeroKeepsEveryFiniteValue) {
+  for (float finite :
+       {0.0f, -0.0f, 1.5f, -3e38f, std::numeric_limits<float>::max(),
+        std::numeric_limits<float>::denorm_min()}) {
+    EXPECT_EQ(FiniteOrZero(finite), finite);
   }
-}
-
-TEST(FiniteValuesTest, EmptyCopyIsFinite) {
-  EXPECT_TRUE(CopyAllFinite({}, {}));
+  EXPECT_EQ(FiniteOrZero(kNan), 0.0f);
+  EXPECT_EQ(FiniteOrZero(-kNan), 0.0f);
+  EXPECT_EQ(FiniteOrZero(kInf), 0.0f);
+  EXPECT_EQ(FiniteOrZero(-kInf), 0.0f);
 }
 
 }  // namespace

@@ -3,13 +3,15 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "ps/finite_values.h"
 
 namespace psflow {
 namespace {
 
 // The loops below are written so that gcc vectorizes them at -O3: plain
 // indexed loops over restrict-qualified pointers, float arithmetic, scalars
-// hoisted out.
+// hoisted out. Each reads its gradient through FiniteOrZero (see
+// ps/finite_values.h for why).
 
 class Sgd final : public Optimizer {
  public:
@@ -25,7 +27,7 @@ class Sgd final : public Optimizer {
     const float* __restrict__ g = grad.data();
     const float rate = static_cast<float>(lr);
     const size_t n = param.size();
-    for (size_t i = 0; i < n; ++i) p[i] -= rate * g[i];
+    for (size_t i = 0; i < n; ++i) p[i] -= rate * FiniteOrZero(g[i]);
   }
 };
 
@@ -49,12 +51,13 @@ class Momentum final : public Optimizer {
     const size_t n = param.size();
     if (nesterov_) {
       for (size_t i = 0; i < n; ++i) {
-        v[i] = mu * v[i] + g[i];
-        p[i] -= rate * (g[i] + mu * v[i]);
+        const float gi = FiniteOrZero(g[i]);
+        v[i] = mu * v[i] + gi;
+        p[i] -= rate * (gi + mu * v[i]);
       }
     } else {
       for (size_t i = 0; i < n; ++i) {
-        v[i] = mu * v[i] + g[i];
+        v[i] = mu * v[i] + FiniteOrZero(g[i]);
         p[i] -= rate * v[i];
       }
     }
@@ -86,8 +89,9 @@ class Adagrad final : public Optimizer {
     const float eps = epsilon_;
     const size_t n = param.size();
     for (size_t i = 0; i < n; ++i) {
-      a[i] += g[i] * g[i];
-      p[i] -= rate * g[i] / (std::sqrt(a[i]) + eps);
+      const float gi = FiniteOrZero(g[i]);
+      a[i] += gi * gi;
+      p[i] -= rate * gi / (std::sqrt(a[i]) + eps);
     }
   }
 
@@ -129,7 +133,7 @@ class Adam final : public Optimizer {
     const float eps = epsilon_;
     const size_t n = param.size();
     for (size_t i = 0; i < n; ++i) {
-      const float gi = g[i];
+      const float gi = FiniteOrZero(g[i]);
       const float mi = b1 * m[i] + one_minus_b1 * gi;
       const float vi = b2 * v[i] + one_minus_b2 * gi * gi;
       m[i] = mi;
@@ -184,7 +188,7 @@ class Ftrl final : public Optimizer {
     // p = -0.5 (the default) is a square root; other powers use pow.
     const bool sqrt_power = power_ == -0.5f;
     for (size_t i = 0; i < count; ++i) {
-      const float gi = g[i];
+      const float gi = FiniteOrZero(g[i]);
       const float n_old = n[i];
       const float n_new = n_old + gi * gi;
       const float pow_old =
@@ -225,7 +229,9 @@ class MovingAverage final : public Optimizer {
     const float keep = momentum_;
     const float take = 1.0f - momentum_;
     const size_t n = param.size();
-    for (size_t i = 0; i < n; ++i) p[i] = keep * p[i] + take * x[i];
+    for (size_t i = 0; i < n; ++i) {
+      p[i] = keep * p[i] + take * FiniteOrZero(x[i]);
+    }
   }
 
  private:

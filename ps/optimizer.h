@@ -67,7 +67,8 @@ class Optimizer {
   // update of this variable (from 1; an embedding row's own update count,
   // which makes Adam lazy). `slots` holds one span per slot name,
   // each as long as `param`. The caller has checked sizes and that `grad`
-  // is finite.
+  // is finite; a value that is not (memory a client wrote after the check)
+  // is applied as 0.
   virtual void Apply(double lr, int64_t step, absl::Span<float> param,
                      absl::Span<const float> grad,
                      absl::Span<const absl::Span<float>> slots) const = 0;

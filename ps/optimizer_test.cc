@@ -1,6 +1,7 @@
 #include "ps/optimizer.h"
 
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -134,6 +135,57 @@ TEST(OptimizerTest, ApplyingInRangesEqualsApplyingWhole) {
   EXPECT_EQ(p1, p2);
   EXPECT_EQ(m1, m2);
   EXPECT_EQ(v1, v2);
+}
+
+// A value that is not finite (memory a client wrote after the server's
+// check) is applied as 0, by every optimizer and the moving average: the
+// variable and its slots end exactly as if the client had sent 0 there.
+TEST(OptimizerTest, GradientsThatAreNotFiniteAreAppliedAsZero) {
+  std::vector<std::unique_ptr<Optimizer>> updates;
+  for (Kind kind : {Kind::kSgd, Kind::kMomentum, Kind::kAdagrad, Kind::kAdam,
+                    Kind::kAdamW, Kind::kFtrl}) {
+    for (bool nesterov : {false, true}) {
+      if (nesterov && kind != Kind::kMomentum) continue;
+      OptimizerParams c = Config(kind);
+      c.nesterov = nesterov;
+      absl::StatusOr<std::unique_ptr<Optimizer>> opt = Optimizer::Create(c);
+      ASSERT_OK(opt);
+      updates.push_back(*std::move(opt));
+    }
+  }
+  updates.push_back(MovingAverageUpdate(0.75f));
+  constexpr size_t kN = 67;  // vector bodies and a scalar tail
+  const std::vector<size_t> bad = {0, 5, 31, 32, 66};
+  for (size_t u = 0; u < updates.size(); ++u) {
+    const Optimizer& update = *updates[u];
+    std::vector<float> clean(kN), poisoned(kN);
+    for (size_t i = 0; i < kN; ++i) clean[i] = std::cos(i * 0.37f);
+    for (size_t i : bad) clean[i] = 0.0f;
+    poisoned = clean;
+    poisoned[0] = std::nanf("");
+    poisoned[5] = std::numeric_limits<float>::infinity();
+    poisoned[31] = -std::numeric_limits<float>::infinity();
+    poisoned[32] = -std::nanf("");
+    poisoned[66] = std::numeric_limits<float>::infinity();
+    std::vector<float> p1(kN), p2(kN);
+    for (size_t i = 0; i < kN; ++i) p1[i] = p2[i] = std::sin(i * 0.1f);
+    const size_t num_slots = update.slot_names().size();
+    std::vector<std::vector<float>> s1(num_slots), s2(num_slots);
+    std::vector<absl::Span<float>> spans1, spans2;
+    for (size_t k = 0; k < num_slots; ++k) {
+      s1[k].assign(kN, update.slot_initial_value(k) + 0.5f);
+      s2[k] = s1[k];
+      spans1.push_back(absl::MakeSpan(s1[k]));
+      spans2.push_back(absl::MakeSpan(s2[k]));
+    }
+    for (int64_t step = 1; step <= 2; ++step) {
+      update.Apply(0.01, step, absl::MakeSpan(p1), clean, spans1);
+      update.Apply(0.01, step, absl::MakeSpan(p2), poisoned, spans2);
+    }
+    EXPECT_EQ(p1, p2) << "update " << u;
+    EXPECT_EQ(s1, s2) << "update " << u;
+    for (float value : p2) ASSERT_TRUE(std::isfinite(value)) << "update " << u;
+  }
 }
 
 TEST(OptimizerTest, BadHyperparametersNameTheField) {

@@ -324,6 +324,35 @@ TEST_F(PsCoreTest, NonFiniteGradientsAreRejectedCountedAndChangeNothing) {
   EXPECT_EQ(core_.Stats().updates_applied(), 0);
 }
 
+// A batch the caller checked whole and then read where it lies (a
+// client's shared memory) may have changed in between: a value that is no
+// longer finite is applied as 0, in either mode, and never reaches the
+// variable.
+TEST_F(PsCoreTest, ValuesThatStoppedBeingFiniteAfterTheCheckAreApplied0) {
+  for (UpdateMode mode : {ASYNC, SYNC}) {
+    ParameterServerCore core(ParameterServerCore::Options{kChunkBytes});
+    ASSERT_OK(core.Configure(Sgd(1.0, mode, 2, mode == SYNC ? 2 : 1)));
+    ASSERT_OK(core.CreateVariables(Vars({{"w", {4}}})));
+    ASSERT_OK_AND_ASSIGN(ChunkRef ref,
+                         core.Resolve(kProtocolVersion, "w", 0, 4));
+    const std::vector<float> changed = {2, NAN, 2, -INFINITY};
+    const std::vector<float> fine = {2, 2, 2, 2};
+    const absl::Span<const float> first = changed, second = fine;
+    ASSERT_OK(core.PushBatch({&ref, 1}, 0, 0, {&first, 1},
+                             ParameterServerCore::Finite::kChecked));
+    ASSERT_OK(core.PushBatch({&ref, 1}, mode == SYNC ? 0 : 1, 1, {&second, 1},
+                             ParameterServerCore::Finite::kChecked));
+    std::vector<float> w(4);
+    core.Pull(ref, absl::MakeSpan(w));
+    // ASYNC: two steps of lr 1; SYNC: one step of the mean.
+    if (mode == ASYNC) {
+      EXPECT_THAT(w, ElementsAre(-4.0f, -2.0f, -4.0f, -2.0f));
+    } else {
+      EXPECT_THAT(w, ElementsAre(-2.0f, -1.0f, -2.0f, -1.0f));
+    }
+  }
+}
+
 TEST_F(PsCoreTest, WrongGradientSizeIsRejected) {
   SetUpVariable(Sgd(0.5));
   std::vector<float> grad = {1, 2, 3};

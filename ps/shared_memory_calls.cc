@@ -46,20 +46,31 @@ absl::StatusOr<PushBatchResponse> PushFromSharedMemory(
   ASSIGN_OR_RETURN(
       SharedMemorySessions::Payload shared,
       sessions.Resolve(request.shared(), total * int64_t{sizeof(float)}));
-  std::shared_ptr<PooledBuffer> values = service.pool().Acquire(total);
-  const bool finite =
-      CopyAllFinite(shared.values, values->span().subspan(0, total));
+  // Checked whole, then read where it lies: no copy. The client could
+  // write its memory between the check and the update; every update loop
+  // reads a gradient as 0 where it is not finite (FiniteOrZero), so what
+  // it wrote never reaches a variable. Copying the batch out instead cost
+  // the default job's server more CPU than Adam (bench/RESULTS.md).
+  absl::Span<const float> values = shared.values;
+  std::shared_ptr<PooledBuffer> copy;
+  if (!AllFinite(values)) {
+    // Rare: copied out, so that the core finds, words and rejects a bad
+    // value the client can no longer change.
+    copy = service.pool().Acquire(total);
+    std::memcpy(copy->data(), values.data(),
+                static_cast<size_t>(total) * sizeof(float));
+    values = copy->span().subspan(0, static_cast<size_t>(total));
+  }
   std::vector<absl::Span<const float>> gradients;
   int64_t offset = 0;
   for (const ChunkRef& ref : refs) {
-    gradients.push_back(values->span().subspan(offset, ref.num_elements));
+    gradients.push_back(values.subspan(offset, ref.num_elements));
     offset += ref.num_elements;
   }
-  // A batch with a bad value goes to the core unchecked, which rejects,
-  // counts and words it.
   return service.Push(request, refs, gradients,
-                      finite ? ParameterServerCore::Finite::kChecked
-                             : ParameterServerCore::Finite::kUnchecked);
+                      copy == nullptr
+                          ? ParameterServerCore::Finite::kChecked
+                          : ParameterServerCore::Finite::kUnchecked);
 }
 
 absl::StatusOr<std::unique_ptr<SharedRows>> ResolveSharedRows(

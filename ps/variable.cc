@@ -7,6 +7,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "ps/finite_values.h"
 
 namespace psflow {
 namespace {
@@ -203,7 +204,7 @@ absl::StatusOr<std::pair<PushOutcome, int64_t>> Variable::Push(
                   float* __restrict__ s = sum + at;
                   const float* __restrict__ g = block.data();
                   const int64_t n = static_cast<int64_t>(block.size());
-                  for (int64_t i = 0; i < n; ++i) s[i] += g[i];
+                  for (int64_t i = 0; i < n; ++i) s[i] += FiniteOrZero(g[i]);
                 });
           });
       if (static_cast<int>(c.contributors.size()) <
