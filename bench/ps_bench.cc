@@ -26,6 +26,7 @@
 #include "absl/time/clock.h"
 #include "bench/baselines.h"
 #include "bench/bench_cluster.h"
+#include "bench/run_dir.h"
 #include "client/ps_client.h"
 #include "common/process_setup.h"
 #include "proto/protocol.h"
@@ -56,6 +57,9 @@ ABSL_FLAG(std::string, optimizer, "sgd",
 ABSL_FLAG(int, cpu_pushes, 50,
           "Pushes of the first size (1 worker x 1 ps) timed for the "
           "server's CPU time per pushed float (0: skip)");
+ABSL_FLAG(bool, cpu_then_pull, false,
+          "Each timed push of --cpu_pushes carries a pull of the same "
+          "variable (PushThenPull, as the default job's workers send it)");
 ABSL_FLAG(std::string, server_flags, "",
           "More ps_server flags, comma-separated (e.g. --apply_threads=1)");
 
@@ -143,9 +147,11 @@ struct ServerCpuResult {
 };
 
 // `pushes` pushes of one variable of `bytes`, one after the other, from one
-// worker to one server: the server's CPU time per pushed float.
+// worker to one server, each carrying a pull of the variable when
+// `then_pull`: the server's CPU time per pushed float.
 absl::StatusOr<ServerCpuResult> MeasureServerCpu(const Cluster& cluster,
-                                                 int64_t bytes, int pushes) {
+                                                 int64_t bytes, int pushes,
+                                                 bool then_pull) {
   const int64_t n = bytes / static_cast<int64_t>(sizeof(float));
   absl::StatusOr<Placement> placement =
       PlaceVariables({{"v", {n}}}, 1, /*split_threshold_bytes=*/1);
@@ -155,8 +161,14 @@ absl::StatusOr<ServerCpuResult> MeasureServerCpu(const Cluster& cluster,
   if (absl::Status s = client->Configure(config); !s.ok()) return s;
   if (absl::Status s = client->CreateVariables(); !s.ok()) return s;
   std::vector<float> grad(n, 1e-3f);
+  std::vector<float> values(n);
+  auto push = [&] {
+    return then_pull ? client->PushThenPull({{"v", grad}},
+                                            {{"v", absl::MakeSpan(values)}})
+                     : client->Push({{"v", grad}});
+  };
   for (int warm = 0; warm < 2; ++warm) {
-    if (absl::Status s = client->Push({{"v", grad}})->Wait(); !s.ok()) return s;
+    if (absl::Status s = push()->Wait(); !s.ok()) return s;
   }
   ServerCpuResult result;
   absl::StatusOr<double> server_start = cluster.ServersCpuSeconds();
@@ -164,7 +176,7 @@ absl::StatusOr<ServerCpuResult> MeasureServerCpu(const Cluster& cluster,
   const double client_start = ProcessCpuSeconds();
   const absl::Time start = absl::Now();
   for (int i = 0; i < pushes; ++i) {
-    if (absl::Status s = client->Push({{"v", grad}})->Wait(); !s.ok()) return s;
+    if (absl::Status s = push()->Wait(); !s.ok()) return s;
   }
   result.wall_s = absl::ToDoubleSeconds(absl::Now() - start);
   result.client_cpu_s = ProcessCpuSeconds() - client_start;
@@ -211,6 +223,11 @@ std::vector<OptimizerResult> MeasureOptimizers(int64_t n, int repeats) {
   return results;
 }
 
+int Measure(const std::string& dir, const std::string& binary,
+            const Cluster::Options& cluster_options,
+            const std::vector<std::pair<int, int>>& layouts,
+            const std::vector<int64_t>& sizes, int repeats);
+
 int Main(int argc, char** argv) {
   SetUpProcessForBulkTransfers();
   absl::ParseCommandLine(argc, argv);
@@ -226,8 +243,6 @@ int Main(int argc, char** argv) {
     }
     sizes.push_back(mb * 1000000);
   }
-  char dir_template[] = "/tmp/ps_bench.XXXXXX";
-  const std::string dir = mkdtemp(dir_template);
   const std::string binary =
       PsServerPath(absl::GetFlag(FLAGS_ps_server), argv[0]);
 
@@ -253,7 +268,21 @@ int Main(int argc, char** argv) {
   cluster_options.connections = absl::GetFlag(FLAGS_connections);
   cluster_options.shared_memory_bytes = absl::GetFlag(FLAGS_shared_memory_mb)
                                         << 20;
+  absl::StatusOr<std::string> dir = MakeRunDir("ps_bench");
+  if (!dir.ok()) {
+    std::fprintf(stderr, "%s\n", dir.status().ToString().c_str());
+    return 1;
+  }
+  return FinishRunDir(
+      *dir, Measure(*dir, binary, cluster_options, layouts, sizes, repeats));
+}
 
+// Runs and prints every measurement the flags ask for, its servers' logs
+// in `dir`; the exit code.
+int Measure(const std::string& dir, const std::string& binary,
+            const Cluster::Options& cluster_options,
+            const std::vector<std::pair<int, int>>& layouts,
+            const std::vector<int64_t>& sizes, int repeats) {
   std::printf("## ps_bench\n\n");
   std::printf("- machine: %s, %ld cores\n", CpuModel().c_str(),
               sysconf(_SC_NPROCESSORS_ONLN));
@@ -323,8 +352,8 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", cluster.status().ToString().c_str());
       return 1;
     }
-    absl::StatusOr<ServerCpuResult> r =
-        MeasureServerCpu(**cluster, sizes[0], pushes);
+    absl::StatusOr<ServerCpuResult> r = MeasureServerCpu(
+        **cluster, sizes[0], pushes, absl::GetFlag(FLAGS_cpu_then_pull));
     if (!r.ok()) {
       std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
       return 1;
@@ -333,8 +362,9 @@ int Main(int argc, char** argv) {
                           static_cast<double>(pushes);
     std::printf(
         "### The server's CPU time per pushed float (1 worker x 1 ps, %lld "
-        "MB, %d pushes one after the other, %s)\n\n",
+        "MB, %d pushes%s one after the other, %s)\n\n",
         static_cast<long long>(sizes[0] / 1000000), pushes,
+        absl::GetFlag(FLAGS_cpu_then_pull) ? " with then_pull" : "",
         absl::GetFlag(FLAGS_optimizer).c_str());
     std::printf(
         "| push GB/s | server CPU s | server CPU ns/float | server cores "

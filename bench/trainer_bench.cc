@@ -24,6 +24,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "bench/run_dir.h"
 #include "common/float_mode.h"
 #include "common/process_setup.h"
 #include "common/subprocess.h"
@@ -104,9 +105,22 @@ double InProcess(const Dataset& train, int steps, int batch, int hidden) {
          absl::ToDoubleSeconds(absl::Now() - start);
 }
 
+// The worker's examples/s of a psctl local job (1 ps, 1 worker), its
+// files and logs in `dir`.
+absl::StatusOr<double> WithParameterServerIn(const std::string& dir, int steps,
+                                             int batch, int hidden);
+
 absl::StatusOr<double> WithParameterServer(int steps, int batch, int hidden) {
-  char dir_template[] = "/tmp/trainer_bench.XXXXXX";
-  const std::string dir = mkdtemp(dir_template);
+  absl::StatusOr<std::string> dir = MakeRunDir("trainer_bench");
+  if (!dir.ok()) return dir.status();
+  absl::StatusOr<double> rate =
+      WithParameterServerIn(*dir, steps, batch, hidden);
+  FinishRunDir(*dir, rate.ok() ? 0 : 1);
+  return rate;
+}
+
+absl::StatusOr<double> WithParameterServerIn(const std::string& dir, int steps,
+                                             int batch, int hidden) {
   const std::string job = dir + "/job.json";
   std::ofstream(job) << absl::StrCat(
       R"({"name": "bench", "model": {"mlp": {"hidden_sizes": [)", hidden,

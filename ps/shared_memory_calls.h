@@ -33,9 +33,11 @@ absl::StatusOr<SharedPullTarget> ResolveSharedPull(
     const PullBatchRequest& request);
 
 // Applies a push whose gradients lie in the client's memory
-// (`request.shared()`): copied out once, since the client could still
-// change them, so that the NaN/Inf check and the update see the same
-// values; the check reads each block of the copy as it lands.
+// (`request.shared()`), read where they lie: checked whole for NaN/Inf
+// first; then every update reads as 0 a value that the client has made
+// non-finite since (ps/finite_values.h). A batch that fails the check is
+// copied out, so that the core words and rejects a value the client can
+// no longer change.
 absl::StatusOr<PushBatchResponse> PushFromSharedMemory(
     PsService& service, SharedMemorySessions& sessions,
     const PushBatchRequest& request);
