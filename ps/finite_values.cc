@@ -22,6 +22,18 @@ uint32_t MaxExponent(const float* v, size_t n) {
   return max_exponent;
 }
 
+// MaxExponent over floats at any alignment: memcpy from a char pointer
+// promises the compiler nothing, so it loads them unaligned.
+uint32_t MaxExponentAt(const char* bytes, size_t n) {
+  uint32_t max_exponent = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, bytes + i * sizeof(bits), sizeof(bits));
+    max_exponent = std::max(max_exponent, bits & kExponent);
+  }
+  return max_exponent;
+}
+
 }  // namespace
 
 int64_t FirstNonFinite(absl::Span<const float> values) {
@@ -34,6 +46,10 @@ int64_t FirstNonFinite(absl::Span<const float> values) {
 
 bool AllFinite(absl::Span<const float> values) {
   return MaxExponent(values.data(), values.size()) != kExponent;
+}
+
+bool AllFiniteAt(const char* bytes, size_t floats) {
+  return MaxExponentAt(bytes, floats) != kExponent;
 }
 
 }  // namespace psflow

@@ -19,6 +19,10 @@ int64_t FirstNonFinite(absl::Span<const float> values);
 // Whether every value is finite (no NaN, no Inf).
 bool AllFinite(absl::Span<const float> values);
 
+// The same over `floats` floats at `bytes`, at any alignment (a network
+// buffer's, common/rpc/bulk_frame.h), read where they lie.
+bool AllFiniteAt(const char* bytes, size_t floats);
+
 // `g`, or 0 where it is NaN or Inf. Every update loop reads its gradient
 // through this: a push from a client's shared memory is checked whole and
 // then read where it lies, and a client could write that memory in

@@ -22,6 +22,7 @@
 #include "grpcpp/generic/async_generic_service.h"
 #include "proto/protocol.h"
 #include "proto/ps.grpc.pb.h"
+#include "ps/finite_values.h"
 #include "ps/gradient.h"
 #include "ps/grpc_ps_server.h"
 #include "ps/ps_call_roles.h"
@@ -218,10 +219,12 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     }
   };
 
-  // A TCP push: the gradients stay in gRPC's receive slices, where the core
-  // reads them block by block into a small per-thread buffer, once for the
-  // NaN/Inf check and once for the update, with the block in the cache
-  // each time; they are never copied out whole (ps/gradient.h).
+  // A TCP push: the gradients stay in gRPC's receive slices. The NaN/Inf
+  // check reads them there, in one pass and without a copy; the update
+  // then reads them block by block into a small per-thread buffer, the
+  // block in the cache as it is applied (ps/gradient.h). They are never
+  // copied out whole. A batch that fails the check goes to the core
+  // unchecked, which finds the bad value, counts and words it.
   absl::StatusOr<PushBatchResponse> PushFromSlices(
       const PushBatchRequest& request, const BulkFrame& frame,
       const std::vector<ChunkRef>& refs, int64_t total) {
@@ -243,8 +246,13 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
                              Gradient::Reader(readers.back()));
       offset += static_cast<size_t>(ref.num_elements);
     }
+    bool finite = true;
+    frame.ForEachPayloadRun([&finite](const char* bytes, size_t floats) {
+      finite = finite && AllFiniteAt(bytes, floats);
+    });
     return service_->Push(request, refs, gradients,
-                          ParameterServerCore::Finite::kUnchecked);
+                          finite ? ParameterServerCore::Finite::kChecked
+                                 : ParameterServerCore::Finite::kUnchecked);
   }
 
   static absl::Status PayloadBesideShared() {

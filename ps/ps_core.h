@@ -138,8 +138,9 @@ class ParameterServerCore {
   // that names one chunk twice applies in order.
   //
   // `finite` says whether the caller already found every gradient value
-  // finite (the bulk handler checks them as it copies them out of the
-  // network's buffers); then only the sizes are checked here. A caller that
+  // finite (the bulk handler checks them where they lie, in the network's
+  // buffers or the client's shared memory); then only the sizes are
+  // checked here. A caller that
   // found a NaN/Inf passes kUnchecked, so that the rejection is counted and
   // worded here.
   enum class Finite { kUnchecked, kChecked };

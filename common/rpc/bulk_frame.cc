@@ -148,6 +148,34 @@ absl::Status BulkFrame::ReadPayload(size_t begin, absl::Span<float> out) const {
   return absl::OkStatus();
 }
 
+void BulkFrame::ForEachPayloadRun(
+    absl::FunctionRef<void(const char* bytes, size_t floats)> fn) const {
+  size_t left = payload_bytes_;
+  char straddling[sizeof(float)];
+  size_t carried = 0;  // bytes of a straddling float seen so far
+  for (size_t s = payload_slice_; s < slices_.size() && left > 0; ++s) {
+    const size_t skip = s == payload_slice_ ? payload_offset_ : 0;
+    const char* bytes =
+        reinterpret_cast<const char*>(slices_[s].begin()) + skip;
+    size_t n = std::min(left, slices_[s].size() - skip);
+    left -= n;
+    if (carried > 0) {
+      const size_t take = std::min(sizeof(float) - carried, n);
+      std::memcpy(straddling + carried, bytes, take);
+      carried += take;
+      bytes += take;
+      n -= take;
+      if (carried < sizeof(float)) continue;
+      fn(straddling, 1);
+      carried = 0;
+    }
+    const size_t floats = n / sizeof(float);
+    if (floats > 0) fn(bytes, floats);
+    carried = n - floats * sizeof(float);
+    std::memcpy(straddling, bytes + floats * sizeof(float), carried);
+  }
+}
+
 void BulkFrame::CopyFromSlices(absl::Span<float> out, size_t& slice,
                                size_t& offset) const {
   char* dst = reinterpret_cast<char*>(out.data());

@@ -80,6 +80,14 @@ class BulkFrame {
   // Thread-safe: several threads may read one frame at once.
   absl::Status ReadPayload(size_t begin, absl::Span<float> out) const;
 
+  // Calls fn(bytes, floats) over the whole payload where it lies, in
+  // order: `floats` whole floats at `bytes`, at any alignment (read them
+  // with memcpy or unaligned loads), or one float that straddled two
+  // slices, assembled in a small buffer. One pass over the slices and no
+  // copy: for a check of every value before any is used.
+  void ForEachPayloadRun(
+      absl::FunctionRef<void(const char* bytes, size_t floats)> fn) const;
+
  private:
   // Copies out.size() floats from the payload position (slice, offset)
   // on, bytewise across slices (a float may straddle two), and advances

@@ -1,6 +1,7 @@
 #include "common/rpc/bulk_frame.h"
 
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "common/status_matchers.h"
@@ -185,6 +186,46 @@ TEST(BulkFrameTest, ReadPayloadReadsAnyRangeAcrossSlices) {
     EXPECT_THAT(parsed.ReadPayload(1001, {}),
                 StatusIs(absl::StatusCode::kInvalidArgument));
   }
+}
+
+// The runs cover the payload's bytes exactly, in order, wherever the
+// network cut it: floats straddling two or more slices come whole, and
+// nothing of the header comes with them.
+TEST(BulkFrameTest, PayloadRunsCoverEveryFloatOnceInOrder) {
+  auto owner = std::make_shared<std::vector<float>>(1000);
+  std::iota(owner->begin(), owner->end(), 0.5f);
+  grpc::ByteBuffer frame = EncodeBulkFrame(Header(), *owner, owner);
+  const size_t header_end = frame.Length() - owner->size() * sizeof(float);
+  const std::string payload(reinterpret_cast<const char*>(owner->data()),
+                            owner->size() * sizeof(float));
+  for (const std::vector<size_t>& cuts : std::vector<std::vector<size_t>>{
+           {},
+           {header_end},
+           {header_end - 1, header_end + 3, header_end + 1001},
+           // One float over four slices, then one over three.
+           {header_end + 1, header_end + 2, header_end + 3, header_end + 5,
+            header_end + 6},
+           {header_end + 2, header_end + 6, header_end + 7,
+            header_end + 3999}}) {
+    PushRequest header;
+    ASSERT_OK_AND_ASSIGN(BulkFrame parsed,
+                         BulkFrame::Parse(Resliced(frame, cuts), header));
+    std::string seen;
+    int runs = 0;
+    parsed.ForEachPayloadRun([&](const char* bytes, size_t floats) {
+      EXPECT_GT(floats, 0u);
+      seen.append(bytes, floats * sizeof(float));
+      ++runs;
+    });
+    EXPECT_EQ(seen, payload) << "cuts " << cuts.size();
+    EXPECT_GE(runs, 1);
+  }
+  // No payload, no run.
+  grpc::ByteBuffer empty = EncodeBulkFrame(Header(), {}, nullptr);
+  PushRequest header;
+  ASSERT_OK_AND_ASSIGN(BulkFrame parsed, BulkFrame::Parse(empty, header));
+  parsed.ForEachPayloadRun(
+      [](const char*, size_t) { ADD_FAILURE() << "a run of no payload"; });
 }
 
 TEST(BulkFrameTest, CopyVisitsNothingWhenTheSizesDoNotMatch) {
