@@ -36,6 +36,17 @@ void ParseAs(const grpc::ByteBuffer& buffer) {
     std::vector<float> piece(std::min(count, n + 1));
     (void)frame->ReadPayload(begin, absl::MakeSpan(piece));
   }
+  // In place, as a server checks a TCP push: the runs must cover exactly
+  // the payload's bytes, the copy's, in order.
+  std::vector<char> runs;
+  frame->ForEachPayloadRun([&runs](const char* bytes, size_t floats) {
+    runs.insert(runs.end(), bytes, bytes + floats * sizeof(float));
+  });
+  if (runs.size() != n * sizeof(float) ||
+      !std::equal(runs.begin(), runs.end(),
+                  reinterpret_cast<const char*>(out.data()))) {
+    __builtin_trap();
+  }
 }
 
 }  // namespace
