@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/cluster_client.h"
 #include "client/grpc_ps_shard.h"
@@ -109,10 +110,24 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(
         absl::StrCat(dir, "/ps-", i, "-", generation, ".log"));
     absl::Status started = process->Start();
     if (!started.ok()) return started;
-    absl::StatusOr<int> port = WaitForPortFile(port_file, absl::Seconds(30));
+    // Up to 30 s, but no longer than the server lives.
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    absl::StatusOr<int> port =
+        WaitForPortFile(port_file, absl::Milliseconds(100));
+    while (!port.ok() && !process->Exited() && absl::Now() < deadline) {
+      port = WaitForPortFile(port_file, absl::Milliseconds(100));
+    }
     if (!port.ok()) {
+      absl::StatusOr<int> exit = process->Wait(absl::ZeroDuration());
+      const std::string why =
+          exit.ok() ? absl::StrCat("it exited with code ", *exit,
+                                   *exit == 127 ? " (it could not be run)" : "",
+                                   " before writing its port")
+                    : absl::StrCat("no port within 30 s (",
+                                   port.status().message(), ")");
       return absl::UnavailableError(
-          absl::StrCat("ps_server did not start: ", process->Output()));
+          absl::StrCat("ps_server (", binary, ") did not start: ", why,
+                       "; its output: ", process->Output()));
     }
     cluster->ports_.push_back(*port);
     cluster->processes_.push_back(std::move(process));
