@@ -150,14 +150,17 @@ absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> SharedMemoryRegion::Open(
     close(opened);
     return absl::FailedPreconditionError(std::move(message));
   };
+  // Seals first, then the size: a file sealed against shrinking keeps at
+  // least the size read after it, while one checked the other way round
+  // could shrink in between and fault the server (SIGBUS) on first use.
+  const int seals = fcntl(opened, F_GET_SEALS);
+  if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
+    return fail(absl::StrCat(path, " is not sealed against shrinking"));
+  }
   if (fstat(opened, &info) != 0 || !S_ISREG(info.st_mode) ||
       info.st_size != total_bytes) {
     return fail(
         absl::StrCat(path, " is not a region of ", total_bytes, " bytes"));
-  }
-  const int seals = fcntl(opened, F_GET_SEALS);
-  if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
-    return fail(absl::StrCat(path, " is not sealed against shrinking"));
   }
   absl::StatusOr<char*> base = Map(opened, total_bytes);
   if (!base.ok()) return fail(std::string(base.status().message()));

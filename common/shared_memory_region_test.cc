@@ -6,9 +6,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_matchers.h"
@@ -113,6 +115,45 @@ TEST(SharedMemoryRegionTest, OpenRejectsAnUnsealedRegion) {
       SharedMemoryRegion::Open(getpid(), fd, total, token),
       StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("not sealed")));
   close(fd);
+}
+
+// A client may shrink its file and seal it while the server opens it:
+// whatever the timing, an opened region is never larger than its file
+// (mapping past the file's end faults the server on first use).
+TEST(SharedMemoryRegionTest, AShrinkRacingTheOpenIsNeverAccepted) {
+  const std::string token(32, 'r');
+  const int64_t total = kSharedMemoryHeaderBytes + (1 << 20);
+  int accepted_short = 0;
+  for (int attempt = 0; attempt < 5000 && accepted_short == 0; ++attempt) {
+    const int fd = memfd_create(("psflow-" + token).c_str(),
+                                MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(fchmod(fd, 0600), 0);
+    ASSERT_EQ(ftruncate(fd, total), 0);
+    char header[64] = "psflow shared memory v1";
+    std::memcpy(header + 32, token.data(), token.size());
+    ASSERT_EQ(pwrite(fd, header, sizeof(header), 0), 64);
+    std::atomic<bool> go{false};
+    const int spin = (attempt * 7919) % 4000;  // spread over Open's steps
+    std::thread client([&] {
+      while (!go.load()) {
+      }
+      for (volatile int i = 0; i < spin; i = i + 1) {
+      }
+      (void)!ftruncate(fd, 4096);
+      (void)!fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+    });
+    go.store(true);
+    absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> region =
+        SharedMemoryRegion::Open(getpid(), fd, total, token);
+    client.join();
+    struct stat info;
+    ASSERT_EQ(fstat(fd, &info), 0);
+    if (region.ok() && info.st_size < total) ++accepted_short;
+    region = absl::CancelledError();  // unmaps before the file goes
+    close(fd);
+  }
+  EXPECT_EQ(accepted_short, 0);
 }
 
 TEST(SharedMemoryRegionTest, OpenRejectsMalformedReferences) {
