@@ -1,5 +1,6 @@
 #include "common/json.h"
 
+#include <cmath>
 #include <cstdint>
 
 #include "absl/strings/ascii.h"
@@ -132,7 +133,10 @@ class Parser {
       if (digits() == 0) return Error("expected a digit in the exponent");
     }
     double value = 0;
-    if (!absl::SimpleAtod(text_.substr(start, pos_ - start), &value)) {
+    // SimpleAtod reports overflow as success with +-infinity; JSON has no
+    // infinity, and one would slip past every range check downstream.
+    if (!absl::SimpleAtod(text_.substr(start, pos_ - start), &value) ||
+        !std::isfinite(value)) {
       pos_ = start;
       return Error("number out of range");
     }

@@ -74,6 +74,21 @@ TEST(JsonTest, RejectsWhatPythonsJsonModuleRejects) {
   }
 }
 
+// absl::SimpleAtod turns an overflowing literal into infinity and calls
+// it success; a config value of inf would then slip past range checks.
+TEST(JsonTest, RejectsNumbersThatOverflowADouble) {
+  for (const char* bad : {"1e999", "-1e999", "[0, 1e400]", "{\"a\": 1e999}"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THAT(ParseJson(bad), StatusIs(absl::StatusCode::kInvalidArgument,
+                                         HasSubstr("number out of range")));
+  }
+  // Underflow is not an error: the value rounds to zero, as in Python.
+  ASSERT_OK_AND_ASSIGN(JsonValue tiny, ParseJson("1e-999"));
+  EXPECT_EQ(tiny.number_value(), 0.0);
+  ASSERT_OK_AND_ASSIGN(JsonValue big, ParseJson("1.7976931348623157e308"));
+  EXPECT_EQ(big.number_value(), 1.7976931348623157e308);
+}
+
 TEST(JsonTest, RejectsDuplicateKeys) {
   EXPECT_THAT(ParseJson(R"({"a": 1, "a": 2})"),
               StatusIs(absl::StatusCode::kInvalidArgument,
