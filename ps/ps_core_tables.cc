@@ -174,6 +174,14 @@ absl::StatusOr<std::vector<EmbeddingTable*>> ParameterServerCore::ResolveRows(
           "' on this parameter server; the chief creates tables before "
           "training (is the server restarted and not yet restored?)"));
     }
+    // Each table once: in SYNC mode a second part would count as the same
+    // worker's second gradient and be dropped.
+    if (std::find(tables.begin(), tables.end(), it->second.table.get()) !=
+        tables.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a rows request names table '", part.table().substr(0, 256),
+          "' twice; send each table's ids in one part"));
+    }
     if (part.num_ids() < 1 || part.num_ids() > kMaxRowsPerRequest - ids) {
       return absl::InvalidArgumentError(absl::StrCat(
           "a rows request for '", part.table(), "' has ", part.num_ids(),

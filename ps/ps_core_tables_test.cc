@@ -138,6 +138,17 @@ TEST(PsCoreTablesTest, RequestsAreBounded) {
   EXPECT_THAT(Resolve(core, "wide", kMaxRowsPerRequest),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("send fewer ids per request")));
+  // Each table once per request (SYNC would drop a second part as the
+  // worker's duplicate gradient).
+  PullRowsRequest twice;
+  for (const char* table : {"emb", "wide", "emb"}) {
+    RowsPart* part = twice.add_parts();
+    part->set_table(table);
+    part->set_num_ids(1);
+  }
+  EXPECT_THAT(core.ResolveRows(kProtocolVersion, twice.parts()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("names table 'emb' twice")));
 }
 
 // A table with FTRL on a server whose optimizer is SGD keeps FTRL's slots.

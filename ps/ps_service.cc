@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -18,13 +19,22 @@ absl::StatusOr<std::vector<ChunkRef>> ResolveParts(
   RETURN_IF_ERROR(ParameterServerCore::CheckBatchSize(parts.size()));
   std::vector<ChunkRef> refs;
   refs.reserve(parts.size());
+  absl::flat_hash_set<std::pair<const Variable*, int>> chunks;
+  chunks.reserve(parts.size());
   int64_t total = 0;
   for (const Part& part : parts) {
     ASSIGN_OR_RETURN(ChunkRef ref,
                      core.Resolve(protocol_version, part.variable(),
                                   part.offset_elements(), part.num_elements()));
-    // Buffers are sized by the batch: at most what one message carries,
-    // however often a part repeats (clients send at most a chunk's worth).
+    // Each chunk once: a repeat would be dropped as the same worker's
+    // second gradient in SYNC mode, and would size buffers by repetition.
+    if (!chunks.emplace(ref.variable, ref.chunk).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a batch names variable \"", part.variable().substr(0, 256),
+          "\" at offset ", part.offset_elements(),
+          " twice; name each chunk at most once per batch"));
+    }
+    // Buffers are sized by the batch: at most what one message carries.
     total += ref.num_elements;
     if (total > kMaxBatchElements) {
       return absl::InvalidArgumentError(absl::StrCat(

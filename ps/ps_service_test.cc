@@ -161,8 +161,8 @@ TEST_F(PsServiceTest, ValuesToSendAreViewsOrASnapshot) {
 
 // Sizes from the network are bounded before anything is sized by them.
 TEST_F(PsServiceTest, OversizedBatchesAndForeignWorkersAreRefused) {
-  // One 4 MiB chunk named 256 times: 1 GiB of snapshot, beyond the
-  // 256 MiB a message carries, refused before any buffer is sized by it.
+  // One 4 MiB chunk named 256 times would be 1 GiB of snapshot: refused
+  // before any buffer is sized by it.
   ParameterServerCore big(ParameterServerCore::Options{4 << 20});
   ASSERT_OK(big.Configure(Sgd(ASYNC, 1)));
   CreateVariablesRequest create;
@@ -185,7 +185,7 @@ TEST_F(PsServiceTest, OversizedBatchesAndForeignWorkersAreRefused) {
     answered = a.status();
   });
   EXPECT_THAT(answered, StatusIs(absl::StatusCode::kInvalidArgument,
-                                 HasSubstr("the most one message carries")));
+                                 HasSubstr("name each chunk at most once")));
   // A sync push from a worker index this job does not have.
   EXPECT_THAT(PushOnes(0, /*worker=*/7),
               StatusIs(absl::StatusCode::kInvalidArgument,
@@ -197,6 +197,39 @@ TEST_F(PsServiceTest, OversizedBatchesAndForeignWorkersAreRefused) {
   EXPECT_THAT(other.Configure(huge),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("num_workers is 65537")));
+}
+
+// A batch names each chunk once: in SYNC mode a second part for the same
+// chunk would be taken for the worker's duplicate and silently dropped.
+TEST_F(PsServiceTest, ABatchNamingAChunkTwiceIsRefusedWholeAndAppliesNothing) {
+  PushBatchRequest push;
+  push.set_protocol_version(kProtocolVersion);
+  push.set_version(0);
+  push.set_worker_index(0);
+  for (int repeat = 0; repeat < 2; ++repeat) {
+    PushRequest* part = push.add_parts();
+    part->set_variable("w");
+    part->set_offset_elements(4);
+    part->set_num_elements(4);
+  }
+  EXPECT_THAT(service_.ResolvePush(push),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("\"w\" at offset 4 twice")));
+  PullBatchRequest pull = PullBoth(0);
+  *pull.add_parts() = pull.parts(0);
+  absl::Status answered;
+  service_.Pull(pull, {}, [&](absl::StatusOr<PsService::PullAnswer> a) {
+    answered = a.status();
+  });
+  EXPECT_THAT(answered, StatusIs(absl::StatusCode::kInvalidArgument,
+                                 HasSubstr("at most once")));
+  // Nothing moved: step 0's gradients are still taken, once per chunk.
+  ASSERT_OK_AND_ASSIGN(PushBatchResponse pushed, PushOnes(0));
+  ASSERT_EQ(pushed.results_size(), 2);
+  for (const PushPartResult& part : pushed.results()) {
+    EXPECT_EQ(part.code(), 0) << part.message();
+    EXPECT_EQ(part.version(), 1);
+  }
 }
 
 // Rows pulls that wait for a step hold their ids: together, bounded.
