@@ -158,27 +158,47 @@ absl::Status RandomAccessFile::Read(int64_t offset, int64_t n,
 
 absl::Status WriteFileWithMode(const std::string& path, absl::string_view data,
                                unsigned mode) {
-  const int fd =
-      open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
+  // A link at `path` would otherwise redirect a key or token (and the
+  // chmod) to whatever it points at. The rename below replaces a link
+  // rather than following it, so one planted after this check is
+  // harmless too; the check is for a clear error instead of a surprise.
+  struct stat st;
+  if (lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "refusing to write ", path,
+        ": it is a symbolic link, and writing through it would replace the "
+        "file it points to; remove the link or name the real file"));
   }
-  bool ok = fchmod(fd, mode) == 0;
+  // A new file beside the target, renamed over it once complete: a crash
+  // leaves the old content or the new, never an empty or partial secret.
+  std::random_device random;
+  const std::string temp = absl::StrCat(path, ".tmp-", random());
+  const int fd = open(
+      temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0) return IoError("create", temp);
+  // fchmod: the umask may have narrowed `mode`; it is created no wider.
+  absl::Status status =
+      fchmod(fd, mode) == 0 ? absl::OkStatus() : IoError("chmod", temp);
   size_t written = 0;
-  while (ok && written < data.size()) {
+  while (status.ok() && written < data.size()) {
     const ssize_t n = write(fd, data.data() + written, data.size() - written);
     if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) written += static_cast<size_t>(n);
+    if (n <= 0) {
+      status = n < 0 ? IoError("write", temp)
+                     : absl::InternalError(absl::StrCat("cannot write ", temp,
+                                                        ": no progress"));
+      break;
+    }
+    written += static_cast<size_t>(n);
   }
-  const int saved = errno;
-  close(fd);
-  if (!ok) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot write ", path, ": ", std::strerror(saved)));
+  if (status.ok() && fsync(fd) != 0) status = IoError("fsync", temp);
+  if (close(fd) != 0 && status.ok()) status = IoError("close", temp);
+  if (status.ok()) status = RenamePath(temp, path);
+  if (!status.ok()) {
+    unlink(temp.c_str());
+    return status;
   }
-  return absl::OkStatus();
+  return SyncDirectory(DirName(path));
 }
 
 absl::Status WriteFileAtomically(const std::string& path,

@@ -109,7 +109,10 @@ absl::Status WriteFileAtomically(const std::string& path,
                                  absl::string_view data);
 
 // Writes `data` to `path` with permission bits `mode`, also when the file
-// existed with wider ones (secrets: keys and tokens at 0600).
+// existed with wider ones (secrets: keys and tokens at 0600). Like
+// WriteFileAtomically, through a temporary file (created with `mode`)
+// renamed over `path`; FailedPrecondition, writing nothing, when `path` is
+// a symbolic link.
 absl::Status WriteFileWithMode(const std::string& path, absl::string_view data,
                                unsigned mode);
 

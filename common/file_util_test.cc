@@ -15,6 +15,8 @@
 namespace psflow {
 namespace {
 
+using ::testing::AllOf;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 std::string Temp(const std::string& name) {
@@ -49,6 +51,48 @@ TEST(FileUtilTest, ReadFileToStringRefusesFilesOverItsLimitBeforeReading) {
                        HasSubstr("is 1000 bytes; at most 999")));
   ASSERT_OK_AND_ASSIGN(std::string text, ReadFileToString(path, 1000));
   EXPECT_EQ(text.size(), 1000u);
+}
+
+// Keys and tokens are written with WriteFileWithMode: a link planted at
+// the target must not redirect the secret (or the chmod) to another file.
+TEST(FileUtilTest, WriteFileWithModeRefusesASymlinkAndLeavesItsTargetAlone) {
+  const std::string victim = Temp("victim");
+  ASSERT_OK(WriteFileAtomically(victim, "precious\n"));
+  ASSERT_EQ(chmod(victim.c_str(), 0644), 0);
+  const std::string link = Temp("key_link");
+  ASSERT_EQ(symlink(victim.c_str(), link.c_str()), 0);
+  EXPECT_THAT(WriteFileWithMode(link, "secret\n", 0600),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr(link), HasSubstr("symbolic link"))));
+  EXPECT_THAT(ReadFileToString(victim), IsOkAndHolds("precious\n"));
+  struct stat st;
+  ASSERT_EQ(stat(victim.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644u);
+  ASSERT_EQ(lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+}
+
+TEST(FileUtilTest, WriteFileWithModeReplacesTheFileWithExactlyThatMode) {
+  const std::string dir = Temp("mode_dir");
+  ASSERT_OK(MakeDirectories(dir));
+  const std::string path = dir + "/ps-0.key";
+  // An existing file with wider bits, and a umask that would narrow the
+  // requested ones: the result has the requested bits either way.
+  ASSERT_OK(WriteFileAtomically(path, "an older, longer key\n"));
+  ASSERT_EQ(chmod(path.c_str(), 0666), 0);
+  const mode_t old_umask = umask(0077);
+  EXPECT_OK(WriteFileWithMode(path, "secret\n", 0600));
+  EXPECT_OK(WriteFileWithMode(dir + "/ca.crt", "public\n", 0644));
+  umask(old_umask);
+  EXPECT_THAT(ReadFileToString(path), IsOkAndHolds("secret\n"));
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  ASSERT_EQ(stat((dir + "/ca.crt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644u);
+  // Written beside the target and renamed: no temporary file is left.
+  EXPECT_THAT(ListDirectory(dir),
+              IsOkAndHolds(ElementsAre("ca.crt", "ps-0.key")));
 }
 
 }  // namespace
