@@ -71,7 +71,9 @@ JobCoordinator::Options CoordinatorOptions(const ChiefOptions& options) {
   coordinator.heartbeat_timeout = options.heartbeat_timeout;
   coordinator.worker_replacement_timeout = options.worker_replacement_timeout;
   coordinator.chief_task = tf.ChiefTask().ToString();
-  coordinator.chief_address = *tf.cluster.Address(tf.ChiefTask());
+  // The chief's own TF_CONFIG always names it (ParseTfConfig refuses one
+  // without a chief).
+  coordinator.chief_address = tf.ChiefAddress().value_or(std::string());
   for (const auto& [index, address] : tf.cluster.job(TaskType::kPs)) {
     coordinator.ps_addresses[index] = address;
   }
@@ -269,8 +271,8 @@ absl::Status RunChief(const ChiefOptions& chief_options) {
                      CheckpointMetrics::Create(options.metrics_registry));
   }
 
-  ASSIGN_OR_RETURN(HostPort own,
-                   ParseHostPort(*tf.cluster.Address(tf.ChiefTask())));
+  ASSIGN_OR_RETURN(const std::string chief_address, tf.ChiefAddress());
+  ASSIGN_OR_RETURN(HostPort own, ParseHostPort(chief_address));
   ASSIGN_OR_RETURN(
       auto server,
       CoordinatorServer::Start(HostPort{options.bind_host, own.port}.ToString(),

@@ -25,6 +25,11 @@ constexpr int kMaxTaskIndex = 1 << 20;
 constexpr absl::string_view kExampleTask =
     "\"task\": {\"type\": \"worker\", \"index\": 0}";
 
+constexpr absl::string_view kNoChief =
+    "\"cluster\" has no \"chief\" task and no worker with index 0 (which "
+    "leads a job that has no chief); add a \"chief\" task, or give one "
+    "worker index 0";
+
 absl::Status Error(absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat("TF_CONFIG: ", message));
 }
@@ -241,6 +246,15 @@ absl::Status Validate(const TfConfig& config) {
     }
   }
 
+  // Every training task talks to the chief, so the chief must exist (an
+  // evaluator's TF_CONFIG may leave the cluster out; its binary checks).
+  if (task.type != TaskType::kEvaluator) {
+    if (absl::StatusOr<std::string> chief = config.ChiefAddress();
+        !chief.ok()) {
+      return Error(kNoChief);
+    }
+  }
+
   std::map<std::string, TaskId> seen;  // Normalized address -> first task.
   for (const auto& [peer, address] : cluster.Tasks()) {
     absl::StatusOr<HostPort> parsed = ParseHostPort(address);
@@ -282,6 +296,13 @@ TaskId TfConfig::ChiefTask() const {
                   cluster.job(TaskType::kChief).begin()->first};
   }
   return TaskId{TaskType::kWorker, 0};
+}
+
+absl::StatusOr<std::string> TfConfig::ChiefAddress() const {
+  std::optional<std::string> address = cluster.Address(ChiefTask());
+  if (address.has_value()) return *std::move(address);
+  return absl::FailedPreconditionError(
+      absl::StrCat("TF_CONFIG names no chief: ", kNoChief));
 }
 
 bool TfConfig::IsChief() const { return task == ChiefTask(); }

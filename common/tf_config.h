@@ -49,6 +49,11 @@ struct TfConfig {
   // cluster has no "chief" job.
   TaskId ChiefTask() const;
 
+  // The chief task's address, or FailedPrecondition naming the fix when
+  // "cluster" lists neither a "chief" nor worker 0 (an evaluator's
+  // TF_CONFIG may omit the cluster; a training task's may not).
+  absl::StatusOr<std::string> ChiefAddress() const;
+
   // True when this task runs the chief's duties.
   bool IsChief() const;
 

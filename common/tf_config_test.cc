@@ -113,7 +113,7 @@ TEST(TfConfigTest, MissingIndexDefaultsToZeroAsInTensorFlow) {
 
 TEST(TfConfigTest, ParsesSparseJobs) {
   ASSERT_OK_AND_ASSIGN(TfConfig config, ParseTfConfig(R"({
-    "cluster": {"ps": ["p0:2222"],
+    "cluster": {"chief": ["c0:2222"], "ps": ["p0:2222"],
                 "worker": {"1": "w1:2222", "3": "w3:2222"}},
     "task": {"type": "worker", "index": 3}})"));
   EXPECT_TRUE(config.cluster.IsSparse(TaskType::kWorker));
@@ -368,6 +368,35 @@ TEST(TfConfigTest, TrainingWithoutWorkersIsRejected) {
       R"({"cluster": {"ps": ["p0:1"], "chief": ["c0:1"]},
           "task": {"type": "ps", "index": 0}})",
       {"has no \"worker\" tasks"});
+}
+
+// Every training task talks to the chief: chief 0, or worker 0 without a
+// "chief" job. A sparse worker job without index 0 leaves the job leaderless.
+TEST(TfConfigTest, ATrainingClusterWithoutAChiefIsRejected) {
+  for (const char* type : {"worker", "ps"}) {
+    ExpectRejected(
+        absl::StrCat(R"({"cluster": {"ps": ["p0:1"], "worker": {"1": "w1:2"}},
+                         "task": {"type": ")",
+                     type, R"(", "index": )",
+                     std::string(type) == "ps" ? "0" : "1", "}}"),
+        {"no \"chief\" task and no worker with index 0",
+         "add a \"chief\" task"});
+  }
+}
+
+// An evaluator's TF_CONFIG may leave the cluster out (TF allows it); what
+// needs the chief asks for its address and gets the reason, not a crash.
+TEST(TfConfigTest, ChiefAddressNamesAMissingChief) {
+  ASSERT_OK_AND_ASSIGN(
+      TfConfig alone,
+      ParseTfConfig(R"({"task": {"type": "evaluator", "index": 0}})"));
+  EXPECT_THAT(alone.ChiefAddress(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("TF_CONFIG names no chief")));
+  ASSERT_OK_AND_ASSIGN(TfConfig led, ParseTfConfig(R"({
+    "cluster": {"ps": ["p0:1"], "worker": ["w0:1", "w1:1"]},
+    "task": {"type": "evaluator", "index": 0}})"));
+  EXPECT_THAT(led.ChiefAddress(), IsOkAndHolds("w0:1"));
 }
 
 TEST(TfConfigTest, EvaluatorNeedsNoTrainingJobs) {

@@ -69,7 +69,13 @@ int Run() {
     return 1;
   }
   const TaskId chief = tf.ChiefTask();
-  const std::string chief_address = *tf.cluster.Address(chief);
+  absl::StatusOr<std::string> chief_found = tf.ChiefAddress();
+  if (!chief_found.ok()) {
+    LOG(ERROR) << chief_found.status().message()
+               << "; the evaluator follows the job through its chief";
+    return 1;
+  }
+  const std::string chief_address = *std::move(chief_found);
   GrpcCoordinatorClient coordinator(
       chief_address, absl::StrCat(chief.ToString(), " at ", chief_address),
       *security, tf.task);

@@ -11,6 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (config.ok()) {
     // What the roles derive from an accepted one must not crash either.
     (void)config->ChiefTask();
+    (void)config->ChiefAddress();
     (void)config->TaskAddress();
     (void)config->IsChief();
   }

@@ -418,7 +418,12 @@ int Run() {
   const bool served = metrics.endpoint != nullptr;
 
   const TaskId chief_task = tf.ChiefTask();
-  const std::string chief_address = *tf.cluster.Address(chief_task);
+  absl::StatusOr<std::string> chief_found = tf.ChiefAddress();
+  if (!chief_found.ok()) {  // ParseTfConfig refuses this; kept as a guard
+    LOG(ERROR) << chief_found.status().message();
+    return 1;
+  }
+  const std::string chief_address = *std::move(chief_found);
   GrpcCoordinatorClient coordinator(
       chief_address, absl::StrCat(chief_task.ToString(), " at ", chief_address),
       setup->security, tf.task);

@@ -275,7 +275,12 @@ int CkptRestore(const std::string& path, const std::string& tf_config_flag,
   }
   const TfConfig& tf = loaded->config;
   const TaskId chief = tf.ChiefTask();
-  const std::string address = *tf.cluster.Address(chief);
+  absl::StatusOr<std::string> chief_found = tf.ChiefAddress();
+  if (!chief_found.ok()) {
+    err << "psctl ckpt restore: " << chief_found.status().message() << "\n";
+    return 1;
+  }
+  const std::string address = *std::move(chief_found);
   std::string found;
   const SecuritySettings settings =
       WithCredentialsBeside(tls, tf_config_flag, &found);

@@ -70,9 +70,14 @@ class StatusCommand : public Subcommand {
             << " (or name the chief with --chief=HOST:PORT)\n";
         return kExitUsage;
       }
+      absl::StatusOr<std::string> chief = loaded->config.ChiefAddress();
+      if (!chief.ok()) {
+        err << "psctl status: " << chief.status().message()
+            << " (or name the chief with --chief=HOST:PORT)\n";
+        return kExitUsage;
+      }
       target.tf_config = loaded->config;
-      target.chief_address =
-          *loaded->config.cluster.Address(loaded->config.ChiefTask());
+      target.chief_address = *std::move(chief);
       rpc_layer = loaded->config.rpc_layer;
     }
     std::string found;

@@ -11,6 +11,10 @@ std::string ChiefLine(const TfConfig& config) {
     if (config.task.type == TaskType::kChief) return "yes";
     return "yes (no \"chief\" job, so worker 0 runs the chief's duties)";
   }
+  if (!config.ChiefAddress().ok()) {
+    return "no, and the cluster names no chief: an evaluator follows the job "
+           "through its chief, so add a \"chief\" task or worker 0";
+  }
   return absl::StrCat("no (the chief is ", config.ChiefTask().ToString(), ")");
 }
 
