@@ -66,6 +66,12 @@ absl::StatusOr<CheckpointIndex> DecodeIndexFile(
     return damaged(
         absl::StrCat("is ", bytes.size(), " bytes, too short for an index"));
   }
+  // Also keeps the body's size a valid int for ParseFromArray below.
+  if (bytes.size() > static_cast<uint64_t>(kMaxIndexFileBytes)) {
+    return damaged(absl::StrCat("is ", bytes.size(),
+                                " bytes; an index is at most ",
+                                kMaxIndexFileBytes, " bytes"));
+  }
   if (std::memcmp(bytes.data(), kMagic, 8) != 0) {
     return damaged("does not start with the psflow index magic");
   }
@@ -110,8 +116,19 @@ absl::Status WriteIndexFile(const std::string& path,
 }
 
 absl::StatusOr<CheckpointIndex> ReadIndexFile(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
-  return DecodeIndexFile(bytes, path);
+  absl::StatusOr<std::string> bytes =
+      ReadFileToString(path, kMaxIndexFileBytes);
+  // InvalidArgument: over the limit (refused before reading). Reading such
+  // a file whole could exhaust memory; no real index comes near it.
+  if (absl::IsInvalidArgument(bytes.status())) {
+    ASSIGN_OR_RETURN(const int64_t size, FileSize(path));
+    return absl::DataLossError(
+        absl::StrCat("checkpoint index ", path, " is ", size,
+                     " bytes; an index is at most ", kMaxIndexFileBytes,
+                     " bytes; the checkpoint is damaged: use another one"));
+  }
+  RETURN_IF_ERROR(bytes.status());
+  return DecodeIndexFile(*bytes, path);
 }
 
 absl::Status ValidateIndex(const CheckpointIndex& index) {
@@ -147,9 +164,14 @@ absl::Status ValidateIndex(const CheckpointIndex& index) {
     int64_t next = 0;
     for (const CheckpointSlice& s : t.slices()) {
       auto file = file_sizes.find(s.file());
+      // Bounded before any arithmetic: num_elements by what is left of the
+      // tensor (at most 2^40), file_offset by the file's size less the
+      // slice's bytes. Sums of unchecked values could wrap around int64
+      // and "fit".
       if (s.element_offset() != next || s.num_elements() <= 0 ||
-          file == file_sizes.end() || s.file_offset() < 0 ||
-          s.file_offset() + s.num_elements() * 4 > file->second) {
+          s.num_elements() > elements - next || file == file_sizes.end() ||
+          s.file_offset() < 0 ||
+          s.file_offset() > file->second - s.num_elements() * 4) {
         return absl::InvalidArgumentError(
             absl::StrCat("has a bad slice of tensor ", TensorLabel(t),
                          " at element ", s.element_offset(),

@@ -12,6 +12,7 @@
 #ifndef PSFLOW_CHECKPOINT_INDEX_FILE_H_
 #define PSFLOW_CHECKPOINT_INDEX_FILE_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -43,7 +44,13 @@ absl::StatusOr<CheckpointIndex> DecodeIndexFile(
 absl::Status WriteIndexFile(const std::string& path,
                             const CheckpointIndex& index);
 
-// NotFound when missing; DataLoss when damaged.
+// The largest index file read. An index lists each tensor's slices and
+// each table's segments of up to 64 MiB: a few MiB even for terabytes of
+// model. Well under 2 GiB, so its size is also a valid protobuf length.
+inline constexpr int64_t kMaxIndexFileBytes = int64_t{256} << 20;
+
+// NotFound when missing; DataLoss when damaged or larger than
+// kMaxIndexFileBytes (refused before reading).
 absl::StatusOr<CheckpointIndex> ReadIndexFile(const std::string& path);
 
 // Checks that the index is self-consistent: known dtype, shapes, slices
