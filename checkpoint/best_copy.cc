@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <cmath>
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "checkpoint/paths.h"
@@ -14,6 +17,8 @@ namespace psflow {
 namespace {
 
 constexpr char kRecordName[] = "eval.json";
+// The record is one line of JSON; anything this large is not one.
+constexpr int64_t kMaxRecordBytes = 64 << 10;
 
 // Hard link, or a copy where links are impossible (another filesystem).
 absl::Status LinkOrCopy(const std::string& from, const std::string& to) {
@@ -39,20 +44,56 @@ std::string BestDirectory(const std::string& checkpoint_dir) {
 absl::StatusOr<std::optional<BestRecord>> ReadBest(
     const std::string& checkpoint_dir) {
   const std::string path = JoinPath(BestDirectory(checkpoint_dir), kRecordName);
-  absl::StatusOr<std::string> text = ReadFileToString(path);
-  if (absl::IsNotFound(text.status())) return std::optional<BestRecord>();
-  RETURN_IF_ERROR(text.status());
-  ASSIGN_OR_RETURN(JsonValue json, ParseJson(*text));
-  const JsonValue* step = json.Find("step");
-  const JsonValue* accuracy = json.Find("accuracy");
-  const JsonValue* loss = json.Find("loss");
-  if (step == nullptr || accuracy == nullptr || loss == nullptr) {
+  auto damaged = [&](absl::string_view what) {
     return absl::DataLossError(absl::StrCat(
-        path, " lacks step, accuracy or loss; delete it to start afresh"));
+        path, " ", what,
+        "; delete it to start afresh (the next evaluation records a new "
+        "best)"));
+  };
+  absl::StatusOr<std::string> text = ReadFileToString(path, kMaxRecordBytes);
+  if (absl::IsNotFound(text.status())) return std::optional<BestRecord>();
+  // InvalidArgument: over the limit, refused before reading.
+  if (absl::IsInvalidArgument(text.status())) {
+    return damaged(absl::StrCat("is too large: a record is at most ",
+                                kMaxRecordBytes, " bytes"));
   }
+  RETURN_IF_ERROR(text.status());
+  absl::StatusOr<JsonValue> json = ParseJson(*text);
+  if (!json.ok()) {
+    return damaged(
+        absl::StrCat("is not valid JSON (", json.status().message(), ")"));
+  }
+  if (json->kind() != JsonValue::Kind::kObject) {
+    return damaged("is not a JSON object");
+  }
+  // Each value's kind is checked before it is read (number_value() of a
+  // string throws), and its range before it is converted.
+  auto number = [&](absl::string_view key, double low, double high,
+                    absl::string_view expected) -> absl::StatusOr<double> {
+    const JsonValue* value = json->Find(key);
+    if (value == nullptr) return damaged(absl::StrCat("lacks \"", key, "\""));
+    if (value->kind() != JsonValue::Kind::kNumber ||
+        !(value->number_value() >= low && value->number_value() <= high)) {
+      return damaged(absl::StrCat("gives \"", key, "\" as ", value->Describe(),
+                                  "; it must be ", expected));
+    }
+    return value->number_value();
+  };
+  // Whole numbers up to 2^53 are exact in a double.
+  constexpr double kMaxStep = 9007199254740992.0;
+  ASSIGN_OR_RETURN(const double step, number("step", 0, kMaxStep,
+                                             "a whole number from 0 to 2^53"));
+  if (step != std::floor(step)) {
+    return damaged(absl::StrCat("gives \"step\" as ", step,
+                                "; it must be a whole number from 0 to 2^53"));
+  }
+  ASSIGN_OR_RETURN(const double accuracy,
+                   number("accuracy", 0, 1, "a number from 0 to 1"));
+  ASSIGN_OR_RETURN(const double loss,
+                   number("loss", 0, std::numeric_limits<double>::max(),
+                          "a number not below 0"));
   return std::optional<BestRecord>(
-      BestRecord{static_cast<int64_t>(step->number_value()),
-                 accuracy->number_value(), loss->number_value()});
+      BestRecord{static_cast<int64_t>(step), accuracy, loss});
 }
 
 absl::Status KeepAsBest(const std::string& checkpoint_dir,

@@ -1,0 +1,101 @@
+// ReadBest against damaged best/eval.json files: the evaluator reads it at
+// start, so each must be an error naming the file, never a crash.
+#include "checkpoint/best_copy.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+#include "common/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace psflow {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+class BestCopyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = absl::StrCat(
+        ::testing::TempDir(), "/best_copy_",
+        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    ASSERT_OK(MakeDirectories(BestDirectory(dir_)));
+    record_ = BestDirectory(dir_) + "/eval.json";
+  }
+
+  // Writes `text` as the record and expects ReadBest to refuse it with a
+  // DataLoss that names the file and contains `problem`.
+  void ExpectDamaged(const std::string& text, const std::string& problem) {
+    SCOPED_TRACE(text.substr(0, 80));
+    ASSERT_OK(WriteFileAtomically(record_, text));
+    EXPECT_THAT(ReadBest(dir_),
+                StatusIs(absl::StatusCode::kDataLoss,
+                         AllOf(HasSubstr(record_), HasSubstr(problem))));
+  }
+
+  std::string dir_;
+  std::string record_;
+};
+
+TEST_F(BestCopyTest, ReadsAGoodRecordAndNothingWhenThereIsNone) {
+  ASSERT_OK_AND_ASSIGN(std::optional<BestRecord> none, ReadBest(dir_));
+  EXPECT_FALSE(none.has_value());
+  ASSERT_OK(WriteFileAtomically(
+      record_,
+      R"({"step": 12, "accuracy": 0.875, "loss": 0.25, "checkpoint": "ckpt-12"})"));
+  ASSERT_OK_AND_ASSIGN(std::optional<BestRecord> best, ReadBest(dir_));
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->step, 12);
+  EXPECT_DOUBLE_EQ(best->accuracy, 0.875);
+  EXPECT_DOUBLE_EQ(best->loss, 0.25);
+}
+
+// Reading a value as the wrong kind threw std::bad_variant_access.
+TEST_F(BestCopyTest, AValueOfTheWrongKindIsDataLoss) {
+  ExpectDamaged(R"({"step": "12", "accuracy": 0.5, "loss": 1})",
+                "\"step\" as the string \"12\"");
+  ExpectDamaged(R"({"step": 12, "accuracy": true, "loss": 1})",
+                "\"accuracy\" as true");
+  ExpectDamaged(R"({"step": 12, "accuracy": 0.5, "loss": null})",
+                "\"loss\" as null");
+  ExpectDamaged(R"([12, 0.5, 1])", "is not a JSON object");
+}
+
+// 1e300 cast to int64 is undefined behaviour; other values are nonsense.
+TEST_F(BestCopyTest, AValueOutOfRangeIsDataLoss) {
+  ExpectDamaged(R"({"step": 1e300, "accuracy": 0.5, "loss": 1})",
+                "\"step\" as the number 1e+300");
+  ExpectDamaged(R"({"step": -1, "accuracy": 0.5, "loss": 1})", "\"step\"");
+  ExpectDamaged(R"({"step": 1.5, "accuracy": 0.5, "loss": 1})", "\"step\"");
+  ExpectDamaged(R"({"step": 12, "accuracy": 1.5, "loss": 1})", "\"accuracy\"");
+  ExpectDamaged(R"({"step": 12, "accuracy": 0.5, "loss": -2})", "\"loss\"");
+}
+
+TEST_F(BestCopyTest, ATruncatedOrIncompleteRecordIsDataLoss) {
+  ExpectDamaged(R"({"step": 12, "accur)", "is not valid JSON");
+  ExpectDamaged("", "is not valid JSON");
+  ExpectDamaged(R"({"step": 12, "loss": 1})", "lacks \"accuracy\"");
+}
+
+// The record is a line of JSON; a huge file is damage, refused unread.
+TEST_F(BestCopyTest, AnOversizedRecordIsDataLossWithoutReadingIt) {
+  ExpectDamaged(absl::StrCat(R"({"step": 12, "accuracy": 0.5, "loss": 1})",
+                             std::string(1 << 20, ' ')),
+                "a record is at most 65536 bytes");
+  const int fd = open(record_.c_str(), O_WRONLY | O_TRUNC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, int64_t{1} << 40), 0);  // sparse: no disk used
+  close(fd);
+  EXPECT_THAT(ReadBest(dir_),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr(record_), HasSubstr("too large"))));
+}
+
+}  // namespace
+}  // namespace psflow
