@@ -107,11 +107,22 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     PullBatchRequest request;
     absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, request);
     if (!frame.ok()) return Reply(frame.status());
+    if (absl::Status allowed = AllowedToTrain(Trains(request)); !allowed.ok()) {
+      return Reply(allowed);
+    }
     if (request.has_shared() && frame->payload_bytes() != 0) {
       return Reply(absl::InvalidArgumentError(
           "a batch with shared-memory values also carries a payload"));
     }
     StartPull(request);
+  }
+
+  // A pull that trains is a trainer's (ps_call_roles.h); the method's own
+  // check let every reader through.
+  absl::Status AllowedToTrain(bool trains) {
+    if (!trains) return absl::OkStatus();
+    return server_->Allow(*context_, kTrainers,
+                          absl::StrCat(context_->method(), " that trains"));
   }
 
   // Serves a pull (a PullBatch, or a push's then_pull): answers now or once
@@ -301,6 +312,9 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     PullRowsRequest request;
     absl::StatusOr<BulkFrame> frame = BulkFrame::Parse(request_, request);
     if (!frame.ok()) return Reply(frame.status());
+    if (absl::Status allowed = AllowedToTrain(Trains(request)); !allowed.ok()) {
+      return Reply(allowed);
+    }
     std::vector<absl::Span<const int64_t>> ids;
     std::vector<absl::Span<float>> out;
     if (request.has_shared()) {

@@ -178,6 +178,63 @@ TEST_F(PsAuthorizationTest, TheEvaluatorOnlyPulls) {
   EXPECT_THAT(Values(*evaluator), ::testing::Each(0.0f));
 }
 
+// Pulls that train are a trainer's: the evaluator may read rows, not
+// create them, and may not move a worker's clock (over gRPC and the ring).
+TEST_F(PsAuthorizationTest, TheEvaluatorsPullsNeverTrain) {
+  Prepare();
+  auto clocked_pull = [](PsShard& shard) {
+    PullBatchRequest header;
+    header.set_protocol_version(kProtocolVersion);
+    PullRequest* part = header.add_parts();
+    part->set_variable("w");
+    part->set_num_elements(4);
+    header.mutable_worker_clock()->set_worker_index(0);
+    header.mutable_worker_clock()->set_clock(int64_t{1} << 40);
+    header.mutable_worker_clock()->set_join(true);
+    std::vector<float> out(4);
+    std::promise<absl::Status> done;
+    shard.PullBatch(header, {absl::MakeSpan(out)}, Soon(),
+                    [&done](absl::StatusOr<PullBatchResponse> answer) {
+                      done.set_value(answer.status());
+                    });
+    return done.get_future().get();
+  };
+  auto rows_in_emb = [this] {
+    const StatsResponse stats = server_->Stats();
+    for (const TableStats& table : stats.tables()) {
+      if (table.name() == "emb") return table.rows();
+    }
+    return int64_t{-1};
+  };
+  std::unique_ptr<GrpcPsShard> over_grpc = As(RpcRole::kEvaluator);
+  std::unique_ptr<SharedMemoryShard> on_the_ring =
+      SameHost(RpcRole::kEvaluator);
+  for (PsShard* evaluator : {static_cast<PsShard*>(over_grpc.get()),
+                             static_cast<PsShard*>(on_the_ring.get())}) {
+    std::vector<float> row(4);  // 2 ids x dim 2
+    EXPECT_THAT(
+        PullRowsOne(*evaluator, "emb", {5, 6}, absl::MakeSpan(row), Soon(),
+                    [](PullRowsRequest& header) { header.set_train(true); })
+            .status(),
+        StatusIs(absl::StatusCode::kPermissionDenied,
+                 HasSubstr("the chief or a worker only")));
+    EXPECT_THAT(clocked_pull(*evaluator),
+                StatusIs(absl::StatusCode::kPermissionDenied,
+                         HasSubstr("the chief or a worker only")));
+    // Reading stays open.
+    EXPECT_OK(PullRowsOne(
+        *evaluator, "emb", {5}, absl::MakeSpan(row).subspan(0, 2), Soon(),
+        [](PullRowsRequest& header) { header.set_train(false); }));
+  }
+  EXPECT_EQ(rows_in_emb(), 0);
+  // A worker's training pull does create its rows.
+  std::vector<float> row(2);
+  EXPECT_OK(PullRowsOne(
+      *As(RpcRole::kWorker), "emb", {5}, absl::MakeSpan(row), Soon(),
+      [](PullRowsRequest& header) { header.set_train(true); }));
+  EXPECT_EQ(rows_in_emb(), 1);
+}
+
 TEST_F(PsAuthorizationTest, StrangersAreRefusedAndChangeNothing) {
   Prepare();
   ASSERT_OK_AND_ASSIGN(auto others, GenerateJobTokens());

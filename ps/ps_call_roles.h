@@ -5,6 +5,7 @@
 #define PSFLOW_PS_PS_CALL_ROLES_H_
 
 #include "common/rpc/rpc_role.h"
+#include "proto/ps.pb.h"
 
 namespace psflow {
 
@@ -18,6 +19,16 @@ inline const RoleSet kReaders{RpcRole::kChief, RpcRole::kWorker,
 // Read-only questions: every role of the job.
 inline const RoleSet kAnyCaller{RpcRole::kChief, RpcRole::kWorker,
                                 RpcRole::kEvaluator, RpcRole::kAdmin};
+
+// Whether a pull trains, and so is for kTrainers only: it moves a
+// worker's clock (BOUNDED mode) or, for rows, creates and marks rows
+// (`train`). A plain read, such as the evaluator's, is any reader's.
+inline bool Trains(const PullBatchRequest& request) {
+  return request.has_worker_clock();
+}
+inline bool Trains(const PullRowsRequest& request) {
+  return request.train() || request.has_worker_clock();
+}
 
 }  // namespace psflow
 

@@ -135,8 +135,11 @@ std::function<void()> RingCallHandler::ServePush(
 std::function<void()> RingCallHandler::ServePull(
     const std::string& bytes, const SharedCallRingServer::Reply& reply) {
   PullBatchRequest request;
-  const absl::Status checked = ParseAllowed(
-      allow_, kReaders, kBulkPullBatchMethod, bytes, "pull", request);
+  absl::Status checked = ParseAllowed(allow_, kReaders, kBulkPullBatchMethod,
+                                      bytes, "pull", request);
+  if (checked.ok() && Trains(request)) {
+    checked = allow_(kTrainers, "a pull that trains");
+  }
   if (!checked.ok()) {
     Answer(service_->core(), static_cast<int64_t>(bytes.size()), reply, checked,
            nullptr);
@@ -153,6 +156,9 @@ std::function<void()> RingCallHandler::ServePullRows(
   PullRowsRequest request;
   absl::Status checked = ParseAllowed(allow_, kReaders, kBulkPullRowsMethod,
                                       bytes, "rows pull", request);
+  if (checked.ok() && Trains(request)) {
+    checked = allow_(kTrainers, "a rows pull that trains");
+  }
   absl::StatusOr<std::unique_ptr<SharedRows>> rows =
       checked.ok()
           ? ResolveSharedRows(*service_, *sessions_, request.protocol_version(),
