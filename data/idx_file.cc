@@ -22,6 +22,23 @@ struct GzCloser {
   void operator()(gzFile f) const { gzclose(f); }
 };
 
+// DataLoss naming `path` when zlib recorded an error on `f`, else OK.
+absl::Status Decompression(gzFile f, const std::string& path) {
+  int code = Z_OK;
+  const char* message = gzerror(f, &code);
+  if (code == Z_OK) return absl::OkStatus();
+  if (code == Z_BUF_ERROR) {
+    return absl::DataLossError(absl::StrCat(
+        path,
+        ": the gzip data ends early (the file is truncated or damaged); "
+        "reinstall it (dataset-fashion-mnist) or download it again"));
+  }
+  return absl::DataLossError(absl::StrCat(
+      path, ": cannot decompress (", message,
+      "); the file is corrupt: reinstall it (dataset-fashion-mnist) or "
+      "download it again"));
+}
+
 // Reads exactly `n` bytes; returns how many it got (fewer at end of file).
 // gzread reads raw files transparently.
 absl::StatusOr<size_t> ReadFully(gzFile f, const std::string& path, void* out,
@@ -31,15 +48,17 @@ absl::StatusOr<size_t> ReadFully(gzFile f, const std::string& path, void* out,
     const unsigned chunk =
         static_cast<unsigned>(std::min<size_t>(n - got, 1u << 30));
     int r = gzread(f, static_cast<char*>(out) + got, chunk);
-    if (r < 0) {
-      int code = 0;
-      const char* message = gzerror(f, &code);
-      return absl::DataLossError(absl::StrCat(
-          path, ": cannot decompress (", message,
-          "); the file is corrupt: reinstall it (dataset-fashion-mnist) or "
-          "download it again"));
+    if (r <= 0) {
+      // A gzip stream cut short, its CRC trailer among the lost bytes,
+      // ends (r == 0) like a whole one: only gzerror's Z_BUF_ERROR tells.
+      // Unchecked, damaged data would be read without its CRC verified.
+      absl::Status status = Decompression(f, path);
+      if (!status.ok()) return status;
+      if (r < 0) {
+        return absl::DataLossError(absl::StrCat(path, ": cannot read"));
+      }
+      break;
     }
-    if (r == 0) break;
     got += static_cast<size_t>(r);
   }
   return got;

@@ -15,6 +15,7 @@
 namespace psflow {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -112,6 +113,32 @@ TEST(IdxFileTest, TruncatedGzipStreamIsDataLoss) {
                     std::istreambuf_iterator<char>());
   std::string path = WriteRaw("cut.gz", bytes.substr(0, bytes.size() / 2));
   EXPECT_THAT(ReadIdxFile(path), StatusIs(absl::StatusCode::kDataLoss));
+}
+
+// The gzip trailer (CRC-32 and length, 8 bytes) is what catches damaged
+// data; a file that lost it must not read as complete and unchecked.
+TEST(IdxFileTest, AGzipFileWithoutItsTrailerIsDataLoss) {
+  // Level 0 (stored blocks): a flipped data byte still decompresses, so
+  // only the CRC could notice it.
+  const std::string idx = Idx({1000}, std::string(1000, 'y'));
+  const std::string full = Tmp("stored.gz");
+  gzFile f = gzopen(full.c_str(), "wb0");
+  gzwrite(f, idx.data(), idx.size());
+  gzclose(f);
+  std::ifstream in(full, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+  ASSERT_OK(ReadIdxFile(full).status());
+  const std::string cut = bytes.substr(0, bytes.size() - 8);
+  std::string flipped = cut;
+  flipped[flipped.size() - 100] ^= 0x01;
+  for (const std::string& path :
+       {WriteRaw("no_trailer.gz", cut), WriteRaw("flipped.gz", flipped)}) {
+    SCOPED_TRACE(path);
+    EXPECT_THAT(ReadIdxFile(path),
+                StatusIs(absl::StatusCode::kDataLoss,
+                         AllOf(HasSubstr(path), HasSubstr("truncated"))));
+  }
 }
 
 TEST(IdxFileTest, TrailingDataIsDataLoss) {
