@@ -1,5 +1,7 @@
 #include "ps/row_index.h"
 
+#include <atomic>
+#include <random>
 #include <utility>
 
 namespace psflow {
@@ -7,10 +9,22 @@ namespace {
 
 constexpr size_t kInitialSlots = 64;
 
+// A fresh key per index from one random seed per process: keys differ
+// between indexes and between runs, and cost no system call after the
+// first.
+uint64_t FreshKey() {
+  static std::atomic<uint64_t> state{[] {
+    std::random_device device;
+    return (uint64_t{device()} << 32) ^ device();
+  }()};
+  return SplitMix64Mix(state.fetch_add(0x9e3779b97f4a7c15ull));
+}
+
 }  // namespace
 
 RowIndex::RowIndex()
-    : ids_(kInitialSlots),
+    : key_{FreshKey(), FreshKey()},
+      ids_(kInitialSlots),
       rows_(kInitialSlots, kNone),
       mask_(kInitialSlots - 1) {}
 

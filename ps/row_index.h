@@ -4,6 +4,11 @@
 // per slot, about 17 bytes per row, where a std::unordered_map node costs
 // over 40.
 //
+// Ids come from clients, so the slot an id starts from is keyed with a
+// random per-index key: with a fixed hash, a client could pick ids that
+// all share one home slot and make every insert and lookup scan all of
+// them under the stripe lock (hash flooding).
+//
 // Thread-compatible: the table's stripe lock guards it.
 #ifndef PSFLOW_PS_ROW_INDEX_H_
 #define PSFLOW_PS_ROW_INDEX_H_
@@ -53,17 +58,23 @@ class RowIndex {
   // Every (id, row), in no particular order.
   std::vector<std::pair<int64_t, uint32_t>> Entries() const;
 
+  // The slot a lookup of `id` starts from (diagnostics and tests).
+  size_t HomeSlot(int64_t id) const { return Home(id); }
+
   void Clear();
 
  private:
   void Grow();
-  // Independent of the hash that picks the server and the stripe
-  // (common/job/row_placement.h), so every slot is used.
+  // Keyed (see above), and so independent of the hash that picks the
+  // server and the stripe (common/job/row_placement.h): every slot is
+  // used. Two rounds, so that no fixed difference of ids survives the key.
   size_t Home(int64_t id) const {
-    return SplitMix64Mix(static_cast<uint64_t>(id) + 0x3c6ef372fe94f82bull) &
+    return SplitMix64Mix(SplitMix64Mix(static_cast<uint64_t>(id) ^ key_[0]) +
+                         key_[1]) &
            mask_;
   }
 
+  uint64_t key_[2];
   std::vector<int64_t> ids_;
   std::vector<uint32_t> rows_;  // kNone: empty slot
   uint64_t mask_ = 0;
