@@ -1,6 +1,7 @@
 #include "common/job/job_config.h"
 
 #include <cmath>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -311,6 +312,67 @@ absl::Status ValidateCheckpoints(const JobConfig& config) {
   return absl::OkStatus();
 }
 
+// Protobuf's JSON reader takes a field under its proto name or its JSON
+// name ("batch_size", "batchSize"; "dense", "Dense") and keeps the last of
+// two, so the strict reader's duplicate-key check, which compares the
+// keys' text, misses one field given under both. This maps every key of
+// `value` (an object read as `message`, named `path`) to its field and
+// refuses a field that two keys set, here and in every nested message.
+// Unknown keys are left to protobuf's reader, which names them.
+absl::Status CheckEachFieldSetOnce(const JsonValue& value,
+                                   const google::protobuf::Descriptor& message,
+                                   const std::string& path) {
+  if (value.kind() != JsonValue::Kind::kObject) return absl::OkStatus();
+  // google.protobuf's own types (Struct, Any...) have free-form keys.
+  if (message.file()->package() == "google.protobuf") return absl::OkStatus();
+  std::map<const google::protobuf::FieldDescriptor*, std::string> first_key;
+  for (const auto& [key, member] : value.object()) {
+    const google::protobuf::FieldDescriptor* field = nullptr;
+    for (int i = 0; i < message.field_count() && field == nullptr; ++i) {
+      if (message.field(i)->json_name() == key) field = message.field(i);
+    }
+    if (field == nullptr) field = message.FindFieldByName(key);
+    if (field == nullptr) continue;
+    const std::string name =
+        path.empty() ? field->name() : absl::StrCat(path, ".", field->name());
+    if (auto [it, added] = first_key.emplace(field, key); !added) {
+      return Invalid(name, absl::StrCat("is set twice, as \"", it->second,
+                                        "\" and as \"", key,
+                                        "\" (two spellings of one field; "
+                                        "the reader would keep only the "
+                                        "last); give it once"));
+    }
+    if (field->cpp_type() !=
+        google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) {
+      continue;
+    }
+    const google::protobuf::Descriptor& type = *field->message_type();
+    if (field->is_map()) {
+      // Map keys are data; only message values have fields.
+      const google::protobuf::FieldDescriptor* map_value = type.map_value();
+      if (map_value->cpp_type() !=
+              google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE ||
+          member.kind() != JsonValue::Kind::kObject) {
+        continue;
+      }
+      for (const auto& [map_key, entry] : member.object()) {
+        RETURN_IF_ERROR(CheckEachFieldSetOnce(
+            entry, *map_value->message_type(),
+            absl::StrCat(name, "[", JsonQuote(map_key), "]")));
+      }
+    } else if (field->is_repeated()) {
+      if (member.kind() != JsonValue::Kind::kArray) continue;
+      for (size_t i = 0; i < member.array().size(); ++i) {
+        RETURN_IF_ERROR(CheckEachFieldSetOnce(member.array()[i], type,
+                                              absl::StrCat(name, "[", i, "]")));
+      }
+    } else {
+      RETURN_IF_ERROR(CheckEachFieldSetOnce(member, type, name));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateJobConfig(const JobConfig& config) {
@@ -327,9 +389,16 @@ absl::StatusOr<JobConfig> ParseJobConfig(absl::string_view json,
   // Protobuf's JSON reader keeps the last of two equal keys; the strict
   // reader (common/json.h), like TF_CONFIG's, refuses them, so a key given
   // twice is a named error instead of a silently dropped setting.
-  if (absl::StatusOr<JsonValue> strict = ParseJson(json); !strict.ok()) {
+  // A field given under two spellings ("batch_size" and "batchSize") is
+  // refused the same way.
+  absl::StatusOr<JsonValue> strict = ParseJson(json);
+  absl::Status once = strict.status();
+  if (once.ok()) {
+    once = CheckEachFieldSetOnce(*strict, *JobConfig::descriptor(), "");
+  }
+  if (!once.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("job config ", source, ": ", strict.status().message(),
+        absl::StrCat("job config ", source, ": ", once.message(),
                      " (fields are listed in docs/configuration.md)"));
   }
   JobConfig config;

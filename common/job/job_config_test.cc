@@ -100,6 +100,50 @@ TEST(JobConfigTest, AKeyGivenTwiceIsRefusedNotTakenSilently) {
                      HasSubstr("duplicate key \"batch_size\""))));
 }
 
+// Protobuf's JSON reader takes "batch_size" and "batchSize" for one field
+// and keeps the last: 70000 here, past every check on the text's keys.
+TEST(JobConfigTest, AFieldGivenUnderBothSpellingsIsRefused) {
+  EXPECT_THAT(
+      WithTraining(R"({"batch_size": 64, "steps": 100, "mode": "ASYNC",)"
+                   R"( "batchSize": 70000})"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("test.json"),
+                     HasSubstr("training.batch_size is set twice, as "
+                               "\"batch_size\" and as \"batchSize\""))));
+  // At the top level: a message field under both names.
+  std::string json = kMinimal;
+  json.replace(0, 1, R"({"learningRate": {"learning_rate": 5},)");
+  EXPECT_THAT(ParseJobConfig(json, "t.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("learning_rate is set twice, as "
+                                 "\"learningRate\" and as "
+                                 "\"learning_rate\"")));
+  // Nested: learning_rate.learning_rate.
+  json = kMinimal;
+  json.replace(json.find("\"learning_rate\": 0.1"), 20,
+               R"("learning_rate": 0.001, "learningRate": 5)");
+  EXPECT_THAT(ParseJobConfig(json, "t.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("learning_rate.learning_rate is set twice, "
+                                 "as \"learning_rate\" and as "
+                                 "\"learningRate\"")));
+  // Inside a list of messages, under a custom JSON name ("Dense").
+  json = kMinimal;
+  json.replace(json.find(R"({"softmax_regression": {}})"), 26,
+               R"({"layers": [{"Flatten": {}},)"
+               R"( {"Dense": {"units": 10}, "dense": {"units": 99}}]})");
+  EXPECT_THAT(ParseJobConfig(json, "t.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("model.layers[1].dense is set twice, as "
+                                 "\"Dense\" and as \"dense\"")));
+  // Each spelling alone is still fine.
+  json = kMinimal;
+  json.replace(json.find("\"learning_rate\": 0.1"), 20,
+               R"("learningRate": 0.25)");
+  ASSERT_OK_AND_ASSIGN(JobConfig config, ParseJobConfig(json, "t.json"));
+  EXPECT_EQ(config.learning_rate().learning_rate(), 0.25);
+}
+
 TEST(JobConfigTest, ANameThatWouldBeAPathIsRefusedWithTheRule) {
   for (const char* name : {"..", ".", "a/b", "x\\ny", "/abs"}) {
     std::string json = kMinimal;
