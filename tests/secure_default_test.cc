@@ -70,11 +70,12 @@ Ps StartPs(const std::string& name, std::vector<std::string> flags) {
 
 // The exit code and output of a ps_server that is expected to refuse to
 // start.
-std::pair<int, std::string> RefusedPs(const std::string& name,
-                                      std::vector<std::string> flags) {
+std::pair<int, std::string> RefusedPs(
+    const std::string& name, std::vector<std::string> flags,
+    const std::string& tf_config = PsTfConfig()) {
   std::vector<std::string> argv = {RunfilePath("ps/ps_server")};
   argv.insert(argv.end(), flags.begin(), flags.end());
-  Subprocess ps(argv, {{"TF_CONFIG", PsTfConfig()}}, TempPath(name + ".log"));
+  Subprocess ps(argv, {{"TF_CONFIG", tf_config}}, TempPath(name + ".log"));
   EXPECT_OK(ps.Start());
   absl::StatusOr<int> code = ps.Wait(absl::Seconds(30));
   EXPECT_OK(code);
@@ -177,6 +178,32 @@ TEST(SecureDefaultTest, ATokenServerRefusesStrangersAndKeepsServing) {
   ps.process->Signal(SIGTERM);
   EXPECT_THAT(ps.process->Wait(absl::Seconds(30)), IsOkAndHolds(0))
       << ps.process->Output();
+}
+
+// Tokens without TLS travel in plaintext: such a server stays on loopback
+// unless told otherwise, and one that other hosts must reach refuses to
+// start, naming both ways out.
+TEST(SecureDefaultTest, TokensWithoutTlsStayOnThisHost) {
+  ASSERT_OK_AND_ASSIGN(auto tokens, GenerateJobTokens());
+  const std::string token_dir = TempPath("plain_tokens");
+  ASSERT_OK(WriteJobTokens(tokens, token_dir));
+  Ps ps = StartPs("plain_tokens", {"--token_dir=" + token_dir,
+                                   "--checkpoint_root=" + TempPath("plain")});
+  EXPECT_THAT(ps.process->Output(), HasSubstr("serving on 127.0.0.1:"));
+  ps.process->Signal(SIGTERM);
+  EXPECT_THAT(ps.process->Wait(absl::Seconds(30)), IsOkAndHolds(0))
+      << ps.process->Output();
+
+  auto [code, output] = RefusedPs(
+      "plain_remote", {"--token_dir=" + token_dir},
+      R"({"cluster": {"ps": ["ps-0.example.com:2222"], "worker": ["w:1"]},
+          "task": {"type": "ps", "index": 0}})");
+  EXPECT_EQ(code, 1);
+  EXPECT_THAT(output,
+              AllOf(HasSubstr("job tokens but no TLS"),
+                    HasSubstr("ps-0.example.com:2222"), HasSubstr("--tls_dir"),
+                    HasSubstr("--bind_host=0.0.0.0")));
+  EXPECT_THAT(output, Not(HasSubstr("serving on")));
 }
 
 TEST(SecureDefaultTest, ALooseTokenFolderIsRefusedAtStart) {

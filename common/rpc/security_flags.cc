@@ -3,7 +3,10 @@
 #include <cstdlib>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/host_port.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 
@@ -163,8 +166,21 @@ absl::Status RefuseUnauthenticated(const SecuritySettings& settings,
 }
 
 std::string DefaultBindHost(const TransportSecurity& security) {
-  return AuthenticatesCallers(security) ? "0.0.0.0" : "127.0.0.1";
+  return security.mode != TransportSecurity::Mode::kInsecure ? "0.0.0.0"
+                                                             : "127.0.0.1";
 }
+
+namespace {
+
+// Whether `address` (TF_CONFIG's host:port) names this host's loopback.
+bool OnLoopback(const std::string& address) {
+  absl::StatusOr<HostPort> parsed = ParseHostPort(address);
+  if (!parsed.ok()) return false;
+  const std::string host = absl::AsciiStrToLower(parsed->host);
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
+}
+
+}  // namespace
 
 absl::StatusOr<TransportSecurity> TransportSecurityFromFlags(
     const TfConfig& tf_config) {
@@ -188,6 +204,21 @@ absl::StatusOr<TransportSecurity> TransportSecurityFromFlags(
                          : absl::StrCat("; listening on --bind_host=",
                                         absl::GetFlag(FLAGS_bind_host)));
   } else if (!tls) {
+    // Loopback by default (DefaultBindHost): a task other hosts must reach
+    // would be unreachable there, and plaintext tokens are a choice to
+    // make out loud.
+    const std::optional<std::string> own = tf_config.TaskAddress();
+    if (absl::GetFlag(FLAGS_bind_host).empty() && own.has_value() &&
+        !OnLoopback(*own)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          identity.name,
+          " has job tokens but no TLS, and TF_CONFIG puts it at ", *own,
+          ": other hosts would send it their tokens in plaintext, for anyone "
+          "who can watch the network to take. Add certificates (psctl certs "
+          "gen --tf_config=<TF_CONFIG file> --out=tls/; --tls_dir=tls/), or "
+          "pass --bind_host=0.0.0.0 to serve plaintext tokens anyway; see "
+          "docs/operations.md, \"Security\""));
+    }
     LOG(WARNING) << "job tokens from " << security->tokens.source
                  << " without TLS: they travel in plaintext, so anyone who "
                     "can watch the network can take them. Across hosts, "

@@ -81,8 +81,8 @@ absl::Status RefuseUnauthenticated(const SecuritySettings& settings,
                                    const TransportSecurity& security,
                                    const std::string& task);
 
-// Where a task listens by default: every interface when callers are
-// authenticated, else loopback only.
+// Where a task listens by default: every interface with TLS, else loopback
+// only (without TLS, job tokens would cross the network in plaintext).
 std::string DefaultBindHost(const TransportSecurity& security);
 
 // ResolveTransportSecurity(SecuritySettingsFromFlags(), the task, its
