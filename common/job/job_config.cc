@@ -20,6 +20,9 @@ namespace {
 
 // training.epochs at most this (a million passes over the data).
 constexpr double kMaxEpochs = 1e6;
+// training.worker_memory_mib at most this: 1 PiB, far beyond any host,
+// and far below where its bytes overflow an int64.
+constexpr int64_t kMaxWorkerMemoryMib = int64_t{1} << 30;
 
 absl::Status Invalid(absl::string_view field, absl::string_view problem) {
   return absl::InvalidArgumentError(absl::StrCat(field, " ", problem));
@@ -258,6 +261,17 @@ absl::Status ValidateTraining(const JobConfig& config) {
     return Invalid("training.split_threshold_bytes",
                    absl::StrCat("is ", t.split_threshold_bytes(),
                                 "; use 0 for the default or a byte count"));
+  }
+  // Shifted into bytes (model/memory_estimate.cc): a negative value would
+  // turn the memory check off, a huge one overflow.
+  if (t.worker_memory_mib() < 0 ||
+      t.worker_memory_mib() > kMaxWorkerMemoryMib) {
+    return Invalid(
+        "training.worker_memory_mib",
+        absl::StrCat("is ", t.worker_memory_mib(),
+                     "; use the MiB each worker may use, up to ",
+                     kMaxWorkerMemoryMib,
+                     " (1 PiB), or 0 for the memory of the chief's host"));
   }
   if (t.cpu_threads() < 0 || t.cpu_threads() > 256) {
     return Invalid("training.cpu_threads",

@@ -348,6 +348,27 @@ TEST(JobConfigTest, BadTrainingValuesAreRejectedByField) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("FAST")));
 }
 
+// Shifted into bytes: a negative value turned the memory check off, and
+// 2^50 MiB overflowed int64.
+TEST(JobConfigTest, WorkerMemoryIsZeroOrAPlausibleNumberOfMib) {
+  for (const char* mib : {"-1", "-4096", "1125899906842624", "1073741825"}) {
+    SCOPED_TRACE(mib);
+    EXPECT_THAT(WithTraining(absl::StrCat(
+                    R"({"batch_size": 8, "steps": 5, )",
+                    R"("mode": "ASYNC", "worker_memory_mib": )", mib, "}")),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr(absl::StrCat(
+                                   "training.worker_memory_mib is ", mib)),
+                               HasSubstr("up to 1073741824 (1 PiB)"))));
+  }
+  for (const char* mib : {"0", "512", "1073741824"}) {
+    SCOPED_TRACE(mib);
+    EXPECT_OK(WithTraining(
+        absl::StrCat(R"({"batch_size": 8, "steps": 5, )",
+                     R"("mode": "ASYNC", "worker_memory_mib": )", mib, "}")));
+  }
+}
+
 TEST(JobConfigTest, HalfATestSetIsRejected) {
   std::string json = kMinimal;
   json.replace(json.find("\"train_labels\": \"b.gz\""), 22,
