@@ -25,6 +25,7 @@
 namespace psflow {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
@@ -32,8 +33,9 @@ constexpr int kDim = 4;
 
 // `num_ps` in-process servers holding "dense" (3 x 2) and, with `tables`,
 // the embedding table "emb" (dimension 4, Adagrad).
+// `last_budget`: the last server's --max_variable_bytes (0: none).
 struct Cluster {
-  explicit Cluster(int num_ps, bool tables = true) {
+  explicit Cluster(int num_ps, bool tables = true, int64_t last_budget = 0) {
     absl::StatusOr<Placement> placed =
         PlaceVariables({{"dense", {3, 2}}}, num_ps, 1 << 20);
     EXPECT_OK(placed);
@@ -41,8 +43,9 @@ struct Cluster {
     if (tables) placement.tables.push_back({"emb", kDim});
     std::vector<std::unique_ptr<PsShard>> shards;
     for (int i = 0; i < num_ps; ++i) {
-      cores.push_back(std::make_unique<ParameterServerCore>(
-          ParameterServerCore::Options{}));
+      ParameterServerCore::Options options;
+      if (i == num_ps - 1) options.max_variable_bytes = last_budget;
+      cores.push_back(std::make_unique<ParameterServerCore>(options));
       shards.push_back(std::make_unique<LocalPsShard>(cores.back().get(),
                                                       absl::StrCat("ps-", i)));
     }
@@ -149,6 +152,29 @@ TEST_F(EmbeddingCheckpointTest, TablesRestoreOntoOneAndThreeServers) {
     restored.Train(ids_, 0.5f);
     EXPECT_EQ(restored.Rows(ids_), again.Rows(ids_)) << servers;
   }
+}
+
+// Rows that will not fit a server's memory budget are found while the
+// restore is checked, before any server changes: a commit that ran out of
+// room halfway would leave the model partly restored.
+TEST_F(EmbeddingCheckpointTest, ARestoreWithoutRoomChangesNoServer) {
+  Cluster one(1);
+  one.Train(ids_, 1.0f);
+  const SavedCheckpoint saved = Save(one);
+  Cluster target(2, true, /*last_budget=*/8192);
+  const std::vector<int64_t> mine = {1, 2, 3, 4, 5, 6, 7, 8};
+  target.Train(mine, 5.0f);
+  const std::vector<float> before = target.Rows(mine);
+  const int64_t rows[] = {target.cores[0]->Stats().tables(0).rows(),
+                          target.cores[1]->Stats().tables(0).rows()};
+  EXPECT_THAT(RestoreCheckpoint(saved.path, target.configure.optimizer(),
+                                *target.client, absl::Seconds(30)),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("nothing was restored"),
+                             HasSubstr("--max_variable_bytes"))));
+  EXPECT_EQ(target.cores[0]->Stats().tables(0).rows(), rows[0]);
+  EXPECT_EQ(target.cores[1]->Stats().tables(0).rows(), rows[1]);
+  EXPECT_EQ(target.Rows(mine), before);
 }
 
 TEST_F(EmbeddingCheckpointTest, ExportWritesIdsAndValues) {

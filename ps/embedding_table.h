@@ -127,6 +127,9 @@ class EmbeddingTable {
   int row_floats() const { return row_floats_; }
   // Approximate bytes one row costs (for budgets and reports).
   int64_t bytes_per_row() const;
+  // The row-memory budget this table shares with the server's other
+  // tables (SetMemoryBudget), in bytes; 0: none.
+  int64_t memory_budget_limit() const { return budget_limit_; }
 
   // Writes the rows of `ids` into `out` (ids.size() x dim). A `train` pull
   // creates the rows of admitted ids that have none and marks every row

@@ -511,7 +511,7 @@ absl::StatusOr<RestoreShardResponse> RestoreShard(
   // Check everything before anything changes.
   RestoreShardResponse response;
   ASSIGN_OR_RETURN(int64_t bytes, CheckAllSources(request));
-  ASSIGN_OR_RETURN(int64_t table_bytes, CheckTableSources(request));
+  ASSIGN_OR_RETURN(int64_t table_bytes, CheckTableSources(request, tables));
   response.set_bytes_read(bytes + table_bytes);
   if (request.phase() == RestoreShardRequest::PREPARE) {
     auto prepared = std::make_shared<PreparedRestore>();

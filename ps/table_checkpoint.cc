@@ -229,15 +229,45 @@ absl::Status CheckTableTargets(const RestoreShardRequest& request,
   return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> CheckTableSources(const RestoreShardRequest& request) {
+absl::StatusOr<int64_t> CheckTableSources(
+    const RestoreShardRequest& request,
+    const std::vector<EmbeddingTable*>& tables) {
+  std::map<std::string, EmbeddingTable*> by_name;
+  for (EmbeddingTable* t : tables) by_name[t->name()] = t;
   CheckpointFiles files;
   std::vector<char> buffer;
   int64_t bytes = 0;
+  // Every table is cleared and refilled, so the rows restored are all the
+  // rows the budget then holds. Tables made together share one limit.
+  int64_t needed = 0, limit = 0;
   for (const RestoreTableTarget& target : request.tables()) {
+    const EmbeddingTable& table = *by_name.at(target.table());
+    int64_t rows = 0;
     for (const RestoreRowSegment& segment : target.segments()) {
       RETURN_IF_ERROR(ReadSegment(target, segment, files, buffer));
       bytes += segment.bytes();
+      const int64_t* ids = reinterpret_cast<const int64_t*>(buffer.data());
+      for (int64_t r = 0; r < segment.num_rows(); ++r) {
+        rows += RowServer(ids[r], request.num_ps()) == request.ps_index();
+      }
     }
+    // A capped table evicts rather than fails past its cap.
+    if (table.options().max_rows > 0) {
+      rows = std::min(rows, table.options().max_rows);
+    }
+    needed += rows * table.bytes_per_row();
+    if (table.memory_budget_limit() > 0) {
+      limit = limit == 0 ? table.memory_budget_limit()
+                         : std::min(limit, table.memory_budget_limit());
+    }
+  }
+  if (limit > 0 && needed > limit) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the checkpoint's embedding rows for this parameter server need about ",
+        needed, " bytes, and it has room for ", limit,
+        " (--max_variable_bytes less its dense variables); nothing was "
+        "restored: restore onto more parameter servers, or raise "
+        "--max_variable_bytes"));
   }
   return bytes;
 }

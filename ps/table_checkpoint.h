@@ -53,8 +53,13 @@ absl::Status CheckTableTargets(const RestoreShardRequest& request,
                                const std::vector<EmbeddingTable*>& tables);
 
 // Reads every segment and checks its CRC (DataLoss naming the file and the
-// table otherwise). Returns the bytes read.
-absl::StatusOr<int64_t> CheckTableSources(const RestoreShardRequest& request);
+// table otherwise), and that the rows this server owns fit its row-memory
+// budget (ResourceExhausted otherwise), so that the commit cannot fail
+// for want of room halfway. Returns the bytes read. `tables` passed
+// CheckTableTargets.
+absl::StatusOr<int64_t> CheckTableSources(
+    const RestoreShardRequest& request,
+    const std::vector<EmbeddingTable*>& tables);
 
 // Replaces every table's rows with the rows of the segments this server
 // owns (RowServer(id, num_ps) == ps_index), re-checking every CRC, and
