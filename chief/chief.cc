@@ -486,10 +486,8 @@ absl::Status Chief::Finish(absl::Status result) {
     absl::Status written = WriteResult();
     if (!written.ok()) LOG(ERROR) << written.message();
   }
-  while (std::optional<JobCoordinator::RestoreRequest> request =
-             coordinator_.TakeRestoreRequest()) {
-    request->done(absl::FailedPreconditionError("the job is ending"));
-  }
+  // Restore requests still waiting were answered as the outcome was
+  // decided, and later ones are at once (JobCoordinator::RequestRestore).
   // Every parameter server is told to stop, even when the job failed
   // before it was set up, so no process outlives the job.
   LOG(INFO) << "stopping " << parts_.client->num_shards()

@@ -236,6 +236,36 @@ TEST_F(ChiefTest, ServersThatNeverAnswerFailTheJobAndAreStillStopped) {
   EXPECT_THAT(coordinator_->Status().message(), HasSubstr("ps-0 at h:1"));
 }
 
+// psctl ckpt restore as the job ends: Finish decides the outcome, stops
+// the servers and waits for the tasks to hear it; a restore asked for
+// meanwhile, or after, is answered at once (nothing serves restores any
+// more), so no open call holds the Coordinator's shutdown and the chief
+// exits.
+TEST_F(ChiefTest, ARestoreAskedForAsTheJobEndsIsAnswered) {
+  clock_.SetAutoAdvance(true);  // Finish waits for the tasks to hear it
+  auto chief = NewChief();
+  ASSERT_OK(chief->Prepare());
+  std::vector<absl::Status> answers;
+  auto request = [&] {
+    coordinator_->RequestRestore(JobCoordinator::RestoreRequest{
+        "/ckpt/ckpt-1", [&answers](absl::StatusOr<int64_t> step) {
+          answers.push_back(step.status());
+        }});
+  };
+  request();  // waits while the job runs
+  EXPECT_THAT(chief->Finish(absl::AbortedError("worker-0 failed")),
+              StatusIs(absl::StatusCode::kAborted));
+  ASSERT_EQ(answers.size(), 1u);
+  request();  // after the outcome, before the Coordinator stops
+  ASSERT_EQ(answers.size(), 2u);
+  for (const absl::Status& answer : answers) {
+    EXPECT_THAT(answer, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                 HasSubstr("the job has ended (FAILED: "
+                                           "worker-0 failed)")));
+  }
+  EXPECT_EQ(coordinator_->PendingRestores(), 0);
+}
+
 // Workers that never join fail the job at the startup deadline, measured
 // on the chief's clock (simulated: two minutes pass in milliseconds).
 TEST_F(ChiefTest, WorkersThatNeverJoinFailTheJobAtTheStartupDeadline) {

@@ -20,6 +20,8 @@
 namespace psflow {
 namespace {
 
+using ::testing::HasSubstr;
+
 class CoordinatorServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -106,6 +108,53 @@ TEST_F(CoordinatorServiceTest, StoppingTheServerAnswersEveryHeldCall) {
   ASSERT_OK(status_answer.status());
   EXPECT_EQ(status_answer->state(), TRAINING);
   EXPECT_EQ(coordinator_->HeldCalls(), 0);
+}
+
+// psctl ckpt restore while the job ends: the chief's main loop no longer
+// serves restores, so one that came once the outcome was decided is
+// refused at once, and one still waiting when the server stops is
+// answered by the stop; either way the server's drain (which waits for
+// every open call) ends, and so does the chief.
+TEST_F(CoordinatorServiceTest, RestoresAfterTheEndOrAtTheStopAreAnswered) {
+  auto psctl = Client(TaskId{TaskType::kChief, 0});
+  // Nothing serves this one (no chief's main loop runs here).
+  absl::StatusOr<int64_t> waiting;
+  std::atomic<int> answered{0};
+  std::thread call([&] {
+    waiting = psctl->RestoreCheckpoint("/ckpt/ckpt-1", absl::Seconds(60));
+    ++answered;
+  });
+  while (coordinator_->PendingRestores() < 1) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(answered.load(), 0) << "answered while the job runs";
+  // The job ends (Chief::Finish): the waiting one is answered...
+  coordinator_->Fail("worker-0 failed: NaN loss");
+  call.join();
+  EXPECT_THAT(waiting, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                HasSubstr("the job has ended (FAILED")));
+  // ...and a later one at once.
+  EXPECT_THAT(psctl->RestoreCheckpoint("/ckpt/ckpt-2", absl::Seconds(60)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("start the job again")));
+  EXPECT_EQ(coordinator_->PendingRestores(), 0);
+  server_->Stop(absl::Seconds(60));  // returns: no call left open
+}
+
+TEST_F(CoordinatorServiceTest, StoppingTheServerAnswersAWaitingRestore) {
+  auto psctl = Client(TaskId{TaskType::kChief, 0});
+  absl::StatusOr<int64_t> waiting;
+  std::thread call([&] {
+    waiting = psctl->RestoreCheckpoint("/ckpt/ckpt-1", absl::Seconds(60));
+  });
+  while (coordinator_->PendingRestores() < 1) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  // Without its answer, the drain would wait for the call for good.
+  server_->Stop(absl::Seconds(60));
+  call.join();
+  EXPECT_THAT(waiting, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                HasSubstr("the chief is stopping")));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "chief/job_coordinator.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
@@ -29,17 +30,29 @@ void JobCoordinator::SetSpec(const JobSpec& spec) {
 }
 
 void JobCoordinator::Fail(const std::string& message) {
-  MutexLock lock(&mu_);
-  if (state_ == SUCCEEDED || state_ == FAILED) return;
-  state_ = FAILED;
-  message_ = message;
+  std::deque<RestoreRequest> refused;
+  absl::Status why;
+  {
+    MutexLock lock(&mu_);
+    if (state_ == SUCCEEDED || state_ == FAILED) return;
+    state_ = FAILED;
+    message_ = message;
+    refused = TakeRefusedRestoresLocked(&why);
+  }
+  Refuse(std::move(refused), why);
 }
 
 void JobCoordinator::Succeed() {
-  MutexLock lock(&mu_);
-  if (state_ == FAILED) return;
-  state_ = SUCCEEDED;
-  message_ = "job finished";
+  std::deque<RestoreRequest> refused;
+  absl::Status why;
+  {
+    MutexLock lock(&mu_);
+    if (state_ == FAILED) return;
+    state_ = SUCCEEDED;
+    message_ = "job finished";
+    refused = TakeRefusedRestoresLocked(&why);
+  }
+  Refuse(std::move(refused), why);
 }
 
 std::string JobCoordinator::WorkerNameLocked(int index) const {
@@ -199,19 +212,64 @@ void JobCoordinator::Resume(int64_t global_step) {
   message_.clear();
 }
 
+absl::Status JobCoordinator::RestoreRefusalLocked() const {
+  // The chief's main loop serves restores while the job runs; once its
+  // outcome is decided, or the server stops, none will be served, and a
+  // request left waiting would hold the server's drain for good.
+  if (EndedLocked()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the job has ended (", JobState_Name(state_),
+        message_.empty() ? "" : ": ", message_,
+        "); psctl ckpt restore rolls back a running job only: start the job "
+        "again with the same checkpoint directory (it resumes from the "
+        "newest checkpoint), then restore this one into it"));
+  }
+  if (stopped_) {
+    return absl::FailedPreconditionError(
+        "the chief is stopping and serves no more restores");
+  }
+  return absl::OkStatus();
+}
+
+std::deque<JobCoordinator::RestoreRequest>
+JobCoordinator::TakeRefusedRestoresLocked(absl::Status* why) {
+  *why = RestoreRefusalLocked();
+  if (why->ok()) return {};
+  return std::exchange(restore_requests_, {});
+}
+
+void JobCoordinator::Refuse(std::deque<RestoreRequest> requests,
+                            const absl::Status& why) {
+  for (RestoreRequest& request : requests) {
+    LOG(WARNING) << "not restoring " << request.path << ": " << why.message();
+    request.done(why);
+  }
+}
+
 void JobCoordinator::RequestRestore(RestoreRequest request) {
+  absl::Status refused;
   {
     MutexLock lock(&mu_);
-    if (restore_requests_.size() < kMaxPendingRestores) {
+    refused = RestoreRefusalLocked();
+    if (refused.ok() && restore_requests_.size() < kMaxPendingRestores) {
       restore_requests_.push_back(std::move(request));
       return;
     }
+  }
+  if (!refused.ok()) {
+    request.done(refused);
+    return;
   }
   // Each waiting request holds an open call: they are few.
   request.done(absl::ResourceExhaustedError(
       absl::StrCat(kMaxPendingRestores,
                    " checkpoint restores are already waiting; ask "
                    "again once they are done")));
+}
+
+int JobCoordinator::PendingRestores() const {
+  MutexLock lock(&mu_);
+  return static_cast<int>(restore_requests_.size());
 }
 
 std::optional<JobCoordinator::RestoreRequest>
@@ -590,6 +648,11 @@ std::optional<EvaluationReport> JobCoordinator::last_evaluation() const {
 void JobCoordinator::SetActivity(std::string activity) {
   MutexLock lock(&mu_);
   activity_ = std::move(activity);
+}
+
+std::string JobCoordinator::activity() const {
+  MutexLock lock(&mu_);
+  return activity_;
 }
 
 void JobCoordinator::EndStartup() {

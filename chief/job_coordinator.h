@@ -122,8 +122,10 @@ class JobCoordinator {
   // the clock at the end of a wait). Until it starts, nothing is held.
   void StartHolding();
   // Answers every held call now, stops the holder, and answers calls at
-  // once from then on. Idempotent; a server stops holding before it
-  // drains, since a held call would otherwise hold its shutdown.
+  // once from then on; restore requests still waiting are refused
+  // (FailedPrecondition), and later ones at once. Idempotent; a server
+  // stops holding before it drains, since a held call would otherwise hold
+  // its shutdown.
   void StopHolding();
   // How many calls are held now (for tests).
   int HeldCalls() const;
@@ -202,11 +204,18 @@ class JobCoordinator {
     std::function<void(absl::StatusOr<int64_t>)> done;
   };
   // At most kMaxPendingRestores wait; beyond, `done` answers
-  // ResourceExhausted at once.
+  // ResourceExhausted at once. Each waiting request holds an open call
+  // (the server's drain waits for it), so none waits for a loop that will
+  // not run: once the job's outcome is decided (Succeed, Fail) every
+  // waiting request, and every later one at once, is answered
+  // FailedPrecondition (the job has ended: a new job restores), and so
+  // are they once the coordinator stops holding calls (StopHolding).
   void RequestRestore(RestoreRequest request);
   static constexpr size_t kMaxPendingRestores = 4;
   // The oldest pending request, if any.
   std::optional<RestoreRequest> TakeRestoreRequest();
+  // How many requests wait (for tests).
+  int PendingRestores() const;
 
   JobState state() const;
   // How many workers are in each state now.
@@ -227,6 +236,7 @@ class JobCoordinator {
   // What the chief is doing or waiting for now, in words ("waiting for
   // the workers to join").
   void SetActivity(std::string activity);
+  std::string activity() const;
   // Start-up is over: every worker joined (tasks missing from now on are
   // faults, not late starters).
   void EndStartup();
@@ -321,6 +331,16 @@ class JobCoordinator {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The holder thread's loop.
   void AnswerHeldCalls();
+  // Why a restore request cannot wait now (the job ended, or the
+  // coordinator stopped holding calls); OK while one may.
+  absl::Status RestoreRefusalLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Removes the waiting restore requests and returns them with the answer
+  // they get (RestoreRefusalLocked) when it is not OK; none otherwise.
+  std::deque<RestoreRequest> TakeRefusedRestoresLocked(absl::Status* why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Answers them `why` (outside the lock: an answer finishes an RPC).
+  static void Refuse(std::deque<RestoreRequest> requests,
+                     const absl::Status& why);
 
   StatusResponse StatusLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   bool TrainingOverLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -374,6 +394,8 @@ class JobCoordinator {
   // not joined is given up on a heartbeat timeout after it.
   std::optional<absl::Time> final_evaluation_since_ ABSL_GUARDED_BY(mu_);
   std::deque<RestoreRequest> restore_requests_ ABSL_GUARDED_BY(mu_);
+  // StopHolding ran: no loop answers a restore request any more.
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   // Tasks that asked to join while the chief was still initializing and
   // have not been answered since ("worker-1 at host:port", "evaluator"):
   // if the job fails before they join, they must hear it.

@@ -187,12 +187,18 @@ void JobCoordinator::StopHolding() {
   if (holder_.joinable()) holder_.join();
   std::vector<Answer> due;
   StatusResponse status;
+  std::deque<RestoreRequest> refused;
+  absl::Status why;
   {
     MutexLock lock(&mu_);
     due = TakeDueLocked(/*all=*/true);
     status = StatusLocked();
+    // Restore requests are held calls too: no loop answers them now.
+    stopped_ = true;
+    refused = TakeRefusedRestoresLocked(&why);
   }
   for (Answer& answer : due) answer(status);
+  Refuse(std::move(refused), why);
 }
 
 int JobCoordinator::HeldCalls() const {

@@ -83,6 +83,69 @@ TEST(JobCoordinatorTest, OnlyAFewRestoresMayWait) {
   EXPECT_FALSE(coordinator.TakeRestoreRequest().has_value());
 }
 
+// A restore request holds an open call (the server's drain waits for it):
+// once the job's outcome is decided no loop serves restores, so the ones
+// waiting are answered then, and later ones at once, naming why.
+TEST(JobCoordinatorTest, RestoresAreRefusedOnceTheJobEnded) {
+  for (const bool succeed : {true, false}) {
+    JobCoordinator coordinator(TwoWorkers());
+    coordinator.SetSpec(Spec(ASYNC));
+    std::vector<absl::Status> answers;
+    auto request = [&](const std::string& path) {
+      coordinator.RequestRestore(JobCoordinator::RestoreRequest{
+          path, [&answers](absl::StatusOr<int64_t> step) {
+            answers.push_back(step.status());
+          }});
+    };
+    request("/ckpt/ckpt-1");
+    request("/ckpt/ckpt-2");
+    ASSERT_THAT(answers, IsEmpty()) << "they wait while the job runs";
+    if (succeed) {
+      coordinator.Succeed();
+    } else {
+      coordinator.Fail("worker-0 failed: NaN loss");
+    }
+    ASSERT_EQ(answers.size(), 2u) << "the waiting ones, as the job ended";
+    request("/ckpt/ckpt-3");  // during or after the chief's Finish
+    ASSERT_EQ(answers.size(), 3u) << "a later one, at once";
+    EXPECT_EQ(coordinator.PendingRestores(), 0);
+    for (const absl::Status& answer : answers) {
+      EXPECT_THAT(answer, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                   HasSubstr("the job has ended")));
+      EXPECT_THAT(answer.message(),
+                  HasSubstr("start the job again with the same checkpoint "
+                            "directory"));
+    }
+    EXPECT_THAT(answers[2].message(),
+                HasSubstr(succeed ? "SUCCEEDED: job finished"
+                                  : "FAILED: worker-0 failed: NaN loss"));
+  }
+}
+
+// The server stops holding calls before it drains: restore requests still
+// waiting then (the job did not end: a chief cut short) are answered too.
+TEST(JobCoordinatorTest, RestoresWaitingWhenTheCoordinatorStopsAreAnswered) {
+  JobCoordinator coordinator(TwoWorkers());
+  coordinator.SetSpec(Spec(ASYNC));
+  std::vector<absl::Status> answers;
+  auto request = [&] {
+    coordinator.RequestRestore(JobCoordinator::RestoreRequest{
+        "/ckpt/ckpt-1", [&answers](absl::StatusOr<int64_t> step) {
+          answers.push_back(step.status());
+        }});
+  };
+  request();
+  coordinator.StartHolding();
+  coordinator.StopHolding();
+  ASSERT_EQ(answers.size(), 1u);
+  request();
+  ASSERT_EQ(answers.size(), 2u);
+  for (const absl::Status& answer : answers) {
+    EXPECT_THAT(answer, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                 HasSubstr("the chief is stopping")));
+  }
+}
+
 TEST(JobCoordinatorTest, RegistrationWaitsForTheSpec) {
   JobCoordinator c(TwoWorkers());
   EXPECT_THAT(c.Register(Worker(0)),
