@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <string>
+#include <tuple>
 
 #include "absl/flags/flag.h"
 #include "chief/chief_runner.h"
@@ -20,6 +21,7 @@
 #include "common/role_config.h"
 #include "common/rpc/security_flags.h"
 #include "common/rpc/transport_security.h"
+#include "common/timeout_flag.h"
 #include "model/device/cpu/blas_kernels.h"
 
 ABSL_FLAG(int32_t, metrics_port, -1,
@@ -74,6 +76,29 @@ int main(int argc, char** argv) {
         std::_Exit(1);
       });
   using namespace psflow;
+  // Each must be positive: 0 or less would declare every worker or server
+  // lost at once (common/timeout_flag.h).
+  ChiefOptions options;
+  for (const auto& [name, seconds, timeout] :
+       {std::tuple("startup_timeout_s", absl::GetFlag(FLAGS_startup_timeout_s),
+                   &options.startup_timeout),
+        std::tuple("heartbeat_timeout_s",
+                   absl::GetFlag(FLAGS_heartbeat_timeout_s),
+                   &options.heartbeat_timeout),
+        std::tuple("worker_replacement_timeout_s",
+                   absl::GetFlag(FLAGS_worker_replacement_timeout_s),
+                   &options.worker_replacement_timeout),
+        std::tuple("ps_return_timeout_s",
+                   absl::GetFlag(FLAGS_ps_return_timeout_s),
+                   &options.ps_return_timeout)}) {
+    absl::StatusOr<absl::Duration> read =
+        ReadTimeoutFlag(name, seconds, ZeroSeconds::kRefused);
+    if (!read.ok()) {
+      LOG(ERROR) << read.status().message();
+      return 1;
+    }
+    *timeout = *read;
+  }
   absl::StatusOr<TfConfig> role_config = LoadRoleConfig(
       absl::GetFlag(FLAGS_tf_config), TaskType::kChief, "chief",
       " (without a chief job, worker 0 runs the chief's duties)");
@@ -98,7 +123,6 @@ int main(int argc, char** argv) {
     LOG(ERROR) << job.status().message();
     return 1;
   }
-  ChiefOptions options;
   options.tf_config = *role_config;
   options.security = *security;
   options.job = *job;
@@ -107,14 +131,6 @@ int main(int argc, char** argv) {
   options.logdir = absl::GetFlag(FLAGS_logdir);
   options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   options.port_file = absl::GetFlag(FLAGS_port_file);
-  options.startup_timeout =
-      absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
-  options.heartbeat_timeout =
-      absl::Seconds(absl::GetFlag(FLAGS_heartbeat_timeout_s));
-  options.worker_replacement_timeout =
-      absl::Seconds(absl::GetFlag(FLAGS_worker_replacement_timeout_s));
-  options.ps_return_timeout =
-      absl::Seconds(absl::GetFlag(FLAGS_ps_return_timeout_s));
   MetricsRegistry registry;
   options.metrics_registry = &registry;
   options.system_metrics = true;

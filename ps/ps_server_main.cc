@@ -31,6 +31,7 @@
 #include "common/rpc/security_flags.h"
 #include "common/rpc/transport_security.h"
 #include "common/signals.h"
+#include "common/timeout_flag.h"
 #include "ps/apply_pool.h"
 #include "ps/grpc_ps_server.h"
 #include "ps/ps_metrics.h"
@@ -144,18 +145,6 @@ absl::StatusOr<PathConfinement> CheckpointRootFromFlag() {
   return confinement;
 }
 
-// A "seconds, 0 for never" flag into `limit` (left as it is for 0); false,
-// logged, for a negative value.
-bool ReadTimeoutFlag(const char* name, int seconds, absl::Duration& limit) {
-  if (seconds < 0) {
-    LOG(ERROR) << "--" << name << "=" << seconds
-               << " is negative; use seconds, or 0 for never";
-    return false;
-  }
-  if (seconds > 0) limit = absl::Seconds(seconds);
-  return true;
-}
-
 int Run() {
   absl::StatusOr<TfConfig> role_config = LoadRoleConfig(
       absl::GetFlag(FLAGS_tf_config), TaskType::kPs, "ps_server");
@@ -205,13 +194,21 @@ int Run() {
                << " is out of range; use 0 (this host's cores) to 256";
     return 1;
   }
-  if (!ReadTimeoutFlag("chief_timeout_s", absl::GetFlag(FLAGS_chief_timeout_s),
-                       options.chief_silence_limit) ||
-      !ReadTimeoutFlag("startup_timeout_s",
-                       absl::GetFlag(FLAGS_startup_timeout_s),
-                       options.first_chief_limit)) {
-    return 1;
+  // "Seconds, 0 for never" (common/timeout_flag.h).
+  absl::StatusOr<absl::Duration> chief_silence_limit =
+      ReadTimeoutFlag("chief_timeout_s", absl::GetFlag(FLAGS_chief_timeout_s),
+                      ZeroSeconds::kNever);
+  absl::StatusOr<absl::Duration> first_chief_limit = ReadTimeoutFlag(
+      "startup_timeout_s", absl::GetFlag(FLAGS_startup_timeout_s),
+      ZeroSeconds::kNever);
+  for (const auto* limit : {&chief_silence_limit, &first_chief_limit}) {
+    if (!limit->ok()) {
+      LOG(ERROR) << limit->status().message();
+      return 1;
+    }
   }
+  options.chief_silence_limit = *chief_silence_limit;
+  options.first_chief_limit = *first_chief_limit;
   if (const int takeover = absl::GetFlag(FLAGS_chief_takeover_s);
       takeover >= 1 && takeover <= 3600) {
     options.chief_takeover_after = absl::Seconds(takeover);
