@@ -78,7 +78,7 @@ absl::Status GrpcParameterServer::ServeRing(
   return shared_memory_->ServeRing(
       session, offset,
       std::make_shared<RingCallHandler>(service_.get(), shared_memory_.get(),
-                                        std::move(allow)));
+                                        session, std::move(allow)));
 }
 
 // ---- Lifecycle -------------------------------------------------------------

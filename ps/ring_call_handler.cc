@@ -40,12 +40,20 @@ void Answer(ParameterServerCore& core, int64_t request_bytes,
 }
 
 template <typename Request>
-absl::Status CheckRingBatch(const Request& request, absl::string_view what) {
+absl::Status CheckRingBatch(const Request& request, uint64_t session,
+                            absl::string_view what) {
   if (!request.has_shared()) {
     return absl::InvalidArgumentError(
         absl::StrCat("a ", what,
                      " on the call ring names no shared memory for its "
                      "values; such a batch goes over gRPC"));
+  }
+  // A ring's calls reach only its own client's memory.
+  if (request.shared().session() != session) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "a ", what,
+        " on a call ring names another shared-memory session "
+        "than the ring's own; a client's calls use its own region"));
   }
   if (request.parts_size() > kMaxRingBatchParts) {
     return absl::InvalidArgumentError(
@@ -59,7 +67,7 @@ absl::Status CheckRingBatch(const Request& request, absl::string_view what) {
 // The caller may call `method`, `bytes` parse into `request`, and the
 // batch is one the ring carries.
 template <typename Request>
-absl::Status ParseAllowed(const RingCallHandler::Allow& allow,
+absl::Status ParseAllowed(const RingCallHandler::Allow& allow, uint64_t session,
                           const RoleSet& roles, const char* method,
                           const std::string& bytes, absl::string_view what,
                           Request& request) {
@@ -68,7 +76,7 @@ absl::Status ParseAllowed(const RingCallHandler::Allow& allow,
     return absl::InvalidArgumentError(
         absl::StrCat("a ", what, " on the call ring has a malformed header"));
   }
-  return CheckRingBatch(request, what);
+  return CheckRingBatch(request, session, what);
 }
 
 }  // namespace
@@ -108,10 +116,11 @@ std::function<void()> RingCallHandler::ServePush(
   ParameterServerCore& core = service_->core();
   const int64_t request_bytes = static_cast<int64_t>(bytes.size());
   PushBatchRequest request;
-  absl::Status checked = ParseAllowed(allow_, kTrainers, kBulkPushBatchMethod,
-                                      bytes, "push", request);
+  absl::Status checked =
+      ParseAllowed(allow_, session_, kTrainers, kBulkPushBatchMethod, bytes,
+                   "push", request);
   if (checked.ok() && request.has_then_pull()) {
-    checked = CheckRingBatch(request.then_pull(), "push's then_pull");
+    checked = CheckRingBatch(request.then_pull(), session_, "push's then_pull");
   }
   if (!checked.ok()) {
     Answer(core, request_bytes, reply, checked, nullptr);
@@ -135,8 +144,8 @@ std::function<void()> RingCallHandler::ServePush(
 std::function<void()> RingCallHandler::ServePull(
     const std::string& bytes, const SharedCallRingServer::Reply& reply) {
   PullBatchRequest request;
-  absl::Status checked = ParseAllowed(allow_, kReaders, kBulkPullBatchMethod,
-                                      bytes, "pull", request);
+  absl::Status checked = ParseAllowed(
+      allow_, session_, kReaders, kBulkPullBatchMethod, bytes, "pull", request);
   if (checked.ok() && Trains(request)) {
     checked = allow_(kTrainers, "a pull that trains");
   }
@@ -154,8 +163,9 @@ std::function<void()> RingCallHandler::ServePullRows(
   ParameterServerCore& core = service_->core();
   const int64_t request_bytes = static_cast<int64_t>(bytes.size());
   PullRowsRequest request;
-  absl::Status checked = ParseAllowed(allow_, kReaders, kBulkPullRowsMethod,
-                                      bytes, "rows pull", request);
+  absl::Status checked =
+      ParseAllowed(allow_, session_, kReaders, kBulkPullRowsMethod, bytes,
+                   "rows pull", request);
   if (checked.ok() && Trains(request)) {
     checked = allow_(kTrainers, "a rows pull that trains");
   }
@@ -187,8 +197,9 @@ std::function<void()> RingCallHandler::ServePullRows(
 void RingCallHandler::ServePushRows(const std::string& bytes,
                                     const SharedCallRingServer::Reply& reply) {
   PushRowsRequest request;
-  absl::Status checked = ParseAllowed(allow_, kTrainers, kBulkPushRowsMethod,
-                                      bytes, "rows push", request);
+  absl::Status checked =
+      ParseAllowed(allow_, session_, kTrainers, kBulkPushRowsMethod, bytes,
+                   "rows push", request);
   absl::StatusOr<PushRowsResponse> pushed =
       checked.ok() ? PushRowsFromSharedMemory(*service_, *sessions_, request)
                    : checked;

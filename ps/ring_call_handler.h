@@ -28,10 +28,14 @@ class RingCallHandler final : public SharedCallRingServer::Handler {
       std::function<absl::Status(const RoleSet& allowed, absl::string_view)>;
 
   // `service` and `sessions` outlive the ring (the server stops its rings
-  // before they go).
+  // before they go). `session` is the ring's own: its calls may name no
+  // other.
   RingCallHandler(PsService* service, SharedMemorySessions* sessions,
-                  Allow allow)
-      : service_(service), sessions_(sessions), allow_(std::move(allow)) {}
+                  uint64_t session, Allow allow)
+      : service_(service),
+        sessions_(sessions),
+        session_(session),
+        allow_(std::move(allow)) {}
 
   std::function<void()> Serve(uint32_t method, std::string request,
                               absl::Time deadline,
@@ -55,6 +59,7 @@ class RingCallHandler final : public SharedCallRingServer::Handler {
 
   PsService* const service_;
   SharedMemorySessions* const sessions_;
+  const uint64_t session_;
   const Allow allow_;
 };
 
