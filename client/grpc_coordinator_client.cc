@@ -48,11 +48,15 @@ absl::StatusOr<JobSpec> GrpcCoordinatorClient::Register(const TaskId& task,
   absl::Status status =
       FromGrpcStatus(last, absl::StrCat("joining the job at ", chief_));
   if (status.code() == absl::StatusCode::kFailedPrecondition ||
-      status.code() == absl::StatusCode::kUnavailable) {
-    return absl::DeadlineExceededError(
-        absl::StrCat(status.message(),
-                     " (gave up at the startup deadline; is the chief "
-                     "running and its address in TF_CONFIG right?)"));
+      status.code() == absl::StatusCode::kUnavailable ||
+      status.code() == absl::StatusCode::kDeadlineExceeded) {
+    // A connection TLS refuses looks like a chief that never answers.
+    return absl::DeadlineExceededError(absl::StrCat(
+        status.message(),
+        " (gave up at the startup deadline; is the chief running and its "
+        "address in TF_CONFIG right? Do both sides use the same transport "
+        "security: a task without --tls_dir cannot reach a chief with TLS, "
+        "nor the reverse)"));
   }
   return status;
 }

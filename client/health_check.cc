@@ -46,8 +46,16 @@ absl::Status WaitUntilHealthy(const std::string& address,
     if (absl::Now() + interval >= deadline) break;
     RealClock().SleepFor(interval);
   }
-  return absl::Status(last.code(),
-                      absl::StrCat(what, " is not healthy: ", last.message()));
+  // A connection TLS refuses looks like a server that never answers.
+  const bool silent = last.code() == absl::StatusCode::kDeadlineExceeded ||
+                      last.code() == absl::StatusCode::kUnavailable;
+  return absl::Status(
+      last.code(),
+      absl::StrCat(what, " is not healthy: ", last.message(),
+                   silent ? " (is it running at that address, and with the "
+                            "same transport security as this task: both "
+                            "with --tls_dir of one job, or both without?)"
+                          : ""));
 }
 
 }  // namespace psflow

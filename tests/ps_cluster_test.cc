@@ -30,6 +30,7 @@ namespace {
 
 using ::psflow::testing::RunfilePath;
 using ::psflow::testing::TempPath;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 constexpr int64_t kChunkBytes = 64 * 1024;
@@ -242,7 +243,8 @@ TEST(PsClusterTest, WaitUntilHealthyNamesTheMissingTask) {
                                "ps-3 at 127.0.0.1", start + absl::Seconds(1),
                                TransportSecurity()),
               StatusIs(absl::StatusCode::kUnavailable,
-                       HasSubstr("ps-3 at 127.0.0.1 is not healthy")));
+                       AllOf(HasSubstr("ps-3 at 127.0.0.1 is not healthy"),
+                             HasSubstr("same transport security"))));
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
 }
 
