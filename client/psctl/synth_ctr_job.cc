@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
+#include "common/status_macros.h"
 #include "data/criteo.h"
 
 namespace psflow {
@@ -29,11 +30,26 @@ absl::StatusOr<SynthCtrOptions> SynthCtrOptionsOf(const JobConfig& job) {
   const SyntheticCtrConfig& s = data.synthesize();
   SynthCtrOptions o;
   o.out_dir = dir;
-  if (s.train_examples() > 0) o.num_train = s.train_examples();
-  if (s.test_examples() > 0) o.num_test = s.test_examples();
-  if (s.vocabulary() > 0) o.vocabulary = s.vocabulary();
-  if (s.zipf() > 0) o.zipf = s.zipf();
-  if (s.weight_scale() > 0) o.weight_scale = s.weight_scale();
+  // 0 keeps the generator's default; a negative (or NaN) value is a
+  // mistake, refused rather than read as 0. The upper bounds are the
+  // generator's (CheckSynthCtrOptions below).
+  auto set = [](const char* field, auto value, auto& option) {
+    if (value == 0) return absl::OkStatus();
+    if (!(value > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "data.synthesize.", field, " is ", value,
+          "; use a positive number, or 0 (or leave it out) for the "
+          "default ",
+          option));
+    }
+    option = value;
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(set("train_examples", s.train_examples(), o.num_train));
+  RETURN_IF_ERROR(set("test_examples", s.test_examples(), o.num_test));
+  RETURN_IF_ERROR(set("vocabulary", s.vocabulary(), o.vocabulary));
+  RETURN_IF_ERROR(set("zipf", s.zipf(), o.zipf));
+  RETURN_IF_ERROR(set("weight_scale", s.weight_scale(), o.weight_scale));
   if (s.seed() != 0) o.seed = s.seed();
   const CriteoFormat format =
       CriteoFormatOf(data.num_dense(), data.num_fields());

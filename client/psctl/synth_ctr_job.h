@@ -19,8 +19,8 @@ bool SynthesizesCtrData(const JobConfig& job);
 // generator's defaults; the columns follow data.num_dense and
 // data.num_fields), writing into the directory of data.train_path.
 // InvalidArgument, naming the fields and the fix, when train_path and
-// test_path are not <dir>/train.txt and <dir>/test.txt or a setting is out
-// of the generator's bounds.
+// test_path are not <dir>/train.txt and <dir>/test.txt, a setting is
+// negative (or NaN), or one is out of the generator's bounds.
 absl::StatusOr<SynthCtrOptions> SynthCtrOptionsOf(const JobConfig& job);
 
 }  // namespace psflow
