@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "checkpoint/index_file.h"
 #include "checkpoint/paths.h"
@@ -161,6 +162,11 @@ absl::StatusOr<SavedCheckpoint> CheckpointManager::SaveInto(
   return result;
 }
 
+namespace {
+constexpr char kPartlyRestoredPayloadUrl[] =
+    "psflow/checkpoint/partly_restored";
+}  // namespace
+
 absl::StatusOr<int64_t> RestoreCheckpoint(const std::string& path,
                                           const OptimizerConfig& optimizer,
                                           ShardSet& client,
@@ -193,8 +199,22 @@ absl::StatusOr<int64_t> RestoreCheckpoint(const std::string& path,
   }
   absl::Status finished = client.RestoreShards(finish, timeout).status();
   RETURN_IF_ERROR(prepared);
-  RETURN_IF_ERROR(finished);
+  if (!finished.ok()) return PartlyRestoredError(finished);
   return index.global_step();
+}
+
+absl::Status PartlyRestoredError(const absl::Status& commit_failure) {
+  absl::Status partly(
+      commit_failure.code(),
+      absl::StrCat(commit_failure.message(),
+                   " (after every server had checked its part: the "
+                   "parameter servers may hold a partly restored model)"));
+  partly.SetPayload(kPartlyRestoredPayloadUrl, absl::Cord("partly"));
+  return partly;
+}
+
+bool IsPartlyRestored(const absl::Status& status) {
+  return status.GetPayload(kPartlyRestoredPayloadUrl).has_value();
 }
 
 }  // namespace psflow

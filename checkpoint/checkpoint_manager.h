@@ -85,11 +85,20 @@ class CheckpointManager {
 // slots are restored when `optimizer` is the one the checkpoint was
 // written with, else they restart (logged). DataLoss for a damaged
 // checkpoint, FailedPrecondition for one of another model; either way no
-// server changes a value.
+// server changes a value. A failure after every server checked its part
+// (a server lost, or its files changed, during the commit) may leave
+// servers partly restored: such an error says so (IsPartlyRestored).
 absl::StatusOr<int64_t> RestoreCheckpoint(const std::string& path,
                                           const OptimizerConfig& optimizer,
                                           ShardSet& client,
                                           absl::Duration timeout);
+
+// Whether a RestoreCheckpoint error came after some servers may have
+// taken their part: the model is then neither the old one nor the
+// checkpoint's, and training must not go on from it.
+bool IsPartlyRestored(const absl::Status& status);
+// `commit_failure` (not OK), marked so and said so.
+absl::Status PartlyRestoredError(const absl::Status& commit_failure);
 
 }  // namespace psflow
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "checkpoint/checkpoint_manager.h"
 #include "chief/recovery.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -106,7 +107,7 @@ absl::Status TrainingSupervisor::Tick() {
     LogProgress();
     next_log_ = parts_.clock->Now() + policy_.log_interval;
   }
-  ServeRestoreRequests();
+  RETURN_IF_ERROR(ServeRestoreRequests());
   UpdateWorkerBound();
   RETURN_IF_ERROR(WatchServers());
   if (!SaveIfDue()) {
@@ -159,9 +160,11 @@ void TrainingSupervisor::LogProgress(bool at_end) {
       accuracy, eta);
 }
 
-// A failed restore changed nothing (it runs in two phases), so training
-// resumes as it was.
-void TrainingSupervisor::ServeRestoreRequests() {
+// A restore that failed while it was being checked changed nothing (it
+// runs in two phases), so training resumes as it was; one that failed in
+// its commit may have left the servers partly restored, which no training
+// may build on: the job stops, naming the checkpoint to start again from.
+absl::Status TrainingSupervisor::ServeRestoreRequests() {
   JobCoordinator& coordinator = *parts_.coordinator;
   while (std::optional<JobCoordinator::RestoreRequest> request =
              coordinator.TakeRestoreRequest()) {
@@ -172,6 +175,15 @@ void TrainingSupervisor::ServeRestoreRequests() {
     if (step.ok()) {
       schedule_ =
           CheckpointSchedule(policy_.checkpoint, *step, parts_.clock->Now());
+    } else if (IsPartlyRestored(step.status())) {
+      request->done(step);
+      return absl::DataLossError(absl::StrCat(
+          "restore of ", request->path, " failed in its commit (",
+          step.status().message(),
+          "), so the parameter servers hold a partly restored model and "
+          "training cannot go on from it; start the job again: it resumes "
+          "from the newest checkpoint in its directory (or restore ",
+          request->path, " once the servers have room or are back)"));
     } else {
       LOG(WARNING) << "restore of " << request->path
                    << " failed: " << step.status().message();
@@ -179,6 +191,7 @@ void TrainingSupervisor::ServeRestoreRequests() {
     }
     request->done(step);
   }
+  return absl::OkStatus();
 }
 
 absl::Status TrainingSupervisor::WatchServers() {

@@ -109,7 +109,9 @@ class TrainingSupervisor {
  private:
   // `at_end`: training ended; workers' final reports count too.
   void LogProgress(bool at_end = false);
-  void ServeRestoreRequests();
+  // Error only when a restore left the servers partly restored: the job
+  // cannot go on from that model.
+  absl::Status ServeRestoreRequests();
   absl::Status WatchServers();
   // Sends the workers outside the bound when they changed, and about every
   // server_check_interval anyway (a restarted server starts with none).

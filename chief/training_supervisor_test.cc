@@ -284,6 +284,28 @@ TEST_F(TrainingSupervisorTest, ServesRestoreRequestsAndResumesAfterAFailure) {
   EXPECT_EQ(job_->coordinator->Status().global_step(), 45);
 }
 
+// A restore whose commit failed may have left the servers partly restored:
+// the job stops there instead of training on that model.
+TEST_F(TrainingSupervisorTest, ARestoreFailedInItsCommitStopsTheJob) {
+  TrainingSupervisor supervisor(parts_, policy_, -1);
+  std::vector<absl::StatusOr<int64_t>> answers;
+  ReachStep(45);
+  restore_result_ =
+      PartlyRestoredError(absl::ResourceExhaustedError("ps-1 has no room"));
+  job_->coordinator->RequestRestore(
+      {"/ckpt/ckpt-30",
+       [&](absl::StatusOr<int64_t> step) { answers.push_back(step); }});
+  ASSERT_TRUE(job_->coordinator->Pause("restoring"));
+  const absl::Status ended = supervisor.Tick();
+  EXPECT_EQ(ended.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(ended.message(),
+              AllOf(HasSubstr("partly restored"), HasSubstr("/ckpt/ckpt-30"),
+                    HasSubstr("start the job again")));
+  ASSERT_EQ(answers.size(), 1);
+  EXPECT_EQ(answers[0].status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(job_->coordinator->state(), TRAINING);
+}
+
 TEST_F(TrainingSupervisorTest, SuperviseReturnsWhenTrainingEnds) {
   TrainingSupervisor supervisor(parts_, policy_, -1);
   job_->coordinator->Fail("worker-0 reported an error");
