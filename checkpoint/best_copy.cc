@@ -19,6 +19,9 @@ namespace {
 constexpr char kRecordName[] = "eval.json";
 // The record is one line of JSON; anything this large is not one.
 constexpr int64_t kMaxRecordBytes = 64 << 10;
+// A record's step is at most 2^53: whole numbers up to it are exact in a
+// double.
+constexpr int64_t kMaxRecordStep = int64_t{1} << 53;
 
 // Hard link, or a copy where links are impossible (another filesystem).
 absl::Status LinkOrCopy(const std::string& from, const std::string& to) {
@@ -79,9 +82,7 @@ absl::StatusOr<std::optional<BestRecord>> ReadBest(
     }
     return value->number_value();
   };
-  // Whole numbers up to 2^53 are exact in a double.
-  constexpr double kMaxStep = 9007199254740992.0;
-  ASSIGN_OR_RETURN(const double step, number("step", 0, kMaxStep,
+  ASSIGN_OR_RETURN(const double step, number("step", 0, kMaxRecordStep,
                                              "a whole number from 0 to 2^53"));
   if (step != std::floor(step)) {
     return damaged(absl::StrCat("gives \"step\" as ", step,
@@ -99,6 +100,21 @@ absl::StatusOr<std::optional<BestRecord>> ReadBest(
 absl::Status KeepAsBest(const std::string& checkpoint_dir,
                         const std::string& checkpoint,
                         const BestRecord& record) {
+  // The record is written only when ReadBest will read it back: a
+  // non-finite loss or accuracy would be written as inf or nan, which is
+  // not JSON, and is no evaluation to keep a model for anyway.
+  if (!(record.step >= 0 && record.step <= kMaxRecordStep) ||
+      !(record.accuracy >= 0 && record.accuracy <= 1) ||
+      !(record.loss >= 0 && std::isfinite(record.loss))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "not keeping ", checkpoint, " as the best checkpoint: its evaluation ",
+        "(step ", record.step, ", accuracy ", record.accuracy, ", loss ",
+        record.loss,
+        ") is not a step from 0 to 2^53, an accuracy from 0 to 1 and a "
+        "finite loss not below 0 (a loss of nan or inf: the model has "
+        "diverged); ",
+        BestDirectory(checkpoint_dir), " keeps the previous best"));
+  }
   const std::string best = BestDirectory(checkpoint_dir);
   RETURN_IF_ERROR(MakeDirectories(best));
   const std::string temp = JoinPath(best, TemporaryCheckpointName());

@@ -33,6 +33,9 @@ absl::StatusOr<std::optional<BestRecord>> ReadBest(
     const std::string& checkpoint_dir);
 
 // Copies `checkpoint` (a ckpt-<step> directory) as the new best.
+// InvalidArgument, with nothing changed, for a record ReadBest would not
+// read back: a step outside 0..2^53, an accuracy outside 0..1, or a loss
+// that is negative or not finite (never written as inf or nan).
 absl::Status KeepAsBest(const std::string& checkpoint_dir,
                         const std::string& checkpoint,
                         const BestRecord& record);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -95,6 +96,51 @@ TEST_F(BestCopyTest, AnOversizedRecordIsDataLossWithoutReadingIt) {
   EXPECT_THAT(ReadBest(dir_),
               StatusIs(absl::StatusCode::kDataLoss,
                        AllOf(HasSubstr(record_), HasSubstr("too large"))));
+}
+
+// A checkpoint directory of one small file, for KeepAsBest to copy.
+std::string FakeCheckpoint(const std::string& dir, int64_t step) {
+  const std::string path = absl::StrCat(dir, "/ckpt-", step);
+  EXPECT_OK(MakeDirectories(path));
+  EXPECT_OK(WriteFileAtomically(path + "/index", "index"));
+  return path;
+}
+
+TEST_F(BestCopyTest, KeepsARecordThatReadsBack) {
+  ASSERT_OK(
+      KeepAsBest(dir_, FakeCheckpoint(dir_, 12), BestRecord{12, 0.875, 1e300}));
+  ASSERT_OK_AND_ASSIGN(std::optional<BestRecord> best, ReadBest(dir_));
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->step, 12);
+  EXPECT_DOUBLE_EQ(best->accuracy, 0.875);
+  EXPECT_DOUBLE_EQ(best->loss, 1e300);
+}
+
+// %.6f wrote a loss of nan or inf as nan or inf, which is not JSON: the
+// evaluator could no longer read its own record at its next start.
+TEST_F(BestCopyTest, AnEvaluationWithANonFiniteValueIsNeverRecorded) {
+  const std::string good = FakeCheckpoint(dir_, 12);
+  ASSERT_OK(KeepAsBest(dir_, good, BestRecord{12, 0.5, 0.25}));
+  const std::string bad = FakeCheckpoint(dir_, 20);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const BestRecord& record :
+       {BestRecord{20, 0.9, nan}, BestRecord{20, 0.9, inf},
+        BestRecord{20, 0.9, -inf}, BestRecord{20, nan, 0.1},
+        BestRecord{20, 0.9, -1}, BestRecord{-1, 0.9, 0.1}}) {
+    SCOPED_TRACE(
+        absl::StrCat(record.step, " ", record.accuracy, " ", record.loss));
+    EXPECT_THAT(KeepAsBest(dir_, bad, record),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("not keeping " + bad),
+                               HasSubstr("keeps the previous best"))));
+    // The previous best stands, readable, and nothing was copied.
+    ASSERT_OK_AND_ASSIGN(std::optional<BestRecord> best, ReadBest(dir_));
+    ASSERT_TRUE(best.has_value());
+    EXPECT_EQ(best->step, 12);
+    EXPECT_DOUBLE_EQ(best->loss, 0.25);
+    EXPECT_FALSE(PathExists(BestDirectory(dir_) + "/ckpt-20"));
+  }
 }
 
 }  // namespace
