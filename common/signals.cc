@@ -14,18 +14,30 @@
 namespace psflow {
 namespace {
 
-sigset_t TerminationSignals() {
+sigset_t TerminationSignals(Hangup hangup) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  if (hangup == Hangup::kStop) sigaddset(&set, SIGHUP);
   return set;
+}
+
+const char* SignalName(int signal_number) {
+  switch (signal_number) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGHUP:
+      return "SIGHUP";
+    default:
+      return "SIGTERM";
+  }
 }
 
 }  // namespace
 
-void BlockTerminationSignals() {
-  sigset_t set = TerminationSignals();
+void BlockTerminationSignals(Hangup hangup) {
+  sigset_t set = TerminationSignals(hangup);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
@@ -49,8 +61,8 @@ void WriteSignalNumber(int signal_number) {
 // kernel may deliver a process-directed signal to any of them, where the
 // default action would end the process without the orderly stop. With a
 // handler, whichever thread receives it only writes to a pipe.
-void WatchTerminationSignals(
-    std::function<void(const std::string&)> on_signal) {
+void WatchTerminationSignals(std::function<void(const std::string&)> on_signal,
+                             Hangup hangup) {
   if (pipe2(signal_pipe, O_CLOEXEC) != 0) {
     LOG(ERROR) << "cannot watch SIGINT/SIGTERM (pipe: " << std::strerror(errno)
                << "); they end the process at once";
@@ -62,16 +74,17 @@ void WatchTerminationSignals(
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
-  std::thread([on_signal = std::move(on_signal)] {
+  if (hangup == Hangup::kStop) sigaction(SIGHUP, &action, nullptr);
+  std::thread([on_signal = std::move(on_signal), hangup] {
     // This thread takes the signals the others block.
-    sigset_t set = TerminationSignals();
+    sigset_t set = TerminationSignals(hangup);
     pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
     while (true) {
       unsigned char byte = 0;
       const ssize_t n = read(signal_pipe[0], &byte, 1);
       if (n < 0 && errno == EINTR) continue;
       if (n != 1) return;
-      on_signal(byte == SIGINT ? "SIGINT" : "SIGTERM");
+      on_signal(SignalName(byte));
     }
   }).detach();
 }

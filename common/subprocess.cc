@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,6 +37,7 @@ Subprocess::~Subprocess() {
 }
 
 absl::Status Subprocess::Start() {
+  if (argv_.empty()) return absl::InvalidArgumentError("no program to run");
   std::map<std::string, std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string entry(*e);
@@ -52,11 +54,20 @@ absl::Status Subprocess::Start() {
   for (auto& s : argv_) argv.push_back(s.data());
   argv.push_back(nullptr);
 
+  // The child writes execve's errno here when it fails; a successful
+  // execve closes it (O_CLOEXEC), so end of file means the program runs.
+  int exec_status[2];
+  if (pipe2(exec_status, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+  }
   int log = -1;
   if (log_path_.empty()) {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
-      return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+      const int error = errno;
+      close(exec_status[0]);
+      close(exec_status[1]);
+      return absl::InternalError(absl::StrCat("pipe: ", std::strerror(error)));
     }
     output_fd_ = fds[0];
     log = fds[1];
@@ -64,15 +75,33 @@ absl::Status Subprocess::Start() {
     log =
         open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (log < 0) {
-      return absl::InternalError(absl::StrCat("cannot open ", log_path_));
+      const int error = errno;
+      close(exec_status[0]);
+      close(exec_status[1]);
+      return absl::InternalError(
+          absl::StrCat("cannot open ", log_path_, ": ", std::strerror(error)));
     }
   }
-  pid_ = fork();
-  if (pid_ < 0) {
+  const pid_t parent = getpid();
+  const pid_t child = fork();
+  if (child < 0) {
+    const int error = errno;
     close(log);
-    return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+    close(exec_status[0]);
+    close(exec_status[1]);
+    if (output_fd_ >= 0) close(output_fd_);
+    output_fd_ = -1;
+    return absl::InternalError(absl::StrCat("fork: ", std::strerror(error)));
   }
-  if (pid_ == 0) {
+  if (child == 0) {
+    // Only async-signal-safe calls from here on: the parent may have
+    // other threads, whose locks the child inherits held.
+    if (parent_death_signal_ != 0) {
+      prctl(PR_SET_PDEATHSIG, parent_death_signal_);
+      // The parent may have died before prctl: then nobody sends the
+      // signal (the child already belongs to another process).
+      if (getppid() != parent) _exit(128 + parent_death_signal_);
+    }
     if (own_process_group_) setpgid(0, 0);
     dup2(log, STDOUT_FILENO);
     dup2(log, STDERR_FILENO);
@@ -81,9 +110,39 @@ absl::Status Subprocess::Start() {
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     execve(argv[0], argv.data(), envp.data());
+    const int error = errno;
+    [[maybe_unused]] ssize_t written =
+        write(exec_status[1], &error, sizeof(error));
     _exit(127);
   }
+  pid_ = child;
   close(log);
+  close(exec_status[1]);
+  int exec_error = 0;
+  ssize_t n;
+  do {
+    n = read(exec_status[0], &exec_error, sizeof(exec_error));
+  } while (n < 0 && errno == EINTR);
+  close(exec_status[0]);
+  if (n == static_cast<ssize_t>(sizeof(exec_error))) {
+    // The child has exited (or is about to): reap it, so that nothing of
+    // this start is left.
+    int status;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    exited_ = true;
+    exit_code_ = 127;
+    if (output_fd_ >= 0) close(output_fd_);
+    output_fd_ = -1;
+    // NOT_FOUND, PERMISSION_DENIED, ...; a file that is no program
+    // (ENOEXEC) is not an UNKNOWN error.
+    absl::StatusCode code = absl::ErrnoToStatusCode(exec_error);
+    if (code == absl::StatusCode::kUnknown) {
+      code = absl::StatusCode::kFailedPrecondition;
+    }
+    return absl::Status(code, absl::StrCat("cannot run ", argv_[0], ": ",
+                                           std::strerror(exec_error)));
+  }
   return absl::OkStatus();
 }
 

@@ -9,6 +9,10 @@
 // Output (stdout and stderr) goes to a log file that tests can read and
 // that is printed when a test fails to find what it waited for. The
 // destructor kills a process that is still running. Not thread-safe.
+//
+// Start() fails, leaving no process behind, when the program cannot be
+// run at all (missing, not executable, not a program): it says why rather
+// than leaving a process that exits 127.
 #ifndef PSFLOW_COMMON_SUBPROCESS_H_
 #define PSFLOW_COMMON_SUBPROCESS_H_
 
@@ -39,6 +43,20 @@ class Subprocess {
   // process, which then decides how and in which order to stop children.
   void set_own_process_group(bool own) { own_process_group_ = own; }
 
+  // Before Start: the child receives `signal` (e.g. SIGTERM) when its
+  // parent goes, however it goes, SIGKILL included, so it never outlives
+  // a launcher that could not stop it (with its own process group, nobody
+  // else would). A child whose parent died before it could ask for this
+  // exits at once, without running argv.
+  //
+  // Linux ties the signal to the parent *thread*: the child gets it when
+  // the thread that called Start() ends, even if the process lives on.
+  // Start the child from a thread that outlives it (the one that waits
+  // for it and reaps it); never from a short-lived helper thread. 0 (the
+  // default): the child outlives its parent, as before; a test's children
+  // that stay in its process group go when Bazel stops that group.
+  void set_parent_death_signal(int signal) { parent_death_signal_ = signal; }
+
   absl::Status Start();
 
   // Waits for exit; returns the exit code, or 128 + signal when killed.
@@ -64,6 +82,7 @@ class Subprocess {
   std::map<std::string, std::string> env_;
   std::string log_path_;
   bool own_process_group_ = false;
+  int parent_death_signal_ = 0;
   pid_t pid_ = -1;
   int output_fd_ = -1;
   bool exited_ = false;

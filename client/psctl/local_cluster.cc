@@ -11,8 +11,10 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -45,6 +47,21 @@ namespace psflow {
 namespace {
 
 struct Task {
+  Task() = default;
+  Task(Task&&) = default;
+  Task& operator=(Task&&) = default;
+  // Only a backstop for a path that drops a job without stopping it (the
+  // orderly paths stop, reap and join everything first): a process still
+  // running is killed and its reader joined, since destroying a joinable
+  // std::thread aborts the whole of psctl.
+  ~Task() {
+    if (process != nullptr && reader.joinable()) {
+      process->Signal(SIGKILL);
+      (void)process->Wait(absl::InfiniteDuration());
+    }
+    if (reader.joinable()) reader.join();
+  }
+
   TaskId id;
   int port = 0;
   int metrics_port = 0;  // with --metrics
@@ -398,12 +415,54 @@ absl::Status ListMetricsTargets(const LocalClusterOptions& options,
   return WriteFileAtomically(options.dir + "/prometheus_targets.json", targets);
 }
 
+// Stops the first `started` tasks after a later one could not start:
+// SIGTERM (twice: a parameter server of a configured job takes the first
+// as the start of a grace period), SIGKILL for any still running 5 s
+// later; reaps them all and joins their readers. Returns their names.
+std::vector<std::string> StopStartedTasks(LocalJob& job, size_t started) {
+  std::vector<std::string> names;
+  for (size_t t = 0; t < started; ++t) {
+    names.push_back(job.tasks[t].id.ToString());
+    job.tasks[t].process->Signal(SIGTERM);
+  }
+  RealClock().SleepFor(absl::Milliseconds(100));
+  for (size_t t = 0; t < started; ++t) job.tasks[t].process->Signal(SIGTERM);
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  for (size_t t = 0; t < started; ++t) {
+    Task& task = job.tasks[t];
+    if (!task.process
+             ->Wait(std::max(absl::ZeroDuration(), deadline - absl::Now()))
+             .ok()) {
+      task.process->Signal(SIGKILL);
+      (void)task.process->Wait(absl::InfiniteDuration());
+    }
+  }
+  for (size_t t = 0; t < started; ++t) {
+    if (job.tasks[t].reader.joinable()) job.tasks[t].reader.join();
+  }
+  return names;
+}
+
 // Starts every task with its TF_CONFIG (also kept in <dir>/tf_config/),
 // in a process group of its own, its output copied to `out`.
+//
+// Each task gets SIGTERM from the kernel when psctl goes without stopping
+// it (SIGKILL, a crash), so no server lingers until its chief timeout.
+// Not the orderly stop of Ctrl-C: with psctl gone, nobody reads the tasks'
+// output, and the first line a task then writes ends it (SIGPIPE), the
+// chief's save included; a rerun resumes from the newest checkpoint. The
+// signal is tied to the thread that starts the tasks: this one,
+// RunLocalCluster's caller, which also waits for the job and reaps every
+// task before it returns.
+//
+// When a task cannot be started (a program that cannot run, out of file
+// descriptors or processes), those already started are stopped and reaped
+// and the error names the task and why.
 absl::Status StartTasks(const LocalClusterOptions& options, LocalJob& job,
                         std::ostream& out, Mutex& out_mu) {
   RETURN_IF_ERROR(MakeDirectories(options.dir + "/tf_config"));
-  for (Task& task : job.tasks) {
+  for (size_t t = 0; t < job.tasks.size(); ++t) {
+    Task& task = job.tasks[t];
     const std::string name = task.id.ToString();
     const std::string tf_config = TfConfigJson(job.ports, task.id);
     std::ofstream(absl::StrCat(options.dir, "/tf_config/", name, ".json"))
@@ -417,11 +476,35 @@ absl::Status StartTasks(const LocalClusterOptions& options, LocalJob& job,
     // Ctrl-C reaches psctl alone, which stops the chief first
     // (StopChiefFirst).
     task.process->set_own_process_group(true);
-    RETURN_IF_ERROR(task.process->Start());
-    task.reader = std::thread(PumpOutput, task.process->output_fd(),
-                              absl::StrCat("[", name, "] "),
-                              absl::StrCat(options.dir, "/", name, ".log"),
-                              std::ref(out), std::ref(out_mu));
+    task.process->set_parent_death_signal(SIGTERM);
+    absl::Status started = task.process->Start();
+    // The tasks to stop if this one failed: those before it, and itself
+    // when it runs.
+    size_t running = t;
+    if (started.ok()) {
+      running = t + 1;
+      try {
+        task.reader = std::thread(PumpOutput, task.process->output_fd(),
+                                  absl::StrCat("[", name, "] "),
+                                  absl::StrCat(options.dir, "/", name, ".log"),
+                                  std::ref(out), std::ref(out_mu));
+      } catch (const std::system_error& e) {
+        // It runs, unread: stopped with the others below.
+        started = absl::ResourceExhaustedError(absl::StrCat(
+            "cannot start a thread to read its output: ", e.what()));
+      }
+    }
+    if (!started.ok()) {
+      const std::vector<std::string> stopped = StopStartedTasks(job, running);
+      return absl::Status(
+          started.code(),
+          absl::StrCat("cannot start ", name, ": ", started.message(),
+                       stopped.empty()
+                           ? ""
+                           : absl::StrCat("; stopped the tasks already "
+                                          "started (",
+                                          absl::StrJoin(stopped, ", "), ")")));
+    }
   }
   return absl::OkStatus();
 }
@@ -455,10 +538,11 @@ Ending WaitForTheJobsEnd(const LocalClusterOptions& options, LocalJob& job,
       }
       return ending;
     }
-    if (stop_signal.load() != 0) {
-      ending.reason = stop_signal.load() == SIGINT ? "interrupted (SIGINT)"
-                                                   : "terminated (SIGTERM)";
-      ending.exit_code = 128 + stop_signal.load();
+    if (const int signal = stop_signal.load(); signal != 0) {
+      ending.reason = signal == SIGINT   ? "interrupted (SIGINT)"
+                      : signal == SIGHUP ? "hung up (SIGHUP)"
+                                         : "terminated (SIGTERM)";
+      ending.exit_code = 128 + signal;
       StopChiefFirst(*coordinator, ending.reason, out, out_mu);
       return ending;
     }
@@ -515,7 +599,9 @@ Stragglers StopTheRest(LocalJob& job, const Ending& ending,
           *code == 128 + SIGKILL ? OomKillNote(oom_kills_before) : "", ")"));
     }
   }
-  for (Task& task : job.tasks) task.reader.join();
+  for (Task& task : job.tasks) {
+    if (task.reader.joinable()) task.reader.join();
+  }
   return left;
 }
 
@@ -585,10 +671,20 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
   RETURN_IF_ERROR(SecureTasks(options, job));
   if (options.metrics) RETURN_IF_ERROR(ListMetricsTargets(options, job));
 
-  BlockTerminationSignals();
-  WatchTerminationSignals([](const std::string& name) {
-    stop_signal.store(name == "SIGINT" ? SIGINT : SIGTERM);
-    stop_signals_received.fetch_add(1);
+  stop_signal.store(0);
+  // SIGHUP (the terminal psctl runs in closing) stops the job as SIGTERM
+  // does; the tasks, in process groups of their own, do not receive it.
+  BlockTerminationSignals(Hangup::kStop);
+  static std::once_flag watching;
+  std::call_once(watching, [] {
+    WatchTerminationSignals(
+        [](const std::string& name) {
+          stop_signal.store(name == "SIGINT"   ? SIGINT
+                            : name == "SIGHUP" ? SIGHUP
+                                               : SIGTERM);
+          stop_signals_received.fetch_add(1);
+        },
+        Hangup::kStop);
   });
   Mutex out_mu;
   {

@@ -4,9 +4,10 @@
 // Picks free ports, writes one TF_CONFIG per task (also saved under
 // <dir>/tf_config/), starts ps_server, worker, evaluator (and chief)
 // processes, prefixes every line they print with "[<task>] " (and keeps a
-// log per task under <dir>), stops them all on SIGINT/SIGTERM, and returns
-// the job's result as an exit status. The chief's outcome is in
-// <dir>/result.json.
+// log per task under <dir>), stops them all on SIGINT/SIGTERM/SIGHUP, and
+// returns the job's result as an exit status. The chief's outcome is in
+// <dir>/result.json. Should psctl die without stopping them (SIGKILL), the
+// kernel sends every task SIGTERM, so none outlives it.
 #ifndef PSFLOW_CLIENT_PSCTL_LOCAL_CLUSTER_H_
 #define PSFLOW_CLIENT_PSCTL_LOCAL_CLUSTER_H_
 
@@ -68,7 +69,10 @@ struct LocalClusterOptions {
 
 // Runs the job to its end; returns the exit status to use (0 success).
 // Errors are for problems before anything started (bad options, a job
-// config that does not parse, missing binaries).
+// config that does not parse, missing binaries) and for a task that could
+// not be started (a binary that cannot run, no file descriptors left):
+// then the tasks started before it have been stopped and reaped, and the
+// error names the task and why.
 absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
                                     std::ostream& out);
 

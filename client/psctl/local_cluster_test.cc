@@ -1,0 +1,232 @@
+// psctl local with stand-in role binaries (shell scripts that sleep, or a
+// file that cannot run): how it starts, stops and cleans up its processes.
+#include "client/psctl/local_cluster.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/status_matchers.h"
+#include "common/subprocess.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace psflow {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+constexpr char kRoles[][20] = {"ps/ps_server", "worker/worker",
+                               "evaluator/evaluator", "chief/chief"};
+
+// A fresh directory under the test's temporary directory.
+std::string FreshDir(const std::string& name) {
+  static std::atomic<int> next{0};
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/", name,
+                                       "-", getpid(), "-", next++);
+  EXPECT_EQ(mkdir(dir.c_str(), 0755), 0) << dir;
+  return dir;
+}
+
+void WriteExecutable(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+  ASSERT_EQ(chmod(path.c_str(), 0755), 0) << path;
+}
+
+// A --bin_dir whose role binaries each note their pid in <bin_dir>/pids,
+// say "ready" and sleep; `unrunnable` (e.g. "evaluator/evaluator") is a
+// file that cannot be run.
+std::string StandInBinDir(const std::string& unrunnable = "") {
+  const std::string bin_dir = FreshDir("bin");
+  for (const char* role : kRoles) {
+    const std::string path = absl::StrCat(bin_dir, "/", role);
+    const std::string subdir = path.substr(0, path.rfind('/'));
+    mkdir(subdir.c_str(), 0755);
+    WriteExecutable(path, role == unrunnable
+                              ? "neither a binary nor a script\n"
+                              : absl::StrCat("#!/bin/sh\necho $$ >> ", bin_dir,
+                                             "/pids\necho ready\n"
+                                             "exec /bin/sleep 1000\n"));
+  }
+  return bin_dir;
+}
+
+// Pids the stand-ins noted so far.
+std::vector<pid_t> StartedPids(const std::string& bin_dir) {
+  std::ifstream in(bin_dir + "/pids");
+  std::vector<pid_t> pids;
+  std::string line;
+  while (std::getline(in, line)) {
+    int pid = 0;
+    if (absl::SimpleAtoi(line, &pid)) pids.push_back(pid);
+  }
+  return pids;
+}
+
+// The job config is read and checked, never run: the stand-ins ignore it.
+std::string JobFile() {
+  const std::string path = FreshDir("job") + "/job.json";
+  std::ofstream(path) << R"({
+    "name": "stand_in",
+    "model": {"softmax_regression": {}},
+    "optimizer": {"kind": "SGD"},
+    "learning_rate": {"learning_rate": 0.1},
+    "data": {"train_images": "missing-images.gz",
+             "train_labels": "missing-labels.gz"},
+    "training": {"batch_size": 32, "steps": 100, "mode": "ASYNC"}
+  })";
+  return path;
+}
+
+std::string PsctlPath() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  return absl::StrCat(srcdir != nullptr ? srcdir : ".", "/",
+                      workspace != nullptr ? workspace : "psflow",
+                      "/client/psctl/psctl");
+}
+
+// While alive, orphaned descendants of this test become its children, so
+// the test can see (and reap) every process psctl leaves behind.
+class AdoptOrphans {
+ public:
+  AdoptOrphans() { EXPECT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0); }
+  ~AdoptOrphans() { prctl(PR_SET_CHILD_SUBREAPER, 0); }
+};
+
+// True when this process has no children left, running or unreaped.
+bool NoChildrenLeft() {
+  int status;
+  return waitpid(-1, &status, WNOHANG) == -1 && errno == ECHILD;
+}
+
+// Waits (a bound, not an expected time) for those of `pids` that are
+// this process's children to end, reaping them; kills and reaps the ones
+// still running at the bound, and returns those.
+std::vector<pid_t> ReapOrKill(const std::vector<pid_t>& pids,
+                              absl::Duration bound) {
+  std::set<pid_t> running(pids.begin(), pids.end());
+  const absl::Time deadline = absl::Now() + bound;
+  while (true) {
+    for (auto it = running.begin(); it != running.end();) {
+      int status;
+      // 0: our child, still running; anything else: reaped now, or not
+      // (any longer) ours.
+      it = waitpid(*it, &status, WNOHANG) == 0 ? std::next(it)
+                                               : running.erase(it);
+    }
+    if (running.empty() || absl::Now() >= deadline) break;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  for (pid_t pid : running) {
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+  }
+  return {running.begin(), running.end()};
+}
+
+// Waits (a bound) for `count` stand-ins to have started.
+bool WaitForStandIns(const std::string& bin_dir, size_t count,
+                     Subprocess& psctl) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (StartedPids(bin_dir).size() < count) {
+    if (absl::Now() > deadline || psctl.Exited()) return false;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return true;
+}
+
+TEST(LocalClusterTest, ATaskThatCannotRunStopsTheTasksStartedBeforeIt) {
+  AdoptOrphans adopt;
+  LocalClusterOptions options;
+  options.job_path = JobFile();
+  options.num_ps = 2;
+  options.num_workers = 2;
+  options.evaluator = true;  // started last: ps, workers, then it
+  options.dir = FreshDir("local");
+  options.bin_dir = StandInBinDir("evaluator/evaluator");
+  options.tls = false;
+  options.tokens = false;
+  options.device = "cpu";
+  // Only a bound for a psctl that does not notice: the stand-ins sleep.
+  options.timeout = absl::Seconds(60);
+  std::ostringstream out;
+  absl::StatusOr<int> code = RunLocalCluster(options, out);
+  EXPECT_THAT(code,
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("cannot start evaluator-0"),
+                             HasSubstr("evaluator/evaluator"),
+                             HasSubstr("Exec format error"),
+                             HasSubstr("ps-0, ps-1, worker-0, worker-1"))))
+      << out.str();
+  // Every task started was stopped and reaped: none left, none orphaned.
+  EXPECT_TRUE(NoChildrenLeft());
+  EXPECT_THAT(ReapOrKill(StartedPids(options.bin_dir), absl::ZeroDuration()),
+              ::testing::IsEmpty());
+}
+
+// psctl cannot stop anyone when it is killed with SIGKILL: its tasks, in
+// process groups of their own, get SIGTERM from the kernel instead.
+TEST(LocalClusterTest, TasksDoNotOutliveAKilledPsctl) {
+  AdoptOrphans adopt;
+  const std::string bin_dir = StandInBinDir();
+  const std::string dir = FreshDir("local");
+  Subprocess psctl(
+      {PsctlPath(), "local", "--job=" + JobFile(), "--ps=2", "--workers=1",
+       "--evaluator=false", "--dir=" + dir, "--bin_dir=" + bin_dir,
+       "--tls=false", "--tokens=false", "--device=cpu"},
+      {}, dir + "/psctl.log");
+  ASSERT_OK(psctl.Start());
+  ASSERT_TRUE(WaitForStandIns(bin_dir, 3, psctl)) << psctl.Output();
+  psctl.Signal(SIGKILL);
+  ASSERT_THAT(psctl.Wait(absl::Seconds(30)), IsOkAndHolds(128 + SIGKILL));
+  EXPECT_THAT(ReapOrKill(StartedPids(bin_dir), absl::Seconds(30)),
+              ::testing::IsEmpty())
+      << "tasks still running 30 s after psctl was killed";
+  EXPECT_TRUE(NoChildrenLeft());
+}
+
+// The terminal psctl runs in closing: a stop, as on SIGTERM.
+TEST(LocalClusterTest, SighupStopsTheJobAsSigtermDoes) {
+  AdoptOrphans adopt;
+  const std::string bin_dir = StandInBinDir();
+  const std::string dir = FreshDir("local");
+  Subprocess psctl(
+      {PsctlPath(), "local", "--job=" + JobFile(), "--ps=1", "--workers=1",
+       "--evaluator=false", "--dir=" + dir, "--bin_dir=" + bin_dir,
+       "--tls=false", "--tokens=false", "--device=cpu"},
+      {}, dir + "/psctl.log");
+  ASSERT_OK(psctl.Start());
+  ASSERT_TRUE(WaitForStandIns(bin_dir, 2, psctl)) << psctl.Output();
+  psctl.Signal(SIGHUP);
+  // A bound: the stand-in coordinator exits on SIGTERM at once.
+  EXPECT_THAT(psctl.Wait(absl::Seconds(120)), IsOkAndHolds(128 + SIGHUP))
+      << psctl.Output();
+  EXPECT_THAT(psctl.Output(), HasSubstr("psctl local: hung up (SIGHUP)"));
+  EXPECT_THAT(ReapOrKill(StartedPids(bin_dir), absl::ZeroDuration()),
+              ::testing::IsEmpty());
+  EXPECT_TRUE(NoChildrenLeft());
+}
+
+}  // namespace
+}  // namespace psflow

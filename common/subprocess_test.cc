@@ -1,0 +1,129 @@
+#include "common/subprocess.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace psflow {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+std::string TempDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir != nullptr ? dir : "/tmp";
+}
+
+// Polls (without blocking) for `pid`, a child of this process, to end;
+// returns its wait status, or -1 when it still runs at `deadline`.
+int WaitForExit(pid_t pid, absl::Time deadline) {
+  while (true) {
+    int status = 0;
+    const pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) return status;
+    if (r < 0 && errno != EINTR) return -1;
+    if (absl::Now() > deadline) return -1;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+}
+
+TEST(SubprocessTest, RunsAProgramAndReportsItsExitCode) {
+  Subprocess process({"/bin/sh", "-c", "echo hello; exit 3"}, {}, "");
+  ASSERT_OK(process.Start());
+  std::string output;
+  char buffer[256];
+  ssize_t n;
+  while ((n = read(process.output_fd(), buffer, sizeof(buffer))) > 0) {
+    output.append(buffer, n);
+  }
+  EXPECT_EQ(output, "hello\n");
+  EXPECT_THAT(process.Wait(absl::Seconds(30)), IsOkAndHolds(3));
+}
+
+TEST(SubprocessTest, StartFailsForAProgramThatCannotRun) {
+  // Executable, but neither a binary nor a script: execve says ENOEXEC.
+  const std::string not_a_program =
+      absl::StrCat(TempDir(), "/not_a_program-", getpid());
+  std::ofstream(not_a_program) << "this is not a program\n";
+  ASSERT_EQ(chmod(not_a_program.c_str(), 0755), 0);
+  Subprocess process({not_a_program}, {}, "");
+  EXPECT_THAT(process.Start(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("cannot run " + not_a_program),
+                             HasSubstr("Exec format error"))));
+  // Nothing is left: the child that could not run was reaped.
+  EXPECT_TRUE(process.Exited());
+  EXPECT_EQ(process.output_fd(), -1);
+  int status;
+  EXPECT_EQ(waitpid(-1, &status, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
+
+  Subprocess missing({TempDir() + "/no_such_program"}, {}, "");
+  EXPECT_THAT(missing.Start(),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("No such file or directory")));
+}
+
+// The launcher's parent is killed with SIGKILL, so it cannot stop its
+// child itself: with a parent death signal, the child goes too.
+TEST(SubprocessTest, ParentDeathSignalStopsTheChildOfAKilledParent) {
+  // Orphans of our children become ours, so that this test can see the
+  // grandchild's end (and reap it) once its parent is gone.
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  int pid_pipe[2];
+  ASSERT_EQ(pipe(pid_pipe), 0);
+  const pid_t parent = fork();
+  ASSERT_GE(parent, 0);
+  if (parent == 0) {
+    // The launcher: starts a long-running child, says which, and waits
+    // to be killed. (This test's process has no other threads.)
+    close(pid_pipe[0]);
+    Subprocess child({"/bin/sleep", "1000"}, {}, "");
+    child.set_own_process_group(true);
+    child.set_parent_death_signal(SIGTERM);
+    if (!child.Start().ok()) _exit(2);
+    const pid_t pid = child.pid();
+    if (write(pid_pipe[1], &pid, sizeof(pid)) != sizeof(pid)) _exit(3);
+    while (true) pause();
+  }
+  close(pid_pipe[1]);
+  pid_t grandchild = -1;
+  const ssize_t n = read(pid_pipe[0], &grandchild, sizeof(grandchild));
+  close(pid_pipe[0]);
+  ASSERT_EQ(n, static_cast<ssize_t>(sizeof(grandchild)));
+
+  ASSERT_EQ(kill(parent, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(parent, &status, 0), parent);
+  ASSERT_TRUE(WIFSIGNALED(status));
+
+  // A bound, not an expected time: the signal comes as the parent exits.
+  status = WaitForExit(grandchild, absl::Now() + absl::Seconds(30));
+  if (status == -1) {
+    kill(grandchild, SIGKILL);
+    waitpid(grandchild, &status, 0);
+    ADD_FAILURE() << "the child outlived its killed parent by 30 s";
+  } else {
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM)
+        << "wait status " << status;
+  }
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+}  // namespace
+}  // namespace psflow
