@@ -259,10 +259,13 @@ absl::StatusOr<std::optional<EvaluationReport>> Evaluator::EvaluateCheckpointAt(
   }
   RETURN_IF_ERROR(report.status());
   if (!loop.best.has_value() || report->accuracy() > loop.best->accuracy) {
-    loop.best =
-        BestRecord{report->global_step(), report->accuracy(), report->loss()};
-    absl::Status kept = KeepAsBest(loop.checkpoint_dir, path, *loop.best);
+    const BestRecord record{report->global_step(), report->accuracy(),
+                            report->loss()};
+    absl::Status kept = KeepAsBest(loop.checkpoint_dir, path, record);
     if (kept.ok()) {
+      // Only what was copied is the best: a record refused (a non-finite
+      // loss) or lost to I/O leaves the next checkpoint its chance.
+      loop.best = record;
       LOG(INFO) << "new best checkpoint: " << path << " (accuracy "
                 << report->accuracy() << ")";
     } else {
