@@ -2,7 +2,7 @@
 // little-endian (docs/checkpoint-format.md):
 //
 //   magic     8 bytes  "psflowCK"
-//   version   u32      1
+//   version   u32      1, or 2 with embedding tables (below)
 //   length    u64      N
 //   index     N bytes  a serialized CheckpointIndex (proto/checkpoint.proto)
 //   crc       u32      masked CRC-32C of the N index bytes
