@@ -257,13 +257,16 @@ absl::Status Chief::InitializeModel() {
 absl::Status Chief::Train() {
   RETURN_IF_ERROR(AwaitWorkers(startup_deadline_));
   coordinator_.EndStartup();
-  training_start_ = parts_.clock->Now();
+  absl::Time start = parts_.clock->Now();
+  {
+    MutexLock lock(&end_mu_);  // the result (WriteResult) reads it
+    training_start_ = start;
+  }
   while (true) {
     RETURN_IF_ERROR(SuperviseTraining());
     LOG(INFO) << "training finished after "
-              << absl::FormatDuration(
-                     absl::Trunc(parts_.clock->Now() - training_start_,
-                                 absl::Milliseconds(100)));
+              << absl::FormatDuration(absl::Trunc(parts_.clock->Now() - start,
+                                                  absl::Milliseconds(100)));
     ASSIGN_OR_RETURN(const FinalSave saved, SaveFinalCheckpoint());
     if (saved == FinalSave::kSaved) return absl::OkStatus();
     // Restored to an earlier step: the workers train the rest again.
@@ -344,6 +347,8 @@ absl::Status Chief::SuperviseTraining() {
   coordinator_.SetActivity("supervising training");
   if (termination != nullptr) termination->SetTraining(true);
   absl::Status supervised = supervisor.Supervise();
+  // A signal from now on stops the job "after training" (StopOnSignal).
+  training_over_ = true;
   if (termination != nullptr) termination->SetTraining(false);
   RETURN_IF_ERROR(supervised);
   if (coordinator_.state() == FAILED) {
@@ -477,6 +482,34 @@ absl::StatusOr<bool> Chief::KeepFinalModel(bool wait_for_servers) {
 
 absl::Status Chief::Finish(absl::Status result) {
   watch_.reset();  // the servers are about to stop
+  MutexLock lock(&end_mu_);
+  if (ended_) return stopped_;  // a signal's stop ended the job
+  ended_ = true;
+  EndJobLocked(result, result.ok() ? "job finished" : "job failed",
+               absl::Seconds(10));
+  return result;
+}
+
+void Chief::StopOnSignal(const std::string& signal) {
+  // After a Finish under way, which is bounded too.
+  MutexLock lock(&end_mu_);
+  if (ended_) return;
+  ended_ = true;
+  const bool after = training_over_;
+  stopped_ = absl::CancelledError(
+      absl::StrCat("stopped by ", signal, after ? " after" : " before",
+                   " training (while ", coordinator_.activity(), ")",
+                   after ? "" : "; start the job again to train it"));
+  LOG(WARNING) << stopped_.message()
+               << ": failing the job and telling the parameter servers to "
+                  "stop";
+  EndJobLocked(stopped_,
+               absl::StrCat("job stopped (", signal, " to the chief)"),
+               policy_.stop_timeout);
+}
+
+void Chief::EndJobLocked(const absl::Status& result, const std::string& reason,
+                         absl::Duration shutdown_timeout) {
   if (result.ok()) {
     coordinator_.Succeed();
   } else {
@@ -493,8 +526,7 @@ absl::Status Chief::Finish(absl::Status result) {
   LOG(INFO) << "stopping " << parts_.client->num_shards()
             << " parameter servers";
   coordinator_.SetActivity("stopping the parameter servers");
-  absl::Status shutdown =
-      parts_.client->ShutdownAll(result.ok() ? "job finished" : "job failed");
+  absl::Status shutdown = parts_.client->ShutdownAll(reason, shutdown_timeout);
   coordinator_.servers().RecordShutdown(shutdown, parts_.clock->Now());
   if (!shutdown.ok()) LOG(WARNING) << shutdown.message();
   coordinator_.SetActivity(absl::StrCat(
@@ -511,7 +543,6 @@ absl::Status Chief::Finish(absl::Status result) {
                     "gone and exit";
   }
   coordinator_.SetActivity("exiting");
-  return result;
 }
 
 absl::Status Chief::WriteResult() const {

@@ -16,11 +16,12 @@
 //   Evaluate  the final evaluation: the evaluator's, or the chief's own;
 //   Finish    record the outcome, stop the servers, let the tasks hear it.
 //
-// Run() does all four in order. One thread calls a Chief; everything in
-// ChiefParts must outlive it.
+// Run() does all four in order. One thread calls a Chief (but
+// StopOnSignal, from any); everything in ChiefParts must outlive it.
 #ifndef PSFLOW_CHIEF_CHIEF_H_
 #define PSFLOW_CHIEF_CHIEF_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -37,6 +38,7 @@
 #include "client/ps_client.h"
 #include "common/clock.h"
 #include "common/metrics/event_file_writer.h"
+#include "common/mutex.h"
 #include "model/model.h"
 #include "proto/coordinator.pb.h"
 
@@ -77,6 +79,9 @@ struct ChiefPolicy {
   std::string result_file;
   // How long the other tasks get to hear the outcome before Finish returns.
   absl::Duration outcome_wait = absl::Seconds(5);
+  // StopOnSignal: how long the parameter servers get to hear the stop
+  // (the tasks then get outcome_wait).
+  absl::Duration stop_timeout = absl::Seconds(5);
 };
 
 class Chief {
@@ -105,8 +110,19 @@ class Chief {
   // job).
   absl::Status Train();
   absl::Status Evaluate();
-  // Ends the job with `result` (see above); returns it.
+  // Ends the job with `result` (see above); returns it. Once StopOnSignal
+  // ended the job, returns the stop's cause instead and does nothing.
   absl::Status Finish(absl::Status result);
+
+  // A signal outside training (termination.h), from its own thread while
+  // this Chief's thread may be anywhere (waiting for servers or workers,
+  // initializing, saving, evaluating): ends the job now, in bounded time,
+  // as Finish does: the job fails ("stopped by SIGTERM before training
+  // (while <activity>)", or "after training"), the result is written, the
+  // parameter servers are told to stop (policy stop_timeout) and the tasks
+  // get outcome_wait to hear it. Returns once done (after Finish, when it
+  // is under way); does nothing once the job ended.
+  void StopOnSignal(const std::string& signal);
 
   // The step of the newest checkpoint of this job the model started from
   // (restored, or the initial one); -1 when none.
@@ -135,7 +151,12 @@ class Chief {
   // OK when every server answers holding its variables (recovery.h).
   absl::Status CheckServers();
   RecoveryOptions Recovery() const;
-  absl::Status WriteResult() const;
+  // Finish's part after the watch: the outcome, the result, the servers'
+  // stop (each call bounded by `shutdown_timeout`), the tasks' hearing.
+  void EndJobLocked(const absl::Status& result, const std::string& reason,
+                    absl::Duration shutdown_timeout)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(end_mu_);
+  absl::Status WriteResult() const ABSL_SHARED_LOCKS_REQUIRED(end_mu_);
 
   const ChiefParts parts_;
   const ChiefPolicy policy_;
@@ -147,9 +168,17 @@ class Chief {
   // The final checkpoint (SaveFinalCheckpoint): the trained model, which
   // KeepFinalModel restores; empty when the job saves none.
   std::string final_checkpoint_;
-  absl::Time training_start_;
   // Polls the servers' Stats from Prepare's end to Finish.
   std::unique_ptr<ServerWatch> watch_;
+  // Training ended (the supervisor returned): a signal now stops the job
+  // "after training".
+  std::atomic<bool> training_over_{false};
+  // Orders Finish and StopOnSignal: the job ends once.
+  mutable Mutex end_mu_;
+  bool ended_ ABSL_GUARDED_BY(end_mu_) = false;
+  // What StopOnSignal ended the job with.
+  absl::Status stopped_ ABSL_GUARDED_BY(end_mu_);
+  absl::Time training_start_ ABSL_GUARDED_BY(end_mu_);
 };
 
 }  // namespace psflow

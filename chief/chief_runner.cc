@@ -24,6 +24,7 @@
 #include "common/logging.h"
 #include "common/metrics/event_file_writer.h"
 #include "common/metrics/system_metrics_logger.h"
+#include "common/mutex.h"
 #include "common/port_file.h"
 #include "common/status_macros.h"
 #include "data/training_data.h"
@@ -157,17 +158,131 @@ JobSpec SpecFor(const ChiefOptions& options, const TrainingData& train,
   return spec;
 }
 
+ChiefPolicy PolicyFor(const ChiefOptions& options) {
+  ChiefPolicy policy;
+  policy.startup_timeout = options.startup_timeout;
+  policy.ps_return_timeout = options.ps_return_timeout;
+  policy.final_evaluation_timeout = options.final_evaluation_timeout;
+  policy.log_interval = options.log_interval;
+  policy.has_evaluator = options.tf_config.cluster.HasJob(TaskType::kEvaluator);
+  policy.evaluation_threads =
+      std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  policy.result_file = options.result_file;
+  return policy;
+}
+
+// A Chief that can only end the job (its model unplanned): it stops every
+// parameter server of the TF_CONFIG.
+class EndingChief {
+ public:
+  EndingChief(const ChiefOptions& options, JobCoordinator& coordinator) {
+    ParameterClient::Options shutdown_options;
+    shutdown_options.rpc_timeout = absl::Seconds(5);
+    client_ = ConnectToParameterServers(options.tf_config, Placement(),
+                                        shutdown_options, options.security);
+    ChiefParts parts;
+    parts.coordinator = &coordinator;
+    parts.client = client_.get();
+    chief_ = std::make_unique<Chief>(std::move(parts), PolicyFor(options),
+                                     JobSpec(), nullptr);
+  }
+  Chief& chief() { return *chief_; }
+
+ private:
+  std::unique_ptr<ParameterClient> client_;
+  std::unique_ptr<Chief> chief_;
+};
+
+// A signal outside training (termination.h) ends the job from the stop's
+// own thread, whatever the chief's thread is doing: through the Chief
+// once it is built (Chief::StopOnSignal), before that as a job that
+// failed before it was planned; then the checkpoint directory is released
+// (a crash would leave it to the next chief to take over). The chief's
+// thread hands over what the stop needs as it gets it. Installed for
+// RunChief's whole run.
+class SignalStop {
+ public:
+  SignalStop(const ChiefOptions& options, JobCoordinator& coordinator)
+      : options_(options), coordinator_(coordinator) {
+    if (options_.termination != nullptr) {
+      options_.termination->SetStopHandler(
+          [this](const std::string& signal) { Stop(signal); });
+    }
+  }
+  // Waits for a stop under way (the process then exits); releases the
+  // checkpoint directory.
+  ~SignalStop() {
+    if (options_.termination != nullptr) {
+      options_.termination->ClearStopHandler();
+    }
+  }
+
+  // The checkpoint directory's lock, released when the job ends (at once
+  // when a stop ended it already).
+  void HoldLock(std::unique_ptr<DirectoryLock> lock) {
+    MutexLock hold(&mu_);
+    if (!ended_) lock_ = std::move(lock);
+  }
+  // The chief that runs the job from now on; false when a stop ended the
+  // job already (the chief must not run it).
+  bool SetChief(Chief* chief) {
+    MutexLock hold(&mu_);
+    if (ended_) return false;
+    chief_ = chief;
+    return true;
+  }
+  // The chief returned: the job ended.
+  void ChiefReturned() {
+    MutexLock hold(&mu_);
+    chief_ = nullptr;
+    ended_ = true;
+  }
+  // Ends a job that failed before it was planned (its servers still stop),
+  // unless a stop ended it.
+  absl::Status FailBeforePlanned(absl::Status cause) {
+    MutexLock hold(&mu_);
+    if (ended_) return cause;
+    ended_ = true;
+    return EndingChief(options_, coordinator_).chief().Finish(std::move(cause));
+  }
+
+ private:
+  void Stop(const std::string& signal) {
+    MutexLock hold(&mu_);
+    if (!ended_) {
+      ended_ = true;
+      if (chief_ != nullptr) {
+        chief_->StopOnSignal(signal);
+      } else {
+        EndingChief(options_, coordinator_).chief().StopOnSignal(signal);
+      }
+    }
+    if (lock_ != nullptr) {
+      lock_.reset();
+      LOG(INFO) << "released the checkpoint directory";
+    }
+  }
+
+  const ChiefOptions& options_;
+  JobCoordinator& coordinator_;
+  Mutex mu_;
+  Chief* chief_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  std::unique_ptr<DirectoryLock> lock_ ABSL_GUARDED_BY(mu_);
+};
+
 // What the chief needs before it acts on the servers: the job planned
 // from its training data, the test data checked, the checkpoint directory
-// held. Held for the job's life.
+// held (by `stop`, for the job's life).
 struct PlannedJob {
   JobPlan plan;
   JobSpec spec;
-  std::unique_ptr<DirectoryLock> checkpoint_lock;  // null: no checkpoints
+  bool checkpoints = false;  // the directory is locked
 };
 
 absl::StatusOr<PlannedJob> PlanTheJob(const ChiefOptions& options,
-                                      JobCoordinator& coordinator) {
+                                      JobCoordinator& coordinator,
+                                      SignalStop& stop) {
   const TfConfig& tf = options.tf_config;
   const JobConfig& job = options.job;
   ASSIGN_OR_RETURN(const TrainingData train, DescribeTrainingData(job));
@@ -183,14 +298,16 @@ absl::StatusOr<PlannedJob> PlanTheJob(const ChiefOptions& options,
   if (CheckpointsConfigured(options)) {
     const std::string directory = CheckpointOptions(options).directory;
     ASSIGN_OR_RETURN(
-        planned.checkpoint_lock,
+        std::unique_ptr<DirectoryLock> lock,
         DirectoryLock::Acquire(directory, absl::StrCat("job ", job.name(), ", ",
                                                        tf.task.ToString())));
-    if (!planned.checkpoint_lock->previous_holder().empty()) {
+    if (!lock->previous_holder().empty()) {
       LOG(WARNING) << "took over the checkpoint directory from "
-                   << planned.checkpoint_lock->previous_holder()
+                   << lock->previous_holder()
                    << ", which ended without releasing it (a crash)";
     }
+    stop.HoldLock(std::move(lock));
+    planned.checkpoints = true;
     // Every task learns the resolved directory (the evaluator reads it).
     planned.spec.mutable_config()->mutable_checkpoint()->set_directory(
         directory);
@@ -226,33 +343,6 @@ std::unique_ptr<EventFileWriter> OpenChiefMetrics(const ChiefOptions& options) {
   return *std::move(writer);
 }
 
-ChiefPolicy PolicyFor(const ChiefOptions& options) {
-  ChiefPolicy policy;
-  policy.startup_timeout = options.startup_timeout;
-  policy.ps_return_timeout = options.ps_return_timeout;
-  policy.final_evaluation_timeout = options.final_evaluation_timeout;
-  policy.log_interval = options.log_interval;
-  policy.has_evaluator = options.tf_config.cluster.HasJob(TaskType::kEvaluator);
-  policy.evaluation_threads =
-      std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  policy.result_file = options.result_file;
-  return policy;
-}
-
-// Ends a job that failed before it was planned: the servers still stop.
-absl::Status FailBeforePlanned(absl::Status cause, const ChiefOptions& options,
-                               JobCoordinator& coordinator) {
-  ParameterClient::Options shutdown_options;
-  shutdown_options.rpc_timeout = absl::Seconds(5);
-  std::unique_ptr<ParameterClient> client = ConnectToParameterServers(
-      options.tf_config, Placement(), shutdown_options, options.security);
-  ChiefParts parts;
-  parts.coordinator = &coordinator;
-  parts.client = client.get();
-  return Chief(std::move(parts), PolicyFor(options), JobSpec(), nullptr)
-      .Finish(std::move(cause));
-}
-
 }  // namespace
 
 absl::Status RunChief(const ChiefOptions& chief_options) {
@@ -262,6 +352,8 @@ absl::Status RunChief(const ChiefOptions& chief_options) {
   options.security.chief_incarnation = NewChiefIncarnation();
   const TfConfig& tf = options.tf_config;
   JobCoordinator coordinator(CoordinatorOptions(options));
+  // From here on a signal outside training ends the job properly.
+  SignalStop stop(options, coordinator);
   std::unique_ptr<MetricsRegistry::RefresherHandle> chief_metrics;
   std::unique_ptr<CheckpointMetrics> checkpoint_metrics;
   if (options.metrics_registry != nullptr) {
@@ -284,10 +376,9 @@ absl::Status RunChief(const ChiefOptions& chief_options) {
             << "; serving on port " << server->port() << "; chief incarnation "
             << options.security.chief_incarnation;
 
-  absl::StatusOr<PlannedJob> planned = PlanTheJob(options, coordinator);
+  absl::StatusOr<PlannedJob> planned = PlanTheJob(options, coordinator, stop);
   if (!planned.ok()) {
-    absl::Status failed =
-        FailBeforePlanned(planned.status(), options, coordinator);
+    absl::Status failed = stop.FailBeforePlanned(planned.status());
     server->Stop(absl::Seconds(1));
     return failed;
   }
@@ -296,13 +387,12 @@ absl::Status RunChief(const ChiefOptions& chief_options) {
   std::unique_ptr<ParameterClient> client = ConnectToParameterServers(
       tf, planned->plan.placement, client_options, options.security);
   std::unique_ptr<CheckpointManager> checkpoints;
-  if (planned->checkpoint_lock != nullptr) {
+  if (planned->checkpoints) {
     absl::StatusOr<std::unique_ptr<CheckpointManager>> created =
         CheckpointManager::Create(CheckpointOptions(options, &planned->spec),
                                   client.get());
     if (!created.ok()) {
-      absl::Status failed =
-          FailBeforePlanned(created.status(), options, coordinator);
+      absl::Status failed = stop.FailBeforePlanned(created.status());
       server->Stop(absl::Seconds(1));
       return failed;
     }
@@ -328,7 +418,11 @@ absl::Status RunChief(const ChiefOptions& chief_options) {
   parts.termination = options.termination;
   Chief chief(std::move(parts), PolicyFor(options), planned->spec,
               planned->plan.model.get());
-  absl::Status result = chief.Run();
+  absl::Status result =
+      stop.SetChief(&chief)
+          ? chief.Run()
+          : absl::CancelledError("stopped by a signal before training");
+  stop.ChiefReturned();
   server->Stop(absl::Seconds(1));
   return result;
 }

@@ -62,7 +62,10 @@ struct ChiefOptions {
   // chief binary; worker 0 running the chief's duties writes its own).
   bool system_metrics = false;
   // Optional: SIGINT/SIGTERM while training runs make the chief save a
-  // checkpoint of the current step, then end the job (termination.h).
+  // checkpoint of the current step, then end the job; outside training
+  // they end the job at once, failed, stopping the parameter servers and
+  // releasing the checkpoint directory (termination.h). RunChief installs
+  // its stop handler for its whole run.
   ChiefTermination* termination = nullptr;
 };
 

@@ -8,7 +8,9 @@
 #include <thread>
 
 #include "checkpoint/checkpoint_manager.h"
+#include "chief/termination.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -40,6 +42,7 @@ class ChiefTest : public ::testing::Test {
     JobCoordinator::Options options;
     options.num_workers = 1;
     options.worker_addresses = {{0, "w0:1"}};
+    options.ps_addresses = {{0, "ps0:1"}};
     options.clock = &clock_;
     coordinator_ = std::make_unique<JobCoordinator>(options);
     policy_.startup_timeout = absl::Minutes(2);
@@ -124,6 +127,22 @@ class ChiefTest : public ::testing::Test {
     WorkerTrainsTheJob(done);
     runner.join();
     ASSERT_OK(result);
+  }
+
+  // How `psctl status` shows the parameter server.
+  std::string ServerDetail() const {
+    const JobDescription job = coordinator_->Describe();
+    for (const TaskView& task : job.tasks()) {
+      if (task.task() == "ps-0") return task.detail();
+    }
+    return "no ps-0";
+  }
+
+  std::string ResultFile() const {
+    std::ifstream file(policy_.result_file);
+    std::stringstream json;
+    json << file.rdbuf();
+    return json.str();
   }
 
   std::vector<std::string> Saved() const {
@@ -266,6 +285,92 @@ TEST_F(ChiefTest, ARestoreAskedForAsTheJobEndsIsAnswered) {
   EXPECT_EQ(coordinator_->PendingRestores(), 0);
 }
 
+// SIGTERM while the chief waits for its servers (outside training): the
+// signal's stop ends the job from its own thread, though the chief's is
+// stuck: the job fails naming the signal and what the chief was doing,
+// the result says so, the servers are told to stop, the tasks get their
+// bounded wait to hear it, and only then does the process exit, 143.
+TEST_F(ChiefTest, ASignalBeforeTrainingFailsTheJobAndStopsTheServers) {
+  policy_.result_file = ::testing::TempDir() + "/chief_stopped_result.json";
+  clock_.SetAutoAdvance(true);  // the tasks' wait to hear the outcome
+  struct Exits {
+    Notification exited;
+    std::atomic<int> code{0};
+  };
+  auto exits = std::make_shared<Exits>();
+  ChiefTermination::Options termination_options;
+  termination_options.save_bound = absl::Hours(1);
+  termination_options.stop_bound = absl::Hours(1);
+  termination_options.exit = [exits](int code) {
+    exits->code = code;
+    exits->exited.Notify();
+  };
+  ChiefTermination termination(termination_options);
+  Notification waiting, released;
+  ChiefParts parts = Parts();
+  parts.termination = &termination;
+  parts.await_servers = [&](absl::Time) {
+    waiting.Notify();
+    released.WaitForNotification();  // never answer while the stop runs
+    return absl::UnavailableError("ps-0 at ps0:1 is not healthy");
+  };
+  Chief chief(std::move(parts), policy_, spec_, job_->definition.get());
+  termination.SetStopHandler(
+      [&chief](const std::string& signal) { chief.StopOnSignal(signal); });
+  absl::Status result = absl::UnknownError("not run");
+  std::thread runner([&] { result = chief.Run(); });
+  waiting.WaitForNotification();
+  const absl::Time signalled = clock_.Now();
+  termination.OnSignal("SIGTERM");
+  exits->exited.WaitForNotification();
+  EXPECT_EQ(exits->code, 128 + 15);
+  EXPECT_LE(clock_.Now() - signalled, policy_.outcome_wait)
+      << "the stop waited past its bound";
+  EXPECT_EQ(coordinator_->state(), FAILED);
+  EXPECT_EQ(coordinator_->Status().message(),
+            "stopped by SIGTERM before training (while waiting for the "
+            "parameter servers to answer); start the job again to train it");
+  EXPECT_EQ(ServerDetail(), "told to stop by the chief");
+  EXPECT_THAT(ResultFile(), HasSubstr("\"state\": \"FAILED\""));
+  EXPECT_THAT(ResultFile(), HasSubstr("stopped by SIGTERM before training"));
+  termination.ClearStopHandler();
+  // The chief's thread, once it moves again, changes nothing.
+  released.Notify();
+  runner.join();
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kCancelled,
+                               HasSubstr("stopped by SIGTERM")));
+  EXPECT_EQ(coordinator_->state(), FAILED);
+}
+
+// SIGINT after training (here: after the final save, before the final
+// evaluation): the job fails naming it, the servers stop; the chief's own
+// Finish afterwards ends nothing again.
+TEST_F(ChiefTest, ASignalAfterTrainingFailsTheJobAndStopsTheServers) {
+  UseCheckpoints();
+  auto chief = NewChief();
+  ASSERT_OK(chief->Prepare());
+  TrainToTheEnd(*chief);
+  clock_.SetAutoAdvance(true);  // the worker never asks again
+  chief->StopOnSignal("SIGINT");
+  EXPECT_EQ(coordinator_->state(), FAILED);
+  EXPECT_EQ(coordinator_->Status().message(),
+            "stopped by SIGINT after training (while saving the final "
+            "checkpoint)");
+  EXPECT_EQ(ServerDetail(), "told to stop by the chief");
+  EXPECT_THAT(chief->Finish(absl::OkStatus()),
+              StatusIs(absl::StatusCode::kCancelled));
+  EXPECT_EQ(coordinator_->state(), FAILED) << "not SUCCEEDED after the stop";
+}
+
+// A signal once Finish ended the job changes nothing.
+TEST_F(ChiefTest, ASignalAfterTheJobEndedChangesNothing) {
+  clock_.SetAutoAdvance(true);
+  auto chief = NewChief();
+  ASSERT_OK(chief->Finish(absl::OkStatus()));
+  chief->StopOnSignal("SIGTERM");
+  EXPECT_EQ(coordinator_->state(), SUCCEEDED);
+}
+
 // Workers that never join fail the job at the startup deadline, measured
 // on the chief's clock (simulated: two minutes pass in milliseconds).
 TEST_F(ChiefTest, WorkersThatNeverJoinFailTheJobAtTheStartupDeadline) {
@@ -307,11 +412,8 @@ TEST_F(ChiefTest, AJobTrainedToItsEndSucceedsWithItsFinalCheckpoint) {
   ASSERT_OK(result);
   EXPECT_EQ(coordinator_->state(), SUCCEEDED);
   EXPECT_THAT(Saved(), ElementsAre("ckpt-0", "ckpt-5"));
-  std::ifstream file(policy_.result_file);
-  std::stringstream json;
-  json << file.rdbuf();
-  EXPECT_THAT(json.str(), HasSubstr("\"state\": \"SUCCEEDED\""));
-  EXPECT_THAT(json.str(), HasSubstr("\"global_step\": 5"));
+  EXPECT_THAT(ResultFile(), HasSubstr("\"state\": \"SUCCEEDED\""));
+  EXPECT_THAT(ResultFile(), HasSubstr("\"global_step\": 5"));
 }
 
 // A server lost after training, for good: the chief's own evaluation of

@@ -1,15 +1,29 @@
 // SIGINT/SIGTERM to the chief. Kubernetes sends SIGTERM before it evicts or
 // preempts a pod, then SIGKILL after terminationGracePeriodSeconds; Ctrl-C
-// on `psctl local` sends SIGINT. While training runs, the first signal asks
-// the TrainingSupervisor to pause the workers and save a checkpoint of the
-// current step before the job ends (a preemption save, as TensorFlow's
-// PreemptionCheckpointHandler does); the process exits 128 + the signal.
-// The save is bounded: a process still running `save_bound` after the
-// signal exits anyway. A second signal, or one outside training (nothing
-// to save that the servers do not hold), exits at once.
+// on `psctl local` sends SIGINT. Whatever the chief is doing, the first
+// signal ends the job properly, in bounded time, and the process exits
+// 128 + the signal:
+//
+//  - while training runs, it asks the TrainingSupervisor to pause the
+//    workers and save a checkpoint of the current step before the job ends
+//    (a preemption save, as TensorFlow's PreemptionCheckpointHandler does);
+//    a process still running `save_bound` after the signal exits anyway;
+//  - outside training (starting up, planning, initializing, the final
+//    save, the final evaluation, ending the job) there is nothing to save
+//    that the servers do not hold: the stop handler the chief installed
+//    (chief_runner.cc) runs on a thread of its own: it fails the job
+//    naming the signal, tells the parameter servers to stop, lets the
+//    tasks hear the outcome (bounded), writes the result and releases the
+//    checkpoint directory; then the process exits. One still running
+//    `stop_bound` after the signal exits anyway. Without a handler (before
+//    the chief started, after it ended) the process exits at once.
+//
+// A second signal exits at once.
 #ifndef PSFLOW_CHIEF_TERMINATION_H_
 #define PSFLOW_CHIEF_TERMINATION_H_
 
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -20,8 +34,24 @@ namespace psflow {
 
 class ChiefTermination {
  public:
-  explicit ChiefTermination(absl::Duration save_bound)
-      : save_bound_(save_bound) {}
+  struct Options {
+    // How long the preemption save during training may take.
+    absl::Duration save_bound = absl::Seconds(60);
+    // How long the stop outside training may take: the servers' stop
+    // request and the tasks' hearing of the outcome (a few seconds each)
+    // fit well inside it, and it inside Kubernetes' default 30 s grace.
+    absl::Duration stop_bound = absl::Seconds(15);
+    // Ends the process with a status (tests record it instead; it then
+    // returns).
+    std::function<void(int)> exit;  // default: std::_Exit
+  };
+  explicit ChiefTermination(absl::Duration save_bound);
+  explicit ChiefTermination(Options options);
+  // Cancels the bounds' exits still pending (tests; a process exits).
+  ~ChiefTermination();
+
+  ChiefTermination(const ChiefTermination&) = delete;
+  ChiefTermination& operator=(const ChiefTermination&) = delete;
 
   // From the signal thread (common/signals.h), with "SIGINT" or "SIGTERM".
   void OnSignal(const std::string& signal);
@@ -32,14 +62,32 @@ class ChiefTermination {
   int ExitCode(int otherwise) const;
 
   // Brackets the training the supervisor runs: signals in between are
-  // saved for; others exit at once.
+  // saved for; others run the stop handler. Once a stop outside training
+  // began, training does not begin (the process is about to exit).
   void SetTraining(bool training);
 
+  // What a signal outside training runs (see above), with the signal's
+  // name, before the process exits. While the handler runs, these two
+  // wait for it to return (what it uses must outlive it).
+  using StopHandler = std::function<void(const std::string& signal)>;
+  void SetStopHandler(StopHandler handler);
+  void ClearStopHandler() { SetStopHandler(nullptr); }
+
  private:
-  const absl::Duration save_bound_;
+  // From a thread of its own: once `bound` has passed, logs `why` and
+  // exits with `code`, unless this object went first.
+  void ExitAfter(absl::Duration bound, int code, std::string why);
+
+  const Options options_;
+  // Notified when this object goes: pending bounds do not exit.
+  const std::shared_ptr<Notification> gone_ = std::make_shared<Notification>();
   mutable Mutex mu_;
   std::optional<std::string> requested_ ABSL_GUARDED_BY(mu_);
   bool training_ ABSL_GUARDED_BY(mu_) = false;
+  StopHandler stop_handler_ ABSL_GUARDED_BY(mu_);
+  // A signal outside training began the stop; the handler runs now.
+  bool stop_began_ ABSL_GUARDED_BY(mu_) = false;
+  bool handler_running_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace psflow

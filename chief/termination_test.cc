@@ -1,12 +1,49 @@
 #include "chief/termination.h"
 
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "common/mutex.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace psflow {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::ExitedWithCode;
+
+// The exits a ChiefTermination asked for, instead of exiting (shared with
+// its threads, which may outlive a test's locals).
+struct Exits {
+  mutable Mutex mu;
+  std::vector<int> codes ABSL_GUARDED_BY(mu);
+  void Record(int code) {
+    MutexLock lock(&mu);
+    codes.push_back(code);
+  }
+  // Blocks until `count` exits were asked for; their codes.
+  std::vector<int> Await(size_t count) const {
+    MutexLock lock(&mu);
+    auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+      return codes.size() >= count;
+    };
+    mu.Await(Condition(&enough));
+    return codes;
+  }
+};
+
+ChiefTermination::Options Recording(
+    const std::shared_ptr<Exits>& exits,
+    absl::Duration stop_bound = absl::Hours(1)) {
+  ChiefTermination::Options options;
+  options.save_bound = absl::Hours(1);
+  options.stop_bound = stop_bound;
+  options.exit = [exits](int code) { exits->Record(code); };
+  return options;
+}
 
 TEST(ChiefTerminationTest, ASignalDuringTrainingAsksForTheSave) {
   ChiefTermination termination(absl::Hours(1));
@@ -18,10 +55,86 @@ TEST(ChiefTerminationTest, ASignalDuringTrainingAsksForTheSave) {
   EXPECT_EQ(termination.ExitCode(1), 128 + 15);
 }
 
-TEST(ChiefTerminationDeathTest, ASignalOutsideTrainingExitsAtOnce) {
+// Outside training the chief's stop handler ends the job (fails it, stops
+// the servers, releases the checkpoint directory), on a thread of its own,
+// and only then does the process exit.
+TEST(ChiefTerminationTest, ASignalOutsideTrainingRunsTheStopThenExits) {
+  auto exits = std::make_shared<Exits>();
+  ChiefTermination termination(Recording(exits));
+  Notification release;
+  std::atomic<bool> stopped{false};
+  std::string stopped_for;
+  termination.SetStopHandler([&](const std::string& signal) {
+    stopped_for = signal;
+    release.WaitForNotification();
+    stopped = true;
+  });
+  termination.OnSignal("SIGTERM");  // returns: the stop runs elsewhere
+  EXPECT_EQ(termination.requested(), "SIGTERM");
+  EXPECT_FALSE(stopped);
+  release.Notify();
+  EXPECT_THAT(exits->Await(1), ElementsAre(128 + 15));
+  EXPECT_TRUE(stopped) << "exited before the stop was done";
+  EXPECT_EQ(stopped_for, "SIGTERM");
+  termination.ClearStopHandler();
+}
+
+// Training began after the stop was asked for: no save is made for it.
+TEST(ChiefTerminationTest, TrainingDoesNotBeginOnceAStopWasAskedFor) {
+  auto exits = std::make_shared<Exits>();
+  ChiefTermination termination(Recording(exits));
+  termination.SetStopHandler([](const std::string&) {});
+  termination.OnSignal("SIGINT");
+  EXPECT_THAT(exits->Await(1), ElementsAre(128 + 2));
+  termination.SetTraining(true);
+  termination.OnSignal("SIGINT");  // a second signal: at once
+  EXPECT_THAT(exits->Await(2), ElementsAre(128 + 2, 128 + 2));
+  termination.ClearStopHandler();
+}
+
+TEST(ChiefTerminationTest, ASecondSignalDuringTheStopExitsAtOnce) {
+  auto exits = std::make_shared<Exits>();
+  ChiefTermination termination(Recording(exits));
+  Notification release;
+  termination.SetStopHandler(
+      [&](const std::string&) { release.WaitForNotification(); });
+  termination.OnSignal("SIGTERM");
+  termination.OnSignal("SIGINT");
+  EXPECT_THAT(exits->Await(1), ElementsAre(128 + 2));
+  release.Notify();
+  exits->Await(2);  // the stop's thread ends too
+  termination.ClearStopHandler();
+}
+
+TEST(ChiefTerminationTest, AStopOverrunningItsBoundExits) {
+  auto exits = std::make_shared<Exits>();
+  ChiefTermination termination(Recording(exits, absl::Milliseconds(10)));
+  Notification release;
+  termination.SetStopHandler(
+      [&](const std::string&) { release.WaitForNotification(); });
+  termination.OnSignal("SIGTERM");
+  EXPECT_THAT(exits->Await(1), ElementsAre(128 + 15));
+  release.Notify();
+  exits->Await(2);
+  termination.ClearStopHandler();
+}
+
+TEST(ChiefTerminationDeathTest, WithoutAStopHandlerASignalExitsAtOnce) {
   ChiefTermination termination(absl::Hours(1));
   EXPECT_EXIT(termination.OnSignal("SIGINT"), ExitedWithCode(128 + 2),
               "received SIGINT; exiting");
+}
+
+TEST(ChiefTerminationDeathTest, TheStopEndsTheProcess) {
+  EXPECT_EXIT(
+      {
+        ChiefTermination termination(absl::Hours(1));
+        termination.SetStopHandler([](const std::string&) {});
+        termination.OnSignal("SIGTERM");
+        Notification never;  // the chief's thread, stuck
+        never.WaitForNotification();
+      },
+      ExitedWithCode(128 + 15), "the job is stopped \\(SIGTERM\\); exiting");
 }
 
 TEST(ChiefTerminationDeathTest, ASecondSignalExitsAtOnce) {
