@@ -3,8 +3,9 @@
 //   chief --job=configs/fashion_mnist_mlp.json [--tf_config=<file or JSON>]
 //
 // Exits 0 when the job succeeded, 1 with the reason otherwise, 128 + the
-// signal when SIGINT/SIGTERM stopped it (after the preemption save,
-// termination.h).
+// signal when SIGINT/SIGTERM stopped it: during training after the
+// preemption save, outside it after failing the job and stopping the
+// parameter servers (bounded; termination.h).
 #include <atomic>
 #include <cstdlib>
 #include <string>
