@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -20,17 +20,17 @@ using ::testing::ElementsAre;
 // One test: the watch is once per process.
 TEST(SignalsTest, EachWatchedSignalReachesTheCallbackByName) {
   BlockTerminationSignals(Hangup::kStop);
-  absl::Mutex mu;
+  Mutex mu;
   std::vector<std::string> received;
   WatchTerminationSignals(
       [&](const std::string& name) {
-        absl::MutexLock lock(&mu);
+        MutexLock lock(&mu);
         received.push_back(name);
       },
       Hangup::kStop);
   // With Hangup::kDefault, SIGHUP would end this process instead.
   for (int signal : {SIGTERM, SIGINT, SIGHUP}) {
-    absl::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     const size_t before = received.size();
     ASSERT_EQ(kill(getpid(), signal), 0);
     struct Arrived {
@@ -43,7 +43,7 @@ TEST(SignalsTest, EachWatchedSignalReachesTheCallbackByName) {
                                     absl::Seconds(30)))
         << "no callback for signal " << signal;
   }
-  absl::MutexLock lock(&mu);
+  MutexLock lock(&mu);
   EXPECT_THAT(received, ElementsAre("SIGTERM", "SIGINT", "SIGHUP"));
 }
 
