@@ -345,7 +345,10 @@ absl::Status Chief::SuperviseTraining() {
   policy.max_tick = std::min(policy_.log_interval, policy.max_tick);
   TrainingSupervisor supervisor(std::move(parts), policy, restored_step_);
   coordinator_.SetActivity("supervising training");
-  if (termination != nullptr) termination->SetTraining(true);
+  if (termination != nullptr && !termination->SetTraining(true)) {
+    // A signal's stop is under way (StopOnSignal): nothing to supervise.
+    return absl::CancelledError("stopped by a signal before training began");
+  }
   absl::Status supervised = supervisor.Supervise();
   // A signal from now on stops the job "after training" (StopOnSignal).
   training_over_ = true;

@@ -94,14 +94,17 @@ void ChiefTermination::OnSignal(const std::string& signal) {
                          absl::FormatDuration(options_.stop_bound),
                          "; exiting without it"));
   // Not on the signal thread: a second signal must still reach OnSignal.
-  std::thread([this, stop = std::move(stop), signal, code] {
+  // Once handler_running_ is false the process may be exiting and this
+  // object gone (main's statics): the thread uses only its own copies.
+  std::thread([this, stop = std::move(stop), exit = options_.exit, signal,
+               code] {
     stop(signal);
     {
       MutexLock lock(&mu_);
       handler_running_ = false;
     }
     LOG(WARNING) << "the job is stopped (" << signal << "); exiting";
-    options_.exit(code);
+    exit(code);
   }).detach();
 }
 
@@ -115,11 +118,12 @@ int ChiefTermination::ExitCode(int otherwise) const {
   return requested_.has_value() ? 128 + SignalNumber(*requested_) : otherwise;
 }
 
-void ChiefTermination::SetTraining(bool training) {
+bool ChiefTermination::SetTraining(bool training) {
   MutexLock lock(&mu_);
   // A stop outside training was asked for: training must not begin now.
-  if (training && requested_.has_value() && !training_) return;
+  if (training && requested_.has_value() && !training_) return false;
   training_ = training;
+  return true;
 }
 
 void ChiefTermination::SetStopHandler(StopHandler handler) {

@@ -63,8 +63,9 @@ class ChiefTermination {
 
   // Brackets the training the supervisor runs: signals in between are
   // saved for; others run the stop handler. Once a stop outside training
-  // began, training does not begin (the process is about to exit).
-  void SetTraining(bool training);
+  // began, training does not begin: SetTraining(true) returns false and
+  // the caller must not train (the process is about to exit).
+  bool SetTraining(bool training);
 
   // What a signal outside training runs (see above), with the signal's
   // name, before the process exits. While the handler runs, these two

@@ -86,8 +86,8 @@ TEST(ChiefTerminationTest, TrainingDoesNotBeginOnceAStopWasAskedFor) {
   termination.SetStopHandler([](const std::string&) {});
   termination.OnSignal("SIGINT");
   EXPECT_THAT(exits->Await(1), ElementsAre(128 + 2));
-  termination.SetTraining(true);
-  termination.OnSignal("SIGINT");  // a second signal: at once
+  EXPECT_FALSE(termination.SetTraining(true));  // the caller must not train
+  termination.OnSignal("SIGINT");               // a second signal: at once
   EXPECT_THAT(exits->Await(2), ElementsAre(128 + 2, 128 + 2));
   termination.ClearStopHandler();
 }

@@ -46,6 +46,13 @@ absl::Status TrainingSupervisor::Supervise() {
     if (parts_.coordinator->WaitForTrainingEnd(NextTick())) break;
     RETURN_IF_ERROR(Tick());
   }
+  // A signal that came while the last steps ran was promised a save and a
+  // stop (termination.h): keep it, rather than go on to the final work.
+  if (parts_.stop_requested) {
+    if (std::optional<std::string> signal = parts_.stop_requested()) {
+      return SaveAndStop(*signal);
+    }
+  }
   // A last progress line and metrics, with the workers' final reports: a
   // job shorter than the log interval has them too.
   LogProgress(/*at_end=*/true);

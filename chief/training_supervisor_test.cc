@@ -396,6 +396,21 @@ TEST_F(TrainingSupervisorTest, AStopRequestSavesTheCurrentStepAndEndsTraining) {
   EXPECT_EQ(job_->coordinator->state(), PAUSED);
 }
 
+// A signal that came while training ended (after the loop's last look) is
+// still acted on: the chief was promised a save and a stop.
+TEST_F(TrainingSupervisorTest, AStopRequestAsTrainingEndsIsKept) {
+  int looks = 0;
+  parts_.stop_requested = [&looks]() -> std::optional<std::string> {
+    if (looks++ == 0) return std::nullopt;
+    return "SIGTERM";
+  };
+  TrainingSupervisor supervisor(parts_, policy_, -1);
+  job_->coordinator->Fail("worker-0 reported an error");
+  EXPECT_THAT(supervisor.Supervise(), StatusIs(absl::StatusCode::kCancelled,
+                                               HasSubstr("received SIGTERM")));
+  EXPECT_GE(looks, 2);
+}
+
 TEST_F(TrainingSupervisorTest, AStopRequestWithoutCheckpointsSaysSo) {
   parts_.stop_requested = [] { return std::optional<std::string>("SIGINT"); };
   TrainingSupervisor supervisor(parts_, policy_, -1);
