@@ -33,14 +33,17 @@ constexpr int kDim = 4;
 
 // `num_ps` in-process servers holding "dense" (3 x 2) and, with `tables`,
 // the embedding table "emb" (dimension 4, Adagrad).
-// `last_budget`: the last server's --max_variable_bytes (0: none).
+// `last_budget`: the last server's --max_variable_bytes (0: none);
+// `extra_table`: a second table "emb1" like "emb".
 struct Cluster {
-  explicit Cluster(int num_ps, bool tables = true, int64_t last_budget = 0) {
+  explicit Cluster(int num_ps, bool tables = true, int64_t last_budget = 0,
+                   bool extra_table = false) {
     absl::StatusOr<Placement> placed =
         PlaceVariables({{"dense", {3, 2}}}, num_ps, 1 << 20);
     EXPECT_OK(placed);
     placement = *placed;
     if (tables) placement.tables.push_back({"emb", kDim});
+    if (extra_table) placement.tables.push_back({"emb1", kDim});
     std::vector<std::unique_ptr<PsShard>> shards;
     for (int i = 0; i < num_ps; ++i) {
       ParameterServerCore::Options options;
@@ -60,20 +63,25 @@ struct Cluster {
     EXPECT_OK(client->Configure(configure));
     EXPECT_OK(client->CreateVariables());
     if (tables) {
-      EmbeddingTableSpec spec;
-      spec.set_name("emb");
-      spec.set_dim(kDim);
-      spec.mutable_initializer()->set_seed(9);
-      EXPECT_OK(client->CreateTables({spec}));
+      std::vector<EmbeddingTableSpec> specs;
+      for (const char* name : {"emb", "emb1"}) {
+        if (std::string(name) == "emb1" && !extra_table) continue;
+        EmbeddingTableSpec& spec = specs.emplace_back();
+        spec.set_name(name);
+        spec.set_dim(kDim);
+        spec.mutable_initializer()->set_seed(9);
+      }
+      EXPECT_OK(client->CreateTables(specs));
     }
   }
 
-  void Train(const std::vector<int64_t>& ids, float g) {
+  void Train(const std::vector<int64_t>& ids, float g,
+             const std::string& table = "emb") {
     std::vector<float> gradients(ids.size() * kDim);
     for (size_t i = 0; i < gradients.size(); ++i) {
       gradients[i] = g * static_cast<float>(i % 5 + 1);
     }
-    ParameterClient::TableRows t{"emb", kDim, ids, {}, gradients};
+    ParameterClient::TableRows t{table, kDim, ids, {}, gradients};
     EXPECT_OK(client->PushRows({t}, 0, 0));
   }
 
@@ -175,6 +183,34 @@ TEST_F(EmbeddingCheckpointTest, ARestoreWithoutRoomChangesNoServer) {
   EXPECT_EQ(target.cores[0]->Stats().tables(0).rows(), rows[0]);
   EXPECT_EQ(target.cores[1]->Stats().tables(0).rows(), rows[1]);
   EXPECT_EQ(target.Rows(mine), before);
+}
+
+// The budget holds the restored rows, whichever table grows: each table is
+// emptied before any is refilled, so one table's new rows never sit beside
+// another's old ones.
+TEST_F(EmbeddingCheckpointTest, ARestoreThatFitsFitsWhicheverTableGrows) {
+  const std::vector<int64_t> many(ids_.begin(), ids_.begin() + 600);
+  const std::vector<int64_t> few(ids_.begin() + 600, ids_.begin() + 610);
+  // Both ways round, so that the table restored first is the one growing
+  // in one of them. Rows cost 66 bytes here (4 values, 4 Adagrad slots,
+  // metadata, index); 48 bytes of dense values and slots; room for 700.
+  for (const auto& [grows, shrinks] :
+       {std::pair<std::string, std::string>{"emb", "emb1"},
+        std::pair<std::string, std::string>{"emb1", "emb"}}) {
+    ASSERT_OK(RemoveRecursively(dir_));
+    Cluster source(1, true, 0, /*extra_table=*/true);
+    source.Train(many, 1.0f, grows);
+    source.Train(few, 1.0f, shrinks);
+    const SavedCheckpoint saved = Save(source);
+    Cluster target(1, true, /*last_budget=*/48 + 700 * 66,
+                   /*extra_table=*/true);
+    target.Train(few, 2.0f, grows);
+    target.Train(many, 2.0f, shrinks);
+    EXPECT_THAT(RestoreCheckpoint(saved.path, target.configure.optimizer(),
+                                  *target.client, absl::Seconds(30)),
+                IsOk())
+        << grows << " grows";
+  }
 }
 
 TEST_F(EmbeddingCheckpointTest, ExportWritesIdsAndValues) {

@@ -278,6 +278,12 @@ absl::Status ApplyTables(const RestoreShardRequest& request,
   for (EmbeddingTable* t : tables) by_name[t->name()] = t;
   CheckpointFiles files;
   std::vector<char> buffer;
+  // Every table is emptied before any is refilled: the budget
+  // CheckTableSources checked holds the restored rows alone, not one
+  // table's new rows beside another's old ones.
+  for (const RestoreTableTarget& target : request.tables()) {
+    by_name.at(target.table())->Clear();
+  }
   for (const RestoreTableTarget& target : request.tables()) {
     EmbeddingTable* table = by_name.at(target.table());
     const int dim = table->dim();
@@ -291,7 +297,6 @@ absl::Status ApplyTables(const RestoreShardRequest& request,
       }
     }
     std::vector<float> row(table->row_floats());
-    table->Clear();
     for (const RestoreRowSegment& segment : target.segments()) {
       RETURN_IF_ERROR(ReadSegment(target, segment, files, buffer));
       const int64_t n = segment.num_rows();
