@@ -194,16 +194,19 @@ TEST(SecureDefaultTest, TokensWithoutTlsStayOnThisHost) {
   EXPECT_THAT(ps.process->Wait(absl::Seconds(30)), IsOkAndHolds(0))
       << ps.process->Output();
 
-  auto [code, output] = RefusedPs(
-      "plain_remote", {"--token_dir=" + token_dir},
-      R"({"cluster": {"ps": ["ps-0.example.com:2222"], "worker": ["w:1"]},
-          "task": {"type": "ps", "index": 0}})");
-  EXPECT_EQ(code, 1);
-  EXPECT_THAT(output,
-              AllOf(HasSubstr("job tokens but no TLS"),
-                    HasSubstr("ps-0.example.com:2222"), HasSubstr("--tls_dir"),
-                    HasSubstr("--bind_host=0.0.0.0")));
-  EXPECT_THAT(output, Not(HasSubstr("serving on")));
+  // Another host's name, even one that starts like a loopback address.
+  for (const std::string host : {"ps-0.example.com", "127.ps.example.com"}) {
+    auto [code, output] =
+        RefusedPs("plain_remote", {"--token_dir=" + token_dir},
+                  absl::StrCat(R"({"cluster": {"ps": [")", host,
+                               R"(:2222"], "worker": ["w:1"]},
+                        "task": {"type": "ps", "index": 0}})"));
+    EXPECT_EQ(code, 1) << host;
+    EXPECT_THAT(output, AllOf(HasSubstr("job tokens but no TLS"),
+                              HasSubstr(host + ":2222"), HasSubstr("--tls_dir"),
+                              HasSubstr("--bind_host=0.0.0.0")));
+    EXPECT_THAT(output, Not(HasSubstr("serving on")));
+  }
 }
 
 TEST(SecureDefaultTest, ALooseTokenFolderIsRefusedAtStart) {

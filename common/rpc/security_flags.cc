@@ -1,10 +1,12 @@
 #include "common/rpc/security_flags.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <cstdlib>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/host_port.h"
 #include "common/logging.h"
@@ -40,8 +42,9 @@ ABSL_FLAG(bool, allow_unauthenticated_callers, false,
           "otherwise. For single-host tests only");
 ABSL_FLAG(std::string, bind_host, "",
           "Interface to listen on; the port comes from TF_CONFIG. Default: "
-          "every interface (0.0.0.0) when callers are authenticated (TLS "
-          "or job tokens), 127.0.0.1 under --allow_unauthenticated_callers");
+          "every interface (0.0.0.0) with TLS, else 127.0.0.1 (job tokens "
+          "without TLS would travel in plaintext; a task TF_CONFIG puts on "
+          "another host then refuses to start unless this is set)");
 
 namespace psflow {
 namespace {
@@ -172,12 +175,20 @@ std::string DefaultBindHost(const TransportSecurity& security) {
 
 namespace {
 
-// Whether `address` (TF_CONFIG's host:port) names this host's loopback.
+// Whether `address` (TF_CONFIG's host:port) names this host's loopback:
+// "localhost", or a literal loopback address (a DNS name that merely
+// starts with "127." is another host).
 bool OnLoopback(const std::string& address) {
   absl::StatusOr<HostPort> parsed = ParseHostPort(address);
   if (!parsed.ok()) return false;
-  const std::string host = absl::AsciiStrToLower(parsed->host);
-  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
+  if (absl::AsciiStrToLower(parsed->host) == "localhost") return true;
+  in_addr v4;
+  if (inet_pton(AF_INET, parsed->host.c_str(), &v4) == 1) {
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  }
+  in6_addr v6;
+  return inet_pton(AF_INET6, parsed->host.c_str(), &v6) == 1 &&
+         IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
 }  // namespace
