@@ -105,6 +105,21 @@ absl::Status Subprocess::Start() {
     if (own_process_group_) setpgid(0, 0);
     dup2(log, STDOUT_FILENO);
     dup2(log, STDERR_FILENO);
+    // The parent's signal handlers would run here, in the child, for a
+    // signal pending until the mask is undone (and write into the
+    // parent's signal pipe): back to the defaults first. Ignored signals
+    // stay ignored across exec, as they would without this.
+    for (int sig = 1; sig < NSIG; ++sig) {
+      struct sigaction old;
+      if (sig == SIGKILL || sig == SIGSTOP ||
+          sigaction(sig, nullptr, &old) != 0 || old.sa_handler == SIG_IGN ||
+          old.sa_handler == SIG_DFL) {
+        continue;
+      }
+      struct sigaction fallback = {};
+      fallback.sa_handler = SIG_DFL;
+      sigaction(sig, &fallback, nullptr);
+    }
     // Undo any signal mask the test process set.
     sigset_t none;
     sigemptyset(&none);
