@@ -34,9 +34,12 @@ void JobCoordinator::Fail(const std::string& message) {
   absl::Status why;
   {
     MutexLock lock(&mu_);
-    if (state_ == SUCCEEDED || state_ == FAILED) return;
-    state_ = FAILED;
-    message_ = message;
+    // Already ended (a worker's report or the training wait set FAILED
+    // itself): the outcome stands, and waiting restores are refused now.
+    if (state_ != SUCCEEDED && state_ != FAILED) {
+      state_ = FAILED;
+      message_ = message;
+    }
     refused = TakeRefusedRestoresLocked(&why);
   }
   Refuse(std::move(refused), why);
@@ -47,9 +50,10 @@ void JobCoordinator::Succeed() {
   absl::Status why;
   {
     MutexLock lock(&mu_);
-    if (state_ == FAILED) return;
-    state_ = SUCCEEDED;
-    message_ = "job finished";
+    if (state_ != FAILED) {
+      state_ = SUCCEEDED;
+      message_ = "job finished";
+    }
     refused = TakeRefusedRestoresLocked(&why);
   }
   Refuse(std::move(refused), why);

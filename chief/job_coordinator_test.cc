@@ -122,6 +122,26 @@ TEST(JobCoordinatorTest, RestoresAreRefusedOnceTheJobEnded) {
   }
 }
 
+// A worker's error ends the job before the chief's Fail(): restores
+// waiting then are refused as the chief ends the job, not left to its stop.
+TEST(JobCoordinatorTest, RestoresWaitingWhenAWorkerFailedTheJobAreRefused) {
+  JobCoordinator coordinator(TwoWorkers());
+  coordinator.SetSpec(Spec(ASYNC));
+  std::vector<absl::Status> answers;
+  coordinator.RequestRestore(JobCoordinator::RestoreRequest{
+      "/ckpt/ckpt-1", [&answers](absl::StatusOr<int64_t> step) {
+        answers.push_back(step.status());
+      }});
+  ProgressReport report = Report(1, 3);
+  report.set_error("out of memory");
+  ASSERT_EQ(Progress(coordinator, report).state(), FAILED);
+  coordinator.Fail("the chief ends the job");  // as Finish does
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_THAT(answers[0], StatusIs(absl::StatusCode::kFailedPrecondition,
+                                   HasSubstr("worker-1 at h1:1 failed")));
+  EXPECT_EQ(coordinator.PendingRestores(), 0);
+}
+
 // The server stops holding calls before it drains: restore requests still
 // waiting then (the job did not end: a chief cut short) are answered too.
 TEST(JobCoordinatorTest, RestoresWaitingWhenTheCoordinatorStopsAreAnswered) {
