@@ -39,7 +39,7 @@ TEST(SignalsTest, EachWatchedSignalReachesTheCallbackByName) {
       bool Check() const { return received->size() > before; }
     } arrived{&received, before};
     // A bound, not an expected time.
-    ASSERT_TRUE(mu.AwaitWithTimeout(absl::Condition(&arrived, &Arrived::Check),
+    ASSERT_TRUE(mu.AwaitWithTimeout(Condition(&arrived, &Arrived::Check),
                                     absl::Seconds(30)))
         << "no callback for signal " << signal;
   }
