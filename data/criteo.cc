@@ -1,14 +1,13 @@
 #include "data/criteo.h"
 
-#include <unistd.h>
 #include <zlib.h>
 
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "common/file_util.h"
 #include "common/status_macros.h"
 #include "data/criteo_parser.h"
+#include "data/gzip_file.h"
 
 namespace psflow {
 namespace {
@@ -19,48 +18,10 @@ constexpr int kReadBytes = 1 << 20;
 // the compressed data is corrupt (then that is the error to report).
 constexpr int64_t kCorruptionProbeBytes = int64_t{16} << 20;
 
-struct GzCloser {
-  void operator()(gzFile f) const { gzclose(f); }
-};
-using GzFile = std::unique_ptr<gzFile_s, GzCloser>;
-
-absl::Status Decompression(const std::string& path, gzFile f) {
-  int code = Z_OK;
-  const char* message = gzerror(f, &code);
-  if (code == Z_OK) return absl::OkStatus();
-  if (code == Z_BUF_ERROR) {
-    return absl::DataLossError(absl::StrCat(
-        path,
-        ": the gzip data ends early (the file is truncated); copy or "
-        "generate it again"));
-  }
-  return absl::DataLossError(absl::StrCat(
-      path, ": cannot ", gzdirect(f) ? "read" : "decompress", " (", message,
-      "); the file is corrupt: copy or generate it again"));
-}
-
-absl::StatusOr<GzFile> Open(const std::string& path) {
-  // Only a regular file: a FIFO or device could block or never end.
-  absl::StatusOr<int> fd = OpenRegularFile(path);
-  if (!fd.ok()) {
-    const std::string message = absl::StrCat("cannot open Criteo data file ",
-                                             path, ": ", fd.status().message());
-    if (absl::IsNotFound(fd.status())) {
-      return absl::NotFoundError(absl::StrCat(
-          message,
-          "; check the path (psctl data synth-ctr generates such files)"));
-    }
-    return absl::FailedPreconditionError(message);
-  }
-  GzFile f(gzdopen(*fd, "rb"));
-  if (f == nullptr) {
-    close(*fd);
-    return absl::ResourceExhaustedError(
-        absl::StrCat("cannot open Criteo data file ", path, ": out of memory"));
-  }
-  gzbuffer(f.get(), kReadBytes);
-  return f;
-}
+constexpr GzFileAdvice kCriteoAdvice = {
+    "Criteo data file",
+    "check the path (psctl data synth-ctr generates such files)",
+    "copy or generate it again"};
 
 }  // namespace
 
@@ -108,13 +69,13 @@ absl::StatusOr<CtrExamples> ReadCriteoFile(const std::string& path,
                                            const CriteoFormat& format,
                                            bool keep_examples) {
   RETURN_IF_ERROR(CheckCriteoFormat(format));
-  ASSIGN_OR_RETURN(GzFile f, Open(path));
+  ASSIGN_OR_RETURN(GzFile f, OpenGzFile(path, kCriteoAdvice, kReadBytes));
   CriteoTextParser parser(format, path, keep_examples);
   // Not zeroed: gzread fills what it returns.
   const std::unique_ptr<char[]> buffer(new char[kReadBytes]);
   while (true) {
     const int got = gzread(f.get(), buffer.get(), kReadBytes);
-    if (got < 0) return Decompression(path, f.get());
+    if (got < 0) return GzFileError(path, f.get(), kCriteoAdvice);
     if (got == 0) break;
     absl::Status parsed = parser.Feed(absl::string_view(buffer.get(), got));
     if (!parsed.ok()) {
@@ -125,12 +86,12 @@ absl::StatusOr<CtrExamples> ReadCriteoFile(const std::string& path,
            probed += kReadBytes) {
         if (gzread(f.get(), buffer.get(), kReadBytes) <= 0) break;
       }
-      absl::Status decompressed = Decompression(path, f.get());
+      absl::Status decompressed = GzFileError(path, f.get(), kCriteoAdvice);
       return decompressed.ok() ? parsed : decompressed;
     }
   }
   // A truncated gzip file reads like a shorter one until this check.
-  RETURN_IF_ERROR(Decompression(path, f.get()));
+  RETURN_IF_ERROR(GzFileError(path, f.get(), kCriteoAdvice));
   return std::move(parser).Finish();
 }
 

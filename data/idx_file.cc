@@ -1,16 +1,13 @@
 #include "data/idx_file.h"
 
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/file_util.h"
+#include "data/gzip_file.h"
 
 namespace psflow {
 namespace {
@@ -18,26 +15,11 @@ namespace {
 // An IDX dimension above this is a corrupt header, not a dataset.
 constexpr int64_t kMaxElements = int64_t{1} << 34;
 
-struct GzCloser {
-  void operator()(gzFile f) const { gzclose(f); }
-};
-
-// DataLoss naming `path` when zlib recorded an error on `f`, else OK.
-absl::Status Decompression(gzFile f, const std::string& path) {
-  int code = Z_OK;
-  const char* message = gzerror(f, &code);
-  if (code == Z_OK) return absl::OkStatus();
-  if (code == Z_BUF_ERROR) {
-    return absl::DataLossError(absl::StrCat(
-        path,
-        ": the gzip data ends early (the file is truncated or damaged); "
-        "reinstall it (dataset-fashion-mnist) or download it again"));
-  }
-  return absl::DataLossError(absl::StrCat(
-      path, ": cannot decompress (", message,
-      "); the file is corrupt: reinstall it (dataset-fashion-mnist) or "
-      "download it again"));
-}
+constexpr GzFileAdvice kIdxAdvice = {
+    "data file",
+    "check the path in the job config (Fashion-MNIST: apt-get install "
+    "dataset-fashion-mnist)",
+    "reinstall it (dataset-fashion-mnist) or download it again"};
 
 // Reads exactly `n` bytes; returns how many it got (fewer at end of file).
 // gzread reads raw files transparently.
@@ -52,7 +34,7 @@ absl::StatusOr<size_t> ReadFully(gzFile f, const std::string& path, void* out,
       // A gzip stream cut short, its CRC trailer among the lost bytes,
       // ends (r == 0) like a whole one: only gzerror's Z_BUF_ERROR tells.
       // Unchecked, damaged data would be read without its CRC verified.
-      absl::Status status = Decompression(f, path);
+      absl::Status status = GzFileError(path, f, kIdxAdvice);
       if (!status.ok()) return status;
       if (r < 0) {
         return absl::DataLossError(absl::StrCat(path, ": cannot read"));
@@ -64,31 +46,12 @@ absl::StatusOr<size_t> ReadFully(gzFile f, const std::string& path, void* out,
   return got;
 }
 
-using GzFile = std::unique_ptr<gzFile_s, GzCloser>;
-
 // Opens `path` and reads its IDX header; the file is left at the data.
 absl::Status OpenIdx(const std::string& path, GzFile& f,
                      std::vector<int64_t>& dims) {
-  // Only a regular file: a FIFO or device could block or never end.
-  absl::StatusOr<int> fd = OpenRegularFile(path);
-  if (!fd.ok()) {
-    std::string message = absl::StrCat("cannot open data file ", path, ": ",
-                                       fd.status().message());
-    if (absl::IsNotFound(fd.status())) {
-      return absl::NotFoundError(
-          absl::StrCat(message,
-                       "; check the path in the job config (Fashion-MNIST: "
-                       "apt-get install dataset-fashion-mnist)"));
-    }
-    return absl::FailedPreconditionError(message);
-  }
-  f.reset(gzdopen(*fd, "rb"));
-  if (f == nullptr) {
-    close(*fd);
-    return absl::ResourceExhaustedError(
-        absl::StrCat("cannot open data file ", path, ": out of memory"));
-  }
-  gzbuffer(f.get(), 1 << 20);
+  absl::StatusOr<GzFile> opened = OpenGzFile(path, kIdxAdvice, 1 << 20);
+  if (!opened.ok()) return opened.status();
+  f = *std::move(opened);
   uint8_t header[4];
   absl::StatusOr<size_t> got = ReadFully(f.get(), path, header, 4);
   if (!got.ok()) return got.status();
