@@ -309,6 +309,7 @@ absl::Status Trainer::Recover(const absl::Status& cause) {
           "cluster is gone"));
     }
     if (status.ok()) {
+      chief_answered_at_ = parts_.clock->Now();
       if (std::optional<absl::Status> done =
               ResumeOrWait(*status, cause, waited, announced)) {
         return *done;
@@ -581,6 +582,7 @@ absl::Status Trainer::Train() {
       std::max(1, options_.spec.config().logging().log_every_steps());
   loop.next_heartbeat = parts_.clock->Now() + options_.heartbeat_interval;
   const absl::Time training_start = parts_.clock->Now();
+  chief_answered_at_ = training_start;
   pull_ = sync_ ? PullInForwardGroups(params_[current_], version_)
                 : PsHandles(PullFor(params_[current_], 0, clock_,
                                     /*join=*/true));
@@ -953,10 +955,24 @@ absl::StatusOr<bool> Trainer::CheckInWithTheChief() {
   absl::StatusOr<StatusResponse> status = Heartbeat(false);
   if (!status.ok()) {
     // A missed heartbeat is the keep-alive's and the recovery policy's
-    // business; training goes on.
+    // business, and training goes on: a restarting chief finds the
+    // servers' state newer than any checkpoint. But a chief gone for the
+    // whole recovery timeout is not coming back soon, and without it
+    // nothing saves this training or ends the job: stop, rather than
+    // train until the servers give up on it (--chief_timeout_s, 15m).
+    const absl::Duration silent = parts_.clock->Now() - chief_answered_at_;
+    if (silent > options_.recovery.recovery_timeout) {
+      return absl::UnavailableError(absl::StrCat(
+          "the chief has not answered for ", absl::FormatDuration(silent),
+          " while this worker trained (", status.status().message(),
+          "): nothing saves this training or ends the job without it, so "
+          "this worker stops; restart the chief, then the worker (worker "
+          "--recovery_timeout_s sets how long it waits)"));
+    }
     LOG(WARNING) << status.status().message();
     return false;
   }
+  chief_answered_at_ = parts_.clock->Now();
   ReportEvery(status->report_every_steps());
   if (status->state() == FAILED) {
     return absl::AbortedError(

@@ -459,6 +459,10 @@ class Trainer {
   bool job_over_ = false;
   // Consecutive failed attempts share one recovery deadline.
   absl::Time failing_since_ = absl::InfiniteFuture();
+  // When the chief last answered a heartbeat (or the training began, or a
+  // recovery ended): a chief silent for the recovery timeout while this
+  // worker trains ends the run (CheckInWithTheChief).
+  absl::Time chief_answered_at_;
   // Gradients refused in a row (OnRejected).
   int rejected_in_a_row_ = 0;
   // The latest batch's mean loss: not finite once the model diverged.

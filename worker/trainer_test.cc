@@ -1091,6 +1091,25 @@ TEST_F(TrainerTest, FailingServersOutlastingTheRecoveryTimeoutEndTheRun) {
   EXPECT_TRUE(job_->coordinator->LastReports()[0].paused());
 }
 
+// A chief that exits while the servers still answer: the worker trains on
+// (a restarting chief would find the servers' state) for the recovery
+// timeout, then stops with the chief's silence as the cause, instead of
+// training until the servers give up on the chief (their 15 minutes). The
+// job's total is out of reach, so only the chief's silence ends the run.
+TEST_F(TrainerTest, AWorkerStopsTrainingWhenTheChiefStaysSilent) {
+  SetUpJob(ASYNC, int64_t{1} << 40);
+  GoneChief chief(job_->chief.get());
+  parts_.coordinator = &chief;
+  options_.recovery.recovery_timeout = absl::Milliseconds(200);
+  Trainer trainer(options_, parts_);
+  EXPECT_THAT(trainer.Run(),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       AllOf(HasSubstr("the chief has not answered for"),
+                             HasSubstr("while this worker trained"),
+                             HasSubstr("chief-0: Connection refused"))));
+  EXPECT_GT(trainer.local_steps(), 0);
+}
+
 // A worker that missed the job's end (stopped while the chief ended the
 // job and exited) finds nobody answering: it exits once the chief has been
 // silent for chief_silence_with_servers_down and no server answers its
