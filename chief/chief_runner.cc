@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -369,8 +370,11 @@ absl::Status RunChief(const ChiefOptions& chief_options) {
       auto server,
       CoordinatorServer::Start(HostPort{options.bind_host, own.port}.ToString(),
                                options.security, &coordinator));
+  std::optional<PortFile> port_file;  // removed when the chief returns
   if (!options.port_file.empty()) {
-    RETURN_IF_ERROR(WritePortFile(options.port_file, server->port()));
+    ASSIGN_OR_RETURN(PortFile written,
+                     PortFile::Write(options.port_file, server->port()));
+    port_file.emplace(std::move(written));
   }
   LOG(INFO) << "coordinating " << JobConfigSummary(options.job)
             << "; serving on port " << server->port() << "; chief incarnation "

@@ -1,27 +1,36 @@
 #include "common/port_file.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
+#include <unistd.h>
+
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/file_util.h"
 
 namespace psflow {
 
-absl::Status WritePortFile(const std::string& path, int port) {
-  const std::string tmp = absl::StrCat(path, ".tmp");
-  std::FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot write port file ", tmp, ": ", std::strerror(errno)));
+absl::StatusOr<PortFile> PortFile::Write(const std::string& path, int port) {
+  std::string content = absl::StrCat(port, "\n");
+  absl::Status written = WriteFileWithMode(path, content, 0644);
+  if (!written.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot write the port file (--port_file) ", path, ": ",
+                     written.message()));
   }
-  const bool written = std::fprintf(f, "%d\n", port) > 0;
-  const bool closed = std::fclose(f) == 0;
-  if (!written || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot write port file ", path, ": ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
+  return PortFile(path, std::move(content));
+}
+
+PortFile::PortFile(PortFile&& other) noexcept
+    : path_(std::exchange(other.path_, "")),
+      content_(std::move(other.content_)) {}
+
+PortFile::~PortFile() {
+  if (path_.empty()) return;
+  // Read back first: a server started since with the same --port_file
+  // owns it now. (Small race with such a server left: launchers give each
+  // task its own file.)
+  absl::StatusOr<std::string> now = ReadFileToString(path_, 64);
+  if (now.ok() && *now == content_) unlink(path_.c_str());
 }
 
 }  // namespace psflow

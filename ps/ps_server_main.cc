@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <climits>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -270,13 +272,15 @@ int Run() {
   LOG(INFO) << "large pushes apply over " << options.core.apply_threads
             << (options.core.apply_threads == 1 ? " thread" : " threads")
             << " (--apply_threads)";
-  const std::string port_file = absl::GetFlag(FLAGS_port_file);
-  if (!port_file.empty()) {
-    absl::Status written = WritePortFile(port_file, (*server)->port());
+  // Removed when Run returns.
+  std::optional<PortFile> port_file;
+  if (const std::string path = absl::GetFlag(FLAGS_port_file); !path.empty()) {
+    absl::StatusOr<PortFile> written = PortFile::Write(path, (*server)->port());
     if (!written.ok()) {
-      LOG(ERROR) << written.message();
+      LOG(ERROR) << written.status().message();
       return 1;
     }
+    port_file.emplace(*std::move(written));
   }
   ParameterServerCore* core = &(*server)->core();
   PsMetrics* metrics = ps_metrics->get();
