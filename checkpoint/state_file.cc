@@ -1,5 +1,7 @@
 #include "checkpoint/state_file.h"
 
+#include <algorithm>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "checkpoint/paths.h"
@@ -161,6 +163,56 @@ absl::StatusOr<std::optional<std::string>> LatestCheckpoint(
         "`) or delete the state file to start afresh"));
   }
   return std::optional<std::string>(path);
+}
+
+absl::StatusOr<std::vector<std::string>> KeptCheckpointsNewestFirst(
+    const std::string& dir) {
+  absl::StatusOr<CheckpointState> state = ReadCheckpointState(dir);
+  if (absl::IsNotFound(state.status())) return std::vector<std::string>();
+  if (!state.ok()) return state.status();
+  std::vector<std::string> kept;
+  const auto& listed = state->all_model_checkpoint_paths();
+  for (auto name = listed.rbegin(); name != listed.rend(); ++name) {
+    kept.push_back(*name);
+  }
+  return kept;
+}
+
+absl::StatusOr<std::vector<std::string>> SetAsideCheckpoints(
+    const std::string& dir, const std::vector<std::string>& names) {
+  ASSIGN_OR_RETURN(const CheckpointState old, ReadCheckpointState(dir));
+  CheckpointState state = old;
+  state.clear_all_model_checkpoint_paths();
+  state.clear_all_model_checkpoint_timestamps();
+  for (int i = 0; i < old.all_model_checkpoint_paths_size(); ++i) {
+    const std::string& name = old.all_model_checkpoint_paths(i);
+    if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+    state.add_all_model_checkpoint_paths(name);
+    state.add_all_model_checkpoint_timestamps(
+        old.all_model_checkpoint_timestamps(i));
+  }
+  if (state.all_model_checkpoint_paths_size() == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot set aside every checkpoint the state file in ",
+                     dir, " lists; at least one must stay"));
+  }
+  state.set_model_checkpoint_path(state.all_model_checkpoint_paths(
+      state.all_model_checkpoint_paths_size() - 1));
+  // The state file first: it never names a directory that was moved.
+  RETURN_IF_ERROR(WriteCheckpointState(dir, state));
+  std::vector<std::string> moved;
+  for (const std::string& name : names) {
+    const std::string from = JoinPath(dir, name);
+    if (!PathExists(from)) continue;
+    std::string to = JoinPath(dir, absl::StrCat(name, ".damaged"));
+    for (int n = 2; PathExists(to); ++n) {
+      to = JoinPath(dir, absl::StrCat(name, ".damaged-", n));
+    }
+    RETURN_IF_ERROR(RenamePath(from, to));
+    moved.push_back(to);
+  }
+  RETURN_IF_ERROR(SyncDirectory(dir));
+  return moved;
 }
 
 }  // namespace psflow

@@ -59,6 +59,22 @@ std::vector<std::string> AddCheckpoint(CheckpointState& state,
 absl::StatusOr<std::optional<std::string>> LatestCheckpoint(
     const std::string& dir);
 
+// The kept checkpoints' names ("ckpt-1200", in `dir`), newest first (the
+// state file's list; the first is LatestCheckpoint's). Empty when `dir`
+// has no state file; DataLoss for a damaged one. A listed directory may
+// be gone: the caller checks.
+absl::StatusOr<std::vector<std::string>> KeptCheckpointsNewestFirst(
+    const std::string& dir);
+
+// Takes the kept checkpoints `names` (damaged ones) out of `dir`'s state
+// file, then renames each directory that exists to "<name>.damaged" (or
+// "<name>.damaged-2", ...), left for inspection: a later save of the same
+// step then writes a new checkpoint instead of keeping the damaged one.
+// At least one kept checkpoint must remain listed. Returns the names the
+// directories now have.
+absl::StatusOr<std::vector<std::string>> SetAsideCheckpoints(
+    const std::string& dir, const std::vector<std::string>& names);
+
 }  // namespace psflow
 
 #endif  // PSFLOW_CHECKPOINT_STATE_FILE_H_

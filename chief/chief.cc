@@ -10,7 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "checkpoint/state_file.h"
 #include "chief/final_evaluation.h"
 #include "chief/training_supervisor.h"
 #include "common/fault_point.h"
@@ -141,49 +140,50 @@ absl::StatusOr<bool> Chief::ResumeExistingModel() {
     return true;
   }
   if (parts_.checkpoints != nullptr) {
-    ASSIGN_OR_RETURN(std::optional<std::string> latest,
-                     LatestCheckpoint(parts_.checkpoints->directory()));
-    if (latest.has_value()) {
-      if (!servers.trained.empty()) {
-        LOG(WARNING) << "the parameter servers' own state cannot be resumed ("
-                     << (servers.untouched.empty()
-                             ? ""
-                             : absl::StrCat(
-                                   absl::StrJoin(servers.untouched, ", "),
-                                   " restarted and lost theirs; "))
-                     << (servers.restore_pending.empty()
-                             ? ""
-                             : absl::StrCat("a restore was cut short on ",
-                                            absl::StrJoin(
-                                                servers.restore_pending, ", ")))
-                     << "); restoring the newest checkpoint";
-      }
-      coordinator_.SetActivity(absl::StrCat("restoring ", *latest));
-      const absl::Time start = parts_.clock->Now();
-      absl::StatusOr<int64_t> step = RestoreCheckpoint(
-          *latest, job.optimizer(), *parts_.client, absl::Minutes(10));
-      if (!step.ok()) {
-        return absl::Status(
-            step.status().code(),
-            absl::StrCat("cannot resume from ", *latest, ": ",
-                         step.status().message(),
-                         " (`psctl ckpt verify` checks it; point "
-                         "checkpoint.directory elsewhere to start afresh)"));
-      }
-      restored_step_ = *step;
+    const std::string& directory = parts_.checkpoints->directory();
+    if (!servers.trained.empty()) {
+      LOG(WARNING)
+          << "the parameter servers' own state cannot be resumed ("
+          << (servers.untouched.empty()
+                  ? ""
+                  : absl::StrCat(absl::StrJoin(servers.untouched, ", "),
+                                 " restarted and lost theirs; "))
+          << (servers.restore_pending.empty()
+                  ? ""
+                  : absl::StrCat("a restore was cut short on ",
+                                 absl::StrJoin(servers.restore_pending, ", ")))
+          << "); restoring the newest checkpoint";
+    }
+    const absl::Time start = parts_.clock->Now();
+    absl::StatusOr<RestoredCheckpoint> restored =
+        RestoreNewestIntactCheckpoint(directory, [&](const std::string& path) {
+          coordinator_.SetActivity(absl::StrCat("restoring ", path));
+          return RestoreCheckpoint(path, job.optimizer(), *parts_.client,
+                                   absl::Minutes(10));
+        });
+    if (restored.ok()) {
+      restored_step_ = restored->step;
       // A restarted chief: the workers that kept training meanwhile say how
       // far the job had come (the work the restore throws away).
       int64_t reached = 0;
       for (const ProgressReport& report : coordinator_.LastReports()) {
         reached = std::max(reached, report.global_step());
       }
-      LOG(INFO) << "restored " << *latest << " in "
+      LOG(INFO) << "restored " << restored->path << " in "
                 << absl::FormatDuration(absl::Trunc(parts_.clock->Now() - start,
                                                     absl::Milliseconds(1)))
-                << "; resuming at global step " << *step << " of "
+                << "; resuming at global step " << restored->step << " of "
                 << spec_.total_steps()
-                << TrainAgainNote(reached, *step, spec_.total_steps());
+                << TrainAgainNote(reached, restored->step, spec_.total_steps());
       return true;
+    }
+    if (!absl::IsNotFound(restored.status())) {
+      return absl::Status(
+          restored.status().code(),
+          absl::StrCat("cannot resume from the checkpoints in ", directory,
+                       ": ", restored.status().message(),
+                       " (`psctl ckpt verify` checks them; point "
+                       "checkpoint.directory elsewhere to start afresh)"));
     }
   }
   if (!servers.trained.empty()) {

@@ -8,8 +8,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "checkpoint/checkpoint_manager.h"
+#include "checkpoint/paths.h"
 #include "checkpoint/state_file.h"
 #include "common/fault_point.h"
+#include "common/file_util.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 
@@ -140,22 +142,88 @@ std::string TrainAgainNote(int64_t reached, int64_t restored,
                       " steps to train again)");
 }
 
+absl::StatusOr<RestoredCheckpoint> RestoreNewestIntactCheckpoint(
+    const std::string& directory, const RestorePathFunction& restore) {
+  ASSIGN_OR_RETURN(const std::vector<std::string> kept,
+                   KeptCheckpointsNewestFirst(directory));
+  if (kept.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("no checkpoint in ", directory, " to restore"));
+  }
+  std::vector<std::string> damaged;  // names, newest first
+  std::vector<std::string> why_damaged;
+  absl::Status newest_error;
+  for (const std::string& name : kept) {
+    const std::string path = JoinPath(directory, name);
+    absl::StatusOr<int64_t> step =
+        IsDirectory(path)
+            ? restore(path)
+            : absl::StatusOr<int64_t>(absl::DataLossError(absl::StrCat(
+                  path, " is gone, though the state file lists it")));
+    if (step.ok()) {
+      for (size_t i = 0; i < damaged.size(); ++i) {
+        LOG(ERROR) << "skipped the damaged checkpoint "
+                   << JoinPath(directory, damaged[i]) << " (" << why_damaged[i]
+                   << "); restored the newest intact one, " << path
+                   << ", at step " << *step
+                   << " (`psctl ckpt verify` shows what is wrong)";
+      }
+      if (!damaged.empty()) {
+        absl::StatusOr<std::vector<std::string>> moved =
+            SetAsideCheckpoints(directory, damaged);
+        if (moved.ok()) {
+          if (!moved->empty()) {
+            LOG(WARNING) << "kept the damaged checkpoints for inspection as "
+                         << absl::StrJoin(*moved, ", ")
+                         << "; they are no longer listed (delete them once "
+                            "inspected)";
+          }
+        } else {
+          LOG(WARNING) << "cannot set the damaged checkpoints aside: "
+                       << moved.status().message();
+        }
+      }
+      return RestoredCheckpoint{path, *step};
+    }
+    if (newest_error.ok()) newest_error = step.status();
+    // Only damage that changed no server is skipped: anything else (a
+    // server lost, a checkpoint of another model, a commit cut short)
+    // would fail the older checkpoints too, or left the model unknown.
+    if (!absl::IsDataLoss(step.status()) || IsPartlyRestored(step.status())) {
+      return step.status();
+    }
+    LOG(ERROR) << "cannot restore " << path << ": " << step.status().message()
+               << "; trying the next older kept checkpoint";
+    damaged.push_back(name);
+    why_damaged.push_back(std::string(step.status().message()));
+  }
+  return absl::Status(
+      newest_error.code(),
+      absl::StrCat(
+          newest_error.message(),
+          damaged.size() > 1
+              ? absl::StrCat(
+                    "; the ", damaged.size() - 1, " older kept checkpoints (",
+                    absl::StrJoin(damaged.begin() + 1, damaged.end(), ", "),
+                    ") are damaged too")
+              : ""));
+}
+
 absl::StatusOr<int64_t> RecoverFromNewestCheckpoint(
     const absl::Status& lost, const std::string& directory,
     const std::string& why, const RestoreFunction& restore) {
-  ASSIGN_OR_RETURN(std::optional<std::string> latest,
-                   LatestCheckpoint(directory));
-  if (!latest.has_value()) {
+  absl::StatusOr<RestoredCheckpoint> restored = RestoreNewestIntactCheckpoint(
+      directory, [&](const std::string& path) { return restore(why, path); });
+  if (absl::IsNotFound(restored.status())) {
     return absl::UnavailableError(absl::StrCat(
         lost.message(), "; no checkpoint was saved yet to recover from"));
   }
-  absl::StatusOr<int64_t> step = restore(why, *latest);
-  if (!step.ok()) {
+  if (!restored.ok()) {
     return absl::Status(
-        step.status().code(),
-        absl::StrCat("recovery failed: ", step.status().message()));
+        restored.status().code(),
+        absl::StrCat("recovery failed: ", restored.status().message()));
   }
-  return step;
+  return restored->step;
 }
 
 }  // namespace psflow

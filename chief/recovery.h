@@ -71,11 +71,32 @@ absl::StatusOr<int64_t> PauseAndRestore(const RecoveryOptions& options,
 std::string TrainAgainNote(int64_t reached, int64_t restored,
                            int64_t total_steps);
 
+// Restores the newest intact checkpoint that `directory` keeps, through
+// `restore` (given its path; RestoreCheckpoint underneath). A checkpoint
+// whose restore fails with DataLoss before any server changed (a truncated
+// or corrupt file; RestoreCheckpoint checks every file first), or whose
+// directory is gone, gives way to the next older kept one. Once one is
+// restored, the ones skipped are logged as errors and set aside
+// (SetAsideCheckpoints: renamed "<name>.damaged", no longer listed, so a
+// later save of their step writes a new checkpoint). NotFound when
+// `directory` keeps no checkpoint. When none can be restored, the newest
+// one's error, naming the older ones that failed too; any other error
+// (a server lost, a checkpoint of another model) is returned at once.
+struct RestoredCheckpoint {
+  std::string path;
+  int64_t step = 0;
+};
+using RestorePathFunction =
+    std::function<absl::StatusOr<int64_t>(const std::string& path)>;
+absl::StatusOr<RestoredCheckpoint> RestoreNewestIntactCheckpoint(
+    const std::string& directory, const RestorePathFunction& restore);
+
 // Recovers the model after a server was lost (`lost` says which): restores
-// the newest checkpoint in `directory` through `restore` (PauseAndRestore,
-// or a test's) with `why` as the reason the workers are told; returns the
-// step resumed at. Unavailable when no checkpoint was saved yet; a failed
-// restore is its error, prefixed "recovery failed: ".
+// the newest intact checkpoint in `directory` (RestoreNewestIntactCheckpoint)
+// through `restore` (PauseAndRestore, or a test's) with `why` as the
+// reason the workers are told; returns the step resumed at. Unavailable when no
+// checkpoint was saved yet; a failed restore is its error, prefixed "recovery
+// failed: ".
 using RestoreFunction = std::function<absl::StatusOr<int64_t>(
     const std::string& why, const std::string& checkpoint)>;
 absl::StatusOr<int64_t> RecoverFromNewestCheckpoint(

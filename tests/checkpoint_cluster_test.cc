@@ -181,7 +181,11 @@ TEST(CheckpointClusterTest, SyncJobCheckpointsAtStepBoundariesAndResumes) {
   EXPECT_GE(TestAccuracy(resumed), 0.70) << resumed.output;
 }
 
-TEST(CheckpointClusterTest, DamagedCheckpointIsReportedAndRefused) {
+// A damaged newest checkpoint: `psctl ckpt verify` names the damage, and a
+// job started on the directory resumes from the next older kept checkpoint,
+// setting the damaged one aside (renamed, no longer listed) so that its
+// step is saved anew. With every kept checkpoint damaged, it refuses.
+TEST(CheckpointClusterTest, ADamagedNewestCheckpointGivesWayToAnOlderOne) {
   const std::string dir = TempPath("damaged_ckpts");
   const std::string flag = "--checkpoint_dir=" + dir;
   LocalRun run = RunLocal(
@@ -189,6 +193,11 @@ TEST(CheckpointClusterTest, DamagedCheckpointIsReportedAndRefused) {
       {"--ps=2", "--workers=1", "--evaluator=false", flag});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const std::string newest = Latest(dir);
+  ASSERT_OK_AND_ASSIGN(CheckpointState before, ReadCheckpointState(dir));
+  ASSERT_GE(before.all_model_checkpoint_paths_size(), 2);
+  const std::string older = dir + "/" +
+                            before.all_model_checkpoint_paths(
+                                before.all_model_checkpoint_paths_size() - 2);
   const std::string data = newest + "/data-00001-of-00002";
   ASSERT_OK_AND_ASSIGN(std::string bytes, ReadFileToString(data));
   std::string flipped = bytes;
@@ -201,19 +210,39 @@ TEST(CheckpointClusterTest, DamagedCheckpointIsReportedAndRefused) {
               AllOf(HasSubstr("DAMAGED"), HasSubstr("data-00001-of-00002"),
                     HasSubstr("CRC-32C mismatch"), HasSubstr("tensor dense_")));
 
-  // The chief refuses to resume from it, naming the file.
-  LocalRun refused = RunLocal(
+  LocalRun resumed = RunLocal(
       WriteTestFile("more.json", TestJob("ASYNC", 400, CheckpointEvery(100))),
       {"--ps=2", "--workers=1", "--evaluator=false", flag});
-  EXPECT_NE(refused.exit_code, 0);
-  EXPECT_THAT(refused.output,
-              AllOf(HasSubstr("cannot resume from " + newest),
-                    HasSubstr("data-00001-of-00002"), HasSubstr("CRC-32C")));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_THAT(resumed.output,
+              AllOf(HasSubstr("skipped the damaged checkpoint " + newest),
+                    HasSubstr("CRC-32C"),
+                    HasSubstr("restored the newest intact one, " + older),
+                    HasSubstr(newest + ".damaged")));
+  ASSERT_OK_AND_ASSIGN(auto fresh, CheckpointReader::Open(Latest(dir)));
+  EXPECT_GE(fresh->index().global_step(), 400);
+  // The damaged copy is kept for inspection, and no longer listed (a save
+  // of its step would write a new one).
+  EXPECT_TRUE(IsDirectory(newest + ".damaged"));
+  ASSERT_OK_AND_ASSIGN(CheckpointState state, ReadCheckpointState(dir));
+  for (const std::string& name : state.all_model_checkpoint_paths()) {
+    EXPECT_NE(dir + "/" + name, newest);
+  }
 
-  ASSERT_OK(WriteFileAtomically(data, bytes.substr(0, bytes.size() - 100)));
-  verify = Psctl({"ckpt", "verify", newest});
-  EXPECT_EQ(verify.exit_code, 1);
-  EXPECT_THAT(verify.output, HasSubstr("truncated"));
+  // Every kept checkpoint damaged (cut short): nothing to resume from.
+  for (const std::string& name : state.all_model_checkpoint_paths()) {
+    const std::string file = dir + "/" + name + "/data-00000-of-00002";
+    ASSERT_OK_AND_ASSIGN(std::string content, ReadFileToString(file));
+    ASSERT_OK(WriteFileAtomically(file, content.substr(0, content.size() / 2)));
+  }
+  LocalRun refused = RunLocal(
+      WriteTestFile("again.json", TestJob("ASYNC", 600, CheckpointEvery(100))),
+      {"--ps=2", "--workers=1", "--evaluator=false", flag});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(
+      refused.output,
+      AllOf(HasSubstr("cannot resume from the checkpoints in " + dir),
+            HasSubstr("data-00000-of-00002"), HasSubstr("are damaged too")));
 }
 
 // The chief is killed (SIGKILL) at random moments while checkpoints are
