@@ -700,4 +700,9 @@ void ParameterServerCore::CountBytes(int64_t received, int64_t sent) {
   bytes_sent_.fetch_add(sent, std::memory_order_relaxed);
 }
 
+int64_t ParameterServerCore::dense_elements() const {
+  MutexLock lock(&mu_);
+  return total_elements_;
+}
+
 }  // namespace psflow

@@ -221,6 +221,8 @@ class ParameterServerCore {
 
   // Elements per chunk (constant).
   int64_t chunk_elements() const { return chunk_elements_; }
+  // Elements of the dense variables this server holds (0 before any).
+  int64_t dense_elements() const;
 
   // Counts bytes moved by the transport, for Stats.
   void CountBytes(int64_t received, int64_t sent);

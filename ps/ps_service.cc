@@ -1,6 +1,8 @@
 #include "ps/ps_service.h"
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include <optional>
 
 #include "absl/container/flat_hash_set.h"
@@ -183,10 +185,9 @@ void PsService::PendingPull::Answer() {
   done(service_->Answer(refs_, consistent_snapshot_, out_, gate_));
 }
 
-PsService::PullAnswer PsService::Answer(absl::Span<const ChunkRef> refs,
-                                        bool consistent_snapshot,
-                                        absl::Span<const absl::Span<float>> out,
-                                        const Gate& gate) {
+absl::StatusOr<PsService::PullAnswer> PsService::Answer(
+    absl::Span<const ChunkRef> refs, bool consistent_snapshot,
+    absl::Span<const absl::Span<float>> out, const Gate& gate) {
   PullAnswer answer;
   if (gate.clocks != nullptr) answer.response.set_worker_clock(gate.clock);
   if (!out.empty()) {
@@ -196,7 +197,7 @@ PsService::PullAnswer PsService::Answer(absl::Span<const ChunkRef> refs,
   } else if (consistent_snapshot) {
     int64_t total = 0;
     for (const ChunkRef& ref : refs) total += ref.num_elements;
-    answer.owner = pool_->Acquire(total);
+    ASSIGN_OR_RETURN(answer.owner, SnapshotBuffer(total));
     int64_t offset = 0;
     for (const ChunkRef& ref : refs) {
       absl::Span<float> values =
@@ -215,6 +216,52 @@ PsService::PullAnswer PsService::Answer(absl::Span<const ChunkRef> refs,
     }
   }
   return answer;
+}
+
+namespace {
+
+// Owns a snapshot's pooled buffer and gives its bytes back to the budget.
+class CountedBuffer {
+ public:
+  CountedBuffer(std::shared_ptr<PooledBuffer> buffer,
+                std::shared_ptr<std::atomic<int64_t>> counter, int64_t bytes)
+      : buffer_(std::move(buffer)),
+        counter_(std::move(counter)),
+        bytes_(bytes) {}
+  ~CountedBuffer() { counter_->fetch_sub(bytes_); }
+  CountedBuffer(const CountedBuffer&) = delete;
+  CountedBuffer& operator=(const CountedBuffer&) = delete;
+  PooledBuffer* get() const { return buffer_.get(); }
+
+ private:
+  const std::shared_ptr<PooledBuffer> buffer_;
+  const std::shared_ptr<std::atomic<int64_t>> counter_;
+  const int64_t bytes_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<PooledBuffer>> PsService::SnapshotBuffer(
+    int64_t floats) {
+  const int64_t bytes = floats * static_cast<int64_t>(sizeof(float));
+  const int64_t budget = std::max<int64_t>(
+      min_snapshot_bytes_,
+      2 * core_->dense_elements() * static_cast<int64_t>(sizeof(float)));
+  const int64_t before = snapshot_bytes_->fetch_add(bytes);
+  // One alone always fits: a pull names each chunk at most once.
+  if (before > 0 && before + bytes > budget) {
+    snapshot_bytes_->fetch_sub(bytes);
+    return absl::ResourceExhaustedError(
+        absl::StrCat("consistent-snapshot pulls holding ", before,
+                     " bytes are still being sent; this one (", bytes,
+                     " bytes) would pass the server's budget for them (",
+                     budget, " bytes: twice its dense variables, at least ",
+                     min_snapshot_bytes_, "); retry once they are received"));
+  }
+  auto counted = std::make_shared<CountedBuffer>(pool_->Acquire(floats),
+                                                 snapshot_bytes_, bytes);
+  PooledBuffer* raw = counted->get();
+  return std::shared_ptr<PooledBuffer>(std::move(counted), raw);
 }
 
 absl::StatusOr<std::vector<ChunkRef>> PsService::ResolvePush(

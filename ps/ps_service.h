@@ -50,6 +50,12 @@ namespace psflow {
 // together (each worker waits for one step at a time).
 inline constexpr int64_t kMaxWaitingRowPullBytes = int64_t{256} << 20;
 
+// Consistent-snapshot pulls copy their values into a buffer that lives
+// until the answer is sent; a reader pulling faster than it receives would
+// pile them up. Together they hold at most twice the server's dense
+// variables (two whole-model snapshots in flight), and at least this much.
+inline constexpr int64_t kMinSnapshotPullBudgetBytes = int64_t{512} << 20;
+
 class PsService {
  public:
   // A pull's answer: one version per part and, unless the caller gave
@@ -76,11 +82,15 @@ class PsService {
   // buffers given); may be null otherwise.
   // Rows pulls that may wait hold at most `max_waiting_row_bytes` of ids
   // together.
+  // Snapshot pulls' buffers hold at least `min_snapshot_bytes` together
+  // (kMinSnapshotPullBudgetBytes).
   PsService(ParameterServerCore* core, BufferPool* pool,
-            int64_t max_waiting_row_bytes = kMaxWaitingRowPullBytes)
+            int64_t max_waiting_row_bytes = kMaxWaitingRowPullBytes,
+            int64_t min_snapshot_bytes = kMinSnapshotPullBudgetBytes)
       : core_(core),
         pool_(pool),
-        max_waiting_row_bytes_(max_waiting_row_bytes) {}
+        max_waiting_row_bytes_(max_waiting_row_bytes),
+        min_snapshot_bytes_(min_snapshot_bytes) {}
 
   // Starts `request`. With `out` empty the answer carries the values to
   // send; otherwise `out` holds one buffer per part, exactly its size
@@ -153,14 +163,25 @@ class PsService {
  private:
   // The answer of a pull whose parts reached their step: values copied
   // into `out` (when given), a snapshot, or views.
-  PullAnswer Answer(absl::Span<const ChunkRef> refs, bool consistent_snapshot,
-                    absl::Span<const absl::Span<float>> out, const Gate& gate);
+  // ResourceExhausted when a snapshot would pass the snapshot budget.
+  absl::StatusOr<PullAnswer> Answer(absl::Span<const ChunkRef> refs,
+                                    bool consistent_snapshot,
+                                    absl::Span<const absl::Span<float>> out,
+                                    const Gate& gate);
+  // A buffer of `floats` for a snapshot, counted against the budget until
+  // it is released; ResourceExhausted beyond it.
+  absl::StatusOr<std::shared_ptr<PooledBuffer>> SnapshotBuffer(int64_t floats);
 
   ParameterServerCore* const core_;
   BufferPool* const pool_;
   const int64_t max_waiting_row_bytes_;
   // Bytes of ids held by rows pulls that may wait (PullRows).
   std::atomic<int64_t> waiting_row_bytes_{0};
+  const int64_t min_snapshot_bytes_;
+  // Bytes of snapshot buffers not yet released; shared with the buffers,
+  // which may outlive the service (an answer still being sent).
+  const std::shared_ptr<std::atomic<int64_t>> snapshot_bytes_ =
+      std::make_shared<std::atomic<int64_t>>(0);
 };
 
 class PsService::PendingPull

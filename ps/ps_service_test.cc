@@ -13,6 +13,7 @@
 namespace psflow {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::Each;
 using ::testing::HasSubstr;
 
@@ -101,6 +102,38 @@ TEST_F(PsServiceTest, APullThatNeedNotWaitAnswersBeforeReturning) {
   EXPECT_EQ(answers, 1);
   EXPECT_THAT(a, Each(0.0f));
   EXPECT_THAT(b, Each(0.0f));
+}
+
+// Consistent-snapshot answers hold their buffers until sent: together at
+// most twice the dense variables ("w": 32 bytes, so 64; the minimum budget
+// is set lower here).
+TEST_F(PsServiceTest, SnapshotPullsWaitingToBeSentStayWithinTheirBudget) {
+  PsService service(&core_, pool_.get(), kMaxWaitingRowPullBytes,
+                    /*min_snapshot_bytes=*/40);
+  PullBatchRequest request = PullBoth(0);
+  request.set_consistent_snapshot(true);
+  std::vector<absl::StatusOr<PsService::PullAnswer>> answers;
+  auto pull = [&] {
+    service.Pull(request, {},
+                 [&](absl::StatusOr<PsService::PullAnswer> answer) {
+                   answers.push_back(std::move(answer));
+                 });
+  };
+  pull();
+  pull();
+  pull();  // 96 bytes together: refused
+  ASSERT_EQ(answers.size(), 3);
+  ASSERT_OK(answers[0]);
+  EXPECT_EQ(answers[0]->values.size(), 2);
+  ASSERT_OK(answers[1]);
+  EXPECT_THAT(answers[2].status(),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("holding 64 bytes"),
+                             HasSubstr("still being sent"))));
+  answers.clear();  // the answers sent: their buffers released
+  pull();
+  ASSERT_EQ(answers.size(), 1);
+  EXPECT_OK(answers[0]);
 }
 
 TEST_F(PsServiceTest, AWaitingPullIsAnsweredByThePushThatCompletesTheStep) {
