@@ -49,11 +49,14 @@ for i in 0 1 2 3; do
 done
 
 # The TF_CONFIGs and, as across real hosts, the job's certificates and
-# tokens: every task starts with them (a task without refuses to start).
+# tokens: every task starts with its own share only (tasks/<task>: no CA
+# key, no other task's key, its role's token), as copied to its host.
 "$psctl" tfconfig gen --ps="$subnet.10" --chief="$subnet.11" \
   --workers="$subnet.12,$subnet.13" --out="$dir/tf" --credentials \
   --job=multihost >/dev/null
-secure=(--tls_dir="$dir/tf/tls" --token_dir="$dir/tf/tokens")
+secure() {  # secure <task>: the flags naming that task's credentials
+  echo "--tls_dir=$dir/tf/tasks/$1/tls --token_dir=$dir/tf/tasks/$1/tokens"
+}
 data=/usr/share/datasets/fashion-mnist
 cat > "$dir/job.json" <<JOB
 {
@@ -78,13 +81,13 @@ start() {  # start <namespace index> <log name> <tf_config file> <command...>
 }
 # The namespaces share one kernel, so workers could reach the PS through
 # shared memory; real hosts cannot, and this test is about the network.
-start 0 ps "$dir/tf/ps-0.json" "$ps_server" "${secure[@]}" \
+start 0 ps "$dir/tf/ps-0.json" "$ps_server" $(secure ps-0) \
   --shared_memory=false --checkpoint_root="$dir/checkpoints"
-start 1 chief "$dir/tf/chief-0.json" "$chief" "${secure[@]}" \
+start 1 chief "$dir/tf/chief-0.json" "$chief" $(secure chief-0) \
   --job="$dir/job.json" --checkpoint_dir="$dir/checkpoints" \
   --heartbeat_timeout_s=5 --result_file="$dir/result.json"
-start 2 worker0 "$dir/tf/worker-0.json" "$worker" "${secure[@]}" --device=cpu
-start 3 worker1 "$dir/tf/worker-1.json" "$worker" "${secure[@]}" \
+start 2 worker0 "$dir/tf/worker-0.json" "$worker" $(secure worker-0) --device=cpu
+start 3 worker1 "$dir/tf/worker-1.json" "$worker" $(secure worker-1) \
   --device=cpu --recovery_timeout_s=10
 ps_pid=${pids[0]} chief_pid=${pids[1]} w0_pid=${pids[2]} w1_pid=${pids[3]}
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/psctl/job_certificates.h"
+#include "client/psctl/task_credentials.h"
 #include "client/psctl/tfconfig_gen.h"
 #include "client/psctl/tfconfig_report.h"
 #include "client/psctl/tokens_command.h"
@@ -61,7 +62,8 @@ class TfConfigGenCommand : public Subcommand {
             "                   [--credentials --job=NAME]",
             "The TF_CONFIG of every task, as `export TF_CONFIG=...` lines or\n"
             "one DIR/<task>.json per task; with --credentials also the job's\n"
-            "certificates (DIR/tls) and tokens (DIR/tokens) for those hosts.") {
+            "certificates (DIR/tls) and tokens (DIR/tokens) for those hosts,\n"
+            "and DIR/tasks/<task> with only what that task needs.") {
     FlagSet& flags = mutable_flags();
     flags.AddString("chief", &options_.chief,
                     "the chief's HOST[:PORT]; without it worker 0 is the "
@@ -79,8 +81,9 @@ class TfConfigGenCommand : public Subcommand {
                     "instead of printing export lines");
     flags.AddBool("credentials", &credentials_,
                   "also write what every task needs to start securely: "
-                  "<out>/tls (psctl certs gen for these hosts) and "
-                  "<out>/tokens (psctl tokens gen); needs --out");
+                  "<out>/tls (psctl certs gen for these hosts), "
+                  "<out>/tokens (psctl tokens gen), and <out>/tasks/<task> "
+                  "with only that task's share; needs --out");
     flags.AddString("job", &job_, "the job's name, in the certificates");
     flags.AddInt("days", &days_, "how long the certificates are valid");
   }
@@ -156,12 +159,16 @@ class TfConfigGenCommand : public Subcommand {
     RETURN_IF_ERROR(WriteFileWithMode(
         token_dir + "/secret.yaml",
         JobTokensSecret(tokens, SecretOptions{"psflow-tokens"}), 0600));
+    const std::string tasks_dir = out_dir_ + "/tasks";
+    RETURN_IF_ERROR(WriteTaskCredentials(config, tls_dir, tokens, tasks_dir));
     out << "wrote the job's certificates to " << tls_dir
-        << " and its tokens to " << token_dir
-        << "; start every task with --tls_dir=" << tls_dir
-        << " --token_dir=" << token_dir << " (copy them to the hosts; keep "
+        << " and its tokens to " << token_dir << " (all of them, with "
         << tls_dir << "/ca.key and " << token_dir
-        << "/admin.token off the cluster)\n";
+        << "/admin.token: keep these off the cluster; psctl uses them), and "
+           "what each task needs to "
+        << tasks_dir
+        << "/<task>: copy that folder alone to the task's host and start the "
+           "task with --tls_dir=<folder>/tls --token_dir=<folder>/tokens\n";
     return absl::OkStatus();
   }
 

@@ -1,5 +1,7 @@
 #include "client/psctl/tfconfig_command.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <sstream>
 #include <string>
@@ -8,6 +10,7 @@
 #include "common/file_util.h"
 #include "common/rpc/job_tokens.h"
 #include "common/rpc/transport_security.h"
+#include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -18,6 +21,8 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::StartsWith;
+using ::testing::UnorderedElementsAre;
+using ::testing::UnorderedElementsAreArray;
 
 class TfConfigCommandTest : public ::testing::Test {
  protected:
@@ -78,8 +83,11 @@ TEST_F(TfConfigCommandTest, GenWritesTheHostsCredentialsToo) {
            "--chief=host-c", "--out=" + dir, "--credentials", "--job=mnist"}),
       kExitOk)
       << err_.str();
-  EXPECT_THAT(out_.str(), AllOf(HasSubstr("--tls_dir=" + dir + "/tls"),
-                                HasSubstr("--token_dir=" + dir + "/tokens")));
+  EXPECT_THAT(out_.str(),
+              AllOf(HasSubstr("certificates to " + dir + "/tls"),
+                    HasSubstr("tokens to " + dir + "/tokens"),
+                    HasSubstr(dir + "/tls/ca.key and " + dir +
+                              "/tokens/admin.token: keep these off")));
   for (const char* task : {"ps-0", "worker-0", "chief-0"}) {
     const std::string tls = dir + "/tls/";
     EXPECT_TRUE(
@@ -90,6 +98,53 @@ TEST_F(TfConfigCommandTest, GenWritesTheHostsCredentialsToo) {
   EXPECT_TRUE(LoadJobTokens(dir + "/tokens", RpcRole::kPs, true).ok());
   EXPECT_TRUE(LoadJobTokens(dir + "/tokens", RpcRole::kWorker, false).ok());
   EXPECT_TRUE(ReadFileToString(dir + "/tokens/secret.yaml").ok());
+}
+
+// Each task's folder holds what it needs to start and nothing else: no
+// CA key, no other task's key, no token but its role's.
+TEST_F(TfConfigCommandTest, GenWritesEachTasksShareApart) {
+  const std::string dir =
+      std::string(std::getenv("TEST_TMPDIR")) + "/task_credentials";
+  ASSERT_EQ(Run({"tfconfig", "gen", "--ps=10.0.0.1", "--workers=10.0.0.2",
+                 "--chief=host-c", "--evaluator=host-e", "--out=" + dir,
+                 "--credentials"}),
+            kExitOk)
+      << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr(dir + "/tasks/<task>"));
+  struct Expected {
+    const char* task;
+    RpcRole role;
+    bool checks_callers;
+    std::vector<std::string> tokens;
+  };
+  for (const Expected& e : std::vector<Expected>{
+           {"ps-0", RpcRole::kPs, true, {"tokens.sha256"}},
+           {"chief-0", RpcRole::kChief, true, {"chief.token", "tokens.sha256"}},
+           {"worker-0", RpcRole::kWorker, false, {"worker.token"}},
+           {"evaluator-0", RpcRole::kEvaluator, false, {"evaluator.token"}}}) {
+    SCOPED_TRACE(e.task);
+    const std::string task = std::string(e.task);
+    const std::string tls = dir + "/tasks/" + task + "/tls/";
+    const std::string tokens = dir + "/tasks/" + task + "/tokens/";
+    EXPECT_OK(
+        LoadMutualTls(tls + "ca.crt", tls + task + ".crt", tls + task + ".key")
+            .status());
+    EXPECT_OK(LoadJobTokens(tokens, e.role, e.checks_callers).status());
+    EXPECT_THAT(ListDirectory(tls),
+                IsOkAndHolds(UnorderedElementsAre("ca.crt", task + ".crt",
+                                                  task + ".key")));
+    EXPECT_THAT(ListDirectory(tokens),
+                IsOkAndHolds(UnorderedElementsAreArray(e.tokens)));
+    struct stat st;
+    ASSERT_EQ(stat((tls + task + ".key").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600);
+    ASSERT_EQ(stat((dir + "/tasks/" + task).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0700);
+  }
+  // The role's token is the job's: the shared folder's copy.
+  EXPECT_EQ(ReadFileToString(dir + "/tasks/worker-0/tokens/worker.token")
+                .value_or("a"),
+            ReadFileToString(dir + "/tokens/worker.token").value_or("b"));
 }
 
 TEST_F(TfConfigCommandTest, GenCredentialsNeedAnOutputFolder) {
