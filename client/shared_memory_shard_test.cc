@@ -252,7 +252,8 @@ class SharedMemoryShardTest : public ::testing::Test {
   // session.
   uint64_t AttachAsServer() {
     ScriptedTransport::Offer offer = transport_->TakeOffer();
-    absl::StatusOr<uint64_t> session = sessions_.Attach(offer.request);
+    absl::StatusOr<uint64_t> session =
+        sessions_.Attach(offer.request, "worker-0");
     EXPECT_OK(session);
     AttachSharedMemoryResponse response;
     response.set_session(session.value_or(0));
@@ -276,7 +277,7 @@ class SharedMemoryShardTest : public ::testing::Test {
   // The values a region-backed call names, as the server sees them.
   absl::Span<float> RegionValues(const SharedPayload& shared, int64_t n) {
     absl::StatusOr<SharedMemorySessions::Payload> payload =
-        sessions_.Resolve(shared, n * int64_t{sizeof(float)});
+        sessions_.Resolve(shared, n * int64_t{sizeof(float)}, "worker-0");
     EXPECT_OK(payload);
     held_.push_back(payload->region);
     return payload->values;

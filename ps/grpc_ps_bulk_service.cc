@@ -63,11 +63,13 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
             ? kTrainers
         : method == kBulkAssignMethod ? kChiefOnly
                                       : kReaders;
-    if (absl::Status authorized = server_->Allow(*context_, allowed, method);
-        !authorized.ok()) {
-      Reply(authorized);
+    absl::StatusOr<std::string> caller =
+        server_->AllowCaller(*context_, allowed, method);
+    if (!caller.ok()) {
+      Reply(caller.status());
       return;
     }
+    caller_ = *std::move(caller);
     if (method == kBulkPullBatchMethod) {
       HandlePull();  // Replies now or once the step is applied.
     } else if (method == kBulkPushBatchMethod) {
@@ -131,7 +133,7 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     std::vector<absl::Span<float>> out;
     if (request.has_shared()) {
       absl::StatusOr<SharedPullTarget> target =
-          ResolveSharedPull(*service_, *shared_memory_, request);
+          ResolveSharedPull(*service_, *shared_memory_, caller_, request);
       if (!target.ok()) return Reply(target.status());
       shared_ = std::move(target->payload);
       out = std::move(target->pieces);
@@ -211,7 +213,7 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
         return absl::InvalidArgumentError(
             "a batch with shared-memory values also carries a payload");
       }
-      return PushFromSharedMemory(*service_, *shared_memory_, request);
+      return PushFromSharedMemory(*service_, *shared_memory_, caller_, request);
     }
     ASSIGN_OR_RETURN(std::vector<ChunkRef> refs,
                      service_->ResolvePush(request));
@@ -321,7 +323,7 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
       // Ids and rows in the client's region; the answer is a header.
       if (frame->payload_bytes() != 0) return Reply(PayloadBesideShared());
       absl::StatusOr<std::unique_ptr<SharedRows>> rows = ResolveSharedRows(
-          *service_, *shared_memory_, request.protocol_version(),
+          *service_, *shared_memory_, caller_, request.protocol_version(),
           request.parts(), request.shared());
       if (!rows.ok()) return Reply(rows.status());
       shared_rows_ = *std::move(rows);
@@ -384,9 +386,9 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     if (request.has_shared()) {
       if (frame.payload_bytes() != 0) return PayloadBesideShared();
       request_.Clear();
-      ASSIGN_OR_RETURN(
-          PushRowsResponse response,
-          PushRowsFromSharedMemory(*service_, *shared_memory_, request));
+      ASSIGN_OR_RETURN(PushRowsResponse response,
+                       PushRowsFromSharedMemory(*service_, *shared_memory_,
+                                                caller_, request));
       response_ = EncodeBulkFrame(response, {}, nullptr);
       return absl::OkStatus();
     }
@@ -453,6 +455,9 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   GrpcParameterServer* const server_;  // who may call (Allow)
   grpc::ByteBuffer request_;
   grpc::ByteBuffer response_;
+  // Who called (GrpcParameterServer::AllowCaller): a shared-memory
+  // payload must lie in one of its own sessions.
+  std::string caller_;
   int64_t request_bytes_ = 0;
   std::atomic<bool> replied_{false};
   // A shared-memory pull's region, held until the answer is sent.

@@ -167,13 +167,11 @@ class GrpcParameterServer::ControlService final : public ControlServiceBase {
       grpc::CallbackServerContext* context,
       const AttachSharedMemoryRequest* request,
       AttachSharedMemoryResponse* response) override {
-    if (absl::Status allowed =
-            server_->Allow(*context, kReaders, "AttachSharedMemory");
-        !allowed.ok()) {
-      return Done(context, allowed);
-    }
+    absl::StatusOr<std::string> caller =
+        server_->AllowCaller(*context, kReaders, "AttachSharedMemory");
+    if (!caller.ok()) return Done(context, caller.status());
     absl::StatusOr<uint64_t> session =
-        server_->shared_memory_->Attach(*request);
+        server_->shared_memory_->Attach(*request, *caller);
     if (session.ok()) {
       response->set_session(*session);
       std::string ring = "";
@@ -202,13 +200,11 @@ class GrpcParameterServer::ControlService final : public ControlServiceBase {
       grpc::CallbackServerContext* context,
       const DetachSharedMemoryRequest* request,
       DetachSharedMemoryResponse* response) override {
-    if (absl::Status allowed =
-            server_->Allow(*context, kReaders, "DetachSharedMemory");
-        !allowed.ok()) {
-      return Done(context, allowed);
-    }
-    server_->shared_memory_->Detach(request->session());
-    return Done(context, absl::OkStatus());
+    absl::StatusOr<std::string> caller =
+        server_->AllowCaller(*context, kReaders, "DetachSharedMemory");
+    if (!caller.ok()) return Done(context, caller.status());
+    return Done(context,
+                server_->shared_memory_->Detach(request->session(), *caller));
   }
 
   grpc::ServerUnaryReactor* ExcludeWorkers(

@@ -32,8 +32,16 @@ namespace psflow {
 absl::Status GrpcParameterServer::Allow(const grpc::ServerContextBase& context,
                                         const RoleSet& roles,
                                         absl::string_view method) {
-  RETURN_IF_ERROR(authorizer_->Authorize(context, roles, method).status());
-  return FenceChiefCalls(context, roles, method);
+  return AllowCaller(context, roles, method).status();
+}
+
+absl::StatusOr<std::string> GrpcParameterServer::AllowCaller(
+    const grpc::ServerContextBase& context, const RoleSet& roles,
+    absl::string_view method) {
+  ASSIGN_OR_RETURN(CallAuthorizer::Caller caller,
+                   authorizer_->AuthorizeCaller(context, roles, method));
+  RETURN_IF_ERROR(FenceChiefCalls(context, roles, method));
+  return std::move(caller.name);
 }
 
 absl::Status GrpcParameterServer::FenceChiefCalls(
@@ -54,7 +62,9 @@ absl::Status GrpcParameterServer::FenceChiefCalls(
 
 absl::Status GrpcParameterServer::ServeRing(
     const grpc::ServerContextBase& attach, uint64_t session, int64_t offset) {
-  ASSIGN_OR_RETURN(std::optional<RpcRole> role, authorizer_->Identify(attach));
+  ASSIGN_OR_RETURN(CallAuthorizer::Caller caller,
+                   authorizer_->IdentifyCaller(attach));
+  const std::optional<RpcRole> role = caller.role;
   const auto& metadata = attach.client_metadata();
   const auto found = metadata.find(kChiefIncarnationMetadataKey);
   std::optional<std::string> incarnation;
@@ -78,7 +88,8 @@ absl::Status GrpcParameterServer::ServeRing(
   return shared_memory_->ServeRing(
       session, offset,
       std::make_shared<RingCallHandler>(service_.get(), shared_memory_.get(),
-                                        session, std::move(allow)));
+                                        session, std::move(caller.name),
+                                        std::move(allow)));
 }
 
 // ---- Lifecycle -------------------------------------------------------------

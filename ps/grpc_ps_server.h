@@ -110,6 +110,11 @@ class GrpcParameterServer {
   // ABORTED (chief_fence.h); it then counts as the chief's sign of life.
   absl::Status Allow(const grpc::ServerContextBase& context,
                      const RoleSet& roles, absl::string_view method);
+  // Allow(), returning the caller's name (CallAuthorizer::Caller): whom a
+  // shared-memory session belongs to.
+  absl::StatusOr<std::string> AllowCaller(
+      const grpc::ServerContextBase& context, const RoleSet& roles,
+      absl::string_view method);
   // Allow()'s second half, for a caller already authorized.
   absl::Status FenceChiefCalls(const grpc::ServerContextBase& context,
                                const RoleSet& roles, absl::string_view method);

@@ -127,7 +127,7 @@ std::function<void()> RingCallHandler::ServePush(
     return nullptr;
   }
   absl::StatusOr<PushBatchResponse> pushed =
-      PushFromSharedMemory(*service_, *sessions_, request);
+      PushFromSharedMemory(*service_, *sessions_, caller_, request);
   if (!pushed.ok() || !request.has_then_pull()) {
     Answer(core, request_bytes, reply, pushed.status(),
            pushed.ok() ? &*pushed : nullptr);
@@ -170,10 +170,10 @@ std::function<void()> RingCallHandler::ServePullRows(
     checked = allow_(kTrainers, "a rows pull that trains");
   }
   absl::StatusOr<std::unique_ptr<SharedRows>> rows =
-      checked.ok()
-          ? ResolveSharedRows(*service_, *sessions_, request.protocol_version(),
-                              request.parts(), request.shared())
-          : checked;
+      checked.ok() ? ResolveSharedRows(*service_, *sessions_, caller_,
+                                       request.protocol_version(),
+                                       request.parts(), request.shared())
+                   : checked;
   if (!rows.ok()) {
     Answer(core, request_bytes, reply, rows.status(), nullptr);
     return nullptr;
@@ -201,8 +201,9 @@ void RingCallHandler::ServePushRows(const std::string& bytes,
       ParseAllowed(allow_, session_, kTrainers, kBulkPushRowsMethod, bytes,
                    "rows push", request);
   absl::StatusOr<PushRowsResponse> pushed =
-      checked.ok() ? PushRowsFromSharedMemory(*service_, *sessions_, request)
-                   : checked;
+      checked.ok()
+          ? PushRowsFromSharedMemory(*service_, *sessions_, caller_, request)
+          : checked;
   Answer(service_->core(), static_cast<int64_t>(bytes.size()), reply,
          pushed.status(), pushed.ok() ? &*pushed : nullptr);
 }
@@ -212,7 +213,7 @@ std::function<void()> RingCallHandler::StartPull(
     const SharedCallRingServer::Reply& reply) {
   ParameterServerCore& core = service_->core();
   absl::StatusOr<SharedPullTarget> target =
-      ResolveSharedPull(*service_, *sessions_, request);
+      ResolveSharedPull(*service_, *sessions_, caller_, request);
   if (!target.ok()) {
     Answer(core, 0, reply, target.status(), nullptr);
     return nullptr;

@@ -31,10 +31,11 @@ class RingCallHandler final : public SharedCallRingServer::Handler {
   // before they go). `session` is the ring's own: its calls may name no
   // other.
   RingCallHandler(PsService* service, SharedMemorySessions* sessions,
-                  uint64_t session, Allow allow)
+                  uint64_t session, std::string caller, Allow allow)
       : service_(service),
         sessions_(sessions),
         session_(session),
+        caller_(std::move(caller)),
         allow_(std::move(allow)) {}
 
   std::function<void()> Serve(uint32_t method, std::string request,
@@ -60,6 +61,8 @@ class RingCallHandler final : public SharedCallRingServer::Handler {
   PsService* const service_;
   SharedMemorySessions* const sessions_;
   const uint64_t session_;
+  // The attach call's caller, whose session this is.
+  const std::string caller_;
   const Allow allow_;
 };
 

@@ -54,7 +54,7 @@ class RingCallHandlerTest : public ::testing::Test {
     attach.set_fd(region->fd());
     attach.set_total_bytes(region->total_bytes());
     attach.set_token(region->token());
-    absl::StatusOr<uint64_t> session = sessions_.Attach(attach);
+    absl::StatusOr<uint64_t> session = sessions_.Attach(attach, "worker-0");
     EXPECT_OK(session);
     return session.ok() ? *session : 0;
   }
@@ -62,7 +62,7 @@ class RingCallHandlerTest : public ::testing::Test {
   // Serves a pull of w into `session`'s region on the ring of `ring`.
   absl::Status PullOnRingOf(uint64_t ring, uint64_t session) {
     RingCallHandler handler(
-        &service_, &sessions_, ring,
+        &service_, &sessions_, ring, "worker-0",
         [](const RoleSet&, absl::string_view) { return absl::OkStatus(); });
     PullBatchRequest pull;
     pull.set_protocol_version(kProtocolVersion);

@@ -12,7 +12,7 @@ namespace psflow {
 
 absl::StatusOr<SharedPullTarget> ResolveSharedPull(
     PsService& service, SharedMemorySessions& sessions,
-    const PullBatchRequest& request) {
+    absl::string_view caller, const PullBatchRequest& request) {
   int64_t total = 0;
   for (const PullRequest& part : request.parts()) {
     if (part.num_elements() <= 0 ||
@@ -25,9 +25,9 @@ absl::StatusOr<SharedPullTarget> ResolveSharedPull(
     total += part.num_elements();
   }
   SharedPullTarget target;
-  ASSIGN_OR_RETURN(
-      target.payload,
-      sessions.Resolve(request.shared(), total * int64_t{sizeof(float)}));
+  ASSIGN_OR_RETURN(target.payload,
+                   sessions.Resolve(request.shared(),
+                                    total * int64_t{sizeof(float)}, caller));
   int64_t offset = 0;
   for (const PullRequest& part : request.parts()) {
     target.pieces.push_back(
@@ -39,13 +39,13 @@ absl::StatusOr<SharedPullTarget> ResolveSharedPull(
 
 absl::StatusOr<PushBatchResponse> PushFromSharedMemory(
     PsService& service, SharedMemorySessions& sessions,
-    const PushBatchRequest& request) {
+    absl::string_view caller, const PushBatchRequest& request) {
   ASSIGN_OR_RETURN(std::vector<ChunkRef> refs, service.ResolvePush(request));
   int64_t total = 0;
   for (const ChunkRef& ref : refs) total += ref.num_elements;
-  ASSIGN_OR_RETURN(
-      SharedMemorySessions::Payload shared,
-      sessions.Resolve(request.shared(), total * int64_t{sizeof(float)}));
+  ASSIGN_OR_RETURN(SharedMemorySessions::Payload shared,
+                   sessions.Resolve(request.shared(),
+                                    total * int64_t{sizeof(float)}, caller));
   // Checked whole, then read where it lies: no copy. The client could
   // write its memory between the check and the update; every update loop
   // reads a gradient as 0 where it is not finite (FiniteOrZero), so what
@@ -75,7 +75,7 @@ absl::StatusOr<PushBatchResponse> PushFromSharedMemory(
 
 absl::StatusOr<std::unique_ptr<SharedRows>> ResolveSharedRows(
     PsService& service, SharedMemorySessions& sessions,
-    uint32_t protocol_version,
+    absl::string_view caller, uint32_t protocol_version,
     const google::protobuf::RepeatedPtrField<RowsPart>& parts,
     const SharedPayload& shared) {
   auto rows = std::make_unique<SharedRows>();
@@ -96,7 +96,7 @@ absl::StatusOr<std::unique_ptr<SharedRows>> ResolveSharedRows(
         " ids names ", shared.bytes(), " bytes of shared memory; its ids and ",
         floats, " floats of rows (ids x each table's dim) take ", expected));
   }
-  ASSIGN_OR_RETURN(rows->payload, sessions.Resolve(shared, expected));
+  ASSIGN_OR_RETURN(rows->payload, sessions.Resolve(shared, expected, caller));
   rows->ids.resize(static_cast<size_t>(num_ids));
   std::memcpy(rows->ids.data(), rows->payload.values.data(),
               static_cast<size_t>(num_ids) * sizeof(int64_t));
@@ -119,10 +119,10 @@ absl::StatusOr<std::unique_ptr<SharedRows>> ResolveSharedRows(
 
 absl::StatusOr<PushRowsResponse> PushRowsFromSharedMemory(
     PsService& service, SharedMemorySessions& sessions,
-    const PushRowsRequest& request) {
+    absl::string_view caller, const PushRowsRequest& request) {
   ASSIGN_OR_RETURN(
       std::unique_ptr<SharedRows> rows,
-      ResolveSharedRows(service, sessions, request.protocol_version(),
+      ResolveSharedRows(service, sessions, caller, request.protocol_version(),
                         request.parts(), request.shared()));
   // The parts' rows lie back to back: one copy, so that the NaN/Inf check
   // and the update see the same values.

@@ -1,7 +1,8 @@
 // The parts of a bulk call through a client's shared memory that every
 // transport carrying such calls shares (the gRPC bulk service and the
 // call ring): where a pull's values go, and a push applied from the
-// client's memory.
+// client's memory. `caller` names who called (the session must be its
+// own: SharedMemorySessions::Resolve).
 #ifndef PSFLOW_PS_SHARED_MEMORY_CALLS_H_
 #define PSFLOW_PS_SHARED_MEMORY_CALLS_H_
 
@@ -11,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "proto/ps.pb.h"
 #include "ps/embedding_table.h"
@@ -30,7 +32,7 @@ struct SharedPullTarget {
 // bounded by a chunk before the sizes are summed).
 absl::StatusOr<SharedPullTarget> ResolveSharedPull(
     PsService& service, SharedMemorySessions& sessions,
-    const PullBatchRequest& request);
+    absl::string_view caller, const PullBatchRequest& request);
 
 // Applies a push whose gradients lie in the client's memory
 // (`request.shared()`), read where they lie: checked whole for NaN/Inf
@@ -40,7 +42,7 @@ absl::StatusOr<SharedPullTarget> ResolveSharedPull(
 // no longer change.
 absl::StatusOr<PushBatchResponse> PushFromSharedMemory(
     PsService& service, SharedMemorySessions& sessions,
-    const PushBatchRequest& request);
+    absl::string_view caller, const PushBatchRequest& request);
 
 // A rows call whose ids and rows lie in the client's region
 // (PullRowsRequest.shared, PushRowsRequest.shared).
@@ -58,7 +60,7 @@ struct SharedRows {
 // as over gRPC before any size is computed).
 absl::StatusOr<std::unique_ptr<SharedRows>> ResolveSharedRows(
     PsService& service, SharedMemorySessions& sessions,
-    uint32_t protocol_version,
+    absl::string_view caller, uint32_t protocol_version,
     const google::protobuf::RepeatedPtrField<RowsPart>& parts,
     const SharedPayload& shared);
 
@@ -66,7 +68,7 @@ absl::StatusOr<std::unique_ptr<SharedRows>> ResolveSharedRows(
 // both copied out once before any check, as PushFromSharedMemory does.
 absl::StatusOr<PushRowsResponse> PushRowsFromSharedMemory(
     PsService& service, SharedMemorySessions& sessions,
-    const PushRowsRequest& request);
+    absl::string_view caller, const PushRowsRequest& request);
 
 // A push with then_pull serves its pull only when every part was applied
 // (a part refused alone, stale in sync mode, fails the call: the pull would

@@ -17,10 +17,18 @@ constexpr char kLostSession[] = "unknown shared-memory session";
 
 int64_t NowNs() { return absl::ToUnixNanos(absl::Now()); }
 
+// The session's id stays out of the message: it is its owner's to know.
+absl::Status NotTheOwner(absl::string_view caller) {
+  return absl::PermissionDeniedError(absl::StrCat(
+      "the shared-memory session named belongs to another caller than ",
+      caller.empty() ? "this one" : absl::StrCat("\"", caller, "\""),
+      "; a client may use only the sessions it attached"));
+}
+
 }  // namespace
 
 absl::StatusOr<uint64_t> SharedMemorySessions::Attach(
-    const AttachSharedMemoryRequest& request) {
+    const AttachSharedMemoryRequest& request, absl::string_view owner) {
   if (request.protocol_version() != kProtocolVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat("client speaks protocol ", request.protocol_version(),
@@ -51,6 +59,7 @@ absl::StatusOr<uint64_t> SharedMemorySessions::Attach(
                                request.total_bytes(), request.token());
   if (!region.ok()) return region.status();
   auto session = std::make_unique<Session>();
+  session->owner = std::string(owner);
   session->region = *std::move(region);
   session->last_used_ns.store(NowNs());
   ForgetIdle();
@@ -138,13 +147,16 @@ int64_t SharedMemorySessions::ring_calls() const {
 
 const char* SharedMemorySessions::LostSessionText() { return kLostSession; }
 
-void SharedMemorySessions::Detach(uint64_t session) {
+absl::Status SharedMemorySessions::Detach(uint64_t session,
+                                          absl::string_view caller) {
   std::unique_ptr<Session> gone;  // unmapped outside the lock
   MutexLock lock(&mu_);
   auto it = sessions_.find(session);
-  if (it == sessions_.end()) return;
+  if (it == sessions_.end()) return absl::OkStatus();
+  if (it->second->owner != caller) return NotTheOwner(caller);
   gone = std::move(it->second);
   sessions_.erase(it);
+  return absl::OkStatus();
 }
 
 void SharedMemorySessions::DetachAll() {
@@ -171,7 +183,8 @@ void SharedMemorySessions::ForgetIdle() {
 }
 
 absl::StatusOr<SharedMemorySessions::Payload> SharedMemorySessions::Resolve(
-    const SharedPayload& shared, int64_t expected_bytes) {
+    const SharedPayload& shared, int64_t expected_bytes,
+    absl::string_view caller) {
   // A client that died without detaching is forgotten here too, so its
   // pages do not wait for the next attach.
   // Not on a ring's thread: forgetting its own session would stop the ring
@@ -189,6 +202,9 @@ absl::StatusOr<SharedMemorySessions::Payload> SharedMemorySessions::Resolve(
           absl::StrCat(kLostSession, " ", shared.session(),
                        " (the server restarted or the session sat idle); "
                        "the client attaches again"));
+    }
+    if (it->second->owner != caller) {
+      return NotTheOwner(caller);
     }
     it->second->last_used_ns.store(NowNs(), std::memory_order_relaxed);
     region = it->second->region;

@@ -2,6 +2,11 @@
 // (AttachSharedMemory in proto/ps.proto), and the checks that turn a bulk
 // call's SharedPayload into memory the server may read or write.
 //
+// A session belongs to the caller that attached it (its name: the
+// certificate's common name under mutual TLS, else its role under job
+// tokens; GrpcParameterServer::AllowCaller): another caller naming it, in a
+// bulk call or a detach, is refused, whatever it knows of its id.
+//
 // A session ends when its client detaches, when it sat unused for
 // `idle_timeout` (a client that died without detaching; checked at each
 // attach and, every quarter of the timeout, by calls), or with the server. A
@@ -16,10 +21,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/random/random.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/mutex.h"
@@ -54,8 +61,10 @@ class SharedMemorySessions {
 
   explicit SharedMemorySessions(const Options& options) : options_(options) {}
 
-  // Opens and checks the client's region; returns its session id.
-  absl::StatusOr<uint64_t> Attach(const AttachSharedMemoryRequest& request);
+  // Opens and checks the client's region; returns its session id, a
+  // session of `owner`.
+  absl::StatusOr<uint64_t> Attach(const AttachSharedMemoryRequest& request,
+                                  absl::string_view owner);
   // Serves the call ring the client wrote at `offset` in `session`'s
   // region with `handler`, until the session is forgotten.
   // ResourceExhausted beyond max_rings; FailedPrecondition for an unknown
@@ -64,16 +73,19 @@ class SharedMemorySessions {
       uint64_t session, int64_t offset,
       std::shared_ptr<SharedCallRingServer::Handler> handler);
 
-  // Forgets a session (a no-op for an unknown one), stopping its ring.
-  void Detach(uint64_t session);
+  // Forgets `caller`'s session (a no-op for an unknown one), stopping its
+  // ring. PermissionDenied when the session is another caller's.
+  absl::Status Detach(uint64_t session, absl::string_view caller);
   // Forgets every session, as a restarted server would have.
   void DetachAll();
 
-  // The `expected_bytes` bytes `shared` names. FailedPrecondition for an
-  // unknown session (see IsLostSession), InvalidArgument for a range that
-  // is misaligned, outside the region or of another size.
+  // The `expected_bytes` bytes `shared` names, in a session of `caller`.
+  // FailedPrecondition for an unknown session (see IsLostSession),
+  // PermissionDenied for another caller's, InvalidArgument for a range
+  // that is misaligned, outside the region or of another size.
   absl::StatusOr<Payload> Resolve(const SharedPayload& shared,
-                                  int64_t expected_bytes);
+                                  int64_t expected_bytes,
+                                  absl::string_view caller);
 
   int64_t size() const;
   // Sessions with a ring, and the calls rings took (also of forgotten ones).
@@ -90,6 +102,7 @@ class SharedMemorySessions {
 
  private:
   struct Session {
+    std::string owner;  // the attach call's caller
     std::shared_ptr<SharedMemoryRegion> region;
     std::atomic<int64_t> last_used_ns{0};
     // Stopped (joined) when the session goes, outside mu_.

@@ -33,9 +33,17 @@ CallAuthorizer::CallAuthorizer(const TransportSecurity& security)
 
 absl::StatusOr<std::optional<RpcRole>> CallAuthorizer::Identify(
     const grpc::ServerContextBase& context) const {
+  absl::StatusOr<Caller> caller = IdentifyCaller(context);
+  if (!caller.ok()) return caller.status();
+  return caller->role;
+}
+
+absl::StatusOr<CallAuthorizer::Caller> CallAuthorizer::IdentifyCaller(
+    const grpc::ServerContextBase& context) const {
   std::optional<RpcRole> by_certificate;
+  std::optional<std::string> name;
   if (tls_) {
-    std::optional<std::string> name = CertificateName(context);
+    name = CertificateName(context);
     if (name.has_value()) {
       by_certificate = RoleOfCertificateName(*name, chief_task_);
     }
@@ -47,7 +55,9 @@ absl::StatusOr<std::optional<RpcRole>> CallAuthorizer::Identify(
           "from psctl certs gen for this job"));
     }
   }
-  if (!tokens_.checks()) return by_certificate;
+  if (!tokens_.checks()) {
+    return Caller{by_certificate, name.value_or("")};
+  }
 
   const auto& metadata = context.client_metadata();
   const auto found = metadata.find(kTokenMetadataKey);
@@ -80,20 +90,29 @@ absl::StatusOr<std::optional<RpcRole>> CallAuthorizer::Identify(
         " but its token is role ", RpcRoleName(*by_token),
         "'s; give every task its own role's token"));
   }
-  return by_token;
+  return Caller{by_token,
+                name.has_value() ? *name : std::string(RpcRoleName(*by_token))};
 }
 
 absl::StatusOr<std::optional<RpcRole>> CallAuthorizer::Authorize(
     const grpc::ServerContextBase& context, const RoleSet& allowed,
     absl::string_view method) const {
-  absl::StatusOr<std::optional<RpcRole>> role = Identify(context);
-  if (!role.ok() || !role->has_value()) return role;
-  if (!allowed.Contains(**role)) {
-    return absl::PermissionDeniedError(
-        absl::StrCat(method, " is for ", allowed.Describe(),
-                     " only; the caller's role is ", RpcRoleName(**role)));
+  absl::StatusOr<Caller> caller = AuthorizeCaller(context, allowed, method);
+  if (!caller.ok()) return caller.status();
+  return caller->role;
+}
+
+absl::StatusOr<CallAuthorizer::Caller> CallAuthorizer::AuthorizeCaller(
+    const grpc::ServerContextBase& context, const RoleSet& allowed,
+    absl::string_view method) const {
+  absl::StatusOr<Caller> caller = IdentifyCaller(context);
+  if (!caller.ok() || !caller->role.has_value()) return caller;
+  if (!allowed.Contains(*caller->role)) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        method, " is for ", allowed.Describe(), " only; the caller's role is ",
+        RpcRoleName(*caller->role)));
   }
-  return role;
+  return caller;
 }
 
 }  // namespace psflow

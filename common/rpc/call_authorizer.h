@@ -17,6 +17,7 @@
 #define PSFLOW_COMMON_RPC_CALL_AUTHORIZER_H_
 
 #include <optional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -35,6 +36,17 @@ class CallAuthorizer {
   // Whether callers go unchecked (no tokens and no TLS).
   bool open() const { return !tls_ && !tokens_.checks(); }
 
+  // Who called: its role (nullopt when the server is open) and its name,
+  // the most specific identity the server has: the certificate's common
+  // name under mutual TLS ("worker-1"), else the role's name under job
+  // tokens ("worker"), else "" (an open server).
+  struct Caller {
+    std::optional<RpcRole> role;
+    std::string name;
+  };
+  absl::StatusOr<Caller> IdentifyCaller(
+      const grpc::ServerContextBase& context) const;
+
   // The caller's role; nullopt when the server is open.
   absl::StatusOr<std::optional<RpcRole>> Identify(
       const grpc::ServerContextBase& context) const;
@@ -44,6 +56,10 @@ class CallAuthorizer {
   absl::StatusOr<std::optional<RpcRole>> Authorize(
       const grpc::ServerContextBase& context, const RoleSet& allowed,
       absl::string_view method) const;
+  // The same, with the caller's name (IdentifyCaller).
+  absl::StatusOr<Caller> AuthorizeCaller(const grpc::ServerContextBase& context,
+                                         const RoleSet& allowed,
+                                         absl::string_view method) const;
 
  private:
   JobTokens tokens_;  // digests only: the server's own token is not kept

@@ -26,7 +26,8 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 // "/t/ChiefOnly" is for the chief; "/t/Pull" for a worker or an evaluator;
-// anything else for everyone. Answers the role it saw ("open" when none).
+// anything else for everyone. Answers the role it saw ("open" when none),
+// or for "/t/Name" the caller's name.
 class AuthorizedService final : public grpc::CallbackGenericService {
  public:
   explicit AuthorizedService(const TransportSecurity& security)
@@ -45,16 +46,19 @@ class AuthorizedService final : public grpc::CallbackGenericService {
                 ? RoleSet{RpcRole::kWorker, RpcRole::kEvaluator}
                 : RoleSet{RpcRole::kChief, RpcRole::kWorker,
                           RpcRole::kEvaluator, RpcRole::kAdmin};
-        absl::StatusOr<std::optional<RpcRole>> role =
-            authorizer.Authorize(*context, allowed, method);
-        if (!role.ok()) {
-          Finish(
-              grpc::Status(static_cast<grpc::StatusCode>(role.status().code()),
-                           std::string(role.status().message())));
+        absl::StatusOr<CallAuthorizer::Caller> caller =
+            authorizer.AuthorizeCaller(*context, allowed, method);
+        if (!caller.ok()) {
+          Finish(grpc::Status(
+              static_cast<grpc::StatusCode>(caller.status().code()),
+              std::string(caller.status().message())));
           return;
         }
+        // "/t/Name" answers the caller's name, "[]" for none.
         const std::string name =
-            role->has_value() ? std::string(RpcRoleName(**role)) : "open";
+            method == "/t/Name"        ? absl::StrCat("[", caller->name, "]")
+            : caller->role.has_value() ? std::string(RpcRoleName(*caller->role))
+                                       : "open";
         grpc::Slice slice(name);
         answer_ = grpc::ByteBuffer(&slice, 1);
         StartWriteAndFinish(&answer_, grpc::WriteOptions(), grpc::Status::OK);
@@ -308,6 +312,37 @@ TEST(CallAuthorizerTest, CertificateAndTokenMustAgree) {
   // The certificate alone is not enough when the job has tokens.
   EXPECT_EQ(server.Call(pki.For("chief-0"), "/t/ChiefOnly").status().code(),
             absl::StatusCode::kUnauthenticated);
+}
+
+// The caller's name, whom a shared-memory session belongs to: the
+// certificate's task under mutual TLS, else the token's role, else none.
+TEST(CallAuthorizerTest, TheCallersNameIsItsMostSpecificIdentity) {
+  const Pki pki = MakePki();
+  const auto tokens = Tokens();
+  {
+    TransportSecurity server_security;
+    server_security.tokens = Checking(tokens);
+    Server server(server_security);
+    EXPECT_THAT(server.Call(Presenting(tokens.at(RpcRole::kWorker)), "/t/Name"),
+                IsOkAndHolds(std::string("[worker]")));
+  }
+  {
+    Server server(pki.For("ps-0"));
+    EXPECT_THAT(server.Call(pki.For("worker-3"), "/t/Name"),
+                IsOkAndHolds(std::string("[worker-3]")));
+  }
+  {
+    TransportSecurity server_security = pki.For("ps-0");
+    server_security.tokens = Checking(tokens);
+    Server server(server_security);
+    TransportSecurity worker = pki.For("worker-1");
+    worker.tokens.own = tokens.at(RpcRole::kWorker);
+    EXPECT_THAT(server.Call(worker, "/t/Name"),
+                IsOkAndHolds(std::string("[worker-1]")));
+  }
+  Server open{TransportSecurity()};
+  EXPECT_THAT(open.Call(TransportSecurity(), "/t/Name"),
+              IsOkAndHolds(std::string("[]")));
 }
 
 }  // namespace
