@@ -203,9 +203,10 @@ absl::StatusOr<RestoredCheckpoint> RestoreNewestIntactCheckpoint(
           newest_error.message(),
           damaged.size() > 1
               ? absl::StrCat(
-                    "; the ", damaged.size() - 1, " older kept checkpoints (",
+                    "; the older kept ",
+                    damaged.size() == 2 ? "checkpoint (" : "checkpoints (",
                     absl::StrJoin(damaged.begin() + 1, damaged.end(), ", "),
-                    ") are damaged too")
+                    damaged.size() == 2 ? ") is" : ") are", " damaged too")
               : ""));
 }
 
