@@ -3,6 +3,9 @@
 // restores, excludes and shuts down; workers pull and push; the evaluator
 // only pulls; callers without a token, or with another job's, are refused
 // and change nothing.
+#include <unistd.h>
+
+#include <algorithm>
 #include <future>
 #include <memory>
 #include <string>
@@ -13,6 +16,7 @@
 #include "client/ps_shard_test_util.h"
 #include "client/shared_memory_shard.h"
 #include "common/rpc/job_tokens.h"
+#include "common/shared_memory_region.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -26,6 +30,7 @@ using ::psflow::testing::PullOne;
 using ::psflow::testing::PullRowsOne;
 using ::psflow::testing::PushOne;
 using ::psflow::testing::PushRowsOne;
+using ::testing::Each;
 using ::testing::HasSubstr;
 
 absl::Time Soon() { return absl::Now() + absl::Seconds(30); }
@@ -233,6 +238,56 @@ TEST_F(PsAuthorizationTest, TheEvaluatorsPullsNeverTrain) {
       *As(RpcRole::kWorker), "emb", {5}, absl::MakeSpan(row), Soon(),
       [](PullRowsRequest& header) { header.set_train(true); }));
   EXPECT_EQ(rows_in_emb(), 1);
+}
+
+// A shared-memory session is its attacher's: another member of the job
+// that names it over gRPC (its id leaked) is refused, and the region keeps
+// what it held; the attacher's own call goes through.
+TEST_F(PsAuthorizationTest, AnotherCallersSharedMemorySessionIsRefused) {
+  Prepare();
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<SharedMemoryRegion> region,
+                       SharedMemoryRegion::Create(1 << 16));
+  AttachSharedMemoryRequest attach;
+  attach.set_protocol_version(kProtocolVersion);
+  attach.set_pid(getpid());
+  attach.set_fd(region->fd());
+  attach.set_total_bytes(region->total_bytes());
+  attach.set_token(region->token());
+  auto worker = As(RpcRole::kWorker);
+  std::promise<absl::StatusOr<AttachSharedMemoryResponse>> attached;
+  worker->OfferSharedMemory(
+      attach, [&attached](absl::StatusOr<AttachSharedMemoryResponse> answer) {
+        attached.set_value(std::move(answer));
+      });
+  ASSERT_OK_AND_ASSIGN(AttachSharedMemoryResponse session,
+                       attached.get_future().get());
+
+  PullBatchRequest pull;
+  pull.set_protocol_version(kProtocolVersion);
+  PullRequest* part = pull.add_parts();
+  part->set_variable("w");
+  part->set_num_elements(4);
+  pull.mutable_shared()->set_session(session.session());
+  pull.mutable_shared()->set_offset(kSharedMemoryHeaderBytes);
+  pull.mutable_shared()->set_bytes(4 * sizeof(float));
+  auto pull_as = [&pull](GrpcPsShard& shard) {
+    std::promise<absl::Status> done;
+    shard.PullBatch(pull, {}, Soon(),
+                    [&done](absl::StatusOr<PullBatchResponse> answer) {
+                      done.set_value(answer.status());
+                    });
+    return done.get_future().get();
+  };
+  float* values =
+      reinterpret_cast<float*>(region->base() + kSharedMemoryHeaderBytes);
+  std::fill(values, values + 4, 9.0f);
+  auto evaluator = As(RpcRole::kEvaluator);
+  EXPECT_THAT(pull_as(*evaluator),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("belongs to another caller")));
+  EXPECT_THAT(std::vector<float>(values, values + 4), Each(9.0f));
+  EXPECT_OK(pull_as(*worker));
+  EXPECT_THAT(std::vector<float>(values, values + 4), Each(0.0f));
 }
 
 TEST_F(PsAuthorizationTest, StrangersAreRefusedAndChangeNothing) {
