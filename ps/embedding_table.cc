@@ -439,6 +439,9 @@ absl::StatusOr<std::pair<PushOutcome, int64_t>> EmbeddingTable::PushSync(
       return std::make_pair(PushOutcome::kDuplicate, current);
     }
     const int dim = options_.dim;
+    // The mean is accumulated (each gradient scaled as it arrives): a sum
+    // of finite gradients can overflow, their mean cannot.
+    const float scale = 1.0f / static_cast<float>(rule_.replicas_to_aggregate);
     for (size_t i = 0; i < ids.size(); ++i) {
       auto [it, added] = aggregate_rows_.try_emplace(
           ids[i], static_cast<uint32_t>(aggregate_ids_.size()));
@@ -448,7 +451,7 @@ absl::StatusOr<std::pair<PushOutcome, int64_t>> EmbeddingTable::PushSync(
       }
       float* sum = aggregate_.data() + size_t{it->second} * dim;
       const float* g = gradients.data() + i * dim;
-      for (int j = 0; j < dim; ++j) sum[j] += g[j];
+      for (int j = 0; j < dim; ++j) sum[j] += scale * g[j];
     }
     if (options_.min_frequency > 1) {
       // Every worker's sighting counts towards admission.
@@ -476,8 +479,6 @@ std::vector<std::function<void()>> EmbeddingTable::ApplyAggregateLocked() {
     return {};
   }
   aggregate_held_ = false;
-  const float scale = 1.0f / static_cast<float>(rule_.replicas_to_aggregate);
-  for (float& g : aggregate_) g *= scale;
   // A row the budget refused is skipped; the step still completes so the
   // job goes on, and the refusal is logged by the caller's next push.
   absl::Status applied = ApplyRows(aggregate_ids_, aggregate_, step, 1.0,

@@ -285,6 +285,16 @@ TEST(EmbeddingTableTest, SyncAveragesTheTouchedRowsOfEveryReplica) {
                        HasSubstr("ahead of the table")));
 }
 
+// The mean of finite gradients is applied even where their sum would
+// overflow a float (it was applied as 0).
+TEST(EmbeddingTableTest, SyncAveragesHugeGradientsWithoutOverflow) {
+  TestTable table(Options(1), Kind::kSgd, 1.0, /*sync=*/true, /*replicas=*/2);
+  const float before = table.Pull({1})[0];
+  ASSERT_OK(table.Push({1}, {3e38f}, 0, 0));
+  ASSERT_OK(table.Push({1}, {3e38f}, 0, 1));
+  EXPECT_FLOAT_EQ(table.Pull({1})[0], before - 3e38f);
+}
+
 TEST(EmbeddingTableTest, SyncHoldKeepsTheAggregateUntilReleased) {
   TestTable table(Options(1), Kind::kSgd, 1.0, true, 1);
   const float before = table.Pull({1})[0];

@@ -324,6 +324,25 @@ TEST_F(PsServiceTest, BadRequestsAnswerAtOnceWithTheReason) {
   EXPECT_THAT(result, StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
+// A sync step with two workers applies the mean of their gradients, also
+// when the gradients' sum would overflow a float (it was applied as 0).
+class SyncPsServiceTest : public PsServiceTest {
+ protected:
+  SyncPsServiceTest() : PsServiceTest(Sgd(SYNC, 2)) {}
+};
+
+TEST_F(SyncPsServiceTest, HugeGradientsAreAveragedWithoutOverflow) {
+  constexpr float kHuge = 3e38f;  // finite; twice it is not
+  ASSERT_OK(PushOnes(0, /*worker=*/0, std::nullopt, kHuge));
+  ASSERT_OK(PushOnes(0, /*worker=*/1, std::nullopt, kHuge));
+  std::vector<float> a(4), b(4);
+  service_.Pull(
+      PullBoth(1), {absl::MakeSpan(a), absl::MakeSpan(b)},
+      [](absl::StatusOr<PsService::PullAnswer> answer) { ASSERT_OK(answer); });
+  EXPECT_THAT(a, Each(-kHuge));  // w -= 1 * mean
+  EXPECT_THAT(b, Each(-kHuge));
+}
+
 // Bounded staleness with two workers, max_staleness 1.
 class BoundedPsServiceTest : public PsServiceTest {
  protected:

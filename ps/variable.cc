@@ -197,14 +197,22 @@ absl::StatusOr<std::pair<PushOutcome, int64_t>> Variable::Push(
       c.contributors.insert(worker);
       if (c.sum.empty()) c.sum.assign(c.size, 0.0f);
       float* const sum = c.sum.data();
+      // The mean is accumulated, each gradient scaled as it arrives: a sum
+      // of finite gradients can overflow (then applied as 0), their mean
+      // cannot.
+      const float scale = 1.0f / rule_.replicas_to_aggregate;
       ForEachRange(
-          c.size, kSumCost, [sum, &gradient](int64_t begin, int64_t end) {
+          c.size, kSumCost,
+          [sum, scale, &gradient](int64_t begin, int64_t end) {
             gradient.ForEachBlock(
-                begin, end, [sum](int64_t at, absl::Span<const float> block) {
+                begin, end,
+                [sum, scale](int64_t at, absl::Span<const float> block) {
                   float* __restrict__ s = sum + at;
                   const float* __restrict__ g = block.data();
                   const int64_t n = static_cast<int64_t>(block.size());
-                  for (int64_t i = 0; i < n; ++i) s[i] += FiniteOrZero(g[i]);
+                  for (int64_t i = 0; i < n; ++i) {
+                    s[i] += scale * FiniteOrZero(g[i]);
+                  }
                 });
           });
       if (static_cast<int>(c.contributors.size()) <
@@ -224,16 +232,14 @@ absl::StatusOr<std::pair<PushOutcome, int64_t>> Variable::Push(
 
 std::vector<std::function<void()>> Variable::ApplyAggregateLocked(Chunk& c) {
   if (!c.aggregate_held || c.version + 1 > c.hold_limit) return {};
-  const float scale = 1.0f / rule_.replicas_to_aggregate;
   const double lr = LearningRateLocked(c, 1.0);
   const int64_t step = c.version + 1;
   const int64_t chunk_begin = c.begin;
   const absl::Span<float> sum = absl::MakeSpan(c.sum);
-  // Mean, update and reset range by range: each float sees the same
-  // operations as in three whole passes, with its range still in cache.
+  // Update and reset range by range, each range still in cache (`sum`
+  // holds the mean already).
   ForEachRange(c.size, apply_cost() + kSumCost,
                [&](int64_t begin, int64_t end) {
-                 for (int64_t i = begin; i < end; ++i) sum[i] *= scale;
                  ApplyRange(chunk_begin, lr, step,
                             Gradient(absl::Span<const float>(sum)), begin, end);
                  std::fill(sum.begin() + begin, sum.begin() + end, 0.0f);
