@@ -7,6 +7,9 @@
 #      normal build only);
 #   3. every unit test under ThreadSanitizer, except the five whose
 #      threads meet only inside gRPC (tag no_tsan; docs/testing.md);
+#   (2 and 3 build the tests and what they run only, --build_tests_only:
+#   the benchmarks and tools stay out of the sanitizer builds, which are
+#   most of a CI run's time on a cold cache; step 1 still compiles them)
 #   4. the whole-job tests tagged sanitizer_job (diverging jobs in every
 #      mode) with ASan/UBSan-built role binaries.
 # Installs what it needs (tools/setup.sh). Extra arguments go to both
@@ -19,10 +22,10 @@ t=$(date +%s)
 bazel build --config=clang "$@" -- //...
 echo "sanitizers: clang thread-safety build $(( $(date +%s) - t ))s"
 t=$(date +%s)
-bazel test --config=asan "$@" -- //... -//tests/... -//deploy/...
+bazel test --config=asan --build_tests_only "$@" -- //... -//tests/... -//deploy/...
 echo "sanitizers: ASan/UBSan unit tests $(( $(date +%s) - t ))s"
 t=$(date +%s)
-bazel test --config=tsan "$@" -- //... -//tests/... -//deploy/...
+bazel test --config=tsan --build_tests_only "$@" -- //... -//tests/... -//deploy/...
 echo "sanitizers: TSan unit tests $(( $(date +%s) - t ))s"
 # Whole jobs down their failure paths with ASan/UBSan-built role binaries
 # (tag sanitizer_job; the full set is tools/sanitizer_jobs.sh).
