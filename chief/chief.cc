@@ -141,22 +141,25 @@ absl::StatusOr<bool> Chief::ResumeExistingModel() {
   }
   if (parts_.checkpoints != nullptr) {
     const std::string& directory = parts_.checkpoints->directory();
-    if (!servers.trained.empty()) {
-      LOG(WARNING)
-          << "the parameter servers' own state cannot be resumed ("
-          << (servers.untouched.empty()
-                  ? ""
-                  : absl::StrCat(absl::StrJoin(servers.untouched, ", "),
-                                 " restarted and lost theirs; "))
-          << (servers.restore_pending.empty()
-                  ? ""
-                  : absl::StrCat("a restore was cut short on ",
-                                 absl::StrJoin(servers.restore_pending, ", ")))
-          << "); restoring the newest checkpoint";
-    }
+    // Said once a checkpoint is there to restore.
+    bool warn = !servers.trained.empty();
     const absl::Time start = parts_.clock->Now();
     absl::StatusOr<RestoredCheckpoint> restored =
         RestoreNewestIntactCheckpoint(directory, [&](const std::string& path) {
+          if (std::exchange(warn, false)) {
+            LOG(WARNING)
+                << "the parameter servers' own state cannot be resumed ("
+                << (servers.untouched.empty()
+                        ? ""
+                        : absl::StrCat(absl::StrJoin(servers.untouched, ", "),
+                                       " restarted and lost theirs; "))
+                << (servers.restore_pending.empty()
+                        ? ""
+                        : absl::StrCat(
+                              "a restore was cut short on ",
+                              absl::StrJoin(servers.restore_pending, ", ")))
+                << "); restoring the newest checkpoint";
+          }
           coordinator_.SetActivity(absl::StrCat("restoring ", path));
           return RestoreCheckpoint(path, job.optimizer(), *parts_.client,
                                    absl::Minutes(10));

@@ -15,6 +15,16 @@
 
 namespace psflow {
 
+AttachSharedMemoryRequest AttachRequestFor(const SharedMemoryRegion& region) {
+  AttachSharedMemoryRequest request;
+  request.set_protocol_version(kProtocolVersion);
+  request.set_pid(getpid());
+  request.set_fd(region.fd());
+  request.set_total_bytes(region.total_bytes());
+  request.set_token(region.token());
+  return request;
+}
+
 using shared_memory_shard_internal::CopyIn;
 using shared_memory_shard_internal::CopyOut;
 using shared_memory_shard_internal::PiecesAt;
@@ -125,12 +135,7 @@ void SharedMemoryShard::CallEnded() {
 void SharedMemoryShard::StartOffer() {
   state_ = State::kAttaching;
   ++calls_in_flight_;
-  AttachSharedMemoryRequest request;
-  request.set_protocol_version(kProtocolVersion);
-  request.set_pid(getpid());
-  request.set_fd(arena_->region().fd());
-  request.set_total_bytes(arena_->region().total_bytes());
-  request.set_token(arena_->region().token());
+  AttachSharedMemoryRequest request = AttachRequestFor(arena_->region());
   ring_.reset();
   std::shared_ptr<Ring> ring;
   if (call_ring_) {

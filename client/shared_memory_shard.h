@@ -61,6 +61,10 @@
 
 namespace psflow {
 
+// The AttachSharedMemory request that offers `region` of this process to
+// a server on this host.
+AttachSharedMemoryRequest AttachRequestFor(const SharedMemoryRegion& region);
+
 class SharedMemoryShard final : public PsShard {
  public:
   // `region_bytes` (rounded up to whole pages) is an upper bound: pages are

@@ -3,8 +3,6 @@
 // restores, excludes and shuts down; workers pull and push; the evaluator
 // only pulls; callers without a token, or with another job's, are refused
 // and change nothing.
-#include <unistd.h>
-
 #include <algorithm>
 #include <future>
 #include <memory>
@@ -247,12 +245,7 @@ TEST_F(PsAuthorizationTest, AnotherCallersSharedMemorySessionIsRefused) {
   Prepare();
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<SharedMemoryRegion> region,
                        SharedMemoryRegion::Create(1 << 16));
-  AttachSharedMemoryRequest attach;
-  attach.set_protocol_version(kProtocolVersion);
-  attach.set_pid(getpid());
-  attach.set_fd(region->fd());
-  attach.set_total_bytes(region->total_bytes());
-  attach.set_token(region->token());
+  const AttachSharedMemoryRequest attach = AttachRequestFor(*region);
   auto worker = As(RpcRole::kWorker);
   std::promise<absl::StatusOr<AttachSharedMemoryResponse>> attached;
   worker->OfferSharedMemory(

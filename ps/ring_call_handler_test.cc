@@ -2,12 +2,11 @@
 // ring may name only that client's shared-memory session.
 #include "ps/ring_call_handler.h"
 
-#include <unistd.h>
-
 #include <cstring>
 #include <memory>
 #include <string>
 
+#include "client/shared_memory_shard.h"
 #include "common/shared_memory_region.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
@@ -48,13 +47,8 @@ class RingCallHandlerTest : public ::testing::Test {
         SharedMemoryRegion::Create(kData);
     EXPECT_OK(created);
     region = *std::move(created);
-    AttachSharedMemoryRequest attach;
-    attach.set_protocol_version(kProtocolVersion);
-    attach.set_pid(getpid());
-    attach.set_fd(region->fd());
-    attach.set_total_bytes(region->total_bytes());
-    attach.set_token(region->token());
-    absl::StatusOr<uint64_t> session = sessions_.Attach(attach, "worker-0");
+    absl::StatusOr<uint64_t> session =
+        sessions_.Attach(AttachRequestFor(*region), "worker-0");
     EXPECT_OK(session);
     return session.ok() ? *session : 0;
   }

@@ -1,11 +1,10 @@
 #include "ps/shared_memory_sessions.h"
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <limits>
 #include <memory>
 
+#include "client/shared_memory_shard.h"
 #include "common/shared_memory_region.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
@@ -24,15 +23,7 @@ constexpr char kOwner[] = "worker-0";
 // A client's region, offered to the sessions as a client on this host would.
 struct Client {
   Client() : region(*SharedMemoryRegion::Create(kData)) {}
-  AttachSharedMemoryRequest Offer() const {
-    AttachSharedMemoryRequest request;
-    request.set_protocol_version(kProtocolVersion);
-    request.set_pid(getpid());
-    request.set_fd(region->fd());
-    request.set_total_bytes(region->total_bytes());
-    request.set_token(region->token());
-    return request;
-  }
+  AttachSharedMemoryRequest Offer() const { return AttachRequestFor(*region); }
   std::unique_ptr<SharedMemoryRegion> region;
 };
 

@@ -1,7 +1,5 @@
 #include "client/psctl/task_credentials.h"
 
-#include <sys/stat.h>
-
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "common/rpc/job_tokens.h"
@@ -9,15 +7,6 @@
 
 namespace psflow {
 namespace {
-
-absl::Status MakePrivateDirectory(const std::string& dir) {
-  RETURN_IF_ERROR(MakeDirectories(dir));
-  if (chmod(dir.c_str(), 0700) != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot make ", dir, " private (chmod 0700)"));
-  }
-  return absl::OkStatus();
-}
 
 absl::Status CopyFile(const std::string& from, const std::string& to,
                       int mode) {
@@ -46,19 +35,8 @@ absl::Status WriteTaskCredentials(const TfConfig& config,
     RETURN_IF_ERROR(CopyFile(absl::StrCat(tls_dir, "/", name, ".key"),
                              absl::StrCat(tls, "/", name, ".key"), 0600));
 
-    const std::string token_dir = dir + "/tokens";
-    RETURN_IF_ERROR(MakePrivateDirectory(token_dir));
-    const RpcRole role = RoleOfTask(task, chief);
-    if (auto own = tokens.find(role); own != tokens.end()) {
-      RETURN_IF_ERROR(
-          WriteFileWithMode(absl::StrCat(token_dir, "/", TokenFileName(role)),
-                            own->second + "\n", 0600));
-    }
-    if (role == RpcRole::kPs || role == RpcRole::kChief) {
-      RETURN_IF_ERROR(
-          WriteFileWithMode(absl::StrCat(token_dir, "/", kTokenDigestsFile),
-                            TokenDigestsText(tokens), 0644));
-    }
+    RETURN_IF_ERROR(
+        WriteRoleTokens(tokens, RoleOfTask(task, chief), dir + "/tokens"));
   }
   return absl::OkStatus();
 }

@@ -3,10 +3,8 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
-#include <sys/stat.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <vector>
 
@@ -101,20 +99,45 @@ std::string TokenDigestsText(const std::map<RpcRole, std::string>& tokens) {
   return text;
 }
 
+namespace {
+
+absl::Status WriteToken(const std::string& dir, RpcRole role,
+                        const std::string& token) {
+  return WriteFileWithMode(absl::StrCat(dir, "/", TokenFileName(role)),
+                           token + "\n", 0600);
+}
+
+absl::Status WriteDigests(const std::string& dir,
+                          const std::map<RpcRole, std::string>& tokens) {
+  return WriteFileWithMode(absl::StrCat(dir, "/", kTokenDigestsFile),
+                           TokenDigestsText(tokens), 0644);
+}
+
+}  // namespace
+
 absl::Status WriteJobTokens(const std::map<RpcRole, std::string>& tokens,
                             const std::string& dir) {
-  if (absl::Status made = MakeDirectories(dir); !made.ok()) return made;
-  if (chmod(dir.c_str(), 0700) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot make ", dir, " private (0700): ", std::strerror(errno)));
-  }
+  if (absl::Status made = MakePrivateDirectory(dir); !made.ok()) return made;
   absl::Status status;
   for (const auto& [role, token] : tokens) {
-    status.Update(WriteFileWithMode(absl::StrCat(dir, "/", TokenFileName(role)),
-                                    token + "\n", 0600));
+    status.Update(WriteToken(dir, role, token));
   }
-  status.Update(WriteFileWithMode(absl::StrCat(dir, "/", kTokenDigestsFile),
-                                  TokenDigestsText(tokens), 0644));
+  status.Update(WriteDigests(dir, tokens));
+  return status;
+}
+
+bool ChecksCallers(RpcRole role) {
+  return role == RpcRole::kPs || role == RpcRole::kChief;
+}
+
+absl::Status WriteRoleTokens(const std::map<RpcRole, std::string>& tokens,
+                             RpcRole role, const std::string& dir) {
+  if (absl::Status made = MakePrivateDirectory(dir); !made.ok()) return made;
+  absl::Status status;
+  if (auto own = tokens.find(role); own != tokens.end()) {
+    status.Update(WriteToken(dir, role, own->second));
+  }
+  if (ChecksCallers(role)) status.Update(WriteDigests(dir, tokens));
   return status;
 }
 

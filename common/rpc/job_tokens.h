@@ -67,6 +67,16 @@ std::string TokenDigestsText(const std::map<RpcRole, std::string>& tokens);
 absl::Status WriteJobTokens(const std::map<RpcRole, std::string>& tokens,
                             const std::string& dir);
 
+// Whether a process of `role` checks its callers' tokens, and so reads
+// tokens.sha256: parameter servers and the chief.
+bool ChecksCallers(RpcRole role);
+
+// Writes into `dir` (created if needed, 0700) exactly what
+// LoadJobTokens(dir, role, ChecksCallers(role)) reads: the role's own
+// token when it calls others, tokens.sha256 when it checks callers.
+absl::Status WriteRoleTokens(const std::map<RpcRole, std::string>& tokens,
+                             RpcRole role, const std::string& dir);
+
 // What a process of `role` needs from `dir`: its own token (every calling
 // role) and tokens.sha256 (when `checks_callers`: parameter servers and
 // the chief). Errors name the missing or malformed file and the fix.

@@ -135,10 +135,8 @@ absl::StatusOr<TransportSecurity> ResolveTransportSecurity(
   if (!security.ok()) return security;
   security->chief_task = identity.chief_task;
   if (!settings.token_dir.empty()) {
-    const bool checks_callers =
-        identity.role == RpcRole::kPs || identity.role == RpcRole::kChief;
-    absl::StatusOr<JobTokens> tokens =
-        LoadJobTokens(settings.token_dir, identity.role, checks_callers);
+    absl::StatusOr<JobTokens> tokens = LoadJobTokens(
+        settings.token_dir, identity.role, ChecksCallers(identity.role));
     if (!tokens.ok()) return tokens.status();
     security->tokens = *std::move(tokens);
   }
