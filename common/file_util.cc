@@ -52,15 +52,6 @@ absl::Status MakeDirectories(const std::string& path) {
   return absl::OkStatus();
 }
 
-absl::Status MakePrivateDirectory(const std::string& path) {
-  if (absl::Status made = MakeDirectories(path); !made.ok()) return made;
-  if (chmod(path.c_str(), 0700) != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot make ", path, " private (0700): ", Errno()));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<WritableFile> WritableFile::CreateNew(const std::string& path) {
   const int fd =
       open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

@@ -17,9 +17,6 @@ namespace psflow {
 
 // `mkdir -p`: creates `path` and its missing parents.
 absl::Status MakeDirectories(const std::string& path);
-// MakeDirectories, then `path` itself private to its owner (0700): a
-// folder of secrets.
-absl::Status MakePrivateDirectory(const std::string& path);
 
 // An open file descriptor, closed when it goes; movable, not copyable.
 class FileDescriptor {

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
+#include "common/rpc/credential_files.h"
 #include "common/rpc/job_tokens.h"
 #include "common/status_macros.h"
 

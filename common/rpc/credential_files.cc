@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/file_util.h"
 
 namespace psflow {
 namespace {
@@ -109,6 +110,15 @@ absl::Status CheckCredentialFile(const std::string& path, CredentialKind kind,
   }
   return CheckCredentialFolder(Folder(path),
                                absl::StrCat("the folder of ", what));
+}
+
+absl::Status MakePrivateDirectory(const std::string& dir) {
+  if (absl::Status made = MakeDirectories(dir); !made.ok()) return made;
+  if (chmod(dir.c_str(), 0700) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot make ", dir, " private (0700): ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace psflow

@@ -39,6 +39,10 @@ absl::Status CheckCredentialFile(const std::string& path, CredentialKind kind,
 absl::Status CheckCredentialFolder(const std::string& dir,
                                    absl::string_view what);
 
+// Creates `dir` and its missing parents, then makes `dir` private to its
+// owner (0700): a folder that keeps the rules above, for secrets.
+absl::Status MakePrivateDirectory(const std::string& dir);
+
 }  // namespace psflow
 
 #endif  // PSFLOW_COMMON_RPC_CREDENTIAL_FILES_H_
