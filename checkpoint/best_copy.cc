@@ -155,4 +155,12 @@ absl::Status KeepAsBest(const std::string& checkpoint_dir,
   return absl::OkStatus();
 }
 
+absl::StatusOr<bool> BestCheckpointKeeper::Offer(const std::string& checkpoint,
+                                                 const BestRecord& record) {
+  if (best_.has_value() && !(record.accuracy > best_->accuracy)) return false;
+  RETURN_IF_ERROR(KeepAsBest(checkpoint_dir_, checkpoint, record));
+  best_ = record;
+  return true;
+}
+
 }  // namespace psflow

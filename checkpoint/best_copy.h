@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 
@@ -39,6 +40,31 @@ absl::StatusOr<std::optional<BestRecord>> ReadBest(
 absl::Status KeepAsBest(const std::string& checkpoint_dir,
                         const std::string& checkpoint,
                         const BestRecord& record);
+
+// The best checkpoint of one evaluation run: what `<dir>/best` holds and
+// the accuracy a newer checkpoint must beat. Only what KeepAsBest copied
+// counts as the best, so a record it refuses (a diverged model's loss) or
+// a copy lost to I/O leaves the next checkpoint its chance.
+class BestCheckpointKeeper {
+ public:
+  // `best`: what ReadBest found at the start (nullopt: nothing yet).
+  BestCheckpointKeeper(std::string checkpoint_dir,
+                       std::optional<BestRecord> best)
+      : checkpoint_dir_(std::move(checkpoint_dir)), best_(best) {}
+
+  // Copies `checkpoint` as the best when its accuracy beats the best so
+  // far (or there is none). True when it became the best, false when it
+  // did not beat it; KeepAsBest's error, with the best unchanged, when it
+  // would have but could not be kept.
+  absl::StatusOr<bool> Offer(const std::string& checkpoint,
+                             const BestRecord& record);
+
+  const std::optional<BestRecord>& best() const { return best_; }
+
+ private:
+  const std::string checkpoint_dir_;
+  std::optional<BestRecord> best_;
+};
 
 }  // namespace psflow
 

@@ -143,5 +143,49 @@ TEST_F(BestCopyTest, AnEvaluationWithANonFiniteValueIsNeverRecorded) {
   }
 }
 
+// A diverged checkpoint (loss nan) with the highest accuracy is refused;
+// it must not stand as the best in memory, or no later checkpoint below
+// its accuracy would ever be kept (89abfad).
+TEST_F(BestCopyTest, ARefusedCheckpointLeavesTheNextOneItsChance) {
+  BestCheckpointKeeper keeper(dir_, std::nullopt);
+  const std::string first = FakeCheckpoint(dir_, 10);
+  ASSERT_THAT(keeper.Offer(first, BestRecord{10, 0.5, 0.7}),
+              IsOkAndHolds(true));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THAT(keeper.Offer(FakeCheckpoint(dir_, 20), BestRecord{20, 0.9, nan}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  ASSERT_TRUE(keeper.best().has_value());
+  EXPECT_EQ(keeper.best()->step, 10);
+
+  // Better than what was kept, worse than what was refused.
+  EXPECT_THAT(keeper.Offer(FakeCheckpoint(dir_, 30), BestRecord{30, 0.6, 0.5}),
+              IsOkAndHolds(true));
+  ASSERT_OK_AND_ASSIGN(std::optional<BestRecord> best, ReadBest(dir_));
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->step, 30);
+  EXPECT_TRUE(PathExists(BestDirectory(dir_) + "/ckpt-30"));
+
+  // Not better than the best: left alone.
+  EXPECT_THAT(keeper.Offer(FakeCheckpoint(dir_, 40), BestRecord{40, 0.6, 0.1}),
+              IsOkAndHolds(false));
+  EXPECT_EQ(keeper.best()->step, 30);
+  EXPECT_FALSE(PathExists(BestDirectory(dir_) + "/ckpt-40"));
+}
+
+// A keeper started over a directory with a recorded best (a restarted
+// evaluator) needs a checkpoint that beats that record.
+TEST_F(BestCopyTest, AKeeperStartsFromTheRecordedBest) {
+  ASSERT_OK(
+      KeepAsBest(dir_, FakeCheckpoint(dir_, 12), BestRecord{12, 0.8, 0.3}));
+  ASSERT_OK_AND_ASSIGN(std::optional<BestRecord> recorded, ReadBest(dir_));
+  BestCheckpointKeeper keeper(dir_, recorded);
+  EXPECT_THAT(keeper.Offer(FakeCheckpoint(dir_, 20), BestRecord{20, 0.7, 0.2}),
+              IsOkAndHolds(false));
+  EXPECT_THAT(keeper.Offer(FakeCheckpoint(dir_, 30), BestRecord{30, 0.85, 0.2}),
+              IsOkAndHolds(true));
+  ASSERT_OK_AND_ASSIGN(std::optional<BestRecord> best, ReadBest(dir_));
+  EXPECT_EQ(best->step, 30);
+}
+
 }  // namespace
 }  // namespace psflow

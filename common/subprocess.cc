@@ -20,6 +20,26 @@
 extern char** environ;
 
 namespace psflow {
+
+void ResetSignalsForExec() {
+  // Ignored signals stay ignored across exec, as they would without this.
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction old;
+    if (sig == SIGKILL || sig == SIGSTOP ||
+        sigaction(sig, nullptr, &old) != 0 || old.sa_handler == SIG_IGN ||
+        old.sa_handler == SIG_DFL) {
+      continue;
+    }
+    struct sigaction fallback = {};
+    fallback.sa_handler = SIG_DFL;
+    sigaction(sig, &fallback, nullptr);
+  }
+  // Undo any signal mask the parent set (a test's, a sigwait thread's).
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
 Subprocess::Subprocess(std::vector<std::string> argv,
                        std::map<std::string, std::string> env,
                        std::string log_path)
@@ -105,25 +125,7 @@ absl::Status Subprocess::Start() {
     if (own_process_group_) setpgid(0, 0);
     dup2(log, STDOUT_FILENO);
     dup2(log, STDERR_FILENO);
-    // The parent's signal handlers would run here, in the child, for a
-    // signal pending until the mask is undone (and write into the
-    // parent's signal pipe): back to the defaults first. Ignored signals
-    // stay ignored across exec, as they would without this.
-    for (int sig = 1; sig < NSIG; ++sig) {
-      struct sigaction old;
-      if (sig == SIGKILL || sig == SIGSTOP ||
-          sigaction(sig, nullptr, &old) != 0 || old.sa_handler == SIG_IGN ||
-          old.sa_handler == SIG_DFL) {
-        continue;
-      }
-      struct sigaction fallback = {};
-      fallback.sa_handler = SIG_DFL;
-      sigaction(sig, &fallback, nullptr);
-    }
-    // Undo any signal mask the test process set.
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
+    ResetSignalsForExec();
     execve(argv[0], argv.data(), envp.data());
     const int error = errno;
     [[maybe_unused]] ssize_t written =

@@ -27,6 +27,14 @@
 
 namespace psflow {
 
+// For a child between fork and exec (async-signal-safe): every signal the
+// parent catches goes back to its default action, then the signal mask is
+// cleared. Otherwise a signal that reaches the child before exec (a
+// terminal's Ctrl-C to the group, a parent-death signal) and is pending
+// until the mask is undone runs the parent's handler in the child, which
+// writes into the parent's signal pipe instead of stopping the child.
+void ResetSignalsForExec();
+
 class Subprocess {
  public:
   // `env` is added to (and overrides) this process's environment. The

@@ -125,5 +125,74 @@ TEST(SubprocessTest, ParentDeathSignalStopsTheChildOfAKilledParent) {
   prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
+int handler_pipe = -1;
+void WriteToHandlerPipe(int) {
+  const char byte = 'h';
+  [[maybe_unused]] ssize_t n = write(handler_pipe, &byte, 1);
+}
+
+// fff0a32: a signal pending in a forked child when its mask is undone
+// takes its default action there (here: ends it), not the parent's
+// handler; ignored signals stay ignored.
+TEST(SubprocessTest, AForkedChildHandlesNoSignalWithItsParentsHandler) {
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(pipe_fds[0]);
+    handler_pipe = pipe_fds[1];
+    struct sigaction handled = {};
+    handled.sa_handler = WriteToHandlerPipe;
+    sigaction(SIGUSR1, &handled, nullptr);
+    struct sigaction ignored = {};
+    ignored.sa_handler = SIG_IGN;
+    sigaction(SIGUSR2, &ignored, nullptr);
+    sigset_t blocked;
+    sigemptyset(&blocked);
+    sigaddset(&blocked, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &blocked, nullptr);
+    raise(SIGUSR1);  // pending until ResetSignalsForExec unblocks it
+    ResetSignalsForExec();
+    struct sigaction now;
+    sigaction(SIGUSR2, nullptr, &now);
+    _exit(now.sa_handler == SIG_IGN ? 0 : 1);
+  }
+  close(pipe_fds[1]);
+  int status = WaitForExit(child, absl::Now() + absl::Seconds(30));
+  if (status == -1) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL() << "the child did not end";
+  }
+  char byte;
+  const ssize_t handled = read(pipe_fds[0], &byte, 1);
+  close(pipe_fds[0]);
+  EXPECT_EQ(handled, 0) << "the parent's handler ran in the child";
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGUSR1)
+      << "wait status " << status;
+
+  // And with the signal not pending: the ignored one stays ignored.
+  const pid_t second = fork();
+  ASSERT_GE(second, 0);
+  if (second == 0) {
+    struct sigaction ignored = {};
+    ignored.sa_handler = SIG_IGN;
+    sigaction(SIGUSR2, &ignored, nullptr);
+    struct sigaction handled = {};
+    handled.sa_handler = WriteToHandlerPipe;
+    sigaction(SIGUSR1, &handled, nullptr);
+    ResetSignalsForExec();
+    struct sigaction usr1, usr2;
+    sigaction(SIGUSR1, nullptr, &usr1);
+    sigaction(SIGUSR2, nullptr, &usr2);
+    _exit(usr1.sa_handler == SIG_DFL && usr2.sa_handler == SIG_IGN ? 0 : 1);
+  }
+  status = WaitForExit(second, absl::Now() + absl::Seconds(30));
+  ASSERT_NE(status, -1);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "wait status " << status;
+}
+
 }  // namespace
 }  // namespace psflow

@@ -57,7 +57,7 @@ struct Evaluator::Loop {
   // With checkpoints: the latest one evaluated, its report, the best.
   std::string last_evaluated;
   std::optional<EvaluationReport> last_report;
-  std::optional<BestRecord> best;
+  std::optional<BestCheckpointKeeper> best;
 };
 
 absl::Status Evaluator::Run() {
@@ -143,11 +143,9 @@ absl::Duration Evaluator::WaitForChange(const Loop& loop) const {
 void Evaluator::LoadBest(Loop& loop) {
   absl::StatusOr<std::optional<BestRecord>> read =
       ReadBest(loop.checkpoint_dir);
-  if (read.ok()) {
-    loop.best = *read;
-  } else {
-    LOG(WARNING) << read.status().message();
-  }
+  if (!read.ok()) LOG(WARNING) << read.status().message();
+  loop.best.emplace(loop.checkpoint_dir,
+                    read.ok() ? *read : std::optional<BestRecord>());
   LOG(INFO) << "evaluating each new checkpoint in " << loop.checkpoint_dir
             << "; the best is kept in " << BestDirectory(loop.checkpoint_dir);
 }
@@ -258,19 +256,15 @@ absl::StatusOr<std::optional<EvaluationReport>> Evaluator::EvaluateCheckpointAt(
     return std::nullopt;
   }
   RETURN_IF_ERROR(report.status());
-  if (!loop.best.has_value() || report->accuracy() > loop.best->accuracy) {
-    const BestRecord record{report->global_step(), report->accuracy(),
-                            report->loss()};
-    absl::Status kept = KeepAsBest(loop.checkpoint_dir, path, record);
-    if (kept.ok()) {
-      // Only what was copied is the best: a record refused (a non-finite
-      // loss) or lost to I/O leaves the next checkpoint its chance.
-      loop.best = record;
-      LOG(INFO) << "new best checkpoint: " << path << " (accuracy "
-                << report->accuracy() << ")";
-    } else {
-      LOG(WARNING) << "could not copy the best checkpoint: " << kept.message();
-    }
+  absl::StatusOr<bool> kept = loop.best->Offer(
+      path,
+      BestRecord{report->global_step(), report->accuracy(), report->loss()});
+  if (!kept.ok()) {
+    LOG(WARNING) << "could not copy the best checkpoint: "
+                 << kept.status().message();
+  } else if (*kept) {
+    LOG(INFO) << "new best checkpoint: " << path << " (accuracy "
+              << report->accuracy() << ")";
   }
   return std::optional<EvaluationReport>(*std::move(report));
 }
