@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <random>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -300,8 +301,11 @@ absl::StatusOr<int> ExportCheckpoint(const CheckpointReader& reader,
       ListExported(reader, options.include_slots);
   // Written beside the target and renamed over it once complete and
   // synced: readers see the old file or the whole new one.
-  const std::string temp = absl::StrCat(out_path, ".tmp-", getpid());
-  (void)RemoveRecursively(temp);
+  // A random name created exclusively: never one that is there already
+  // (an unrelated file or directory), which is left alone.
+  RETURN_IF_ERROR(CheckReplaceableFile(out_path));
+  const std::string temp =
+      absl::StrCat(out_path, ".tmp-", std::random_device()());
   ASSIGN_OR_RETURN(WritableFile file, WritableFile::CreateNew(temp));
   absl::Status written =
       options.format == ExportFormat::kSafetensors
@@ -311,7 +315,7 @@ absl::StatusOr<int> ExportCheckpoint(const CheckpointReader& reader,
   if (written.ok()) written = file.Close();
   if (written.ok()) written = RenamePath(temp, out_path);
   if (!written.ok()) {
-    (void)RemoveRecursively(temp);
+    unlink(temp.c_str());
     return written;
   }
   RETURN_IF_ERROR(SyncDirectory(DirName(AbsolutePath(out_path))));

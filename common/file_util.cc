@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace psflow {
 namespace {
@@ -156,19 +157,36 @@ absl::Status RandomAccessFile::Read(int64_t offset, int64_t n,
   return absl::OkStatus();
 }
 
+absl::Status CheckReplaceableFile(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return absl::OkStatus();
+    return IoError("stat", path);
+  }
+  if (S_ISREG(st.st_mode)) return absl::OkStatus();
+  // The rename that replaces the file would replace a link rather than
+  // follow it, and a device or FIFO with a regular file: a clear error
+  // instead of a surprise.
+  const char* what = S_ISLNK(st.st_mode)    ? "a symbolic link"
+                     : S_ISDIR(st.st_mode)  ? "a directory"
+                     : S_ISCHR(st.st_mode)  ? "a character device"
+                     : S_ISBLK(st.st_mode)  ? "a block device"
+                     : S_ISFIFO(st.st_mode) ? "a FIFO"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                                            : "not a regular file";
+  return absl::FailedPreconditionError(absl::StrCat(
+      "refusing to write ", path, ": it is ", what,
+      ", which writing a new file there would replace; name a regular "
+      "file (or a path that does not exist yet)"));
+}
+
 absl::Status WriteFileWithMode(const std::string& path, absl::string_view data,
                                unsigned mode) {
   // A link at `path` would otherwise redirect a key or token (and the
   // chmod) to whatever it points at. The rename below replaces a link
   // rather than following it, so one planted after this check is
   // harmless too; the check is for a clear error instead of a surprise.
-  struct stat st;
-  if (lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "refusing to write ", path,
-        ": it is a symbolic link, and writing through it would replace the "
-        "file it points to; remove the link or name the real file"));
-  }
+  RETURN_IF_ERROR(CheckReplaceableFile(path));
   // A new file beside the target, renamed over it once complete: a crash
   // leaves the old content or the new, never an empty or partial secret.
   std::random_device random;
@@ -203,6 +221,7 @@ absl::Status WriteFileWithMode(const std::string& path, absl::string_view data,
 
 absl::Status WriteFileAtomically(const std::string& path,
                                  absl::string_view data) {
+  RETURN_IF_ERROR(CheckReplaceableFile(path));
   std::random_device random;
   const std::string temp = absl::StrCat(path, ".tmp-", random());
   {

@@ -102,9 +102,17 @@ class RandomAccessFile {
   int64_t size_ = 0;
 };
 
+// OK when `path` does not exist or is a regular file that a new file may
+// be renamed over; FailedPrecondition, naming what is there, otherwise: a
+// symbolic link, a directory, a device (/dev/null), a FIFO or a socket,
+// which the rename would replace (as root even /dev/null).
+absl::Status CheckReplaceableFile(const std::string& path);
+
 // Writes `data` to `path` durably and atomically: a temporary file beside
 // it, fsynced, renamed over `path`, then the directory fsynced. Readers
 // see the old or the new content, never a mix, even after a crash.
+// FailedPrecondition, writing nothing, when `path` is not a regular file
+// (CheckReplaceableFile).
 absl::Status WriteFileAtomically(const std::string& path,
                                  absl::string_view data);
 
@@ -112,7 +120,7 @@ absl::Status WriteFileAtomically(const std::string& path,
 // existed with wider ones (secrets: keys and tokens at 0600). Like
 // WriteFileAtomically, through a temporary file (created with `mode`)
 // renamed over `path`; FailedPrecondition, writing nothing, when `path` is
-// a symbolic link.
+// a symbolic link or anything else but a regular file.
 absl::Status WriteFileWithMode(const std::string& path, absl::string_view data,
                                unsigned mode);
 

@@ -72,6 +72,36 @@ TEST(FileUtilTest, WriteFileWithModeRefusesASymlinkAndLeavesItsTargetAlone) {
   EXPECT_TRUE(S_ISLNK(st.st_mode));
 }
 
+// A rename over a device or a FIFO replaces it with a regular file (as
+// root, even /dev/null): both writers refuse anything but a regular file.
+TEST(FileUtilTest, TheWritersReplaceOnlyRegularFiles) {
+  const std::string fifo = Temp("a_fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  const std::string dir = Temp("a_dir");
+  ASSERT_OK(MakeDirectories(dir));
+  for (const std::string& path : {fifo, dir}) {
+    SCOPED_TRACE(path);
+    EXPECT_THAT(WriteFileAtomically(path, "x"),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         AllOf(HasSubstr("refusing to write " + path),
+                               HasSubstr("regular file"))));
+    EXPECT_THAT(WriteFileWithMode(path, "x", 0600),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         HasSubstr("refusing to write " + path)));
+  }
+  struct stat st;
+  ASSERT_EQ(lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_THAT(CheckReplaceableFile("/dev/null"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("a character device")));
+  // A regular file, or nothing yet, may be written.
+  EXPECT_OK(CheckReplaceableFile(Temp("not_there_yet")));
+  ASSERT_OK(WriteFileAtomically(Temp("regular"), "one"));
+  ASSERT_OK(WriteFileAtomically(Temp("regular"), "two"));
+  EXPECT_THAT(ReadFileToString(Temp("regular")), IsOkAndHolds("two"));
+}
+
 TEST(FileUtilTest, WriteFileWithModeReplacesTheFileWithExactlyThatMode) {
   const std::string dir = Temp("mode_dir");
   ASSERT_OK(MakeDirectories(dir));

@@ -12,6 +12,7 @@
 #include "checkpoint/state_file.h"
 #include "client/grpc_coordinator_client.h"
 #include "client/psctl/checkpoint_model.h"
+#include "client/psctl/export_target.h"
 #include "client/psctl/onnx_checkpoint_export.h"
 #include "client/psctl/tls_flags.h"
 #include "common/file_util.h"
@@ -199,7 +200,7 @@ int CkptVerify(const std::string& path, std::ostream& out, std::ostream& err) {
 }
 
 int CkptExport(const std::string& path, const std::string& format,
-               const std::string& out_path, bool include_slots,
+               const std::string& out_path, bool include_slots, bool overwrite,
                const std::string& job_path, std::ostream& out,
                std::ostream& err) {
   const bool onnx = format == "onnx";
@@ -220,6 +221,11 @@ int CkptExport(const std::string& path, const std::string& format,
   }
   if (out_path.empty()) {
     err << "psctl ckpt export: --out=<file> is required\n";
+    return 1;
+  }
+  if (absl::Status target = CheckExportTarget(path, out_path, overwrite);
+      !target.ok()) {
+    err << "psctl ckpt export: " << target.message() << "\n";
     return 1;
   }
   absl::StatusOr<std::unique_ptr<CheckpointReader>> reader =
@@ -375,7 +381,8 @@ class CkptExportCommand : public Subcommand {
       : Subcommand("ckpt export", {"<dir>/ckpt-<step>"},
                    "psctl ckpt export <dir>/ckpt-<step> "
                    "--format=safetensors|npz|onnx --out=<file>\n"
-                   "            [--include_slots] [--job=<config.json>]",
+                   "            [--include_slots] [--job=<config.json>] "
+                   "[--overwrite]",
                    "Write the model for other tools: its values "
                    "(safetensors, npz;\n"
                    "the metadata name the architecture and layouts), or the "
@@ -384,6 +391,8 @@ class CkptExportCommand : public Subcommand {
                    "preprocessing).") {
     mutable_flags().AddString("format", &format_, "safetensors, npz or onnx");
     mutable_flags().AddString("out", &out_path_, "the file to write");
+    mutable_flags().AddBool("overwrite", &overwrite_,
+                            "replace the --out file when it exists");
     mutable_flags().AddBool("include_slots", &include_slots_,
                             "also the optimizer slots, as name@slot "
                             "(safetensors and npz)");
@@ -397,13 +406,14 @@ class CkptExportCommand : public Subcommand {
   int Run(const std::vector<std::string>& arguments, std::ostream& out,
           std::ostream& err) override {
     return CkptExport(arguments[0], format_, out_path_, include_slots_,
-                      job_path_, out, err);
+                      overwrite_, job_path_, out, err);
   }
 
  private:
   std::string format_ = "safetensors";
   std::string out_path_;
   bool include_slots_ = false;
+  bool overwrite_ = false;
   std::string job_path_;
 };
 

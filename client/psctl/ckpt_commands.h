@@ -31,9 +31,11 @@ int CkptVerify(const std::string& path, std::ostream& out, std::ostream& err);
 // Writes the checkpoint as safetensors or npz (metadata naming the model,
 // its input and the layouts, when the model is known), or its model as
 // ONNX. The model is the one the checkpoint records, or `job_path`'s when
-// given (client/psctl/checkpoint_model.h).
+// given (client/psctl/checkpoint_model.h). `out_path` must be a new file,
+// or an existing regular one with `overwrite`, outside the checkpoint
+// (client/psctl/export_target.h).
 int CkptExport(const std::string& path, const std::string& format,
-               const std::string& out_path, bool include_slots,
+               const std::string& out_path, bool include_slots, bool overwrite,
                const std::string& job_path, std::ostream& out,
                std::ostream& err);
 
