@@ -82,8 +82,8 @@ class GrpcParameterServer::ControlService final : public ControlServiceBase {
     if (!caller.ok()) return Done(context, caller.status());
     // A chief's Configure (it carries the chief's incarnation) is fenced;
     // a worker's only checks the settings.
-    if (absl::Status fenced =
-            server_->FenceChiefCalls(*context, kAnyCaller, "Configure");
+    if (absl::Status fenced = server_->FenceChiefCalls(*context, *caller,
+                                                       kAnyCaller, "Configure");
         !fenced.ok()) {
       return Done(context, fenced);
     }

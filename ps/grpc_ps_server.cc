@@ -40,13 +40,25 @@ absl::StatusOr<std::string> GrpcParameterServer::AllowCaller(
     absl::string_view method) {
   ASSIGN_OR_RETURN(CallAuthorizer::Caller caller,
                    authorizer_->AuthorizeCaller(context, roles, method));
-  RETURN_IF_ERROR(FenceChiefCalls(context, roles, method));
+  RETURN_IF_ERROR(FenceChiefCalls(context, caller.role, roles, method));
   return std::move(caller.name);
 }
 
+namespace {
+
+// Whether a caller of `role` speaks for the chief (and so is fenced): the
+// chief itself, or anyone on an open server, which tells roles apart only
+// by what the calls say.
+bool MaySpeakForTheChief(std::optional<RpcRole> role) {
+  return !role.has_value() || *role == RpcRole::kChief;
+}
+
+}  // namespace
+
 absl::Status GrpcParameterServer::FenceChiefCalls(
-    const grpc::ServerContextBase& context, const RoleSet& roles,
-    absl::string_view method) {
+    const grpc::ServerContextBase& context, std::optional<RpcRole> role,
+    const RoleSet& roles, absl::string_view method) {
+  if (!MaySpeakForTheChief(role)) return absl::OkStatus();
   const auto& metadata = context.client_metadata();
   const auto incarnation = metadata.find(kChiefIncarnationMetadataKey);
   const bool chiefs_call =
@@ -80,6 +92,7 @@ absl::Status GrpcParameterServer::ServeRing(
           absl::StrCat(method, " is for ", roles.Describe(),
                        " only; the caller's role is ", RpcRoleName(*role)));
     }
+    if (!MaySpeakForTheChief(role)) return absl::OkStatus();
     if (!incarnation.has_value() && roles.Contains(RpcRole::kWorker)) {
       return absl::OkStatus();
     }

@@ -115,8 +115,12 @@ class GrpcParameterServer {
   absl::StatusOr<std::string> AllowCaller(
       const grpc::ServerContextBase& context, const RoleSet& roles,
       absl::string_view method);
-  // Allow()'s second half, for a caller already authorized.
+  // Allow()'s second half, for a caller already authorized as `role`
+  // (nullopt: an open server). Only a chief's calls are fenced: the chief
+  // incarnation a caller of another role sends is ignored, so a worker,
+  // evaluator or admin can neither take the fence nor lock the chief out.
   absl::Status FenceChiefCalls(const grpc::ServerContextBase& context,
+                               std::optional<RpcRole> role,
                                const RoleSet& roles, absl::string_view method);
 
   // Serves the call ring a client wrote at `offset` in its region

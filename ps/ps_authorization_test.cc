@@ -393,6 +393,51 @@ TEST_F(PsAuthorizationTest, TheCallRingFencesAChiefTheServerNoLongerFollows) {
   EXPECT_THAT(Values(chief_a), ::testing::Each(-1.0f));
 }
 
+// The chief fence follows the chief's incarnation; one sent by a caller
+// of another role (over gRPC or its call ring) is ignored, so no worker,
+// evaluator or admin can take the fence first and lock the chief out.
+TEST_F(PsAuthorizationTest, OnlyTheChiefsIncarnationCountsForTheFence) {
+  for (RpcRole role :
+       {RpcRole::kWorker, RpcRole::kEvaluator, RpcRole::kAdmin}) {
+    GrpcPsShard::Options options;
+    options.security.tokens.own = tokens_.at(role);
+    options.security.chief_incarnation = "not-the-chief";
+    GrpcPsShard impostor(absl::StrCat("127.0.0.1:", server_->port()), "ps-0",
+                         options);
+    SCOPED_TRACE(RpcRoleName(role));
+    EXPECT_OK(impostor.Stats(Soon()).status());
+  }
+  // A worker's ring, attached with the impostor's incarnation, before the
+  // chief's first call.
+  auto ring = SameHost(RpcRole::kWorker, "not-the-chief");
+
+  GrpcPsShard::Options chief_options;
+  chief_options.security.tokens.own = tokens_.at(RpcRole::kChief);
+  chief_options.security.chief_incarnation = "the-chief";
+  GrpcPsShard chief(absl::StrCat("127.0.0.1:", server_->port()), "ps-0",
+                    chief_options);
+  ASSERT_OK(chief.Configure(Configuration(), Soon()));
+  CreateVariablesRequest create;
+  create.set_protocol_version(kProtocolVersion);
+  VariableSpec* spec = create.add_variables();
+  spec->set_name("w");
+  spec->add_shape(4);
+  ASSERT_OK(chief.CreateVariables(create, Soon()));
+
+  // The impostors still do what their roles may, without taking over.
+  EXPECT_OK(PushOne(*ring, "w", 0,
+                    std::make_shared<std::vector<float>>(4, 1.0f), Soon()));
+  GrpcPsShard::Options options;
+  options.security.tokens.own = tokens_.at(RpcRole::kWorker);
+  options.security.chief_incarnation = "not-the-chief";
+  GrpcPsShard worker(absl::StrCat("127.0.0.1:", server_->port()), "ps-0",
+                     options);
+  EXPECT_OK(PushOne(worker, "w", 0,
+                    std::make_shared<std::vector<float>>(4, 1.0f), Soon()));
+  EXPECT_OK(chief.Stats(Soon()).status());
+  EXPECT_THAT(Values(chief), ::testing::Each(-2.0f));
+}
+
 TEST_F(PsAuthorizationTest, OnlyTheChiefConfigures) {
   auto worker = As(RpcRole::kWorker);
   EXPECT_THAT(worker->Configure(Configuration(), Soon()).status(),
