@@ -48,15 +48,9 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
         service_(service),
         shared_memory_(shared_memory),
         server_(server) {
-    StartRead(&request_);
-  }
-
-  void OnReadDone(bool ok) override {
-    if (!ok) {
-      Reply(absl::InvalidArgumentError("the bulk request carried no message"));
-      return;
-    }
-    request_bytes_ = request_.Length();
+    // Who calls is known from the call's metadata: a caller that may not
+    // make this call is refused before its request (up to the server's
+    // receive limit) is read.
     const std::string& method = context_->method();
     const RoleSet& allowed =
         method == kBulkPushBatchMethod || method == kBulkPushRowsMethod
@@ -70,6 +64,16 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
       return;
     }
     caller_ = *std::move(caller);
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Reply(absl::InvalidArgumentError("the bulk request carried no message"));
+      return;
+    }
+    request_bytes_ = request_.Length();
+    const std::string& method = context_->method();
     if (method == kBulkPullBatchMethod) {
       HandlePull();  // Replies now or once the step is applied.
     } else if (method == kBulkPushBatchMethod) {
@@ -112,10 +116,14 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     if (absl::Status allowed = AllowedToTrain(Trains(request)); !allowed.ok()) {
       return Reply(allowed);
     }
-    if (request.has_shared() && frame->payload_bytes() != 0) {
-      return Reply(absl::InvalidArgumentError(
-          "a batch with shared-memory values also carries a payload"));
+    // A pull sends no values: a payload would only be held, unread, for
+    // as long as the pull waits for its step.
+    if (frame->payload_bytes() != 0) {
+      return Reply(absl::InvalidArgumentError(absl::StrCat(
+          "a pull carries no payload, this one ", frame->payload_bytes(),
+          " bytes; is the client from another psflow release?")));
     }
+    request_.Clear();
     StartPull(request);
   }
 

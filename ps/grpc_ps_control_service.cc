@@ -32,27 +32,44 @@ namespace psflow {
 
 // ---- Control RPCs ----------------------------------------------------------
 
-// The requests whose repeated fields a parser multiplies most (a 2-byte
-// VariableSpec becomes about 100 bytes of objects) arrive raw: the caller's
-// role is checked and the size bounded before anything is parsed.
-using ControlServiceBase =
+// Every request arrives raw: the caller's role is checked and the size
+// bounded before anything is parsed. A parser multiplies what it reads (a
+// 2-byte VariableSpec, or a 2-byte unknown field, becomes 16 to 100 bytes
+// of objects), so a caller that may not make a call, or a request far
+// larger than its kind needs, costs the server no more than its bytes.
+using ControlServiceBase = ParameterServer::WithRawCallbackMethod_Configure<
     ParameterServer::WithRawCallbackMethod_CreateVariables<
-        ParameterServer::WithRawCallbackMethod_RestoreShard<
-            ParameterServer::WithRawCallbackMethod_ExcludeWorkers<
-                ParameterServer::CallbackService>>>;
+        ParameterServer::WithRawCallbackMethod_Stats<
+            ParameterServer::WithRawCallbackMethod_AttachSharedMemory<
+                ParameterServer::WithRawCallbackMethod_DetachSharedMemory<
+                    ParameterServer::WithRawCallbackMethod_ExcludeWorkers<
+                        ParameterServer::WithRawCallbackMethod_Hold<
+                            ParameterServer::WithRawCallbackMethod_SaveShard<
+                                ParameterServer::
+                                    WithRawCallbackMethod_RestoreShard<
+                                        ParameterServer::
+                                            WithRawCallbackMethod_Shutdown<
+                                                ParameterServer::
+                                                    CallbackService>>>>>>>>>>;
 
-// `raw` as a `Message`, when it is at most kMaxControlRequestBytes.
+// The requests of fixed, small shape (Configure, Stats, shared memory,
+// Hold, SaveShard, Shutdown) need a few KiB; CreateVariables, RestoreShard
+// and ExcludeWorkers grow with the job, up to kMaxControlRequestBytes.
+constexpr int64_t kMaxSmallControlRequestBytes = int64_t{1} << 20;
+
+// `raw` as a `Message`, when it is at most `max_bytes`.
 template <typename Message>
 absl::Status ParseControlRequest(const grpc::ByteBuffer& raw,
-                                 absl::string_view method, Message* out) {
-  if (raw.Length() > static_cast<size_t>(kMaxControlRequestBytes)) {
+                                 absl::string_view method, Message* out,
+                                 int64_t max_bytes = kMaxControlRequestBytes) {
+  if (raw.Length() > static_cast<size_t>(max_bytes)) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        method, " request of ", raw.Length(),
-        " bytes; a control request is "
-        "at most ",
-        kMaxControlRequestBytes,
-        " bytes (kMaxControlRequestBytes): split the job's variables over "
-        "more parameter servers"));
+        method, " request of ", raw.Length(), " bytes; a ", method,
+        " request is at most ", max_bytes, " bytes",
+        max_bytes == kMaxControlRequestBytes
+            ? " (kMaxControlRequestBytes): split the job's variables over "
+              "more parameter servers"
+            : "; is the caller from another psflow release?"));
   }
   grpc::ByteBuffer copy(raw);  // Deserialize consumes its buffer
   grpc::Status parsed =
@@ -75,11 +92,18 @@ class GrpcParameterServer::ControlService final : public ControlServiceBase {
   explicit ControlService(GrpcParameterServer* server) : server_(server) {}
 
   grpc::ServerUnaryReactor* Configure(grpc::CallbackServerContext* context,
-                                      const ConfigureRequest* request,
-                                      ConfigureResponse* response) override {
+                                      const grpc::ByteBuffer* raw,
+                                      grpc::ByteBuffer* raw_response) override {
     absl::StatusOr<std::optional<RpcRole>> caller =
         server_->authorizer().Authorize(*context, kAnyCaller, "Configure");
     if (!caller.ok()) return Done(context, caller.status());
+    ConfigureRequest parsed_request;
+    if (absl::Status parsed = ParseControlRequest(
+            *raw, "Configure", &parsed_request, kMaxSmallControlRequestBytes);
+        !parsed.ok()) {
+      return Done(context, parsed);
+    }
+    const ConfigureRequest* request = &parsed_request;
     // A chief's Configure (it carries the chief's incarnation) is fenced;
     // a worker's only checks the settings.
     if (absl::Status fenced = server_->FenceChiefCalls(*context, *caller,
@@ -99,7 +123,7 @@ class GrpcParameterServer::ControlService final : public ControlServiceBase {
     absl::StatusOr<ConfigureResponse> result =
         server_->core().Configure(*request);
     if (result.ok()) {
-      *response = *result;
+      SerializeControlResponse(*result, raw_response);
       LOG(INFO) << "configured: optimizer "
                 << OptimizerConfig::Kind_Name(request->optimizer().kind())
                 << ", mode " << UpdateMode_Name(request->mode())
@@ -153,23 +177,38 @@ class GrpcParameterServer::ControlService final : public ControlServiceBase {
   }
 
   grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* context,
-                                  const StatsRequest* request,
-                                  StatsResponse* response) override {
+                                  const grpc::ByteBuffer* raw,
+                                  grpc::ByteBuffer* raw_response) override {
     if (absl::Status allowed = server_->Allow(*context, kAnyCaller, "Stats");
         !allowed.ok()) {
       return Done(context, allowed);
     }
-    *response = server_->Stats();
+    StatsRequest request;
+    if (absl::Status parsed = ParseControlRequest(*raw, "Stats", &request,
+                                                  kMaxSmallControlRequestBytes);
+        !parsed.ok()) {
+      return Done(context, parsed);
+    }
+    SerializeControlResponse(server_->Stats(), raw_response);
     return Done(context, absl::OkStatus());
   }
 
   grpc::ServerUnaryReactor* AttachSharedMemory(
-      grpc::CallbackServerContext* context,
-      const AttachSharedMemoryRequest* request,
-      AttachSharedMemoryResponse* response) override {
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw,
+      grpc::ByteBuffer* raw_response) override {
     absl::StatusOr<std::string> caller =
         server_->AllowCaller(*context, kReaders, "AttachSharedMemory");
     if (!caller.ok()) return Done(context, caller.status());
+    AttachSharedMemoryRequest parsed_request;
+    if (absl::Status parsed =
+            ParseControlRequest(*raw, "AttachSharedMemory", &parsed_request,
+                                kMaxSmallControlRequestBytes);
+        !parsed.ok()) {
+      return Done(context, parsed);
+    }
+    const AttachSharedMemoryRequest* request = &parsed_request;
+    AttachSharedMemoryResponse response_message;
+    AttachSharedMemoryResponse* response = &response_message;
     absl::StatusOr<uint64_t> session =
         server_->shared_memory_->Attach(*request, *caller);
     if (session.ok()) {
@@ -193,18 +232,25 @@ class GrpcParameterServer::ControlService final : public ControlServiceBase {
       LOG(INFO) << "bulk data with " << context->peer()
                 << " stays on TCP: " << session.status().message();
     }
+    if (session.ok()) SerializeControlResponse(*response, raw_response);
     return Done(context, session.status());
   }
 
   grpc::ServerUnaryReactor* DetachSharedMemory(
-      grpc::CallbackServerContext* context,
-      const DetachSharedMemoryRequest* request,
-      DetachSharedMemoryResponse* response) override {
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw,
+      grpc::ByteBuffer* raw_response) override {
     absl::StatusOr<std::string> caller =
         server_->AllowCaller(*context, kReaders, "DetachSharedMemory");
     if (!caller.ok()) return Done(context, caller.status());
+    DetachSharedMemoryRequest request;
+    if (absl::Status parsed = ParseControlRequest(
+            *raw, "DetachSharedMemory", &request, kMaxSmallControlRequestBytes);
+        !parsed.ok()) {
+      return Done(context, parsed);
+    }
+    SerializeControlResponse(DetachSharedMemoryResponse(), raw_response);
     return Done(context,
-                server_->shared_memory_->Detach(request->session(), *caller));
+                server_->shared_memory_->Detach(request.session(), *caller));
   }
 
   grpc::ServerUnaryReactor* ExcludeWorkers(
@@ -226,48 +272,62 @@ class GrpcParameterServer::ControlService final : public ControlServiceBase {
   }
 
   grpc::ServerUnaryReactor* Hold(grpc::CallbackServerContext* context,
-                                 const HoldRequest* request,
-                                 HoldResponse* response) override {
+                                 const grpc::ByteBuffer* raw,
+                                 grpc::ByteBuffer* raw_response) override {
     if (absl::Status allowed = server_->Allow(*context, kChiefOnly, "Hold");
         !allowed.ok()) {
       return Done(context, allowed);
     }
-    absl::StatusOr<HoldResponse> result = server_->HoldWithLease(*request);
-    if (result.ok()) *response = *result;
+    HoldRequest request;
+    if (absl::Status parsed = ParseControlRequest(*raw, "Hold", &request,
+                                                  kMaxSmallControlRequestBytes);
+        !parsed.ok()) {
+      return Done(context, parsed);
+    }
+    absl::StatusOr<HoldResponse> result = server_->HoldWithLease(request);
+    if (result.ok()) SerializeControlResponse(*result, raw_response);
     return Done(context, result.status());
   }
 
   grpc::ServerUnaryReactor* SaveShard(grpc::CallbackServerContext* context,
-                                      const SaveShardRequest* request,
-                                      SaveShardResponse* response) override {
+                                      const grpc::ByteBuffer* raw,
+                                      grpc::ByteBuffer* raw_response) override {
     if (absl::Status allowed =
             server_->Allow(*context, kChiefOnly, "SaveShard");
         !allowed.ok()) {
       return Done(context, allowed);
     }
+    auto request = std::make_shared<SaveShardRequest>();
+    if (absl::Status parsed = ParseControlRequest(
+            *raw, "SaveShard", request.get(), kMaxSmallControlRequestBytes);
+        !parsed.ok()) {
+      return Done(context, parsed);
+    }
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     const absl::Time deadline = absl::FromChrono(context->deadline());
     GrpcParameterServer* server = server_;
     server_->ChiefCallStarted();
-    server_->RunInBackground([server, reactor, request, response, deadline] {
-      const absl::Time start = absl::Now();
-      absl::StatusOr<SaveShardResponse> result = psflow::SaveShard(
-          server->core(), *request, deadline,
-          [server] { return server->shutdown_requested(); },
-          server->checkpoint_root());
-      if (result.ok()) {
-        *response = *std::move(result);
-        LOG(INFO) << "saved " << response->file_bytes() << " bytes to "
-                  << request->path() << " in "
-                  << absl::FormatDuration(absl::Trunc(absl::Now() - start,
-                                                      absl::Milliseconds(1)));
-      } else {
-        LOG(WARNING) << "save to " << request->path()
-                     << " failed: " << result.status().message();
-      }
-      server->ChiefCallEnded();
-      reactor->Finish(ToGrpcStatus(result.status()));
-    });
+    server_->RunInBackground(
+        [server, reactor, request, raw_response, deadline] {
+          const absl::Time start = absl::Now();
+          absl::StatusOr<SaveShardResponse> result = psflow::SaveShard(
+              server->core(), *request, deadline,
+              [server] { return server->shutdown_requested(); },
+              server->checkpoint_root());
+          if (result.ok()) {
+            SerializeControlResponse(*result, raw_response);
+            const SaveShardResponse* response = &*result;
+            LOG(INFO) << "saved " << response->file_bytes() << " bytes to "
+                      << request->path() << " in "
+                      << absl::FormatDuration(absl::Trunc(
+                             absl::Now() - start, absl::Milliseconds(1)));
+          } else {
+            LOG(WARNING) << "save to " << request->path()
+                         << " failed: " << result.status().message();
+          }
+          server->ChiefCallEnded();
+          reactor->Finish(ToGrpcStatus(result.status()));
+        });
     return reactor;
   }
 
@@ -321,15 +381,22 @@ class GrpcParameterServer::ControlService final : public ControlServiceBase {
   }
 
   grpc::ServerUnaryReactor* Shutdown(grpc::CallbackServerContext* context,
-                                     const ShutdownRequest* request,
-                                     ShutdownResponse* response) override {
+                                     const grpc::ByteBuffer* raw,
+                                     grpc::ByteBuffer* raw_response) override {
     if (absl::Status allowed = server_->Allow(*context, kChiefOnly, "Shutdown");
         !allowed.ok()) {
       return Done(context, allowed);
     }
-    server_->RequestShutdown(request->reason().empty()
+    ShutdownRequest request;
+    if (absl::Status parsed = ParseControlRequest(*raw, "Shutdown", &request,
+                                                  kMaxSmallControlRequestBytes);
+        !parsed.ok()) {
+      return Done(context, parsed);
+    }
+    SerializeControlResponse(ShutdownResponse(), raw_response);
+    server_->RequestShutdown(request.reason().empty()
                                  ? std::string("Shutdown RPC")
-                                 : request->reason());
+                                 : request.reason());
     return Done(context, absl::OkStatus());
   }
 

@@ -17,8 +17,10 @@
 #include "common/shared_memory_region.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "proto/protocol.h"
+#include "proto/ps.grpc.pb.h"
 #include "ps/grpc_ps_server.h"
 
 namespace psflow {
@@ -306,6 +308,41 @@ TEST_F(PsAuthorizationTest, StrangersAreRefusedAndChangeNothing) {
   EXPECT_FALSE(server_->shutdown_requested());
   auto chief = As(RpcRole::kChief);
   EXPECT_THAT(Values(*chief), ::testing::Each(0.0f));
+}
+
+// Every control request is refused by its caller's role and bounded by
+// its size before it is parsed: a parser keeps a 2-byte unknown field as
+// 16 bytes, so a Stats of 2 MiB of them would cost 16 MiB of objects.
+TEST_F(PsAuthorizationTest, ControlRequestsAreBoundedBeforeTheyAreParsed) {
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()),
+                          grpc::InsecureChannelCredentials());
+  std::unique_ptr<ParameterServer::Stub> stub =
+      ParameterServer::NewStub(channel);
+  StatsRequest bloated;
+  bloated.GetReflection()->MutableUnknownFields(&bloated)->AddLengthDelimited(
+      1000, std::string(2 << 20, 'x'));
+  ASSERT_OK_AND_ASSIGN(auto others, GenerateJobTokens());
+  const auto stats = [&](const std::string& token,
+                         const StatsRequest& request) {
+    grpc::ClientContext context;
+    if (!token.empty()) {
+      context.AddMetadata(kTokenMetadataKey, std::string(kTokenScheme) + token);
+    }
+    context.set_deadline(absl::ToChronoTime(Soon()));
+    StatsResponse response;
+    return stub->Stats(&context, request, &response);
+  };
+  grpc::Status status = stats(tokens_.at(RpcRole::kWorker), bloated);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("Stats request of " +
+                        std::to_string(bloated.ByteSizeLong()) + " bytes"));
+  for (const std::string& token : {std::string(), others.at(RpcRole::kChief)}) {
+    EXPECT_EQ(stats(token, bloated).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+  }
+  EXPECT_TRUE(stats(tokens_.at(RpcRole::kWorker), StatsRequest()).ok());
 }
 
 // Calls through the call ring in shared memory are authorized as the
