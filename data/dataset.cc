@@ -45,12 +45,20 @@ int NumClasses(const std::vector<uint8_t>& labels) {
 
 absl::StatusOr<Dataset> LoadIdxDataset(const std::string& images_path,
                                        const std::string& labels_path) {
+  // The headers agree before any data is read: a mismatched pair is
+  // refused without holding the images.
+  absl::StatusOr<std::vector<int64_t>> image_dims = ReadIdxHeader(images_path);
+  if (!image_dims.ok()) return image_dims.status();
+  absl::StatusOr<std::vector<int64_t>> label_dims = ReadIdxHeader(labels_path);
+  if (!label_dims.ok()) return label_dims.status();
+  absl::Status paired =
+      CheckPair(images_path, *image_dims, labels_path, *label_dims);
+  if (!paired.ok()) return paired;
   absl::StatusOr<IdxArray> images = ReadIdxFile(images_path);
   if (!images.ok()) return images.status();
   absl::StatusOr<IdxArray> labels = ReadIdxFile(labels_path);
   if (!labels.ok()) return labels.status();
-  absl::Status paired =
-      CheckPair(images_path, images->dims, labels_path, labels->dims);
+  paired = CheckPair(images_path, images->dims, labels_path, labels->dims);
   if (!paired.ok()) return paired;
   Dataset dataset;
   dataset.num_examples = images->dims[0];
@@ -61,6 +69,22 @@ absl::StatusOr<Dataset> LoadIdxDataset(const std::string& images_path,
   dataset.labels = std::move(labels->data);
   dataset.num_classes = NumClasses(dataset.labels);
   return dataset;
+}
+
+absl::StatusOr<int64_t> CheckIdxDataset(const std::string& images_path,
+                                        const std::string& labels_path) {
+  absl::StatusOr<std::vector<int64_t>> image_dims = ReadIdxHeader(images_path);
+  if (!image_dims.ok()) return image_dims.status();
+  absl::StatusOr<std::vector<int64_t>> label_dims = ReadIdxHeader(labels_path);
+  if (!label_dims.ok()) return label_dims.status();
+  absl::Status paired =
+      CheckPair(images_path, *image_dims, labels_path, *label_dims);
+  if (!paired.ok()) return paired;
+  image_dims = CheckIdxFile(images_path);
+  if (!image_dims.ok()) return image_dims.status();
+  label_dims = CheckIdxFile(labels_path);
+  if (!label_dims.ok()) return label_dims.status();
+  return (*image_dims)[0];
 }
 
 absl::StatusOr<DatasetInfo> DescribeIdxDataset(const std::string& images_path,

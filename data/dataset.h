@@ -36,6 +36,12 @@ struct DatasetInfo {
   std::vector<uint8_t> labels;  // one byte per example
 };
 
+// Reads both files through as LoadIdxDataset does, with its errors, but
+// holds none of the data (for checks: psctl config check). Returns the
+// number of examples.
+absl::StatusOr<int64_t> CheckIdxDataset(const std::string& images_path,
+                                        const std::string& labels_path);
+
 // Reads only the images file's header and the labels (one byte each), with
 // the same errors as LoadIdxDataset for the parts it reads.
 absl::StatusOr<DatasetInfo> DescribeIdxDataset(const std::string& images_path,

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "data/gzip_file.h"
 
 namespace psflow {
@@ -83,10 +84,18 @@ absl::Status OpenIdx(const std::string& path, GzFile& f,
     }
     const int64_t dim =
         (int64_t{b[0]} << 24) | (b[1] << 16) | (b[2] << 8) | b[3];
-    // Divided, not multiplied: the product of hostile dimensions overflows.
-    if (dim <= 0 || dim > kMaxElements / elements) {
+    if (dim <= 0) {
       return absl::DataLossError(absl::StrCat(
           path, ": IDX dimension ", d, " is ", dim, "; the header is corrupt"));
+    }
+    // Divided, not multiplied: the product of hostile dimensions overflows.
+    if (dim > kMaxElements / elements) {
+      std::vector<int64_t> claimed = dims;
+      claimed.push_back(dim);
+      return absl::DataLossError(absl::StrCat(
+          path, ": the IDX header's dimensions [", absl::StrJoin(claimed, ", "),
+          rank > d + 1 ? ", ..." : "",
+          "] claim more than 2^34 elements; the header is corrupt"));
     }
     elements *= dim;
     dims.push_back(dim);
@@ -104,44 +113,80 @@ absl::StatusOr<std::vector<int64_t>> ReadIdxHeader(const std::string& path) {
   return dims;
 }
 
-absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
-  GzFile f;
-  IdxArray array;
-  absl::Status opened = OpenIdx(path, f, array.dims);
-  if (!opened.ok()) return opened;
-  int64_t elements = 1;
-  for (int64_t d : array.dims) elements *= d;
+namespace {
+
+// Reads the `elements` bytes after the header into `keep`, or through a
+// bounded buffer when it is null, and checks that the file holds exactly
+// them (a gzip stream's CRC included).
+absl::Status ReadIdxData(gzFile f, const std::string& path, int64_t elements,
+                         std::vector<uint8_t>* keep) {
   // Grown as the data arrives, in bounded pieces: a header is only a
   // claim, and a small (or compressed) file claiming gigabytes must not
   // make the reader reserve them.
   constexpr int64_t kPiece = int64_t{16} << 20;
-  absl::StatusOr<size_t> got;
-  while (static_cast<int64_t>(array.data.size()) < elements) {
-    const size_t had = array.data.size();
-    const size_t want = static_cast<size_t>(
-        std::min<int64_t>(kPiece, elements - static_cast<int64_t>(had)));
-    array.data.resize(had + want);
-    got = ReadFully(f.get(), path, array.data.data() + had, want);
+  std::vector<uint8_t> scratch;
+  int64_t read = 0;
+  while (read < elements) {
+    const size_t want =
+        static_cast<size_t>(std::min<int64_t>(kPiece, elements - read));
+    uint8_t* into = nullptr;
+    if (keep != nullptr) {
+      keep->resize(static_cast<size_t>(read) + want);
+      into = keep->data() + read;
+    } else {
+      scratch.resize(want);
+      into = scratch.data();
+    }
+    absl::StatusOr<size_t> got = ReadFully(f, path, into, want);
     if (!got.ok()) return got.status();
-    array.data.resize(had + *got);
+    read += static_cast<int64_t>(*got);
+    if (keep != nullptr) keep->resize(static_cast<size_t>(read));
     if (*got < want) break;
   }
-  got = array.data.size();
-  if (static_cast<int64_t>(*got) < elements) {
+  if (read < elements) {
     return absl::DataLossError(
         absl::StrCat(path, ": truncated: the header promises ", elements,
-                     " bytes of data but the file holds ", *got,
+                     " bytes of data but the file holds ", read,
                      "; reinstall or download it again"));
   }
   uint8_t extra;
-  got = ReadFully(f.get(), path, &extra, 1);
+  absl::StatusOr<size_t> got = ReadFully(f, path, &extra, 1);
   if (!got.ok()) return got.status();
   if (*got != 0) {
     return absl::DataLossError(
         absl::StrCat(path, ": holds more data than its IDX header describes (",
                      elements, " bytes); is it the right file?"));
   }
+  return absl::OkStatus();
+}
+
+int64_t ElementsOf(const std::vector<int64_t>& dims) {
+  int64_t elements = 1;
+  for (int64_t d : dims) elements *= d;  // bounded by OpenIdx
+  return elements;
+}
+
+}  // namespace
+
+absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
+  GzFile f;
+  IdxArray array;
+  absl::Status opened = OpenIdx(path, f, array.dims);
+  if (!opened.ok()) return opened;
+  absl::Status read =
+      ReadIdxData(f.get(), path, ElementsOf(array.dims), &array.data);
+  if (!read.ok()) return read;
   return array;
+}
+
+absl::StatusOr<std::vector<int64_t>> CheckIdxFile(const std::string& path) {
+  GzFile f;
+  std::vector<int64_t> dims;
+  absl::Status opened = OpenIdx(path, f, dims);
+  if (!opened.ok()) return opened;
+  absl::Status read = ReadIdxData(f.get(), path, ElementsOf(dims), nullptr);
+  if (!read.ok()) return read;
+  return dims;
 }
 
 }  // namespace psflow

@@ -29,6 +29,10 @@ struct IdxArray {
 // element type other than unsigned byte.
 absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path);
 
+// Reads the whole file as ReadIdxFile does, with its errors, through a
+// bounded buffer: holds none of it. Returns the dimensions.
+absl::StatusOr<std::vector<int64_t>> CheckIdxFile(const std::string& path);
+
 // Only the dimensions, from the header (a few bytes read), with the same
 // errors for the header as ReadIdxFile.
 absl::StatusOr<std::vector<int64_t>> ReadIdxHeader(const std::string& path);

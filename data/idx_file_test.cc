@@ -166,6 +166,30 @@ TEST(IdxFileTest, CorruptDimensionsAreDataLoss) {
                                           HasSubstr("dimension 0 is 0")));
 }
 
+// The header names what it claims, not the dimension that happened to
+// cross the limit.
+TEST(IdxFileTest, AHeaderClaimingTooManyElementsIsNamedWhole) {
+  std::string path =
+      WriteRaw("too_many.idx", Idx({uint32_t{1} << 31, 28, 28}, ""));
+  EXPECT_THAT(
+      ReadIdxHeader(path),
+      StatusIs(absl::StatusCode::kDataLoss,
+               HasSubstr("dimensions [2147483648, 28, ...] claim more than "
+                         "2^34 elements")));
+}
+
+// CheckIdxFile reads as ReadIdxFile does, with its errors, holding nothing.
+TEST(IdxFileTest, CheckIdxFileFindsWhatReadIdxFileFinds) {
+  EXPECT_THAT(CheckIdxFile(WriteGzip("ok.gz", Idx({3, 2}, "abcdef"))),
+              IsOkAndHolds(ElementsAre(3, 2)));
+  EXPECT_THAT(CheckIdxFile(WriteGzip("short2.gz", Idx({10, 10}, "x"))),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("header promises 100 bytes")));
+  EXPECT_THAT(
+      CheckIdxFile(WriteRaw("long2.idx", Idx({2}, "abc"))),
+      StatusIs(absl::StatusCode::kDataLoss, HasSubstr("holds more data")));
+}
+
 TEST(IdxFileTest, HeaderIsReadWithoutTheData) {
   // The header promises far more data than the file holds: reading the
   // whole file is DataLoss, reading the header is not.

@@ -1,5 +1,6 @@
 #include "data/training_data.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "common/status_macros.h"
@@ -17,6 +18,30 @@ TrainingData CtrTrainingData(const JobConfig& job, int64_t num_examples) {
   data.num_classes = 2;
   data.num_fields = format.num_fields;
   return data;
+}
+
+int64_t WorkerDataBytes(const TrainingData& data, int num_workers) {
+  constexpr int64_t kLimit = int64_t{1} << 62;
+  int64_t per_example = 0;
+  if (data.num_fields > 0) {
+    const int64_t dense =
+        data.example_shape.empty() ? 0 : data.example_shape[0];
+    per_example = dense * int64_t{sizeof(float)} + 1 +
+                  int64_t{data.num_fields} * 2 * int64_t{sizeof(int64_t)};
+  } else {
+    per_example = 1;  // the label
+    int64_t features = 1;
+    for (int64_t d : data.example_shape) {
+      if (d <= 0) return 0;
+      features = d > kLimit / features ? kLimit : features * d;
+    }
+    per_example = std::min(kLimit, features + 1);
+  }
+  if (data.num_examples <= 0 || per_example <= 0) return 0;
+  const int64_t workers = std::max(1, num_workers);
+  const int64_t examples = std::min(kLimit, data.num_examples) +
+                           std::min(kLimit, data.num_examples) / workers + 1;
+  return per_example > kLimit / examples ? kLimit : per_example * examples;
 }
 
 absl::StatusOr<TrainingData> DescribeTrainingData(const JobConfig& job) {

@@ -33,6 +33,12 @@ struct TrainingData {
 // missing file; the readers' InvalidArgument and DataLoss otherwise.
 absl::StatusOr<TrainingData> DescribeTrainingData(const JobConfig& job);
 
+// About what one of `num_workers` workers holds of `data`: every example
+// as it reads the training file, and its shard copied out of them (IDX:
+// a byte per pixel and label; CRITEO: the dense floats, the label, and a
+// bag offset and an id per field). Saturates rather than overflows.
+int64_t WorkerDataBytes(const TrainingData& data, int num_workers);
+
 // The TrainingData of a CRITEO job whose training file holds
 // `num_examples` examples: its shape follows from data.num_dense and
 // data.num_fields alone.

@@ -1,11 +1,13 @@
 #include "model/job_memory_check.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "common/host_memory.h"
 #include "common/status_macros.h"
 #include "data/criteo.h"
 #include "data/dataset.h"
+#include "data/training_data.h"
 #include "model/registry.h"
 
 namespace psflow {
@@ -13,6 +15,7 @@ namespace psflow {
 absl::StatusOr<MemoryEstimate> CheckJobMemoryOnThisHost(
     const JobConfig& job, int workers_on_this_host) {
   InputSpec input;
+  TrainingData data;  // IDX only: its size is in the images' header
   if (job.data().format() == DataConfig::CRITEO) {
     const CriteoFormat format =
         CriteoFormatOf(job.data().num_dense(), job.data().num_fields());
@@ -26,10 +29,16 @@ absl::StatusOr<MemoryEstimate> CheckJobMemoryOnThisHost(
     input.example_shape = train.example_shape;
     input.num_classes = job.data().num_classes() > 0 ? job.data().num_classes()
                                                      : train.num_classes;
+    data.num_examples = train.num_examples;
+    data.example_shape = train.example_shape;
   }
   ASSIGN_OR_RETURN(std::unique_ptr<ModelDefinition> model,
                    DefineModel(job.model(), input));
-  const MemoryEstimate estimate = EstimateJobMemory(*model, job);
+  MemoryEstimate estimate = EstimateJobMemory(*model, job);
+  // The CRITEO file's examples are counted by reading every line; the
+  // chief's plan does that and checks the data there.
+  estimate.data_bytes =
+      WorkerDataBytes(data, std::max(1, workers_on_this_host));
   const HostMemory host = AvailableMemory();
   RETURN_IF_ERROR(CheckJobMemory(estimate, job, workers_on_this_host,
                                  host.bytes, host.source));

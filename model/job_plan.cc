@@ -33,6 +33,7 @@ absl::StatusOr<JobPlan> PlanJob(const JobConfig& job, const TrainingData& data,
   // later. Workers on other hosts are checked against the chief's memory:
   // a job declares theirs with training.worker_memory_mib.
   plan.memory = EstimateJobMemory(*plan.model, job);
+  plan.memory.data_bytes = WorkerDataBytes(data, options.num_workers);
   RETURN_IF_ERROR(CheckJobMemory(plan.memory, job, 1, options.host.bytes,
                                  options.host.source));
   ASSIGN_OR_RETURN(

@@ -193,6 +193,31 @@ TEST(PlanJobTest, AWorkerIsCheckedAgainstTheHostsMemory) {
                        HasSubstr("more than the 64 MiB of a 64 MiB host")));
 }
 
+// A worker reads the whole training file, then copies its shard out: a
+// small compressed file that claims gigabytes must be counted from its
+// header before any worker tries to hold them.
+TEST(PlanJobTest, TheTrainingDataCountsInAWorkersMemory) {
+  const ImageFiles files;
+  const JobConfig job =
+      ImageJob(files, R"("mode": "ASYNC", "worker_memory_mib": 1024)");
+  ASSERT_OK_AND_ASSIGN(TrainingData data, DescribeTrainingData(job));
+  ASSERT_OK_AND_ASSIGN(JobPlan small, PlanJob(job, data, Options(1, 2)));
+  // 6 examples of 16 pixels and a label, plus a shard of at most 4.
+  EXPECT_EQ(small.memory.data_bytes, (6 + 3 + 1) * 17);
+  EXPECT_EQ(WorkerDataBytes(data, 2), (6 + 3 + 1) * 17);
+
+  // The same shape, as many examples as 4 GiB of pixels.
+  data.num_examples = int64_t{4} << 30 >> 4;
+  EXPECT_THAT(PlanJob(job, data, Options(1, 2)),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("the training data 6.4 GiB"),
+                             HasSubstr("training.worker_memory_mib"),
+                             HasSubstr("train on less data"))));
+  // Hostile sizes saturate instead of overflowing.
+  data.num_examples = int64_t{1} << 62;
+  EXPECT_EQ(WorkerDataBytes(data, 1), int64_t{1} << 62);
+}
+
 TEST(PlanJobTest, AModelThatCannotTakeTheDataIsRefused) {
   const ImageFiles files;
   JobConfig job = ImageJob(files);

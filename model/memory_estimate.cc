@@ -78,6 +78,9 @@ std::string DescribeMemoryEstimate(const MemoryEstimate& e) {
                       ", activations for a batch of ", e.batch_size, ": ",
                       FormatBytes(e.activation_bytes), ", the process ",
                       FormatBytes(e.runtime_bytes),
+                      e.data_bytes > 0 ? absl::StrCat(", the training data ",
+                                                      FormatBytes(e.data_bytes))
+                                       : std::string(),
                       "); the parameter servers hold ",
                       FormatBytes(e.server_bytes), " together");
 }
@@ -111,8 +114,13 @@ absl::Status CheckJobMemory(const MemoryEstimate& estimate,
       "; ", problem,
       ". The largest layers, for a batch: ", absl::StrJoin(largest, ", "),
       ". Lower training.batch_size, make those layers smaller (fewer "
-      "filters, a stride or pooling before them), or run the workers where "
-      "there is more memory (training.worker_memory_mib declares it)"));
+      "filters, a stride or pooling before them), ",
+      estimate.data_bytes > estimate.activation_bytes
+          ? "train on less data (each worker reads the whole training file "
+            "before it takes its shard), "
+          : "",
+      "or run the workers where there is more memory "
+      "(training.worker_memory_mib declares it)"));
 }
 
 }  // namespace psflow

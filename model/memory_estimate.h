@@ -9,8 +9,9 @@
 // batch, what the model's parts allocate (ModelDefinition::MemoryParts:
 // every layer's outputs, their gradients and its kernel's scratch, such as
 // a convolution's patches). Plus a fixed allowance for the process itself
-// (libraries, threads, the data shard's index). The parameter servers
-// together hold the values and the optimizer's slots.
+// (libraries, threads, the data shard's index), and the training data it
+// reads whole before it takes its shard. The parameter servers together
+// hold the values and the optimizer's slots.
 //
 // An estimate, not a bound: it is meant to be within tens of percent of
 // what a worker's resident memory grows to (bench/RESULTS.md), and to
@@ -18,6 +19,7 @@
 #ifndef PSFLOW_MODEL_MEMORY_ESTIMATE_H_
 #define PSFLOW_MODEL_MEMORY_ESTIMATE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -38,6 +40,9 @@ struct MemoryEstimate {
   int64_t parameter_bytes = 0;   // the worker's copies of the variables
   int64_t activation_bytes = 0;  // a batch's outputs, gradients, scratch
   int64_t runtime_bytes = kWorkerRuntimeBytes;
+  // The training data a worker holds (data/training_data.h,
+  // WorkerDataBytes); 0 when not known.
+  int64_t data_bytes = 0;
   int64_t server_bytes = 0;  // values and optimizer slots, all servers
   struct Part {
     std::string name;
@@ -46,7 +51,8 @@ struct MemoryEstimate {
   std::vector<Part> largest;  // the model's largest parts, largest first
 
   int64_t worker_bytes() const {
-    return parameter_bytes + activation_bytes + runtime_bytes;
+    return std::min(int64_t{1} << 62, parameter_bytes + activation_bytes +
+                                          runtime_bytes + data_bytes);
   }
 };
 
@@ -64,8 +70,8 @@ MemoryEstimate EstimateJobMemory(const ModelDefinition& model,
 std::string FormatBytes(int64_t bytes);
 
 // One line: "each worker needs about 1.2 GiB (parameters 10 MiB,
-// activations for a batch of 64: 930 MiB, the process 256 MiB); the
-// servers hold 6 MiB".
+// activations for a batch of 64: 930 MiB, the process 256 MiB, the
+// training data 67 MiB); the servers hold 6 MiB".
 std::string DescribeMemoryEstimate(const MemoryEstimate& estimate);
 
 // OK when `workers` workers of `estimate` fit: each within the job's

@@ -140,7 +140,7 @@ JobConfigReport CheckJobConfigFile(const std::string& path,
     if (read.ok() && !criteo) {
       // The chief reads the images' header; every worker reads each byte.
       read =
-          LoadIdxDataset(job.data().train_images(), job.data().train_labels())
+          CheckIdxDataset(job.data().train_images(), job.data().train_labels())
               .status();
     }
     if (read.ok()) {
@@ -171,10 +171,8 @@ JobConfigReport CheckJobConfigFile(const std::string& path,
       count = test.ok() ? absl::StatusOr<int64_t>(test->num_examples())
                         : test.status();
     } else {
-      absl::StatusOr<Dataset> test =
-          LoadIdxDataset(job.data().test_images(), job.data().test_labels());
-      count = test.ok() ? absl::StatusOr<int64_t>(test->num_examples)
-                        : test.status();
+      count =
+          CheckIdxDataset(job.data().test_images(), job.data().test_labels());
     }
     if (count.ok()) {
       test_examples = *count;
