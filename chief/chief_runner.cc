@@ -156,6 +156,14 @@ JobSpec SpecFor(const ChiefOptions& options, const TrainingData& train,
   spec.set_num_fields(train.num_fields);
   for (const EmbeddingTableSpec& table : plan.tables)
     *spec.add_tables() = table;
+  for (const auto& [index, address] :
+       options.tf_config.cluster.job(TaskType::kPs)) {
+    spec.add_ps_addresses(address);
+  }
+  for (const auto& [index, address] :
+       options.tf_config.cluster.job(TaskType::kWorker)) {
+    spec.add_worker_addresses(address);
+  }
   return spec;
 }
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "client/grpc_ps_shard.h"
 #include "client/shared_memory_shard.h"
 #include "common/job/placement_proto.h"
@@ -48,9 +50,46 @@ std::unique_ptr<ParameterClient> ConnectToParameterServers(
                                            options);
 }
 
+namespace {
+
+std::vector<std::string> AddressesOf(const TfConfig& config, TaskType type) {
+  std::vector<std::string> addresses;
+  for (const auto& [index, address] : config.cluster.job(type)) {
+    addresses.push_back(address);
+  }
+  return addresses;
+}
+
+absl::Status SameList(
+    const std::vector<std::string>& ours,
+    const google::protobuf::RepeatedPtrField<std::string>& chiefs,
+    absl::string_view job) {
+  if (chiefs.empty()) return absl::OkStatus();  // a chief that did not say
+  if (absl::c_equal(ours, chiefs)) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "this task's TF_CONFIG lists the \"", job, "\" tasks [",
+      absl::StrJoin(ours, ", "), "], but the chief's lists [",
+      absl::StrJoin(chiefs, ", "),
+      "]; every task of a job must be given the same \"cluster\" (in the "
+      "same order): fix this task's TF_CONFIG"));
+}
+
+}  // namespace
+
+absl::Status CheckSameCluster(const TfConfig& config, const JobSpec& spec) {
+  RETURN_IF_ERROR(
+      SameList(AddressesOf(config, TaskType::kPs), spec.ps_addresses(), "ps"));
+  if (config.task.type == TaskType::kWorker) {
+    RETURN_IF_ERROR(SameList(AddressesOf(config, TaskType::kWorker),
+                             spec.worker_addresses(), "worker"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<ParameterClient>> PlaceJobOnParameterServers(
     const TfConfig& config, const JobSpec& spec,
     const TransportSecurity& security) {
+  RETURN_IF_ERROR(CheckSameCluster(config, spec));
   ASSIGN_OR_RETURN(
       Placement placement,
       PlacementFromProto(spec, config.cluster.NumTasks(TaskType::kPs)));

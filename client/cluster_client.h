@@ -45,6 +45,12 @@ absl::StatusOr<std::unique_ptr<ParameterClient>> ConnectToJobParameterServers(
     const TfConfig& config, const JobSpec& spec,
     const TransportSecurity& security);
 
+// OK when this task's TF_CONFIG lists the same parameter servers as the
+// chief's (and, for a worker, the same workers), in the same order, as
+// `spec` records them; FailedPrecondition naming both lists otherwise.
+// PlaceJobOnParameterServers checks it first.
+absl::Status CheckSameCluster(const TfConfig& config, const JobSpec& spec);
+
 // The same connection, not configured yet: for a task that arms its
 // job-end hook (ParameterClient::CancelInFlight) before the Configure call,
 // which waits for servers that may be gone when the job ended early.

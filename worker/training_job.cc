@@ -44,6 +44,9 @@ absl::Status RunTrainingJob(const TrainingJobOptions& options) {
   const JobConfig& job = spec.config();
   const int index = options.tf_config.task.index;
   const int num_workers = spec.num_workers();
+  // Before the data is read: a worker given another cluster than the
+  // chief's would push to the wrong servers.
+  RETURN_IF_ERROR(CheckSameCluster(options.tf_config, spec));
   // From here on the chief hears from this worker about once an interval,
   // however long loading the data takes.
   KeepAlive keep_alive(options.coordinator,
