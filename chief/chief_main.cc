@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
     LOG(ERROR) << security.status().message();
     return 1;
   }
-  const std::string bind_host = BindHostFromFlags(*security);
+  const std::string bind_host = BindHostFromFlags(*security, *role_config);
   if (absl::GetFlag(FLAGS_job).empty()) {
     LOG(ERROR) << "--job is required: the job config (e.g. "
                   "configs/fashion_mnist_mlp.json)";

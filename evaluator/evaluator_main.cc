@@ -47,7 +47,7 @@ int Run() {
     LOG(ERROR) << security.status().message();
     return 1;
   }
-  const std::string bind_host = BindHostFromFlags(*security);
+  const std::string bind_host = BindHostFromFlags(*security, tf);
 
   std::unique_ptr<ServerRunner> health;
   if (std::optional<std::string> address = tf.TaskAddress()) {

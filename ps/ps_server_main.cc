@@ -161,7 +161,7 @@ int Run() {
     LOG(ERROR) << security.status().message();
     return 1;
   }
-  const std::string bind_host = BindHostFromFlags(*security);
+  const std::string bind_host = BindHostFromFlags(*security, config);
 
   absl::StatusOr<HostPort> address = ParseHostPort(*config.TaskAddress());
   if (!address.ok()) {

@@ -209,6 +209,45 @@ TEST(SecureDefaultTest, TokensWithoutTlsStayOnThisHost) {
   }
 }
 
+// An open server listens on loopback only: one that TF_CONFIG puts at
+// another host's address could never be reached, so it refuses to start;
+// an IPv6 loopback address is served on ::1, where its peers dial it.
+TEST(SecureDefaultTest, AnOpenServerListensWhereItsPeersDialIt) {
+  auto [code, output] = RefusedPs(
+      "open_remote", {"--allow_unauthenticated_callers"},
+      R"({"cluster": {"ps": ["ps-0.example.com:2222"], "worker": ["w:1"]},
+          "task": {"type": "ps", "index": 0}})");
+  EXPECT_EQ(code, 1);
+  EXPECT_THAT(output, AllOf(HasSubstr("listens on loopback only"),
+                            HasSubstr("ps-0.example.com:2222"),
+                            HasSubstr("--bind_host=0.0.0.0")));
+  EXPECT_THAT(output, Not(HasSubstr("serving on")));
+
+  const std::string port_file = TempPath("v6.port");
+  Subprocess v6({RunfilePath("ps/ps_server"), "--port_file=" + port_file,
+                 "--allow_unauthenticated_callers"},
+                {{"TF_CONFIG",
+                  R"({"cluster": {"ps": ["[::1]:0"], "worker": ["[::1]:1"]},
+                      "task": {"type": "ps", "index": 0}})"}},
+                TempPath("v6.log"));
+  ASSERT_OK(v6.Start());
+  absl::StatusOr<int> port = WaitForPortFile(port_file, absl::Seconds(60));
+  if (!port.ok() &&
+      v6.Output().find("Address family not supported") != std::string::npos) {
+    GTEST_SKIP() << "no IPv6 loopback here";
+  }
+  ASSERT_OK(port) << v6.Output();
+  EXPECT_THAT(v6.Output(), HasSubstr("serving on ::1:"));
+  auto stub = ParameterServer::NewStub(grpc::CreateChannel(
+      absl::StrCat("[::1]:", *port), grpc::InsecureChannelCredentials()));
+  StatsRequest stats;
+  StatsResponse response;
+  grpc::Status reached = stub->Stats(Context().get(), stats, &response);
+  EXPECT_TRUE(reached.ok()) << reached.error_message();
+  v6.Signal(SIGTERM);
+  EXPECT_THAT(v6.Wait(absl::Seconds(30)), IsOkAndHolds(0)) << v6.Output();
+}
+
 TEST(SecureDefaultTest, ALooseTokenFolderIsRefusedAtStart) {
   ASSERT_OK_AND_ASSIGN(auto tokens, GenerateJobTokens());
   const std::string token_dir = TempPath("loose_tokens");

@@ -304,7 +304,7 @@ absl::StatusOr<WorkerSetup> LoadWorkerSetup() {
   ASSIGN_OR_RETURN(setup.slowdown, SlowdownFromFlags());
   ASSIGN_OR_RETURN(setup.background_calls, BackgroundCallsFromFlag());
   ASSIGN_OR_RETURN(setup.security, TransportSecurityFromFlags(setup.tf));
-  setup.bind_host = BindHostFromFlags(setup.security);
+  setup.bind_host = BindHostFromFlags(setup.security, setup.tf);
   setup.startup = absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
   ASSIGN_OR_RETURN(HostPort own, ParseHostPort(*setup.tf.TaskAddress()));
   setup.listen = HostPort{setup.bind_host, own.port}.ToString();

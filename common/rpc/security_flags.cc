@@ -166,9 +166,25 @@ absl::Status RefuseUnauthenticated(const SecuritySettings& settings,
       "--allow_unauthenticated_callers serves without them, on 127.0.0.1"));
 }
 
-std::string DefaultBindHost(const TransportSecurity& security) {
-  return security.mode != TransportSecurity::Mode::kInsecure ? "0.0.0.0"
-                                                             : "127.0.0.1";
+namespace {
+
+// Whether `address` (host:port) has an IPv6 literal for its host.
+bool IsIpv6Literal(const std::optional<std::string>& address) {
+  if (!address.has_value()) return false;
+  absl::StatusOr<HostPort> parsed = ParseHostPort(*address);
+  in6_addr v6;
+  return parsed.ok() && inet_pton(AF_INET6, parsed->host.c_str(), &v6) == 1;
+}
+
+}  // namespace
+
+std::string DefaultBindHost(const TransportSecurity& security,
+                            const std::optional<std::string>& own_address) {
+  const bool v6 = IsIpv6Literal(own_address);
+  if (security.mode != TransportSecurity::Mode::kInsecure) {
+    return v6 ? "::" : "0.0.0.0";
+  }
+  return v6 ? "::1" : "127.0.0.1";
 }
 
 namespace {
@@ -205,11 +221,27 @@ absl::StatusOr<TransportSecurity> TransportSecurityFromFlags(
   const bool tls = security->mode != TransportSecurity::Mode::kInsecure;
   const bool tokens = security->tokens.presents() || security->tokens.checks();
   if (!tls && !tokens) {
+    // On loopback by default: peers could not reach a task that TF_CONFIG
+    // puts at another address, and the job would stall until timeouts.
+    const std::optional<std::string> own = tf_config.TaskAddress();
+    if (absl::GetFlag(FLAGS_bind_host).empty() && own.has_value() &&
+        !OnLoopback(*own)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          identity.name,
+          " runs with --allow_unauthenticated_callers, which listens on "
+          "loopback only, but TF_CONFIG puts it at ",
+          *own,
+          ", where its peers could not reach it. On one host, give every "
+          "task a loopback address (127.0.0.1:<port> or localhost:<port>); "
+          "across hosts, add TLS and tokens (docs/operations.md, "
+          "\"Security\"), or pass --bind_host=0.0.0.0 to serve anyone who "
+          "can reach the port"));
+    }
     LOG(WARNING) << "--allow_unauthenticated_callers: no transport security "
                     "and no job token, so anyone who can reach this task's "
                     "ports can read and change the model and stop the job"
                  << (absl::GetFlag(FLAGS_bind_host).empty()
-                         ? "; listening on 127.0.0.1 only"
+                         ? "; listening on loopback only"
                          : absl::StrCat("; listening on --bind_host=",
                                         absl::GetFlag(FLAGS_bind_host)));
   } else if (!tls) {
@@ -241,9 +273,11 @@ absl::StatusOr<TransportSecurity> TransportSecurityFromFlags(
   return security;
 }
 
-std::string BindHostFromFlags(const TransportSecurity& security) {
+std::string BindHostFromFlags(const TransportSecurity& security,
+                              const TfConfig& tf_config) {
   const std::string flag = absl::GetFlag(FLAGS_bind_host);
-  return flag.empty() ? DefaultBindHost(security) : flag;
+  return flag.empty() ? DefaultBindHost(security, tf_config.TaskAddress())
+                      : flag;
 }
 
 }  // namespace psflow

@@ -82,8 +82,11 @@ absl::Status RefuseUnauthenticated(const SecuritySettings& settings,
                                    const std::string& task);
 
 // Where a task listens by default: every interface with TLS, else loopback
-// only (without TLS, job tokens would cross the network in plaintext).
-std::string DefaultBindHost(const TransportSecurity& security);
+// only (without TLS, job tokens would cross the network in plaintext), in
+// the address family of `own_address` (TF_CONFIG's host:port for the task;
+// "[::1]:2222" listens on ::1, not 127.0.0.1).
+std::string DefaultBindHost(const TransportSecurity& security,
+                            const std::optional<std::string>& own_address);
 
 // ResolveTransportSecurity(SecuritySettingsFromFlags(), the task, its
 // rpc_layer), refusing an unauthenticated task unless allowed, and
@@ -91,8 +94,10 @@ std::string DefaultBindHost(const TransportSecurity& security);
 absl::StatusOr<TransportSecurity> TransportSecurityFromFlags(
     const TfConfig& tf_config);
 
-// --bind_host, or DefaultBindHost(security) when it is not given.
-std::string BindHostFromFlags(const TransportSecurity& security);
+// --bind_host, or DefaultBindHost(security, the task's address) when it is
+// not given.
+std::string BindHostFromFlags(const TransportSecurity& security,
+                              const TfConfig& tf_config);
 
 }  // namespace psflow
 
