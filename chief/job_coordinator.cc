@@ -433,9 +433,10 @@ bool JobCoordinator::TrainingOverLocked() const {
   return any_finished;
 }
 
-std::pair<int, int> JobCoordinator::SyncWorkersLocked() const {
+std::pair<int, int> JobCoordinator::WorkersNeededLocked() const {
   int alive = 0;
   for (const Worker& w : workers_) alive += w.registered && !w.lost;
+  if (spec_.config().training().mode() != SYNC) return {alive, 1};
   const int needed = std::max(1, spec_.ps_config().replicas_to_aggregate() > 0
                                      ? spec_.ps_config().replicas_to_aggregate()
                                      : static_cast<int>(workers_.size()));
@@ -494,7 +495,7 @@ bool JobCoordinator::WaitForTrainingEnd(absl::Time deadline) {
         if (spec_.config().training().mode() == SYNC) {
           // Backup workers (replicas_to_aggregate below the workers) let a
           // sync job go on without some; the lost one may still return.
-          if (const auto [alive, needed] = SyncWorkersLocked();
+          if (const auto [alive, needed] = WorkersNeededLocked();
               alive >= needed) {
             LOG(WARNING) << what << "; sync training continues with the "
                          << alive << " left (each step needs " << needed
@@ -509,27 +510,43 @@ bool JobCoordinator::WaitForTrainingEnd(absl::Time deadline) {
                                 options_.worker_replacement_timeout)
                          << " for it to be restarted (it registers again)";
           }
-        } else {
+        } else if (WorkersNeededLocked().first > 0) {
           LOG(WARNING) << what << "; "
                        << (spec_.config().training().mode() == BOUNDED
                                ? "bounded-staleness training continues "
                                  "without it (it no longer bounds the others)"
                                : "async training continues without it");
+        } else if (!short_of_workers_since_.has_value()) {
+          // The last one: the model on the servers is intact, and a
+          // restarted worker trains on from it, as in a sync job.
+          short_of_workers_since_ = now;
+          short_of_workers_cause_ = what;
+          LOG(WARNING) << what << "; no worker is left: training waits up to "
+                       << absl::FormatDuration(
+                              options_.worker_replacement_timeout)
+                       << " for one to be restarted (it registers again)";
         }
       }
       if (short_of_workers_since_.has_value()) {
-        if (const auto [alive, needed] = SyncWorkersLocked(); alive >= needed) {
-          LOG(INFO) << "sync training has the " << needed
-                    << " workers each step needs again";
+        const bool sync = spec_.config().training().mode() == SYNC;
+        if (const auto [alive, needed] = WorkersNeededLocked();
+            alive >= needed) {
+          LOG(INFO) << (sync ? "sync training has the " : "training has the ")
+                    << needed << " worker" << (needed == 1 ? "" : "s")
+                    << (sync ? " each step needs" : " it needs") << " again";
           short_of_workers_since_.reset();
         } else if (now - *short_of_workers_since_ >
                    options_.worker_replacement_timeout) {
           state_ = FAILED;
           message_ = absl::StrCat(
               short_of_workers_cause_,
-              "; a sync job cannot continue: each step needs ", needed,
-              " workers (replicas_to_aggregate) and ", alive,
-              " are left, and the lost ones did not come back within ",
+              sync ? absl::StrCat("; a sync job cannot continue: each step "
+                                  "needs ",
+                                  needed,
+                                  " workers (replicas_to_aggregate) and ",
+                                  alive, " are left")
+                   : "; no worker is left to train",
+              ", and the lost ones did not come back within ",
               absl::FormatDuration(options_.worker_replacement_timeout),
               " (chief --worker_replacement_timeout_s)");
         }

@@ -348,8 +348,10 @@ class JobCoordinator {
   // Moves every task's last contact forward by the part of a gap since the
   // last heartbeat check that the chief spent not running.
   void ForgiveOwnStallLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // SYNC: workers registered and not lost, and how many a step needs.
-  std::pair<int, int> SyncWorkersLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Workers registered and not lost, and how many training needs: a SYNC
+  // step's replicas, else one.
+  std::pair<int, int> WorkersNeededLocked() const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::string WorkerNameLocked(int index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   const Options options_;
@@ -375,8 +377,9 @@ class JobCoordinator {
   std::string message_ ABSL_GUARDED_BY(mu_);
   JobSpec spec_ ABSL_GUARDED_BY(mu_);
   std::vector<Worker> workers_ ABSL_GUARDED_BY(mu_);
-  // SYNC: since when lost workers leave too few to fill a step, and the
-  // first loss that did it; none while enough are live.
+  // Since when lost workers leave too few to train (a SYNC step's
+  // replicas, else one), and the first loss that did it; none while enough
+  // are live.
   std::optional<absl::Time> short_of_workers_since_ ABSL_GUARDED_BY(mu_);
   std::string short_of_workers_cause_ ABSL_GUARDED_BY(mu_);
   int64_t global_step_ ABSL_GUARDED_BY(mu_) = 0;

@@ -291,6 +291,44 @@ TEST(JobCoordinatorTest, AsyncContinuesWithoutALostWorker) {
   EXPECT_EQ(c.state(), TRAINING) << c.Status().message();
 }
 
+// The last worker of an async or bounded job lost: the model on the
+// servers is intact, so the chief waits for a restarted worker as a sync
+// job does, and fails only once none came back.
+TEST(JobCoordinatorTest, AsyncWaitsForAReplacementWhenNoWorkerIsLeft) {
+  for (UpdateMode mode : {ASYNC, BOUNDED}) {
+    SCOPED_TRACE(UpdateMode_Name(mode));
+    FakeClock& clock = SimulatedClock();
+    JobCoordinator::Options options = TwoWorkers(absl::Seconds(60), &clock);
+    options.worker_replacement_timeout = absl::Minutes(4);
+    JobCoordinator c(options);
+    c.SetSpec(Spec(mode));
+    ASSERT_OK(c.Register(Worker(0)));
+    ASSERT_OK(c.Register(Worker(1)));
+    const absl::Time start = clock.Now();
+    // Both silent: lost after 60 s, then 4 minutes waited for.
+    EXPECT_FALSE(c.WaitForTrainingEnd(start + absl::Minutes(4)));
+    EXPECT_EQ(c.state(), TRAINING) << c.Status().message();
+    EXPECT_EQ(c.CountWorkers().lost, 2);
+    // One comes back in time: training goes on.
+    ASSERT_OK(c.Register(Worker(1)));
+    Progress(c, Report(1, 10));
+    clock.Advance(absl::Seconds(1));
+    EXPECT_FALSE(c.WaitForTrainingEnd(clock.Now()));
+    EXPECT_EQ(c.state(), TRAINING) << c.Status().message();
+    // Lost again, and this time nobody returns.
+    const absl::Time again = clock.Now();
+    EXPECT_TRUE(c.WaitForTrainingEnd(again + absl::Hours(1)));
+    EXPECT_EQ(c.state(), FAILED);
+    // Its last report came a second before: lost 59 s on, then 4 minutes.
+    EXPECT_GE(clock.Now() - again, absl::Minutes(5) - absl::Seconds(2));
+    EXPECT_LT(clock.Now() - again, absl::Minutes(5) + absl::Seconds(3));
+    EXPECT_THAT(c.Status().message(),
+                AllOf(HasSubstr("no worker is left to train"),
+                      HasSubstr("did not come back within 4m "
+                                "(chief --worker_replacement_timeout_s)")));
+  }
+}
+
 TEST(JobCoordinatorTest, SyncFailsWhenALostWorkerDoesNotComeBack) {
   FakeClock& clock = SimulatedClock();
   JobCoordinator::Options options = TwoWorkers(absl::Seconds(60), &clock);
@@ -376,10 +414,10 @@ TEST(JobCoordinatorTest, TheChiefsOwnStallIsNotTheWorkersSilence) {
   EXPECT_FALSE(c.WaitForTrainingEnd(clock.Now()));
   EXPECT_EQ(c.CountWorkers().lost, 0);
   EXPECT_EQ(c.state(), TRAINING);
-  // Silence while the chief runs still counts.
-  EXPECT_TRUE(c.WaitForTrainingEnd(clock.Now() + absl::Minutes(2)));
+  // Silence while the chief runs still counts (then, with no worker left,
+  // it waits for a restarted one).
+  EXPECT_FALSE(c.WaitForTrainingEnd(clock.Now() + absl::Minutes(2)));
   EXPECT_EQ(c.CountWorkers().lost, 2);
-  EXPECT_EQ(c.state(), FAILED);
 }
 
 // After a stall, the queued reports arrive in any order: one task heard
