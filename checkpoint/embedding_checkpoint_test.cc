@@ -12,9 +12,11 @@
 #include "checkpoint/checkpoint_manager.h"
 #include "checkpoint/export.h"
 #include "checkpoint/index_file.h"
+#include "checkpoint/paths.h"
 #include "checkpoint/reader.h"
 #include "client/local_ps_shard.h"
 #include "client/ps_client.h"
+#include "common/crc32c.h"
 #include "common/file_util.h"
 #include "common/job/placement.h"
 #include "common/status_matchers.h"
@@ -271,6 +273,47 @@ TEST_F(EmbeddingCheckpointTest, DamagedRowsAreFoundAndRefused) {
   EXPECT_THAT(RestoreCheckpoint(saved.path, target.configure.optimizer(),
                                 *target.client, absl::Seconds(10)),
               StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_EQ(target.Rows({5}), before);
+}
+
+// A table that lists one id twice, its CRCs made to match (a buggy writer,
+// or a forger), is damage: verify says so, and a restore is refused on the
+// server that would take both rows, before anything changes.
+TEST_F(EmbeddingCheckpointTest, AnIdListedTwiceIsDamage) {
+  Cluster cluster(1);
+  cluster.Train(ids_, 1.0f);
+  const SavedCheckpoint saved = Save(cluster);
+  const std::string index_path = JoinPath(saved.path, kIndexFileName);
+  ASSERT_OK_AND_ASSIGN(CheckpointIndex index, ReadIndexFile(index_path));
+  CheckpointRowSegment* segment = index.mutable_tables(0)->mutable_segments(0);
+  ASSERT_GE(segment->num_rows(), 2);
+  const std::string path = JoinPath(saved.path, segment->file());
+  ASSERT_OK_AND_ASSIGN(std::string bytes, ReadFileToString(path));
+  int64_t first_id;
+  std::memcpy(&first_id, &bytes[segment->file_offset()], 8);
+  std::memcpy(&bytes[segment->file_offset() + 8], &first_id, 8);
+  segment->set_crc32c(Crc32c(absl::string_view(bytes).substr(
+      segment->file_offset(), segment->bytes())));
+  ASSERT_OK(RemoveRecursively(path));
+  ASSERT_OK(WriteFileAtomically(path, bytes));
+  ASSERT_OK(RemoveRecursively(index_path));
+  ASSERT_OK(WriteIndexFile(index_path, index));
+
+  ASSERT_OK_AND_ASSIGN(auto reader, CheckpointReader::Open(saved.path));
+  const std::vector<std::string> problems = reader->Verify();
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_THAT(
+      problems[0],
+      AllOf(HasSubstr("embedding table 'emb'"),
+            HasSubstr(absl::StrCat("hold id ", first_id, " a second time"))));
+  Cluster target(1);
+  target.Train({5}, 1.0f);
+  const std::vector<float> before = target.Rows({5});
+  EXPECT_THAT(RestoreCheckpoint(saved.path, target.configure.optimizer(),
+                                *target.client, absl::Seconds(10)),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr(absl::StrCat("hold id ", first_id,
+                                              " a second time"))));
   EXPECT_EQ(target.Rows({5}), before);
 }
 

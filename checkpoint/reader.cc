@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "checkpoint/index_file.h"
 #include "checkpoint/paths.h"
@@ -138,6 +139,9 @@ absl::Status CheckpointReader::ReadTable(
   // int64 storage keeps every column aligned (ids and counts are int64,
   // values float32 after 24 bytes per row).
   std::vector<int64_t> storage;
+  // A table holds each id once: a checkpoint that says otherwise is
+  // damaged, whichever tool reads it.
+  absl::flat_hash_set<int64_t> seen;
   for (const CheckpointRowSegment& s : table.segments()) {
     // ValidateIndex bounded the segment to 64 MiB inside its file.
     const RandomAccessFile& file = files_.at(s.file());
@@ -157,6 +161,17 @@ absl::Status CheckpointReader::ReadTable(
           "); the data is damaged"));
     }
     const int64_t n = s.num_rows();
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t id = storage[r];
+      if (!seen.insert(id).second) {
+        return absl::DataLossError(absl::StrCat(
+            "embedding table '", table.name(), "': the rows in ",
+            JoinPath(path_, s.file()), " at byte ", s.file_offset(),
+            " hold id ", id,
+            " a second time; a table holds each id once: the checkpoint is "
+            "damaged"));
+      }
+    }
     RowSegment segment;
     segment.num_rows = n;
     segment.ids = absl::MakeConstSpan(storage.data(), n);

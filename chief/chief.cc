@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <utility>
 #include <vector>
 
@@ -13,6 +12,7 @@
 #include "chief/final_evaluation.h"
 #include "chief/training_supervisor.h"
 #include "common/fault_point.h"
+#include "common/file_util.h"
 #include "common/json.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -581,12 +581,11 @@ absl::Status Chief::WriteResult() const {
                     ", \"evaluated_by\": ", JsonQuote(eval->evaluated_by()));
   }
   json += "}\n";
-  std::ofstream out(path + ".tmp");
-  out << json;
-  out.close();
-  if (!out || std::rename((path + ".tmp").c_str(), path.c_str()) != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot write the result file ", path));
+  absl::Status written = WriteFileAtomically(path, json);
+  if (!written.ok()) {
+    return absl::Status(written.code(),
+                        absl::StrCat("cannot write the result file ", path,
+                                     ": ", written.message()));
   }
   return absl::OkStatus();
 }

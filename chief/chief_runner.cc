@@ -1,6 +1,11 @@
 #include "chief/chief_runner.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -352,9 +357,28 @@ std::unique_ptr<EventFileWriter> OpenChiefMetrics(const ChiefOptions& options) {
   return *std::move(writer);
 }
 
+// The result file is written once the job ends: a path it cannot be
+// written to is refused now, not after the whole run.
+absl::Status CheckResultFile(const std::string& path) {
+  RETURN_IF_ERROR(CheckReplaceableFile(path));
+  const std::string dir = DirName(AbsolutePath(path));
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+      access(dir.c_str(), W_OK | X_OK) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--result_file=", path, ": its directory ", dir,
+        " does not exist or is not writable (", std::strerror(errno),
+        "); create it, or name another --result_file"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RunChief(const ChiefOptions& chief_options) {
+  if (!chief_options.result_file.empty()) {
+    RETURN_IF_ERROR(CheckResultFile(chief_options.result_file));
+  }
   // Every call this chief makes carries its incarnation: the servers follow
   // one chief of the job at a time (ps/chief_fence.h).
   ChiefOptions options = chief_options;

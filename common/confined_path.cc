@@ -2,6 +2,8 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -43,6 +45,21 @@ absl::StatusOr<PathConfinement> PathConfinement::Create(const std::string& root,
   if (absl::Status made = MakeDirectories(root); !made.ok()) return made;
   absl::StatusOr<std::string> resolved = RealPath(root);
   if (!resolved.ok()) return resolved.status();
+  // MakeDirectories accepts a file where the root should be (EEXIST): the
+  // root must be a directory this process can write checkpoints into.
+  struct stat st;
+  if (stat(resolved->c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(flag_name, "=", root,
+                     " is not a directory; name the directory the "
+                     "job's checkpoints go under"));
+  }
+  if (access(resolved->c_str(), W_OK | X_OK) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(flag_name, "=", root, " is not writable by this process (",
+                     std::strerror(errno),
+                     "); name a directory it may write checkpoints into"));
+  }
   return PathConfinement(root, *std::move(resolved), std::move(flag_name));
 }
 

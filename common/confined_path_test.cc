@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/file_util.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -99,6 +100,21 @@ TEST_F(PathConfinementTest, ARelativeRootIsRefused) {
   EXPECT_THAT(PathConfinement::Create("ckpt", "--checkpoint_root"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("--checkpoint_root=ckpt")));
+}
+
+// A file, or a directory of the kernel's, is no root to save into.
+TEST_F(PathConfinementTest, ARootThatIsNoWritableDirectoryIsRefused) {
+  const std::string file = base_ + "/a_file";
+  ASSERT_OK(WriteFileAtomically(file, "x"));
+  EXPECT_THAT(
+      PathConfinement::Create(file, "--checkpoint_root"),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               HasSubstr("--checkpoint_root=" + file + " is not a directory")));
+  if (geteuid() != 0) {
+    EXPECT_THAT(PathConfinement::Create("/proc/1", "--checkpoint_root"),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         HasSubstr("is not writable")));
+  }
 }
 
 TEST_F(PathConfinementTest, AMissingFileIsNotFound) {

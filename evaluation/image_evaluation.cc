@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "checkpoint/reader.h"
 #include "common/status_macros.h"
 #include "evaluation/model_snapshot.h"
@@ -36,6 +37,15 @@ absl::StatusOr<EvaluationReport> EvaluateCheckpoint(const JobSpec& spec,
     if (tensor == nullptr) {
       return absl::FailedPreconditionError(absl::StrCat(
           path, " has no variable \"", v.name(), "\"; it is not this job's"));
+    }
+    // Its shape before its values: a checkpoint's index is only a claim,
+    // and a tensor of another model must not be read whole first.
+    if (!std::equal(tensor->shape().begin(), tensor->shape().end(),
+                    v.shape().begin(), v.shape().end())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          path, ": variable \"", v.name(), "\" has shape [",
+          absl::StrJoin(tensor->shape(), ", "), "] but the job's model has [",
+          absl::StrJoin(v.shape(), ", "), "]; it is not this job's"));
     }
     ASSIGN_OR_RETURN(std::vector<float> tensor_values, reader->Read(*tensor));
     values.push_back(std::move(tensor_values));

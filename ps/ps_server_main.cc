@@ -246,7 +246,20 @@ int Run() {
     options.rpc_memory_quota_bytes = std::max<int64_t>(
         int64_t{1} << 30, pages > 0 && page > 0 ? pages / 8 * page : 0);
   }
-  options.grace = absl::Milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms));
+  if (const int grace = absl::GetFlag(FLAGS_shutdown_grace_ms);
+      grace >= 0 && grace <= 600000) {
+    options.grace = absl::Milliseconds(grace);
+  } else {
+    LOG(ERROR) << "--shutdown_grace_ms=" << grace
+               << " is out of range; use 0 to 600000 milliseconds";
+    return 1;
+  }
+  if (const int grace = absl::GetFlag(FLAGS_termination_grace_s);
+      grace < 0 || grace > 86400) {
+    LOG(ERROR) << "--termination_grace_s=" << grace
+               << " is out of range; use 0 to 86400 seconds";
+    return 1;
+  }
   options.shared_memory.enabled = absl::GetFlag(FLAGS_shared_memory);
   if (!absl::GetFlag(FLAGS_shared_memory_ring)) {
     options.shared_memory.max_rings = 0;

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/crc32c.h"
 #include "common/job/row_placement.h"
@@ -243,12 +244,27 @@ absl::StatusOr<int64_t> CheckTableSources(
   for (const RestoreTableTarget& target : request.tables()) {
     const EmbeddingTable& table = *by_name.at(target.table());
     int64_t rows = 0;
+    // Each id once (among the rows this server takes; the others check
+    // theirs): a damaged checkpoint is refused, not half-merged.
+    absl::flat_hash_set<int64_t> seen;
     for (const RestoreRowSegment& segment : target.segments()) {
       RETURN_IF_ERROR(ReadSegment(target, segment, files, buffer));
       bytes += segment.bytes();
       const int64_t* ids = reinterpret_cast<const int64_t*>(buffer.data());
       for (int64_t r = 0; r < segment.num_rows(); ++r) {
-        rows += RowServer(ids[r], request.num_ps()) == request.ps_index();
+        const bool ours =
+            RowServer(ids[r], request.num_ps()) == request.ps_index();
+        if (ours && !seen.insert(ids[r]).second) {
+          return absl::DataLossError(absl::StrCat(
+              "checkpoint file ", segment.path(),
+              ": the rows of embedding "
+              "table '",
+              target.table(), "' at offset ", segment.file_offset(),
+              " hold id ", ids[r],
+              " a second time; the checkpoint is damaged: restore another "
+              "one"));
+        }
+        rows += ours;
       }
     }
     // A capped table evicts rather than fails past its cap.

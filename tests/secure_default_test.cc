@@ -248,6 +248,25 @@ TEST(SecureDefaultTest, AnOpenServerListensWhereItsPeersDialIt) {
   EXPECT_THAT(v6.Wait(absl::Seconds(30)), IsOkAndHolds(0)) << v6.Output();
 }
 
+// Values the server could only misbehave with are refused at start,
+// naming the flag, instead of serving until the startup timeout.
+TEST(SecureDefaultTest, ServerFlagsOutOfRangeAreRefusedAtStart) {
+  const std::string file = TempPath("root_is_a_file");
+  ASSERT_OK(WriteFileAtomically(file, "x"));
+  for (const auto& [flag, expected] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"--shutdown_grace_ms=-1", "--shutdown_grace_ms=-1 is out of range"},
+           {"--termination_grace_s=-1",
+            "--termination_grace_s=-1 is out of range"},
+           {"--checkpoint_root=" + file, " is not a directory"}}) {
+    auto [code, output] =
+        RefusedPs("bad_flag", {"--allow_unauthenticated_callers", flag});
+    EXPECT_EQ(code, 1) << flag;
+    EXPECT_THAT(output, HasSubstr(expected)) << flag;
+    EXPECT_THAT(output, Not(HasSubstr("serving on"))) << flag;
+  }
+}
+
 TEST(SecureDefaultTest, ALooseTokenFolderIsRefusedAtStart) {
   ASSERT_OK_AND_ASSIGN(auto tokens, GenerateJobTokens());
   const std::string token_dir = TempPath("loose_tokens");

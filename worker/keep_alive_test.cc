@@ -34,6 +34,8 @@ class KeepAliveTest : public ::testing::Test {
     JobCoordinator::Options options;
     options.num_workers = 1;
     options.heartbeat_timeout = absl::Seconds(1);
+    // The job's only worker lost: how long the chief waits for a restart.
+    options.worker_replacement_timeout = absl::Seconds(1);
     return options;
   }
 
@@ -61,8 +63,9 @@ TEST_F(KeepAliveTest, TheFirstReportSaysTheWorkerIsPreparing) {
 }
 
 TEST_F(KeepAliveTest, WithoutItASilentWorkerIsLost) {
-  EXPECT_TRUE(coordinator_.WaitForTrainingEnd(absl::Now() + absl::Seconds(30)));
+  EXPECT_TRUE(coordinator_.WaitForTrainingEnd(absl::Now() + absl::Seconds(60)));
   EXPECT_EQ(coordinator_.CountWorkers().lost, 1);
+  EXPECT_EQ(coordinator_.state(), FAILED);
 }
 
 TEST_F(KeepAliveTest, ResendsTheLatestRememberedReport) {

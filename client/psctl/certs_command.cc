@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "client/psctl/existing_credentials.h"
 #include "client/psctl/job_certificates.h"
 #include "common/tf_config_loader.h"
 
@@ -18,7 +19,7 @@ class CertsGenCommand : public Subcommand {
             "psctl certs gen --out=DIR [--tf_config=<file or JSON>] "
             "[--job=NAME]\n"
             "                [--days=365] [--secret_name=psflow-tls] "
-            "[--namespace=default]",
+            "[--namespace=default] [--overwrite]",
             "A job's mutual-TLS files: a new CA, a certificate and key per\n"
             "task of the TF_CONFIG's cluster (named by task, valid for its\n"
             "host), one for psctl, and secret.yaml (a Kubernetes Secret).\n"
@@ -35,6 +36,8 @@ class CertsGenCommand : public Subcommand {
                     "the Kubernetes Secret's name");
     flags.AddString("namespace", &secret_.namespace_name,
                     "the Kubernetes Secret's namespace");
+    flags.AddBool("overwrite", &overwrite_,
+                  "replace the CA and certificates a folder already holds");
   }
 
   int Run(const std::vector<std::string>&, std::ostream& out,
@@ -46,6 +49,14 @@ class CertsGenCommand : public Subcommand {
     if (days_ < 1 || days_ > 3650) {
       err << "psctl certs gen: --days=" << days_ << " is outside 1..3650\n";
       return kExitUsage;
+    }
+    if (!overwrite_) {
+      if (absl::Status fresh = RefuseToReplaceCredentials(
+              out_, {"ca.crt", "ca.key", "secret.yaml"}, "a job's CA");
+          !fresh.ok()) {
+        err << "psctl certs gen: " << fresh.message() << "\n";
+        return kExitFailed;
+      }
     }
     absl::StatusOr<LoadedTfConfig> loaded =
         LoadTfConfigFromFlagOrEnvironment(tf_config_);
@@ -77,6 +88,7 @@ class CertsGenCommand : public Subcommand {
   std::string tf_config_;
   std::string job_ = "psflow";
   int days_ = 365;
+  bool overwrite_ = false;
   SecretOptions secret_{"psflow-tls", "default"};
 };
 

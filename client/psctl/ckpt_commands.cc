@@ -126,12 +126,23 @@ int CkptInspect(const std::string& path, const std::string& tensor, bool values,
                            Elements(t), Megabytes(Elements(t) * 4),
                            t.slices_size());
     if (values) {
-      absl::StatusOr<std::vector<float>> v = (*reader)->Read(t);
-      if (!v.ok()) {
-        err << "psctl ckpt inspect: " << v.status().message() << "\n";
+      // Printed piece by piece as read: a tensor of any size (its index is
+      // only a claim) in bounded memory.
+      out << "  [";
+      bool first = true;
+      absl::Status read =
+          (*reader)->ReadPieces(t, [&](absl::Span<const float> piece) {
+            for (float v : piece) {
+              out << (first ? "" : ", ") << v;
+              first = false;
+            }
+            return absl::OkStatus();
+          });
+      out << "]\n";
+      if (!read.ok()) {
+        err << "psctl ckpt inspect: " << read.message() << "\n";
         return 1;
       }
-      out << "  [" << absl::StrJoin(*v, ", ") << "]\n";
     }
   }
   for (const CheckpointTable& t : index.tables()) {

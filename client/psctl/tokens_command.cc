@@ -5,6 +5,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "client/psctl/existing_credentials.h"
 #include "common/file_util.h"
 #include "common/rpc/job_tokens.h"
 
@@ -17,7 +18,7 @@ class TokensGenCommand : public Subcommand {
       : Subcommand(
             "tokens gen", {},
             "psctl tokens gen --out=DIR [--secret_name=psflow-tokens] "
-            "[--namespace=default]",
+            "[--namespace=default] [--overwrite]",
             "A job's access tokens: a random token per role that calls\n"
             "(chief.token, worker.token, evaluator.token, admin.token for\n"
             "psctl), tokens.sha256 that servers check them against, and\n"
@@ -29,6 +30,8 @@ class TokensGenCommand : public Subcommand {
                     "the Kubernetes Secret's name");
     flags.AddString("namespace", &secret_.namespace_name,
                     "the Kubernetes Secret's namespace");
+    flags.AddBool("overwrite", &overwrite_,
+                  "replace the tokens a folder already holds");
   }
 
   int Run(const std::vector<std::string>&, std::ostream& out,
@@ -36,6 +39,16 @@ class TokensGenCommand : public Subcommand {
     if (out_.empty()) {
       err << "psctl tokens gen: --out=DIR is required\n";
       return kExitUsage;
+    }
+    if (!overwrite_) {
+      std::vector<std::string> names = {kTokenDigestsFile, "secret.yaml"};
+      for (RpcRole role : kAllRpcRoles) names.push_back(TokenFileName(role));
+      if (absl::Status fresh =
+              RefuseToReplaceCredentials(out_, names, "a job's tokens");
+          !fresh.ok()) {
+        err << "psctl tokens gen: " << fresh.message() << "\n";
+        return kExitFailed;
+      }
     }
     absl::StatusOr<std::map<RpcRole, std::string>> tokens = GenerateJobTokens();
     absl::Status status = tokens.status();
@@ -57,6 +70,7 @@ class TokensGenCommand : public Subcommand {
 
  private:
   std::string out_;
+  bool overwrite_ = false;
   SecretOptions secret_{"psflow-tokens", "default"};
 };
 

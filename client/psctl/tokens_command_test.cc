@@ -14,6 +14,7 @@
 namespace psflow {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -61,6 +62,25 @@ TEST(TokensGenTest, WritesTokensDigestsAndASecretWithoutTheAdminToken) {
                                      absl::Base64Escape(worker.own + "\n"))));
   EXPECT_THAT(secret, Not(HasSubstr("admin.token")));
   EXPECT_THAT(secret, Not(HasSubstr(absl::Base64Escape(admin.own + "\n"))));
+}
+
+// A folder that holds a job's tokens keeps them unless told: new ones
+// would lock out every task started with the old.
+TEST(TokensGenTest, AJobsTokensAreReplacedOnlyWithOverwrite) {
+  const std::string dir = absl::StrCat(testing::TempDir(), "/tokens_again");
+  std::string out, err;
+  ASSERT_EQ(RunTokensGen({"--out=" + dir}, &out, &err), kExitOk) << err;
+  ASSERT_OK_AND_ASSIGN(std::string digests,
+                       ReadFileToString(dir + "/" + kTokenDigestsFile));
+  EXPECT_EQ(RunTokensGen({"--out=" + dir}, &out, &err), kExitFailed);
+  EXPECT_THAT(err, AllOf(HasSubstr(dir + " already holds a job's tokens"),
+                         HasSubstr("chief.token"), HasSubstr("--overwrite")));
+  EXPECT_THAT(ReadFileToString(dir + "/" + kTokenDigestsFile),
+              IsOkAndHolds(digests));
+  ASSERT_EQ(RunTokensGen({"--out=" + dir, "--overwrite"}, &out, &err), kExitOk)
+      << err;
+  EXPECT_THAT(ReadFileToString(dir + "/" + kTokenDigestsFile),
+              IsOkAndHolds(Not(digests)));
 }
 
 TEST(TokensGenTest, OutIsRequired) {
