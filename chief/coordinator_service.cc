@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/call_authorizer.h"
+#include "common/rpc/claimed_worker.h"
 #include "common/rpc/grpc_status.h"
 #include "common/rpc/rpc_role.h"
 #include "common/status_macros.h"
@@ -27,16 +28,24 @@ class CoordinatorServer::Service final : public Coordinator::CallbackService {
   grpc::ServerUnaryReactor* RegisterTask(
       grpc::CallbackServerContext* context, const RegisterTaskRequest* request,
       RegisterTaskResponse* response) override {
-    absl::StatusOr<std::optional<RpcRole>> caller =
-        authorizer_.Authorize(*context, kTasks, "RegisterTask");
+    absl::StatusOr<CallAuthorizer::Caller> caller =
+        authorizer_.AuthorizeCaller(*context, kTasks, "RegisterTask");
     if (!caller.ok()) return Done(context, caller.status());
-    // A worker registers as a worker and an evaluator as the evaluator.
-    if (caller->has_value() && **caller != RpcRole::kChief &&
-        request->task_type() != RpcRoleName(**caller)) {
+    // A worker registers as a worker and an evaluator as the evaluator;
+    // a certified worker as itself.
+    if (caller->role.has_value() && *caller->role != RpcRole::kChief &&
+        request->task_type() != RpcRoleName(*caller->role)) {
       return Done(context, absl::PermissionDeniedError(
-                               absl::StrCat("a ", RpcRoleName(**caller),
+                               absl::StrCat("a ", RpcRoleName(*caller->role),
                                             " cannot register as task type \"",
                                             request->task_type(), "\"")));
+    }
+    if (request->task_type() == "worker") {
+      if (absl::Status own =
+              CheckClaimedWorker(caller->name, request->task_index());
+          !own.ok()) {
+        return Done(context, own);
+      }
     }
     absl::StatusOr<JobSpec> spec = coordinator_->Register(*request);
     if (spec.ok()) *response->mutable_spec() = *std::move(spec);
@@ -46,9 +55,13 @@ class CoordinatorServer::Service final : public Coordinator::CallbackService {
   grpc::ServerUnaryReactor* ReportProgress(grpc::CallbackServerContext* context,
                                            const ProgressReport* report,
                                            StatusResponse* response) override {
-    if (absl::Status allowed = Allow(*context, kTrainers, "ReportProgress");
-        !allowed.ok()) {
-      return Done(context, allowed);
+    absl::StatusOr<CallAuthorizer::Caller> caller =
+        authorizer_.AuthorizeCaller(*context, kTrainers, "ReportProgress");
+    if (!caller.ok()) return Done(context, caller.status());
+    if (absl::Status own =
+            CheckClaimedWorker(caller->name, report->worker_index());
+        !own.ok()) {
+      return Done(context, own);
     }
     // A finished worker's report may be held until the job has news for
     // it (a long poll, job_coordinator.h): then the coordinator's holder

@@ -116,6 +116,9 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     if (absl::Status allowed = AllowedToTrain(Trains(request)); !allowed.ok()) {
       return Reply(allowed);
     }
+    if (absl::Status own = CheckClaimedWorker(caller_, request); !own.ok()) {
+      return Reply(own);
+    }
     // A pull sends no values: a payload would only be held, unread, for
     // as long as the pull waits for its step.
     if (frame->payload_bytes() != 0) {
@@ -216,6 +219,7 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   // Parses and applies a push; `request` receives its header.
   absl::StatusOr<PushBatchResponse> Push(PushBatchRequest& request) {
     ASSIGN_OR_RETURN(BulkFrame frame, BulkFrame::Parse(request_, request));
+    RETURN_IF_ERROR(CheckClaimedWorker(caller_, request));
     if (request.has_shared()) {
       if (frame.payload_bytes() != 0) {
         return absl::InvalidArgumentError(
@@ -325,6 +329,9 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
     if (absl::Status allowed = AllowedToTrain(Trains(request)); !allowed.ok()) {
       return Reply(allowed);
     }
+    if (absl::Status own = CheckClaimedWorker(caller_, request); !own.ok()) {
+      return Reply(own);
+    }
     std::vector<absl::Span<const int64_t>> ids;
     std::vector<absl::Span<float>> out;
     if (request.has_shared()) {
@@ -391,6 +398,7 @@ class BulkReactor final : public grpc::ServerGenericBidiReactor {
   absl::Status HandlePushRows() {
     PushRowsRequest request;
     ASSIGN_OR_RETURN(BulkFrame frame, BulkFrame::Parse(request_, request));
+    RETURN_IF_ERROR(CheckClaimedWorker(caller_, request));
     if (request.has_shared()) {
       if (frame.payload_bytes() != 0) return PayloadBesideShared();
       request_.Clear();

@@ -4,6 +4,9 @@
 #ifndef PSFLOW_PS_PS_CALL_ROLES_H_
 #define PSFLOW_PS_PS_CALL_ROLES_H_
 
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "common/rpc/claimed_worker.h"
 #include "common/rpc/rpc_role.h"
 #include "proto/ps.pb.h"
 
@@ -28,6 +31,31 @@ inline bool Trains(const PullBatchRequest& request) {
 }
 inline bool Trains(const PullRowsRequest& request) {
   return request.train() || request.has_worker_clock();
+}
+
+// The worker each request speaks for is the caller's own when its
+// certificate names one (common/rpc/claimed_worker.h).
+inline absl::Status CheckClaimedWorker(absl::string_view caller,
+                                       const PullBatchRequest& request) {
+  if (!request.has_worker_clock()) return absl::OkStatus();
+  return CheckClaimedWorker(caller, request.worker_clock().worker_index());
+}
+inline absl::Status CheckClaimedWorker(absl::string_view caller,
+                                       const PushBatchRequest& request) {
+  if (absl::Status own = CheckClaimedWorker(caller, request.worker_index());
+      !own.ok()) {
+    return own;
+  }
+  return CheckClaimedWorker(caller, request.then_pull());
+}
+inline absl::Status CheckClaimedWorker(absl::string_view caller,
+                                       const PullRowsRequest& request) {
+  if (!request.has_worker_clock()) return absl::OkStatus();
+  return CheckClaimedWorker(caller, request.worker_clock().worker_index());
+}
+inline absl::Status CheckClaimedWorker(absl::string_view caller,
+                                       const PushRowsRequest& request) {
+  return CheckClaimedWorker(caller, request.worker_index());
 }
 
 }  // namespace psflow

@@ -68,14 +68,15 @@ absl::Status CheckRingBatch(const Request& request, uint64_t session,
 // batch is one the ring carries.
 template <typename Request>
 absl::Status ParseAllowed(const RingCallHandler::Allow& allow, uint64_t session,
-                          const RoleSet& roles, const char* method,
-                          const std::string& bytes, absl::string_view what,
-                          Request& request) {
+                          absl::string_view caller, const RoleSet& roles,
+                          const char* method, const std::string& bytes,
+                          absl::string_view what, Request& request) {
   RETURN_IF_ERROR(allow(roles, method));
   if (!request.ParseFromString(bytes)) {
     return absl::InvalidArgumentError(
         absl::StrCat("a ", what, " on the call ring has a malformed header"));
   }
+  RETURN_IF_ERROR(CheckClaimedWorker(caller, request));
   return CheckRingBatch(request, session, what);
 }
 
@@ -117,8 +118,8 @@ std::function<void()> RingCallHandler::ServePush(
   const int64_t request_bytes = static_cast<int64_t>(bytes.size());
   PushBatchRequest request;
   absl::Status checked =
-      ParseAllowed(allow_, session_, kTrainers, kBulkPushBatchMethod, bytes,
-                   "push", request);
+      ParseAllowed(allow_, session_, caller_, kTrainers, kBulkPushBatchMethod,
+                   bytes, "push", request);
   if (checked.ok() && request.has_then_pull()) {
     checked = CheckRingBatch(request.then_pull(), session_, "push's then_pull");
   }
@@ -144,8 +145,9 @@ std::function<void()> RingCallHandler::ServePush(
 std::function<void()> RingCallHandler::ServePull(
     const std::string& bytes, const SharedCallRingServer::Reply& reply) {
   PullBatchRequest request;
-  absl::Status checked = ParseAllowed(
-      allow_, session_, kReaders, kBulkPullBatchMethod, bytes, "pull", request);
+  absl::Status checked =
+      ParseAllowed(allow_, session_, caller_, kReaders, kBulkPullBatchMethod,
+                   bytes, "pull", request);
   if (checked.ok() && Trains(request)) {
     checked = allow_(kTrainers, "a pull that trains");
   }
@@ -164,8 +166,8 @@ std::function<void()> RingCallHandler::ServePullRows(
   const int64_t request_bytes = static_cast<int64_t>(bytes.size());
   PullRowsRequest request;
   absl::Status checked =
-      ParseAllowed(allow_, session_, kReaders, kBulkPullRowsMethod, bytes,
-                   "rows pull", request);
+      ParseAllowed(allow_, session_, caller_, kReaders, kBulkPullRowsMethod,
+                   bytes, "rows pull", request);
   if (checked.ok() && Trains(request)) {
     checked = allow_(kTrainers, "a rows pull that trains");
   }
@@ -198,8 +200,8 @@ void RingCallHandler::ServePushRows(const std::string& bytes,
                                     const SharedCallRingServer::Reply& reply) {
   PushRowsRequest request;
   absl::Status checked =
-      ParseAllowed(allow_, session_, kTrainers, kBulkPushRowsMethod, bytes,
-                   "rows push", request);
+      ParseAllowed(allow_, session_, caller_, kTrainers, kBulkPushRowsMethod,
+                   bytes, "rows push", request);
   absl::StatusOr<PushRowsResponse> pushed =
       checked.ok()
           ? PushRowsFromSharedMemory(*service_, *sessions_, caller_, request)
