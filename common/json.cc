@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -41,6 +42,14 @@ class Parser {
     char c = Peek();
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
       return absl::StrFormat("control character 0x%02x",
+                             static_cast<unsigned char>(c));
+    }
+    if (absl::StartsWith(text_.substr(pos_), "\xEF\xBB\xBF")) {
+      return "a UTF-8 byte-order mark (save the file as UTF-8 without one)";
+    }
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      // Half a character would print as mojibake: the byte, and what it is.
+      return absl::StrFormat("the non-ASCII byte 0x%02x (JSON syntax is ASCII)",
                              static_cast<unsigned char>(c));
     }
     return absl::StrCat("'", std::string(1, c), "'");

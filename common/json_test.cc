@@ -49,6 +49,17 @@ TEST(JsonTest, ErrorsGiveLineAndColumn) {
                        "'2'"));
 }
 
+// Bytes outside ASCII are named, not printed as half a character.
+TEST(JsonTest, AByteOrderMarkAndOtherNonAsciiBytesAreNamed) {
+  EXPECT_THAT(ParseJson("\xEF\xBB\xBF{}"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("got a UTF-8 byte-order mark (save the file "
+                                 "as UTF-8 without one)")));
+  EXPECT_THAT(ParseJson("{\"a\": \xC3\xA9}"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("the non-ASCII byte 0xc3")));
+}
+
 TEST(JsonTest, RejectsWhatPythonsJsonModuleRejects) {
   for (const char* bad : {
            "",                // empty

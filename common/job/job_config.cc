@@ -197,9 +197,12 @@ absl::Status ValidateTraining(const JobConfig& config) {
                      "needs \"steps\" or \"epochs\" to know when to stop");
   }
   if (t.mode() != ASYNC && t.mode() != SYNC && t.mode() != BOUNDED) {
-    return Invalid("training.mode",
-                   absl::StrCat("is ", UpdateMode_Name(t.mode()),
-                                "; use \"ASYNC\", \"SYNC\" or \"BOUNDED\""));
+    // A number in the JSON is kept as an unnamed value: say the number.
+    const std::string name = UpdateMode_Name(t.mode());
+    return Invalid(
+        "training.mode",
+        absl::StrCat("is ", name.empty() ? absl::StrCat(t.mode()) : name,
+                     "; use \"ASYNC\", \"SYNC\" or \"BOUNDED\""));
   }
   if (t.staleness_aware_learning_rate() && t.mode() == SYNC) {
     return Invalid("training.staleness_aware_learning_rate",

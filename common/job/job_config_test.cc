@@ -346,6 +346,10 @@ TEST(JobConfigTest, BadTrainingValuesAreRejectedByField) {
                        HasSubstr("training.mode is UPDATE_MODE_UNSPECIFIED")));
   EXPECT_THAT(WithTraining(R"({"batch_size": 8, "steps": 5, "mode": "FAST"})"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("FAST")));
+  // A number JSON maps onto no mode: named as the number it is.
+  EXPECT_THAT(WithTraining(R"({"batch_size": 8, "steps": 5, "mode": 7})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("training.mode is 7; use")));
 }
 
 // Shifted into bytes: a negative value turned the memory check off, and
