@@ -13,7 +13,9 @@
 #include "common/rpc/job_tokens.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "proto/coordinator.grpc.pb.h"
 
 namespace psflow {
 namespace {
@@ -116,6 +118,25 @@ TEST_F(CoordinatorAuthorizationTest, CallersWithoutTheJobsTokenAreRefused) {
       EXPECT_EQ(task.state(), TaskView::MISSING) << task.task();
     }
   }
+}
+
+// Requests to the chief are small; gRPC parses one before its caller is
+// checked, so anything far larger is refused by its size first.
+TEST_F(CoordinatorAuthorizationTest, OversizedRequestsAreRefusedByTheirSize) {
+  std::unique_ptr<Coordinator::Stub> stub = Coordinator::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()),
+                          grpc::InsecureChannelCredentials()));
+  StatusRequest bloated;
+  bloated.GetReflection()->MutableUnknownFields(&bloated)->AddLengthDelimited(
+      1000, std::string(2 << 20, 'x'));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(Soon()));
+  StatusResponse response;
+  const grpc::Status status = stub->GetStatus(&context, bloated, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << status.error_message();
+  // Still answering callers of the job.
+  EXPECT_OK(As(RpcRole::kWorker)->DescribeJob(absl::Seconds(30)).status());
 }
 
 }  // namespace

@@ -11,6 +11,8 @@ namespace psflow {
 
 namespace {
 
+constexpr int kMaxCoordinatorRequestBytes = 1 << 20;
+
 // Who may call what (docs/operations.md, "Security"). The chief's own
 // process calls as the chief (worker 0 without a chief job trains too).
 const RoleSet kTrainers{RpcRole::kChief, RpcRole::kWorker};
@@ -167,6 +169,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   options.listen_address = listen_address;
   options.what = "coordinator";
   options.security = security;
+  // Every request to the chief is small (a progress report, a status
+  // question, an evaluation, a checkpoint path); gRPC parses a request
+  // before the caller is checked, and a parser multiplies unknown fields
+  // about 8 times, so the bound keeps a stranger's call cheap.
+  options.max_receive_message_bytes = kMaxCoordinatorRequestBytes;
   options.services = {server->service_.get()};
   ASSIGN_OR_RETURN(server->server_, ServerRunner::Start(options));
   coordinator->StartHolding();
