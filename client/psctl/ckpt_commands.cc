@@ -100,6 +100,9 @@ int CkptList(const std::string& dir, std::ostream& out, std::ostream& err) {
   return 0;
 }
 
+// What --values prints at most, per tensor or table.
+constexpr int64_t kMaxPrintedValues = 1000000;
+
 int CkptInspect(const std::string& path, const std::string& tensor, bool values,
                 std::ostream& out, std::ostream& err) {
   absl::StatusOr<std::unique_ptr<CheckpointReader>> reader =
@@ -126,18 +129,27 @@ int CkptInspect(const std::string& path, const std::string& tensor, bool values,
                            Elements(t), Megabytes(Elements(t) * 4),
                            t.slices_size());
     if (values) {
-      // Printed piece by piece as read: a tensor of any size (its index is
-      // only a claim) in bounded memory.
+      // Printed piece by piece as read (a tensor of any size, its index
+      // only a claim, in bounded memory), and at most kMaxPrintedValues:
+      // a whole large tensor is for export.
       out << "  [";
-      bool first = true;
+      int64_t printed = 0;
       absl::Status read =
           (*reader)->ReadPieces(t, [&](absl::Span<const float> piece) {
             for (float v : piece) {
-              out << (first ? "" : ", ") << v;
-              first = false;
+              if (printed == kMaxPrintedValues) {
+                return absl::OutOfRangeError("enough printed");
+              }
+              out << (printed == 0 ? "" : ", ") << v;
+              ++printed;
             }
             return absl::OkStatus();
           });
+      if (absl::IsOutOfRange(read)) {
+        out << ", ... (" << Elements(t) - printed
+            << " more; psctl ckpt export writes them all)";
+        read = absl::OkStatus();
+      }
       out << "]\n";
       if (!read.ok()) {
         err << "psctl ckpt inspect: " << read.message() << "\n";
@@ -156,10 +168,16 @@ int CkptInspect(const std::string& path, const std::string& tensor, bool values,
         t.segments_size(), absl::StrJoin(t.slots(), ", "), t.min_version(),
         t.max_version());
     if (values) {
-      // Rows as "id: [values]", in the checkpoint's order.
+      // Rows as "id: [values]", in the checkpoint's order, at most
+      // kMaxPrintedValues values' worth.
+      int64_t printed = 0;
       absl::Status read = (*reader)->ReadTable(
           t, [&](const CheckpointReader::RowSegment& segment) {
             for (int64_t r = 0; r < segment.num_rows; ++r) {
+              if (printed >= kMaxPrintedValues) {
+                return absl::OutOfRangeError("enough printed");
+              }
+              printed += std::max(1, t.dim());
               out << "  " << segment.ids[r] << ": ["
                   << absl::StrJoin(segment.values.subspan(r * t.dim(), t.dim()),
                                    ", ")
@@ -167,6 +185,10 @@ int CkptInspect(const std::string& path, const std::string& tensor, bool values,
             }
             return absl::OkStatus();
           });
+      if (absl::IsOutOfRange(read)) {
+        out << "  ... (more rows; psctl ckpt export writes them all)\n";
+        read = absl::OkStatus();
+      }
       if (!read.ok()) {
         err << "psctl ckpt inspect: " << read.message() << "\n";
         return 1;
@@ -359,7 +381,9 @@ class CkptInspectCommand : public Subcommand {
     mutable_flags().AddString("tensor", &tensor_,
                               "only this tensor (name, or name@slot for an "
                               "optimizer slot)");
-    mutable_flags().AddBool("values", &values_, "print the tensor's values");
+    mutable_flags().AddBool(
+        "values", &values_,
+        "print the tensor's values (at most 1000000; export for more)");
   }
 
   int Run(const std::vector<std::string>& arguments, std::ostream& out,
