@@ -135,18 +135,13 @@ JobConfigReport CheckJobConfigFile(const std::string& path,
       problem(o.status());
     }
   } else {
+    // The chief reads the images' header; every worker reads each byte,
+    // which is checked below once the plan says a worker can hold them.
     absl::StatusOr<TrainingData> described = DescribeTrainingData(job);
-    absl::Status read = described.status();
-    if (read.ok() && !criteo) {
-      // The chief reads the images' header; every worker reads each byte.
-      read =
-          CheckIdxDataset(job.data().train_images(), job.data().train_labels())
-              .status();
-    }
-    if (read.ok()) {
+    if (described.ok()) {
       train = *std::move(described);
     } else {
-      problem(read);
+      problem(described.status());
     }
   }
 
@@ -194,6 +189,14 @@ JobConfigReport CheckJobConfigFile(const std::string& path,
     } else {
       problem(planned.status());
     }
+  }
+  // Every image byte, as a worker reads it: only for data a worker can
+  // hold (a header claiming gigabytes was refused by the plan already).
+  if (plan.has_value() && !criteo && !to_synthesize) {
+    const absl::Status read =
+        CheckIdxDataset(job.data().train_images(), job.data().train_labels())
+            .status();
+    if (!read.ok()) problem(read);
   }
   if (!report.problems.empty()) return report;
 
