@@ -2,13 +2,19 @@
 // before it evicts or preempts a pod) saves a checkpoint of the current
 // step before the job stops, and the job started again resumes from it.
 // Real processes (tests/manual_cluster.h) on free ports.
+#include <dirent.h>
 #include <signal.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <optional>
 #include <regex>
+#include <sstream>
 #include <string>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "common/status_matchers.h"
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
@@ -161,6 +167,57 @@ TEST(PreemptionTest, InterruptingPsctlLocalSavesTheCurrentStepFirst) {
   EXPECT_THAT(out, Not(HasSubstr("stopped tasks that did not exit in time")));
   // How to resume: the default checkpoint directory is emptied at start.
   EXPECT_THAT(out, HasSubstr("run it again with --checkpoint_dir="));
+}
+
+// The pid of the process whose TF_CONFIG is exactly `tf_config`, or -1.
+pid_t PidWithTfConfig(const std::string& tf_config) {
+  const std::string wanted = "TF_CONFIG=" + tf_config;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return -1;
+  pid_t found = -1;
+  while (dirent* e = readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0) continue;
+    std::ifstream environ_file(absl::StrCat("/proc/", pid, "/environ"),
+                               std::ios::binary);
+    std::string entry;
+    while (std::getline(environ_file, entry, '\0')) {
+      if (entry == wanted) found = pid;
+    }
+    if (found > 0) break;
+  }
+  closedir(proc);
+  return found;
+}
+
+// psctl local restarts no task: once its workers were all killed (here as
+// the kernel's out-of-memory killer would), the job stops at once, saving
+// the current step first, instead of the chief waiting for a replacement.
+TEST(PreemptionTest, PsctlLocalEndsAJobWhoseWorkersWereAllKilled) {
+  const std::string dir = TempPath("killed_workers");
+  const std::string checkpoints = TempPath("killed_workers_ckpts");
+  Subprocess psctl(
+      LocalArgv(WriteTestFile("killed_workers.json", TestJob("ASYNC", 100000)),
+                dir,
+                {"--chief", "--workers=1", "--checkpoint_dir=" + checkpoints}),
+      {}, TempPath("killed_workers_psctl.log"));
+  ASSERT_OK(psctl.Start());
+  WaitForLoggedStep(&psctl, 100);
+  std::ifstream tf_file(dir + "/tf_config/worker-0.json");
+  std::stringstream tf_config;
+  tf_config << tf_file.rdbuf();
+  // The file holds the TF_CONFIG and a newline.
+  const pid_t worker = PidWithTfConfig(
+      std::string(absl::StripTrailingAsciiWhitespace(tf_config.str())));
+  ASSERT_GT(worker, 0) << "no process with worker-0's TF_CONFIG";
+  ASSERT_EQ(kill(worker, SIGKILL), 0);
+  EXPECT_THAT(psctl.Wait(absl::Seconds(180)), IsOkAndHolds(1))
+      << psctl.Output();
+  const std::string out = psctl.Output();
+  EXPECT_THAT(out, HasSubstr("every worker is gone, killed: worker-0 (Killed"));
+  EXPECT_THAT(out, HasSubstr("psctl local restarts no task"));
+  EXPECT_THAT(out, HasSubstr("saves a checkpoint of the current step"));
+  EXPECT_THAT(out, Not(HasSubstr("stopped tasks that did not exit in time")));
 }
 
 }  // namespace

@@ -509,9 +509,38 @@ absl::Status StartTasks(const LocalClusterOptions& options, LocalJob& job,
   return absl::OkStatus();
 }
 
+// psctl restarts no task. Once every worker but the coordinating one has
+// exited and one of them was killed (the kernel's out-of-memory killer,
+// an operator), none is left to train and none will come back, so the job
+// ends now, naming them, rather than after the chief's wait for a
+// replacement (--worker_replacement_timeout_s). nullopt otherwise.
+std::optional<std::string> EveryWorkerGone(LocalJob& job,
+                                           int64_t oom_kills_before) {
+  std::vector<std::string> killed;
+  bool any = false;
+  for (Task& task : job.tasks) {
+    if (task.id.type != TaskType::kWorker || task.id == job.coordinator) {
+      continue;
+    }
+    any = true;
+    if (!task.process->Exited()) return std::nullopt;
+    absl::StatusOr<int> code = task.process->Wait(absl::ZeroDuration());
+    if (code.ok() && *code > 128) {
+      killed.push_back(absl::StrCat(
+          task.id.ToString(), " (", strsignal(*code - 128),
+          *code == 128 + SIGKILL ? OomKillNote(oom_kills_before) : "", ")"));
+    }
+  }
+  if (!any || killed.empty()) return std::nullopt;
+  return absl::StrCat(
+      "every worker is gone, killed: ", absl::StrJoin(killed, ", "),
+      "; psctl local restarts no task, so none is left to "
+      "train");
+}
+
 // Waits for the coordinating task's exit, which is the job's end; or ends
-// the job itself on a stop signal (the chief saving first), a timeout or
-// a stall.
+// the job itself on a stop signal (the chief saving first), a timeout, a
+// stall, or workers that were all killed.
 Ending WaitForTheJobsEnd(const LocalClusterOptions& options, LocalJob& job,
                          int64_t oom_kills_before, std::ostream& out,
                          Mutex& out_mu) {
@@ -543,6 +572,13 @@ Ending WaitForTheJobsEnd(const LocalClusterOptions& options, LocalJob& job,
                       : signal == SIGHUP ? "hung up (SIGHUP)"
                                          : "terminated (SIGTERM)";
       ending.exit_code = 128 + signal;
+      StopChiefFirst(*coordinator, ending.reason, out, out_mu);
+      return ending;
+    }
+    if (std::optional<std::string> gone =
+            EveryWorkerGone(job, oom_kills_before)) {
+      ending.reason = *std::move(gone);
+      ending.exit_code = 1;
       StopChiefFirst(*coordinator, ending.reason, out, out_mu);
       return ending;
     }
