@@ -1,6 +1,8 @@
 #include "client/psctl/local_cluster.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,7 +18,9 @@
 #include <sstream>
 #include <system_error>
 #include <thread>
+#include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -237,6 +241,64 @@ struct Ending {
   std::string reason;
 };
 
+// psctl local runs every task on this host: more than this of a role is a
+// typo, not a job (each is a process, a port and a certificate).
+constexpr int kMaxLocalTasksPerRole = 256;
+
+// The job's --dir, held for the run: a second psctl local on the same
+// folder would delete the running job's checkpoints and replace its
+// credentials, TF_CONFIGs and logs. flock(2) on <dir>/psctl-local.lock,
+// released when this process ends however it ends (close-on-exec: the
+// tasks never hold it).
+class DirLock {
+ public:
+  static absl::StatusOr<DirLock> Acquire(const std::string& dir) {
+    struct stat st;
+    if (stat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--dir=", dir,
+                       " is not a directory; name the folder for the job's "
+                       "logs, TF_CONFIGs and result.json"));
+    }
+    RETURN_IF_ERROR(MakeDirectories(dir));
+    const std::string path = dir + "/psctl-local.lock";
+    const int fd =
+        open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot open ", path, ": ", std::strerror(errno),
+                       "; name a --dir this user can write"));
+    }
+    DirLock lock(fd);
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      char pid[32] = {};
+      [[maybe_unused]] ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--dir=", dir, " belongs to a psctl local that is still running",
+          pid[0] != '\0'
+              ? absl::StrCat(" (pid ", absl::StripTrailingAsciiWhitespace(pid),
+                             ")")
+              : std::string(),
+          "; wait for it to end, stop it (Ctrl-C saves a checkpoint), or "
+          "name another --dir"));
+    }
+    const std::string own = absl::StrCat(getpid(), "\n");
+    if (ftruncate(fd, 0) == 0) {
+      [[maybe_unused]] ssize_t n = pwrite(fd, own.data(), own.size(), 0);
+    }
+    return lock;
+  }
+  DirLock(DirLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  DirLock& operator=(DirLock&&) = delete;
+  ~DirLock() {
+    if (fd_ >= 0) close(fd_);
+  }
+
+ private:
+  explicit DirLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
 // Every problem psctl can find before any process starts: the options,
 // the job config as the chief will read it (generating a CTR data set it
 // asks for), the memory of the tasks this host will run, the binaries.
@@ -246,6 +308,14 @@ absl::StatusOr<JobConfig> CheckBeforeStarting(
     return absl::InvalidArgumentError(absl::StrCat(
         "--ps=", options.num_ps, " --workers=", options.num_workers,
         ": a job needs at least one of each"));
+  }
+  if (options.num_ps > kMaxLocalTasksPerRole ||
+      options.num_workers > kMaxLocalTasksPerRole) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--ps=", options.num_ps, " --workers=", options.num_workers,
+        ": psctl local runs every task on this host, at most ",
+        kMaxLocalTasksPerRole,
+        " of each; spread a larger job over hosts (psctl tfconfig gen)"));
   }
   if (options.dir.empty()) {
     return absl::InvalidArgumentError(
@@ -702,6 +772,8 @@ int ReportOutcome(const LocalJob& job, const Ending& ending,
 absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
                                     std::ostream& out) {
   ASSIGN_OR_RETURN(JobConfig config, CheckBeforeStarting(options, out));
+  // Before anything in --dir changes.
+  ASSIGN_OR_RETURN(DirLock dir_lock, DirLock::Acquire(options.dir));
   ASSIGN_OR_RETURN(LocalJob job, PlanTasks(options, std::move(config)));
   unlink(job.result_file.c_str());
   RETURN_IF_ERROR(SecureTasks(options, job));

@@ -2,7 +2,9 @@
 // file that cannot run): how it starts, stops and cleans up its processes.
 #include "client/psctl/local_cluster.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -23,6 +25,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/file_util.h"
 #include "common/status_matchers.h"
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
@@ -183,6 +186,46 @@ TEST(LocalClusterTest, ATaskThatCannotRunStopsTheTasksStartedBeforeIt) {
   EXPECT_TRUE(NoChildrenLeft());
   EXPECT_THAT(ReapOrKill(StartedPids(options.bin_dir), absl::ZeroDuration()),
               ::testing::IsEmpty());
+}
+
+// A second psctl local on the --dir of one still running is refused
+// before it changes anything there (it would delete the running job's
+// checkpoints and replace its credentials and TF_CONFIGs).
+TEST(LocalClusterTest, ADirInUseIsRefusedBeforeAnythingInItChanges) {
+  const std::string dir = FreshDir("busy");
+  ASSERT_OK(MakeDirectories(dir + "/checkpoints/ckpt-100"));
+  ASSERT_OK(WriteFileAtomically(dir + "/result.json", "{}"));
+  // The running psctl's lock (a lock taken through another open file
+  // conflicts within one process too).
+  const int held = open((dir + "/psctl-local.lock").c_str(),
+                        O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(flock(held, LOCK_EX | LOCK_NB), 0);
+  ASSERT_EQ(pwrite(held, "4242\n", 5, 0), 5);
+  LocalClusterOptions options;
+  options.job_path = JobFile();
+  options.dir = dir;
+  options.bin_dir = StandInBinDir("");
+  options.tls = false;
+  options.tokens = false;
+  options.device = "cpu";
+  std::ostringstream out;
+  EXPECT_THAT(RunLocalCluster(options, out),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("belongs to a psctl local that is "
+                                       "still running (pid 4242)"),
+                             HasSubstr("another --dir"))));
+  EXPECT_TRUE(PathExists(dir + "/checkpoints/ckpt-100"));
+  EXPECT_TRUE(PathExists(dir + "/result.json"));
+  EXPECT_FALSE(PathExists(dir + "/tf_config"));
+  close(held);
+
+  // A file where the folder should be.
+  options.dir = FreshDir("busy") + "_file";
+  ASSERT_OK(WriteFileAtomically(options.dir, "x"));
+  EXPECT_THAT(RunLocalCluster(options, out),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("is not a directory")));
 }
 
 // psctl cannot stop anyone when it is killed with SIGKILL: its tasks, in
