@@ -95,4 +95,17 @@ refused "is not supported: use ReadWriteOnce" --image=x \
 refused "is not an image reference" "--image=psflow dev"
 refused "has an empty name, tag or digest" --image=psflow:
 refused "has an empty name, tag or digest" --image=registry.example/
+# Values that go into the YAML or the tasks' command lines unquoted: a
+# newline would start another (privileged) document, a ';' another command.
+refused "--storage=10Gi\\n---\\nkind: Pod is not a Kubernetes quantity" \
+  --image=x $'--storage=10Gi\n---\nkind: Pod'
+refused "--memory=-5 is not a Kubernetes quantity" --image=x --memory=-5
+refused "--cpu=lots is not a Kubernetes quantity" --image=x --cpu=lots
+refused "is not a storage class name" --image=x $'--storage_class=nfs\nx: y'
+refused "is not a plain absolute path inside the image" --image=x \
+  '--job=configs/a b.json; touch /tmp/pwned'
+refused "--k8s_namespace=ML is not a DNS label" --image=x --k8s_namespace=ML
+refused "at most 1000 parameter servers" --image=x --workers=2147483647
+"$psctl" k8s render --image=x --cpu=500m --memory=1.5Gi --storage=20G \
+  --storage_class=fast.ssd > /dev/null
 echo "PASS"

@@ -4,7 +4,10 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "client/psctl/image_reference.h"
 #include "client/psctl/k8s_role_job.h"
 #include "client/psctl/tfconfig_gen.h"
@@ -39,9 +42,63 @@ bool IsDnsLabel(const std::string& s, size_t max) {
   return true;
 }
 
+// A Kubernetes quantity as these manifests use it: a decimal number with
+// an optional suffix ("2", "500m", "1.5", "4Gi", "10G"), nothing else (a
+// newline would start another YAML document).
+bool IsQuantity(absl::string_view q) {
+  static const char* const kSuffixes[] = {
+      "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "m", "k", "M", "G", "T", "P", "E"};
+  for (const char* suffix : kSuffixes) {
+    if (absl::ConsumeSuffix(&q, suffix)) break;
+  }
+  if (q.empty() || q.size() > 20) return false;
+  bool digits = false, dot = false;
+  for (char c : q) {
+    if (absl::ascii_isdigit(c)) {
+      digits = true;
+    } else if (c == '.' && !dot) {
+      dot = true;
+    } else {
+      return false;
+    }
+  }
+  return digits;
+}
+
+// A DNS subdomain (a storage class's name): lowercase labels joined by '.'.
+bool IsDnsSubdomain(absl::string_view name) {
+  if (name.empty() || name.size() > 253) return false;
+  for (absl::string_view label : absl::StrSplit(name, '.')) {
+    if (label.empty() || !absl::ascii_isalnum(label.front()) ||
+        !absl::ascii_isalnum(label.back())) {
+      return false;
+    }
+    for (char c : label) {
+      if (!absl::ascii_islower(c) && !absl::ascii_isdigit(c) && c != '-') {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// A path inside the image that goes into a shell command line unquoted:
+// letters, digits and "/._-" only.
+bool IsPlainPath(absl::string_view path) {
+  if (path.empty() || path.front() != '/' || path.size() > 1024) return false;
+  for (char c : path) {
+    if (!absl::ascii_isalnum(c) && c != '/' && c != '.' && c != '_' &&
+        c != '-') {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 absl::Status CheckK8sRenderOptions(const K8sRenderOptions& options) {
+  constexpr int kMaxK8sTasksPerRole = 1000;
   if (!IsDnsLabel(options.name, 40)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--name=", options.name,
@@ -50,7 +107,9 @@ absl::Status CheckK8sRenderOptions(const K8sRenderOptions& options) {
   }
   if (!IsDnsLabel(options.ns, 63)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--namespace=", options.ns, " is not a DNS label"));
+        absl::StrCat("--k8s_namespace=", absl::CEscape(options.ns),
+                     " is not a DNS label: lowercase letters, digits and "
+                     "'-', starting with a letter, at most 63 characters"));
   }
   if (options.image.empty()) {
     return absl::InvalidArgumentError(
@@ -79,6 +138,42 @@ absl::Status CheckK8sRenderOptions(const K8sRenderOptions& options) {
       options.gpus_per_worker < 0) {
     return absl::InvalidArgumentError(
         "--ps and --workers must be at least 1, --gpus_per_worker at least 0");
+  }
+  // Each Job carries the whole cluster in its TF_CONFIG: past this, one
+  // object outgrows what the API server stores (about 1.5 MiB).
+  if (options.num_ps > kMaxK8sTasksPerRole ||
+      options.num_workers > kMaxK8sTasksPerRole ||
+      options.gpus_per_worker > 64) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--ps=", options.num_ps, " --workers=", options.num_workers,
+        " --gpus_per_worker=", options.gpus_per_worker, ": at most ",
+        kMaxK8sTasksPerRole, " parameter servers and ", kMaxK8sTasksPerRole,
+        " workers (each Job carries the whole cluster), and 64 GPUs a "
+        "worker"));
+  }
+  for (const auto& [flag, value] : {std::pair<const char*, const std::string*>{
+                                        "--storage", &options.storage},
+                                    {"--cpu", &options.cpu},
+                                    {"--memory", &options.memory}}) {
+    if (!IsQuantity(*value)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, "=", absl::CEscape(*value),
+          " is not a Kubernetes quantity: a number with an optional suffix, "
+          "such as 2, 500m, 4Gi or 10G"));
+    }
+  }
+  if (!options.storage_class.empty() &&
+      !IsDnsSubdomain(options.storage_class)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--storage_class=", absl::CEscape(options.storage_class),
+                     " is not a storage class name: lowercase letters, "
+                     "digits, '-' and '.'"));
+  }
+  if (!IsPlainPath(options.job_config)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--job=", absl::CEscape(options.job_config),
+        " is not a plain absolute path inside the image (letters, digits "
+        "and /._- only): it goes into each task's command line"));
   }
   return absl::OkStatus();
 }

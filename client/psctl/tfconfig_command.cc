@@ -2,10 +2,12 @@
 
 #include <ostream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "client/psctl/existing_credentials.h"
 #include "client/psctl/job_certificates.h"
 #include "client/psctl/task_credentials.h"
 #include "client/psctl/tfconfig_gen.h"
@@ -86,6 +88,9 @@ class TfConfigGenCommand : public Subcommand {
                   "with only that task's share; needs --out");
     flags.AddString("job", &job_, "the job's name, in the certificates");
     flags.AddInt("days", &days_, "how long the certificates are valid");
+    flags.AddBool("overwrite", &overwrite_,
+                  "with --credentials: replace the CA and tokens <out> "
+                  "already holds");
   }
 
   int Run(const std::vector<std::string>& arguments, std::ostream& out,
@@ -105,6 +110,22 @@ class TfConfigGenCommand : public Subcommand {
       err << "psctl tfconfig gen: --credentials writes files and needs "
              "--out=DIR\n";
       return kExitUsage;
+    }
+    if (credentials_ && !overwrite_) {
+      // Before anything is written: new credentials would lock out every
+      // task started with the ones there.
+      std::vector<std::string> tokens = {std::string(kTokenDigestsFile)};
+      for (RpcRole role : kAllRpcRoles) tokens.push_back(TokenFileName(role));
+      for (const auto& [dir, names, what] :
+           {std::tuple<std::string, std::vector<std::string>, const char*>{
+                out_dir_ + "/tls", {"ca.crt", "ca.key"}, "a job's CA"},
+            {out_dir_ + "/tokens", tokens, "a job's tokens"}}) {
+        if (absl::Status fresh = RefuseToReplaceCredentials(dir, names, what);
+            !fresh.ok()) {
+          err << "psctl tfconfig gen: " << fresh.message() << "\n";
+          return kExitFailed;
+        }
+      }
     }
     if (days_ < 1 || days_ > 3650) {
       err << "psctl tfconfig gen: --days=" << days_ << " is outside 1..3650\n";
@@ -175,6 +196,7 @@ class TfConfigGenCommand : public Subcommand {
   TfConfigGenOptions options_;
   std::string out_dir_;
   bool credentials_ = false;
+  bool overwrite_ = false;
   std::string job_ = "psflow";
   int days_ = 365;
 };

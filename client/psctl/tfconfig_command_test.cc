@@ -100,6 +100,28 @@ TEST_F(TfConfigCommandTest, GenWritesTheHostsCredentialsToo) {
   EXPECT_TRUE(ReadFileToString(dir + "/tokens/secret.yaml").ok());
 }
 
+// A second --credentials into the same folder would lock out every task
+// started with the first: refused without --overwrite, writing nothing.
+TEST_F(TfConfigCommandTest, GenKeepsAJobsCredentialsUnlessToldToReplace) {
+  const std::string dir =
+      std::string(std::getenv("TEST_TMPDIR")) + "/credentials_again";
+  const std::vector<std::string> gen = {"tfconfig",      "gen",
+                                        "--ps=10.0.0.1", "--workers=10.0.0.2",
+                                        "--out=" + dir,  "--credentials"};
+  ASSERT_EQ(Run(gen), kExitOk) << err_.str();
+  ASSERT_OK_AND_ASSIGN(std::string ca_key,
+                       ReadFileToString(dir + "/tls/ca.key"));
+  EXPECT_EQ(Run(gen), kExitFailed);
+  EXPECT_THAT(err_.str(), AllOf(HasSubstr("already holds a job's CA"),
+                                HasSubstr("--overwrite")));
+  EXPECT_THAT(ReadFileToString(dir + "/tls/ca.key"), IsOkAndHolds(ca_key));
+  std::vector<std::string> again = gen;
+  again.push_back("--overwrite");
+  EXPECT_EQ(Run(again), kExitOk) << err_.str();
+  EXPECT_THAT(ReadFileToString(dir + "/tls/ca.key"),
+              IsOkAndHolds(::testing::Not(ca_key)));
+}
+
 // Each task's folder holds what it needs to start and nothing else: no
 // CA key, no other task's key, no token but its role's.
 TEST_F(TfConfigCommandTest, GenWritesEachTasksShareApart) {
