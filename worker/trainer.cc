@@ -35,6 +35,10 @@ PrefetchPolicy::Choice PrefetchChoice(
 // answer has as long again to arrive on a loaded machine.
 constexpr absl::Duration kJobEndWait = absl::Seconds(5);
 constexpr absl::Duration kHeartbeatDeadline = absl::Seconds(10);
+// While the chief is silent: how often the training thread asks again,
+// and how long it waits then (the keep-alive thread reports meanwhile).
+constexpr absl::Duration kSilentChiefRetry = absl::Seconds(10);
+constexpr absl::Duration kSilentChiefDeadline = absl::Seconds(1);
 
 }  // namespace
 
@@ -203,8 +207,9 @@ ProgressReport Trainer::BaseReport() const {
   return report;
 }
 
-absl::StatusOr<StatusResponse> Trainer::Heartbeat(
-    bool finished, absl::Duration wait_for_news) {
+absl::StatusOr<StatusResponse> Trainer::Heartbeat(bool finished,
+                                                  absl::Duration wait_for_news,
+                                                  absl::Duration deadline) {
   ProgressReport report = BaseReport();
   const double seconds = std::max(
       1e-9, absl::ToDoubleSeconds(parts_.clock->Now() - window_.start));
@@ -245,7 +250,8 @@ absl::StatusOr<StatusResponse> Trainer::Heartbeat(
   if (wait_for_news > absl::ZeroDuration()) {
     report.set_wait_for_news_ms(absl::ToInt64Milliseconds(wait_for_news));
   }
-  return parts_.coordinator->ReportProgress(report, kHeartbeatDeadline);
+  return parts_.coordinator->ReportProgress(
+      report, deadline > absl::ZeroDuration() ? deadline : kHeartbeatDeadline);
 }
 
 void Trainer::Remember(const ProgressReport& report) {
@@ -952,8 +958,23 @@ void Trainer::RecordStep(const Batch& batch, const BatchStats& stats,
 }
 
 absl::StatusOr<bool> Trainer::CheckInWithTheChief() {
-  absl::StatusOr<StatusResponse> status = Heartbeat(false);
+  // A chief that stopped answering (a stopped process, a lost host) would
+  // hold this thread for the whole deadline at every report: while it is
+  // silent, it is asked at most every kSilentChiefRetry, briefly; the
+  // keep-alive thread goes on reporting this worker meanwhile.
+  const bool skip =
+      chief_silent_ && parts_.clock->Now() < next_silent_check_in_;
+  absl::StatusOr<StatusResponse> status =
+      skip ? absl::UnavailableError(chief_silence_cause_)
+           : Heartbeat(
+                 false, absl::ZeroDuration(),
+                 chief_silent_ ? kSilentChiefDeadline : absl::ZeroDuration());
   if (!status.ok()) {
+    if (!skip) {
+      chief_silent_ = true;
+      next_silent_check_in_ = parts_.clock->Now() + kSilentChiefRetry;
+      chief_silence_cause_ = std::string(status.status().message());
+    }
     // A missed heartbeat is the keep-alive's and the recovery policy's
     // business, and training goes on: a restarting chief finds the
     // servers' state newer than any checkpoint. But a chief gone for the
@@ -969,9 +990,10 @@ absl::StatusOr<bool> Trainer::CheckInWithTheChief() {
           "this worker stops; restart the chief, then the worker (worker "
           "--recovery_timeout_s sets how long it waits)"));
     }
-    LOG(WARNING) << status.status().message();
+    if (!skip) LOG(WARNING) << status.status().message();
     return false;
   }
+  chief_silent_ = false;
   chief_answered_at_ = parts_.clock->Now();
   ReportEvery(status->report_every_steps());
   if (status->state() == FAILED) {

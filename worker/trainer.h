@@ -329,8 +329,10 @@ class Trainer {
   ProgressReport BaseReport() const;
   // `wait_for_news`: the chief may hold the answer that long while the job
   // has nothing new for this worker (finished reports only).
+  // `deadline`: zero for the usual one.
   absl::StatusOr<StatusResponse> Heartbeat(
-      bool finished, absl::Duration wait_for_news = absl::ZeroDuration());
+      bool finished, absl::Duration wait_for_news = absl::ZeroDuration(),
+      absl::Duration deadline = absl::ZeroDuration());
   // After the last step: reports `finished` until the chief ends the job,
   // each report a long poll the chief answers once the job has news.
   // True when the chief restored the model to an earlier step meanwhile
@@ -463,6 +465,12 @@ class Trainer {
   // recovery ended): a chief silent for the recovery timeout while this
   // worker trains ends the run (CheckInWithTheChief).
   absl::Time chief_answered_at_;
+  // While the chief does not answer, the training thread asks it only
+  // this often, briefly (CheckInWithTheChief): a stopped chief must not
+  // hold every step for a whole deadline.
+  absl::Time next_silent_check_in_ = absl::InfinitePast();
+  bool chief_silent_ = false;
+  std::string chief_silence_cause_;  // the last attempt's error
   // Gradients refused in a row (OnRejected).
   int rejected_in_a_row_ = 0;
   // The latest batch's mean loss: not finite once the model diverged.

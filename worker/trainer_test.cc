@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_join.h"
 #include "checkpoint/checkpoint_manager.h"
 #include "checkpoint/paths.h"
@@ -62,6 +63,27 @@ class GoneChief final : public testing::ForwardingCoordinator {
                                                 absl::Duration) override {
     return absl::UnavailableError("chief-0: Connection refused");
   }
+};
+
+// A chief that does not answer (a stopped process): each report fails
+// at its deadline. Records the deadlines asked for.
+class StoppedChief final : public testing::ForwardingCoordinator {
+ public:
+  using ForwardingCoordinator::ForwardingCoordinator;
+  absl::StatusOr<StatusResponse> ReportProgress(
+      const ProgressReport&, absl::Duration timeout) override {
+    MutexLock lock(&mu_);
+    timeouts_.push_back(timeout);
+    return absl::DeadlineExceededError("chief-0: Deadline Exceeded");
+  }
+  std::vector<absl::Duration> timeouts() const {
+    MutexLock lock(&mu_);
+    return timeouts_;
+  }
+
+ private:
+  mutable Mutex mu_;
+  std::vector<absl::Duration> timeouts_ ABSL_GUARDED_BY(mu_);
 };
 
 // Forwards to the in-process chief and records the global step of every
@@ -1108,6 +1130,26 @@ TEST_F(TrainerTest, AWorkerStopsTrainingWhenTheChiefStaysSilent) {
                              HasSubstr("while this worker trained"),
                              HasSubstr("chief-0: Connection refused"))));
   EXPECT_GT(trainer.local_steps(), 0);
+}
+
+// A chief that stopped answering must not hold the training thread for a
+// whole deadline at every report: after the first miss, it is asked at
+// most every 10 s, for a second (the keep-alive reports meanwhile).
+TEST_F(TrainerTest, AStoppedChiefDoesNotHoldEveryStep) {
+  SetUpJob(ASYNC, int64_t{1} << 40);
+  StoppedChief chief(job_->chief.get());
+  parts_.coordinator = &chief;
+  options_.recovery.recovery_timeout = absl::Milliseconds(300);
+  Trainer trainer(options_, parts_);
+  EXPECT_THAT(trainer.Run(), StatusIs(absl::StatusCode::kUnavailable,
+                                      HasSubstr("chief-0: Deadline Exceeded")));
+  // The training thread's reports ask for 10 s (the keep-alive's, 5 s):
+  // the one as it starts stepping and the first heartbeat, then none
+  // within 10 s of that miss, however many steps ran.
+  const std::vector<absl::Duration> timeouts = chief.timeouts();
+  EXPECT_EQ(absl::c_count(timeouts, absl::Seconds(10)), 2);
+  EXPECT_EQ(absl::c_count(timeouts, absl::Seconds(1)), 0);
+  EXPECT_GT(trainer.local_steps(), 10);
 }
 
 // A worker that missed the job's end (stopped while the chief ended the
