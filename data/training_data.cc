@@ -24,8 +24,9 @@ int64_t WorkerDataBytes(const TrainingData& data, int num_workers) {
   constexpr int64_t kLimit = int64_t{1} << 62;
   int64_t per_example = 0;
   if (data.num_fields > 0) {
-    const int64_t dense =
-        data.example_shape.empty() ? 0 : data.example_shape[0];
+    const int64_t dense = std::clamp<int64_t>(
+        data.example_shape.empty() ? 0 : data.example_shape[0], 0,
+        int64_t{1} << 40);
     per_example = dense * int64_t{sizeof(float)} + 1 +
                   int64_t{data.num_fields} * 2 * int64_t{sizeof(int64_t)};
   } else {
@@ -39,8 +40,9 @@ int64_t WorkerDataBytes(const TrainingData& data, int num_workers) {
   }
   if (data.num_examples <= 0 || per_example <= 0) return 0;
   const int64_t workers = std::max(1, num_workers);
-  const int64_t examples = std::min(kLimit, data.num_examples) +
-                           std::min(kLimit, data.num_examples) / workers + 1;
+  // Halved first so that the sum below stays within int64.
+  const int64_t n = std::min(kLimit / 2, data.num_examples);
+  const int64_t examples = n + n / workers + 1;
   return per_example > kLimit / examples ? kLimit : per_example * examples;
 }
 

@@ -51,8 +51,13 @@ struct MemoryEstimate {
   std::vector<Part> largest;  // the model's largest parts, largest first
 
   int64_t worker_bytes() const {
-    return std::min(int64_t{1} << 62, parameter_bytes + activation_bytes +
-                                          runtime_bytes + data_bytes);
+    // Each part saturates below 2^62: their sum could not fit int64.
+    int64_t sum = 0;
+    for (int64_t part :
+         {parameter_bytes, activation_bytes, runtime_bytes, data_bytes}) {
+      sum += std::min(int64_t{1} << 60, std::max<int64_t>(0, part));
+    }
+    return sum;
   }
 };
 
