@@ -26,7 +26,8 @@ ABSL_FLAG(std::string, logdir, "",
 ABSL_FLAG(int32_t, startup_timeout_s, 120, "Seconds to wait for the chief");
 ABSL_FLAG(int32_t, recovery_timeout_s, 300,
           "Seconds to ride out failing parameter-server calls (a lost "
-          "server, the chief restoring it) before giving up");
+          "server, the chief restoring it), or a chief that does not "
+          "answer while the servers do, before giving up");
 ABSL_FLAG(int32_t, metrics_port, -1,
           "Serve Prometheus metrics at http://<bind_host>:<port>/metrics (0: "
           "any free port, logged; -1: off)");
@@ -89,6 +90,10 @@ int Run() {
       absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
   options.recovery_timeout =
       absl::Seconds(absl::GetFlag(FLAGS_recovery_timeout_s));
+  // A chief restarting (or stopped a while) is waited for as the workers
+  // wait for it, while the servers still answer; with them silent too, the
+  // evaluator gives up much sooner (Evaluator::Policy).
+  options.chief_timeout = options.recovery_timeout;
   MetricsRegistry registry;
   JobNameLabel job_name;
   options.metrics_registry = &registry;
