@@ -207,6 +207,16 @@ absl::Status TrainingSupervisor::WatchServers() {
     return absl::OkStatus();
   }
   absl::Status servers = parts_.check_servers();
+  if (!servers.ok() && !absl::IsAborted(servers) &&
+      !ServerLeaving(servers).has_value()) {
+    // Once more before a server is declared lost: a failure can be this
+    // chief's own connection, closed by the server's keepalive while the
+    // chief did not run (a stopped process, a starved host); the second
+    // check reconnects. A server really gone fails it too.
+    LOG(WARNING) << "a parameter server check failed (" << servers.message()
+                 << "); checking again before declaring it lost";
+    servers = parts_.check_servers();
+  }
   next_server_check_ = parts_.clock->Now() + policy_.server_check_interval;
   if (servers.ok()) {
     leaving_unsaved_.clear();

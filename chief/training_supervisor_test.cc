@@ -231,6 +231,30 @@ TEST_F(TrainingSupervisorTest, ASupersededChiefStopsWithoutRecovering) {
   EXPECT_THAT(restores_, IsEmpty());
 }
 
+// A check that fails once (this chief's own connection, closed by the
+// server's keepalive while the chief was stopped) is taken again before a
+// server is declared lost: a healthy server is never rolled back for it.
+TEST_F(TrainingSupervisorTest, AServerIsLostOnlyWhenASecondCheckFailsToo) {
+  UseCheckpoints();
+  policy_.checkpoint.set_save_every_steps(10);
+  TrainingSupervisor supervisor(parts_, policy_, -1);
+  ReachStep(10);
+  ASSERT_OK(supervisor.Tick());
+  int failures_left = 1;
+  parts_.check_servers = [this, &failures_left] {
+    ++server_checks_;
+    return failures_left-- > 0
+               ? absl::UnavailableError("stats of ps-0: Broken pipe")
+               : absl::OkStatus();
+  };
+  TrainingSupervisor after_a_stall(parts_, policy_, 10);
+  clock_.Advance(absl::Seconds(1));
+  const int checks_before = server_checks_;
+  ASSERT_OK(after_a_stall.Tick());
+  EXPECT_EQ(server_checks_, checks_before + 2);
+  EXPECT_THAT(restores_, IsEmpty());
+}
+
 TEST_F(TrainingSupervisorTest, LostServerRestoresTheNewestCheckpoint) {
   UseCheckpoints();
   policy_.checkpoint.set_save_every_steps(10);
