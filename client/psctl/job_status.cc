@@ -231,6 +231,13 @@ bool JobOver(const JobLook& look) {
   return state == SUCCEEDED || state == FAILED;
 }
 
+bool WatchEnds(const JobLook& look, int unanswered) {
+  if (!look.description.has_value()) {
+    return unanswered >= kWatchUnansweredLooks;
+  }
+  return JobOver(look);
+}
+
 std::string RenderJobLook(const JobLook& look, const Health& health) {
   std::string out;
   if (look.description.has_value()) {

@@ -64,6 +64,13 @@ Health JudgeHealth(const JobLook& look);
 // Whether the job has ended (succeeded or failed), or its chief is gone.
 bool JobOver(const JobLook& look);
 
+// `psctl status --watch`: whether to stop after `look`, the
+// `unanswered`-th look in a row the chief did not answer (0 when it did).
+// A chief that misses a look or two (busy, stopped a moment, not up yet)
+// is looked at again; one silent for kWatchUnansweredLooks looks is gone.
+inline constexpr int kWatchUnansweredLooks = 5;
+bool WatchEnds(const JobLook& look, int unanswered);
+
 // The look as text: a header, the task table, the verdict.
 std::string RenderJobLook(const JobLook& look, const Health& health);
 

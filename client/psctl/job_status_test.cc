@@ -104,6 +104,19 @@ TEST(JobStatusTest, AFinishedJobIsHealthyAndOver) {
               ElementsAre(HasSubstr("the job failed")));
 }
 
+// --watch looks again at a chief that missed a look or two (busy, stopped
+// a moment, not up yet) and stops once it stayed silent, or the job ended.
+TEST(JobStatusTest, AWatchOutlastsAFewUnansweredLooks) {
+  JobLook silent;
+  silent.chief = absl::DeadlineExceededError("Deadline Exceeded");
+  for (int n = 1; n < kWatchUnansweredLooks; ++n) {
+    EXPECT_FALSE(WatchEnds(silent, n)) << n;
+  }
+  EXPECT_TRUE(WatchEnds(silent, kWatchUnansweredLooks));
+  EXPECT_FALSE(WatchEnds(Look(TRAINING, {}), 0));
+  EXPECT_TRUE(WatchEnds(Look(SUCCEEDED, {}), 0));
+}
+
 TEST(JobStatusTest, WithoutAChiefItNamesTheTasksStillRunning) {
   JobLook look;
   look.chief = absl::UnavailableError("connection refused");

@@ -99,8 +99,10 @@ class StatusCommand : public Subcommand {
     const bool terminal = &out == &std::cout && isatty(fileno(stdout));
     const absl::Duration timeout = absl::Seconds(timeout_s_);
     std::optional<JobLook> previous;  // the latest look the chief answered
+    int unanswered = 0;               // looks in a row the chief missed
     for (bool first = true;; first = false) {
       JobLook look = LookAtJob(target, timeout);
+      unanswered = look.description.has_value() ? 0 : unanswered + 1;
       if (look.description.has_value()) {
         previous = look;
       } else if (previous.has_value()) {
@@ -125,7 +127,7 @@ class StatusCommand : public Subcommand {
       }
       out << RenderJobLook(look, health);
       out.flush();
-      if (!watch_ || JobOver(look))
+      if (!watch_ || WatchEnds(look, unanswered))
         return health.healthy ? kExitOk : kExitFailed;
       RealClock().SleepFor(absl::Seconds(interval_s_));
     }
