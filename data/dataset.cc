@@ -36,6 +36,17 @@ absl::Status CheckPair(const std::string& images_path,
   return absl::OkStatus();
 }
 
+// The two headers describe one split, before any data is read: a
+// mismatched pair is refused without holding the images.
+absl::Status CheckPairedHeaders(const std::string& images_path,
+                                const std::string& labels_path) {
+  absl::StatusOr<std::vector<int64_t>> images = ReadIdxHeader(images_path);
+  if (!images.ok()) return images.status();
+  absl::StatusOr<std::vector<int64_t>> labels = ReadIdxHeader(labels_path);
+  if (!labels.ok()) return labels.status();
+  return CheckPair(images_path, *images, labels_path, *labels);
+}
+
 int NumClasses(const std::vector<uint8_t>& labels) {
   return labels.empty() ? 0
                         : *std::max_element(labels.begin(), labels.end()) + 1;
@@ -45,14 +56,7 @@ int NumClasses(const std::vector<uint8_t>& labels) {
 
 absl::StatusOr<Dataset> LoadIdxDataset(const std::string& images_path,
                                        const std::string& labels_path) {
-  // The headers agree before any data is read: a mismatched pair is
-  // refused without holding the images.
-  absl::StatusOr<std::vector<int64_t>> image_dims = ReadIdxHeader(images_path);
-  if (!image_dims.ok()) return image_dims.status();
-  absl::StatusOr<std::vector<int64_t>> label_dims = ReadIdxHeader(labels_path);
-  if (!label_dims.ok()) return label_dims.status();
-  absl::Status paired =
-      CheckPair(images_path, *image_dims, labels_path, *label_dims);
+  absl::Status paired = CheckPairedHeaders(images_path, labels_path);
   if (!paired.ok()) return paired;
   absl::StatusOr<IdxArray> images = ReadIdxFile(images_path);
   if (!images.ok()) return images.status();
@@ -73,16 +77,11 @@ absl::StatusOr<Dataset> LoadIdxDataset(const std::string& images_path,
 
 absl::StatusOr<int64_t> CheckIdxDataset(const std::string& images_path,
                                         const std::string& labels_path) {
-  absl::StatusOr<std::vector<int64_t>> image_dims = ReadIdxHeader(images_path);
-  if (!image_dims.ok()) return image_dims.status();
-  absl::StatusOr<std::vector<int64_t>> label_dims = ReadIdxHeader(labels_path);
-  if (!label_dims.ok()) return label_dims.status();
-  absl::Status paired =
-      CheckPair(images_path, *image_dims, labels_path, *label_dims);
+  absl::Status paired = CheckPairedHeaders(images_path, labels_path);
   if (!paired.ok()) return paired;
-  image_dims = CheckIdxFile(images_path);
+  absl::StatusOr<std::vector<int64_t>> image_dims = CheckIdxFile(images_path);
   if (!image_dims.ok()) return image_dims.status();
-  label_dims = CheckIdxFile(labels_path);
+  absl::StatusOr<std::vector<int64_t>> label_dims = CheckIdxFile(labels_path);
   if (!label_dims.ok()) return label_dims.status();
   return (*image_dims)[0];
 }

@@ -51,8 +51,10 @@ class CertsGenCommand : public Subcommand {
       return kExitUsage;
     }
     if (!overwrite_) {
-      if (absl::Status fresh = RefuseToReplaceCredentials(
-              out_, {"ca.crt", "ca.key", "secret.yaml"}, "a job's CA");
+      std::vector<std::string> names = JobCaFiles();
+      names.push_back("secret.yaml");
+      if (absl::Status fresh =
+              RefuseToReplaceCredentials(out_, names, "a job's CA");
           !fresh.ok()) {
         err << "psctl certs gen: " << fresh.message() << "\n";
         return kExitFailed;

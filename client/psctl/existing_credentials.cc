@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/rpc/job_tokens.h"
+#include "common/rpc/rpc_role.h"
 
 namespace psflow {
 
@@ -22,6 +24,12 @@ absl::Status RefuseToReplaceCredentials(const std::string& dir,
       dir, " already holds ", what, " (", absl::StrJoin(found, ", "),
       "); new ones would lock out every task started with them. Pass "
       "--overwrite to replace them, or name another --out"));
+}
+
+std::vector<std::string> JobTokenFiles() {
+  std::vector<std::string> names = {std::string(kTokenDigestsFile)};
+  for (RpcRole role : kAllRpcRoles) names.push_back(TokenFileName(role));
+  return names;
 }
 
 }  // namespace psflow

@@ -20,6 +20,16 @@ absl::Status RefuseToReplaceCredentials(const std::string& dir,
                                         const std::vector<std::string>& names,
                                         absl::string_view what);
 
+// What marks a folder as holding a job's tokens: the digests and every
+// role's token file.
+std::vector<std::string> JobTokenFiles();
+// ... and a job's CA.
+inline const std::vector<std::string>& JobCaFiles() {
+  static const auto* const files =
+      new std::vector<std::string>{"ca.crt", "ca.key"};
+  return *files;
+}
+
 }  // namespace psflow
 
 #endif  // PSFLOW_CLIENT_PSCTL_EXISTING_CREDENTIALS_H_

@@ -2,7 +2,6 @@
 
 #include <ostream>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -114,17 +113,15 @@ class TfConfigGenCommand : public Subcommand {
     if (credentials_ && !overwrite_) {
       // Before anything is written: new credentials would lock out every
       // task started with the ones there.
-      std::vector<std::string> tokens = {std::string(kTokenDigestsFile)};
-      for (RpcRole role : kAllRpcRoles) tokens.push_back(TokenFileName(role));
-      for (const auto& [dir, names, what] :
-           {std::tuple<std::string, std::vector<std::string>, const char*>{
-                out_dir_ + "/tls", {"ca.crt", "ca.key"}, "a job's CA"},
-            {out_dir_ + "/tokens", tokens, "a job's tokens"}}) {
-        if (absl::Status fresh = RefuseToReplaceCredentials(dir, names, what);
-            !fresh.ok()) {
-          err << "psctl tfconfig gen: " << fresh.message() << "\n";
-          return kExitFailed;
-        }
+      absl::Status fresh = RefuseToReplaceCredentials(
+          out_dir_ + "/tls", JobCaFiles(), "a job's CA");
+      if (fresh.ok()) {
+        fresh = RefuseToReplaceCredentials(out_dir_ + "/tokens",
+                                           JobTokenFiles(), "a job's tokens");
+      }
+      if (!fresh.ok()) {
+        err << "psctl tfconfig gen: " << fresh.message() << "\n";
+        return kExitFailed;
       }
     }
     if (days_ < 1 || days_ > 3650) {

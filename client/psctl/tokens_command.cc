@@ -41,8 +41,8 @@ class TokensGenCommand : public Subcommand {
       return kExitUsage;
     }
     if (!overwrite_) {
-      std::vector<std::string> names = {kTokenDigestsFile, "secret.yaml"};
-      for (RpcRole role : kAllRpcRoles) names.push_back(TokenFileName(role));
+      std::vector<std::string> names = JobTokenFiles();
+      names.push_back("secret.yaml");
       if (absl::Status fresh =
               RefuseToReplaceCredentials(out_, names, "a job's tokens");
           !fresh.ok()) {
