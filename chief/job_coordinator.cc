@@ -757,9 +757,20 @@ JobDescription JobCoordinator::Describe() const {
       v.set_detail(
           "loading its data, building its model and connecting to the "
           "parameter servers");
-    } else if (w.last.paused()) {
+    } else if (state_ == PAUSED) {
+      // The job's state, not the worker's last report: a worker that has
+      // not reported since the pause (one waiting on a held server, or
+      // between reports) is not training either.
       v.set_state(TaskView::PAUSED);
-      v.set_detail(absl::StrCat("paused by the chief: ", message_));
+      const bool heard = w.last.paused() && w.last_contact >= paused_at_;
+      v.set_detail(absl::StrCat(
+          "paused by the chief: ", message_,
+          heard ? ""
+                : " (this worker has not reported since the pause; it "
+                  "stops at its next report or pull)"));
+    } else if (w.last.paused()) {
+      v.set_state(TaskView::TRAINING);
+      v.set_detail("resuming: the chief ended the pause");
     } else {
       v.set_state(TaskView::TRAINING);
     }

@@ -968,5 +968,35 @@ TEST(JobCoordinatorDescribeTest, SilentWorkersAreLost) {
   EXPECT_THAT(lost.detail(), HasSubstr("heartbeat timeout"));
 }
 
+TEST(JobCoordinatorDescribeTest, APauseShowsOnEveryTrainingWorker) {
+  JobCoordinator c(DescribedJob());
+  c.SetSpec(Spec(ASYNC));
+  ASSERT_OK(c.Register(Worker(0)));
+  ASSERT_OK(c.Register(Worker(1)));
+  Progress(c, Report(0, 10));
+  Progress(c, Report(1, 12));
+  const int64_t generation = c.Status().generation();
+  ASSERT_TRUE(c.Pause("restoring ps-0"));
+  ProgressReport paused = Report(0, 12);
+  paused.set_paused(true);
+  paused.set_generation(generation);
+  c.Progress(paused);
+
+  JobDescription d = c.Describe();
+  EXPECT_EQ(Row(d, "worker-0").state(), TaskView::PAUSED);
+  EXPECT_EQ(Row(d, "worker-0").detail(), "paused by the chief: restoring ps-0");
+  // worker-1 has not reported since the pause: it is not training either.
+  EXPECT_EQ(Row(d, "worker-1").state(), TaskView::PAUSED);
+  EXPECT_THAT(Row(d, "worker-1").detail(),
+              HasSubstr("has not reported since the pause"));
+
+  c.Resume(12);
+  d = c.Describe();
+  // worker-0's last report says paused, but the job trains again.
+  EXPECT_EQ(Row(d, "worker-0").state(), TaskView::TRAINING);
+  EXPECT_THAT(Row(d, "worker-0").detail(), HasSubstr("resuming"));
+  EXPECT_EQ(Row(d, "worker-1").state(), TaskView::TRAINING);
+}
+
 }  // namespace
 }  // namespace psflow
