@@ -387,6 +387,7 @@ absl::StatusOr<Chief::FinalSave> Chief::SaveFinalCheckpoint() {
     if (saved.ok()) {
       LogSavedCheckpoint(*saved);
       final_checkpoint_ = saved->path;
+      final_checkpoint_step_ = saved->step;
       return FinalSave::kSaved;
     }
     // A server lost during the save shows in its check.
@@ -561,6 +562,14 @@ absl::Status Chief::WriteResult() const {
       ", \"total_steps\": ", status.total_steps(), ", \"training_seconds\": ",
       absl::StrFormat("%.3f", absl::ToDoubleSeconds(parts_.clock->Now() -
                                                     training_start_)));
+  // The coordinator's global step counts the workers' reports; the final
+  // checkpoint's is the servers' own count, which can differ by the
+  // updates in flight when training ended.
+  if (!final_checkpoint_.empty()) {
+    absl::StrAppend(&json,
+                    ", \"final_checkpoint\": ", JsonQuote(final_checkpoint_),
+                    ", \"final_checkpoint_step\": ", final_checkpoint_step_);
+  }
   if (std::optional<EvaluationReport> eval = coordinator_.last_evaluation();
       eval.has_value() && eval->final()) {
     absl::StrAppend(
@@ -578,7 +587,8 @@ absl::Status Chief::WriteResult() const {
                       ", \"test_auc\": ", absl::StrFormat("%.6f", eval->auc()));
     }
     absl::StrAppend(&json,
-                    ", \"evaluated_by\": ", JsonQuote(eval->evaluated_by()));
+                    ", \"evaluated_by\": ", JsonQuote(eval->evaluated_by()),
+                    ", \"evaluated_step\": ", eval->global_step());
   }
   json += "}\n";
   absl::Status written = WriteFileAtomically(path, json);

@@ -168,6 +168,8 @@ class Chief {
   // The final checkpoint (SaveFinalCheckpoint): the trained model, which
   // KeepFinalModel restores; empty when the job saves none.
   std::string final_checkpoint_;
+  // The global step the final checkpoint holds (its servers' count).
+  int64_t final_checkpoint_step_ = -1;
   // Polls the servers' Stats from Prepare's end to Finish.
   std::unique_ptr<ServerWatch> watch_;
   // Training ended (the supervisor returned): a signal now stops the job

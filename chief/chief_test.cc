@@ -414,6 +414,8 @@ TEST_F(ChiefTest, AJobTrainedToItsEndSucceedsWithItsFinalCheckpoint) {
   EXPECT_THAT(Saved(), ElementsAre("ckpt-0", "ckpt-5"));
   EXPECT_THAT(ResultFile(), HasSubstr("\"state\": \"SUCCEEDED\""));
   EXPECT_THAT(ResultFile(), HasSubstr("\"global_step\": 5"));
+  EXPECT_THAT(ResultFile(),
+              HasSubstr("ckpt-5\", \"final_checkpoint_step\": 5"));
 }
 
 // A server lost after training, for good: the chief's own evaluation of

@@ -137,7 +137,8 @@ TEST(ConvnetTest, SyncJobResumesOnAnotherNumberOfServers) {
       {"--ps=2", "--workers=2", "--checkpoint_dir=" + dir});
   ASSERT_EQ(first.exit_code, 0) << first.output;
   ASSERT_OK_AND_ASSIGN(JsonValue result, first.Result());
-  const int64_t saved_step = result.Find("global_step")->number_value();
+  const int64_t saved_step =
+      result.Find("final_checkpoint_step")->number_value();
 
   LocalRun second = RunLocal(
       WriteTestFile("second.json", ConvnetJob("SYNC", 300, checkpoints)),
