@@ -1,6 +1,7 @@
 #include "common/signals.h"
 
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
@@ -8,6 +9,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "common/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -45,6 +47,71 @@ TEST(SignalsTest, EachWatchedSignalReachesTheCallbackByName) {
   }
   MutexLock lock(&mu);
   EXPECT_THAT(received, ElementsAre("SIGTERM", "SIGINT", "SIGHUP"));
+}
+
+constexpr pid_t kParent = 4242;
+
+TEST(ParentDeathRepeatsTest, ABurstFromAnExitingParentIsOneSignal) {
+  FakeClock clock;
+  clock.SetAutoAdvance(true);
+  ParentDeathRepeats repeats(
+      kParent, [] { return true; }, &clock);
+  EXPECT_FALSE(repeats.IsRepeat(SIGTERM, SI_USER, kParent));
+  EXPECT_TRUE(repeats.IsRepeat(SIGTERM, SI_USER, kParent));
+  clock.Advance(absl::Milliseconds(300));
+  EXPECT_TRUE(repeats.IsRepeat(SIGTERM, SI_USER, kParent));
+  // Another signal, another sender, or one long after: each a request.
+  EXPECT_FALSE(repeats.IsRepeat(SIGINT, SI_USER, kParent));
+  EXPECT_FALSE(repeats.IsRepeat(SIGINT, SI_USER, kParent + 1));
+  EXPECT_FALSE(repeats.IsRepeat(SIGINT, SI_KERNEL, kParent));
+  clock.Advance(ParentDeathRepeats::kBurst + absl::Milliseconds(1));
+  EXPECT_FALSE(repeats.IsRepeat(SIGINT, SI_USER, kParent));
+}
+
+TEST(ParentDeathRepeatsTest, ALivingParentsSecondSignalCounts) {
+  FakeClock clock;
+  clock.SetAutoAdvance(true);
+  int asked = 0;
+  ParentDeathRepeats repeats(
+      kParent,
+      [&asked] {
+        ++asked;
+        return false;
+      },
+      &clock);
+  EXPECT_FALSE(repeats.IsRepeat(SIGTERM, SI_USER, kParent));
+  EXPECT_EQ(asked, 0) << "a first signal waits for nothing";
+  const absl::Time before = clock.Now();
+  EXPECT_FALSE(repeats.IsRepeat(SIGTERM, SI_USER, kParent));
+  EXPECT_GE(clock.Now() - before, ParentDeathRepeats::kSettle);
+  EXPECT_GT(asked, 1);
+}
+
+TEST(ParentDeathRepeatsTest, AParentThatExitsWhileAskedMakesItARepeat) {
+  FakeClock clock;
+  clock.SetAutoAdvance(true);
+  int asked = 0;
+  ParentDeathRepeats repeats(
+      kParent, [&asked] { return ++asked >= 3; }, &clock);
+  EXPECT_FALSE(repeats.IsRepeat(SIGTERM, SI_USER, kParent));
+  EXPECT_TRUE(repeats.IsRepeat(SIGTERM, SI_USER, kParent));
+  EXPECT_EQ(asked, 3);
+}
+
+TEST(ProcessEndedTest, AReapedOrZombieChildHasEndedALivingOneNot) {
+  EXPECT_FALSE(ProcessEnded(getpid()));
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  // A zombie until reaped.
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (!ProcessEnded(child) && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_TRUE(ProcessEnded(child));
+  int status;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(ProcessEnded(child));
 }
 
 }  // namespace

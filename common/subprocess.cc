@@ -54,6 +54,7 @@ Subprocess::~Subprocess() {
     waitpid(pid_, &status, 0);
   }
   if (output_fd_ >= 0) close(output_fd_);
+  if (exit_fd_ >= 0) close(exit_fd_);
 }
 
 absl::Status Subprocess::Start() {
@@ -102,6 +103,18 @@ absl::Status Subprocess::Start() {
           absl::StrCat("cannot open ", log_path_, ": ", std::strerror(error)));
     }
   }
+  // The child's copy of exit_pipe[1] stays open across exec and closes when it
+  // exits; the parent closes its own right after fork.
+  int exit_pipe[2] = {-1, -1};
+  if (watch_exit_ && pipe2(exit_pipe, O_CLOEXEC) != 0) {
+    const int error = errno;
+    close(log);
+    close(exec_status[0]);
+    close(exec_status[1]);
+    if (output_fd_ >= 0) close(output_fd_);
+    output_fd_ = -1;
+    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(error)));
+  }
   const pid_t parent = getpid();
   const pid_t child = fork();
   if (child < 0) {
@@ -111,6 +124,10 @@ absl::Status Subprocess::Start() {
     close(exec_status[1]);
     if (output_fd_ >= 0) close(output_fd_);
     output_fd_ = -1;
+    if (exit_pipe[0] >= 0) {
+      close(exit_pipe[0]);
+      close(exit_pipe[1]);
+    }
     return absl::InternalError(absl::StrCat("fork: ", std::strerror(error)));
   }
   if (child == 0) {
@@ -125,6 +142,7 @@ absl::Status Subprocess::Start() {
     if (own_process_group_) setpgid(0, 0);
     dup2(log, STDOUT_FILENO);
     dup2(log, STDERR_FILENO);
+    if (exit_pipe[1] >= 0) fcntl(exit_pipe[1], F_SETFD, 0);  // kept across exec
     ResetSignalsForExec();
     execve(argv[0], argv.data(), envp.data());
     const int error = errno;
@@ -134,6 +152,10 @@ absl::Status Subprocess::Start() {
   }
   pid_ = child;
   close(log);
+  if (exit_pipe[1] >= 0) {
+    close(exit_pipe[1]);
+    exit_fd_ = exit_pipe[0];
+  }
   close(exec_status[1]);
   int exec_error = 0;
   ssize_t n;
@@ -151,6 +173,8 @@ absl::Status Subprocess::Start() {
     exit_code_ = 127;
     if (output_fd_ >= 0) close(output_fd_);
     output_fd_ = -1;
+    if (exit_fd_ >= 0) close(exit_fd_);
+    exit_fd_ = -1;
     // NOT_FOUND, PERMISSION_DENIED, ...; a file that is no program
     // (ENOEXEC) is not an UNKNOWN error.
     absl::StatusCode code = absl::ErrnoToStatusCode(exec_error);

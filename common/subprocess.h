@@ -65,6 +65,13 @@ class Subprocess {
   // that stay in its process group go when Bazel stops that group.
   void set_parent_death_signal(int signal) { parent_death_signal_ = signal; }
 
+  // Before Start: exit_fd() is made, a descriptor that reads end of file
+  // (poll: POLLHUP) once the child has exited, and with it every process
+  // it passed the descriptor on to. For a thread that follows the child's
+  // log file while another thread waits for and reaps the child (this
+  // class is not thread-safe, so that thread may not call Exited()).
+  void set_watch_exit(bool watch) { watch_exit_ = watch; }
+
   absl::Status Start();
 
   // Waits for exit; returns the exit code, or 128 + signal when killed.
@@ -85,6 +92,10 @@ class Subprocess {
   // reads it until end of file; the destructor closes it.
   int output_fd() const { return output_fd_; }
 
+  // With set_watch_exit(true): see there; -1 otherwise. The destructor
+  // closes it.
+  int exit_fd() const { return exit_fd_; }
+
  private:
   std::vector<std::string> argv_;
   std::map<std::string, std::string> env_;
@@ -93,6 +104,8 @@ class Subprocess {
   int parent_death_signal_ = 0;
   pid_t pid_ = -1;
   int output_fd_ = -1;
+  bool watch_exit_ = false;
+  int exit_fd_ = -1;
   bool exited_ = false;
   int exit_code_ = 0;
 };

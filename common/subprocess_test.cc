@@ -1,5 +1,6 @@
 #include "common/subprocess.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -53,6 +54,31 @@ TEST(SubprocessTest, RunsAProgramAndReportsItsExitCode) {
   }
   EXPECT_EQ(output, "hello\n");
   EXPECT_THAT(process.Wait(absl::Seconds(30)), IsOkAndHolds(3));
+}
+
+// A log-file child watched through exit_fd(): the descriptor stays
+// silent while the child runs and reads end of file once it exited, with
+// no call to Wait or Exited.
+TEST(SubprocessTest, TheExitDescriptorClosesWhenTheChildExits) {
+  const std::string log = absl::StrCat(TempDir(), "/watched-", getpid());
+  Subprocess process({"/bin/sh", "-c", "echo started; exec sleep 1000"}, {},
+                     log);
+  process.set_watch_exit(true);
+  ASSERT_OK(process.Start());
+  ASSERT_GE(process.exit_fd(), 0);
+  pollfd watch = {process.exit_fd(), POLLIN, 0};
+  EXPECT_EQ(poll(&watch, 1, 200), 0) << "readable while the child runs";
+  process.Signal(SIGTERM);
+  ASSERT_EQ(poll(&watch, 1, 30000), 1) << "still open after the child's end";
+  char byte;
+  EXPECT_EQ(read(process.exit_fd(), &byte, 1), 0);
+  EXPECT_THAT(process.Wait(absl::Seconds(30)), IsOkAndHolds(128 + SIGTERM));
+  EXPECT_EQ(process.Output(), "started\n");
+
+  Subprocess unwatched({"/bin/true"}, {}, log);
+  ASSERT_OK(unwatched.Start());
+  EXPECT_EQ(unwatched.exit_fd(), -1);
+  EXPECT_THAT(unwatched.Wait(absl::Seconds(30)), IsOkAndHolds(0));
 }
 
 TEST(SubprocessTest, StartFailsForAProgramThatCannotRun) {

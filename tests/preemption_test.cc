@@ -12,6 +12,8 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -66,10 +68,12 @@ int64_t WaitForLoggedStep(Subprocess* chief, int64_t step) {
 TEST(PreemptionTest, SigtermToTheChiefSavesTheStepAndTheJobResumesFromIt) {
   const std::string dir = TempPath("preemption_ckpts");
   // Only the initial checkpoint is scheduled: whatever is saved later is
-  // the preemption save.
-  const std::string job = WriteTestFile(
-      "preemption.json",
-      TestJob("ASYNC", 3000, R"("checkpoint": {"save_every_steps": 1000000})"));
+  // the preemption save. Far more steps than the signal waits for, so it
+  // lands mid-training however fast this machine is.
+  const std::string checkpoints =
+      R"("checkpoint": {"save_every_steps": 1000000})";
+  const std::string job =
+      WriteTestFile("preemption.json", TestJob("ASYNC", 1000000, checkpoints));
   int64_t saved = -1;
   {
     // Slowed workers: the signal surely lands mid-training.
@@ -102,8 +106,13 @@ TEST(PreemptionTest, SigtermToTheChiefSavesTheStepAndTheJobResumesFromIt) {
                 HasSubstr("stopped (received SIGTERM) after saving"));
   }
   ASSERT_GT(saved, 0);
-  // Started again: the job resumes at the saved step and completes.
-  ManualCluster resumed(job, dir);
+  // Started again, to end a few hundred steps later: the job resumes at
+  // the saved step and completes.
+  ManualCluster resumed(
+      WriteTestFile(
+          "preemption_resumed.json",
+          TestJob("ASYNC", static_cast<int>(saved + 300), checkpoints)),
+      dir);
   resumed.StartAll();
   Subprocess* chief = resumed.Latest("chief0");
   EXPECT_THAT(chief->Wait(absl::Seconds(240)), IsOkAndHolds(0))
@@ -119,10 +128,13 @@ TEST(PreemptionTest, SigtermToTheChiefSavesTheStepAndTheJobResumesFromIt) {
 // restores that checkpoint: the job goes on without losing a step.
 TEST(PreemptionTest, SigtermToAServerSavesBeforeItGoesAndTheJobGoesOn) {
   const std::string dir = TempPath("server_preemption_ckpts");
-  const std::string job = WriteTestFile(
-      "server_preemption.json",
-      TestJob("ASYNC", 3000, R"("checkpoint": {"save_every_steps": 1000000})"));
-  ManualCluster cluster(job, dir, {}, {{"worker", {"--slowdown=4"}}});
+  const std::string job =
+      WriteTestFile("server_preemption.json",
+                    TestJob("ASYNC", 10000,
+                            R"("checkpoint": {"save_every_steps": 1000000})"));
+  // Workers slowed well below this machine's pace, so the signal lands
+  // mid-training (the chief logs its progress every 2 s).
+  ManualCluster cluster(job, dir, {}, {{"worker", {"--slowdown=16"}}});
   cluster.StartAll();
   Subprocess* chief = cluster.Latest("chief0");
   const int64_t before = WaitForLoggedStep(chief, 100);
@@ -218,6 +230,64 @@ TEST(PreemptionTest, PsctlLocalEndsAJobWhoseWorkersWereAllKilled) {
   EXPECT_THAT(out, HasSubstr("psctl local restarts no task"));
   EXPECT_THAT(out, HasSubstr("saves a checkpoint of the current step"));
   EXPECT_THAT(out, Not(HasSubstr("stopped tasks that did not exit in time")));
+}
+
+// Whether `pid` has exited (gone, or a zombie nobody reaped yet).
+bool Exited(pid_t pid) {
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  const size_t name_end = line.rfind(')');
+  return name_end == std::string::npos || name_end + 2 >= line.size() ||
+         line[name_end + 2] == 'Z' || line[name_end + 2] == 'X';
+}
+
+// psctl local killed outright (SIGKILL: an OOM kill, a closed session's
+// kill -9): each task gets SIGTERM from the kernel, and since the tasks
+// write their own log files, nothing of psctl's end stops them first: the
+// chief saves the current step, stops the servers, and every task exits.
+TEST(PreemptionTest, KillingPsctlLocalStillSavesAndStopsEveryTask) {
+  const std::string dir = TempPath("killed_psctl");
+  const std::string checkpoints = TempPath("killed_psctl_ckpts");
+  Subprocess psctl(
+      LocalArgv(WriteTestFile("killed_psctl.json", TestJob("ASYNC", 100000)),
+                dir, {"--chief", "--checkpoint_dir=" + checkpoints}),
+      {}, TempPath("killed_psctl.log"));
+  ASSERT_OK(psctl.Start());
+  const int64_t before = WaitForLoggedStep(&psctl, 100);
+  std::vector<std::pair<std::string, pid_t>> tasks;
+  for (const char* task : {"chief-0", "ps-0", "worker-0", "worker-1"}) {
+    std::ifstream tf_file(absl::StrCat(dir, "/tf_config/", task, ".json"));
+    std::stringstream tf_config;
+    tf_config << tf_file.rdbuf();
+    const pid_t pid = PidWithTfConfig(
+        std::string(absl::StripTrailingAsciiWhitespace(tf_config.str())));
+    ASSERT_GT(pid, 0) << "no process with " << task << "'s TF_CONFIG";
+    tasks.emplace_back(task, pid);
+  }
+  psctl.Signal(SIGKILL);
+  EXPECT_THAT(psctl.Wait(absl::Seconds(30)), IsOkAndHolds(128 + SIGKILL));
+
+  // Bounded by the chief's save deadline and the servers' grace, not by
+  // this machine's speed: every task ends on its own.
+  const absl::Time deadline = absl::Now() + absl::Seconds(150);
+  for (const auto& [task, pid] : tasks) {
+    while (!Exited(pid) && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    EXPECT_TRUE(Exited(pid))
+        << task << " (pid " << pid << ") still runs with psctl gone";
+  }
+  std::ifstream chief_log(dir + "/chief-0.log");
+  std::stringstream chief;
+  chief << chief_log.rdbuf();
+  const std::optional<int64_t> saved = LastMatch(
+      chief.str(), R"(after saving \S*ckpt-\d+ at global step (\d+))");
+  ASSERT_TRUE(saved.has_value()) << chief.str();
+  EXPECT_GE(*saved, before) << chief.str();
+  for (const auto& [task, pid] : tasks) {
+    if (!Exited(pid)) kill(pid, SIGKILL);
+  }
 }
 
 }  // namespace

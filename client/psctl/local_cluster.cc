@@ -1,6 +1,7 @@
 #include "client/psctl/local_cluster.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -24,6 +25,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "checkpoint/state_file.h"
 #include "client/grpc_coordinator_client.h"
 #include "client/psctl/job_certificates.h"
@@ -75,32 +78,53 @@ struct Task {
   std::thread reader;
 };
 
-// Copies a child's output line by line to `out` (prefixed) and its log.
-void PumpOutput(int fd, const std::string& prefix, const std::string& log_path,
-                std::ostream& out, Mutex& out_mu) {
-  std::ofstream log(log_path);
+// Follows a task's log file, which the task writes itself, and copies
+// each new line to `out` with `prefix`, until the task has exited
+// (`exit_fd` reads end of file) and its last line was copied. The task
+// never writes into a pipe psctl reads: were psctl killed, its first line
+// after that would end it (SIGPIPE), before it could save or stop.
+void FollowOutput(const std::string& log_path, int exit_fd,
+                  const std::string& prefix, std::ostream& out, Mutex& out_mu) {
+  const int log = open(log_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (log < 0) {
+    MutexLock lock(&out_mu);
+    out << prefix << "(cannot read " << log_path << ": " << std::strerror(errno)
+        << "; the task's output is not shown)\n";
+    return;
+  }
   std::string pending;
-  char buffer[4096];
+  char buffer[65536];
+  bool exited = false;
   while (true) {
-    ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    pending.append(buffer, n);
-    size_t newline;
-    while ((newline = pending.find('\n')) != std::string::npos) {
-      const std::string line = pending.substr(0, newline + 1);
-      pending.erase(0, newline + 1);
-      log << line;
-      log.flush();
+    // Everything written so far; after the task's exit, the rest.
+    while (true) {
+      const ssize_t n = read(log, buffer, sizeof(buffer));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      pending.append(buffer, n);
+      size_t end = pending.rfind('\n');
+      if (end == std::string::npos) continue;
+      std::string lines = pending.substr(0, end + 1);
+      pending.erase(0, end + 1);
       MutexLock lock(&out_mu);
-      out << prefix << line;
+      for (absl::string_view line : absl::StrSplit(
+               absl::string_view(lines).substr(0, lines.size() - 1), '\n')) {
+        out << prefix << line << "\n";
+      }
       out.flush();
     }
+    if (exited) break;
+    // Wakes at once when the task exits; otherwise looks at the file
+    // again 10 times a second.
+    pollfd watch = {exit_fd, POLLIN, 0};
+    const int ready = poll(&watch, 1, 100);
+    if (ready > 0) exited = true;
   }
+  close(log);
   if (!pending.empty()) {
-    log << pending << "\n";
     MutexLock lock(&out_mu);
     out << prefix << pending << "\n";
+    out.flush();
   }
 }
 
@@ -518,9 +542,8 @@ std::vector<std::string> StopStartedTasks(LocalJob& job, size_t started) {
 //
 // Each task gets SIGTERM from the kernel when psctl goes without stopping
 // it (SIGKILL, a crash), so no server lingers until its chief timeout.
-// Not the orderly stop of Ctrl-C: with psctl gone, nobody reads the tasks'
-// output, and the first line a task then writes ends it (SIGPIPE), the
-// chief's save included; a rerun resumes from the newest checkpoint. The
+// The chief then saves the current step and stops the job as on Ctrl-C
+// (a task writes its own log file, so psctl's end costs it nothing). The
 // signal is tied to the thread that starts the tasks: this one,
 // RunLocalCluster's caller, which also waits for the job and reaps every
 // task before it returns.
@@ -540,9 +563,11 @@ absl::Status StartTasks(const LocalClusterOptions& options, LocalJob& job,
     std::vector<std::string> argv = {
         absl::StrCat(options.bin_dir, "/", task.binary)};
     argv.insert(argv.end(), task.args.begin(), task.args.end());
+    const std::string log_path = absl::StrCat(options.dir, "/", name, ".log");
     task.process = std::make_unique<Subprocess>(
         argv, std::map<std::string, std::string>{{"TF_CONFIG", tf_config}},
-        /*log_path=*/"");
+        log_path);
+    task.process->set_watch_exit(true);
     // Ctrl-C reaches psctl alone, which stops the chief first
     // (StopChiefFirst).
     task.process->set_own_process_group(true);
@@ -554,10 +579,9 @@ absl::Status StartTasks(const LocalClusterOptions& options, LocalJob& job,
     if (started.ok()) {
       running = t + 1;
       try {
-        task.reader = std::thread(PumpOutput, task.process->output_fd(),
-                                  absl::StrCat("[", name, "] "),
-                                  absl::StrCat(options.dir, "/", name, ".log"),
-                                  std::ref(out), std::ref(out_mu));
+        task.reader = std::thread(
+            FollowOutput, log_path, task.process->exit_fd(),
+            absl::StrCat("[", name, "] "), std::ref(out), std::ref(out_mu));
       } catch (const std::system_error& e) {
         // It runs, unread: stopped with the others below.
         started = absl::ResourceExhaustedError(absl::StrCat(
