@@ -77,59 +77,37 @@ absl::Status Subprocess::Start() {
 
   // The child writes execve's errno here when it fails; a successful
   // execve closes it (O_CLOEXEC), so end of file means the program runs.
-  int exec_status[2];
-  if (pipe2(exec_status, O_CLOEXEC) != 0) {
-    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
-  }
+  // The child's copy of exit_pipe[1] (with set_watch_exit) stays open
+  // across exec and closes when it exits; the parent closes its own right
+  // after fork.
+  int exec_status[2] = {-1, -1};
+  int exit_pipe[2] = {-1, -1};
   int log = -1;
+  // Closes what was opened so far and says which step failed.
+  auto fail = [&](const std::string& what) {
+    const int error = errno;
+    for (int fd : {exec_status[0], exec_status[1], exit_pipe[0], exit_pipe[1],
+                   log, output_fd_}) {
+      if (fd >= 0) close(fd);
+    }
+    output_fd_ = -1;
+    return absl::InternalError(absl::StrCat(what, ": ", std::strerror(error)));
+  };
+  if (pipe2(exec_status, O_CLOEXEC) != 0) return fail("pipe");
   if (log_path_.empty()) {
     int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-      const int error = errno;
-      close(exec_status[0]);
-      close(exec_status[1]);
-      return absl::InternalError(absl::StrCat("pipe: ", std::strerror(error)));
-    }
+    if (pipe2(fds, O_CLOEXEC) != 0) return fail("pipe");
     output_fd_ = fds[0];
     log = fds[1];
   } else {
     log =
         open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (log < 0) {
-      const int error = errno;
-      close(exec_status[0]);
-      close(exec_status[1]);
-      return absl::InternalError(
-          absl::StrCat("cannot open ", log_path_, ": ", std::strerror(error)));
-    }
+    if (log < 0) return fail("cannot open " + log_path_);
   }
-  // The child's copy of exit_pipe[1] stays open across exec and closes when it
-  // exits; the parent closes its own right after fork.
-  int exit_pipe[2] = {-1, -1};
-  if (watch_exit_ && pipe2(exit_pipe, O_CLOEXEC) != 0) {
-    const int error = errno;
-    close(log);
-    close(exec_status[0]);
-    close(exec_status[1]);
-    if (output_fd_ >= 0) close(output_fd_);
-    output_fd_ = -1;
-    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(error)));
-  }
+  if (watch_exit_ && pipe2(exit_pipe, O_CLOEXEC) != 0) return fail("pipe");
   const pid_t parent = getpid();
   const pid_t child = fork();
-  if (child < 0) {
-    const int error = errno;
-    close(log);
-    close(exec_status[0]);
-    close(exec_status[1]);
-    if (output_fd_ >= 0) close(output_fd_);
-    output_fd_ = -1;
-    if (exit_pipe[0] >= 0) {
-      close(exit_pipe[0]);
-      close(exit_pipe[1]);
-    }
-    return absl::InternalError(absl::StrCat("fork: ", std::strerror(error)));
-  }
+  if (child < 0) return fail("fork");
   if (child == 0) {
     // Only async-signal-safe calls from here on: the parent may have
     // other threads, whose locks the child inherits held.
