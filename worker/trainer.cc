@@ -58,7 +58,8 @@ Trainer::Trainer(TrainerOptions options, TrainerParts parts)
       pull_groups_(ForwardGroups(parts_.variables, options_.sync_group_bytes)),
       sync_push_(parts_.client, parts_.variables, options_.sync_group_bytes),
       prefetch_policy_(PrefetchChoice(
-          options_.spec.config().training().parameter_prefetch())) {
+          options_.spec.config().training().parameter_prefetch())),
+      clipper_(options_.spec.config().training().gradient_clipping()) {
   window_.start = parts_.clock->Now();
   // Only for models with tables: without rows to prepare, the dense calls
   // moved to the thread bought the MLP no steady speed and cost it about
@@ -775,6 +776,12 @@ absl::StatusOr<BatchStats> Trainer::ComputeGradients(const Batch& batch) {
   const absl::Time compute_start = parts_.clock->Now();
   ASSIGN_OR_RETURN(BatchStats stats,
                    parts_.model->TrainStep(example, grads_[grad_slot_].values));
+  if (clipper_.enabled()) {
+    clipper_.ClipRest(grads_[grad_slot_].values, clipped_,
+                      sparse != nullptr ? sparse->row_gradients
+                                        : std::vector<absl::Span<float>>());
+    clipped_.assign(clipped_.size(), false);
+  }
   last_batch_loss_ = stats.loss_sum / std::max<int64_t>(1, stats.examples);
   const absl::Time computed = parts_.clock->Now();
   last_compute_ = computed - compute_start;
@@ -1021,7 +1028,7 @@ void Trainer::LogFinished(absl::Duration elapsed) const {
   LOG(INFO) << absl::StrFormat(
       "finished: %d steps, %d examples%s in %.3fs (%.0f examples/s); global "
       "step %d; time: compute %.1f%%, pull wait %.1f%%, push wait %.1f%%, "
-      "other %.1f%%%s%s",
+      "other %.1f%%%s%s%s",
       local_steps_, examples_,
       sync_ ? absl::StrCat(", ", stale_, " stale") : "", seconds,
       examples_ / std::max(seconds, 1e-9), version_, share(phases_.compute),
@@ -1032,7 +1039,10 @@ void Trainer::LogFinished(absl::Duration elapsed) const {
       has_tables_
           ? absl::StrFormat(" (rows setup %.1f%%)", share(phases_.rows_setup))
           : "",
-      sync_ ? "" : PrefetchSummary());
+      sync_ ? "" : PrefetchSummary(),
+      clipper_.enabled() ? absl::StrFormat("; gradients clipped in %d steps",
+                                           clipper_.clipped_steps())
+                         : "");
   if (background_ != nullptr) {
     LOG(INFO) << absl::StrFormat(
         "background thread: busy %.1f%% of the time starting calls while "

@@ -83,6 +83,7 @@
 #include "data/batch_stream.h"
 #include "model/model.h"
 #include "proto/coordinator.pb.h"
+#include "worker/gradient_clipping.h"
 #include "worker/keep_alive.h"
 #include "worker/prefetch_policy.h"
 #include "worker/slowdown.h"
@@ -447,6 +448,10 @@ class Trainer {
   int grad_slot_ = 0;
   int current_ = 0;
   int64_t local_steps_ = 0, examples_ = 0, stale_ = 0, version_ = 0;
+  // training.gradient_clipping; which of this step's variables were
+  // clipped as backward finished them (SYNC's early groups).
+  GradientClipper clipper_;
+  std::vector<bool> clipped_;
   // The chief's latest StatusResponse.report_every_steps, and the multiple
   // of it the parameters were at when last looked (HeartbeatIfDue).
   int64_t report_every_ = 0, seen_multiple_ = 0;

@@ -30,8 +30,19 @@ void Trainer::StartSyncPush(ExampleBatch& example) {
       version_, options_.worker_index);
   // A slowed worker's gradients all wait for its delay (FinishSyncPush),
   // as a straggler's would: its early groups must not beat the others'.
-  if (options_.slowdown.factor == 1) {
-    example.gradient_ready = [this](int v) { sync_push_.Ready(v); };
+  // A global clipping norm needs every gradient before any leaves.
+  if (options_.slowdown.factor == 1 && clipper_.streams()) {
+    if (!clipper_.enabled()) {
+      example.gradient_ready = [this](int v) { sync_push_.Ready(v); };
+      return;
+    }
+    clipped_.assign(grads.size(), false);
+    example.gradient_ready = [this, grads](int v) {
+      // Clipped once final, before its group may leave.
+      if (clipper_.ClipOne(grads[v])) clipper_.NoteClipped();
+      clipped_[v] = true;
+      sync_push_.Ready(v);
+    };
   }
 }
 

@@ -1027,6 +1027,74 @@ TEST_F(TrainerTest, ADivergedModelEndsTheRunWithTheCause) {
   }
 }
 
+// Every variable's values, pulled from the servers.
+std::vector<std::vector<float>> PullAll(const InProcessJob& job) {
+  std::vector<std::vector<float>> values;
+  std::vector<ParameterClient::Mutable> targets;
+  values.reserve(job.variables.size());
+  for (const LogicalVariable& v : job.variables) {
+    values.emplace_back(v.num_elements());
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    targets.emplace_back(job.variables[i].name, absl::MakeSpan(values[i]));
+  }
+  EXPECT_OK(job.client->Pull(targets)->Wait());
+  return values;
+}
+
+// training.gradient_clipping: with SGD at rate 0.5, every update of a
+// variable moves it by 0.5 x its clipped gradient, so 20 steps move each
+// variable by at most 20 x 0.5 x the norm bound (per variable, or all of
+// them together for the global norm; SYNC streams per-variable clipping
+// and holds a global one until backward ends). Unclipped, the same steps
+// move them far more.
+TEST_F(TrainerTest, ClippedGradientsBoundEachUpdate) {
+  constexpr int kSteps = 20;
+  constexpr double kBound = 1e-3;
+  for (UpdateMode mode : {ASYNC, SYNC}) {
+    for (const char* kind : {"none", "clip_norm", "global_clip_norm"}) {
+      SCOPED_TRACE(absl::StrCat(UpdateMode_Name(mode), " ", kind));
+      SetUpJob(mode, kSteps);
+      GradientClipping& clipping = *options_.spec.mutable_config()
+                                        ->mutable_training()
+                                        ->mutable_gradient_clipping();
+      if (std::string(kind) == "clip_norm") clipping.set_clip_norm(kBound);
+      if (std::string(kind) == "global_clip_norm") {
+        clipping.set_global_clip_norm(kBound);
+      }
+      const std::vector<std::vector<float>> before = PullAll(*job_);
+      Trainer trainer(options_, parts_);
+      ASSERT_OK(trainer.Run());
+      const std::vector<std::vector<float>> after = PullAll(*job_);
+      double all = 0;
+      double largest = 0;
+      for (size_t v = 0; v < before.size(); ++v) {
+        double squares = 0;
+        for (size_t i = 0; i < before[v].size(); ++i) {
+          const double d = after[v][i] - before[v][i];
+          squares += d * d;
+        }
+        all += squares;
+        largest = std::max(largest, std::sqrt(squares));
+      }
+      // Steps past the total (a push in flight) are bounded the same way.
+      const int64_t updates = job_->core->Stats().updates_applied() /
+                              static_cast<int64_t>(before.size());
+      const double bound =
+          1.0001 * std::max<int64_t>(kSteps, updates) * 0.5 * kBound;
+      if (std::string(kind) == "none") {
+        EXPECT_GT(largest, 10 * bound) << "the data moves it far unclipped";
+      } else if (std::string(kind) == "clip_norm") {
+        EXPECT_LE(largest, bound);
+        EXPECT_GT(largest, 0);
+      } else {
+        EXPECT_LE(std::sqrt(all), bound);
+        EXPECT_GT(all, 0);
+      }
+    }
+  }
+}
+
 // A chief that answers a finished worker's reports as a long-polling one
 // does, on a simulated clock: the first report is held 3 s, the second is
 // answered at once (as by a chief that holds nothing), the third is held

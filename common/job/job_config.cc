@@ -169,6 +169,30 @@ absl::Status ValidateData(const JobConfig& config) {
 }
 
 // Batch, stopping rule, mode and the mode's own settings, threads.
+absl::Status ValidateGradientClipping(const GradientClipping& clipping) {
+  const struct {
+    const char* field;
+    bool set;
+    double value;
+  } bounds[] = {
+      {"training.gradient_clipping.clip_norm", clipping.has_clip_norm(),
+       clipping.clip_norm()},
+      {"training.gradient_clipping.clip_value", clipping.has_clip_value(),
+       clipping.clip_value()},
+      {"training.gradient_clipping.global_clip_norm",
+       clipping.has_global_clip_norm(), clipping.global_clip_norm()},
+  };
+  for (const auto& bound : bounds) {
+    if (bound.set && !(bound.value > 0 && std::isfinite(bound.value))) {
+      return Invalid(bound.field,
+                     absl::StrCat("is ", bound.value,
+                                  "; use a positive number such as 1.0, or "
+                                  "leave it out to clip nothing"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateTraining(const JobConfig& config) {
   const TrainingConfig& t = config.training();
   if (t.batch_size() <= 0) {
@@ -280,7 +304,7 @@ absl::Status ValidateTraining(const JobConfig& config) {
     return Invalid("training.cpu_threads",
                    absl::StrCat("is ", t.cpu_threads(), "; use 1 to 256"));
   }
-  return absl::OkStatus();
+  return ValidateGradientClipping(t.gradient_clipping());
 }
 
 absl::Status ValidateLoggingAndEvaluation(const JobConfig& config) {

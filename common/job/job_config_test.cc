@@ -301,6 +301,27 @@ TEST(JobConfigTest, SyncGroupBytesIsForSyncModeAndNotNegative) {
                          "only")));
 }
 
+TEST(JobConfigTest, GradientClippingBoundsArePositive) {
+  ASSERT_OK_AND_ASSIGN(
+      JobConfig clipped,
+      WithTraining(R"({"batch_size": 8, "steps": 5, "mode": "SYNC",
+                       "gradient_clipping": {"clip_norm": 1.5,
+                         "clip_value": 3, "global_clip_norm": 5}})"));
+  EXPECT_EQ(clipped.training().gradient_clipping().clip_norm(), 1.5);
+  EXPECT_EQ(clipped.training().gradient_clipping().global_clip_norm(), 5);
+  for (const char* field : {"clip_norm", "clip_value", "global_clip_norm"}) {
+    for (const char* value : {"0", "-1"}) {
+      EXPECT_THAT(
+          WithTraining(absl::StrCat(
+              R"({"batch_size": 8, "steps": 5, "mode": "ASYNC", "gradient_clipping": {")",
+              field, R"(": )", value, "}}")),
+          StatusIs(absl::StatusCode::kInvalidArgument,
+                   HasSubstr(absl::StrCat("training.gradient_clipping.", field,
+                                          " is ", value))));
+    }
+  }
+}
+
 TEST(JobConfigTest, BoundedModeNeedsMaxStalenessAndNothingElseTakesIt) {
   ASSERT_OK_AND_ASSIGN(
       JobConfig zero,
