@@ -29,13 +29,21 @@ int OptimizerSlots(const OptimizerConfig& optimizer) {
 }
 
 MemoryEstimate EstimateMemory(const ModelDefinition& model, int64_t batch_size,
-                              int optimizer_slots) {
+                              int optimizer_slots, int threads) {
   MemoryEstimate estimate;
   estimate.batch_size = batch_size;
   int64_t parameters = 0;
   for (const ModelPart& part : model.MemoryParts()) {
+    // Each term below 2^61 (threads <= 256 and a part's floats far
+    // smaller, or saturated), so the sum cannot overflow.
+    const int64_t per_threads =
+        std::min(INT64_MAX / 1024, part.scratch_per_thread) *
+        std::clamp(threads, 1, 256);
     const int64_t activations =
-        std::min(INT64_MAX / 4, part.FloatsForBatch(batch_size)) * kFloat;
+        std::min(INT64_MAX / 8,
+                 std::min(INT64_MAX / 8, part.FloatsForBatch(batch_size)) +
+                     std::min(INT64_MAX / 8, per_threads)) *
+        kFloat;
     const int64_t bytes =
         activations + part.parameters * kWorkerCopiesPerParameter * kFloat;
     parameters += part.parameters;
@@ -59,7 +67,8 @@ MemoryEstimate EstimateMemory(const ModelDefinition& model, int64_t batch_size,
 MemoryEstimate EstimateJobMemory(const ModelDefinition& model,
                                  const JobConfig& job) {
   return EstimateMemory(model, job.training().batch_size(),
-                        OptimizerSlots(job.optimizer()));
+                        OptimizerSlots(job.optimizer()),
+                        std::max(1, job.training().cpu_threads()));
 }
 
 std::string FormatBytes(int64_t bytes) {

@@ -64,8 +64,10 @@ struct MemoryEstimate {
 // Optimizer slots per variable float on the servers (Adam: 2).
 int OptimizerSlots(const OptimizerConfig& optimizer);
 
+// `threads`: the CPU backend's threads (training.cpu_threads), each
+// holding ModelPart::scratch_per_thread.
 MemoryEstimate EstimateMemory(const ModelDefinition& model, int64_t batch_size,
-                              int optimizer_slots);
+                              int optimizer_slots, int threads = 1);
 
 // The estimate for `job`'s workers (training.batch_size, its optimizer).
 MemoryEstimate EstimateJobMemory(const ModelDefinition& model,

@@ -51,24 +51,48 @@ TEST(MemoryEstimateTest, ConvolutionsCountTheirPatches) {
   const int64_t outputs =
       pixels + 2 * pixels * 8 + 2 * pixels * 8 + 2 * pixels * 8 + 2 * 10;
   const int64_t patches_1 = pixels * 9 * 1, patches_8 = pixels * 9 * 8;
+  // Each conv's patch groups on the CPU backend's one thread: a group of
+  // images of at most 128K floats of patches, and their gradient.
+  const int64_t groups = 2 * 2 * kCpuConvolutionGroupFloats;
   {
     const MemoryEstimate e = EstimateMemory(*model, 1, /*optimizer_slots=*/2);
     EXPECT_EQ(e.activation_bytes,
-              (outputs + 2 * patches_1 + 2 * patches_8) * 4);
+              (outputs + 2 * patches_1 + 2 * patches_8 + groups) * 4);
   }
   // At 10 examples the second conv's patch matrix (564,480 floats) passes
   // what the CPU backend builds whole, so it counts that much, twice.
   const MemoryEstimate e = EstimateMemory(*model, 10, /*optimizer_slots=*/2);
   ASSERT_GT(patches_8 * 10, kCpuWholeConvolutionFloats);
-  EXPECT_EQ(
-      e.activation_bytes,
-      (outputs * 10 + 2 * patches_1 * 10 + 2 * kCpuWholeConvolutionFloats) * 4);
+  EXPECT_EQ(e.activation_bytes, (outputs * 10 + 2 * patches_1 * 10 +
+                                 2 * kCpuWholeConvolutionFloats + groups) *
+                                    4);
   const int64_t parameters =
       (9 * 1 * 8 + 8) + (9 * 8 * 8 + 8) + (pixels * 8 * 10 + 10);
   EXPECT_EQ(e.parameter_bytes, parameters * kWorkerCopiesPerParameter * 4);
   EXPECT_EQ(e.server_bytes, parameters * 3 * 4);
   ASSERT_EQ(e.largest.size(), 3u);
   EXPECT_EQ(e.largest[0].name, "conv2d_1");  // the 8-channel patches
+}
+
+// A window so large that one image's patches exceed any group: each CPU
+// thread holds that image's patches and their gradient, whatever the
+// batch (a 4096 x 4096 window aborted a worker the estimate said fit).
+TEST(MemoryEstimateTest, AWideWindowCountsOneImagesPatchesPerThread) {
+  ModelConfig config;
+  LayerConfig::Conv2D* conv = config.add_layers()->mutable_conv2d();
+  conv->set_filters(2);
+  conv->add_kernel_size(64);
+  conv->set_padding("same");
+  config.add_layers()->mutable_flatten();
+  config.add_layers()->mutable_dense()->set_units(10);
+  ASSERT_OK_AND_ASSIGN(auto model, DefineModel(config, kImages));
+  const int64_t image_patches = 28 * 28 * 64 * 64;
+  ASSERT_GT(image_patches, kCpuWholeConvolutionFloats);
+  const MemoryEstimate one = EstimateMemory(*model, 2, 0, /*threads=*/1);
+  const MemoryEstimate four = EstimateMemory(*model, 2, 0, /*threads=*/4);
+  EXPECT_EQ(four.activation_bytes - one.activation_bytes,
+            3 * 2 * image_patches * 4);
+  EXPECT_GT(one.activation_bytes, 2 * image_patches * 4);
 }
 
 // The estimate follows what the model really allocates: a CPU model's

@@ -210,6 +210,9 @@ struct ModelPart {
   // what that backend builds whole it builds a few images at a time.
   int64_t scratch_per_example = 0;
   int64_t scratch_cap = 0;
+  // Floats each CPU backend thread holds for it, whatever the batch
+  // (Layer::ScratchFloatsPerThread).
+  int64_t scratch_per_thread = 0;
 
   // Device floats for a batch of `batch`: floats_per_example x batch, the
   // scratch capped; saturates instead of overflowing.

@@ -61,6 +61,10 @@ struct WindowGeometry {
 // in cache-sized buffers of its own (model/device/cpu/cpu_conv.h), so a
 // convolution's `cols` and `dcols` scratch on the CPU never needs more.
 inline constexpr int64_t kCpuWholeConvolutionFloats = 512 * 1024;
+// The floats of one such group of images' patches aimed for (512 KiB),
+// held by each of the backend's threads (with its gradient): at least one
+// whole image's patches, however large.
+inline constexpr int64_t kCpuConvolutionGroupFloats = 128 * 1024;
 
 // A float array in a device's memory; freed when the last reference goes.
 class DeviceArray {

@@ -490,8 +490,12 @@ std::vector<ModelPart> GraphDefinition::MemoryParts() const {
   }
   for (const GraphNode& node : spec_.nodes) {
     const int64_t scratch = NodeScratchFloatsPerExample(node);
-    ModelPart part{node.name, 0, 2 * NumElements(node.output) + scratch,
-                   scratch, NodeScratchCapFloats(node)};
+    ModelPart part{node.name,
+                   0,
+                   2 * NumElements(node.output) + scratch,
+                   scratch,
+                   NodeScratchCapFloats(node),
+                   NodeScratchFloatsPerThread(node)};
     for (const ModelVariable& v : node.variables) {
       part.parameters += v.num_elements();
     }

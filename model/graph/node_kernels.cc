@@ -516,6 +516,11 @@ int64_t NodeScratchCapFloats(const GraphNode& node) {
   return node.kind == NodeKind::kLayer ? node.layer->ScratchCapFloats() : 0;
 }
 
+int64_t NodeScratchFloatsPerThread(const GraphNode& node) {
+  return node.kind == NodeKind::kLayer ? node.layer->ScratchFloatsPerThread()
+                                       : 0;
+}
+
 absl::StatusOr<std::unique_ptr<NodeKernel>> InstantiateNode(
     const GraphNode& node, Device* device, int64_t max_batch,
     const LayerArrays& arrays) {

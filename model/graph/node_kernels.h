@@ -53,6 +53,8 @@ int64_t NodeScratchFloatsPerExample(const GraphNode& node);
 // The most floats of it a batch of any size takes on the CPU backend (0:
 // no cap); Layer::ScratchCapFloats.
 int64_t NodeScratchCapFloats(const GraphNode& node);
+// Floats per CPU thread beyond that; Layer::ScratchFloatsPerThread.
+int64_t NodeScratchFloatsPerThread(const GraphNode& node);
 
 }  // namespace psflow
 

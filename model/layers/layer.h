@@ -89,6 +89,10 @@ class Layer {
   // backend, where the host memory the estimate is checked against holds
   // it (0: no cap, ScratchFloatsPerExample() x the batch).
   virtual int64_t ScratchCapFloats() const { return 0; }
+  // Floats each thread of the CPU backend holds for this layer on top of
+  // that, whatever the batch (a convolution's patch groups and their
+  // gradient, at least one image's patches each).
+  virtual int64_t ScratchFloatsPerThread() const { return 0; }
 
   // The layer on `device`; `arrays` stay valid for the kernel's lifetime.
   virtual absl::StatusOr<std::unique_ptr<LayerKernel>> Instantiate(

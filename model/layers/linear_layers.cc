@@ -4,6 +4,8 @@
 // window with stride 1 and no padding); the backward pass is
 // d(kernel) = cols^T dy, d(bias) = column sums of dy, dx = col2im(dy
 // kernel^T).
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "model/layers/layers.h"
@@ -138,6 +140,14 @@ class LinearLayer final : public Layer {
   }
   int64_t ScratchCapFloats() const override {
     return IsPointwise(geometry_) ? 0 : 2 * kCpuWholeConvolutionFloats;
+  }
+  // CpuConvolution's per-thread group buffers (cols and dcols): a group
+  // never holds less than one image, whose patches may far exceed the cap.
+  int64_t ScratchFloatsPerThread() const override {
+    return IsPointwise(geometry_) ? 0
+                                  : 2 * std::max(kCpuConvolutionGroupFloats,
+                                                 geometry_.oh * geometry_.ow *
+                                                     geometry_.patch_cols());
   }
 
   absl::StatusOr<std::unique_ptr<LayerKernel>> Instantiate(

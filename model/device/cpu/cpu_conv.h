@@ -51,7 +51,7 @@ class CpuConvolution {
   // cache of current server cores, the backward pass's patch gradient
   // taking the other half; two of the convnet's second-layer images, whose
   // products ran 5% faster than with one).
-  static constexpr int64_t kGroupFloats = 128 * 1024;
+  static constexpr int64_t kGroupFloats = kCpuConvolutionGroupFloats;
   static constexpr int64_t kWholeBatchFloats = kCpuWholeConvolutionFloats;
   // Kernel-gradient partial sums at most (each the kernel's size).
   static constexpr int64_t kMaxBlocks = 8;
