@@ -33,6 +33,7 @@
 #include "common/mutex.h"
 #include "common/port_file.h"
 #include "common/status_macros.h"
+#include "data/dataset.h"
 #include "data/training_data.h"
 #include "evaluation/test_data.h"
 #include "model/job_plan.h"
@@ -304,6 +305,16 @@ absl::StatusOr<PlannedJob> PlanTheJob(const ChiefOptions& options,
   plan_options.num_ps = tf.cluster.NumTasks(TaskType::kPs);
   plan_options.num_workers = tf.cluster.NumTasks(TaskType::kWorker);
   plan_options.host = AvailableMemory();
+  plan_options.has_test_data = HasTestData(job);
+  if (plan_options.has_test_data && job.data().format() != DataConfig::CRITEO) {
+    // The header's count (the data itself is checked below): the
+    // evaluation's batch is never larger.
+    if (absl::StatusOr<DatasetInfo> test = DescribeIdxDataset(
+            job.data().test_images(), job.data().test_labels());
+        test.ok()) {
+      plan_options.test_examples = test->num_examples;
+    }
+  }
   PlannedJob planned;
   ASSIGN_OR_RETURN(planned.plan, PlanJob(job, train, plan_options));
   LOG(INFO) << "model: " << planned.plan.model->Describe();

@@ -25,7 +25,10 @@ absl::StatusOr<CtrScores> ScoreCtrOnce(const JobSpec& spec,
   ASSIGN_OR_RETURN(ModelSnapshot snapshot,
                    PullModelSnapshot(*definition, client));
   const std::vector<std::vector<float>>& values = snapshot.values;
-  const int batch_size = std::max(1, spec.config().evaluation().batch_size());
+  // No larger than the test set: the model's buffers grow with it.
+  const int batch_size = static_cast<int>(std::clamp<int64_t>(
+      test.num_examples, 1,
+      std::max(1, spec.config().evaluation().batch_size())));
   ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                    definition->Instantiate(&device, batch_size));
   RETURN_IF_ERROR(model->LoadParameters(

@@ -59,7 +59,10 @@ absl::StatusOr<EvaluationReport> EvaluateValues(
     int64_t global_step, Device& device, const Dataset& data) {
   ASSIGN_OR_RETURN(std::unique_ptr<ModelDefinition> definition,
                    DefineJobModel(spec));
-  const int batch_size = std::max(1, spec.config().evaluation().batch_size());
+  // No larger than the test set: the model's buffers grow with it.
+  const int batch_size = static_cast<int>(std::clamp<int64_t>(
+      data.num_examples, 1,
+      std::max(1, spec.config().evaluation().batch_size())));
   ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                    definition->Instantiate(&device, batch_size));
   RETURN_IF_ERROR(model->LoadParameters(

@@ -36,6 +36,12 @@ absl::StatusOr<JobPlan> PlanJob(const JobConfig& job, const TrainingData& data,
   plan.memory.data_bytes = WorkerDataBytes(data, options.num_workers);
   RETURN_IF_ERROR(CheckJobMemory(plan.memory, job, 1, options.host.bytes,
                                  options.host.source));
+  if (options.has_test_data) {
+    plan.evaluation_memory =
+        EstimateEvaluationMemory(*plan.model, job, options.test_examples);
+    RETURN_IF_ERROR(CheckEvaluationMemory(
+        *plan.evaluation_memory, options.host.bytes, options.host.source));
+  }
   ASSIGN_OR_RETURN(
       plan.placement,
       PlaceVariables(LogicalVariables(plan.model->variables()), options.num_ps,

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -32,11 +33,18 @@ struct JobPlanOptions {
   // training.worker_memory_mib: the chief passes AvailableMemory() (its
   // host's memory, or its container's limit).
   HostMemory host;
+  // The test set's examples when the job has one and they are known (0:
+  // none or unknown): the evaluation's batch is checked against `host`,
+  // capped at this.
+  bool has_test_data = false;
+  int64_t test_examples = 0;
 };
 
 struct JobPlan {
   std::unique_ptr<ModelDefinition> model;
   MemoryEstimate memory;
+  // The evaluation's (EstimateEvaluationMemory), when there is test data.
+  std::optional<MemoryEstimate> evaluation_memory;
   // The model's variables over the servers, its tables on every server.
   Placement placement;
   // What the chief creates each table with, in the model's tables() order.

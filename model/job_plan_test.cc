@@ -193,6 +193,34 @@ TEST(PlanJobTest, AWorkerIsCheckedAgainstTheHostsMemory) {
                        HasSubstr("more than the 64 MiB of a 64 MiB host")));
 }
 
+// The evaluation scores the test set a batch of evaluation.batch_size at
+// a time, never more than the test set: a batch the host cannot hold is
+// refused before training, naming the setting (it used to fail the job
+// only after training, with a message about the test data).
+TEST(PlanJobTest, TheEvaluationsBatchIsCheckedAgainstTheHostsMemory) {
+  const ImageFiles files;
+  JobConfig job = ImageJob(files);
+  job.mutable_evaluation()->set_batch_size(2000000000);
+  JobPlanOptions options = Options(1, 1);
+  options.has_test_data = true;
+  EXPECT_THAT(PlanJob(job, *DescribeTrainingData(job), options),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("the evaluation does not fit in memory"),
+                             HasSubstr("a batch of 2000000000 test examples"),
+                             HasSubstr("Lower evaluation.batch_size"))));
+  // Capped at the test set's size, the same setting fits.
+  options.test_examples = 10000;
+  ASSERT_OK_AND_ASSIGN(JobPlan plan,
+                       PlanJob(job, *DescribeTrainingData(job), options));
+  ASSERT_TRUE(plan.evaluation_memory.has_value());
+  EXPECT_EQ(plan.evaluation_memory->batch_size, 10000);
+  // Without test data there is nothing to check.
+  options.has_test_data = false;
+  options.test_examples = 0;
+  ASSERT_OK_AND_ASSIGN(plan, PlanJob(job, *DescribeTrainingData(job), options));
+  EXPECT_FALSE(plan.evaluation_memory.has_value());
+}
+
 // A worker reads the whole training file, then copies its shard out: a
 // small compressed file that claims gigabytes must be counted from its
 // header before any worker tries to hold them.

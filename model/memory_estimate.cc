@@ -71,6 +71,29 @@ MemoryEstimate EstimateJobMemory(const ModelDefinition& model,
                         std::max(1, job.training().cpu_threads()));
 }
 
+MemoryEstimate EstimateEvaluationMemory(const ModelDefinition& model,
+                                        const JobConfig& job,
+                                        int64_t test_examples) {
+  int64_t batch = std::max(1, job.evaluation().batch_size());
+  if (test_examples > 0) batch = std::min(batch, test_examples);
+  return EstimateMemory(model, batch, /*optimizer_slots=*/0,
+                        std::max(1, job.training().cpu_threads()));
+}
+
+absl::Status CheckEvaluationMemory(const MemoryEstimate& estimate,
+                                   int64_t available,
+                                   const std::string& available_source) {
+  const int64_t needed = estimate.worker_bytes();
+  if (available <= 0 || needed <= available) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the evaluation does not fit in memory: scoring a batch of ",
+      estimate.batch_size, " test examples needs about ", FormatBytes(needed),
+      " (activations ", FormatBytes(estimate.activation_bytes),
+      "), more than the ", FormatBytes(available), " of ", available_source,
+      ". Lower evaluation.batch_size (the evaluator and the chief's own "
+      "final evaluation score the test set a batch at a time)"));
+}
+
 std::string FormatBytes(int64_t bytes) {
   if (bytes >= (int64_t{1} << 30)) {
     return absl::StrFormat("%.1f GiB", bytes / double(int64_t{1} << 30));

@@ -61,6 +61,20 @@ struct MemoryEstimate {
   }
 };
 
+// The evaluation's memory, on the evaluator (or the chief, which
+// evaluates the final model itself when the evaluator does not): the
+// model for a batch of evaluation.batch_size, at most `test_examples`
+// when known (> 0), as the evaluation instantiates it, and the process.
+MemoryEstimate EstimateEvaluationMemory(const ModelDefinition& model,
+                                        const JobConfig& job,
+                                        int64_t test_examples);
+
+// ResourceExhausted naming evaluation.batch_size when that evaluation
+// needs more than `available` bytes (`available_source` says whose).
+absl::Status CheckEvaluationMemory(const MemoryEstimate& estimate,
+                                   int64_t available,
+                                   const std::string& available_source);
+
 // Optimizer slots per variable float on the servers (Adam: 2).
 int OptimizerSlots(const OptimizerConfig& optimizer);
 

@@ -77,8 +77,14 @@ std::string MemoryDetail(const JobConfig& job, const JobPlan& plan,
     against = absl::StrCat("training.worker_memory_mib (",
                            FormatBytes(mib << 20), ") and ", against);
   }
-  return absl::StrCat("memory: ", DescribeMemoryEstimate(plan.memory),
-                      "; fits ", against);
+  std::string detail = absl::StrCat(
+      "memory: ", DescribeMemoryEstimate(plan.memory), "; fits ", against);
+  if (plan.evaluation_memory.has_value()) {
+    absl::StrAppend(&detail, "; the evaluation (batches of ",
+                    plan.evaluation_memory->batch_size, ") needs about ",
+                    FormatBytes(plan.evaluation_memory->worker_bytes()));
+  }
+  return detail;
 }
 
 std::string SynthesizeDetail(const JobConfig& job, const SynthCtrOptions& o) {
@@ -183,6 +189,8 @@ JobConfigReport CheckJobConfigFile(const std::string& path,
     plan_options.num_ps = options.num_ps;
     plan_options.num_workers = options.num_workers;
     plan_options.host = options.host;
+    plan_options.has_test_data = HasTestData(job);
+    plan_options.test_examples = test_examples.value_or(0);
     absl::StatusOr<JobPlan> planned = PlanJob(job, *train, plan_options);
     if (planned.ok()) {
       plan = std::move(*planned);
