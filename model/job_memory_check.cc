@@ -13,7 +13,7 @@
 namespace psflow {
 
 absl::StatusOr<MemoryEstimate> CheckJobMemoryOnThisHost(
-    const JobConfig& job, int workers_on_this_host) {
+    const JobConfig& job, int workers_on_this_host, absl::Status* model_error) {
   InputSpec input;
   TrainingData data;  // IDX only: its size is in the images' header
   if (job.data().format() == DataConfig::CRITEO) {
@@ -32,8 +32,13 @@ absl::StatusOr<MemoryEstimate> CheckJobMemoryOnThisHost(
     data.num_examples = train.num_examples;
     data.example_shape = train.example_shape;
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<ModelDefinition> model,
-                   DefineModel(job.model(), input));
+  absl::StatusOr<std::unique_ptr<ModelDefinition>> defined =
+      DefineModel(job.model(), input);
+  if (!defined.ok()) {
+    if (model_error != nullptr) *model_error = defined.status();
+    return defined.status();
+  }
+  const std::unique_ptr<ModelDefinition>& model = *defined;
   MemoryEstimate estimate = EstimateJobMemory(*model, job);
   // The CRITEO file's examples are counted by reading every line; the
   // chief's plan does that and checks the data there.

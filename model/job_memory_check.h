@@ -17,9 +17,12 @@ namespace psflow {
 // this host's (or container's) memory and each fits the job's declared
 // training.worker_memory_mib. ResourceExhausted naming the figures and the
 // largest layers when not; the data's and the model's own errors as they
-// are.
+// are. `model_error` (optional) is set to the model's error alone, so a
+// caller can tell a job config whose model cannot take its data (a bad
+// config) from data it cannot read yet.
 absl::StatusOr<MemoryEstimate> CheckJobMemoryOnThisHost(
-    const JobConfig& job, int workers_on_this_host);
+    const JobConfig& job, int workers_on_this_host,
+    absl::Status* model_error = nullptr);
 
 }  // namespace psflow
 

@@ -353,8 +353,15 @@ absl::StatusOr<JobConfig> CheckBeforeStarting(
   RETURN_IF_ERROR(SynthesizeCtrDataIfMissing(job, options.job_path, out));
   // Every worker and the evaluator (a model of the evaluation batch, about
   // a worker's size) share this host's memory.
+  absl::Status model_error;
   absl::StatusOr<MemoryEstimate> memory = CheckJobMemoryOnThisHost(
-      job, options.num_workers + (options.evaluator ? 1 : 0));
+      job, options.num_workers + (options.evaluator ? 1 : 0), &model_error);
+  if (!model_error.ok()) {
+    // The model cannot take this data: a bad job config, refused before
+    // anything starts.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job config ", options.job_path, ": ", model_error.message()));
+  }
   if (absl::IsResourceExhausted(memory.status())) {
     return absl::Status(memory.status().code(),
                         absl::StrCat("job config ", options.job_path, ": ",

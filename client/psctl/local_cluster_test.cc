@@ -30,6 +30,7 @@
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/idx_files.h"
 
 namespace psflow {
 namespace {
@@ -226,6 +227,45 @@ TEST(LocalClusterTest, ADirInUseIsRefusedBeforeAnythingInItChanges) {
   EXPECT_THAT(RunLocalCluster(options, out),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("is not a directory")));
+}
+
+// A model that cannot take its data (Dense on 4x4 images) is a bad job
+// config: refused before anything starts, as config check refuses it,
+// not reported by every task once they have started.
+TEST(LocalClusterTest, AModelThatCannotTakeItsDataStartsNothing) {
+  ASSERT_OK_AND_ASSIGN(const std::string images,
+                       testing::WriteIdxFile("images", {6, 4, 4},
+                                             std::vector<uint8_t>(6 * 16, 7)));
+  ASSERT_OK_AND_ASSIGN(
+      const std::string labels,
+      testing::WriteIdxFile("labels", {6}, {0, 1, 2, 0, 1, 2}));
+  const std::string job = FreshDir("job") + "/job.json";
+  std::ofstream(job) << absl::StrCat(R"({
+    "model": {"graph": {"inputs": [{"name": "x", "features": {}}],
+      "nodes": [{"name": "out", "inputs": ["x"],
+                 "layer": {"Dense": {"units": 3}}}],
+      "output": {"node": "out", "loss": "SOFTMAX_CROSS_ENTROPY"}}},
+    "optimizer": {"kind": "SGD"},
+    "learning_rate": {"learning_rate": 0.1},
+    "data": {"train_images": ")",
+                                     images, R"(", "train_labels": ")", labels,
+                                     R"("},
+    "training": {"batch_size": 2, "steps": 10, "mode": "ASYNC"}
+  })");
+  LocalClusterOptions options;
+  options.job_path = job;
+  options.dir = FreshDir("bad_model");
+  options.bin_dir = StandInBinDir("");
+  options.tls = false;
+  options.tokens = false;
+  options.device = "cpu";
+  std::ostringstream out;
+  EXPECT_THAT(RunLocalCluster(options, out),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("Dense takes a vector per example"),
+                             HasSubstr("put a Flatten"))));
+  EXPECT_FALSE(PathExists(options.bin_dir + "/pids")) << "a task started";
+  EXPECT_FALSE(PathExists(options.dir + "/tf_config"));
 }
 
 // psctl cannot stop anyone when it is killed with SIGKILL: its tasks, in
