@@ -301,9 +301,40 @@ absl::Status Chief::AwaitWorkers(absl::Time deadline) {
                    "): ", absl::StrJoin(missing, ", ")));
 }
 
+absl::Status Chief::StoppedWaiting(const std::string& signal) const {
+  return absl::CancelledError(absl::StrCat(
+      "stopped by ", signal,
+      " during training, while waiting for the lost parameter servers to "
+      "come back; start the job again with the same checkpoint directory to "
+      "resume from its newest checkpoint"));
+}
+
 RecoveryOptions Chief::Recovery() const {
   RecoveryOptions recovery;
-  recovery.await_servers = parts_.await_servers;
+  recovery.await_servers = [this](absl::Time deadline) -> absl::Status {
+    // While a lost server is awaited, nothing the servers hold can be
+    // saved (one is gone; the newest checkpoint is what a restore will
+    // use): a stop signal then ends the job at once, as outside training,
+    // not after the preemption save's bound.
+    ChiefTermination* termination = parts_.termination;
+    if (termination != nullptr && termination->requested().has_value()) {
+      // Asked to stop before this wait: no save can be made now.
+      return StoppedWaiting(*termination->requested());
+    }
+    awaiting_lost_server_ = true;
+    const bool left =
+        termination != nullptr && termination->LeaveTrainingToWait();
+    if (termination != nullptr && !left && termination->requested()) {
+      awaiting_lost_server_ = false;
+      return StoppedWaiting(*termination->requested());
+    }
+    absl::Status back = parts_.await_servers(deadline);
+    awaiting_lost_server_ = false;
+    if (left && !termination->ResumeTraining()) {
+      return StoppedWaiting(termination->requested().value_or("a signal"));
+    }
+    return back;
+  };
   recovery.spec = &spec_;
   recovery.coordinator = &coordinator_;
   recovery.client = parts_.client;
@@ -503,10 +534,18 @@ void Chief::StopOnSignal(const std::string& signal) {
   if (ended_) return;
   ended_ = true;
   const bool after = training_over_;
-  stopped_ = absl::CancelledError(
-      absl::StrCat("stopped by ", signal, after ? " after" : " before",
-                   " training (while ", coordinator_.activity(), ")",
-                   after ? "" : "; start the job again to train it"));
+  if (awaiting_lost_server_) {
+    stopped_ = absl::CancelledError(absl::StrCat(
+        "stopped by ", signal, " during training, while ",
+        coordinator_.activity(),
+        "; start the job again with the same checkpoint directory to resume "
+        "from its newest checkpoint"));
+  } else {
+    stopped_ = absl::CancelledError(
+        absl::StrCat("stopped by ", signal, after ? " after" : " before",
+                     " training (while ", coordinator_.activity(), ")",
+                     after ? "" : "; start the job again to train it"));
+  }
   LOG(WARNING) << stopped_.message()
                << ": failing the job and telling the parameter servers to "
                   "stop";

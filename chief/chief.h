@@ -175,6 +175,11 @@ class Chief {
   // Training ended (the supervisor returned): a signal now stops the job
   // "after training".
   std::atomic<bool> training_over_{false};
+  // Training waits for a lost server to come back (set by Recovery()'s
+  // wait): a signal then ends the job at once (StopOnSignal).
+  mutable std::atomic<bool> awaiting_lost_server_{false};
+  // The Cancelled status of a lost-server wait a signal cut short.
+  absl::Status StoppedWaiting(const std::string& signal) const;
   // Orders Finish and StopOnSignal: the job ends once.
   mutable Mutex end_mu_;
   bool ended_ ABSL_GUARDED_BY(end_mu_) = false;

@@ -22,6 +22,7 @@
 #include "common/role_config.h"
 #include "common/rpc/security_flags.h"
 #include "common/rpc/transport_security.h"
+#include "common/signals.h"
 #include "common/timeout_flag.h"
 #include "model/device/cpu/blas_kernels.h"
 
@@ -74,7 +75,7 @@ int main(int argc, char** argv) {
           return;
         }
         LOG(ERROR) << "received " << signal << "; exiting";
-        std::_Exit(1);
+        std::_Exit(128 + psflow::TerminationSignalNumber(signal));
       });
   using namespace psflow;
   // Each must be positive: 0 or less would declare every worker or server

@@ -342,6 +342,66 @@ TEST_F(ChiefTest, ASignalBeforeTrainingFailsTheJobAndStopsTheServers) {
   EXPECT_EQ(coordinator_->state(), FAILED);
 }
 
+// SIGTERM while training waits for a lost server to come back (psctl
+// local restarts none, and a pod may never return): nothing the servers
+// hold can be saved with one gone, so the signal ends the job at once, as
+// outside training, rather than after the preemption save's bound (an
+// hour here): the job fails naming the wait and how to resume.
+TEST_F(ChiefTest, ASignalWhileALostServerIsAwaitedEndsTheJobAtOnce) {
+  UseCheckpoints();
+  clock_.SetAutoAdvance(true);
+  auto exits = std::make_shared<Notification>();
+  auto code = std::make_shared<std::atomic<int>>(0);
+  ChiefTermination::Options termination_options;
+  termination_options.save_bound = absl::Hours(1);
+  termination_options.stop_bound = absl::Hours(1);
+  termination_options.exit = [exits, code](int c) {
+    *code = c;
+    exits->Notify();
+  };
+  ChiefTermination termination(termination_options);
+  Notification waiting, released;
+  std::atomic<int> waits{0};
+  ChiefParts parts = Parts();
+  parts.termination = &termination;
+  parts.await_servers = [&](absl::Time) {
+    if (waits++ == 0) return absl::OkStatus();  // at the start
+    waiting.Notify();
+    released.WaitForNotification();
+    return absl::UnavailableError("ps-0 at ps0:1 is gone");
+  };
+  Chief chief(std::move(parts), policy_, spec_, job_->definition.get());
+  termination.SetStopHandler(
+      [&chief](const std::string& signal) { chief.StopOnSignal(signal); });
+  absl::Status result = absl::UnknownError("not run");
+  std::thread runner([&] { result = chief.Run(); });
+  RegisterTaskRequest join;
+  join.set_protocol_version(kProtocolVersion);
+  join.set_task_type("worker");
+  join.set_task_index(0);
+  while (!coordinator_->Register(join).ok()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  Train(2);
+  job_->RestartServer();  // its variables are gone: a lost server
+  waiting.WaitForNotification();
+  EXPECT_THAT(coordinator_->activity(),
+              HasSubstr("waiting for the lost parameter servers to come back"));
+  termination.OnSignal("SIGTERM");
+  ASSERT_TRUE(exits->WaitForNotificationWithTimeout(absl::Seconds(60)))
+      << "the stop waited for the save's bound";
+  EXPECT_EQ(*code, 128 + 15);
+  EXPECT_EQ(coordinator_->state(), FAILED);
+  EXPECT_THAT(coordinator_->Status().message(),
+              AllOf(HasSubstr("stopped by SIGTERM during training, while "
+                              "waiting for the lost parameter servers"),
+                    HasSubstr("resume from its newest checkpoint")));
+  termination.ClearStopHandler();
+  released.Notify();
+  runner.join();
+  EXPECT_EQ(coordinator_->state(), FAILED);
+}
+
 // SIGINT after training (here: after the final save, before the final
 // evaluation): the job fails naming it, the servers stop; the chief's own
 // Finish afterwards ends nothing again.

@@ -102,9 +102,17 @@ absl::StatusOr<int64_t> PauseAndRestore(const RecoveryOptions& options,
                  << "; restoring anyway (their next gradients are dropped "
                     "as stale or applied to the restored model)";
   }
+  const std::string waiting = absl::StrCat(
+      "waiting for the lost parameter servers to come back (at most ",
+      absl::FormatDuration(options.ps_return_timeout),
+      ", chief --ps_return_timeout_s) to restore ", checkpoint);
+  LOG(WARNING) << waiting;
+  coordinator.SetActivity(waiting);
   if (absl::Status back =
           options.await_servers(clock.Now() + options.ps_return_timeout);
-      !back.ok()) {
+      absl::IsCancelled(back)) {
+    return back;  // a stop signal: no server is awaited any more
+  } else if (!back.ok()) {
     return absl::UnavailableError(absl::StrCat(
         "parameter servers did not come back within ",
         absl::FormatDuration(options.ps_return_timeout), ": ", back.message()));
@@ -118,6 +126,7 @@ absl::StatusOr<int64_t> PauseAndRestore(const RecoveryOptions& options,
   RETURN_IF_ERROR(options.client->CreateTables(
       {options.spec->tables().begin(), options.spec->tables().end()}));
   const absl::Time start = clock.Now();
+  coordinator.SetActivity(absl::StrCat("restoring ", checkpoint));
   ASSIGN_OR_RETURN(
       int64_t step,
       RestoreCheckpoint(checkpoint, options.spec->config().optimizer(),

@@ -8,12 +8,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/signals.h"
 
 namespace psflow {
 namespace {
 
 int SignalNumber(const std::string& signal) {
-  return signal == "SIGINT" ? SIGINT : SIGTERM;
+  return TerminationSignalNumber(signal);
 }
 
 ChiefTermination::Options WithSaveBound(absl::Duration save_bound) {
@@ -116,6 +117,13 @@ std::optional<std::string> ChiefTermination::requested() const {
 int ChiefTermination::ExitCode(int otherwise) const {
   MutexLock lock(&mu_);
   return requested_.has_value() ? 128 + SignalNumber(*requested_) : otherwise;
+}
+
+bool ChiefTermination::LeaveTrainingToWait() {
+  MutexLock lock(&mu_);
+  if (!training_ || requested_.has_value()) return false;
+  training_ = false;
+  return true;
 }
 
 bool ChiefTermination::SetTraining(bool training) {

@@ -66,6 +66,14 @@ class ChiefTermination {
   // began, training does not begin: SetTraining(true) returns false and
   // the caller must not train (the process is about to exit).
   bool SetTraining(bool training);
+  // For a wait within training in which nothing can be saved (a lost
+  // server awaited): leaves training, so a signal from now on runs the
+  // stop handler at once, and returns true; returns false, changing
+  // nothing, when training was not bracketed or a stop was already
+  // requested (the caller then stops waiting). ResumeTraining() after.
+  bool LeaveTrainingToWait();
+  // SetTraining(true) after LeaveTrainingToWait.
+  bool ResumeTraining() { return SetTraining(true); }
 
   // What a signal outside training runs (see above), with the signal's
   // name, before the process exits. While the handler runs, these two

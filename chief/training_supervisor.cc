@@ -110,6 +110,9 @@ absl::Status TrainingSupervisor::SaveAndStop(const std::string& signal) {
 }
 
 absl::Status TrainingSupervisor::Tick() {
+  // What `psctl status` shows between the saves, restores and waits below,
+  // each of which names itself while it runs.
+  parts_.coordinator->SetActivity("supervising training");
   if (parts_.clock->Now() >= next_log_) {
     LogProgress();
     next_log_ = parts_.clock->Now() + policy_.log_interval;

@@ -30,18 +30,18 @@ void SetUpProcessForBulkTransfers() {
 void StartRoleProcess(int argc, char** argv, absl::string_view usage) {
   StartRoleProcess(argc, argv, usage, [](const std::string& signal) {
     LOG(ERROR) << "received " << signal << "; exiting";
-    std::_Exit(1);
+    std::_Exit(128 + TerminationSignalNumber(signal));
   });
 }
 
 void StartRoleProcess(int argc, char** argv, absl::string_view usage,
                       std::function<void(const std::string&)> on_signal) {
   HandleHelpRequest(argc, argv, usage);
-  BlockTerminationSignals();
+  BlockTerminationSignals(Hangup::kStop);
   EnableFlushToZero();
   SetUpProcessForBulkTransfers();
   absl::ParseCommandLine(argc, argv);
-  WatchTerminationSignals(std::move(on_signal));
+  WatchTerminationSignals(std::move(on_signal), Hangup::kStop);
 }
 
 }  // namespace psflow

@@ -23,11 +23,13 @@ void SetUpProcessForBulkTransfers();
 // SIGINT/SIGTERM and sets flush-to-zero (common/float_mode.h) before any
 // thread starts, so every thread inherits both, applies
 // SetUpProcessForBulkTransfers(), parses flags, and exits the process
-// (status 1, after a log line) when either signal arrives. Roles that shut
+// (status 128 + the signal, after a log line) when SIGINT, SIGTERM or
+// SIGHUP (a closed terminal; not under nohup) arrives. Roles that shut
 // down gracefully instead (ps_server) do these steps themselves.
 void StartRoleProcess(int argc, char** argv, absl::string_view usage);
-// The same, with `on_signal` called (on a thread of its own, with "SIGINT"
-// or "SIGTERM") instead of exiting: for a role that saves its work first.
+// The same, with `on_signal` called (on a thread of its own, with "SIGINT",
+// "SIGTERM" or "SIGHUP") instead of exiting: for a role that saves its
+// work first.
 void StartRoleProcess(int argc, char** argv, absl::string_view usage,
                       std::function<void(const std::string&)> on_signal);
 

@@ -28,6 +28,12 @@ sigset_t TerminationSignals(Hangup hangup) {
   return set;
 }
 
+bool IgnoredAtStart(int signal_number) {
+  struct sigaction current;
+  return sigaction(signal_number, nullptr, &current) == 0 &&
+         current.sa_handler == SIG_IGN;
+}
+
 const char* SignalName(int signal_number) {
   switch (signal_number) {
     case SIGINT:
@@ -40,6 +46,10 @@ const char* SignalName(int signal_number) {
 }
 
 }  // namespace
+
+int TerminationSignalNumber(const std::string& name) {
+  return name == "SIGINT" ? SIGINT : name == "SIGHUP" ? SIGHUP : SIGTERM;
+}
 
 void BlockTerminationSignals(Hangup hangup) {
   sigset_t set = TerminationSignals(hangup);
@@ -125,7 +135,11 @@ void WatchTerminationSignals(std::function<void(const std::string&)> on_signal,
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
-  if (hangup == Hangup::kStop) sigaction(SIGHUP, &action, nullptr);
+  // nohup's ignored SIGHUP stays ignored: whoever started it so asked
+  // for the process to outlive its terminal.
+  if (hangup == Hangup::kStop && !IgnoredAtStart(SIGHUP)) {
+    sigaction(SIGHUP, &action, nullptr);
+  }
   const pid_t parent = getppid();
   std::thread([on_signal = std::move(on_signal), hangup, parent] {
     // This thread takes the signals the others block.

@@ -25,9 +25,15 @@ enum class Hangup {
   // terminal to lose.
   kDefault,
   // A stop like SIGTERM: for a process started from a terminal (psctl
-  // local), whose closing sends SIGHUP.
+  // local, a role run by hand over ssh), whose closing sends SIGHUP. A
+  // process started with SIGHUP ignored (nohup) keeps ignoring it.
   kStop,
 };
+
+// The number of a signal WatchTerminationSignals names ("SIGINT",
+// "SIGTERM", "SIGHUP"); a process it ends exits 128 + this, as the shell
+// reports a process killed by it.
+int TerminationSignalNumber(const std::string& name);
 
 // Blocks SIGINT and SIGTERM (and SIGHUP with Hangup::kStop) in the calling
 // thread; threads started later inherit the mask, so no thread dies of

@@ -329,9 +329,11 @@ int Run() {
       [raw] { raw->MarkTerminating(); });
   const absl::Duration grace =
       absl::Seconds(absl::GetFlag(FLAGS_termination_grace_s));
-  WatchTerminationSignals([stopping, core, grace](const std::string& signal) {
-    stopping->OnSignal(signal, grace, core->configuration().has_value());
-  });
+  WatchTerminationSignals(
+      [stopping, core, grace](const std::string& signal) {
+        stopping->OnSignal(signal, grace, core->configuration().has_value());
+      },
+      Hangup::kStop);
   const std::string reason = (*server)->Wait();
   stopping->Stopped();
   StatsResponse stats = (*server)->core().Stats();
@@ -356,7 +358,7 @@ int Run() {
 
 int main(int argc, char** argv) {
   // Before any thread starts, so all threads inherit the blocked signals.
-  psflow::BlockTerminationSignals();
+  psflow::BlockTerminationSignals(psflow::Hangup::kStop);
   // Every thread inherits it: optimizers never meet subnormal slowdowns.
   psflow::EnableFlushToZero();
   psflow::SetUpProcessForBulkTransfers();

@@ -232,6 +232,38 @@ TEST(PreemptionTest, PsctlLocalEndsAJobWhoseWorkersWereAllKilled) {
   EXPECT_THAT(out, Not(HasSubstr("stopped tasks that did not exit in time")));
 }
 
+// psctl local restarts no task: a parameter server that went (SIGTERM,
+// as an operator's kill) is saved for and let go by the chief, which
+// would then wait --ps_return_timeout_s (5 min) for it to come back. psctl
+// ends the job at once instead, and the chief, waiting for a lost server,
+// stops without another save it could not make.
+TEST(PreemptionTest, PsctlLocalEndsAJobWhoseServerWentAway) {
+  const std::string dir = TempPath("server_gone");
+  const std::string checkpoints = TempPath("server_gone_ckpts");
+  Subprocess psctl(
+      LocalArgv(WriteTestFile("server_gone.json", TestJob("ASYNC", 1000000)),
+                dir, {"--chief", "--checkpoint_dir=" + checkpoints}),
+      {}, TempPath("server_gone_psctl.log"));
+  ASSERT_OK(psctl.Start());
+  WaitForLoggedStep(&psctl, 100);
+  std::ifstream tf_file(dir + "/tf_config/ps-0.json");
+  std::stringstream tf_config;
+  tf_config << tf_file.rdbuf();
+  const pid_t ps = PidWithTfConfig(
+      std::string(absl::StripTrailingAsciiWhitespace(tf_config.str())));
+  ASSERT_GT(ps, 0) << "no process with ps-0's TF_CONFIG";
+  ASSERT_EQ(kill(ps, SIGTERM), 0);
+  // Well under the chief's 5 minute wait for the server.
+  EXPECT_THAT(psctl.Wait(absl::Seconds(120)), IsOkAndHolds(1))
+      << psctl.Output();
+  const std::string out = psctl.Output();
+  EXPECT_THAT(out, HasSubstr("saving a checkpoint before it goes"));
+  EXPECT_THAT(out, HasSubstr("a parameter server is gone: ps-0"));
+  EXPECT_THAT(out, HasSubstr("stopped by SIGTERM during training, while "
+                             "waiting for the lost parameter servers"));
+  EXPECT_THAT(out, Not(HasSubstr("stopped tasks that did not exit in time")));
+}
+
 // Whether `pid` has exited (gone, or a zombie nobody reaped yet).
 bool Exited(pid_t pid) {
   std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));

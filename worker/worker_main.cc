@@ -34,6 +34,7 @@
 #include "common/rpc/health_server.h"
 #include "common/rpc/security_flags.h"
 #include "common/rpc/transport_security.h"
+#include "common/signals.h"
 #include "common/status_macros.h"
 #include "model/device/cpu/blas_kernels.h"
 #include "model/device/select_device.h"
@@ -470,7 +471,7 @@ int main(int argc, char** argv) {
           return;
         }
         LOG(ERROR) << "received " << signal << "; exiting";
-        std::_Exit(1);
+        std::_Exit(128 + psflow::TerminationSignalNumber(signal));
       });
   return psflow::Run();
 }

@@ -199,6 +199,14 @@ class ProgressWatch {
                         absl::FormatDuration(stall_timeout_), ": ", seen);
   }
 
+  // The job's state as the chief says it now; nullopt when it does not
+  // answer.
+  std::optional<JobState> State() {
+    absl::StatusOr<StatusResponse> status = chief_.GetStatus(absl::Seconds(2));
+    if (!status.ok()) return std::nullopt;
+    return status->state();
+  }
+
  private:
   const absl::Duration stall_timeout_;
   GrpcCoordinatorClient chief_;
@@ -639,9 +647,43 @@ std::optional<std::string> EveryWorkerGone(LocalJob& job,
       "train");
 }
 
+// psctl restarts no task. A parameter server that exited while the job
+// still trains or waits (paused, its chief waiting up to
+// --ps_return_timeout_s for it to come back) never comes back, so the job
+// ends now, naming it. At the job's end the chief stops the servers only
+// once the outcome is decided (and its final evaluation needs none), so a
+// server's exit then is no news (`job_ending` remembers it, so the chief
+// is asked once). nullopt otherwise.
+std::optional<std::string> AServerGone(LocalJob& job, ProgressWatch& chief,
+                                       bool& job_ending) {
+  if (job_ending) return std::nullopt;
+  std::vector<std::string> gone;
+  for (Task& task : job.tasks) {
+    if (task.id.type != TaskType::kPs || !task.process->Exited()) continue;
+    absl::StatusOr<int> code = task.process->Wait(absl::ZeroDuration());
+    gone.push_back(absl::StrCat(
+        task.id.ToString(), " (",
+        !code.ok()    ? "exited"
+        : *code > 128 ? absl::StrCat("killed: ", strsignal(*code - 128))
+                      : absl::StrCat("exit ", *code),
+        ")"));
+  }
+  if (gone.empty()) return std::nullopt;
+  const std::optional<JobState> state = chief.State();
+  if (!state.has_value()) return std::nullopt;  // asked again next time
+  if (*state != TRAINING && *state != PAUSED && *state != INITIALIZING) {
+    job_ending = true;
+    return std::nullopt;
+  }
+  return absl::StrCat("a parameter server is gone: ", absl::StrJoin(gone, ", "),
+                      "; psctl local restarts no task, so the job cannot go "
+                      "on (its newest checkpoint is in the checkpoint "
+                      "directory)");
+}
+
 // Waits for the coordinating task's exit, which is the job's end; or ends
 // the job itself on a stop signal (the chief saving first), a timeout, a
-// stall, or workers that were all killed.
+// stall, workers that were all killed, or a server that went.
 Ending WaitForTheJobsEnd(const LocalClusterOptions& options, LocalJob& job,
                          int64_t oom_kills_before, std::ostream& out,
                          Mutex& out_mu) {
@@ -654,6 +696,7 @@ Ending WaitForTheJobsEnd(const LocalClusterOptions& options, LocalJob& job,
       absl::StrCat("127.0.0.1:", job.ports[job.coordinator.type][0]),
       options.stall_timeout, job.security);
   Ending ending;
+  bool server_exits_expected = false;  // the job is ending (AServerGone)
   while (true) {
     absl::StatusOr<int> code =
         coordinator->process->Wait(absl::Milliseconds(100));
@@ -678,6 +721,13 @@ Ending WaitForTheJobsEnd(const LocalClusterOptions& options, LocalJob& job,
     }
     if (std::optional<std::string> gone =
             EveryWorkerGone(job, oom_kills_before)) {
+      ending.reason = *std::move(gone);
+      ending.exit_code = 1;
+      StopChiefFirst(*coordinator, ending.reason, out, out_mu);
+      return ending;
+    }
+    if (std::optional<std::string> gone =
+            AServerGone(job, progress, server_exits_expected)) {
       ending.reason = *std::move(gone);
       ending.exit_code = 1;
       StopChiefFirst(*coordinator, ending.reason, out, out_mu);
