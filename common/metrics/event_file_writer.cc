@@ -1,5 +1,6 @@
 #include "common/metrics/event_file_writer.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -41,12 +42,13 @@ absl::StatusOr<std::unique_ptr<EventFileWriter>> EventFileWriter::Create(
   const std::string path =
       absl::StrCat(dir, "/events.out.tfevents.",
                    absl::ToUnixSeconds(absl::Now()), ".", host, ".", getpid());
-  std::FILE* file = std::fopen(path.c_str(), "wb");
-  if (file == nullptr) {
+  const int fd =
+      open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot create event file ", path, ": ", std::strerror(errno)));
   }
-  std::unique_ptr<EventFileWriter> writer(new EventFileWriter(path, file));
+  std::unique_ptr<EventFileWriter> writer(new EventFileWriter(path, fd));
   tensorflow::Event event;
   event.set_wall_time(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
   event.set_file_version("brain.Event:2");
@@ -59,16 +61,65 @@ absl::StatusOr<std::unique_ptr<EventFileWriter>> EventFileWriter::Create(
 
 EventFileWriter::~EventFileWriter() {
   MutexLock lock(&mu_);
-  if (file_ != nullptr) std::fclose(file_);
+  (void)FlushLocked();
+  close(fd_);
+}
+
+int64_t EventFileWriter::dropped_records() const {
+  MutexLock lock(&mu_);
+  return dropped_;
 }
 
 absl::Status EventFileWriter::WriteRecord(const std::string& data) {
   const std::string record = EncodeTfRecord(data);
   MutexLock lock(&mu_);
-  if (std::fwrite(record.data(), 1, record.size(), file_) != record.size()) {
-    return absl::DataLossError(
-        absl::StrCat("writing ", path_, ": ", std::strerror(errno)));
+  // Too much waits for a file that keeps failing: the oldest records go.
+  size_t drop = 0;
+  while (drop < pending_starts_.size() &&
+         pending_.size() - pending_starts_[drop] + record.size() >
+             kMaxPendingBytes) {
+    ++drop;
   }
+  if (drop > 0) {
+    const size_t cut =
+        drop < pending_starts_.size() ? pending_starts_[drop] : pending_.size();
+    pending_.erase(0, cut);
+    pending_starts_.erase(pending_starts_.begin(),
+                          pending_starts_.begin() + drop);
+    for (size_t& start : pending_starts_) start -= cut;
+    dropped_ += static_cast<int64_t>(drop);
+  }
+  pending_starts_.push_back(pending_.size());
+  pending_ += record;
+  if (pending_.size() >= kAutoFlushBytes) return FlushLocked();
+  return absl::OkStatus();
+}
+
+absl::Status EventFileWriter::FlushLocked() {
+  size_t done = 0;
+  while (done < pending_.size()) {
+    const ssize_t n =
+        pwrite(fd_, pending_.data() + done, pending_.size() - done,
+               written_ + static_cast<int64_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = n < 0 ? errno : ENOSPC;
+      // Whatever part of the records reached the file goes again: the
+      // file ends in its last whole record.
+      if (done > 0 && ftruncate(fd_, written_) != 0) {
+        return absl::DataLossError(absl::StrCat(
+            "writing ", path_, ": ", std::strerror(error),
+            "; and cannot cut the partial record off: ", std::strerror(errno)));
+      }
+      return absl::DataLossError(absl::StrCat(
+          "writing ", path_, ": ", std::strerror(error), " (",
+          pending_starts_.size(), " records wait for the next flush)"));
+    }
+    done += static_cast<size_t>(n);
+  }
+  written_ += static_cast<int64_t>(pending_.size());
+  pending_.clear();
+  pending_starts_.clear();
   return absl::OkStatus();
 }
 
@@ -85,11 +136,7 @@ absl::Status EventFileWriter::AddScalar(absl::string_view tag, int64_t step,
 
 absl::Status EventFileWriter::Flush() {
   MutexLock lock(&mu_);
-  if (std::fflush(file_) != 0) {
-    return absl::DataLossError(
-        absl::StrCat("flushing ", path_, ": ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
+  return FlushLocked();
 }
 
 }  // namespace psflow
