@@ -103,6 +103,18 @@ TEST(RegistryTest, BadLayerSizesAreRejectedBeforeTheDataIsKnown) {
   EXPECT_THAT(ValidateModelConfig(config),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("model.mlp.hidden_sizes[1] is -3")));
+  // Too wide: named in the config's own terms, with the limit.
+  ModelConfig mlp;
+  mlp.mutable_mlp()->add_hidden_sizes(2147483647);
+  EXPECT_THAT(ValidateModelConfig(mlp),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("model.mlp.hidden_sizes[0] is 2147483647; a "
+                                 "layer's width must be 1 to 1048576")));
+  ModelConfig wide_deep;
+  wide_deep.mutable_wide_deep()->add_hidden_sizes(2147483647);
+  EXPECT_THAT(ValidateModelConfig(wide_deep),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("a layer's width must be 1 to 1048576")));
 }
 
 TEST(RegistryTest, DataTheModelCannotTakeIsRejected) {

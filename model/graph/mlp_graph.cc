@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "model/graph/legacy_graphs.h"
+#include "model/layers/layer.h"
 
 namespace psflow {
 namespace {
@@ -27,10 +28,10 @@ const char* ActivationOf(const ModelConfig& config) {
 absl::Status ValidateMlpConfig(const ModelConfig& config) {
   const ModelConfig::Mlp& mlp = config.mlp();
   for (int i = 0; i < mlp.hidden_sizes_size(); ++i) {
-    if (mlp.hidden_sizes(i) <= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("model.mlp.hidden_sizes[", i, "] is ",
-                       mlp.hidden_sizes(i), "; layer widths must be positive"));
+    if (mlp.hidden_sizes(i) <= 0 || mlp.hidden_sizes(i) > kMaxLayerWidth) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model.mlp.hidden_sizes[", i, "] is ", mlp.hidden_sizes(i),
+          "; a layer's width must be 1 to ", kMaxLayerWidth));
     }
   }
   if (!ModelConfig::Mlp::Activation_IsValid(mlp.activation())) {

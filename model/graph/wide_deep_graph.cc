@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "model/graph/legacy_graphs.h"
+#include "model/layers/layer.h"
 
 namespace psflow {
 namespace {
@@ -67,9 +68,10 @@ absl::Status ValidateWideDeepConfig(const ModelConfig& config) {
   }
   const std::vector<int64_t> hidden = HiddenSizes(w);
   for (size_t i = 0; i < hidden.size(); ++i) {
-    if (hidden[i] <= 0 || hidden[i] > kMaxDeepInput) {
-      return Invalid(absl::StrCat("hidden_sizes[", i, "]"), hidden[i],
-                     "layer widths must be positive");
+    if (hidden[i] <= 0 || hidden[i] > kMaxLayerWidth) {
+      return Invalid(
+          absl::StrCat("hidden_sizes[", i, "]"), hidden[i],
+          absl::StrCat("a layer's width must be 1 to ", kMaxLayerWidth));
     }
   }
   return absl::OkStatus();

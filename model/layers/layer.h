@@ -27,6 +27,10 @@
 
 namespace psflow {
 
+// The most units (Dense) or filters (Conv2D) a layer may have, and so the
+// widest hidden layer of the mlp and wide_deep models.
+inline constexpr int64_t kMaxLayerWidth = int64_t{1} << 20;
+
 // A tensor's shape per example, e.g. {28, 28, 12} (NHWC without N) or
 // {256}.
 using Shape = std::vector<int64_t>;

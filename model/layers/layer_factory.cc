@@ -14,8 +14,8 @@ namespace {
 
 // Arguments above these are mistakes, and keep every size product far from
 // overflowing int64.
-constexpr int64_t kMaxWidth = int64_t{1} << 20;  // units, filters
-constexpr int64_t kMaxWindow = 4096;             // kernel, stride
+constexpr int64_t kMaxWidth = kMaxLayerWidth;  // units, filters
+constexpr int64_t kMaxWindow = 4096;           // kernel, stride
 constexpr int64_t kMaxValuesPerExample = int64_t{1} << 28;
 constexpr int64_t kMaxVariableElements = int64_t{1} << 31;
 
