@@ -45,6 +45,7 @@ using ::psflow::testing::RunfilePath;
 using ::psflow::testing::RunLocal;
 using ::psflow::testing::TempPath;
 using ::psflow::testing::WriteTestFile;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // The tolerance the issue sets for the exported model's predictions.
@@ -240,6 +241,20 @@ TEST(OnnxExportTest, AConvolutionalLayersModelRunsAsInPsflow) {
       Train("convnet", ImageJob("convnet", model, 150));
   ASSERT_FALSE(checkpoint.empty());
   const std::string onnx = ExportOnnx(checkpoint, "convnet");
+  // The same model without its batch normalization: every other layer's
+  // variables match the checkpoint, but the export would not be the
+  // trained model, so it is refused, naming what the config lacks.
+  std::string without_norm = model;
+  const std::string norm = R"({"BatchNormalization": {}},)";
+  without_norm.erase(without_norm.find(norm), norm.size());
+  const Command mismatched =
+      Psctl({"ckpt", "export", checkpoint, "--format=onnx",
+             "--out=" + TempPath("convnet_without_norm.onnx"),
+             "--job=" + WriteTestFile("convnet_without_norm.json",
+                                      ImageJob("convnet", without_norm, 150))});
+  EXPECT_NE(mismatched.exit_code, 0) << mismatched.output;
+  EXPECT_THAT(mismatched.output, AllOf(HasSubstr("batch_normalization"),
+                                       HasSubstr("which the model lacks")));
   ASSERT_OK_AND_ASSIGN(Dataset images, TestImages());
   ASSERT_OK_AND_ASSIGN(std::string reference,
                        ImageReference(checkpoint, images, 200));

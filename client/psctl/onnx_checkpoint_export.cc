@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -108,8 +110,38 @@ absl::StatusOr<std::string> ExportOnnx(
   spec.name = reader.index().job_name();
   spec.metadata = metadata;
   spec.metadata["global_step"] = absl::StrCat(reader.index().global_step());
-  ASSIGN_OR_RETURN(onnx::ModelProto onnx_model,
-                   BuildOnnxModel(spec, CheckpointWeights(reader)));
+  // What the model read, to find what the checkpoint holds beyond it.
+  std::set<std::string> read_variables, read_tables;
+  OnnxWeights weights = CheckpointWeights(reader);
+  weights.variable = [&reader, &read_variables](const ModelVariable& v) {
+    read_variables.insert(v.name());
+    return ReadVariable(reader, v);
+  };
+  weights.table = [&reader, &read_tables](const ModelTable& t) {
+    read_tables.insert(t.name());
+    return ReadTable(reader, t);
+  };
+  ASSIGN_OR_RETURN(onnx::ModelProto onnx_model, BuildOnnxModel(spec, weights));
+  // A checkpoint of a larger model (another layer the config lacks) would
+  // otherwise export as a model that is not the trained one.
+  std::vector<std::string> unused;
+  for (const CheckpointTensor& tensor : reader.index().tensors()) {
+    if (tensor.slot().empty() && !read_variables.count(tensor.name())) {
+      unused.push_back(tensor.name());
+    }
+  }
+  for (const CheckpointTable& table : reader.index().tables()) {
+    if (!read_tables.count(table.name())) {
+      unused.push_back(absl::StrCat("table ", table.name()));
+    }
+  }
+  if (!unused.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        reader.path(), " holds ", absl::StrJoin(unused, ", "),
+        ", which the model lacks: the model config does not belong to this "
+        "checkpoint, and the export would not be the trained model (pass "
+        "the job's own config with --job)"));
+  }
   std::string bytes;
   if (!onnx_model.SerializeToString(&bytes)) {
     return absl::InternalError("the ONNX model did not serialize");
