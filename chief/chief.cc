@@ -266,7 +266,13 @@ absl::Status Chief::Train() {
     training_start_ = start;
   }
   while (true) {
-    RETURN_IF_ERROR(SuperviseTraining());
+    absl::Status supervised = SuperviseTraining();
+    {
+      // The result's training time: not the final save and evaluation.
+      MutexLock lock(&end_mu_);
+      training_end_ = parts_.clock->Now();
+    }
+    RETURN_IF_ERROR(supervised);
     LOG(INFO) << "training finished after "
               << absl::FormatDuration(absl::Trunc(parts_.clock->Now() - start,
                                                   absl::Milliseconds(100)));
@@ -594,13 +600,18 @@ void Chief::EndJobLocked(const absl::Status& result, const std::string& reason,
 absl::Status Chief::WriteResult() const {
   const std::string& path = policy_.result_file;
   StatusResponse status = coordinator_.Status();
+  // Training's own time: up to its end when it ended, not the final save
+  // and evaluation after it.
+  const absl::Time trained_until =
+      training_over_ && training_end_ > training_start_ ? training_end_
+                                                        : parts_.clock->Now();
   std::string json = absl::StrCat(
       "{\"state\": ", JsonQuote(JobState_Name(status.state())),
       ", \"message\": ", JsonQuote(status.message()),
       ", \"global_step\": ", status.global_step(),
       ", \"total_steps\": ", status.total_steps(), ", \"training_seconds\": ",
-      absl::StrFormat("%.3f", absl::ToDoubleSeconds(parts_.clock->Now() -
-                                                    training_start_)));
+      absl::StrFormat("%.3f",
+                      absl::ToDoubleSeconds(trained_until - training_start_)));
   // The coordinator's global step counts the workers' reports; the final
   // checkpoint's is the servers' own count, which can differ by the
   // updates in flight when training ended.

@@ -186,6 +186,8 @@ class Chief {
   // What StopOnSignal ended the job with.
   absl::Status stopped_ ABSL_GUARDED_BY(end_mu_);
   absl::Time training_start_ ABSL_GUARDED_BY(end_mu_);
+  // When supervised training last returned (InfinitePast: not yet).
+  absl::Time training_end_ ABSL_GUARDED_BY(end_mu_) = absl::InfinitePast();
 };
 
 }  // namespace psflow
