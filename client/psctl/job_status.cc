@@ -4,6 +4,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -88,12 +89,21 @@ bool IsServer(const TaskView& v) { return v.task().rfind("ps-", 0) == 0; }
 
 // What a probe adds to a task the chief has not heard from.
 // Why there is no description: refused (credentials) or no answer.
-std::string ChiefProblem(const absl::Status& status) {
+std::string ChiefProblem(const absl::Status& status, bool with_tls) {
   const bool refused = status.code() == absl::StatusCode::kUnauthenticated ||
                        status.code() == absl::StatusCode::kPermissionDenied;
+  // A chief lets psctl (admin) describe the job; another task refuses it.
+  const bool not_the_chief =
+      status.code() == absl::StatusCode::kPermissionDenied &&
+      absl::StrContains(status.message(), "DescribeJob is for");
   return absl::StrCat(
       refused ? "the chief refused psctl: " : "the chief does not answer: ",
-      status.message(), CredentialHint(status));
+      status.message(),
+      not_the_chief
+          ? "; this address is not the chief's: pass the chief's (TF_CONFIG's "
+            "chief, or worker 0 in a job without one) with --chief, or the "
+            "job's --tf_config"
+          : CredentialHint(status, with_tls));
 }
 
 std::string ProbeNote(const JobLook& look, const std::string& task) {
@@ -146,6 +156,7 @@ std::vector<std::string> Row(const JobLook& look, const TaskView& v) {
 JobLook LookAtJob(const StatusTarget& target, absl::Duration timeout) {
   JobLook look;
   look.when = absl::Now();
+  look.with_tls = !target.security.certificate_pem.empty();
   GrpcCoordinatorClient chief(
       target.chief_address, absl::StrCat("the chief at ", target.chief_address),
       target.security);
@@ -177,7 +188,7 @@ Health JudgeHealth(const JobLook& look) {
     health.problems.push_back(std::move(what));
   };
   if (!look.description.has_value()) {
-    problem(absl::StrCat(ChiefProblem(look.chief),
+    problem(absl::StrCat(ChiefProblem(look.chief, look.with_tls),
                          look.last_seen.empty()
                              ? ""
                              : absl::StrCat(" (last seen: ", look.last_seen,
@@ -270,7 +281,7 @@ std::string RenderJobLook(const JobLook& look, const Health& health) {
     for (const TaskView& v : d.tasks()) rows.push_back(Row(look, v));
     absl::StrAppend(&out, "\n", Table(rows));
   } else {
-    absl::StrAppend(&out, ChiefProblem(look.chief), "\n");
+    absl::StrAppend(&out, ChiefProblem(look.chief, look.with_tls), "\n");
     if (!look.probes.empty()) {
       std::vector<std::vector<std::string>> rows = {
           {"TASK", "ADDRESS", "PORT"}};

@@ -34,6 +34,8 @@ struct JobLook {
   absl::Time when;
   // OK, or why the chief did not answer.
   absl::Status chief = absl::OkStatus();
+  // Whether psctl called with TLS credentials (a failure's hint differs).
+  bool with_tls = false;
   std::optional<JobDescription> description;
   // Tasks probed on their own ports: task name ("worker-1") -> address and
   // the probe's outcome (OK: it answers).

@@ -6,6 +6,7 @@
 namespace psflow {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -115,6 +116,26 @@ TEST(JobStatusTest, AWatchOutlastsAFewUnansweredLooks) {
   EXPECT_TRUE(WatchEnds(silent, kWatchUnansweredLooks));
   EXPECT_FALSE(WatchEnds(Look(TRAINING, {}), 0));
   EXPECT_TRUE(WatchEnds(Look(SUCCEEDED, {}), 0));
+}
+
+// A refusal says what to fix: another task's address (it refuses psctl
+// DescribeJob), or a TLS failure though credentials were passed (a metrics
+// port, another job's files) rather than "pass the credentials".
+TEST(JobStatusTest, ARefusalNamesTheLikelyMistake) {
+  JobLook server;
+  server.chief = absl::PermissionDeniedError(
+      "DescribeJob is for the chief, a worker or an evaluator only; the "
+      "caller's role is admin");
+  EXPECT_THAT(JudgeHealth(server).problems,
+              ElementsAre(HasSubstr("this address is not the chief's")));
+  JobLook tls;
+  tls.chief = absl::UnavailableError("Ssl handshake failed: wrong version");
+  EXPECT_THAT(JudgeHealth(tls).problems,
+              ElementsAre(HasSubstr("pass its credentials")));
+  tls.with_tls = true;
+  EXPECT_THAT(JudgeHealth(tls).problems,
+              ElementsAre(AllOf(HasSubstr("though psctl passed credentials"),
+                                HasSubstr("not its --metrics_port"))));
 }
 
 TEST(JobStatusTest, WithoutAChiefItNamesTheTasksStillRunning) {

@@ -51,7 +51,7 @@ SecuritySettings WithCredentialsBeside(SecuritySettings settings,
   return settings;
 }
 
-std::string CredentialHint(const absl::Status& status) {
+std::string CredentialHint(const absl::Status& status, bool with_tls) {
   const std::string message = absl::AsciiStrToLower(status.message());
   if (status.code() != absl::StatusCode::kUnavailable ||
       !(absl::StrContains(message, "socket closed") ||
@@ -59,6 +59,12 @@ std::string CredentialHint(const absl::Status& status) {
         absl::StrContains(message, "ssl") ||
         absl::StrContains(message, "tls"))) {
     return "";
+  }
+  if (with_tls) {
+    return "; the TLS connection failed though psctl passed credentials: "
+           "check that the address is the task's gRPC port (not its "
+           "--metrics_port, nor another service) and that the credentials "
+           "are this job's (psctl certs gen made them for it)";
   }
   return "; the job's TLS refused this connection: pass its credentials, "
          "--tls_dir=<the job's tls folder> --token_dir=<its tokens folder> "

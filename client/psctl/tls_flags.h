@@ -33,9 +33,11 @@ SecuritySettings WithCredentialsBeside(SecuritySettings settings,
                                        std::string* found);
 
 // A hint for a call that failed as a plaintext or foreign client of a TLS
-// job does ("Socket closed", a failed handshake): which flags to pass. ""
-// for other failures.
-std::string CredentialHint(const absl::Status& status);
+// job does ("Socket closed", a failed handshake): which flags to pass, or,
+// when psctl already called `with_tls`, that the address may not be the
+// task's gRPC port or the credentials another job's. "" for other
+// failures.
+std::string CredentialHint(const absl::Status& status, bool with_tls = false);
 
 // psctl's credentials under `settings` (insecure when none are given and
 // `rpc_layer` does not require TLS).
