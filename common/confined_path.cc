@@ -42,18 +42,17 @@ absl::StatusOr<PathConfinement> PathConfinement::Create(const std::string& root,
     return absl::InvalidArgumentError(absl::StrCat(
         flag_name, "=", root, " is not an absolute directory path"));
   }
-  if (absl::Status made = MakeDirectories(root); !made.ok()) return made;
-  absl::StatusOr<std::string> resolved = RealPath(root);
-  if (!resolved.ok()) return resolved.status();
-  // MakeDirectories accepts a file where the root should be (EEXIST): the
-  // root must be a directory this process can write checkpoints into.
+  // The root must be a directory this process can write checkpoints into.
   struct stat st;
-  if (stat(resolved->c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+  if (stat(root.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
     return absl::FailedPreconditionError(
         absl::StrCat(flag_name, "=", root,
                      " is not a directory; name the directory the "
                      "job's checkpoints go under"));
   }
+  if (absl::Status made = MakeDirectories(root); !made.ok()) return made;
+  absl::StatusOr<std::string> resolved = RealPath(root);
+  if (!resolved.ok()) return resolved.status();
   if (access(resolved->c_str(), W_OK | X_OK) != 0) {
     return absl::FailedPreconditionError(
         absl::StrCat(flag_name, "=", root, " is not writable by this process (",

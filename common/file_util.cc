@@ -45,10 +45,28 @@ absl::Status MakeDirectories(const std::string& path) {
   for (size_t i = 1; i <= path.size(); ++i) {
     if (i != path.size() && path[i] != '/') continue;
     const std::string partial = path.substr(0, i);
-    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (mkdir(partial.c_str(), 0755) == 0) continue;
+    if (errno != EEXIST) {
       return absl::FailedPreconditionError(
           absl::StrCat("cannot create directory ", partial, ": ", Errno()));
     }
+    // It exists as a name: it must lead to a directory. A dangling link
+    // or a file would fail the next step under a name that hides why.
+    struct stat st;
+    if (stat(partial.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;
+    char target[4096];
+    const ssize_t length =
+        readlink(partial.c_str(), target, sizeof(target) - 1);
+    if (length > 0) {
+      target[length] = '\0';
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot create directory ", path, ": ", partial,
+          " is a symbolic link to ", target,
+          ", which is not a directory (it does not exist, or is a file)"));
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create directory ", path, ": ", partial,
+                     " exists and is not a directory"));
   }
   return absl::OkStatus();
 }

@@ -72,6 +72,30 @@ TEST(FileUtilTest, WriteFileWithModeRefusesASymlinkAndLeavesItsTargetAlone) {
   EXPECT_TRUE(S_ISLNK(st.st_mode));
 }
 
+// A name on the way that is no directory is named itself: a link to a
+// folder that is gone, or a file (the next step's "No such file or
+// directory" named another path and hid the link).
+TEST(FileUtilTest, MakeDirectoriesNamesWhatIsNoDirectory) {
+  const std::string base = Temp("make_dirs");
+  ASSERT_OK(MakeDirectories(base + "/real"));
+  const std::string link = base + "/logs";
+  ASSERT_EQ(symlink((base + "/gone").c_str(), link.c_str()), 0);
+  EXPECT_THAT(MakeDirectories(link + "/run/worker-0"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr(link + " is a symbolic link to " + base +
+                                       "/gone"),
+                             HasSubstr("not a directory"))));
+  ASSERT_OK(WriteFileAtomically(base + "/file", "x"));
+  EXPECT_THAT(MakeDirectories(base + "/file/run"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr(base + "/file exists and is not a "
+                                        "directory")));
+  // A link to a directory is followed, as before.
+  ASSERT_EQ(symlink((base + "/real").c_str(), (base + "/alias").c_str()), 0);
+  EXPECT_OK(MakeDirectories(base + "/alias/run"));
+  EXPECT_OK(MakeDirectories(base + "/real/run"));  // already there
+}
+
 // A rename over a device or a FIFO replaces it with a regular file (as
 // root, even /dev/null): both writers refuse anything but a regular file.
 TEST(FileUtilTest, TheWritersReplaceOnlyRegularFiles) {
