@@ -267,9 +267,8 @@ int Main() {
         absl::StrCat(absl::GetFlag(FLAGS_job),
                      " is not a CRITEO job; give a CTR job config")));
   }
-  absl::StatusOr<CtrExamples> train = LoadCriteoFile(
-      job->data().train_path(),
-      CriteoFormatOf(job->data().num_dense(), job->data().num_fields()));
+  absl::StatusOr<CtrExamples> train =
+      LoadCriteoFile(job->data().train_path(), CriteoFormatOf(job->data()));
   if (!train.ok()) {
     return Fail(absl::Status(
         train.status().code(),

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "data/ctr_examples.h"
+#include "proto/job_config.pb.h"
 
 namespace psflow {
 
@@ -39,12 +40,20 @@ struct CriteoFormat {
   int64_t max_examples = std::numeric_limits<int64_t>::max();
 };
 
-// The format a job config names: `num_dense` and `num_fields` with 0
-// meaning Criteo's 13 and 26.
+// A format by its counts, 0 meaning Criteo's 13 and 26 (tools, tests).
 inline CriteoFormat CriteoFormatOf(int num_dense, int num_fields) {
   CriteoFormat format;
   if (num_dense != 0) format.num_dense = num_dense;
   if (num_fields != 0) format.num_fields = num_fields;
+  return format;
+}
+
+// The format a job config names: data.num_dense as set (0: no integer
+// columns), Criteo's 13 when unset; data.num_fields, 0 or unset meaning
+// Criteo's 26.
+inline CriteoFormat CriteoFormatOf(const DataConfig& data) {
+  CriteoFormat format = CriteoFormatOf(0, data.num_fields());
+  if (data.has_num_dense()) format.num_dense = data.num_dense();
   return format;
 }
 

@@ -59,6 +59,21 @@ std::string CriteoLine(int label) {
   return absl::StrJoin(columns, "\t");
 }
 
+// data.num_dense as a job config sets it: unset is Criteo's 13, and 0 is
+// data without integer columns (psctl data synth-ctr --dense=0 writes it),
+// no longer read as "unset".
+TEST(CriteoTest, AJobConfigsZeroDenseColumnsAreNone) {
+  DataConfig data;
+  EXPECT_EQ(CriteoFormatOf(data).num_dense, 13);
+  EXPECT_EQ(CriteoFormatOf(data).num_fields, 26);
+  data.set_num_dense(0);
+  data.set_num_fields(3);
+  EXPECT_EQ(CriteoFormatOf(data).num_dense, 0);
+  EXPECT_EQ(CriteoFormatOf(data).num_fields, 3);
+  data.set_num_dense(5);
+  EXPECT_EQ(CriteoFormatOf(data).num_dense, 5);
+}
+
 TEST(CriteoTest, ReadsAWellFormedCriteoLine) {
   ASSERT_OK_AND_ASSIGN(
       CtrExamples examples,

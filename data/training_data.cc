@@ -10,8 +10,7 @@
 namespace psflow {
 
 TrainingData CtrTrainingData(const JobConfig& job, int64_t num_examples) {
-  const CriteoFormat format =
-      CriteoFormatOf(job.data().num_dense(), job.data().num_fields());
+  const CriteoFormat format = CriteoFormatOf(job.data());
   TrainingData data;
   data.num_examples = num_examples;
   data.example_shape = {format.num_dense};
@@ -50,11 +49,9 @@ absl::StatusOr<TrainingData> DescribeTrainingData(const JobConfig& job) {
   if (job.data().format() == DataConfig::CRITEO) {
     // Click-through-rate text: read once to count and check every line,
     // holding one line at a time (workers read their own shards).
-    ASSIGN_OR_RETURN(
-        CtrExamples examples,
-        DescribeCriteoFile(
-            job.data().train_path(),
-            CriteoFormatOf(job.data().num_dense(), job.data().num_fields())));
+    ASSIGN_OR_RETURN(CtrExamples examples,
+                     DescribeCriteoFile(job.data().train_path(),
+                                        CriteoFormatOf(job.data())));
     return CtrTrainingData(job, examples.num_examples);
   }
   // The data's shape and classes from the images' header and the labels:

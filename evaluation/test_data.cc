@@ -23,10 +23,8 @@ absl::StatusOr<TestData> LoadTestData(const JobSpec& spec) {
   TestData test;
   if (job.data().format() == DataConfig::CRITEO) {
     test.ctr = true;
-    ASSIGN_OR_RETURN(test.examples,
-                     LoadCriteoFile(job.data().test_path(),
-                                    CriteoFormatOf(job.data().num_dense(),
-                                                   job.data().num_fields())));
+    ASSIGN_OR_RETURN(test.examples, LoadCriteoFile(job.data().test_path(),
+                                                   CriteoFormatOf(job.data())));
     return test;
   }
   ASSIGN_OR_RETURN(test.images, LoadIdxDataset(job.data().test_images(),

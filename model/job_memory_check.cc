@@ -17,8 +17,7 @@ absl::StatusOr<MemoryEstimate> CheckJobMemoryOnThisHost(
   InputSpec input;
   TrainingData data;  // IDX only: its size is in the images' header
   if (job.data().format() == DataConfig::CRITEO) {
-    const CriteoFormat format =
-        CriteoFormatOf(job.data().num_dense(), job.data().num_fields());
+    const CriteoFormat format = CriteoFormatOf(job.data());
     input.example_shape = {format.num_dense};
     input.num_classes = 2;
     input.num_fields = format.num_fields;

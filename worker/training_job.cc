@@ -62,10 +62,9 @@ absl::Status RunTrainingJob(const TrainingJobOptions& options) {
   std::unique_ptr<BatchStream> batches;
   if (job.data().format() == DataConfig::CRITEO) {
     // Click-through-rate examples: this worker's shard, with its bags.
-    ASSIGN_OR_RETURN(CtrExamples train,
-                     LoadCriteoFile(job.data().train_path(),
-                                    CriteoFormatOf(job.data().num_dense(),
-                                                   job.data().num_fields())));
+    ASSIGN_OR_RETURN(
+        CtrExamples train,
+        LoadCriteoFile(job.data().train_path(), CriteoFormatOf(job.data())));
     if (train.num_fields != spec.num_fields() ||
         train.num_dense != spec.input_size()) {
       return absl::FailedPreconditionError(

@@ -159,8 +159,7 @@ JobConfigReport CheckJobConfigFile(const std::string& path,
     absl::StatusOr<int64_t> count;
     if (criteo) {
       absl::StatusOr<CtrExamples> test = DescribeCriteoFile(
-          job.data().test_path(),
-          CriteoFormatOf(job.data().num_dense(), job.data().num_fields()));
+          job.data().test_path(), CriteoFormatOf(job.data()));
       count = test.ok() ? absl::StatusOr<int64_t>(test->num_examples)
                         : test.status();
     } else if (train.has_value()) {

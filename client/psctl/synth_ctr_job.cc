@@ -51,8 +51,7 @@ absl::StatusOr<SynthCtrOptions> SynthCtrOptionsOf(const JobConfig& job) {
   RETURN_IF_ERROR(set("zipf", s.zipf(), o.zipf));
   RETURN_IF_ERROR(set("weight_scale", s.weight_scale(), o.weight_scale));
   if (s.seed() != 0) o.seed = s.seed();
-  const CriteoFormat format =
-      CriteoFormatOf(data.num_dense(), data.num_fields());
+  const CriteoFormat format = CriteoFormatOf(data);
   o.num_dense = format.num_dense;
   o.num_fields = format.num_fields;
   if (absl::Status checked = CheckSynthCtrOptions(o); !checked.ok()) {

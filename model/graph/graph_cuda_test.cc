@@ -281,8 +281,7 @@ std::vector<Case> AllCases() {
 absl::StatusOr<JobConfig> GraphJob(const Case& c) {
   absl::StatusOr<JobConfig> job = ParseJobConfig(c.json, c.name);
   if (!job.ok() || job->model().has_graph()) return job;
-  const CriteoFormat format =
-      CriteoFormatOf(job->data().num_dense(), job->data().num_fields());
+  const CriteoFormat format = CriteoFormatOf(job->data());
   InputSpec input;
   input.example_shape = {format.num_dense};
   input.num_classes = 2;

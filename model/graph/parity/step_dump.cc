@@ -181,8 +181,7 @@ absl::StatusOr<StepDump> RunGraphSteps(const JobConfig& job,
                      ", ids per field ", options.batch.ids_per_field,
                      ": each must be at least 1"));
   }
-  const CriteoFormat format =
-      CriteoFormatOf(job.data().num_dense(), job.data().num_fields());
+  const CriteoFormat format = CriteoFormatOf(job.data());
   StepDump dump;
   dump.input.example_shape = {format.num_dense};
   dump.input.num_classes = 2;
