@@ -76,7 +76,12 @@ absl::Status Chief::Prepare() {
 // keeps its servers, and this one fails naming it.
 absl::Status Chief::ConfigureServers(absl::Time deadline) {
   ParameterClient& client = *parts_.client;
-  absl::Status configured = client.Configure(spec_.ps_config());
+  // The calls' deadline on the transport's own (real) clock.
+  auto rpc_deadline = [&] {
+    return absl::Now() +
+           std::max(absl::ZeroDuration(), deadline - parts_.clock->Now());
+  };
+  absl::Status configured = client.Configure(spec_.ps_config(), rpc_deadline());
   if (absl::IsAborted(configured)) {
     LOG(WARNING) << "a parameter server follows another chief of this job; "
                     "waiting for it to let go (a crashed chief's claim "
@@ -87,7 +92,7 @@ absl::Status Chief::ConfigureServers(absl::Time deadline) {
   }
   while (absl::IsAborted(configured) && parts_.clock->Now() < deadline) {
     parts_.clock->SleepFor(absl::Seconds(1));
-    configured = client.Configure(spec_.ps_config());
+    configured = client.Configure(spec_.ps_config(), rpc_deadline());
   }
   RETURN_IF_ERROR(configured);
   RETURN_IF_ERROR(client.CreateVariables());

@@ -75,8 +75,10 @@ ParameterClient::ParameterClient(std::vector<std::unique_ptr<PsShard>> shards,
       placement_(std::move(placement)),
       options_(options) {}
 
-absl::Status ParameterClient::Configure(const ConfigureRequest& request) {
-  const absl::Time deadline = absl::Now() + options_.rpc_timeout;
+absl::Status ParameterClient::Configure(const ConfigureRequest& request,
+                                        absl::Time until) {
+  const absl::Time deadline =
+      std::min(until, absl::Now() + options_.rpc_timeout);
   int64_t chunk = 0;
   for (const auto& shard : shards_) {
     absl::StatusOr<ConfigureResponse> response =

@@ -120,7 +120,10 @@ class ParameterClient : public ShardSet {
 
   // Sends the job's update rule to every server (idempotent, so every
   // role may call it) and learns the chunk size. Must precede the rest.
-  absl::Status Configure(const ConfigureRequest& request);
+  // Bounded by Options::rpc_timeout, and by `deadline` when sooner (a
+  // chief's startup deadline).
+  absl::Status Configure(const ConfigureRequest& request,
+                         absl::Time deadline = absl::InfiniteFuture());
 
   // Creates every variable part on its server, with its variable's update
   // rule (optimizer or moving average); the chief does this once.

@@ -357,7 +357,10 @@ TEST(RecoveryTest, AStraySecondChiefChangesNothing) {
       "stray_chief.json",
       TestJob("ASYNC", 6000,
               R"("checkpoint": {"save_every_steps": 1000, "max_to_keep": 2})"));
-  ManualCluster cluster(job, dir);
+  // Workers slowed far below this machine's pace: the real job must still
+  // run (its servers following its chief) through the stray's whole life,
+  // its 5 s startup and its refused Shutdown, however fast the machine.
+  ManualCluster cluster(job, dir, {}, {{"worker", {"--slowdown=48"}}});
   cluster.StartAll();
   WaitForOutput(cluster.Latest("chief0"), "joined; training");
   std::string tf_config = cluster.TfConfig("chief", 0);
