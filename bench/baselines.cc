@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -51,62 +52,74 @@ class Fd {
 
 }  // namespace
 
+absl::StatusOr<LoopbackCost> LoopbackTcpRun(size_t bytes_per_stream,
+                                            int streams) {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  if (listener < 0) return Errno("socket");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(listener, streams) != 0 ||
+      getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(listener);
+    return Errno("bind/listen");
+  }
+  std::vector<int> senders(streams, -1), receivers(streams, -1);
+  for (int s = 0; s < streams; ++s) {
+    senders[s] = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(senders[s], reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) !=
+        0) {
+      return Errno("connect");
+    }
+    receivers[s] = accept(listener, nullptr, nullptr);
+    if (receivers[s] < 0) return Errno("accept");
+  }
+  close(listener);
+  std::vector<std::thread> threads;
+  const double cpu_start = ProcessCpuSeconds();
+  const absl::Time start = absl::Now();
+  for (int s = 0; s < streams; ++s) {
+    threads.emplace_back([fd = senders[s], bytes_per_stream] {
+      std::vector<char> buffer(kIoBytes, 1);
+      size_t left = bytes_per_stream;
+      while (left > 0) {
+        ssize_t n = send(fd, buffer.data(), std::min(left, kIoBytes), 0);
+        if (n <= 0) return;
+        left -= n;
+      }
+    });
+    threads.emplace_back([fd = receivers[s], bytes_per_stream] {
+      std::vector<char> buffer(kIoBytes);
+      size_t left = bytes_per_stream;
+      while (left > 0) {
+        ssize_t n = recv(fd, buffer.data(), std::min(left, kIoBytes), 0);
+        if (n <= 0) return;
+        left -= n;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  LoopbackCost cost;
+  cost.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  cost.cpu_seconds = ProcessCpuSeconds() - cpu_start;
+  for (int s = 0; s < streams; ++s) {
+    close(senders[s]);
+    close(receivers[s]);
+  }
+  cost.gbps = bytes_per_stream * streams / cost.wall_seconds / 1e9;
+  return cost;
+}
+
 absl::StatusOr<double> LoopbackTcpGBps(size_t bytes_per_stream, int streams,
                                        int repeats) {
   double best = 0;
   for (int r = 0; r < repeats; ++r) {
-    int listener = socket(AF_INET, SOCK_STREAM, 0);
-    if (listener < 0) return Errno("socket");
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    if (bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-        listen(listener, streams) != 0 ||
-        getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      close(listener);
-      return Errno("bind/listen");
-    }
-    std::vector<int> senders(streams, -1), receivers(streams, -1);
-    for (int s = 0; s < streams; ++s) {
-      senders[s] = socket(AF_INET, SOCK_STREAM, 0);
-      if (connect(senders[s], reinterpret_cast<sockaddr*>(&addr),
-                  sizeof(addr)) != 0) {
-        return Errno("connect");
-      }
-      receivers[s] = accept(listener, nullptr, nullptr);
-      if (receivers[s] < 0) return Errno("accept");
-    }
-    close(listener);
-    std::vector<std::thread> threads;
-    const absl::Time start = absl::Now();
-    for (int s = 0; s < streams; ++s) {
-      threads.emplace_back([fd = senders[s], bytes_per_stream] {
-        std::vector<char> buffer(kIoBytes, 1);
-        size_t left = bytes_per_stream;
-        while (left > 0) {
-          ssize_t n = send(fd, buffer.data(), std::min(left, kIoBytes), 0);
-          if (n <= 0) return;
-          left -= n;
-        }
-      });
-      threads.emplace_back([fd = receivers[s], bytes_per_stream] {
-        std::vector<char> buffer(kIoBytes);
-        size_t left = bytes_per_stream;
-        while (left > 0) {
-          ssize_t n = recv(fd, buffer.data(), std::min(left, kIoBytes), 0);
-          if (n <= 0) return;
-          left -= n;
-        }
-      });
-    }
-    for (auto& t : threads) t.join();
-    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-    for (int s = 0; s < streams; ++s) {
-      close(senders[s]);
-      close(receivers[s]);
-    }
-    best = std::max(best, bytes_per_stream * streams / seconds / 1e9);
+    absl::StatusOr<LoopbackCost> run =
+        LoopbackTcpRun(bytes_per_stream, streams);
+    if (!run.ok()) return run.status();
+    best = std::max(best, run->gbps);
   }
   return best;
 }

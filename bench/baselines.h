@@ -16,6 +16,16 @@ namespace psflow::bench {
 absl::StatusOr<double> LoopbackTcpGBps(size_t bytes_per_stream, int streams,
                                        int repeats);
 
+// One such run and what it cost: wall time and this process's CPU time
+// (both ends' threads, the kernel's copies included; getrusage).
+struct LoopbackCost {
+  double gbps = 0;
+  double wall_seconds = 0;
+  double cpu_seconds = 0;
+};
+absl::StatusOr<LoopbackCost> LoopbackTcpRun(size_t bytes_per_stream,
+                                            int streams);
+
 // STREAM-style triad a[i] = b[i] + s * c[i] over arrays of `elements`
 // floats on one thread; returns GB/s counting 12 bytes per element, best of
 // `repeats`.

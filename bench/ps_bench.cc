@@ -376,6 +376,22 @@ int Measure(const std::string& dir, const std::string& binary,
     std::printf(
         "Server CPU from /proc/<pid>/stat (10 ms ticks) over the whole "
         "server process: receiving, checking and applying.\n\n");
+    // The floor: what one loopback stream of the same bytes costs both
+    // ends together, as the TCP targets compare against it.
+    absl::StatusOr<LoopbackCost> loopback =
+        LoopbackTcpRun(sizes[0] * static_cast<size_t>(std::min(pushes, 20)), 1);
+    if (loopback.ok()) {
+      const double loop_floats =
+          static_cast<double>(sizes[0]) / sizeof(float) * std::min(pushes, 20);
+      std::printf(
+          "Loopback stream of the same bytes (one connection, this "
+          "process's CPU: sender and receiver, kernel copies included): %.2f "
+          "GB/s, %.2f CPU ns/float, %.2f cores busy. psflow's push costs "
+          "server + client %.2f CPU ns/float.\n\n",
+          loopback->gbps, loopback->cpu_seconds * 1e9 / loop_floats,
+          loopback->cpu_seconds / loopback->wall_seconds,
+          (r->server_cpu_s + r->client_cpu_s) * 1e9 / floats);
+    }
     std::fflush(stdout);
   }
 
