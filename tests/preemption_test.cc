@@ -17,6 +17,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/signals.h"
 #include "common/status_matchers.h"
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
@@ -202,6 +203,17 @@ pid_t PidWithTfConfig(const std::string& tf_config) {
   return found;
 }
 
+// The pid of `task` ("ps-0") of the psctl local job in `dir`, from the
+// TF_CONFIG psctl wrote for it (the file holds it and a newline); -1 when
+// no process has it.
+pid_t TaskPid(const std::string& dir, const std::string& task) {
+  std::ifstream tf_file(absl::StrCat(dir, "/tf_config/", task, ".json"));
+  std::stringstream tf_config;
+  tf_config << tf_file.rdbuf();
+  return PidWithTfConfig(
+      std::string(absl::StripTrailingAsciiWhitespace(tf_config.str())));
+}
+
 // psctl local restarts no task: once its workers were all killed (here as
 // the kernel's out-of-memory killer would), the job stops at once, saving
 // the current step first, instead of the chief waiting for a replacement.
@@ -215,12 +227,7 @@ TEST(PreemptionTest, PsctlLocalEndsAJobWhoseWorkersWereAllKilled) {
       {}, TempPath("killed_workers_psctl.log"));
   ASSERT_OK(psctl.Start());
   WaitForLoggedStep(&psctl, 100);
-  std::ifstream tf_file(dir + "/tf_config/worker-0.json");
-  std::stringstream tf_config;
-  tf_config << tf_file.rdbuf();
-  // The file holds the TF_CONFIG and a newline.
-  const pid_t worker = PidWithTfConfig(
-      std::string(absl::StripTrailingAsciiWhitespace(tf_config.str())));
+  const pid_t worker = TaskPid(dir, "worker-0");
   ASSERT_GT(worker, 0) << "no process with worker-0's TF_CONFIG";
   ASSERT_EQ(kill(worker, SIGKILL), 0);
   EXPECT_THAT(psctl.Wait(absl::Seconds(180)), IsOkAndHolds(1))
@@ -246,11 +253,7 @@ TEST(PreemptionTest, PsctlLocalEndsAJobWhoseServerWentAway) {
       {}, TempPath("server_gone_psctl.log"));
   ASSERT_OK(psctl.Start());
   WaitForLoggedStep(&psctl, 100);
-  std::ifstream tf_file(dir + "/tf_config/ps-0.json");
-  std::stringstream tf_config;
-  tf_config << tf_file.rdbuf();
-  const pid_t ps = PidWithTfConfig(
-      std::string(absl::StripTrailingAsciiWhitespace(tf_config.str())));
+  const pid_t ps = TaskPid(dir, "ps-0");
   ASSERT_GT(ps, 0) << "no process with ps-0's TF_CONFIG";
   ASSERT_EQ(kill(ps, SIGTERM), 0);
   // Well under the chief's 5 minute wait for the server.
@@ -262,16 +265,6 @@ TEST(PreemptionTest, PsctlLocalEndsAJobWhoseServerWentAway) {
   EXPECT_THAT(out, HasSubstr("stopped by SIGTERM during training, while "
                              "waiting for the lost parameter servers"));
   EXPECT_THAT(out, Not(HasSubstr("stopped tasks that did not exit in time")));
-}
-
-// Whether `pid` has exited (gone, or a zombie nobody reaped yet).
-bool Exited(pid_t pid) {
-  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
-  std::string line;
-  if (!std::getline(stat, line)) return true;
-  const size_t name_end = line.rfind(')');
-  return name_end == std::string::npos || name_end + 2 >= line.size() ||
-         line[name_end + 2] == 'Z' || line[name_end + 2] == 'X';
 }
 
 // psctl local killed outright (SIGKILL: an OOM kill, a closed session's
@@ -289,11 +282,7 @@ TEST(PreemptionTest, KillingPsctlLocalStillSavesAndStopsEveryTask) {
   const int64_t before = WaitForLoggedStep(&psctl, 100);
   std::vector<std::pair<std::string, pid_t>> tasks;
   for (const char* task : {"chief-0", "ps-0", "worker-0", "worker-1"}) {
-    std::ifstream tf_file(absl::StrCat(dir, "/tf_config/", task, ".json"));
-    std::stringstream tf_config;
-    tf_config << tf_file.rdbuf();
-    const pid_t pid = PidWithTfConfig(
-        std::string(absl::StripTrailingAsciiWhitespace(tf_config.str())));
+    const pid_t pid = TaskPid(dir, task);
     ASSERT_GT(pid, 0) << "no process with " << task << "'s TF_CONFIG";
     tasks.emplace_back(task, pid);
   }
@@ -304,10 +293,10 @@ TEST(PreemptionTest, KillingPsctlLocalStillSavesAndStopsEveryTask) {
   // this machine's speed: every task ends on its own.
   const absl::Time deadline = absl::Now() + absl::Seconds(150);
   for (const auto& [task, pid] : tasks) {
-    while (!Exited(pid) && absl::Now() < deadline) {
+    while (!ProcessEnded(pid) && absl::Now() < deadline) {
       absl::SleepFor(absl::Milliseconds(50));
     }
-    EXPECT_TRUE(Exited(pid))
+    EXPECT_TRUE(ProcessEnded(pid))
         << task << " (pid " << pid << ") still runs with psctl gone";
   }
   std::ifstream chief_log(dir + "/chief-0.log");
@@ -318,7 +307,7 @@ TEST(PreemptionTest, KillingPsctlLocalStillSavesAndStopsEveryTask) {
   ASSERT_TRUE(saved.has_value()) << chief.str();
   EXPECT_GE(*saved, before) << chief.str();
   for (const auto& [task, pid] : tasks) {
-    if (!Exited(pid)) kill(pid, SIGKILL);
+    if (!ProcessEnded(pid)) kill(pid, SIGKILL);
   }
 }
 

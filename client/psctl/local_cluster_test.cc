@@ -101,6 +101,20 @@ std::string JobFile() {
   return path;
 }
 
+// psctl local on `job` in `dir`, the stand-ins as its binaries, no TLS or
+// tokens, on the CPU.
+LocalClusterOptions StandInOptions(const std::string& job,
+                                   const std::string& dir) {
+  LocalClusterOptions options;
+  options.job_path = job;
+  options.dir = dir;
+  options.bin_dir = StandInBinDir("");
+  options.tls = false;
+  options.tokens = false;
+  options.device = "cpu";
+  return options;
+}
+
 std::string PsctlPath() {
   const char* srcdir = std::getenv("TEST_SRCDIR");
   const char* workspace = std::getenv("TEST_WORKSPACE");
@@ -203,13 +217,7 @@ TEST(LocalClusterTest, ADirInUseIsRefusedBeforeAnythingInItChanges) {
   ASSERT_GE(held, 0);
   ASSERT_EQ(flock(held, LOCK_EX | LOCK_NB), 0);
   ASSERT_EQ(pwrite(held, "4242\n", 5, 0), 5);
-  LocalClusterOptions options;
-  options.job_path = JobFile();
-  options.dir = dir;
-  options.bin_dir = StandInBinDir("");
-  options.tls = false;
-  options.tokens = false;
-  options.device = "cpu";
+  LocalClusterOptions options = StandInOptions(JobFile(), dir);
   std::ostringstream out;
   EXPECT_THAT(RunLocalCluster(options, out),
               StatusIs(absl::StatusCode::kFailedPrecondition,
@@ -252,13 +260,7 @@ TEST(LocalClusterTest, AModelThatCannotTakeItsDataStartsNothing) {
                                      R"("},
     "training": {"batch_size": 2, "steps": 10, "mode": "ASYNC"}
   })");
-  LocalClusterOptions options;
-  options.job_path = job;
-  options.dir = FreshDir("bad_model");
-  options.bin_dir = StandInBinDir("");
-  options.tls = false;
-  options.tokens = false;
-  options.device = "cpu";
+  LocalClusterOptions options = StandInOptions(job, FreshDir("bad_model"));
   std::ostringstream out;
   EXPECT_THAT(RunLocalCluster(options, out),
               StatusIs(absl::StatusCode::kInvalidArgument,
