@@ -239,6 +239,51 @@ TEST(PreemptionTest, PsctlLocalEndsAJobWhoseWorkersWereAllKilled) {
   EXPECT_THAT(out, Not(HasSubstr("stopped tasks that did not exit in time")));
 }
 
+// psctl's output piped into a reader that leaves after one line
+// (`| head -1`): psctl drops the rest of its output and the job runs to
+// its end, rather than psctl dying of SIGPIPE and stopping it.
+TEST(PreemptionTest, AReaderThatLeavesDoesNotStopTheJob) {
+  const std::string dir = TempPath("reader_left");
+  std::string command = "set -o pipefail;";
+  for (const std::string& arg :
+       LocalArgv(WriteTestFile("reader_left.json", TestJob("ASYNC", 600)), dir,
+                 {"--evaluator=false"})) {
+    absl::StrAppend(&command, " '", arg, "'");
+  }
+  absl::StrAppend(&command, " | head -1");
+  Subprocess pipeline({"/bin/bash", "-c", command}, {},
+                      TempPath("reader_left.log"));
+  ASSERT_OK(pipeline.Start());
+  EXPECT_THAT(pipeline.Wait(absl::Seconds(180)), IsOkAndHolds(0))
+      << pipeline.Output();
+  std::ifstream result_file(dir + "/result.json");
+  std::stringstream result;
+  result << result_file.rdbuf();
+  EXPECT_THAT(result.str(), HasSubstr("\"state\": \"SUCCEEDED\""));
+}
+
+// Without --chief, worker 0 coordinates and trains: another worker killed
+// leaves it training (async needs no other), so psctl does not end the
+// job as one whose workers are all gone.
+TEST(PreemptionTest, AKilledWorkerLeavesTheCoordinatingWorkerTraining) {
+  const std::string dir = TempPath("one_worker_left");
+  Subprocess psctl(LocalArgv(WriteTestFile("one_worker_left.json",
+                                           TestJob("ASYNC", 1000000)),
+                             dir, {"--workers=2", "--evaluator=false"}),
+                   {}, TempPath("one_worker_left_psctl.log"));
+  ASSERT_OK(psctl.Start());
+  const int64_t before = WaitForLoggedStep(&psctl, 100);
+  const pid_t worker = TaskPid(dir, "worker-1");
+  ASSERT_GT(worker, 0) << "no process with worker-1's TF_CONFIG";
+  ASSERT_EQ(kill(worker, SIGKILL), 0);
+  // Training goes on: the chief's progress line passes where it was.
+  WaitForLoggedStep(&psctl, before + 2000);
+  EXPECT_THAT(psctl.Output(), Not(HasSubstr("every worker is gone")));
+  psctl.Signal(SIGINT);
+  EXPECT_THAT(psctl.Wait(absl::Seconds(120)), IsOkAndHolds(128 + SIGINT))
+      << psctl.Output();
+}
+
 // psctl local restarts no task: a parameter server that went (SIGTERM,
 // as an operator's kill) is saved for and let go by the chief, which
 // would then wait --ps_return_timeout_s (5 min) for it to come back. psctl

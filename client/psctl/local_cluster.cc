@@ -66,6 +66,13 @@ struct Task {
       process->Signal(SIGKILL);
       (void)process->Wait(absl::InfiniteDuration());
     }
+    JoinReader();
+  }
+  // Once the process was reaped: the reader copies what is left of the log
+  // and ends, even while a descendant that inherited the exit descriptor
+  // (a wrapper script's background child) keeps it open.
+  void JoinReader() {
+    if (reaped != nullptr) *reaped = true;  // null once moved from
     if (reader.joinable()) reader.join();
   }
 
@@ -76,14 +83,18 @@ struct Task {
   std::vector<std::string> args;
   std::unique_ptr<Subprocess> process;
   std::thread reader;
+  std::shared_ptr<std::atomic<bool>> reaped =
+      std::make_shared<std::atomic<bool>>(false);
 };
 
 // Follows a task's log file, which the task writes itself, and copies
 // each new line to `out` with `prefix`, until the task has exited
-// (`exit_fd` reads end of file) and its last line was copied. The task
+// (`exit_fd` reads end of file, or `reaped` says psctl reaped it) and its
+// last line was copied. The task
 // never writes into a pipe psctl reads: were psctl killed, its first line
 // after that would end it (SIGPIPE), before it could save or stop.
 void FollowOutput(const std::string& log_path, int exit_fd,
+                  std::shared_ptr<const std::atomic<bool>> reaped,
                   const std::string& prefix, std::ostream& out, Mutex& out_mu) {
   const int log = open(log_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (log < 0) {
@@ -118,7 +129,7 @@ void FollowOutput(const std::string& log_path, int exit_fd,
     // again 10 times a second.
     pollfd watch = {exit_fd, POLLIN, 0};
     const int ready = poll(&watch, 1, 100);
-    if (ready > 0) exited = true;
+    if (ready > 0 || *reaped) exited = true;
   }
   close(log);
   if (!pending.empty()) {
@@ -546,9 +557,7 @@ std::vector<std::string> StopStartedTasks(LocalJob& job, size_t started) {
       (void)task.process->Wait(absl::InfiniteDuration());
     }
   }
-  for (size_t t = 0; t < started; ++t) {
-    if (job.tasks[t].reader.joinable()) job.tasks[t].reader.join();
-  }
+  for (size_t t = 0; t < started; ++t) job.tasks[t].JoinReader();
   return names;
 }
 
@@ -595,7 +604,7 @@ absl::Status StartTasks(const LocalClusterOptions& options, LocalJob& job,
       running = t + 1;
       try {
         task.reader = std::thread(
-            FollowOutput, log_path, task.process->exit_fd(),
+            FollowOutput, log_path, task.process->exit_fd(), task.reaped,
             absl::StrCat("[", name, "] "), std::ref(out), std::ref(out_mu));
       } catch (const std::system_error& e) {
         // It runs, unread: stopped with the others below.
@@ -618,19 +627,20 @@ absl::Status StartTasks(const LocalClusterOptions& options, LocalJob& job,
   return absl::OkStatus();
 }
 
-// psctl restarts no task. Once every worker but the coordinating one has
-// exited and one of them was killed (the kernel's out-of-memory killer,
-// an operator), none is left to train and none will come back, so the job
-// ends now, naming them, rather than after the chief's wait for a
+// psctl restarts no task. Once every worker of a job with its own chief
+// has exited and one of them was killed (the kernel's out-of-memory
+// killer, an operator), none is left to train and none will come back, so the
+// job ends now, naming them, rather than after the chief's wait for a
 // replacement (--worker_replacement_timeout_s). nullopt otherwise.
 std::optional<std::string> EveryWorkerGone(LocalJob& job,
                                            int64_t oom_kills_before) {
+  // Worker 0 coordinating (no --chief) trains too: while it runs, a
+  // worker is left, and its own end is the job's.
+  if (job.coordinator.type == TaskType::kWorker) return std::nullopt;
   std::vector<std::string> killed;
   bool any = false;
   for (Task& task : job.tasks) {
-    if (task.id.type != TaskType::kWorker || task.id == job.coordinator) {
-      continue;
-    }
+    if (task.id.type != TaskType::kWorker) continue;
     any = true;
     if (!task.process->Exited()) return std::nullopt;
     absl::StatusOr<int> code = task.process->Wait(absl::ZeroDuration());
@@ -786,9 +796,7 @@ Stragglers StopTheRest(LocalJob& job, const Ending& ending,
           *code == 128 + SIGKILL ? OomKillNote(oom_kills_before) : "", ")"));
     }
   }
-  for (Task& task : job.tasks) {
-    if (task.reader.joinable()) task.reader.join();
-  }
+  for (Task& task : job.tasks) task.JoinReader();
   return left;
 }
 
@@ -861,6 +869,14 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
   if (options.metrics) RETURN_IF_ERROR(ListMetricsTargets(options, job));
 
   stop_signal.store(0);
+  // psctl's output going to a reader that left (`| head -1`, a closed
+  // terminal's pipe) is no reason to end the job: writes to it fail
+  // (EPIPE) and are dropped instead of killing psctl. A handler, not
+  // SIG_IGN, so the tasks start with SIGPIPE's default action.
+  struct sigaction quiet_pipe = {};
+  quiet_pipe.sa_handler = [](int) {};
+  sigemptyset(&quiet_pipe.sa_mask);
+  sigaction(SIGPIPE, &quiet_pipe, nullptr);
   // SIGHUP (the terminal psctl runs in closing) stops the job as SIGTERM
   // does; the tasks, in process groups of their own, do not receive it.
   BlockTerminationSignals(Hangup::kStop);

@@ -58,18 +58,26 @@ void WriteExecutable(const std::string& path, const std::string& text) {
 
 // A --bin_dir whose role binaries each note their pid in <bin_dir>/pids,
 // say "ready" and sleep; `unrunnable` (e.g. "evaluator/evaluator") is a
-// file that cannot be run.
-std::string StandInBinDir(const std::string& unrunnable = "") {
+// file that cannot be run; with `background`, each first leaves a child
+// of its own sleeping (noted too), as a wrapper script might.
+std::string StandInBinDir(const std::string& unrunnable = "",
+                          bool background = false) {
   const std::string bin_dir = FreshDir("bin");
   for (const char* role : kRoles) {
     const std::string path = absl::StrCat(bin_dir, "/", role);
     const std::string subdir = path.substr(0, path.rfind('/'));
     mkdir(subdir.c_str(), 0755);
-    WriteExecutable(path, role == unrunnable
-                              ? "neither a binary nor a script\n"
-                              : absl::StrCat("#!/bin/sh\necho $$ >> ", bin_dir,
-                                             "/pids\necho ready\n"
-                                             "exec /bin/sleep 1000\n"));
+    WriteExecutable(
+        path,
+        role == unrunnable
+            ? "neither a binary nor a script\n"
+            : absl::StrCat("#!/bin/sh\necho $$ >> ", bin_dir,
+                           "/pids\necho ready\n",
+                           background ? absl::StrCat("/bin/sleep 1000 & echo "
+                                                     "$! >> ",
+                                                     bin_dir, "/pids\n")
+                                      : "",
+                           "exec /bin/sleep 1000\n"));
   }
   return bin_dir;
 }
@@ -310,6 +318,29 @@ TEST(LocalClusterTest, SighupStopsTheJobAsSigtermDoes) {
   EXPECT_THAT(psctl.Output(), HasSubstr("psctl local: hung up (SIGHUP)"));
   EXPECT_THAT(ReapOrKill(StartedPids(bin_dir), absl::ZeroDuration()),
               ::testing::IsEmpty());
+  EXPECT_TRUE(NoChildrenLeft());
+}
+
+// A task's background child keeps the descriptor that tells psctl the
+// task exited open: psctl still stops following the task's log once it
+// reaped the task, so it exits when the job ends, not when the child does.
+TEST(LocalClusterTest, ATasksLingeringChildDoesNotHoldPsctl) {
+  AdoptOrphans adopt;
+  const std::string bin_dir = StandInBinDir("", /*background=*/true);
+  const std::string dir = FreshDir("local");
+  Subprocess psctl(
+      {PsctlPath(), "local", "--job=" + JobFile(), "--ps=1", "--workers=1",
+       "--evaluator=false", "--dir=" + dir, "--bin_dir=" + bin_dir,
+       "--tls=false", "--tokens=false", "--device=cpu"},
+      {}, dir + "/psctl.log");
+  ASSERT_OK(psctl.Start());
+  ASSERT_TRUE(WaitForStandIns(bin_dir, 4, psctl)) << psctl.Output();
+  psctl.Signal(SIGTERM);
+  // A bound far below the children's 1000 s.
+  EXPECT_THAT(psctl.Wait(absl::Seconds(120)), IsOkAndHolds(128 + SIGTERM))
+      << psctl.Output();
+  // The lingering children, adopted here, are this test's to end.
+  ReapOrKill(StartedPids(bin_dir), absl::ZeroDuration());
   EXPECT_TRUE(NoChildrenLeft());
 }
 

@@ -182,12 +182,16 @@ absl::Status ValidateGradientClipping(const GradientClipping& clipping) {
       {"training.gradient_clipping.global_clip_norm",
        clipping.has_global_clip_norm(), clipping.global_clip_norm()},
   };
+  // Workers clip in float, flushing subnormals to zero: a bound far
+  // below 1 would turn every gradient into 0 and silently stop training.
+  constexpr double kSmallestBound = 1e-12;
   for (const auto& bound : bounds) {
-    if (bound.set && !(bound.value > 0 && std::isfinite(bound.value))) {
+    if (bound.set &&
+        !(bound.value >= kSmallestBound && std::isfinite(bound.value))) {
       return Invalid(bound.field,
                      absl::StrCat("is ", bound.value,
-                                  "; use a positive number such as 1.0, or "
-                                  "leave it out to clip nothing"));
+                                  "; use a number from 1e-12 up, such as "
+                                  "1.0, or leave it out to clip nothing"));
     }
   }
   return absl::OkStatus();

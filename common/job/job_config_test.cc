@@ -310,7 +310,7 @@ TEST(JobConfigTest, GradientClippingBoundsArePositive) {
   EXPECT_EQ(clipped.training().gradient_clipping().clip_norm(), 1.5);
   EXPECT_EQ(clipped.training().gradient_clipping().global_clip_norm(), 5);
   for (const char* field : {"clip_norm", "clip_value", "global_clip_norm"}) {
-    for (const char* value : {"0", "-1"}) {
+    for (const char* value : {"0", "-1", "1e-50"}) {
       EXPECT_THAT(
           WithTraining(absl::StrCat(
               R"({"batch_size": 8, "steps": 5, "mode": "ASYNC", "gradient_clipping": {")",
