@@ -89,6 +89,20 @@ absl::Status TrainingSupervisor::SaveAndStop(const std::string& signal) {
         "); the job saves no checkpoints (checkpoint.directory), so a "
         "restart trains from the start"));
   }
+  // A server gone (killed, its host lost) cannot be read: a save would
+  // only wait out its bound (--preemption_save_timeout_s). Checked twice,
+  // as WatchServers does; a server that is leaving still serves.
+  absl::Status servers = parts_.check_servers();
+  if (!servers.ok() && !ServerLeaving(servers).has_value()) {
+    servers = parts_.check_servers();
+  }
+  if (!servers.ok() && !ServerLeaving(servers).has_value() &&
+      !absl::IsAborted(servers)) {
+    return absl::CancelledError(absl::StrCat(
+        "stopped (", why, "); a parameter server is gone (", servers.message(),
+        "), so the current step cannot be saved; start the job again with "
+        "the same checkpoint directory to resume from its newest checkpoint"));
+  }
   // Paused workers push nothing more: every step applied so far, and no
   // other, is in the checkpoint.
   LOG(WARNING) << why << ": pausing the workers and saving a checkpoint of "

@@ -420,6 +420,24 @@ TEST_F(TrainingSupervisorTest, AStopRequestSavesTheCurrentStepAndEndsTraining) {
   EXPECT_EQ(job_->coordinator->state(), PAUSED);
 }
 
+// A stop while a server is gone (killed: psctl local ends such a job at
+// once): nothing can be saved, so the job stops at once saying so, not
+// after the save's bound; the newest checkpoint is where to resume.
+TEST_F(TrainingSupervisorTest, AStopWithAServerGoneStopsWithoutASave) {
+  UseCheckpoints();
+  ReachStep(7);
+  parts_.stop_requested = [] { return std::optional<std::string>("SIGTERM"); };
+  server_status_ = absl::UnavailableError("ps-0 at ps0:1 does not answer");
+  TrainingSupervisor supervisor(parts_, policy_, -1);
+  EXPECT_THAT(supervisor.Supervise(),
+              StatusIs(absl::StatusCode::kCancelled,
+                       AllOf(HasSubstr("received SIGTERM"),
+                             HasSubstr("a parameter server is gone (ps-0"),
+                             HasSubstr("cannot be saved"))));
+  EXPECT_THAT(Saved(), IsEmpty());
+  EXPECT_GE(server_checks_, 2) << "checked twice before giving up the save";
+}
+
 // A signal that came while training ended (after the loop's last look) is
 // still acted on: the chief was promised a save and a stop.
 TEST_F(TrainingSupervisorTest, AStopRequestAsTrainingEndsIsKept) {

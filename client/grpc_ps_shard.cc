@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/rpc/bulk_frame.h"
@@ -266,6 +267,20 @@ absl::Status GrpcPsShard::Shutdown(const std::string& reason,
   ShutdownRequest request;
   request.set_reason(reason);
   ShutdownResponse response;
+  {
+    // First without waiting for the connection: a server whose port
+    // refuses connections is gone (killed, its pod deleted), and waiting
+    // for it only held the job's end for the whole deadline.
+    ControlCall context(this, deadline);
+    context.get()->set_wait_for_ready(false);
+    grpc::Status status = control_->Shutdown(context.get(), request, &response);
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE ||
+        absl::StrContains(status.error_message(), "Connection refused")) {
+      return FromGrpcStatus(status, "shut down " + name_);
+    }
+  }
+  // Unavailable for another reason (a connection being made, a moment's
+  // trouble): wait for it, up to the deadline.
   ControlCall context(this, deadline);
   return FromGrpcStatus(control_->Shutdown(context.get(), request, &response),
                         "shut down " + name_);
