@@ -38,7 +38,8 @@ MemoryEstimate EstimateMemory(const ModelDefinition& model, int64_t batch_size,
     // smaller, or saturated), so the sum cannot overflow.
     const int64_t per_threads =
         std::min(INT64_MAX / 1024, part.scratch_per_thread) *
-        std::clamp(threads, 1, 256);
+            std::clamp(threads, 1, 256) +
+        std::min(INT64_MAX / 1024, part.scratch_fixed);
     const int64_t activations =
         std::min(INT64_MAX / 8,
                  std::min(INT64_MAX / 8, part.FloatsForBatch(batch_size)) +

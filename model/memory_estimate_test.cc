@@ -54,18 +54,22 @@ TEST(MemoryEstimateTest, ConvolutionsCountTheirPatches) {
   // Each conv's patch groups on the CPU backend's one thread: a group of
   // images of at most 128K floats of patches, and their gradient.
   const int64_t groups = 2 * 2 * kCpuConvolutionGroupFloats;
+  // And each conv's kernel-gradient partial sums: 8 kernels' worth.
+  const int64_t partials = kCpuConvolutionMaxPartials * (9 * 1 * 8 + 9 * 8 * 8);
   {
     const MemoryEstimate e = EstimateMemory(*model, 1, /*optimizer_slots=*/2);
-    EXPECT_EQ(e.activation_bytes,
-              (outputs + 2 * patches_1 + 2 * patches_8 + groups) * 4);
+    EXPECT_EQ(
+        e.activation_bytes,
+        (outputs + 2 * patches_1 + 2 * patches_8 + groups + partials) * 4);
   }
   // At 10 examples the second conv's patch matrix (564,480 floats) passes
   // what the CPU backend builds whole, so it counts that much, twice.
   const MemoryEstimate e = EstimateMemory(*model, 10, /*optimizer_slots=*/2);
   ASSERT_GT(patches_8 * 10, kCpuWholeConvolutionFloats);
-  EXPECT_EQ(e.activation_bytes, (outputs * 10 + 2 * patches_1 * 10 +
-                                 2 * kCpuWholeConvolutionFloats + groups) *
-                                    4);
+  EXPECT_EQ(e.activation_bytes,
+            (outputs * 10 + 2 * patches_1 * 10 +
+             2 * kCpuWholeConvolutionFloats + partials + groups) *
+                4);
   const int64_t parameters =
       (9 * 1 * 8 + 8) + (9 * 8 * 8 + 8) + (pixels * 8 * 10 + 10);
   EXPECT_EQ(e.parameter_bytes, parameters * kWorkerCopiesPerParameter * 4);

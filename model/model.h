@@ -213,6 +213,9 @@ struct ModelPart {
   // Floats each CPU backend thread holds for it, whatever the batch
   // (Layer::ScratchFloatsPerThread).
   int64_t scratch_per_thread = 0;
+  // Floats the CPU backend holds for it once, whatever the batch and the
+  // threads (Layer::ScratchFloatsFixed).
+  int64_t scratch_fixed = 0;
 
   // Device floats for a batch of `batch`: floats_per_example x batch, the
   // scratch capped; saturates instead of overflowing.

@@ -65,6 +65,9 @@ inline constexpr int64_t kCpuWholeConvolutionFloats = 512 * 1024;
 // held by each of the backend's threads (with its gradient): at least one
 // whole image's patches, however large.
 inline constexpr int64_t kCpuConvolutionGroupFloats = 128 * 1024;
+// The most partial sums of a kernel's gradient the CPU backend keeps while
+// it builds the patches a group at a time (each the kernel's size).
+inline constexpr int64_t kCpuConvolutionMaxPartials = 8;
 
 // A float array in a device's memory; freed when the last reference goes.
 class DeviceArray {

@@ -495,7 +495,8 @@ std::vector<ModelPart> GraphDefinition::MemoryParts() const {
                    2 * NumElements(node.output) + scratch,
                    scratch,
                    NodeScratchCapFloats(node),
-                   NodeScratchFloatsPerThread(node)};
+                   NodeScratchFloatsPerThread(node),
+                   NodeScratchFloatsFixed(node)};
     for (const ModelVariable& v : node.variables) {
       part.parameters += v.num_elements();
     }

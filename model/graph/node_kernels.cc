@@ -516,6 +516,10 @@ int64_t NodeScratchCapFloats(const GraphNode& node) {
   return node.kind == NodeKind::kLayer ? node.layer->ScratchCapFloats() : 0;
 }
 
+int64_t NodeScratchFloatsFixed(const GraphNode& node) {
+  return node.kind == NodeKind::kLayer ? node.layer->ScratchFloatsFixed() : 0;
+}
+
 int64_t NodeScratchFloatsPerThread(const GraphNode& node) {
   return node.kind == NodeKind::kLayer ? node.layer->ScratchFloatsPerThread()
                                        : 0;

@@ -55,6 +55,8 @@ int64_t NodeScratchFloatsPerExample(const GraphNode& node);
 int64_t NodeScratchCapFloats(const GraphNode& node);
 // Floats per CPU thread beyond that; Layer::ScratchFloatsPerThread.
 int64_t NodeScratchFloatsPerThread(const GraphNode& node);
+// Floats held once beyond that; Layer::ScratchFloatsFixed.
+int64_t NodeScratchFloatsFixed(const GraphNode& node);
 
 }  // namespace psflow
 

@@ -97,6 +97,9 @@ class Layer {
   // that, whatever the batch (a convolution's patch groups and their
   // gradient, at least one image's patches each).
   virtual int64_t ScratchFloatsPerThread() const { return 0; }
+  // Floats the CPU backend holds for this layer once, whatever the batch
+  // and the threads (a convolution's kernel-gradient partial sums).
+  virtual int64_t ScratchFloatsFixed() const { return 0; }
 
   // The layer on `device`; `arrays` stay valid for the kernel's lifetime.
   virtual absl::StatusOr<std::unique_ptr<LayerKernel>> Instantiate(

@@ -141,6 +141,14 @@ class LinearLayer final : public Layer {
   int64_t ScratchCapFloats() const override {
     return IsPointwise(geometry_) ? 0 : 2 * kCpuWholeConvolutionFloats;
   }
+  // Built a group at a time, the backward pass also sums the kernel's
+  // gradient in up to kCpuConvolutionMaxPartials partials, whatever the
+  // batch (counted whenever the patches are built at all).
+  int64_t ScratchFloatsFixed() const override {
+    return IsPointwise(geometry_)
+               ? 0
+               : kCpuConvolutionMaxPartials * geometry_.patch_cols() * filters_;
+  }
   // CpuConvolution's per-thread group buffers (cols and dcols): a group
   // never holds less than one image, whose patches may far exceed the cap.
   int64_t ScratchFloatsPerThread() const override {

@@ -54,7 +54,7 @@ class CpuConvolution {
   static constexpr int64_t kGroupFloats = kCpuConvolutionGroupFloats;
   static constexpr int64_t kWholeBatchFloats = kCpuWholeConvolutionFloats;
   // Kernel-gradient partial sums at most (each the kernel's size).
-  static constexpr int64_t kMaxBlocks = 8;
+  static constexpr int64_t kMaxBlocks = kCpuConvolutionMaxPartials;
 
  private:
   // Chunk `chunk`'s buffer of at least `floats` floats.
