@@ -34,16 +34,17 @@ MemoryEstimate EstimateMemory(const ModelDefinition& model, int64_t batch_size,
   estimate.batch_size = batch_size;
   int64_t parameters = 0;
   for (const ModelPart& part : model.MemoryParts()) {
+    // What the CPU backend holds whatever the batch: per thread, and once.
     // Each term below 2^61 (threads <= 256 and a part's floats far
     // smaller, or saturated), so the sum cannot overflow.
-    const int64_t per_threads =
+    const int64_t batch_independent =
         std::min(INT64_MAX / 1024, part.scratch_per_thread) *
             std::clamp(threads, 1, 256) +
         std::min(INT64_MAX / 1024, part.scratch_fixed);
     const int64_t activations =
         std::min(INT64_MAX / 8,
                  std::min(INT64_MAX / 8, part.FloatsForBatch(batch_size)) +
-                     std::min(INT64_MAX / 8, per_threads)) *
+                     std::min(INT64_MAX / 8, batch_independent)) *
         kFloat;
     const int64_t bytes =
         activations + part.parameters * kWorkerCopiesPerParameter * kFloat;

@@ -131,6 +131,18 @@ std::string PsctlPath() {
                       "/client/psctl/psctl");
 }
 
+// `psctl local` as a process: one worker, `num_ps` servers, no evaluator,
+// the stand-ins in `bin_dir` as its binaries, its --dir `dir`.
+std::vector<std::string> StandInPsctlArgv(const std::string& bin_dir,
+                                          const std::string& dir, int num_ps) {
+  return {PsctlPath(),          "local",
+          "--job=" + JobFile(), absl::StrCat("--ps=", num_ps),
+          "--workers=1",        "--evaluator=false",
+          "--dir=" + dir,       "--bin_dir=" + bin_dir,
+          "--tls=false",        "--tokens=false",
+          "--device=cpu"};
+}
+
 // While alive, orphaned descendants of this test become its children, so
 // the test can see (and reap) every process psctl leaves behind.
 class AdoptOrphans {
@@ -284,11 +296,7 @@ TEST(LocalClusterTest, TasksDoNotOutliveAKilledPsctl) {
   AdoptOrphans adopt;
   const std::string bin_dir = StandInBinDir();
   const std::string dir = FreshDir("local");
-  Subprocess psctl(
-      {PsctlPath(), "local", "--job=" + JobFile(), "--ps=2", "--workers=1",
-       "--evaluator=false", "--dir=" + dir, "--bin_dir=" + bin_dir,
-       "--tls=false", "--tokens=false", "--device=cpu"},
-      {}, dir + "/psctl.log");
+  Subprocess psctl(StandInPsctlArgv(bin_dir, dir, 2), {}, dir + "/psctl.log");
   ASSERT_OK(psctl.Start());
   ASSERT_TRUE(WaitForStandIns(bin_dir, 3, psctl)) << psctl.Output();
   psctl.Signal(SIGKILL);
@@ -304,11 +312,7 @@ TEST(LocalClusterTest, SighupStopsTheJobAsSigtermDoes) {
   AdoptOrphans adopt;
   const std::string bin_dir = StandInBinDir();
   const std::string dir = FreshDir("local");
-  Subprocess psctl(
-      {PsctlPath(), "local", "--job=" + JobFile(), "--ps=1", "--workers=1",
-       "--evaluator=false", "--dir=" + dir, "--bin_dir=" + bin_dir,
-       "--tls=false", "--tokens=false", "--device=cpu"},
-      {}, dir + "/psctl.log");
+  Subprocess psctl(StandInPsctlArgv(bin_dir, dir, 1), {}, dir + "/psctl.log");
   ASSERT_OK(psctl.Start());
   ASSERT_TRUE(WaitForStandIns(bin_dir, 2, psctl)) << psctl.Output();
   psctl.Signal(SIGHUP);
@@ -328,11 +332,7 @@ TEST(LocalClusterTest, ATasksLingeringChildDoesNotHoldPsctl) {
   AdoptOrphans adopt;
   const std::string bin_dir = StandInBinDir("", /*background=*/true);
   const std::string dir = FreshDir("local");
-  Subprocess psctl(
-      {PsctlPath(), "local", "--job=" + JobFile(), "--ps=1", "--workers=1",
-       "--evaluator=false", "--dir=" + dir, "--bin_dir=" + bin_dir,
-       "--tls=false", "--tokens=false", "--device=cpu"},
-      {}, dir + "/psctl.log");
+  Subprocess psctl(StandInPsctlArgv(bin_dir, dir, 1), {}, dir + "/psctl.log");
   ASSERT_OK(psctl.Start());
   ASSERT_TRUE(WaitForStandIns(bin_dir, 4, psctl)) << psctl.Output();
   psctl.Signal(SIGTERM);
