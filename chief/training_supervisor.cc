@@ -33,10 +33,8 @@ absl::Time TrainingSupervisor::NextTick() const {
 absl::Status TrainingSupervisor::Supervise() {
   while (true) {
     // Looked at every tick (max_tick apart at most).
-    if (parts_.stop_requested) {
-      if (std::optional<std::string> signal = parts_.stop_requested()) {
-        return SaveAndStop(*signal);
-      }
+    if (std::optional<std::string> signal = StopSignal()) {
+      return SaveAndStop(*signal);
     }
     // Woken early when a worker reports the next save's step.
     if (parts_.checkpoints != nullptr) {
@@ -48,10 +46,8 @@ absl::Status TrainingSupervisor::Supervise() {
   }
   // A signal that came while the last steps ran was promised a save and a
   // stop (termination.h): keep it, rather than go on to the final work.
-  if (parts_.stop_requested) {
-    if (std::optional<std::string> signal = parts_.stop_requested()) {
-      return SaveAndStop(*signal);
-    }
+  if (std::optional<std::string> signal = StopSignal()) {
+    return SaveAndStop(*signal);
   }
   // A last progress line and metrics, with the workers' final reports: a
   // job shorter than the log interval has them too.
@@ -116,9 +112,19 @@ absl::Status TrainingSupervisor::SaveAndStop(const std::string& signal) {
         "); a restart resumes from the newest earlier checkpoint"));
   }
   LogSavedCheckpoint(*saved);
+  return StoppedAfterSaving(why, *saved);
+}
+
+std::optional<std::string> TrainingSupervisor::StopSignal() const {
+  if (!parts_.stop_requested) return std::nullopt;
+  return parts_.stop_requested();
+}
+
+absl::Status TrainingSupervisor::StoppedAfterSaving(
+    const std::string& why, const SavedCheckpoint& saved) {
   return absl::CancelledError(absl::StrCat(
-      "stopped (", why, ") after saving ", saved->path, " at global step ",
-      saved->step,
+      "stopped (", why, ") after saving ", saved.path, " at global step ",
+      saved.step,
       "; start the job again with the same checkpoint directory to resume "
       "from it"));
 }
@@ -239,6 +245,15 @@ absl::Status TrainingSupervisor::WatchServers() {
     leaving_unsaved_.clear();
     return absl::OkStatus();
   }
+  // A stop asked for while this tick ran (one signal often reaches the
+  // chief and the servers together: a node drained, a killed psctl) is
+  // the duty that wins: a save and a stop, never a recovery the job would
+  // not live to finish.
+  if (!absl::IsAborted(servers)) {
+    if (std::optional<std::string> signal = StopSignal()) {
+      return SaveAndStop(*signal);
+    }
+  }
   if (std::optional<int> ps = ServerLeaving(servers)) {
     if (absl::c_linear_search(leaving_unsaved_, *ps)) return absl::OkStatus();
     return SaveBeforeServerLeaves(*ps, servers);
@@ -304,6 +319,11 @@ absl::Status TrainingSupervisor::SaveBeforeServerLeaves(
   }
   LogSavedCheckpoint(*saved);
   schedule_.Saved(saved->step, parts_.clock->Now());
+  // Stopped while it saved: the job ends with this checkpoint (the chief
+  // stops every server as it ends) rather than wait to restore it.
+  if (std::optional<std::string> signal = StopSignal()) {
+    return StoppedAfterSaving(absl::StrCat("received ", *signal), *saved);
+  }
   absl::Status released = parts_.shutdown_server(
       ps, absl::StrCat("the chief saved ", saved->path, " before it goes"));
   if (!released.ok()) {

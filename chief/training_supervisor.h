@@ -125,6 +125,11 @@ class TrainingSupervisor {
   // The stop request's duty: pause, save the current step, and return
   // Cancelled saying what was saved (the job then ends with it).
   absl::Status SaveAndStop(const std::string& signal);
+  // What asked the chief to stop, once something did (stop_requested).
+  std::optional<std::string> StopSignal() const;
+  // The Cancelled status a stop after a save ends the job with.
+  static absl::Status StoppedAfterSaving(const std::string& why,
+                                         const SavedCheckpoint& saved);
   // Pauses the workers (waiting at most stop_pause_timeout for them to
   // say so) and saves a checkpoint; the job stays paused.
   absl::StatusOr<SavedCheckpoint> PauseAndSave(const std::string& why);

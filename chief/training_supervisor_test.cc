@@ -99,6 +99,41 @@ class TrainingSupervisorTest : public ::testing::Test {
     return names;
   }
 
+  // Checkpoints at step 9, and ps-0 saying it is shutting down: the
+  // server check's answer. Shutdown requests are counted in shut_down_.
+  absl::Status OneServerLeaving() {
+    UseCheckpoints();
+    ReachStep(9);
+    parts_.shutdown_server = [this](int, const std::string&) {
+      ++shut_down_;
+      return absl::OkStatus();
+    };
+    StatsResponse leaving;
+    leaving.set_terminating(true);
+    return CheckParameterServers({leaving}, {});
+  }
+
+  // One tick, with the servers' check due; the workers' pause is not
+  // waited for.
+  absl::Status TickAfterAServerCheckInterval() {
+    policy_.stop_pause_timeout = absl::Milliseconds(10);
+    TrainingSupervisor supervisor(parts_, policy_, -1);
+    clock_.Advance(policy_.server_check_interval);
+    return supervisor.Tick();
+  }
+
+  // The job stopped on `signal` with step 9 saved, no server let go (the
+  // chief stops every server as it ends) and nothing restored.
+  void ExpectStopAfterSavingStep9(const absl::Status& status,
+                                  const std::string& signal) {
+    EXPECT_THAT(status, StatusIs(absl::StatusCode::kCancelled,
+                                 AllOf(HasSubstr("received " + signal),
+                                       HasSubstr("ckpt-9 at global step 9"))));
+    EXPECT_THAT(Saved(), ElementsAre("ckpt-9"));
+    EXPECT_EQ(shut_down_, 0);
+    EXPECT_THAT(restores_, IsEmpty());
+  }
+
   std::unique_ptr<InProcessJob> job_;
   std::unique_ptr<CheckpointManager> checkpoints_;
   SupervisorParts parts_;
@@ -110,6 +145,7 @@ class TrainingSupervisorTest : public ::testing::Test {
   absl::StatusOr<int64_t> restore_result_ = 0;
   std::vector<std::string> restores_;
   std::vector<std::string> reasons_;
+  int shut_down_ = 0;
 };
 
 // A failed save is most often a server lost in it: the servers are checked
@@ -488,6 +524,58 @@ TEST_F(TrainingSupervisorTest, AServerShuttingDownIsSavedFromBeforeItGoes) {
   ASSERT_EQ(restores_.size(), 1u);
   EXPECT_THAT(restores_[0], HasSubstr("ckpt-9"));
   EXPECT_THAT(reasons_[0], HasSubstr("saved before ps-1 shut down"));
+}
+
+// One signal to the chief and the servers together (a drained node, a
+// killed psctl local): the chief's stop arrives while a tick looks at the
+// servers and finds one leaving. The job saves and stops; it does not go
+// on to let the server go and wait to restore what it saved.
+TEST_F(TrainingSupervisorTest, AStopThatComesWithAServerLeavingSavesAndStops) {
+  const absl::Status leaving = OneServerLeaving();
+  std::optional<std::string> stop;
+  parts_.check_servers = [&] {
+    ++server_checks_;
+    stop = "SIGTERM";  // delivered while this tick runs
+    return leaving;
+  };
+  parts_.stop_requested = [&stop] { return stop; };
+  ExpectStopAfterSavingStep9(TickAfterAServerCheckInterval(), "SIGTERM");
+}
+
+// The stop arrives while the save for a leaving server runs: that save is
+// the one the job stops with.
+TEST_F(TrainingSupervisorTest, AStopDuringTheSaveForALeavingServerEndsWithIt) {
+  server_status_ = OneServerLeaving();
+  int looks = 0;
+  // Not yet when the tick looks at the servers; by the save's end.
+  parts_.stop_requested = [&looks]() -> std::optional<std::string> {
+    if (looks++ == 0) return std::nullopt;
+    return "SIGINT";
+  };
+  ExpectStopAfterSavingStep9(TickAfterAServerCheckInterval(), "SIGINT");
+  EXPECT_EQ(looks, 2);
+}
+
+// A stop that comes as a tick finds a server gone: nothing can be saved,
+// so the job stops at once rather than wait minutes for the server.
+TEST_F(TrainingSupervisorTest, AStopThatComesWithAServerGoneStopsAtOnce) {
+  UseCheckpoints();
+  ReachStep(7);
+  std::optional<std::string> stop;
+  parts_.check_servers = [&] {
+    ++server_checks_;
+    stop = "SIGTERM";
+    return absl::UnavailableError("ps-0 at ps0:1 does not answer");
+  };
+  parts_.stop_requested = [&stop] { return stop; };
+  TrainingSupervisor supervisor(parts_, policy_, -1);
+  clock_.Advance(policy_.server_check_interval);
+  EXPECT_THAT(supervisor.Tick(),
+              StatusIs(absl::StatusCode::kCancelled,
+                       AllOf(HasSubstr("received SIGTERM"),
+                             HasSubstr("a parameter server is gone"))));
+  EXPECT_THAT(Saved(), IsEmpty());
+  EXPECT_THAT(restores_, IsEmpty());
 }
 
 TEST_F(TrainingSupervisorTest, AServerShuttingDownWithoutCheckpointsIsLeft) {
