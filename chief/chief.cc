@@ -394,7 +394,9 @@ absl::Status Chief::SuperviseTraining() {
     // A signal's stop is under way (StopOnSignal): nothing to supervise.
     return absl::CancelledError("stopped by a signal before training began");
   }
+  supervising_ = true;
   absl::Status supervised = supervisor.Supervise();
+  supervising_ = false;
   // A signal from now on stops the job "after training" (StopOnSignal).
   training_over_ = true;
   if (termination != nullptr) termination->SetTraining(false);
@@ -550,6 +552,16 @@ void Chief::StopOnSignal(const std::string& signal) {
         "stopped by ", signal, " during training, while ",
         coordinator_.activity(),
         "; start the job again with the same checkpoint directory to resume "
+        "from its newest checkpoint"));
+  } else if (supervising_) {
+    // Signals during training go to the supervisor's save: the stop runs
+    // here only when that save outlived its bound (termination.h).
+    stopped_ = absl::CancelledError(absl::StrCat(
+        "stopped by ", signal,
+        " during training, without the checkpoint of the current step (it "
+        "did not finish within chief --preemption_save_timeout_s, while ",
+        coordinator_.activity(),
+        "); start the job again with the same checkpoint directory to resume "
         "from its newest checkpoint"));
   } else {
     stopped_ = absl::CancelledError(

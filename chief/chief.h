@@ -175,6 +175,8 @@ class Chief {
   // Training ended (the supervisor returned): a signal now stops the job
   // "after training".
   std::atomic<bool> training_over_{false};
+  // The TrainingSupervisor runs (a signal then asks it for a save).
+  std::atomic<bool> supervising_{false};
   // Training waits for a lost server to come back (set by Recovery()'s
   // wait): a signal then ends the job at once (StopOnSignal).
   mutable std::atomic<bool> awaiting_lost_server_{false};

@@ -29,58 +29,111 @@ ChiefTermination::ChiefTermination(absl::Duration save_bound)
     : ChiefTermination(WithSaveBound(save_bound)) {}
 
 ChiefTermination::ChiefTermination(Options options)
-    : options_([&options] {
+    : state_(std::make_shared<State>([&options] {
         if (!options.exit) options.exit = [](int code) { std::_Exit(code); };
         return std::move(options);
-      }()) {}
+      }())) {}
 
-ChiefTermination::~ChiefTermination() { gone_->Notify(); }
+ChiefTermination::~ChiefTermination() { state_->gone.Notify(); }
 
-void ChiefTermination::ExitAfter(absl::Duration bound, int code,
+void ChiefTermination::ExitAfter(const std::shared_ptr<State>& state,
+                                 absl::Duration bound, int code,
                                  std::string why) {
-  std::thread([gone = gone_, exit = options_.exit, bound, code,
-               why = std::move(why)] {
-    if (gone->WaitForNotificationWithTimeout(bound)) return;
+  std::thread([state, bound, code, why = std::move(why)] {
+    if (state->gone.WaitForNotificationWithTimeout(bound)) return;
     LOG(ERROR) << why;
-    exit(code);
+    state->options.exit(code);
+  }).detach();
+}
+
+void ChiefTermination::RunStop(const std::shared_ptr<State>& state,
+                               StopHandler stop, const std::string& signal,
+                               int code) {
+  const absl::Duration bound = state->options.stop_bound;
+  ExitAfter(state, bound, code,
+            absl::StrCat("the job's stop did not finish within ",
+                         absl::FormatDuration(bound), "; exiting without it"));
+  // Not on the signal thread: a second signal must still reach OnSignal.
+  std::thread([state, stop = std::move(stop), signal, code] {
+    stop(signal);
+    {
+      MutexLock lock(&state->mu);
+      state->handler_running = false;
+    }
+    LOG(WARNING) << "the job is stopped (" << signal << "); exiting";
+    state->options.exit(code);
+  }).detach();
+}
+
+void ChiefTermination::GiveUpTheSaveAfter(const std::shared_ptr<State>& state,
+                                          const std::string& signal, int code) {
+  std::thread([state, signal, code] {
+    const absl::Duration bound = state->options.save_bound;
+    if (state->gone.WaitForNotificationWithTimeout(bound)) return;
+    StopHandler stop;
+    bool training;
+    {
+      MutexLock lock(&state->mu);
+      // Still training: the supervisor is still in its save. Otherwise it
+      // returned and the chief is ending the job, past its bound too.
+      training = state->training;
+      if (training && state->stop_handler && !state->stop_began) {
+        state->stop_began = true;
+        state->handler_running = true;
+        stop = state->stop_handler;
+      }
+    }
+    if (stop == nullptr) {
+      LOG(ERROR) << (training ? "the checkpoint before stopping"
+                              : "the job's stop after its checkpoint")
+                 << " did not finish within " << absl::FormatDuration(bound)
+                 << " (chief --preemption_save_timeout_s); exiting without it";
+      state->options.exit(code);
+      return;
+    }
+    LOG(ERROR) << "the checkpoint before stopping did not finish within "
+               << absl::FormatDuration(bound)
+               << " (chief --preemption_save_timeout_s): failing the job "
+                  "without it and telling the parameter servers to stop "
+                  "(at most "
+               << absl::FormatDuration(state->options.stop_bound)
+               << "); a restart resumes from the newest checkpoint";
+    RunStop(state, std::move(stop), signal, code);
   }).detach();
 }
 
 void ChiefTermination::OnSignal(const std::string& signal) {
   const int code = 128 + SignalNumber(signal);
+  State& state = *state_;
   StopHandler stop;
   {
-    MutexLock lock(&mu_);
-    if (requested_.has_value() || (!training_ && !stop_handler_)) {
+    MutexLock lock(&state.mu);
+    if (state.requested.has_value() ||
+        (!state.training && !state.stop_handler)) {
       LOG(ERROR) << "received " << signal << "; exiting"
-                 << (!requested_.has_value() ? ""
-                     : stop_began_ ? " without waiting for the job's stop "
-                                     "under way"
-                                   : " without waiting for the checkpoint "
-                                     "under way");
-      options_.exit(code);
+                 << (!state.requested.has_value() ? ""
+                     : state.stop_began ? " without waiting for the job's "
+                                          "stop under way"
+                                        : " without waiting for the "
+                                          "checkpoint under way");
+      state.options.exit(code);
       return;
     }
-    requested_ = signal;
-    if (!training_) {
-      stop_began_ = true;
-      handler_running_ = true;
-      stop = stop_handler_;
+    state.requested = signal;
+    if (!state.training) {
+      state.stop_began = true;
+      state.handler_running = true;
+      stop = state.stop_handler;
     }
   }
   if (stop == nullptr) {
     LOG(WARNING) << "received " << signal
                  << "; saving a checkpoint of the current step before the "
                     "job stops (at most "
-                 << absl::FormatDuration(options_.save_bound)
+                 << absl::FormatDuration(state.options.save_bound)
                  << ", chief --preemption_save_timeout_s; a second signal "
                     "exits at once)";
-    ExitAfter(options_.save_bound, code,
-              absl::StrCat("the checkpoint before stopping did not finish "
-                           "within ",
-                           absl::FormatDuration(options_.save_bound),
-                           " (chief --preemption_save_timeout_s); exiting "
-                           "without it"));
+    GiveUpTheSaveAfter(state_, signal, code);
     return;
   }
   LOG(WARNING) << "received " << signal
@@ -88,60 +141,48 @@ void ChiefTermination::OnSignal(const std::string& signal) {
                   "servers do not hold): failing the job, telling the "
                   "parameter servers to stop and releasing the checkpoint "
                   "directory before exiting (at most "
-               << absl::FormatDuration(options_.stop_bound)
+               << absl::FormatDuration(state.options.stop_bound)
                << "; a second signal exits at once)";
-  ExitAfter(options_.stop_bound, code,
-            absl::StrCat("the job's stop did not finish within ",
-                         absl::FormatDuration(options_.stop_bound),
-                         "; exiting without it"));
-  // Not on the signal thread: a second signal must still reach OnSignal.
-  // Once handler_running_ is false the process may be exiting and this
-  // object gone (main's statics): the thread uses only its own copies.
-  std::thread([this, stop = std::move(stop), exit = options_.exit, signal,
-               code] {
-    stop(signal);
-    {
-      MutexLock lock(&mu_);
-      handler_running_ = false;
-    }
-    LOG(WARNING) << "the job is stopped (" << signal << "); exiting";
-    exit(code);
-  }).detach();
+  RunStop(state_, std::move(stop), signal, code);
 }
 
 std::optional<std::string> ChiefTermination::requested() const {
-  MutexLock lock(&mu_);
-  return requested_;
+  MutexLock lock(&state_->mu);
+  return state_->requested;
 }
 
 int ChiefTermination::ExitCode(int otherwise) const {
-  MutexLock lock(&mu_);
-  return requested_.has_value() ? 128 + SignalNumber(*requested_) : otherwise;
+  MutexLock lock(&state_->mu);
+  return state_->requested.has_value() ? 128 + SignalNumber(*state_->requested)
+                                       : otherwise;
 }
 
 bool ChiefTermination::LeaveTrainingToWait() {
-  MutexLock lock(&mu_);
-  if (!training_ || requested_.has_value()) return false;
-  training_ = false;
+  MutexLock lock(&state_->mu);
+  if (!state_->training || state_->requested.has_value()) return false;
+  state_->training = false;
   return true;
 }
 
 bool ChiefTermination::SetTraining(bool training) {
-  MutexLock lock(&mu_);
+  MutexLock lock(&state_->mu);
   // A stop outside training was asked for: training must not begin now.
-  if (training && requested_.has_value() && !training_) return false;
-  training_ = training;
+  if (training && state_->requested.has_value() && !state_->training) {
+    return false;
+  }
+  state_->training = training;
   return true;
 }
 
 void ChiefTermination::SetStopHandler(StopHandler handler) {
-  MutexLock lock(&mu_);
+  State& state = *state_;
+  MutexLock lock(&state.mu);
   // What a running handler uses stays until it returned.
-  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return !handler_running_;
+  auto idle = [&state]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu) {
+    return !state.handler_running;
   };
-  mu_.Await(Condition(&idle));
-  stop_handler_ = std::move(handler);
+  state.mu.Await(Condition(&idle));
+  state.stop_handler = std::move(handler);
 }
 
 }  // namespace psflow

@@ -7,7 +7,10 @@
 //  - while training runs, it asks the TrainingSupervisor to pause the
 //    workers and save a checkpoint of the current step before the job ends
 //    (a preemption save, as TensorFlow's PreemptionCheckpointHandler does);
-//    a process still running `save_bound` after the signal exits anyway;
+//    a save still running `save_bound` after the signal is given up: the
+//    stop handler below ends the job without it (the result says so, the
+//    servers are told to stop), bounded by `stop_bound`, then the process
+//    exits;
 //  - outside training (starting up, planning, initializing, the final
 //    save, the final evaluation, ending the job) there is nothing to save
 //    that the servers do not hold: the stop handler the chief installed
@@ -26,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/time/time.h"
 #include "common/mutex.h"
@@ -83,20 +87,37 @@ class ChiefTermination {
   void ClearStopHandler() { SetStopHandler(nullptr); }
 
  private:
-  // From a thread of its own: once `bound` has passed, logs `why` and
-  // exits with `code`, unless this object went first.
-  void ExitAfter(absl::Duration bound, int code, std::string why);
+  // What the bounds' and the stop's threads share with this object; they
+  // may outlive it (a process exiting), so they hold it too.
+  struct State {
+    explicit State(Options o) : options(std::move(o)) {}
+    const Options options;
+    // Notified when the ChiefTermination goes: pending bounds do not exit.
+    Notification gone;
+    mutable Mutex mu;
+    std::optional<std::string> requested ABSL_GUARDED_BY(mu);
+    bool training ABSL_GUARDED_BY(mu) = false;
+    StopHandler stop_handler ABSL_GUARDED_BY(mu);
+    // The stop handler was started (by a signal outside training, or a
+    // save past its bound); it runs now or ran.
+    bool stop_began ABSL_GUARDED_BY(mu) = false;
+    bool handler_running ABSL_GUARDED_BY(mu) = false;
+  };
 
-  const Options options_;
-  // Notified when this object goes: pending bounds do not exit.
-  const std::shared_ptr<Notification> gone_ = std::make_shared<Notification>();
-  mutable Mutex mu_;
-  std::optional<std::string> requested_ ABSL_GUARDED_BY(mu_);
-  bool training_ ABSL_GUARDED_BY(mu_) = false;
-  StopHandler stop_handler_ ABSL_GUARDED_BY(mu_);
-  // A signal outside training began the stop; the handler runs now.
-  bool stop_began_ ABSL_GUARDED_BY(mu_) = false;
-  bool handler_running_ ABSL_GUARDED_BY(mu_) = false;
+  // From a thread of its own: once `bound` has passed, logs `why` and
+  // exits with `code`, unless the ChiefTermination went first.
+  static void ExitAfter(const std::shared_ptr<State>& state,
+                        absl::Duration bound, int code, std::string why);
+  // Runs `stop` on a thread of its own, bounded by stop_bound, then exits
+  // with `code`. The caller marked the handler running.
+  static void RunStop(const std::shared_ptr<State>& state, StopHandler stop,
+                      const std::string& signal, int code);
+  // The preemption save's bound: once it passed with the save still under
+  // way, the stop handler ends the job without it.
+  static void GiveUpTheSaveAfter(const std::shared_ptr<State>& state,
+                                 const std::string& signal, int code);
+
+  const std::shared_ptr<State> state_;
 };
 
 }  // namespace psflow

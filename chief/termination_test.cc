@@ -119,6 +119,49 @@ TEST(ChiefTerminationTest, AStopOverrunningItsBoundExits) {
   termination.ClearStopHandler();
 }
 
+// The preemption save outlived its bound (a server's disk hung): the
+// stop handler ends the job without it (the result says so, the servers
+// are told to stop, the directory released), then the process exits.
+TEST(ChiefTerminationTest, ASaveOverrunningItsBoundRunsTheStopThenExits) {
+  auto exits = std::make_shared<Exits>();
+  ChiefTermination::Options options = Recording(exits);
+  options.save_bound = absl::Milliseconds(10);
+  ChiefTermination termination(options);
+  std::atomic<bool> stopped{false};
+  std::string stopped_for;
+  termination.SetStopHandler([&](const std::string& signal) {
+    stopped_for = signal;
+    stopped = true;
+  });
+  ASSERT_TRUE(termination.SetTraining(true));
+  termination.OnSignal("SIGTERM");  // the supervisor's save never returns
+  EXPECT_THAT(exits->Await(1), ElementsAre(128 + 15));
+  EXPECT_TRUE(stopped) << "exited without ending the job";
+  EXPECT_EQ(stopped_for, "SIGTERM");
+  termination.OnSignal("SIGTERM");  // a second signal: at once, no stop
+  EXPECT_THAT(exits->Await(2), ElementsAre(128 + 15, 128 + 15));
+  termination.ClearStopHandler();
+}
+
+// The save finished and the supervisor returned (training is over): the
+// chief ends the job itself; the bound only exits, never a second stop.
+TEST(ChiefTerminationTest, ASaveThatReturnedIsNotStoppedAgain) {
+  auto exits = std::make_shared<Exits>();
+  ChiefTermination::Options options = Recording(exits);
+  // Long beside the two calls between the signal and the supervisor's
+  // return below, which must come before it.
+  options.save_bound = absl::Seconds(3);
+  ChiefTermination termination(options);
+  std::atomic<int> stops{0};
+  termination.SetStopHandler([&](const std::string&) { ++stops; });
+  ASSERT_TRUE(termination.SetTraining(true));
+  termination.OnSignal("SIGINT");
+  termination.SetTraining(false);  // the supervisor returned
+  EXPECT_THAT(exits->Await(1), ElementsAre(128 + 2));
+  EXPECT_EQ(stops, 0);
+  termination.ClearStopHandler();
+}
+
 TEST(ChiefTerminationDeathTest, WithoutAStopHandlerASignalExitsAtOnce) {
   ChiefTermination termination(absl::Hours(1));
   EXPECT_EXIT(termination.OnSignal("SIGINT"), ExitedWithCode(128 + 2),

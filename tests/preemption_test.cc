@@ -157,6 +157,41 @@ TEST(PreemptionTest, SigtermToAServerSavesBeforeItGoesAndTheJobGoesOn) {
   EXPECT_GE(*saved, before) << out;
 }
 
+// SIGTERM to the chief while a server's disk hangs (its save of the
+// preemption checkpoint never returns): once --preemption_save_timeout_s
+// has passed, the chief ends the job without that checkpoint, as a stop
+// outside training does: the result file says so, the servers are told
+// to stop, and the chief exits 143, well inside Kubernetes' grace.
+TEST(PreemptionTest, ASaveOutlivingItsBoundEndsTheJobWithoutIt) {
+  const std::string dir = TempPath("hung_save_ckpts");
+  const std::string job =
+      WriteTestFile("hung_save.json",
+                    TestJob("ASYNC", 1000000,
+                            R"("checkpoint": {"save_every_steps": 1000000})"));
+  ManualCluster cluster(job, dir, {"--preemption_save_timeout_s=2"},
+                        {{"worker", {"--slowdown=4"}}});
+  // The servers' second save (the first is ckpt-0) hangs for 55 s.
+  cluster.SetEnv("ps", {{"PSFLOW_FAULT_POINTS", "ps.save_shard=55s@2"}});
+  cluster.StartAll();
+  Subprocess* chief = cluster.Latest("chief0");
+  WaitForLoggedStep(chief, 100);
+  chief->Signal(SIGTERM);
+  // The save's 2 s, then the stop's bound (15 s) at most.
+  EXPECT_THAT(chief->Wait(absl::Seconds(60)), IsOkAndHolds(128 + SIGTERM))
+      << chief->Output();
+  const std::string out = chief->Output();
+  EXPECT_THAT(out, HasSubstr("the checkpoint before stopping did not finish "
+                             "within 2s"));
+  std::ifstream result_file(cluster.result_file());
+  std::stringstream result;
+  result << result_file.rdbuf();
+  EXPECT_THAT(result.str(), HasSubstr(R"("state": "FAILED")")) << out;
+  EXPECT_THAT(result.str(),
+              HasSubstr("without the checkpoint of the current step"))
+      << out;
+  EXPECT_THAT(out, HasSubstr("stopping 2 parameter servers"));
+}
+
 // Ctrl-C on `psctl local` (SIGINT): psctl has the chief save the current
 // step before anything stops, then exits 130.
 TEST(PreemptionTest, InterruptingPsctlLocalSavesTheCurrentStepFirst) {
