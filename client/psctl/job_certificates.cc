@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "common/host_port.h"
+#include "common/rpc/credential_files.h"
 
 namespace psflow {
 
@@ -51,7 +52,8 @@ std::string JobCertificatesSecret(const JobCertificates& certificates,
 absl::Status WriteJobCertificates(const JobCertificates& certificates,
                                   const std::string& dir,
                                   const SecretOptions& secret) {
-  if (absl::Status made = MakeDirectories(dir); !made.ok()) return made;
+  // The CA's and every task's key go in it: private (0700) when new.
+  if (absl::Status made = MakePrivateDirectory(dir); !made.ok()) return made;
   auto write = [&](const std::string& name, const std::string& data,
                    mode_t mode) {
     return WriteFileWithMode(absl::StrCat(dir, "/", name), data, mode);

@@ -39,6 +39,7 @@
 #include "common/json.h"
 #include "common/mutex.h"
 #include "common/oom_kills.h"
+#include "common/rpc/credential_files.h"
 #include "common/rpc/job_tokens.h"
 #include "common/rpc/transport_security.h"
 #include "common/signals.h"
@@ -288,6 +289,30 @@ struct Ending {
 // typo, not a job (each is a process, a port and a certificate).
 constexpr int kMaxLocalTasksPerRole = 256;
 
+// psctl local writes, truncates and deletes inside --dir (its TF_CONFIGs,
+// logs, credentials and default checkpoints): a folder another user could
+// write to, or a link they own, would let them point those at any file
+// this user may change. The folder must be this user's and writable by no
+// one else (created 0700 when new; /tmp/psflow-local, the default, is
+// refused when another user made it first).
+absl::Status CheckJobFolder(const std::string& dir) {
+  struct stat link;
+  if (lstat(dir.c_str(), &link) == 0 && S_ISLNK(link.st_mode) &&
+      link.st_uid != geteuid()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "--dir=", dir, " is a link that belongs to another user (uid ",
+        link.st_uid,
+        "), who could point it anywhere; name a folder of your own"));
+  }
+  absl::Status own = MakePrivateDirectory(dir);
+  if (!own.ok()) {
+    return absl::Status(own.code(),
+                        absl::StrCat("--dir: ", own.message(),
+                                     " (e.g. --dir=$HOME/psflow-local)"));
+  }
+  return absl::OkStatus();
+}
+
 // The job's --dir, held for the run: a second psctl local on the same
 // folder would delete the running job's checkpoints and replace its
 // credentials, TF_CONFIGs and logs. flock(2) on <dir>/psctl-local.lock,
@@ -303,7 +328,7 @@ class DirLock {
                        " is not a directory; name the folder for the job's "
                        "logs, TF_CONFIGs and result.json"));
     }
-    RETURN_IF_ERROR(MakeDirectories(dir));
+    RETURN_IF_ERROR(CheckJobFolder(dir));
     const std::string path = dir + "/psctl-local.lock";
     const int fd =
         open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -582,8 +607,11 @@ absl::Status StartTasks(const LocalClusterOptions& options, LocalJob& job,
     Task& task = job.tasks[t];
     const std::string name = task.id.ToString();
     const std::string tf_config = TfConfigJson(job.ports, task.id);
-    std::ofstream(absl::StrCat(options.dir, "/tf_config/", name, ".json"))
-        << tf_config << "\n";
+    // Kept for the operator (and `psctl status`); the task reads its own
+    // from its environment.
+    RETURN_IF_ERROR(WriteFileAtomically(
+        absl::StrCat(options.dir, "/tf_config/", name, ".json"),
+        tf_config + "\n"));
     std::vector<std::string> argv = {
         absl::StrCat(options.bin_dir, "/", task.binary)};
     argv.insert(argv.end(), task.args.begin(), task.args.end());

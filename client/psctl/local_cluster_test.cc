@@ -257,6 +257,38 @@ TEST(LocalClusterTest, ADirInUseIsRefusedBeforeAnythingInItChanges) {
                        HasSubstr("is not a directory")));
 }
 
+// psctl local writes, truncates and deletes inside --dir: in a folder
+// another user can write, their links would aim those at this user's
+// files. Such a folder (or one of theirs) is refused before anything in it
+// or behind its links changes.
+TEST(LocalClusterTest, AFolderOthersCanWriteIsRefused) {
+  const std::string dir = FreshDir("shared");
+  ASSERT_EQ(chmod(dir.c_str(), 0777), 0);
+  const std::string victim = FreshDir("victim") + "/precious";
+  ASSERT_OK(WriteFileAtomically(victim, "keep me"));
+  ASSERT_OK(MakeDirectories(dir + "/tf_config"));
+  ASSERT_EQ(symlink(victim.c_str(), (dir + "/ps-0.log").c_str()), 0);
+  ASSERT_EQ(symlink(victim.c_str(), (dir + "/tf_config/ps-0.json").c_str()), 0);
+  LocalClusterOptions options = StandInOptions(JobFile(), dir);
+  std::ostringstream out;
+  EXPECT_THAT(RunLocalCluster(options, out),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       AllOf(HasSubstr("writable by other users (mode 0777)"),
+                             HasSubstr("--dir"))));
+  ASSERT_OK_AND_ASSIGN(std::string kept, ReadFileToString(victim));
+  EXPECT_EQ(kept, "keep me");
+  EXPECT_FALSE(PathExists(dir + "/psctl-local.lock"));
+  EXPECT_THAT(StartedPids(options.bin_dir), ::testing::IsEmpty());
+
+  if (geteuid() == 0) {  // only root can give a folder away
+    options.dir = FreshDir("theirs");
+    ASSERT_EQ(chown(options.dir.c_str(), 65534, 65534), 0);
+    EXPECT_THAT(RunLocalCluster(options, out),
+                StatusIs(absl::StatusCode::kPermissionDenied,
+                         HasSubstr("belongs to another user (uid 65534)")));
+  }
+}
+
 // A model that cannot take its data (Dense on 4x4 images) is a bad job
 // config: refused before anything starts, as config check refuses it,
 // not reported by every task once they have started.

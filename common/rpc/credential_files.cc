@@ -4,12 +4,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/file_util.h"
+#include "common/status_macros.h"
 
 namespace psflow {
 namespace {
@@ -108,15 +111,54 @@ absl::Status CheckCredentialFile(const std::string& path, CredentialKind kind,
         absl::StrCat(what, " ", path, " is writable by other users (mode ",
                      Mode(mode), "), who could replace it: chmod go-w ", path));
   }
-  return CheckCredentialFolder(Folder(path),
-                               absl::StrCat("the folder of ", what));
+  RETURN_IF_ERROR(CheckCredentialFolder(Folder(path),
+                                        absl::StrCat("the folder of ", what)));
+  // A link is checked where it points too: whoever may replace the file
+  // it names may replace the credential.
+  char real[PATH_MAX];
+  if (realpath(path.c_str(), real) != nullptr && Folder(real) != Folder(path)) {
+    RETURN_IF_ERROR(CheckCredentialFolder(
+        Folder(real), absl::StrCat("the folder of ", what, " (", path,
+                                   " links to ", real, ")")));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status MakePrivateDirectory(const std::string& dir) {
-  if (absl::Status made = MakeDirectories(dir); !made.ok()) return made;
-  if (chmod(dir.c_str(), 0700) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot make ", dir, " private (0700): ", std::strerror(errno)));
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) {
+    const size_t slash = dir.find_last_of('/');
+    if (slash != std::string::npos && slash > 0) {
+      RETURN_IF_ERROR(MakeDirectories(dir.substr(0, slash)));
+    }
+    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot create ", dir, ": ", std::strerror(errno)));
+    }
+    if (stat(dir.c_str(), &st) != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot read ", dir, ": ", std::strerror(errno)));
+    }
+  }
+  // A folder that was there is never loosened or tightened (it may be
+  // shared: /tmp); it must already keep others from replacing what is
+  // written into it.
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(dir, " is not a folder; name a folder for the secrets"));
+  }
+  if (st.st_uid != geteuid()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        dir, " belongs to another user (uid ", st.st_uid,
+        "), who could read or replace the secrets written into it; name a "
+        "folder of this user's own (a new one is created mode 0700)"));
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        dir, " is writable by other users (mode ", Mode(st.st_mode),
+        "), who could replace the secrets written into it; name a folder of "
+        "this user's own (a new one is created mode 0700), or chmod go-w ",
+        dir));
   }
   return absl::OkStatus();
 }

@@ -16,7 +16,8 @@
 //            else can replace this user's files).
 //
 // Symbolic links are followed (Secret volumes are made of them): what is
-// checked is what would be read.
+// checked is what would be read, and the folders of both the link and
+// what it names.
 #ifndef PSFLOW_COMMON_RPC_CREDENTIAL_FILES_H_
 #define PSFLOW_COMMON_RPC_CREDENTIAL_FILES_H_
 
@@ -39,8 +40,9 @@ absl::Status CheckCredentialFile(const std::string& path, CredentialKind kind,
 absl::Status CheckCredentialFolder(const std::string& dir,
                                    absl::string_view what);
 
-// Creates `dir` and its missing parents, then makes `dir` private to its
-// owner (0700): a folder that keeps the rules above, for secrets.
+// A folder to write secrets into: `dir` created with its missing parents,
+// mode 0700; one that exists is left as it is, and must belong to this
+// user and be writable by no one else (PermissionDenied naming the fix).
 absl::Status MakePrivateDirectory(const std::string& dir);
 
 }  // namespace psflow

@@ -130,5 +130,69 @@ TEST(CredentialFilesTest, AReadableTlsKeyIsRefusedAtLoad) {
                AllOf(HasSubstr("the private key"), HasSubstr("chmod 600"))));
 }
 
+// The check looks where a link points too: a link in a private folder to
+// a key in a folder anyone can write is a key anyone can replace.
+TEST(CredentialFilesTest, ALinkIsCheckedWhereItPoints) {
+  const std::string target = MakeFile("loose_target", 0777, 0600);
+  const std::string dir = ::testing::TempDir() + "/private_links";
+  ASSERT_OK(MakeDirectories(dir));
+  ASSERT_EQ(chmod(dir.c_str(), 0700), 0);
+  const std::string link = dir + "/ps-0.key";
+  unlink(link.c_str());
+  ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
+  EXPECT_THAT(
+      CheckCredentialFile(link, CredentialKind::kSecret, "the key"),
+      StatusIs(absl::StatusCode::kPermissionDenied,
+               AllOf(HasSubstr("links to "), HasSubstr("loose_target/file)"),
+                     HasSubstr("writable by other users"))));
+  // A link into a sound folder (a Kubernetes Secret volume's ..data) is
+  // fine.
+  const std::string sound = MakeFile("sound_target", 0755, 0600);
+  unlink(link.c_str());
+  ASSERT_EQ(symlink(sound.c_str(), link.c_str()), 0);
+  EXPECT_OK(CheckCredentialFile(link, CredentialKind::kSecret, "the key"));
+}
+
+// Secrets go into a folder of this user's own: a new one is made 0700; one
+// that exists is never chmodded (it may be /tmp) and must keep others out.
+TEST(CredentialFilesTest, APrivateFolderIsNewOrAlreadyOurs) {
+  const std::string fresh = ::testing::TempDir() + "/secrets/fresh";
+  ASSERT_OK(MakePrivateDirectory(fresh));
+  struct stat st;
+  ASSERT_EQ(stat(fresh.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  ASSERT_OK(MakePrivateDirectory(fresh));  // again: ours, fine
+
+  const std::string shared = ::testing::TempDir() + "/shared_tmp";
+  ASSERT_OK(MakeDirectories(shared));
+  ASSERT_EQ(chmod(shared.c_str(), 01777), 0);
+  EXPECT_THAT(MakePrivateDirectory(shared),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("writable by other users (mode 1777)")));
+  ASSERT_EQ(stat(shared.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 01777u) << "left as it was";
+
+  const std::string readable = ::testing::TempDir() + "/readable";
+  ASSERT_OK(MakeDirectories(readable));
+  ASSERT_EQ(chmod(readable.c_str(), 0755), 0);
+  EXPECT_OK(MakePrivateDirectory(readable));  // the files are 0600
+  ASSERT_EQ(stat(readable.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+
+  if (geteuid() == 0) {  // only root can give a folder away
+    const std::string foreign = ::testing::TempDir() + "/foreign";
+    ASSERT_OK(MakeDirectories(foreign));
+    ASSERT_EQ(chown(foreign.c_str(), 65534, 65534), 0);
+    EXPECT_THAT(MakePrivateDirectory(foreign),
+                StatusIs(absl::StatusCode::kPermissionDenied,
+                         HasSubstr("belongs to another user (uid 65534)")));
+  }
+  const std::string file = ::testing::TempDir() + "/a_file";
+  ASSERT_OK(WriteFileWithMode(file, "x", 0600));
+  EXPECT_THAT(MakePrivateDirectory(file),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("not a folder")));
+}
+
 }  // namespace
 }  // namespace psflow

@@ -188,6 +188,18 @@ absl::StatusOr<JobTokens> LoadJobTokens(const std::string& dir, RpcRole role,
       const std::string bytes = absl::HexStringToBytes(fields[1]);
       TokenDigest digest;
       std::memcpy(digest.data(), bytes.data(), digest.size());
+      // One token for two roles: a caller presenting it could not be told
+      // apart, and would be taken for whichever came last.
+      for (const auto& [role, other] : tokens.digests) {
+        if (other == digest) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              path, " line ", line_number, " gives ", RpcRoleName(*named),
+              " the same token as ", RpcRoleName(role),
+              "; each role needs its own, or the callers of one would act "
+              "as the other; ",
+              kFix));
+        }
+      }
       tokens.digests[*named] = digest;
     }
     if (tokens.digests.empty()) {

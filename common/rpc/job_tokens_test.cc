@@ -14,6 +14,7 @@
 namespace psflow {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -125,6 +126,21 @@ TEST(JobTokensTest, MalformedFilesAreRefusedWithoutEchoingThem) {
               absl::StatusCode::kInvalidArgument)
         << digests;
   }
+}
+
+// One token for two roles: its caller could not be told apart, and would
+// act as whichever role came last (the chief taken for a worker).
+TEST(JobTokensTest, OneTokenForTwoRolesIsRefused) {
+  const std::string dir = NewDir("shared_digest");
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  const std::string digest(64, 'c');
+  WriteText(dir + "/tokens.sha256", "chief " + digest + "\nworker " +
+                                        std::string(64, 'd') + "\nadmin " +
+                                        digest + "\n");
+  EXPECT_THAT(
+      LoadJobTokens(dir, RpcRole::kPs, true).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("line 3"), HasSubstr("the same token as"))));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "common/host_port.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "common/tls/certificates.h"
 
 ABSL_FLAG(std::string, transport_security, "",
           "insecure or mtls; default: mtls when TLS files are given "
@@ -81,8 +82,9 @@ SecuritySettings SecuritySettingsFromFlags() {
 namespace {
 
 absl::StatusOr<TransportSecurity> ResolveTransport(
-    const SecuritySettings& settings, const std::string& name,
+    const SecuritySettings& settings, const SecurityIdentity& identity,
     const std::string& rpc_layer) {
+  const std::string& name = identity.name;
   const bool files = !settings.tls_dir.empty() || !settings.ca.empty() ||
                      !settings.cert.empty() || !settings.key.empty();
   std::string mode = settings.mode;
@@ -122,7 +124,15 @@ absl::StatusOr<TransportSecurity> ResolveTransport(
         "'s certificate and its key: pass --tls_dir=<dir with ca.crt, ", name,
         ".crt, ", name, ".key> or all of --tls_ca, --tls_cert and --tls_key"));
   }
-  return LoadMutualTls(ca, cert, key);
+  absl::StatusOr<TransportSecurity> security = LoadMutualTls(ca, cert, key);
+  if (!security.ok()) return security;
+  if (absl::Status own = CheckCertificateIdentity(security->certificate_pem,
+                                                  name, identity.host);
+      !own.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "TLS credentials from ", security->source, ": ", own.message()));
+  }
+  return security;
 }
 
 }  // namespace
@@ -131,7 +141,7 @@ absl::StatusOr<TransportSecurity> ResolveTransportSecurity(
     const SecuritySettings& settings, const SecurityIdentity& identity,
     const std::string& rpc_layer) {
   absl::StatusOr<TransportSecurity> security =
-      ResolveTransport(settings, identity.name, rpc_layer);
+      ResolveTransport(settings, identity, rpc_layer);
   if (!security.ok()) return security;
   security->chief_task = identity.chief_task;
   if (!settings.token_dir.empty()) {
@@ -211,6 +221,11 @@ absl::StatusOr<TransportSecurity> TransportSecurityFromFlags(
     const TfConfig& tf_config) {
   SecurityIdentity identity;
   identity.name = tf_config.task.ToString();
+  if (const std::optional<std::string> own = tf_config.TaskAddress()) {
+    if (absl::StatusOr<HostPort> parsed = ParseHostPort(*own); parsed.ok()) {
+      identity.host = parsed->host;
+    }
+  }
   identity.chief_task = tf_config.ChiefTask();
   identity.role = RoleOfTask(tf_config.task, identity.chief_task);
   const SecuritySettings settings = SecuritySettingsFromFlags();

@@ -58,6 +58,9 @@ SecuritySettings WithEnvironmentDefaults(SecuritySettings settings);
 // "psctl"), its role and the job's chief task.
 struct SecurityIdentity {
   std::string name;
+  // The host peers dial it at (TF_CONFIG's): its certificate must cover
+  // it. Empty for a tool that serves nothing (psctl).
+  std::string host;
   RpcRole role = RpcRole::kWorker;
   TaskId chief_task{TaskType::kChief, 0};
 };

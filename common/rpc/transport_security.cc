@@ -29,6 +29,18 @@ absl::StatusOr<std::string> ReadPemFile(const std::string& path,
                      "see docs/operations.md, \"Security\""));
   }
   RETURN_IF_ERROR(CheckCredentialFile(path, kind, absl::StrCat("the ", what)));
+  // A public file is readable by anyone and copied into every pod: a key
+  // appended to it (a `cat` too many) would give it away.
+  if (kind == CredentialKind::kPublic &&
+      text->find("PRIVATE KEY-----") != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the ", what, " ", path,
+        " holds a private key too, which anyone who can read that file "
+        "(a public one, shared with every task) could use to act as its "
+        "owner: remove the key from it, keep each key in its own file "
+        "(mode 0600), and make new credentials (psctl certs gen) if the "
+        "file was shared"));
+  }
   return text;
 }
 

@@ -26,6 +26,7 @@ namespace {
 
 using ::grpc::health::v1::HealthCheckRequest;
 using ::grpc::health::v1::HealthCheckResponse;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // The health check's outcome through `security`: the serving status, or
@@ -183,6 +184,55 @@ TEST(SecurityFlagsTest, MistakesAreNamed) {
       MutualTls(job.ca.certificate, a.certificate, b.private_key, "the test"),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("does not belong")));
+}
+
+// A task started with another task's pair, or a certificate for another
+// host than TF_CONFIG gives it, is refused at start, not found out later
+// in handshakes (or never, where tasks share a host).
+TEST(SecurityFlagsTest, ATasksCertificateMustBeItsOwn) {
+  Job job = MakeJob("ours");
+  ASSERT_OK_AND_ASSIGN(
+      PemPair worker, MakeCertificate(job.ca, "ours", "worker-1", {"127.0.0.1"},
+                                      absl::Hours(1)));
+  SecuritySettings settings;
+  settings.ca = WriteFile("own_ca.crt", job.ca.certificate);
+  settings.cert = WriteFile("borrowed.crt", worker.certificate);
+  settings.key = WriteFile("borrowed.key", worker.private_key);
+  SecurityIdentity ps = Who("ps-0");
+  EXPECT_THAT(ResolveTransportSecurity(settings, ps, ""),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("named \"worker-1\", not \"ps-0\"")));
+  SecurityIdentity elsewhere = Who("worker-1");
+  elsewhere.host = "10.9.9.9";
+  EXPECT_THAT(ResolveTransportSecurity(settings, elsewhere, ""),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("does not cover 10.9.9.9")));
+  elsewhere.host = "127.0.0.1";
+  EXPECT_OK(ResolveTransportSecurity(settings, elsewhere, ""));
+}
+
+// A key appended to a certificate file (readable by all, in every pod)
+// would give it away: refused, whichever public file holds it.
+TEST(SecurityFlagsTest, APublicFileHoldingAPrivateKeyIsRefused) {
+  Job job = MakeJob("ours");
+  ASSERT_OK_AND_ASSIGN(
+      PemPair worker, MakeCertificate(job.ca, "ours", "worker-1", {"127.0.0.1"},
+                                      absl::Hours(1)));
+  const std::string key = WriteFile("leak-worker.key", worker.private_key);
+  const std::string cert = WriteFile("leak-worker.crt", worker.certificate);
+  const std::string ca = WriteFile("leak-ca.crt", job.ca.certificate);
+  const std::string ca_and_key =
+      WriteFile("leak-ca-and-key.crt", job.ca.certificate + job.ca.private_key);
+  const std::string cert_and_key = WriteFile(
+      "leak-worker-and-key.crt", worker.certificate + worker.private_key);
+  ASSERT_OK(LoadMutualTls(ca, cert, key));
+  EXPECT_THAT(LoadMutualTls(ca_and_key, cert, key),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("CA certificate"),
+                             HasSubstr("holds a private key too"))));
+  EXPECT_THAT(LoadMutualTls(ca, cert_and_key, key),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("holds a private key too")));
 }
 
 TEST(SecurityFlagsTest, ATokenDirectoryGivesEachRoleWhatItNeeds) {

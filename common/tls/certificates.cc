@@ -86,9 +86,20 @@ absl::StatusOr<Cert> ReadCertificate(const std::string& pem) {
   return cert;
 }
 
+// OpenSSL's default asks the terminal for an encrypted key's passphrase:
+// a task would hang at start-up on a prompt nobody sees.
+int NoPassphrase(char*, int, int, void*) { return -1; }
+
 absl::StatusOr<Key> ReadKey(const std::string& pem) {
   Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  Key key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
+  Key key(PEM_read_bio_PrivateKey(bio.get(), nullptr, &NoPassphrase, nullptr));
+  if (!key && pem.find("ENCRYPTED") != std::string::npos) {
+    ERR_clear_error();
+    return absl::InvalidArgumentError(
+        "an encrypted private key (it needs a passphrase, which a task "
+        "cannot ask for); write it unencrypted, mode 0600: openssl pkey "
+        "-in <key> -out <new key>");
+  }
   if (!key) {
     return absl::InvalidArgumentError(
         absl::StrCat("not a PEM private key (", OpenSslErrors(), ")"));
@@ -260,7 +271,27 @@ absl::StatusOr<CertificateInfo> DescribeCertificate(const std::string& pem) {
   return info;
 }
 
+int CountCertificates(const std::string& pem) {
+  Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  int count = 0;
+  while (Cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr))) {
+    ++count;
+  }
+  ERR_clear_error();  // the end of the text
+  return count;
+}
+
 absl::Status CheckCertificate(const std::string& ca_pem, const PemPair& pair) {
+  // gRPC trusts every certificate in the CA file; the check below reads
+  // only the first. A job trusts its own CA alone: another CA's
+  // certificates named "chief-0" or "psctl" would command the job.
+  if (const int cas = CountCertificates(ca_pem); cas > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the CA file holds ", cas,
+        " certificates; a job trusts exactly one CA, its own (psctl certs "
+        "gen), since any certificate another CA signed with a task's name "
+        "would act as that task: keep only the job's CA in it"));
+  }
   absl::StatusOr<Cert> ca = ReadCertificate(ca_pem);
   if (!ca.ok()) {
     return absl::InvalidArgumentError(
@@ -294,6 +325,51 @@ absl::Status CheckCertificate(const std::string& ca_pem, const PemPair& pair) {
     return absl::InvalidArgumentError(
         absl::StrCat("the certificate does not verify against the CA: ",
                      X509_verify_cert_error_string(error)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckCertificateIdentity(const std::string& certificate_pem,
+                                      const std::string& name,
+                                      const std::string& host) {
+  absl::StatusOr<Cert> cert = ReadCertificate(certificate_pem);
+  if (!cert.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the certificate: ", cert.status().message()));
+  }
+  char common_name[256] = {};
+  X509_NAME_get_text_by_NID(X509_get_subject_name(cert->get()), NID_commonName,
+                            common_name, sizeof(common_name));
+  ERR_clear_error();
+  if (name != common_name) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the certificate is ", common_name[0] != '\0' ? "" : "not ", "named ",
+        common_name[0] != '\0' ? absl::StrCat("\"", common_name, "\"")
+                               : "(no CN)",
+        ", not \"", name,
+        "\": peers take a task for the one its certificate names, so each "
+        "task needs its own (psctl certs gen makes ",
+        name, ".crt and ", name, ".key)"));
+  }
+  if (host.empty()) return absl::OkStatus();
+  const int matched =
+      IsIpAddress(host)
+          ? X509_check_ip_asc(cert->get(), host.c_str(), 0)
+          : X509_check_host(cert->get(), host.c_str(), host.size(), 0, nullptr);
+  ERR_clear_error();
+  if (matched != 1) {
+    absl::StatusOr<CertificateInfo> info = DescribeCertificate(certificate_pem);
+    const std::string hosts = info.ok() && !info->hosts.empty()
+                                  ? absl::StrJoin(info->hosts, ", ")
+                                  : "none";
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the certificate of ", name, " does not cover ", host,
+        ", its address in TF_CONFIG, where its peers reach it (its "
+        "subjectAltNames: ",
+        hosts,
+        "): every TLS connection to it would fail; make the job's "
+        "certificates again from this TF_CONFIG (psctl certs gen "
+        "--tf_config=...)"));
   }
   return absl::OkStatus();
 }

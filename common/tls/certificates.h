@@ -46,7 +46,16 @@ absl::StatusOr<CertificateInfo> DescribeCertificate(const std::string& pem);
 // OK when `pair`'s key belongs to its certificate and the certificate is
 // signed by `ca_pem` and valid now; otherwise why not (for clear start-up
 // errors instead of gRPC's handshake failures).
+// The CA file must hold one certificate: gRPC would trust each of them.
 absl::Status CheckCertificate(const std::string& ca_pem, const PemPair& pair);
+
+// OK when the certificate names `name` (its CN: "ps-0", "psctl") and, for
+// a non-empty `host` (an IP address or DNS name), covers it in its
+// subjectAltNames as a TLS client checks it: the name the task's peers
+// dial. Otherwise InvalidArgument naming both and the fix.
+absl::Status CheckCertificateIdentity(const std::string& certificate_pem,
+                                      const std::string& name,
+                                      const std::string& host);
 
 }  // namespace psflow
 
