@@ -6,8 +6,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/mutex.h"
 #include "common/rpc/transport_security.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
@@ -27,7 +27,7 @@ class RecordingHealth final : public grpc::health::v1::Health::Service {
  public:
   grpc::Status Check(grpc::ServerContext* context, const HealthCheckRequest*,
                      HealthCheckResponse* response) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     ++calls_;
     const auto& metadata = context->client_metadata();
     if (metadata.find(kTokenMetadataKey) != metadata.end()) ++with_token_;
@@ -35,16 +35,16 @@ class RecordingHealth final : public grpc::health::v1::Health::Service {
     return grpc::Status::OK;
   }
   int calls() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return calls_;
   }
   int with_token() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return with_token_;
   }
 
  private:
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   int calls_ ABSL_GUARDED_BY(mu_) = 0;
   int with_token_ ABSL_GUARDED_BY(mu_) = 0;
 };

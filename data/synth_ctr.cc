@@ -1,5 +1,6 @@
 #include "data/synth_ctr.h"
 
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -228,17 +229,8 @@ std::string PlantedJson(const SynthCtrOptions& options,
   return absl::StrCat(
       "{\n  \"format\": \"criteo-text\",\n  \"train\": ",
       base(summary.train_path), ",\n  \"test\": ", base(summary.test_path),
-      ",\n  \"options\": {\"train_examples\": ", options.num_train,
-      ", \"test_examples\": ", options.num_test,
-      ", \"dense\": ", options.num_dense, ", \"fields\": ", options.num_fields,
-      ", \"vocabulary\": ", options.vocabulary,
-      ", \"zipf\": ", JsonNumber(options.zipf),
-      ", \"missing\": ", JsonNumber(options.missing),
-      ", \"weight_scale\": ", JsonNumber(options.weight_scale),
-      ", \"positive_rate\": ", JsonNumber(options.positive_rate),
-      ", \"seed\": ", options.seed,
-      ", \"gzip\": ", options.gzip ? "true" : "false",
-      "},\n  \"field_vocabularies\": [",
+      ",\n  \"options\": ", SynthCtrOptionsJson(options),
+      ",\n  \"field_vocabularies\": [",
       absl::StrJoin(summary.field_vocabularies, ", "),
       "],\n  \"id\": \"(field << 48) | (SplitMix64Mix(hex value) & "
       "(2^48 - 1))\",\n  \"dense_feature\": \"log(1 + max(x, 0))\",\n"
@@ -261,7 +253,9 @@ absl::Status ClearDataSet(const std::string& dir, bool overwrite) {
       "planted.json", "train.txt", "train.txt.gz", "test.txt", "test.txt.gz"};
   for (const std::string& name : names) {
     const std::string path = absl::StrCat(dir, "/", name);
-    if (!PathExists(path)) continue;
+    // A link counts, even one whose target is gone (an unmounted share).
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0) continue;
     if (!overwrite) {
       return absl::AlreadyExistsError(absl::StrCat(
           path,
@@ -399,6 +393,20 @@ absl::StatusOr<SynthCtrSummary> GenerateSynthCtr(
   RETURN_IF_ERROR(
       WriteFileAtomically(summary.planted_path, PlantedJson(options, summary)));
   return summary;
+}
+
+std::string SynthCtrOptionsJson(const SynthCtrOptions& options) {
+  return absl::StrCat(
+      "{\"train_examples\": ", options.num_train,
+      ", \"test_examples\": ", options.num_test,
+      ", \"dense\": ", options.num_dense, ", \"fields\": ", options.num_fields,
+      ", \"vocabulary\": ", options.vocabulary,
+      ", \"zipf\": ", JsonNumber(options.zipf),
+      ", \"missing\": ", JsonNumber(options.missing),
+      ", \"weight_scale\": ", JsonNumber(options.weight_scale),
+      ", \"positive_rate\": ", JsonNumber(options.positive_rate),
+      ", \"seed\": ", options.seed,
+      ", \"gzip\": ", options.gzip ? "true" : "false", "}");
 }
 
 }  // namespace psflow

@@ -59,6 +59,10 @@ struct SynthCtrOptions {
   int threads = 0;  // 0: one per core
 };
 
+// The options as planted.json records them ("options": {...}): a data
+// set made with the same options holds this text.
+std::string SynthCtrOptionsJson(const SynthCtrOptions& options);
+
 // Bounds of the options (CheckSynthCtrOptions).
 inline constexpr int64_t kMaxSynthCtrExamples = int64_t{1} << 32;
 inline constexpr int64_t kMaxSynthCtrTestExamples = int64_t{1} << 28;

@@ -132,6 +132,9 @@ JobConfigReport CheckJobConfigFile(const std::string& path,
   std::optional<SynthCtrOptions> synthesized;
   // psctl local writes the training and the test file together.
   const bool to_synthesize = SynthesizesCtrData(job);
+  if (absl::Status matches = CheckSynthesizedDataMatches(job); !matches.ok()) {
+    problem(matches);
+  }
   if (to_synthesize) {
     absl::StatusOr<SynthCtrOptions> o = SynthCtrOptionsOf(job);
     if (o.ok()) {

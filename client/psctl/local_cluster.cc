@@ -237,7 +237,15 @@ namespace {
 absl::Status SynthesizeCtrDataIfMissing(const JobConfig& job,
                                         const std::string& job_path,
                                         std::ostream& out) {
-  if (!SynthesizesCtrData(job)) return absl::OkStatus();
+  if (!SynthesizesCtrData(job)) {
+    absl::Status matches = CheckSynthesizedDataMatches(job);
+    if (!matches.ok()) {
+      return absl::Status(
+          matches.code(),
+          absl::StrCat("job config ", job_path, ": ", matches.message()));
+    }
+    return absl::OkStatus();
+  }
   absl::StatusOr<SynthCtrOptions> options = SynthCtrOptionsOf(job);
   if (!options.ok()) {
     return absl::Status(options.status().code(),
@@ -246,12 +254,24 @@ absl::Status SynthesizeCtrDataIfMissing(const JobConfig& job,
   }
   SynthCtrOptions& o = *options;
   const std::string& dir = o.out_dir;
-  // A data set left half-written by an interrupted run is replaced.
-  o.overwrite = true;
+  // Never a file that is there: only the ".partial" files an interrupted
+  // run left behind are cleared. Whatever else is there (a real data set
+  // under another name: train.txt.gz) is the user's.
+  o.overwrite = false;
   out << "generating " << o.num_train << " + " << o.num_test
       << " click-through-rate examples into " << dir << " ...\n";
   out.flush();
-  ASSIGN_OR_RETURN(SynthCtrSummary summary, GenerateSynthCtr(o));
+  absl::StatusOr<SynthCtrSummary> generated = GenerateSynthCtr(o);
+  if (absl::IsAlreadyExists(generated.status())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job config ", job_path, ": data.train_path ", job.data().train_path(),
+        " does not exist, so data.synthesize would generate a data set into ",
+        dir, ", but ", generated.status().message(),
+        ". psctl local never replaces data: name the files that are there "
+        "in data.train_path and data.test_path, or remove them to have a "
+        "synthetic set generated"));
+  }
+  ASSIGN_OR_RETURN(SynthCtrSummary summary, std::move(generated));
   out << absl::StrFormat(
       "generated %s: %d distinct ids in training, %.1f%% positive; the "
       "planted model's test AUC is %.4f (the best any model can do)\n",

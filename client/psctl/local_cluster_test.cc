@@ -289,6 +289,38 @@ TEST(LocalClusterTest, AFolderOthersCanWriteIsRefused) {
   }
 }
 
+// data.synthesize generates a data set when data.train_path is missing;
+// a real one there under other names (train.txt.gz) was deleted and
+// replaced by synthetic data. psctl local never replaces files.
+TEST(LocalClusterTest, SynthesizingNeverReplacesDataThatIsThere) {
+  const std::string data = FreshDir("real_ctr");
+  ASSERT_OK(WriteFileAtomically(data + "/train.txt.gz", "real training"));
+  ASSERT_OK(WriteFileAtomically(data + "/test.txt.gz", "real test"));
+  const std::string job = FreshDir("ctr_job") + "/job.json";
+  std::ofstream(job) << absl::StrCat(R"({
+    "name": "ctr",
+    "model": {"wide_deep": {"embedding_dim": 4, "hidden_sizes": [8]}},
+    "optimizer": {"kind": "SGD"},
+    "learning_rate": {"learning_rate": 0.1},
+    "data": {"format": "CRITEO", "train_path": ")",
+                                     data, R"(/train.txt", "test_path": ")",
+                                     data, R"(/test.txt",
+             "synthesize": {"train_examples": 100, "test_examples": 50}},
+    "training": {"batch_size": 8, "steps": 10, "mode": "ASYNC"}
+  })");
+  LocalClusterOptions options = StandInOptions(job, FreshDir("ctr_dir"));
+  std::ostringstream out;
+  EXPECT_THAT(RunLocalCluster(options, out),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("train.txt.gz exists"),
+                             HasSubstr("never replaces data"))));
+  ASSERT_OK_AND_ASSIGN(std::string kept,
+                       ReadFileToString(data + "/train.txt.gz"));
+  EXPECT_EQ(kept, "real training");
+  EXPECT_FALSE(PathExists(data + "/train.txt"));
+  EXPECT_THAT(StartedPids(options.bin_dir), ::testing::IsEmpty());
+}
+
 // A model that cannot take its data (Dense on 4x4 images) is a bad job
 // config: refused before anything starts, as config check refuses it,
 // not reported by every task once they have started.

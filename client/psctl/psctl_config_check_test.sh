@@ -28,13 +28,20 @@ for config in "$@"; do
   if grep -q '"synthesize"' "$copy"; then
     grep -q "does not exist yet: psctl local generates it" <<<"$out" ||
       fail "$name: no word of the data to generate: $out"
-    # Once generated (smaller than the config asks, same columns), the
-    # files themselves are read and counted.
+    # A synthetic set there made with other settings (smaller than the
+    # config asks) is stale: refused, naming both.
     dir=$(sed -n 's#.*"train_path": "\(.*\)/train.txt".*#\1#p' "$copy")
     [ -n "$dir" ] || fail "$name: no train_path <dir>/train.txt"
     "$PSCTL" data synth-ctr --out_dir="$dir" --train_examples=3000 \
       --test_examples=1000 --vocabulary=10000 >/dev/null ||
       fail "$name: psctl data synth-ctr exited $?"
+    if out=$("$PSCTL" config check "$copy" 2>&1); then
+      fail "$name: a stale synthetic set passed: $out"
+    fi
+    grep -q "made with other settings" <<<"$out" ||
+      fail "$name: stale set not named: $out"
+    # Without planted.json the files are the user's own: read and counted.
+    rm "$dir/planted.json"
     out=$("$PSCTL" config check "$copy" 2>&1) ||
       fail "$name: psctl config check on generated data exited $?: $out"
     grep -q "data: 3000 training examples of 13 integer and 26 categorical columns, 1000 test examples$" <<<"$out" ||

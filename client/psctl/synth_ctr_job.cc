@@ -1,7 +1,9 @@
 #include "client/psctl/synth_ctr_job.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -13,8 +15,40 @@ namespace psflow {
 
 bool SynthesizesCtrData(const JobConfig& job) {
   const DataConfig& data = job.data();
+  // Missing means no entry at all: a link whose target is gone (a share
+  // not mounted yet) is the user's data, read (and refused) as such.
+  struct stat st;
   return data.format() == DataConfig::CRITEO && data.has_synthesize() &&
-         access(data.train_path().c_str(), F_OK) != 0;
+         lstat(data.train_path().c_str(), &st) != 0 && errno == ENOENT;
+}
+
+absl::Status CheckSynthesizedDataMatches(const JobConfig& job) {
+  const DataConfig& data = job.data();
+  if (data.format() != DataConfig::CRITEO || !data.has_synthesize() ||
+      SynthesizesCtrData(job)) {
+    return absl::OkStatus();
+  }
+  const std::string planted = DirName(data.train_path()) + "/planted.json";
+  if (!PathExists(planted)) return absl::OkStatus();  // the user's own data
+  ASSIGN_OR_RETURN(const SynthCtrOptions options, SynthCtrOptionsOf(job));
+  absl::StatusOr<std::string> text = ReadFileToString(planted, 1 << 20);
+  if (!text.ok()) {
+    return absl::Status(
+        text.status().code(),
+        absl::StrCat("cannot read ", planted, ": ", text.status().message()));
+  }
+  const std::string wanted = SynthCtrOptionsJson(options);
+  if (text->find(wanted) == std::string::npos) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        DirName(data.train_path()),
+        " holds a synthetic data set made with other settings than "
+        "data.synthesize asks for (",
+        planted, " records them; the config asks for ", wanted,
+        "); the job would train on the old set. Remove that folder to have "
+        "it generated again, or point data.train_path and data.test_path at "
+        "another folder"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<SynthCtrOptions> SynthCtrOptionsOf(const JobConfig& job) {

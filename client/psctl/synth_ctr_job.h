@@ -12,8 +12,14 @@
 namespace psflow {
 
 // Whether `job` is CRITEO, sets data.synthesize and its training file does
-// not exist yet.
+// not exist yet (not even as a link).
 bool SynthesizesCtrData(const JobConfig& job);
+
+// For a job whose data.synthesize set exists already: FailedPrecondition
+// when the planted.json beside it records other settings than the config
+// asks for (the job would train on the stale set); OK otherwise, and for a
+// folder without planted.json (data of the user's own).
+absl::Status CheckSynthesizedDataMatches(const JobConfig& job);
 
 // The generator's options data.synthesize names (its zeros keep the
 // generator's defaults; the columns follow data.num_dense and

@@ -1,9 +1,12 @@
 // SynthCtrOptionsOf: a job's data.synthesize into the generator's options.
 #include "client/psctl/synth_ctr_job.h"
 
+#include <unistd.h>
+
 #include <limits>
 #include <string>
 
+#include "common/file_util.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -93,6 +96,60 @@ TEST(SynthCtrJobTest, AValueBeyondTheGeneratorsBoundsIsRefused) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("data.synthesize: synthetic CTR data: the "
                                  "Zipf exponent is 100")));
+}
+
+// A job whose data.synthesize folder is `dir`.
+JobConfig CtrJobIn(const std::string& dir) {
+  JobConfig job = CtrJob();
+  job.mutable_data()->set_train_path(dir + "/train.txt");
+  job.mutable_data()->set_test_path(dir + "/test.txt");
+  return job;
+}
+
+std::string NewFolder(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/" + name;
+  EXPECT_OK(RemoveRecursively(dir));
+  EXPECT_OK(MakeDirectories(dir));
+  return dir;
+}
+
+// A training file that is a link to a share not mounted yet is the user's
+// data, not a missing file to generate (and replace the link with).
+TEST(SynthCtrJobTest, ADanglingLinkIsNotMissingData) {
+  const std::string dir = NewFolder("dangling");
+  ASSERT_EQ(
+      symlink("/nonexistent/share/train.txt", (dir + "/train.txt").c_str()), 0);
+  EXPECT_FALSE(SynthesizesCtrData(CtrJobIn(dir)));
+  EXPECT_TRUE(SynthesizesCtrData(CtrJobIn(NewFolder("empty"))));
+}
+
+// A synthetic set already there, made with other settings: the job would
+// train on the stale set without a word.
+TEST(SynthCtrJobTest, AStaleSyntheticSetIsRefused) {
+  const std::string dir = NewFolder("stale");
+  SynthCtrOptions made;
+  made.out_dir = dir;
+  made.num_train = 50;
+  made.num_test = 20;
+  made.vocabulary = 100;
+  made.threads = 1;
+  ASSERT_OK(GenerateSynthCtr(made).status());
+  JobConfig job = CtrJobIn(dir);
+  SyntheticCtrConfig& s = *job.mutable_data()->mutable_synthesize();
+  s.set_train_examples(50);
+  s.set_test_examples(20);
+  s.set_vocabulary(100);
+  ASSERT_FALSE(SynthesizesCtrData(job));
+  EXPECT_OK(CheckSynthesizedDataMatches(job));
+  s.set_train_examples(80);
+  EXPECT_THAT(CheckSynthesizedDataMatches(job),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("other settings"),
+                             HasSubstr("\"train_examples\": 80"),
+                             HasSubstr("Remove that folder"))));
+  // Data of the user's own (no planted.json) is never judged.
+  ASSERT_OK(RemoveRecursively(dir + "/planted.json"));
+  EXPECT_OK(CheckSynthesizedDataMatches(job));
 }
 
 }  // namespace
