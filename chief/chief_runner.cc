@@ -33,6 +33,7 @@
 #include "common/mutex.h"
 #include "common/port_file.h"
 #include "common/status_macros.h"
+#include "data/criteo.h"
 #include "data/dataset.h"
 #include "data/training_data.h"
 #include "evaluation/test_data.h"
@@ -306,11 +307,21 @@ absl::StatusOr<PlannedJob> PlanTheJob(const ChiefOptions& options,
   plan_options.num_workers = tf.cluster.NumTasks(TaskType::kWorker);
   plan_options.host = AvailableMemory();
   plan_options.has_test_data = HasTestData(job);
+  // The test set's size, before anything holds it (it is read whole
+  // below, by the evaluator and by the final evaluation): the IDX
+  // header's count, or the CRITEO lines counted one at a time. The plan
+  // checks that it and the evaluation's batch fit; the data itself is
+  // checked below.
   if (plan_options.has_test_data && job.data().format() != DataConfig::CRITEO) {
-    // The header's count (the data itself is checked below): the
-    // evaluation's batch is never larger.
     if (absl::StatusOr<DatasetInfo> test = DescribeIdxDataset(
             job.data().test_images(), job.data().test_labels());
+        test.ok()) {
+      plan_options.test_examples = test->num_examples;
+    }
+  } else if (plan_options.has_test_data) {
+    coordinator.SetActivity("counting the test data");
+    if (absl::StatusOr<CtrExamples> test = DescribeCriteoFile(
+            job.data().test_path(), CriteoFormatOf(job.data()));
         test.ok()) {
       plan_options.test_examples = test->num_examples;
     }

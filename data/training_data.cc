@@ -19,8 +19,12 @@ TrainingData CtrTrainingData(const JobConfig& job, int64_t num_examples) {
   return data;
 }
 
-int64_t WorkerDataBytes(const TrainingData& data, int num_workers) {
-  constexpr int64_t kLimit = int64_t{1} << 62;
+namespace {
+
+constexpr int64_t kLimit = int64_t{1} << 62;
+
+// What one example of `data` takes in memory; saturates.
+int64_t BytesPerExample(const TrainingData& data) {
   int64_t per_example = 0;
   if (data.num_fields > 0) {
     const int64_t dense = std::clamp<int64_t>(
@@ -37,6 +41,21 @@ int64_t WorkerDataBytes(const TrainingData& data, int num_workers) {
     }
     per_example = std::min(kLimit, features + 1);
   }
+  return per_example;
+}
+
+}  // namespace
+
+int64_t DataSetBytes(const TrainingData& data) {
+  const int64_t per_example = BytesPerExample(data);
+  if (data.num_examples <= 0 || per_example <= 0) return 0;
+  return per_example > kLimit / data.num_examples
+             ? kLimit
+             : per_example * data.num_examples;
+}
+
+int64_t WorkerDataBytes(const TrainingData& data, int num_workers) {
+  const int64_t per_example = BytesPerExample(data);
   if (data.num_examples <= 0 || per_example <= 0) return 0;
   const int64_t workers = std::max(1, num_workers);
   // Halved first so that the sum below stays within int64.

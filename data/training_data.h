@@ -39,6 +39,11 @@ absl::StatusOr<TrainingData> DescribeTrainingData(const JobConfig& job);
 // bag offset and an id per field). Saturates rather than overflows.
 int64_t WorkerDataBytes(const TrainingData& data, int num_workers);
 
+// What holding all of `data` takes (the test set, which the evaluator and
+// the chief's final evaluation read whole), as WorkerDataBytes counts an
+// example. Saturates rather than overflows.
+int64_t DataSetBytes(const TrainingData& data);
+
 // The TrainingData of a CRITEO job whose training file holds
 // `num_examples` examples: its shape follows from data.num_dense and
 // data.num_fields alone.

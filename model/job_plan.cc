@@ -39,6 +39,10 @@ absl::StatusOr<JobPlan> PlanJob(const JobConfig& job, const TrainingData& data,
   if (options.has_test_data) {
     plan.evaluation_memory =
         EstimateEvaluationMemory(*plan.model, job, options.test_examples);
+    // The test set is read whole, beside the batch being scored.
+    TrainingData test = data;
+    test.num_examples = options.test_examples;
+    plan.evaluation_memory->data_bytes = DataSetBytes(test);
     RETURN_IF_ERROR(CheckEvaluationMemory(
         *plan.evaluation_memory, options.host.bytes, options.host.source));
   }

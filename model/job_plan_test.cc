@@ -221,6 +221,30 @@ TEST(PlanJobTest, TheEvaluationsBatchIsCheckedAgainstTheHostsMemory) {
   EXPECT_FALSE(plan.evaluation_memory.has_value());
 }
 
+// The evaluator and the chief's final evaluation read the test set whole:
+// a small compressed test file that claims gigabytes was checked only for
+// its batch, and the evaluation ran out of memory after the check said it
+// fit.
+TEST(PlanJobTest, TheTestSetCountsInTheEvaluationsMemory) {
+  const ImageFiles files;
+  const JobConfig job = ImageJob(files);
+  JobPlanOptions options = Options(1, 1);
+  options.has_test_data = true;
+  options.test_examples = 1000;
+  ASSERT_OK_AND_ASSIGN(JobPlan plan,
+                       PlanJob(job, *DescribeTrainingData(job), options));
+  ASSERT_TRUE(plan.evaluation_memory.has_value());
+  // 1000 examples of 16 pixels and a label.
+  EXPECT_EQ(plan.evaluation_memory->data_bytes, 1000 * 17);
+  // As many examples as 64 GiB of pixels, more than any test host here.
+  options.test_examples = int64_t{64} << 30 >> 4;
+  EXPECT_THAT(PlanJob(job, *DescribeTrainingData(job), options),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("the evaluation does not fit"),
+                             HasSubstr("the test set, read whole: 68.0 GiB"),
+                             HasSubstr("smaller test set"))));
+}
+
 // A worker reads the whole training file, then copies its shard out: a
 // small compressed file that claims gigabytes must be counted from its
 // header before any worker tries to hold them.

@@ -91,9 +91,11 @@ absl::Status CheckEvaluationMemory(const MemoryEstimate& estimate,
       "the evaluation does not fit in memory: scoring a batch of ",
       estimate.batch_size, " test examples needs about ", FormatBytes(needed),
       " (activations ", FormatBytes(estimate.activation_bytes),
+      ", the test set, read whole: ", FormatBytes(estimate.data_bytes),
       "), more than the ", FormatBytes(available), " of ", available_source,
       ". Lower evaluation.batch_size (the evaluator and the chief's own "
-      "final evaluation score the test set a batch at a time)"));
+      "final evaluation score the test set a batch at a time), or use a "
+      "smaller test set"));
 }
 
 std::string FormatBytes(int64_t bytes) {

@@ -166,13 +166,12 @@ JobConfigReport CheckJobConfigFile(const std::string& path,
       count = test.ok() ? absl::StatusOr<int64_t>(test->num_examples)
                         : test.status();
     } else if (train.has_value()) {
-      JobSpec spec;
-      *spec.mutable_config() = job;
-      for (int64_t d : train->example_shape) spec.add_example_shape(d);
-      spec.set_num_classes(train->num_classes);
-      absl::StatusOr<TestData> test = LoadTestData(spec);
-      count = test.ok() ? absl::StatusOr<int64_t>(test->num_examples())
-                        : test.status();
+      // The header's count now; the images, read whole as the evaluator
+      // reads them, once the plan says the evaluation can hold them.
+      absl::StatusOr<DatasetInfo> info = DescribeIdxDataset(
+          job.data().test_images(), job.data().test_labels());
+      count = info.ok() ? absl::StatusOr<int64_t>(info->num_examples)
+                        : info.status();
     } else {
       count =
           CheckIdxDataset(job.data().test_images(), job.data().test_labels());
@@ -207,6 +206,15 @@ JobConfigReport CheckJobConfigFile(const std::string& path,
         CheckIdxDataset(job.data().train_images(), job.data().train_labels())
             .status();
     if (!read.ok()) problem(read);
+    // The test set as the evaluator reads it, checked against the model.
+    if (test_examples.has_value()) {
+      JobSpec spec;
+      *spec.mutable_config() = job;
+      for (int64_t d : train->example_shape) spec.add_example_shape(d);
+      spec.set_num_classes(train->num_classes);
+      const absl::Status test = LoadTestData(spec).status();
+      if (!test.ok()) problem(test);
+    }
   }
   if (!report.problems.empty()) return report;
 
