@@ -156,6 +156,7 @@ JobSpec SpecFor(const ChiefOptions& options, const TrainingData& train,
   ps.set_log_dir(job.logging().log_dir());
   ps.set_run_group(job.logging().run_group());
   spec.set_total_steps(TotalGlobalSteps(job, train.num_examples, num_workers));
+  spec.set_num_train_examples(train.num_examples);
   spec.set_num_workers(num_workers);
   spec.set_input_size(plan.model->input().num_features());
   spec.set_num_classes(train.num_classes);
@@ -331,6 +332,7 @@ absl::StatusOr<PlannedJob> PlanTheJob(const ChiefOptions& options,
   LOG(INFO) << "model: " << planned.plan.model->Describe();
   LOG(INFO) << "memory: " << DescribeMemoryEstimate(planned.plan.memory);
   planned.spec = SpecFor(options, train, planned.plan);
+  planned.spec.set_num_test_examples(plan_options.test_examples);
   if (CheckpointsConfigured(options)) {
     const std::string directory = CheckpointOptions(options).directory;
     ASSIGN_OR_RETURN(

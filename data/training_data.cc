@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "data/criteo.h"
 #include "data/dataset.h"
@@ -45,6 +46,16 @@ int64_t BytesPerExample(const TrainingData& data) {
 }
 
 }  // namespace
+
+absl::Status CheckSameExamplesAsTheChief(int64_t counted, int64_t read,
+                                         const std::string& files) {
+  if (counted <= 0 || counted == read) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      files, " hold ", read, " examples here, but ", counted,
+      " where the chief read them: every task must see the same data files "
+      "(the same copy, complete, and relative paths resolved from the same "
+      "directory)"));
+}
 
 int64_t DataSetBytes(const TrainingData& data) {
   const int64_t per_example = BytesPerExample(data);

@@ -7,6 +7,7 @@
 #define PSFLOW_DATA_TRAINING_DATA_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -43,6 +44,15 @@ int64_t WorkerDataBytes(const TrainingData& data, int num_workers);
 // the chief's final evaluation read whole), as WorkerDataBytes counts an
 // example. Saturates rather than overflows.
 int64_t DataSetBytes(const TrainingData& data);
+
+// A task's read of data the chief counted first: OK when the chief
+// counted none (`counted` 0: an older chief) or as many as `read`;
+// otherwise FailedPrecondition naming both counts and `files`: this task
+// sees other data than the chief (another copy, a file still being
+// written, a relative path from another directory), and its shard of it
+// would overlap or leave out the others'.
+absl::Status CheckSameExamplesAsTheChief(int64_t counted, int64_t read,
+                                         const std::string& files);
 
 // The TrainingData of a CRITEO job whose training file holds
 // `num_examples` examples: its shape follows from data.num_dense and

@@ -8,6 +8,7 @@
 #include "common/job/job_config.h"
 #include "common/status_macros.h"
 #include "data/criteo.h"
+#include "data/training_data.h"
 #include "evaluation/ctr_evaluation.h"
 #include "evaluation/image_evaluation.h"
 
@@ -25,10 +26,17 @@ absl::StatusOr<TestData> LoadTestData(const JobSpec& spec) {
     test.ctr = true;
     ASSIGN_OR_RETURN(test.examples, LoadCriteoFile(job.data().test_path(),
                                                    CriteoFormatOf(job.data())));
+    RETURN_IF_ERROR(CheckSameExamplesAsTheChief(
+        spec.num_test_examples(), test.examples.num_examples,
+        absl::StrCat("the test data ", job.data().test_path())));
     return test;
   }
   ASSIGN_OR_RETURN(test.images, LoadIdxDataset(job.data().test_images(),
                                                job.data().test_labels()));
+  RETURN_IF_ERROR(CheckSameExamplesAsTheChief(
+      spec.num_test_examples(), test.images.num_examples,
+      absl::StrCat("the test data ", job.data().test_images(), " and ",
+                   job.data().test_labels())));
   if (!absl::c_equal(test.images.example_shape, spec.example_shape())) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the test data's examples have shape [",

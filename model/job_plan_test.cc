@@ -245,6 +245,19 @@ TEST(PlanJobTest, TheTestSetCountsInTheEvaluationsMemory) {
                              HasSubstr("smaller test set"))));
 }
 
+// A worker's own read of the training files must find the examples the
+// chief counted: otherwise the shards overlap or leave examples out.
+TEST(DescribeTrainingDataTest, ATasksCountMustBeTheChiefs) {
+  EXPECT_OK(CheckSameExamplesAsTheChief(0, 60000, "the training data x"));
+  EXPECT_OK(CheckSameExamplesAsTheChief(60000, 60000, "the training data x"));
+  EXPECT_THAT(CheckSameExamplesAsTheChief(60000, 59000, "the training data x"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("the training data x hold 59000 "
+                                       "examples here, but 60000 where the "
+                                       "chief read them"),
+                             HasSubstr("the same data files"))));
+}
+
 // A worker reads the whole training file, then copies its shard out: a
 // small compressed file that claims gigabytes must be counted from its
 // header before any worker tries to hold them.

@@ -16,6 +16,7 @@
 #include "data/batch_stream.h"
 #include "data/criteo.h"
 #include "data/dataset.h"
+#include "data/training_data.h"
 #include "model/registry.h"
 #include "worker/keep_alive.h"
 
@@ -75,6 +76,9 @@ absl::Status RunTrainingJob(const TrainingJobOptions& options) {
                        spec.input_size(), " and ", spec.num_fields(),
                        "; every task must see the same data files"));
     }
+    RETURN_IF_ERROR(CheckSameExamplesAsTheChief(
+        spec.num_train_examples(), train.num_examples,
+        absl::StrCat("the training data ", job.data().train_path())));
     RETURN_IF_ERROR(CheckBatchFitsShards(job, train.num_examples, num_workers));
     auto shard =
         std::make_shared<CtrExamples>(CtrShardOf(train, index, num_workers));
@@ -96,6 +100,10 @@ absl::Status RunTrainingJob(const TrainingJobOptions& options) {
     RETURN_IF_ERROR(CheckLabels(train.labels,
                                 static_cast<int>(spec.num_classes()),
                                 job.data().train_labels()));
+    RETURN_IF_ERROR(CheckSameExamplesAsTheChief(
+        spec.num_train_examples(), train.num_examples,
+        absl::StrCat("the training data ", job.data().train_images(), " and ",
+                     job.data().train_labels())));
     RETURN_IF_ERROR(CheckBatchFitsShards(job, train.num_examples, num_workers));
     auto shard = std::make_shared<Dataset>(ShardOf(train, index, num_workers));
     LOG(INFO) << "training on shard " << index << " of " << num_workers << " ("
