@@ -505,12 +505,29 @@ absl::Status CheckBatchFitsShards(const JobConfig& config,
   const int64_t smallest = train_examples / std::max(1, num_workers);
   const int batch = config.training().batch_size();
   if (batch <= smallest) return absl::OkStatus();
+  if (train_examples <= 0) {
+    return absl::FailedPreconditionError(
+        "the training data holds no examples, so no worker could take a "
+        "step; name a training set with data in it");
+  }
+  if (smallest == 0) {
+    // Some shards are empty: no batch size helps those workers.
+    const int64_t at_most =
+        std::max<int64_t>(1, train_examples / std::max(1, batch));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the ", train_examples, " training example",
+        train_examples == 1 ? "" : "s", " are fewer than the ", num_workers,
+        " workers, so some workers' shards are empty and they could never "
+        "take a step; use at most ",
+        at_most, at_most == 1 ? " worker" : " workers",
+        " for training.batch_size ", batch, ", or more data"));
+  }
   return absl::FailedPreconditionError(absl::StrCat(
       "training.batch_size is ", batch, " but the ", train_examples,
       " training examples over ", num_workers, " worker",
       num_workers == 1 ? "" : "s", " give shards of as few as ", smallest,
-      " examples: no worker could fill a batch (an epoch's incomplete last "
-      "batch is dropped), so training would never take a step; use a "
+      " examples: such a worker could not fill a batch (an epoch's incomplete "
+      "last batch is dropped), so it would never take a step; use a "
       "batch_size of at most ",
       std::max<int64_t>(1, smallest), ", fewer workers, or more data"));
 }

@@ -453,7 +453,21 @@ TEST(JobConfigTest, ABatchLargerThanAWorkersShardIsRefused) {
   EXPECT_THAT(CheckBatchFitsShards(config, 59999, 2),
               StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_THAT(CheckBatchFitsShards(config, 0, 1),
-              StatusIs(absl::StatusCode::kFailedPrecondition));
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("holds no examples")));
+  // More workers than examples: some shards are empty, and no batch size
+  // helps them (it said "use a batch_size of at most 1", which failed too).
+  ASSERT_OK_AND_ASSIGN(
+      JobConfig one,
+      WithTraining(R"({"batch_size": 1, "epochs": 1, "mode": "ASYNC"})"));
+  EXPECT_THAT(CheckBatchFitsShards(one, 100, 200),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("100 training examples are fewer than "
+                                       "the 200 workers"),
+                             HasSubstr("use at most 100 workers"))));
+  EXPECT_THAT(CheckBatchFitsShards(config, 100, 200),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("use at most 1 worker for")));
 }
 
 TEST(JobConfigTest, MissingFileIsNotFound) {
