@@ -16,6 +16,7 @@
 #ifndef PSFLOW_DATA_CRITEO_H_
 #define PSFLOW_DATA_CRITEO_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -40,11 +41,22 @@ struct CriteoFormat {
   int64_t max_examples = std::numeric_limits<int64_t>::max();
 };
 
+// The line limit for `format`'s columns: 64 KiB, or room for 64 bytes a
+// column when it has that many (a valid line of 4096 + 4096 columns runs
+// to about 155 KB; every column is a number or a hex id and a tab).
+inline int64_t CriteoLineLimit(const CriteoFormat& format) {
+  const int64_t columns =
+      int64_t{format.num_dense < 0 ? 0 : format.num_dense} +
+      int64_t{format.num_fields < 0 ? 0 : format.num_fields};
+  return std::max<int64_t>(int64_t{64} << 10, 64 * (columns + 1));
+}
+
 // A format by its counts, 0 meaning Criteo's 13 and 26 (tools, tests).
 inline CriteoFormat CriteoFormatOf(int num_dense, int num_fields) {
   CriteoFormat format;
   if (num_dense != 0) format.num_dense = num_dense;
   if (num_fields != 0) format.num_fields = num_fields;
+  format.max_line_bytes = CriteoLineLimit(format);
   return format;
 }
 
@@ -54,6 +66,7 @@ inline CriteoFormat CriteoFormatOf(int num_dense, int num_fields) {
 inline CriteoFormat CriteoFormatOf(const DataConfig& data) {
   CriteoFormat format = CriteoFormatOf(0, data.num_fields());
   if (data.has_num_dense()) format.num_dense = data.num_dense();
+  format.max_line_bytes = CriteoLineLimit(format);
   return format;
 }
 

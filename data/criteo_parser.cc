@@ -264,8 +264,9 @@ absl::Status CriteoTextParser::OverlongLine() {
   ++line_number_;
   return LineError(absl::StrCat(
       "longer than ", format_.max_line_bytes,
-      " bytes; a Criteo line is under 1 KiB: is this a Criteo text file? "
-      "(CriteoFormat.max_line_bytes raises the limit)"));
+      " bytes; a Criteo line is under 1 KiB, and the limit leaves 64 bytes "
+      "for each of the format's columns (data.num_dense, data.num_fields): "
+      "is this a Criteo text file with those columns?"));
 }
 
 std::string CriteoTextParser::ColumnName(int column) const {

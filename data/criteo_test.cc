@@ -228,6 +228,25 @@ TEST(CriteoTest, ALongBadValueIsQuotedShort) {
   EXPECT_LT(parsed.status().message().size(), 300u);
 }
 
+// The line limit grows with the columns a job config may name (up to
+// 4096 + 4096): a valid wide line was refused as "not a Criteo file", and
+// a job config could not raise the limit.
+TEST(CriteoTest, AWideFormatsLinesFitItsLimit) {
+  DataConfig data;
+  EXPECT_EQ(CriteoFormatOf(data).max_line_bytes, int64_t{64} << 10);
+  data.set_num_dense(0);
+  data.set_num_fields(4096);
+  const CriteoFormat wide = CriteoFormatOf(data);
+  std::vector<std::string> columns = {"1"};
+  for (int c = 0; c < 4096; ++c) columns.push_back("ffffffffffffffff");
+  const std::string line = absl::StrJoin(columns, "\t") + "\n";
+  ASSERT_GT(line.size(), size_t{64} << 10);
+  ASSERT_OK_AND_ASSIGN(CtrExamples examples,
+                       ParseCriteoText(line, wide, "wide"));
+  EXPECT_EQ(examples.num_examples, 1);
+  EXPECT_EQ(examples.num_fields, 4096);
+}
+
 TEST(CriteoTest, AnOverlongLineIsRefusedBeforeItIsHeld) {
   CriteoFormat format = kSmall;
   format.max_line_bytes = 100;
