@@ -69,29 +69,27 @@ absl::StatusOr<CtrExamples> ReadCriteoFile(const std::string& path,
                                            const CriteoFormat& format,
                                            bool keep_examples) {
   RETURN_IF_ERROR(CheckCriteoFormat(format));
-  ASSIGN_OR_RETURN(GzFile f, OpenGzFile(path, kCriteoAdvice, kReadBytes));
+  ASSIGN_OR_RETURN(DataFileReader f,
+                   DataFileReader::Open(path, kCriteoAdvice, kReadBytes));
   CriteoTextParser parser(format, path, keep_examples);
-  // Not zeroed: gzread fills what it returns.
+  // Not zeroed: Read fills what it returns.
   const std::unique_ptr<char[]> buffer(new char[kReadBytes]);
   while (true) {
-    const int got = gzread(f.get(), buffer.get(), kReadBytes);
-    if (got < 0) return GzFileError(path, f.get(), kCriteoAdvice);
+    ASSIGN_OR_RETURN(const size_t got, f.Read(buffer.get(), kReadBytes));
     if (got == 0) break;
     absl::Status parsed = parser.Feed(absl::string_view(buffer.get(), got));
     if (!parsed.ok()) {
       // Corrupt compressed data can decode to garbage lines before zlib
       // notices; then the corruption is the error worth reporting.
-      for (int64_t probed = 0;
-           !gzdirect(f.get()) && probed < kCorruptionProbeBytes;
+      for (int64_t probed = 0; f.compressed() && probed < kCorruptionProbeBytes;
            probed += kReadBytes) {
-        if (gzread(f.get(), buffer.get(), kReadBytes) <= 0) break;
+        absl::StatusOr<size_t> more = f.Read(buffer.get(), kReadBytes);
+        if (!more.ok()) return more.status();
+        if (*more == 0) break;
       }
-      absl::Status decompressed = GzFileError(path, f.get(), kCriteoAdvice);
-      return decompressed.ok() ? parsed : decompressed;
+      return parsed;
     }
   }
-  // A truncated gzip file reads like a shorter one until this check.
-  RETURN_IF_ERROR(GzFileError(path, f.get(), kCriteoAdvice));
   return std::move(parser).Finish();
 }
 

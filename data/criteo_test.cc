@@ -323,6 +323,25 @@ TEST(CriteoTest, TruncatedGzipIsDataLoss) {
   }
 }
 
+// gzread ignored whatever followed the last gzip member: a file with
+// text appended to it (`cat more.txt >> train.txt.gz`) read as the
+// compressed part alone, without a word.
+TEST(CriteoTest, BytesAppendedToGzipDataAreDataLoss) {
+  const std::string a = CriteoLine(1) + "\n";
+  const std::string b = CriteoLine(0) + "\n";
+  const std::string path = WriteRaw("appended.txt.gz", Gzip(a) + b);
+  EXPECT_THAT(LoadCriteoFile(path, CriteoFormat()),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("holds bytes after its gzip data that are "
+                                 "not gzip")));
+  // Gzip members one after another (gzip, pigz) are one file.
+  const std::string members = WriteRaw("members.txt.gz", Gzip(a) + Gzip(b));
+  ASSERT_OK_AND_ASSIGN(CtrExamples read,
+                       LoadCriteoFile(members, CriteoFormat()));
+  EXPECT_EQ(read.num_examples, 2);
+  EXPECT_THAT(read.labels, ElementsAre(1, 0));
+}
+
 TEST(CriteoTest, CorruptGzipIsDataLoss) {
   std::string text;
   for (int i = 0; i < 2000; ++i) text += CriteoLine(i % 2) + "\n";

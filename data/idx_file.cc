@@ -1,9 +1,9 @@
 #include "data/idx_file.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -23,38 +23,26 @@ constexpr GzFileAdvice kIdxAdvice = {
     "reinstall it (dataset-fashion-mnist) or download it again"};
 
 // Reads exactly `n` bytes; returns how many it got (fewer at end of file).
-// gzread reads raw files transparently.
-absl::StatusOr<size_t> ReadFully(gzFile f, const std::string& path, void* out,
-                                 size_t n) {
+absl::StatusOr<size_t> ReadFully(DataFileReader& f, void* out, size_t n) {
   size_t got = 0;
   while (got < n) {
-    const unsigned chunk =
-        static_cast<unsigned>(std::min<size_t>(n - got, 1u << 30));
-    int r = gzread(f, static_cast<char*>(out) + got, chunk);
-    if (r <= 0) {
-      // A gzip stream cut short, its CRC trailer among the lost bytes,
-      // ends (r == 0) like a whole one: only gzerror's Z_BUF_ERROR tells.
-      // Unchecked, damaged data would be read without its CRC verified.
-      absl::Status status = GzFileError(path, f, kIdxAdvice);
-      if (!status.ok()) return status;
-      if (r < 0) {
-        return absl::DataLossError(absl::StrCat(path, ": cannot read"));
-      }
-      break;
-    }
-    got += static_cast<size_t>(r);
+    absl::StatusOr<size_t> r = f.Read(static_cast<char*>(out) + got, n - got);
+    if (!r.ok()) return r.status();
+    if (*r == 0) break;
+    got += *r;
   }
   return got;
 }
 
 // Opens `path` and reads its IDX header; the file is left at the data.
-absl::Status OpenIdx(const std::string& path, GzFile& f,
+absl::Status OpenIdx(const std::string& path, std::optional<DataFileReader>& f,
                      std::vector<int64_t>& dims) {
-  absl::StatusOr<GzFile> opened = OpenGzFile(path, kIdxAdvice, 1 << 20);
+  absl::StatusOr<DataFileReader> opened =
+      DataFileReader::Open(path, kIdxAdvice, 1 << 20);
   if (!opened.ok()) return opened.status();
-  f = *std::move(opened);
+  f.emplace(*std::move(opened));
   uint8_t header[4];
-  absl::StatusOr<size_t> got = ReadFully(f.get(), path, header, 4);
+  absl::StatusOr<size_t> got = ReadFully(*f, header, 4);
   if (!got.ok()) return got.status();
   if (*got < 4 || header[0] != 0 || header[1] != 0) {
     return absl::DataLossError(absl::StrCat(
@@ -76,7 +64,7 @@ absl::Status OpenIdx(const std::string& path, GzFile& f,
   int64_t elements = 1;
   for (int d = 0; d < rank; ++d) {
     uint8_t b[4];
-    got = ReadFully(f.get(), path, b, 4);
+    got = ReadFully(*f, b, 4);
     if (!got.ok()) return got.status();
     if (*got < 4) {
       return absl::DataLossError(
@@ -106,7 +94,7 @@ absl::Status OpenIdx(const std::string& path, GzFile& f,
 }  // namespace
 
 absl::StatusOr<std::vector<int64_t>> ReadIdxHeader(const std::string& path) {
-  GzFile f;
+  std::optional<DataFileReader> f;
   std::vector<int64_t> dims;
   absl::Status opened = OpenIdx(path, f, dims);
   if (!opened.ok()) return opened;
@@ -118,8 +106,8 @@ namespace {
 // Reads the `elements` bytes after the header into `keep`, or through a
 // bounded buffer when it is null, and checks that the file holds exactly
 // them (a gzip stream's CRC included).
-absl::Status ReadIdxData(gzFile f, const std::string& path, int64_t elements,
-                         std::vector<uint8_t>* keep) {
+absl::Status ReadIdxData(DataFileReader& f, const std::string& path,
+                         int64_t elements, std::vector<uint8_t>* keep) {
   // Grown as the data arrives, in bounded pieces: a header is only a
   // claim, and a small (or compressed) file claiming gigabytes must not
   // make the reader reserve them.
@@ -137,7 +125,7 @@ absl::Status ReadIdxData(gzFile f, const std::string& path, int64_t elements,
       scratch.resize(want);
       into = scratch.data();
     }
-    absl::StatusOr<size_t> got = ReadFully(f, path, into, want);
+    absl::StatusOr<size_t> got = ReadFully(f, into, want);
     if (!got.ok()) return got.status();
     read += static_cast<int64_t>(*got);
     if (keep != nullptr) keep->resize(static_cast<size_t>(read));
@@ -150,7 +138,7 @@ absl::Status ReadIdxData(gzFile f, const std::string& path, int64_t elements,
                      "; reinstall or download it again"));
   }
   uint8_t extra;
-  absl::StatusOr<size_t> got = ReadFully(f, path, &extra, 1);
+  absl::StatusOr<size_t> got = ReadFully(f, &extra, 1);
   if (!got.ok()) return got.status();
   if (*got != 0) {
     return absl::DataLossError(
@@ -169,22 +157,22 @@ int64_t ElementsOf(const std::vector<int64_t>& dims) {
 }  // namespace
 
 absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
-  GzFile f;
+  std::optional<DataFileReader> f;
   IdxArray array;
   absl::Status opened = OpenIdx(path, f, array.dims);
   if (!opened.ok()) return opened;
   absl::Status read =
-      ReadIdxData(f.get(), path, ElementsOf(array.dims), &array.data);
+      ReadIdxData(*f, path, ElementsOf(array.dims), &array.data);
   if (!read.ok()) return read;
   return array;
 }
 
 absl::StatusOr<std::vector<int64_t>> CheckIdxFile(const std::string& path) {
-  GzFile f;
+  std::optional<DataFileReader> f;
   std::vector<int64_t> dims;
   absl::Status opened = OpenIdx(path, f, dims);
   if (!opened.ok()) return opened;
-  absl::Status read = ReadIdxData(f.get(), path, ElementsOf(dims), nullptr);
+  absl::Status read = ReadIdxData(*f, path, ElementsOf(dims), nullptr);
   if (!read.ok()) return read;
   return dims;
 }

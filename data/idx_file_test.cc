@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -145,6 +146,22 @@ TEST(IdxFileTest, TrailingDataIsDataLoss) {
   std::string path = WriteRaw("long.idx", Idx({2}, "abc"));
   EXPECT_THAT(ReadIdxFile(path), StatusIs(absl::StatusCode::kDataLoss,
                                           HasSubstr("holds more data")));
+}
+
+// Bytes appended after the gzip data were dropped by gzread, passing the
+// "holds more data than its header" check above.
+TEST(IdxFileTest, BytesAfterTheGzipDataAreDataLoss) {
+  const std::string gz = WriteGzip("whole.gz", Idx({3}, "abc"));
+  std::ifstream in(gz, std::ios::binary);
+  const std::string compressed((std::istreambuf_iterator<char>(in)),
+                               std::istreambuf_iterator<char>());
+  const std::string path =
+      WriteRaw("appended.gz", compressed + std::string(5000, 'r'));
+  EXPECT_THAT(ReadIdxFile(path),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("bytes after its gzip data that are not "
+                                 "gzip")));
+  EXPECT_THAT(CheckIdxFile(path), StatusIs(absl::StatusCode::kDataLoss));
 }
 
 TEST(IdxFileTest, NonIdxFileIsDataLoss) {
