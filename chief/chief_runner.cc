@@ -23,6 +23,7 @@
 #include "client/cluster_client.h"
 #include "client/health_check.h"
 #include "common/file_util.h"
+#include "common/host_cores.h"
 #include "common/host_memory.h"
 #include "common/host_port.h"
 #include "common/job/job_config.h"
@@ -135,6 +136,9 @@ bool CheckpointsConfigured(const ChiefOptions& options) {
 
 // The spec every task receives: the job, its variables' placement, how the
 // servers update them, and the data's shape.
+// The compute threads of the chief's own final evaluation.
+int EvaluationThreads() { return UsableCores(); }
+
 JobSpec SpecFor(const ChiefOptions& options, const TrainingData& train,
                 const JobPlan& plan) {
   const JobConfig& job = options.job;
@@ -182,8 +186,9 @@ ChiefPolicy PolicyFor(const ChiefOptions& options) {
   policy.final_evaluation_timeout = options.final_evaluation_timeout;
   policy.log_interval = options.log_interval;
   policy.has_evaluator = options.tf_config.cluster.HasJob(TaskType::kEvaluator);
-  policy.evaluation_threads =
-      std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  // The cores this process may use (its container's CPU limit, not the
+  // node's count); the plan checks the evaluation's memory for as many.
+  policy.evaluation_threads = EvaluationThreads();
   policy.result_file = options.result_file;
   return policy;
 }
@@ -308,6 +313,7 @@ absl::StatusOr<PlannedJob> PlanTheJob(const ChiefOptions& options,
   plan_options.num_workers = tf.cluster.NumTasks(TaskType::kWorker);
   plan_options.host = AvailableMemory();
   plan_options.has_test_data = HasTestData(job);
+  plan_options.evaluation_threads = EvaluationThreads();
   // The test set's size, before anything holds it (it is read whole
   // below, by the evaluator and by the final evaluation): the IDX
   // header's count, or the CRITEO lines counted one at a time. The plan

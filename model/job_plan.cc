@@ -37,8 +37,8 @@ absl::StatusOr<JobPlan> PlanJob(const JobConfig& job, const TrainingData& data,
   RETURN_IF_ERROR(CheckJobMemory(plan.memory, job, 1, options.host.bytes,
                                  options.host.source));
   if (options.has_test_data) {
-    plan.evaluation_memory =
-        EstimateEvaluationMemory(*plan.model, job, options.test_examples);
+    plan.evaluation_memory = EstimateEvaluationMemory(
+        *plan.model, job, options.test_examples, options.evaluation_threads);
     // The test set is read whole, beside the batch being scored.
     TrainingData test = data;
     test.num_examples = options.test_examples;

@@ -38,6 +38,10 @@ struct JobPlanOptions {
   // capped at this.
   bool has_test_data = false;
   int64_t test_examples = 0;
+  // The compute threads the evaluation is checked for (0: the job's
+  // training.cpu_threads): the chief, which may score the final model
+  // itself, passes the threads it would use.
+  int evaluation_threads = 0;
 };
 
 struct JobPlan {

@@ -75,11 +75,12 @@ MemoryEstimate EstimateJobMemory(const ModelDefinition& model,
 
 MemoryEstimate EstimateEvaluationMemory(const ModelDefinition& model,
                                         const JobConfig& job,
-                                        int64_t test_examples) {
+                                        int64_t test_examples, int threads) {
   int64_t batch = std::max(1, job.evaluation().batch_size());
   if (test_examples > 0) batch = std::min(batch, test_examples);
-  return EstimateMemory(model, batch, /*optimizer_slots=*/0,
-                        std::max(1, job.training().cpu_threads()));
+  return EstimateMemory(
+      model, batch, /*optimizer_slots=*/0,
+      std::max(1, threads > 0 ? threads : job.training().cpu_threads()));
 }
 
 absl::Status CheckEvaluationMemory(const MemoryEstimate& estimate,

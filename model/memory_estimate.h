@@ -64,10 +64,13 @@ struct MemoryEstimate {
 // The evaluation's memory, on the evaluator (or the chief, which
 // evaluates the final model itself when the evaluator does not): the
 // model for a batch of evaluation.batch_size, at most `test_examples`
-// when known (> 0), as the evaluation instantiates it, and the process.
+// when known (> 0), as the evaluation instantiates it, and the process;
+// its per-thread scratch for `threads` compute threads (0: the job's
+// training.cpu_threads; the chief's own evaluation uses its host's
+// cores).
 MemoryEstimate EstimateEvaluationMemory(const ModelDefinition& model,
                                         const JobConfig& job,
-                                        int64_t test_examples);
+                                        int64_t test_examples, int threads = 0);
 
 // ResourceExhausted naming evaluation.batch_size when that evaluation
 // needs more than `available` bytes (`available_source` says whose).

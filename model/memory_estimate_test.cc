@@ -99,6 +99,28 @@ TEST(MemoryEstimateTest, AWideWindowCountsOneImagesPatchesPerThread) {
   EXPECT_GT(one.activation_bytes, 2 * image_patches * 4);
 }
 
+// The chief scores the final model itself on its host's cores: its
+// evaluation is estimated for those threads, not the workers' cpu_threads
+// (each holds an image's patches).
+TEST(MemoryEstimateTest, TheEvaluationCountsTheThreadsItRunsOn) {
+  ModelConfig config;
+  LayerConfig::Conv2D* conv = config.add_layers()->mutable_conv2d();
+  conv->set_filters(2);
+  conv->add_kernel_size(64);
+  conv->set_padding("same");
+  config.add_layers()->mutable_flatten();
+  config.add_layers()->mutable_dense()->set_units(10);
+  ASSERT_OK_AND_ASSIGN(auto model, DefineModel(config, kImages));
+  JobConfig job;
+  job.mutable_evaluation()->set_batch_size(2);
+  const int64_t image_patches = 28 * 28 * 64 * 64;
+  const MemoryEstimate workers = EstimateEvaluationMemory(*model, job, 100);
+  const MemoryEstimate chief =
+      EstimateEvaluationMemory(*model, job, 100, /*threads=*/4);
+  EXPECT_EQ(chief.activation_bytes - workers.activation_bytes,
+            3 * 2 * image_patches * 4);
+}
+
 // The estimate follows what the model really allocates: a CPU model's
 // resident memory grows by its activations and two copies of the
 // parameters (values and gradients; the trainer holds the other three).
