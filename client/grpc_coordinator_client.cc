@@ -24,7 +24,13 @@ GrpcCoordinatorClient::GrpcCoordinatorClient(const std::string& address,
                                              std::optional<TaskId> self)
     : chief_(std::move(chief)),
       self_(std::move(self)),
-      stub_(Coordinator::NewStub(OpenChannel(address, security))) {}
+      // A task expects its job's coordinator (chief-0, or worker-0 in a
+      // job without a chief) to present that task's certificate; tools
+      // (no `self`) take any of the job's.
+      stub_(Coordinator::NewStub(
+          OpenChannel(address, security, grpc::ChannelArguments(),
+                      self_.has_value() ? security.chief_task.ToString()
+                                        : std::string()))) {}
 
 absl::StatusOr<JobSpec> GrpcCoordinatorClient::Register(const TaskId& task,
                                                         uint64_t incarnation,

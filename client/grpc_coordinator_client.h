@@ -19,7 +19,9 @@ class GrpcCoordinatorClient final : public CoordinatorClient {
  public:
   // `chief` names it in errors, e.g. "chief-0 at 10.0.0.2:2222".
   // `self` is the calling task (none for operators' tools): the chief
-  // learns from its status requests that it heard the job's end.
+  // learns from its status requests that it heard the job's end, and with
+  // mutual TLS the server must present `security.chief_task`'s
+  // certificate.
   GrpcCoordinatorClient(const std::string& address, std::string chief,
                         const TransportSecurity& security,
                         std::optional<TaskId> self = std::nullopt);

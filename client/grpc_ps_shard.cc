@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/rpc/bulk_frame.h"
@@ -57,9 +58,27 @@ struct GrpcPsShard::BulkCall {
       finish;
 };
 
+namespace {
+
+// The task a shard named "ps-1 at 10.0.0.3:2222" (or "ps-1") must be: its
+// server must present that task's certificate. Empty for other names
+// (tools, tests), which any certificate of the job's CA may answer.
+std::string ExpectedServer(const std::string& name) {
+  const std::string task = name.substr(0, name.find(' '));
+  int index = 0;
+  if (task.rfind("ps-", 0) != 0 || !absl::SimpleAtoi(task.substr(3), &index) ||
+      index < 0 || absl::StrCat("ps-", index) != task) {
+    return "";
+  }
+  return task;
+}
+
+}  // namespace
+
 GrpcPsShard::GrpcPsShard(const std::string& address, std::string name,
                          const Options& options)
     : name_(std::move(name)), options_(options) {
+  const std::string expected_server = ExpectedServer(name_);
   const int connections = std::max(1, options.connections);
   for (int i = 0; i < connections; ++i) {
     grpc::ChannelArguments args;
@@ -73,7 +92,8 @@ GrpcPsShard::GrpcPsShard(const std::string& address, std::string name,
       args.SetInt(name, value);
     }
     auto connection = std::make_unique<Connection>();
-    connection->channel = OpenChannel(address, options.security, args);
+    connection->channel =
+        OpenChannel(address, options.security, args, expected_server);
     connection->stub = std::make_unique<grpc::GenericStub>(connection->channel);
     connections_.push_back(std::move(connection));
   }

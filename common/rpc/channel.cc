@@ -56,7 +56,8 @@ class MetadataInterceptorFactory final
 
 std::shared_ptr<grpc::Channel> OpenChannel(
     const std::string& address, const TransportSecurity& security,
-    const grpc::ChannelArguments& caller_args) {
+    const grpc::ChannelArguments& caller_args,
+    const std::string& expected_peer) {
   // gRPC's reconnect backoff grows to 2 minutes by default: a task that
   // tried its peer before the peer was up (a worker starting before the
   // chief) or while it restarted would then find it up to minutes late,
@@ -77,8 +78,8 @@ std::shared_ptr<grpc::Channel> OpenChannel(
                           security.chief_incarnation);
   }
   if (metadata.empty()) {
-    return grpc::CreateCustomChannel(address, ChannelCredentialsFor(security),
-                                     args);
+    return grpc::CreateCustomChannel(
+        address, ChannelCredentialsFor(security, expected_peer), args);
   }
   std::vector<
       std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
@@ -86,7 +87,8 @@ std::shared_ptr<grpc::Channel> OpenChannel(
   interceptors.push_back(
       std::make_unique<MetadataInterceptorFactory>(std::move(metadata)));
   return grpc::experimental::CreateCustomChannelWithInterceptors(
-      address, ChannelCredentialsFor(security), args, std::move(interceptors));
+      address, ChannelCredentialsFor(security, expected_peer), args,
+      std::move(interceptors));
 }
 
 }  // namespace psflow

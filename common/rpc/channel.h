@@ -18,10 +18,13 @@ namespace psflow {
 // most a second apart (not gRPC's default of up to 2 minutes). Every call
 // on it
 // carries `security.tokens.own` when there is one (job_tokens.h), and
-// `security.chief_incarnation` when there is one.
+// `security.chief_incarnation` when there is one. With mutual TLS and
+// `expected_peer` (a task's name: "ps-1"), the server must present that
+// task's certificate (ChannelCredentialsFor).
 std::shared_ptr<grpc::Channel> OpenChannel(
     const std::string& address, const TransportSecurity& security,
-    const grpc::ChannelArguments& args = grpc::ChannelArguments());
+    const grpc::ChannelArguments& args = grpc::ChannelArguments(),
+    const std::string& expected_peer = "");
 
 }  // namespace psflow
 

@@ -1,14 +1,21 @@
 #include "common/rpc/transport_security.h"
 
+#include <functional>
 #include <utility>
+#include <vector>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/file_util.h"
+#include "common/host_port.h"
 #include "common/rpc/credential_files.h"
 #include "common/status_macros.h"
 #include "common/tls/certificates.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/security/tls_certificate_provider.h"
+#include "grpcpp/security/tls_certificate_verifier.h"
+#include "grpcpp/security/tls_credentials_options.h"
 
 namespace psflow {
 namespace {
@@ -42,6 +49,72 @@ absl::StatusOr<std::string> ReadPemFile(const std::string& path,
         "file was shared"));
   }
   return text;
+}
+
+// After the handshake (the chain already verified against the job's CA):
+// the server's certificate must name `expected` and cover the host
+// dialed, as CheckCertificateIdentity checks a task's own at start.
+class PeerIdentityVerifier final
+    : public grpc::experimental::ExternalCertificateVerifier {
+ public:
+  explicit PeerIdentityVerifier(std::string expected)
+      : expected_(std::move(expected)) {}
+
+  bool Verify(grpc::experimental::TlsCustomVerificationCheckRequest* request,
+              std::function<void(grpc::Status)>,
+              grpc::Status* sync_status) override {
+    const grpc::string_ref target = request->target_name();
+    std::string host(target.data(), target.size());
+    if (absl::StatusOr<HostPort> parsed = ParseHostPort(host); parsed.ok()) {
+      host = parsed->host;
+    }
+    const grpc::string_ref peer = request->peer_cert();
+    const std::string pem(peer.data(), peer.size());
+    absl::StatusOr<CertificateInfo> info = DescribeCertificate(pem);
+    absl::Status checked;
+    if (!info.ok()) {
+      checked = info.status();
+    } else if (info->common_name != expected_) {
+      checked = absl::UnauthenticatedError(absl::StrCat(
+          "the server at ", host, " presents the certificate of ",
+          info->common_name.empty() ? "no task" : info->common_name,
+          ", not of ", expected_, ": another task answers at ", expected_,
+          "'s address (a TF_CONFIG with a wrong port, or a task that took "
+          "the port)"));
+    } else {
+      checked = CheckCertificateIdentity(pem, expected_, host);
+    }
+    *sync_status = checked.ok()
+                       ? grpc::Status::OK
+                       : grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                                      std::string(checked.message()));
+    return true;  // decided synchronously
+  }
+
+  void Cancel(grpc::experimental::TlsCustomVerificationCheckRequest*) override {
+  }
+
+ private:
+  const std::string expected_;
+};
+
+std::shared_ptr<grpc::ChannelCredentials> PeerCheckingCredentials(
+    const TransportSecurity& security, const std::string& expected_peer) {
+  auto certificates =
+      std::make_shared<grpc::experimental::StaticDataCertificateProvider>(
+          security.ca_pem, std::vector<grpc::experimental::IdentityKeyCertPair>{
+                               {security.key_pem, security.certificate_pem}});
+  grpc::experimental::TlsChannelCredentialsOptions options;
+  options.set_certificate_provider(certificates);
+  options.watch_root_certs();
+  options.watch_identity_key_cert_pairs();
+  options.set_verify_server_certs(true);
+  options.set_certificate_verifier(
+      grpc::experimental::ExternalCertificateVerifier::Create<
+          PeerIdentityVerifier>(expected_peer));
+  // The verifier checks the host; psflow's calls name no other.
+  options.set_check_call_host(false);
+  return grpc::experimental::TlsCredentials(options);
 }
 
 }  // namespace
@@ -109,11 +182,14 @@ std::shared_ptr<grpc::ServerCredentials> ServerCredentialsFor(
 }
 
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsFor(
-    const TransportSecurity& security) {
+    const TransportSecurity& security, const std::string& expected_peer) {
   switch (security.mode) {
     case TransportSecurity::Mode::kInsecure:
       return grpc::InsecureChannelCredentials();
     case TransportSecurity::Mode::kMutualTls: {
+      if (!expected_peer.empty()) {
+        return PeerCheckingCredentials(security, expected_peer);
+      }
       grpc::SslCredentialsOptions options;
       options.pem_root_certs = security.ca_pem;
       options.pem_private_key = security.key_pem;

@@ -82,8 +82,14 @@ std::string TransportSecurityName(const TransportSecurity& security);
 
 std::shared_ptr<grpc::ServerCredentials> ServerCredentialsFor(
     const TransportSecurity& security);
+// With mutual TLS and a non-empty `expected_peer` (a task's name:
+// "ps-1", "chief-0"), the server must present that task's certificate
+// (its CN), besides one the job's CA signed for the host dialed: where
+// tasks share a host (psctl local; several tasks to a node), another
+// task's certificate would pass the host check alone, and a compromised
+// task could answer for a parameter server.
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsFor(
-    const TransportSecurity& security);
+    const TransportSecurity& security, const std::string& expected_peer = "");
 
 }  // namespace psflow
 

@@ -31,9 +31,11 @@ using ::testing::HasSubstr;
 
 // The health check's outcome through `security`: the serving status, or
 // the gRPC error.
-absl::Status Check(int port, const TransportSecurity& security) {
+absl::Status Check(int port, const TransportSecurity& security,
+                   const std::string& expected_peer = "") {
   auto stub = grpc::health::v1::Health::NewStub(
-      OpenChannel(absl::StrCat("127.0.0.1:", port), security));
+      OpenChannel(absl::StrCat("127.0.0.1:", port), security,
+                  grpc::ChannelArguments(), expected_peer));
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
   HealthCheckResponse response;
@@ -109,6 +111,41 @@ TEST(TransportSecurityTest, AServerCertificateForAnotherHostIsRefused) {
                                  elsewhere.private_key, "ps-0"));
   ASSERT_OK_AND_ASSIGN(auto server, StartHealthServer("127.0.0.1:0", misnamed));
   EXPECT_THAT(Check(server->port(), job.client),
+              StatusIs(absl::StatusCode::kUnavailable));
+}
+
+// Tasks sharing a host share its address in their certificates: a client
+// that expects ps-0 refuses another task's certificate (a compromised
+// worker listening on the server's port), and the host is still checked.
+TEST(TransportSecurityTest, AClientThatExpectsATaskRefusesAnother) {
+  Job job = MakeJob("ours");  // the server presents ps-0's certificate
+  ASSERT_OK_AND_ASSIGN(auto server,
+                       StartHealthServer("127.0.0.1:0", job.server));
+  EXPECT_OK(Check(server->port(), job.client, "ps-0"));
+  EXPECT_THAT(Check(server->port(), job.client, "ps-1"),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       HasSubstr("presents the certificate of ps-0, not of "
+                                 "ps-1")));
+  // A worker's certificate where ps-0 is expected.
+  ASSERT_OK_AND_ASSIGN(
+      PemPair worker, MakeCertificate(job.ca, "ours", "worker-1", {"127.0.0.1"},
+                                      absl::Hours(1)));
+  ASSERT_OK_AND_ASSIGN(TransportSecurity impostor,
+                       MutualTls(job.ca.certificate, worker.certificate,
+                                 worker.private_key, "worker-1"));
+  ASSERT_OK_AND_ASSIGN(auto fake, StartHealthServer("127.0.0.1:0", impostor));
+  EXPECT_THAT(Check(fake->port(), job.client, "ps-0"),
+              StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_OK(Check(fake->port(), job.client));  // any task of the job
+  // ps-0's certificate for another host is refused still.
+  ASSERT_OK_AND_ASSIGN(
+      PemPair elsewhere,
+      MakeCertificate(job.ca, "ours", "ps-0", {"10.9.9.9"}, absl::Hours(1)));
+  ASSERT_OK_AND_ASSIGN(TransportSecurity misplaced,
+                       MutualTls(job.ca.certificate, elsewhere.certificate,
+                                 elsewhere.private_key, "ps-0"));
+  ASSERT_OK_AND_ASSIGN(auto away, StartHealthServer("127.0.0.1:0", misplaced));
+  EXPECT_THAT(Check(away->port(), job.client, "ps-0"),
               StatusIs(absl::StatusCode::kUnavailable));
 }
 
