@@ -396,10 +396,12 @@ absl::Status Chief::SuperviseTraining() {
   }
   supervising_ = true;
   absl::Status supervised = supervisor.Supervise();
+  // Out of training first: the preemption save's bound (termination.h)
+  // then no longer starts the stop meant for a save still under way.
+  if (termination != nullptr) termination->SetTraining(false);
   supervising_ = false;
   // A signal from now on stops the job "after training" (StopOnSignal).
   training_over_ = true;
-  if (termination != nullptr) termination->SetTraining(false);
   RETURN_IF_ERROR(supervised);
   if (coordinator_.state() == FAILED) {
     return absl::AbortedError(coordinator_.Status().message());

@@ -52,8 +52,10 @@ ABSL_FLAG(int32_t, worker_replacement_timeout_s, 240,
           "come back (restarted, they register again) before the job fails");
 ABSL_FLAG(int32_t, preemption_save_timeout_s, 60,
           "On SIGTERM/SIGINT during training: seconds the checkpoint of the "
-          "current step may take before the chief exits without it (keep "
-          "Kubernetes' terminationGracePeriodSeconds above it)");
+          "current step may take; past them the chief ends the job without "
+          "it (the result says so, the servers are told to stop; at most 15 "
+          "s more). Keep Kubernetes' terminationGracePeriodSeconds above "
+          "both");
 
 namespace {
 // Set once flags are parsed; a signal before that exits at once.

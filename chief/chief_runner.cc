@@ -134,11 +134,11 @@ bool CheckpointsConfigured(const ChiefOptions& options) {
          !options.job.checkpoint().directory().empty();
 }
 
-// The spec every task receives: the job, its variables' placement, how the
-// servers update them, and the data's shape.
 // The compute threads of the chief's own final evaluation.
 int EvaluationThreads() { return UsableCores(); }
 
+// The spec every task receives: the job, its variables' placement, how the
+// servers update them, and the data's shape.
 JobSpec SpecFor(const ChiefOptions& options, const TrainingData& train,
                 const JobPlan& plan) {
   const JobConfig& job = options.job;

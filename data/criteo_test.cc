@@ -340,6 +340,11 @@ TEST(CriteoTest, BytesAppendedToGzipDataAreDataLoss) {
                        LoadCriteoFile(members, CriteoFormat()));
   EXPECT_EQ(read.num_examples, 2);
   EXPECT_THAT(read.labels, ElementsAre(1, 0));
+  // Zeros padding it to a block are no data (gzip takes them too).
+  const std::string padded =
+      WriteRaw("padded.txt.gz", Gzip(a) + Gzip(b) + std::string(512, '\0'));
+  ASSERT_OK_AND_ASSIGN(read, LoadCriteoFile(padded, CriteoFormat()));
+  EXPECT_EQ(read.num_examples, 2);
 }
 
 TEST(CriteoTest, CorruptGzipIsDataLoss) {

@@ -192,6 +192,18 @@ absl::Status DataFileReader::NextMember() {
     return absl::OkStatus();
   }
   if (!StartsWithGzipMagic(z.next_in, z.avail_in)) {
+    // Zeros padding the file to a block (tapes, some writers): gzip
+    // accepts them, and so does this.
+    while (std::all_of(z.next_in, z.next_in + z.avail_in,
+                       [](unsigned char b) { return b == 0; })) {
+      z.next_in += z.avail_in;
+      z.avail_in = 0;
+      if (eof_) {
+        finished_ = true;
+        return absl::OkStatus();
+      }
+      if (absl::Status read = Refill(); !read.ok()) return read;
+    }
     return absl::DataLossError(absl::StrCat(
         path_,
         ": holds bytes after its gzip data that are not gzip (was something "

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/psctl/synth_ctr_job.h"
+#include "common/host_cores.h"
 #include "common/job/job_config.h"
 #include "data/criteo.h"
 #include "data/dataset.h"
@@ -192,6 +193,9 @@ JobConfigReport CheckJobConfigFile(const std::string& path,
     plan_options.host = options.host;
     plan_options.has_test_data = HasTestData(job);
     plan_options.test_examples = test_examples.value_or(0);
+    // As the chief plans it on a host like this one (its own final
+    // evaluation runs on the cores it may use).
+    plan_options.evaluation_threads = UsableCores();
     absl::StatusOr<JobPlan> planned = PlanJob(job, *train, plan_options);
     if (planned.ok()) {
       plan = std::move(*planned);

@@ -316,13 +316,20 @@ constexpr int kMaxLocalTasksPerRole = 256;
 // one else (created 0700 when new; /tmp/psflow-local, the default, is
 // refused when another user made it first).
 absl::Status CheckJobFolder(const std::string& dir) {
-  struct stat link;
-  if (lstat(dir.c_str(), &link) == 0 && S_ISLNK(link.st_mode) &&
-      link.st_uid != geteuid()) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "--dir=", dir, " is a link that belongs to another user (uid ",
-        link.st_uid,
-        "), who could point it anywhere; name a folder of your own"));
+  // Every link on the way (the folder itself, or one above it; a trailing
+  // "/" would make lstat follow the last) must be this user's or root's.
+  const std::string path = AbsolutePath(dir);
+  for (size_t end = path.find('/', 1);; end = path.find('/', end + 1)) {
+    const std::string prefix = path.substr(0, end);
+    struct stat link;
+    if (!prefix.empty() && lstat(prefix.c_str(), &link) == 0 &&
+        S_ISLNK(link.st_mode) && link.st_uid != geteuid() && link.st_uid != 0) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "--dir=", dir, ": ", prefix,
+          " is a link that belongs to another user (uid ", link.st_uid,
+          "), who could point it anywhere; name a folder of your own"));
+    }
+    if (end == std::string::npos) break;
   }
   absl::Status own = MakePrivateDirectory(dir);
   if (!own.ok()) {

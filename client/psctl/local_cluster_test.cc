@@ -280,12 +280,28 @@ TEST(LocalClusterTest, AFolderOthersCanWriteIsRefused) {
   EXPECT_FALSE(PathExists(dir + "/psctl-local.lock"));
   EXPECT_THAT(StartedPids(options.bin_dir), ::testing::IsEmpty());
 
-  if (geteuid() == 0) {  // only root can give a folder away
+  if (geteuid() == 0) {  // only root can give a folder or link away
     options.dir = FreshDir("theirs");
     ASSERT_EQ(chown(options.dir.c_str(), 65534, 65534), 0);
     EXPECT_THAT(RunLocalCluster(options, out),
                 StatusIs(absl::StatusCode::kPermissionDenied,
                          HasSubstr("belongs to another user (uid 65534)")));
+    // Their link to a folder of ours, named with a trailing "/" (which
+    // lstat follows) or as a parent of --dir.
+    const std::string ours = FreshDir("ours");
+    const std::string link = FreshDir("links") + "/theirs";
+    ASSERT_EQ(symlink(ours.c_str(), link.c_str()), 0);
+    ASSERT_EQ(lchown(link.c_str(), 65534, 65534), 0);
+    for (const std::string& dir : {link, link + "/", link + "/job"}) {
+      options.dir = dir;
+      EXPECT_THAT(RunLocalCluster(options, out),
+                  StatusIs(absl::StatusCode::kPermissionDenied,
+                           HasSubstr("is a link that belongs to another "
+                                     "user (uid 65534)")))
+          << dir;
+    }
+    EXPECT_FALSE(PathExists(ours + "/job"));
+    EXPECT_FALSE(PathExists(ours + "/psctl-local.lock"));
   }
 }
 

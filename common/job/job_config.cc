@@ -510,6 +510,15 @@ absl::Status CheckBatchFitsShards(const JobConfig& config,
         "the training data holds no examples, so no worker could take a "
         "step; name a training set with data in it");
   }
+  if (batch > train_examples) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "training.batch_size is ", batch, " but the whole training set holds ",
+        train_examples, " example", train_examples == 1 ? "" : "s",
+        ", so no worker could fill a batch; use a batch_size of at most ",
+        std::max<int64_t>(1, train_examples / std::max(1, num_workers)),
+        " for ", num_workers, " worker", num_workers == 1 ? "" : "s",
+        ", or more data"));
+  }
   if (smallest == 0) {
     // Some shards are empty: no batch size helps those workers.
     const int64_t at_most =

@@ -465,9 +465,16 @@ TEST(JobConfigTest, ABatchLargerThanAWorkersShardIsRefused) {
                        AllOf(HasSubstr("100 training examples are fewer than "
                                        "the 200 workers"),
                              HasSubstr("use at most 100 workers"))));
+  // A batch larger than the whole set: no worker count helps.
   EXPECT_THAT(CheckBatchFitsShards(config, 100, 200),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("use at most 1 worker for")));
+                       HasSubstr("the whole training set holds 100 examples")));
+  ASSERT_OK_AND_ASSIGN(
+      JobConfig ten,
+      WithTraining(R"({"batch_size": 10, "epochs": 1, "mode": "ASYNC"})"));
+  EXPECT_THAT(CheckBatchFitsShards(ten, 100, 200),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("use at most 10 workers for")));
 }
 
 TEST(JobConfigTest, MissingFileIsNotFound) {

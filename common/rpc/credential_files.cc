@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/file_util.h"
@@ -124,7 +125,14 @@ absl::Status CheckCredentialFile(const std::string& path, CredentialKind kind,
   return absl::OkStatus();
 }
 
-absl::Status MakePrivateDirectory(const std::string& dir) {
+absl::Status MakePrivateDirectory(const std::string& given) {
+  // "dir/" and "dir/." name dir: stripped, so the folder made is the one
+  // checked, and created 0700 (not by MakeDirectories as a parent).
+  std::string dir = given;
+  while (dir.size() > 1 && (absl::EndsWith(dir, "/") ||
+                            (absl::EndsWith(dir, "/.") && dir.size() > 2))) {
+    dir.resize(dir.size() - (absl::EndsWith(dir, "/") ? 1 : 2));
+  }
   struct stat st;
   if (stat(dir.c_str(), &st) != 0) {
     const size_t slash = dir.find_last_of('/');
@@ -154,11 +162,13 @@ absl::Status MakePrivateDirectory(const std::string& dir) {
         "folder of this user's own (a new one is created mode 0700)"));
   }
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    // A shared sticky folder (/tmp) stays shared: no chmod is suggested.
+    const bool shared = (st.st_mode & S_ISVTX) != 0;
     return absl::PermissionDeniedError(absl::StrCat(
         dir, " is writable by other users (mode ", Mode(st.st_mode),
         "), who could replace the secrets written into it; name a folder of "
-        "this user's own (a new one is created mode 0700), or chmod go-w ",
-        dir));
+        "this user's own (a new one is created mode 0700)",
+        shared ? "" : absl::StrCat(", or chmod go-w ", dir)));
   }
   return absl::OkStatus();
 }

@@ -21,6 +21,7 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A fresh folder of mode `mode` holding `file` of mode `file_mode`.
 std::string MakeFile(const std::string& name, mode_t dir_mode,
@@ -162,13 +163,22 @@ TEST(CredentialFilesTest, APrivateFolderIsNewOrAlreadyOurs) {
   ASSERT_EQ(stat(fresh.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0700u);
   ASSERT_OK(MakePrivateDirectory(fresh));  // again: ours, fine
+  // A trailing "/" or "/." names the same folder, made 0700 too.
+  for (const char* suffix : {"/", "/.", "//"}) {
+    const std::string other =
+        ::testing::TempDir() + "/secrets/slashed" + std::to_string(suffix[1]);
+    ASSERT_OK(MakePrivateDirectory(other + suffix));
+    ASSERT_EQ(stat(other.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0700u) << suffix;
+  }
 
   const std::string shared = ::testing::TempDir() + "/shared_tmp";
   ASSERT_OK(MakeDirectories(shared));
   ASSERT_EQ(chmod(shared.c_str(), 01777), 0);
   EXPECT_THAT(MakePrivateDirectory(shared),
               StatusIs(absl::StatusCode::kPermissionDenied,
-                       HasSubstr("writable by other users (mode 1777)")));
+                       AllOf(HasSubstr("writable by other users (mode 1777)"),
+                             Not(HasSubstr("chmod")))));
   ASSERT_EQ(stat(shared.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 01777u) << "left as it was";
 

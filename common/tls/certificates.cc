@@ -274,7 +274,9 @@ absl::StatusOr<CertificateInfo> DescribeCertificate(const std::string& pem) {
 int CountCertificates(const std::string& pem) {
   Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   int count = 0;
-  while (Cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr))) {
+  // _AUX, as gRPC reads its roots: it also takes "TRUSTED CERTIFICATE"
+  // blocks, which PEM_read_bio_X509 skips.
+  while (Cert(PEM_read_bio_X509_AUX(bio.get(), nullptr, nullptr, nullptr))) {
     ++count;
   }
   ERR_clear_error();  // the end of the text
@@ -355,7 +357,9 @@ absl::Status CheckCertificateIdentity(const std::string& certificate_pem,
   const int matched =
       IsIpAddress(host)
           ? X509_check_ip_asc(cert->get(), host.c_str(), 0)
-          : X509_check_host(cert->get(), host.c_str(), host.size(), 0, nullptr);
+          // As gRPC matches: a wildcard only as a whole leftmost label.
+          : X509_check_host(cert->get(), host.c_str(), host.size(),
+                            X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS, nullptr);
   ERR_clear_error();
   if (matched != 1) {
     absl::StatusOr<CertificateInfo> info = DescribeCertificate(certificate_pem);

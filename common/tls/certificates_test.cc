@@ -3,6 +3,7 @@
 #include <openssl/bio.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include <memory>
 #include <string>
@@ -91,8 +92,27 @@ TEST(CertificatesTest, ACaFileWithTwoCertificatesIsRefused) {
       PemPair ps,
       MakeCertificate(ours, "ours", "ps-0", {"127.0.0.1"}, absl::Hours(1)));
   ASSERT_OK(CheckCertificate(ours.certificate, ps));
-  for (const std::string& bundle : {ours.certificate + theirs.certificate,
-                                    theirs.certificate + ours.certificate}) {
+  // Theirs as a "TRUSTED CERTIFICATE" block, which gRPC trusts too.
+  std::unique_ptr<BIO, decltype(&BIO_free_all)> in(
+      BIO_new_mem_buf(theirs.certificate.data(),
+                      static_cast<int>(theirs.certificate.size())),
+      &BIO_free_all);
+  std::unique_ptr<X509, decltype(&X509_free)> cert(
+      PEM_read_bio_X509(in.get(), nullptr, nullptr, nullptr), &X509_free);
+  ASSERT_NE(cert, nullptr);
+  ASSERT_NE(X509_add1_trust_object(cert.get(), OBJ_nid2obj(NID_server_auth)),
+            0);
+  std::unique_ptr<BIO, decltype(&BIO_free_all)> out(BIO_new(BIO_s_mem()),
+                                                    &BIO_free_all);
+  ASSERT_EQ(PEM_write_bio_X509_AUX(out.get(), cert.get()), 1);
+  char* data = nullptr;
+  const long size = BIO_get_mem_data(out.get(), &data);
+  const std::string trusted(data, size);
+  ASSERT_THAT(trusted, HasSubstr("BEGIN TRUSTED CERTIFICATE"));
+  for (const std::string& bundle :
+       {ours.certificate + theirs.certificate,
+        theirs.certificate + ours.certificate, trusted + ours.certificate,
+        ours.certificate + trusted}) {
     EXPECT_THAT(CheckCertificate(bundle, ps),
                 StatusIs(absl::StatusCode::kInvalidArgument,
                          HasSubstr("the CA file holds 2 certificates")));
@@ -156,6 +176,16 @@ TEST(CertificatesTest, ACertificateMustNameItsTaskAndCoverItsHost) {
       CheckCertificateIdentity(ps.certificate, "ps-0", "job-ps-1.job.svc"),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("does not cover job-ps-1.job.svc")));
+  // Wildcards as gRPC matches them: a whole leftmost label only.
+  ASSERT_OK_AND_ASSIGN(
+      PemPair wild,
+      MakeCertificate(ca, "job", "ps-0", {"*.job.svc", "p*.other.svc"},
+                      absl::Hours(1)));
+  EXPECT_OK(CheckCertificateIdentity(wild.certificate, "ps-0", "ps-0.job.svc"));
+  EXPECT_THAT(
+      CheckCertificateIdentity(wild.certificate, "ps-0", "ps-0.other.svc"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("does not cover ps-0.other.svc")));
 }
 
 }  // namespace
