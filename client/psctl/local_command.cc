@@ -84,7 +84,9 @@ class LocalCommand : public Subcommand {
     flags.AddBool("chief", &options_.chief,
                   "run a separate chief (otherwise worker 0 is the chief)");
     flags.AddString("dir", &options_.dir,
-                    "directory for logs, TF_CONFIGs and result.json");
+                    "directory for logs, TF_CONFIGs and result.json: this "
+                    "user's own, writable by no one else (a new one is made "
+                    "0700)");
     flags.AddString("bin_dir", &options_.bin_dir,
                     "directory holding ps/, worker/, chief/, evaluator/ "
                     "binaries; defaults to the one psctl was built into");
