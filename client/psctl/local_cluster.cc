@@ -340,6 +340,29 @@ absl::Status CheckJobFolder(const std::string& dir) {
   return absl::OkStatus();
 }
 
+// psctl local makes new credentials in <dir>/tls and <dir>/tokens at
+// every run. A folder psctl local never ran in (no psctl-local.lock) that
+// holds a job's credentials was made by psctl certs gen, tokens gen or
+// tfconfig gen --credentials: replacing them would lock out every task
+// started with them and lose the CA's key.
+absl::Status CheckNoForeignCredentials(const LocalClusterOptions& options,
+                                       bool used_before) {
+  if (used_before) return absl::OkStatus();
+  for (const char* file : {"tls/ca.key", "tls/ca.crt", "tokens/tokens.sha256",
+                           "ca.key", "tokens.sha256"}) {
+    const std::string path = absl::StrCat(options.dir, "/", file);
+    struct stat st;
+    if (lstat(path.c_str(), &st) == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--dir=", options.dir, " holds a job's credentials (", path,
+          ") that psctl local did not make; it makes its own at every run "
+          "and would replace them, locking out the tasks started with them: "
+          "name another --dir"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The job's --dir, held for the run: a second psctl local on the same
 // folder would delete the running job's checkpoints and replace its
 // credentials, TF_CONFIGs and logs. flock(2) on <dir>/psctl-local.lock,
@@ -917,6 +940,8 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
                                     std::ostream& out) {
   ASSIGN_OR_RETURN(JobConfig config, CheckBeforeStarting(options, out));
   // Before anything in --dir changes.
+  RETURN_IF_ERROR(CheckNoForeignCredentials(
+      options, PathExists(options.dir + "/psctl-local.lock")));
   ASSIGN_OR_RETURN(DirLock dir_lock, DirLock::Acquire(options.dir));
   ASSIGN_OR_RETURN(LocalJob job, PlanTasks(options, std::move(config)));
   unlink(job.result_file.c_str());

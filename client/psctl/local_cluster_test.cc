@@ -337,6 +337,29 @@ TEST(LocalClusterTest, SynthesizingNeverReplacesDataThatIsThere) {
   EXPECT_THAT(StartedPids(options.bin_dir), ::testing::IsEmpty());
 }
 
+// A folder holding a job's credentials that psctl local did not make
+// (psctl tfconfig gen --credentials writes <out>/tls and <out>/tokens) is
+// not overwritten: the tasks started with them would be locked out.
+TEST(LocalClusterTest, CredentialsItDidNotMakeAreNotReplaced) {
+  const std::string dir = FreshDir("credentials");
+  ASSERT_OK(MakeDirectories(dir + "/tls"));
+  ASSERT_OK(WriteFileWithMode(dir + "/tls/ca.key", "the job's CA key", 0600));
+  LocalClusterOptions options = StandInOptions(JobFile(), dir);
+  options.tls = true;
+  std::ostringstream out;
+  EXPECT_THAT(RunLocalCluster(options, out),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("psctl local did not make"),
+                             HasSubstr("name another --dir"))));
+  ASSERT_OK_AND_ASSIGN(std::string kept, ReadFileToString(dir + "/tls/ca.key"));
+  EXPECT_EQ(kept, "the job's CA key");
+  EXPECT_THAT(StartedPids(options.bin_dir), ::testing::IsEmpty());
+  // Refused again: the refusal left no trace of a psctl local run.
+  EXPECT_FALSE(PathExists(dir + "/psctl-local.lock"));
+  EXPECT_THAT(RunLocalCluster(options, out),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+}
+
 // A model that cannot take its data (Dense on 4x4 images) is a bad job
 // config: refused before anything starts, as config check refuses it,
 // not reported by every task once they have started.
