@@ -21,16 +21,12 @@ std::unique_ptr<grpc::ClientContext> Context(absl::Time deadline) {
 GrpcCoordinatorClient::GrpcCoordinatorClient(const std::string& address,
                                              std::string chief,
                                              const TransportSecurity& security,
-                                             std::optional<TaskId> self)
+                                             std::optional<TaskId> self,
+                                             const std::string& expected_server)
     : chief_(std::move(chief)),
       self_(std::move(self)),
-      // A task expects its job's coordinator (chief-0, or worker-0 in a
-      // job without a chief) to present that task's certificate; tools
-      // (no `self`) take any of the job's.
-      stub_(Coordinator::NewStub(
-          OpenChannel(address, security, grpc::ChannelArguments(),
-                      self_.has_value() ? security.chief_task.ToString()
-                                        : std::string()))) {}
+      stub_(Coordinator::NewStub(OpenChannel(
+          address, security, grpc::ChannelArguments(), expected_server))) {}
 
 absl::StatusOr<JobSpec> GrpcCoordinatorClient::Register(const TaskId& task,
                                                         uint64_t incarnation,

@@ -19,12 +19,15 @@ class GrpcCoordinatorClient final : public CoordinatorClient {
  public:
   // `chief` names it in errors, e.g. "chief-0 at 10.0.0.2:2222".
   // `self` is the calling task (none for operators' tools): the chief
-  // learns from its status requests that it heard the job's end, and with
-  // mutual TLS the server must present `security.chief_task`'s
-  // certificate.
+  // learns from its status requests that it heard the job's end. With
+  // mutual TLS the server must present the certificate of
+  // `expected_server` (the coordinating task: "chief-0", or "worker-0" in
+  // a job without a chief); empty: any of the job's (psctl given only an
+  // address).
   GrpcCoordinatorClient(const std::string& address, std::string chief,
                         const TransportSecurity& security,
-                        std::optional<TaskId> self = std::nullopt);
+                        std::optional<TaskId> self = std::nullopt,
+                        const std::string& expected_server = "");
 
   absl::StatusOr<JobSpec> Register(const TaskId& task, uint64_t incarnation,
                                    absl::Time deadline) override;

@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/port_probe.h"
 #include "common/rpc/bulk_frame.h"
 #include "common/rpc/channel.h"
 #include "common/rpc/grpc_status.h"
@@ -77,7 +78,7 @@ std::string ExpectedServer(const std::string& name) {
 
 GrpcPsShard::GrpcPsShard(const std::string& address, std::string name,
                          const Options& options)
-    : name_(std::move(name)), options_(options) {
+    : name_(std::move(name)), address_(address), options_(options) {
   const std::string expected_server = ExpectedServer(name_);
   const int connections = std::max(1, options.connections);
   for (int i = 0; i < connections; ++i) {
@@ -294,8 +295,10 @@ absl::Status GrpcPsShard::Shutdown(const std::string& reason,
     ControlCall context(this, deadline);
     context.get()->set_wait_for_ready(false);
     grpc::Status status = control_->Shutdown(context.get(), request, &response);
+    // The channel's error can be older than the server (it was dialed
+    // before it listened): gone only when its port refuses now.
     if (status.error_code() != grpc::StatusCode::UNAVAILABLE ||
-        absl::StrContains(status.error_message(), "Connection refused")) {
+        ConnectionRefused(address_, absl::Seconds(1))) {
       return FromGrpcStatus(status, "shut down " + name_);
     }
   }

@@ -146,6 +146,7 @@ class GrpcPsShard final : public SharedMemoryTransport {
   void Poll(Connection* connection);
 
   const std::string name_;
+  const std::string address_;
   const Options options_;
   std::vector<std::unique_ptr<Connection>> connections_;
   std::unique_ptr<ParameterServer::Stub> control_;

@@ -79,7 +79,7 @@ int Run() {
   const std::string chief_address = *std::move(chief_found);
   GrpcCoordinatorClient coordinator(
       chief_address, absl::StrCat(chief.ToString(), " at ", chief_address),
-      *security, tf.task);
+      *security, tf.task, chief.ToString());
   EvaluatorOptions options;
   options.tf_config = tf;
   options.security = *security;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/grpc_ps_shard.h"
 #include "client/ps_shard_test_util.h"
+#include "common/free_port.h"
 #include "common/mutex.h"
 #include "common/status_matchers.h"
 #include "gmock/gmock.h"
@@ -39,6 +40,25 @@ std::unique_ptr<GrpcPsShard> ChiefClient(const GrpcParameterServer& server,
   options.security.chief_incarnation = incarnation;
   return std::make_unique<GrpcPsShard>(
       absl::StrCat("127.0.0.1:", server.port()), "ps-0", options);
+}
+
+// A client that dialed the server before it listened keeps that refusal
+// as its channel's last error for a while: the shutdown must still reach
+// the server once it is up, not take the old error for a server gone
+// (which left it running until its own timeout).
+TEST(GrpcParameterServerTest, AShutdownReachesAServerDialedBeforeItStarted) {
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  GrpcPsShard shard(address, "ps-0", GrpcPsShard::Options());
+  // Refused: nothing listens yet.
+  EXPECT_FALSE(shard.Stats(absl::Now() + absl::Milliseconds(300)).ok());
+  GrpcParameterServer::Options options;
+  options.listen_address = address;
+  options.grace = absl::Seconds(2);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<GrpcParameterServer> server,
+                       GrpcParameterServer::Start(options));
+  ASSERT_OK(shard.Shutdown("job failed", absl::Now() + absl::Seconds(30)));
+  EXPECT_EQ(server->Wait(), "job failed");
 }
 
 TEST(GrpcParameterServerTest, WaitReturnsTheShutdownRpcsReason) {

@@ -427,7 +427,7 @@ int Run() {
   const std::string chief_address = *std::move(chief_found);
   GrpcCoordinatorClient coordinator(
       chief_address, absl::StrCat(chief_task.ToString(), " at ", chief_address),
-      setup->security, tf.task);
+      setup->security, tf.task, chief_task.ToString());
   std::mt19937_64 random(std::random_device{}());
   const uint64_t incarnation = random();
   absl::Status result;

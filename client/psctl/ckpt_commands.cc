@@ -343,8 +343,9 @@ int CkptRestore(const std::string& path, const std::string& tf_config_flag,
     return 1;
   }
   // psctl speaks to the chief as the job's tasks do.
-  GrpcCoordinatorClient client(
-      address, absl::StrCat(chief.ToString(), " at ", address), *security);
+  GrpcCoordinatorClient client(address,
+                               absl::StrCat(chief.ToString(), " at ", address),
+                               *security, std::nullopt, chief.ToString());
   absl::StatusOr<int64_t> step =
       client.RestoreCheckpoint(absolute, absl::Minutes(15));
   if (!step.ok()) {

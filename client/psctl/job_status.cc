@@ -157,9 +157,13 @@ JobLook LookAtJob(const StatusTarget& target, absl::Duration timeout) {
   JobLook look;
   look.when = absl::Now();
   look.with_tls = !target.security.certificate_pem.empty();
+  // With a TF_CONFIG the coordinating task is known, and only its
+  // certificate answers (psctl's admin token goes with every call).
   GrpcCoordinatorClient chief(
       target.chief_address, absl::StrCat("the chief at ", target.chief_address),
-      target.security);
+      target.security, std::nullopt,
+      target.tf_config.has_value() ? target.tf_config->ChiefTask().ToString()
+                                   : std::string());
   absl::StatusOr<JobDescription> description = chief.DescribeJob(timeout);
   std::vector<std::pair<std::string, std::string>> to_probe;
   if (description.ok()) {

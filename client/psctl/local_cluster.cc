@@ -182,10 +182,11 @@ void StopChiefFirst(Task& chief, const std::string& reason, std::ostream& out,
 // not answering counts as no progress.
 class ProgressWatch {
  public:
-  ProgressWatch(const std::string& chief_address, absl::Duration stall_timeout,
-                const TransportSecurity& security)
+  ProgressWatch(const std::string& chief_address, const TaskId& chief,
+                absl::Duration stall_timeout, const TransportSecurity& security)
       : stall_timeout_(stall_timeout),
-        chief_(chief_address, "the chief at " + chief_address, security),
+        chief_(chief_address, "the chief at " + chief_address, security,
+               std::nullopt, chief.ToString()),
         last_change_(absl::Now()),
         next_check_(absl::Now() + absl::Seconds(1)) {}
 
@@ -341,15 +342,20 @@ absl::Status CheckJobFolder(const std::string& dir) {
 }
 
 // psctl local makes new credentials in <dir>/tls and <dir>/tokens at
-// every run. A folder psctl local never ran in (no psctl-local.lock) that
-// holds a job's credentials was made by psctl certs gen, tokens gen or
+// every run. A folder psctl local never ran in that holds a job's
+// credentials there was made by psctl certs gen, tokens gen or
 // tfconfig gen --credentials: replacing them would lock out every task
 // started with them and lose the CA's key.
 absl::Status CheckNoForeignCredentials(const LocalClusterOptions& options,
                                        bool used_before) {
   if (used_before) return absl::OkStatus();
-  for (const char* file : {"tls/ca.key", "tls/ca.crt", "tokens/tokens.sha256",
-                           "ca.key", "tokens.sha256"}) {
+  std::vector<std::string> replaced;
+  if (options.tls) replaced = {"tls/ca.key", "tls/ca.crt"};
+  if (options.tokens) {
+    replaced.insert(replaced.end(),
+                    {"tokens/tokens.sha256", "tokens/admin.token"});
+  }
+  for (const std::string& file : replaced) {
     const std::string path = absl::StrCat(options.dir, "/", file);
     struct stat st;
     if (lstat(path.c_str(), &st) == 0) {
@@ -782,7 +788,7 @@ Ending WaitForTheJobsEnd(const LocalClusterOptions& options, LocalJob& job,
   const absl::Time start = absl::Now();
   ProgressWatch progress(
       absl::StrCat("127.0.0.1:", job.ports[job.coordinator.type][0]),
-      options.stall_timeout, job.security);
+      job.coordinator, options.stall_timeout, job.security);
   Ending ending;
   bool server_exits_expected = false;  // the job is ending (AServerGone)
   while (true) {
@@ -940,8 +946,11 @@ absl::StatusOr<int> RunLocalCluster(const LocalClusterOptions& options,
                                     std::ostream& out) {
   ASSIGN_OR_RETURN(JobConfig config, CheckBeforeStarting(options, out));
   // Before anything in --dir changes.
+  // Its lock, or (before psctl local kept one) its TF_CONFIG copies, say
+  // psctl local ran there.
   RETURN_IF_ERROR(CheckNoForeignCredentials(
-      options, PathExists(options.dir + "/psctl-local.lock")));
+      options, PathExists(options.dir + "/psctl-local.lock") ||
+                   IsDirectory(options.dir + "/tf_config")));
   ASSIGN_OR_RETURN(DirLock dir_lock, DirLock::Acquire(options.dir));
   ASSIGN_OR_RETURN(LocalJob job, PlanTasks(options, std::move(config)));
   unlink(job.result_file.c_str());

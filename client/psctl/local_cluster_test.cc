@@ -358,6 +358,17 @@ TEST(LocalClusterTest, CredentialsItDidNotMakeAreNotReplaced) {
   EXPECT_FALSE(PathExists(dir + "/psctl-local.lock"));
   EXPECT_THAT(RunLocalCluster(options, out),
               StatusIs(absl::StatusCode::kFailedPrecondition));
+  // Without TLS, psctl local leaves tls/ alone: nothing to refuse there.
+  options.tls = false;
+  options.tokens = true;
+  options.bin_dir = StandInBinDir("evaluator/evaluator");
+  options.evaluator = true;
+  options.timeout = absl::Seconds(60);
+  EXPECT_THAT(RunLocalCluster(options, out),  // its evaluator cannot start
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("cannot start evaluator-0")));
+  ASSERT_OK_AND_ASSIGN(kept, ReadFileToString(dir + "/tls/ca.key"));
+  EXPECT_EQ(kept, "the job's CA key");
 }
 
 // A model that cannot take its data (Dense on 4x4 images) is a bad job

@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/file_util.h"
-#include "common/host_port.h"
 #include "common/rpc/credential_files.h"
 #include "common/status_macros.h"
 #include "common/tls/certificates.h"
@@ -64,16 +63,17 @@ class PeerIdentityVerifier final
               std::function<void(grpc::Status)>,
               grpc::Status* sync_status) override {
     const grpc::string_ref target = request->target_name();
-    std::string host(target.data(), target.size());
-    if (absl::StatusOr<HostPort> parsed = ParseHostPort(host); parsed.ok()) {
-      host = parsed->host;
-    }
+    // The host alone: gRPC strips the port and IPv6 brackets.
+    const std::string host(target.data(), target.size());
     const grpc::string_ref peer = request->peer_cert();
     const std::string pem(peer.data(), peer.size());
     absl::StatusOr<CertificateInfo> info = DescribeCertificate(pem);
     absl::Status checked;
     if (!info.ok()) {
       checked = info.status();
+    } else if (host.empty()) {
+      checked = absl::UnauthenticatedError(absl::StrCat(
+          "no host name to check ", expected_, "'s certificate against"));
     } else if (info->common_name != expected_) {
       checked = absl::UnauthenticatedError(absl::StrCat(
           "the server at ", host, " presents the certificate of ",

@@ -11,8 +11,10 @@
 //               peer's against the job's CA (gRPC's SSL credentials, from
 //               Debian's gRPC); servers refuse clients without a
 //               certificate from that CA, clients check the server's name
-//               against the address they dial. `psctl certs gen` makes the
-//               CA and one certificate per task.
+//               against the address they dial, and, where they know which
+//               task should answer, that its certificate names that task
+//               (gRPC's TLS credentials with a verifier of ours). `psctl
+//               certs gen` makes the CA and one certificate per task.
 //
 // Job tokens (job_tokens.h) travel with it: OpenChannel presents this
 // process's token on every call and CallAuthorizer checks callers'.

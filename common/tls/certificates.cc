@@ -358,8 +358,11 @@ absl::Status CheckCertificateIdentity(const std::string& certificate_pem,
       IsIpAddress(host)
           ? X509_check_ip_asc(cert->get(), host.c_str(), 0)
           // As gRPC matches: a wildcard only as a whole leftmost label.
+          // and never the subject's CN in place of a DNS name.
           : X509_check_host(cert->get(), host.c_str(), host.size(),
-                            X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS, nullptr);
+                            X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS |
+                                X509_CHECK_FLAG_NEVER_CHECK_SUBJECT,
+                            nullptr);
   ERR_clear_error();
   if (matched != 1) {
     absl::StatusOr<CertificateInfo> info = DescribeCertificate(certificate_pem);

@@ -176,6 +176,11 @@ TEST(CertificatesTest, ACertificateMustNameItsTaskAndCoverItsHost) {
       CheckCertificateIdentity(ps.certificate, "ps-0", "job-ps-1.job.svc"),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("does not cover job-ps-1.job.svc")));
+  // A DNS name is never matched by the subject's CN (gRPC does that only
+  // for certificates without subjectAltNames, which psctl never makes).
+  EXPECT_THAT(CheckCertificateIdentity(ps.certificate, "ps-0", "ps-0"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("does not cover ps-0")));
   // Wildcards as gRPC matches them: a whole leftmost label only.
   ASSERT_OK_AND_ASSIGN(
       PemPair wild,
