@@ -123,6 +123,13 @@ Dataset ShardOf(const Dataset& dataset, int index, int count) {
   shard.example_shape = dataset.example_shape;
   shard.num_features = dataset.num_features;
   shard.num_classes = dataset.num_classes;
+  // Every shard example once, without the doubling of a growing vector.
+  const int64_t examples =
+      index < dataset.num_examples
+          ? (dataset.num_examples - index + count - 1) / count
+          : 0;
+  shard.features.reserve(static_cast<size_t>(examples * dataset.num_features));
+  shard.labels.reserve(static_cast<size_t>(examples));
   for (int64_t i = index; i < dataset.num_examples; i += count) {
     shard.features.insert(
         shard.features.end(),

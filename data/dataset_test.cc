@@ -93,6 +93,11 @@ TEST(DatasetTest, ShardsPartitionTheExamples) {
   // Shard 1 holds examples 1, 4, 7.
   EXPECT_EQ(b.labels[2], 7);
   EXPECT_EQ(b.features[2 * 3], d.features[7 * 3]);
+  // Each held once, without a growing vector's slack.
+  EXPECT_EQ(a.features.capacity(), a.features.size());
+  EXPECT_EQ(c.labels.capacity(), c.labels.size());
+  // More shards than examples: empty ones.
+  EXPECT_EQ(ShardOf(d, 11, 12).num_examples, 0);
 }
 
 TEST(BatchStreamTest, EpochOrdersArePermutationsFixedBySeedAndEpoch) {

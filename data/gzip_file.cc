@@ -1,10 +1,12 @@
 #include "data/gzip_file.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -35,6 +37,8 @@ absl::StatusOr<DataFileReader> DataFileReader::Open(const std::string& path,
     return absl::FailedPreconditionError(message);
   }
   DataFileReader reader;
+  struct stat st;
+  if (fstat(*fd, &st) == 0) reader.file_bytes_ = st.st_size;
   reader.path_ = path;
   reader.advice_ = advice;
   reader.fd_ = *fd;
@@ -70,6 +74,7 @@ DataFileReader& DataFileReader::operator=(DataFileReader&& other) noexcept {
   fd_ = std::exchange(other.fd_, -1);
   // The buffer's storage moves with it: z_stream's next_in stays valid.
   in_ = std::move(other.in_);
+  file_bytes_ = other.file_bytes_;
   in_begin_ = other.in_begin_;
   in_end_ = other.in_end_;
   eof_ = other.eof_;
@@ -79,6 +84,14 @@ DataFileReader& DataFileReader::operator=(DataFileReader&& other) noexcept {
 }
 
 DataFileReader::~DataFileReader() { Close(); }
+
+int64_t DataFileReader::MaxContentBytes() const {
+  constexpr int64_t kDeflateMaxRatio = 1032;
+  if (!compressed()) return file_bytes_;
+  return file_bytes_ > std::numeric_limits<int64_t>::max() / kDeflateMaxRatio
+             ? std::numeric_limits<int64_t>::max()
+             : file_bytes_ * kDeflateMaxRatio;
+}
 
 void DataFileReader::Close() {
   if (stream_ != nullptr) {

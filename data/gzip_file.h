@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,6 +58,12 @@ class DataFileReader {
 
   // Whether the file is gzip data.
   bool compressed() const { return stream_ != nullptr; }
+  // The file's size on disk when it was opened.
+  int64_t file_bytes() const { return file_bytes_; }
+  // At most how many content bytes the file can hold: its size, or, for
+  // gzip data, 1032 times it (deflate's largest ratio). Bounds what a
+  // header's claim may make a reader reserve.
+  int64_t MaxContentBytes() const;
 
  private:
   DataFileReader() = default;
@@ -80,6 +87,7 @@ class DataFileReader {
   size_t in_end_ = 0;
   bool eof_ = false;
   bool finished_ = false;
+  int64_t file_bytes_ = 0;
   // Heap-held: zlib's state points back at its z_stream.
   std::unique_ptr<z_stream> stream_;
 };

@@ -108,11 +108,17 @@ namespace {
 // them (a gzip stream's CRC included).
 absl::Status ReadIdxData(DataFileReader& f, const std::string& path,
                          int64_t elements, std::vector<uint8_t>* keep) {
-  // Grown as the data arrives, in bounded pieces: a header is only a
+  // Filled as the data arrives, in bounded pieces: a header is only a
   // claim, and a small (or compressed) file claiming gigabytes must not
-  // make the reader reserve them.
+  // make the reader reserve more than it could hold.
   constexpr int64_t kPiece = int64_t{16} << 20;
   std::vector<uint8_t> scratch;
+  if (keep != nullptr) {
+    // Room for all of it at once (growing by doubling peaked at twice the
+    // data), but never more than the file can hold.
+    keep->reserve(
+        static_cast<size_t>(std::min<int64_t>(elements, f.MaxContentBytes())));
+  }
   int64_t read = 0;
   while (read < elements) {
     const size_t want =
