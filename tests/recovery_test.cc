@@ -57,9 +57,11 @@ std::string ExpectJobSucceeds(ManualCluster& cluster) {
   EXPECT_THAT(chief->Wait(absl::Seconds(180)), IsOkAndHolds(0))
       << chief->Output();
   for (const char* worker : {"worker0", "worker1"}) {
+    // The chief's side too: whether the worker was seen hearing the end.
     EXPECT_THAT(cluster.Latest(worker)->Wait(absl::Seconds(30)),
                 IsOkAndHolds(0))
-        << cluster.Latest(worker)->Output();
+        << cluster.Latest(worker)->Output() << "\nthe chief's output:\n"
+        << chief->Output();
   }
   EXPECT_GE(ResultAccuracy(cluster.result_file()), 0.80);
   return chief->Output();
