@@ -686,6 +686,13 @@ void JobCoordinator::EndStartup() {
   for (const Worker& w : workers_) {
     if (FinishedLocked(w)) unheard_may_run_ = true;
   }
+  // A worker not heard from yet is silent from now, not since the epoch:
+  // it gets a whole heartbeat timeout before it is declared lost (and no
+  // longer awaited to hear the outcome), as one that registered does.
+  const absl::Time now = options_.clock->Now();
+  for (Worker& w : workers_) {
+    if (!w.registered) w.last_contact = now;
+  }
 }
 
 namespace {

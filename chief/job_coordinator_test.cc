@@ -810,6 +810,24 @@ TEST(JobCoordinatorTest, ARestartedChiefTellsWorkersItHasNotHeardFromYet) {
   EXPECT_THAT(fresh.WaitForOutcomeHeard(absl::Now()), IsEmpty());
 }
 
+// The same chief supervising: a worker not heard from since its restart
+// is not "lost" at once (its silence counts from the start-up's end, not
+// the epoch), so it is still waited for to hear the outcome. Lost at once,
+// it was left to wait out its recovery timeout (5 minutes) for a chief
+// that had exited.
+TEST(JobCoordinatorTest, AWorkerNotHeardFromYetIsNotLostAtOnce) {
+  FakeClock& clock = SimulatedClock();
+  JobCoordinator resumed(TwoWorkers(absl::Seconds(60), &clock));
+  resumed.SetSpec(Spec(ASYNC));
+  Progress(resumed, Report(0, 100, /*finished=*/true));
+  resumed.EndStartup();
+  // The supervisor's look (training is over: worker 0 reached the total).
+  resumed.WaitForTrainingEnd(clock.Now() + absl::Seconds(1));
+  resumed.Succeed();
+  EXPECT_THAT(resumed.WaitForOutcomeHeard(clock.Now()),
+              ElementsAre("worker-0 at h0:1", "worker-1 at h1:1"));
+}
+
 // The worker whose error failed the job knows: the chief does not wait
 // for it to hear the outcome.
 TEST(JobCoordinatorTest, TheFailingWorkerNeedNotHearTheOutcome) {
