@@ -6,8 +6,6 @@
 #include <optional>
 #include <utility>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/port_probe.h"
@@ -15,6 +13,7 @@
 #include "common/rpc/channel.h"
 #include "common/rpc/grpc_status.h"
 #include "common/rpc/grpc_tuning.h"
+#include "common/task.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "grpcpp/security/credentials.h"
@@ -65,13 +64,9 @@ namespace {
 // server must present that task's certificate. Empty for other names
 // (tools, tests), which any certificate of the job's CA may answer.
 std::string ExpectedServer(const std::string& name) {
-  const std::string task = name.substr(0, name.find(' '));
-  int index = 0;
-  if (task.rfind("ps-", 0) != 0 || !absl::SimpleAtoi(task.substr(3), &index) ||
-      index < 0 || absl::StrCat("ps-", index) != task) {
-    return "";
-  }
-  return task;
+  std::optional<TaskId> task = ParseTaskName(name.substr(0, name.find(' ')));
+  return task.has_value() && task->type == TaskType::kPs ? task->ToString()
+                                                         : "";
 }
 
 }  // namespace

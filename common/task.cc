@@ -1,5 +1,6 @@
 #include "common/task.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace psflow {
@@ -27,6 +28,18 @@ std::optional<TaskType> ParseTaskType(absl::string_view name) {
 
 std::string TaskId::ToString() const {
   return absl::StrCat(TaskTypeName(type), "-", index);
+}
+
+std::optional<TaskId> ParseTaskName(absl::string_view name) {
+  const size_t dash = name.rfind('-');
+  if (dash == absl::string_view::npos) return std::nullopt;
+  std::optional<TaskType> type = ParseTaskType(name.substr(0, dash));
+  int index = 0;
+  if (!type.has_value() || !absl::SimpleAtoi(name.substr(dash + 1), &index) ||
+      index < 0 || TaskId{*type, index}.ToString() != name) {
+    return std::nullopt;
+  }
+  return TaskId{*type, index};
 }
 
 }  // namespace psflow

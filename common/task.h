@@ -44,6 +44,10 @@ struct TaskId {
   }
 };
 
+// Parses a task's name as TaskId::ToString writes it ("worker-1"), and
+// only that form (no sign, no leading zeros); nullopt for anything else.
+std::optional<TaskId> ParseTaskName(absl::string_view name);
+
 }  // namespace psflow
 
 #endif  // PSFLOW_COMMON_TASK_H_

@@ -38,4 +38,13 @@ TEST(TaskTest, OrdersByRoleThenIndex) {
 }
 
 }  // namespace
+TEST(TaskTest, ParsesOnlyTheNamesToStringWrites) {
+  EXPECT_EQ(ParseTaskName("worker-1"), (TaskId{TaskType::kWorker, 1}));
+  EXPECT_EQ(ParseTaskName("ps-0"), (TaskId{TaskType::kPs, 0}));
+  for (const char* bad : {"ps", "ps-", "ps--1", "ps-01", "ps-+1", "Ps-1",
+                          "psctl", "ps-1 at h:1", "-1"}) {
+    EXPECT_EQ(ParseTaskName(bad), std::nullopt) << bad;
+  }
+}
+
 }  // namespace psflow

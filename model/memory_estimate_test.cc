@@ -78,10 +78,8 @@ TEST(MemoryEstimateTest, ConvolutionsCountTheirPatches) {
   EXPECT_EQ(e.largest[0].name, "conv2d_1");  // the 8-channel patches
 }
 
-// A window so large that one image's patches exceed any group: each CPU
-// thread holds that image's patches and their gradient, whatever the
-// batch (a 4096 x 4096 window aborted a worker the estimate said fit).
-TEST(MemoryEstimateTest, AWideWindowCountsOneImagesPatchesPerThread) {
+// One 64x64-window convolution of 2 filters ("same"), then a dense layer.
+ModelConfig WideWindow() {
   ModelConfig config;
   LayerConfig::Conv2D* conv = config.add_layers()->mutable_conv2d();
   conv->set_filters(2);
@@ -89,7 +87,14 @@ TEST(MemoryEstimateTest, AWideWindowCountsOneImagesPatchesPerThread) {
   conv->set_padding("same");
   config.add_layers()->mutable_flatten();
   config.add_layers()->mutable_dense()->set_units(10);
-  ASSERT_OK_AND_ASSIGN(auto model, DefineModel(config, kImages));
+  return config;
+}
+
+// A window so large that one image's patches exceed any group: each CPU
+// thread holds that image's patches and their gradient, whatever the
+// batch (a 4096 x 4096 window aborted a worker the estimate said fit).
+TEST(MemoryEstimateTest, AWideWindowCountsOneImagesPatchesPerThread) {
+  ASSERT_OK_AND_ASSIGN(auto model, DefineModel(WideWindow(), kImages));
   const int64_t image_patches = 28 * 28 * 64 * 64;
   ASSERT_GT(image_patches, kCpuWholeConvolutionFloats);
   const MemoryEstimate one = EstimateMemory(*model, 2, 0, /*threads=*/1);
@@ -103,14 +108,7 @@ TEST(MemoryEstimateTest, AWideWindowCountsOneImagesPatchesPerThread) {
 // evaluation is estimated for those threads, not the workers' cpu_threads
 // (each holds an image's patches).
 TEST(MemoryEstimateTest, TheEvaluationCountsTheThreadsItRunsOn) {
-  ModelConfig config;
-  LayerConfig::Conv2D* conv = config.add_layers()->mutable_conv2d();
-  conv->set_filters(2);
-  conv->add_kernel_size(64);
-  conv->set_padding("same");
-  config.add_layers()->mutable_flatten();
-  config.add_layers()->mutable_dense()->set_units(10);
-  ASSERT_OK_AND_ASSIGN(auto model, DefineModel(config, kImages));
+  ASSERT_OK_AND_ASSIGN(auto model, DefineModel(WideWindow(), kImages));
   JobConfig job;
   job.mutable_evaluation()->set_batch_size(2);
   const int64_t image_patches = 28 * 28 * 64 * 64;

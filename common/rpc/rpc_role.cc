@@ -2,7 +2,6 @@
 
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -49,16 +48,9 @@ RpcRole RoleOfTask(const TaskId& task, const TaskId& chief_task) {
 std::optional<RpcRole> RoleOfCertificateName(absl::string_view common_name,
                                              const TaskId& chief_task) {
   if (common_name == "psctl") return RpcRole::kAdmin;
-  const size_t dash = common_name.rfind('-');
-  if (dash == absl::string_view::npos) return std::nullopt;
-  std::optional<TaskType> type = ParseTaskType(common_name.substr(0, dash));
-  int index = 0;
-  if (!type.has_value() ||
-      !absl::SimpleAtoi(common_name.substr(dash + 1), &index) || index < 0 ||
-      TaskId{*type, index}.ToString() != common_name) {
-    return std::nullopt;
-  }
-  return RoleOfTask(TaskId{*type, index}, chief_task);
+  std::optional<TaskId> task = ParseTaskName(common_name);
+  if (!task.has_value()) return std::nullopt;
+  return RoleOfTask(*task, chief_task);
 }
 
 std::string RoleSet::Describe() const {
